@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// Runs every *.test.ts under the given folders with node's own test runner (through tsx).
+// Node 20's --test does not expand globs, so the files are listed here.
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+
+const roots = process.argv.slice(2);
+if (roots.length === 0) roots.push("test");
+const files = [];
+const walk = (dir) => {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p);
+    else if (name.endsWith(".test.ts")) files.push(p);
+  }
+};
+for (const r of roots) {
+  if (statSync(r).isDirectory()) walk(r);
+  else files.push(r);
+}
+if (files.length === 0) {
+  console.error("no test files found under", roots.join(", "));
+  process.exit(1);
+}
+const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+const res = spawnSync(
+  process.execPath,
+  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
+  { stdio: "inherit" },
+);
+process.exit(res.status ?? 1);
