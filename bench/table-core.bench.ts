@@ -1,0 +1,111 @@
+/**
+ * Table-core benchmark (`npm run bench`): writes 1M rows of the 6-column shape (bench/py/pypaimon_bench.py documents
+ * it) into an unaware-bucket append table, from Arrow and from row objects, then scans them back; runs pypaimon on
+ * the same data in the same run, and pyarrow.parquet.write_table as the native limit. Prints rows/s and ratios.
+ * Medians of 3 runs. A benchmark, not a test: nothing here fails on a slow machine.
+ *
+ *   npm run bench -- [rows]      (default 1000000)
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { RecordBatchBuilder } from "../src/codec/columns.ts";
+import { parseColumnList } from "../src/spec/data-types.ts";
+import { Timestamp, type Row } from "../src/spec/values.ts";
+import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
+import { BatchWriter } from "../src/write/batch-writer.ts";
+import { readBatches } from "../src/scan/read.ts";
+import { PYPAIMON_BENCH_PY, runPython } from "../test/helpers/python.ts";
+
+const ROWS = Number(process.argv[2] ?? 1_000_000);
+const RUNS = 3;
+const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
+const COLUMNS = "id BIGINT, ts TIMESTAMP(3), user STRING, event STRING, amount DOUBLE, qty INT";
+
+const user = (i: number): string => `user-${String((i * 7919) % 100000).padStart(6, "0")}`;
+
+function makeRows(n: number): Row[] {
+  const out: Row[] = new Array<Row>(n);
+  for (let i = 0; i < n; i++) {
+    out[i] = { id: BigInt(i), ts: new Timestamp(1700000000000 + i, 0), user: user(i), event: EVENTS[i % 10]!, amount: (i % 1000) * 0.25, qty: i % 100 };
+  }
+  return out;
+}
+
+/** Rows as a service would hand them over: plain JSON-like objects, validated by the writer. */
+function makeObjects(n: number): Array<Record<string, unknown>> {
+  const out = new Array<Record<string, unknown>>(n);
+  for (let i = 0; i < n; i++) out[i] = { id: i, ts: 1700000000000 + i, user: user(i), event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 };
+  return out;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const rate = (s: number): string => `${Math.round(ROWS / s).toLocaleString("en-US")} rows/s`;
+
+async function main(): Promise<void> {
+  const fields = parseColumnList(COLUMNS).map((c, i) => ({ id: i, ...c }));
+  const b = new RecordBatchBuilder(fields, ROWS);
+  for (const r of makeRows(ROWS)) b.appendRow(r);
+  const batch = b.finish();
+  const objects = makeObjects(ROWS);
+
+  const arrowWrite: number[] = [];
+  const objectWrite: number[] = [];
+  const scan: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    const dir = mkdtempSync(join(tmpdir(), "natslake-bench-"));
+    try {
+      const catalog = new Catalog(dir);
+      const t1 = await catalog.createTable(parseIdentifier("bench.arrow"), { columns: parseColumnList(COLUMNS), options: { bucket: "-1" } });
+      let t0 = performance.now();
+      const w1 = await BatchWriter.open(t1);
+      await w1.writeArrow(batch);
+      await w1.commit();
+      arrowWrite.push((performance.now() - t0) / 1000);
+
+      const t2 = await catalog.createTable(parseIdentifier("bench.objects"), { columns: parseColumnList(COLUMNS), options: { bucket: "-1" } });
+      t0 = performance.now();
+      const w2 = await BatchWriter.open(t2);
+      await w2.write(objects);
+      await w2.commit();
+      objectWrite.push((performance.now() - t0) / 1000);
+
+      t0 = performance.now();
+      let n = 0;
+      for await (const rb of readBatches(await catalog.getTable(parseIdentifier("bench.arrow")))) n += rb.numRows;
+      scan.push((performance.now() - t0) / 1000);
+      if (n !== ROWS) throw new Error(`scan returned ${n} rows, expected ${ROWS}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  const pyDir = mkdtempSync(join(tmpdir(), "natslake-bench-py-"));
+  let py: { pypaimon_write_s: number; pypaimon_scan_s: number; pyarrow_write_s: number };
+  try {
+    py = JSON.parse((await runPython(PYPAIMON_BENCH_PY, [pyDir, String(ROWS)], { timeoutMs: 600_000 })).trim().split("\n").pop()!) as typeof py;
+  } finally {
+    rmSync(pyDir, { recursive: true, force: true });
+  }
+
+  const aw = median(arrowWrite);
+  const ow = median(objectWrite);
+  const sc = median(scan);
+  const lines = [
+    `table core, ${ROWS.toLocaleString("en-US")} rows × 6 columns, unaware-bucket append table, parquet + zstd, median of ${RUNS}`,
+    `  natslake write from Arrow    ${aw.toFixed(3)} s  ${rate(aw)}`,
+    `  natslake write from objects  ${ow.toFixed(3)} s  ${rate(ow)}`,
+    `  natslake scan                ${sc.toFixed(3)} s  ${rate(sc)}`,
+    `  pypaimon write (Arrow)       ${py.pypaimon_write_s.toFixed(3)} s  ${rate(py.pypaimon_write_s)}`,
+    `  pypaimon scan                ${py.pypaimon_scan_s.toFixed(3)} s  ${rate(py.pypaimon_scan_s)}`,
+    `  pyarrow write_table (limit)  ${py.pyarrow_write_s.toFixed(3)} s  ${rate(py.pyarrow_write_s)}`,
+    `ratios (rows/s natslake ÷ rows/s other; ≥ 1.0 means natslake is faster)`,
+    `  write from Arrow / pypaimon     ${(py.pypaimon_write_s / aw).toFixed(2)}×   (target ≥ 1.0)`,
+    `  write from objects / pypaimon   ${(py.pypaimon_write_s / ow).toFixed(2)}×`,
+    `  scan / pypaimon                 ${(py.pypaimon_scan_s / sc).toFixed(2)}×   (target ≥ 1.0)`,
+    `  write from Arrow / pyarrow      ${(py.pyarrow_write_s / aw).toFixed(2)}×`,
+  ];
+  process.stdout.write(lines.join("\n") + "\n");
+}
+
+await main();

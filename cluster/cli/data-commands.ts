@@ -1,0 +1,173 @@
+/**
+ * `natslake write` (JSONL or CSV into a table, with progress) and `natslake read` (rows out as a table or JSONL).
+ */
+import { createReadStream, statSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { randomUUID } from "node:crypto";
+import { SingleBar, Presets } from "cli-progress";
+import { parse as parseCsv } from "csv-parse";
+import type { Command } from "commander";
+import { parsePartitionSpec } from "../../src/spec/partition.ts";
+import { toJsonValue } from "../../src/spec/values.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
+import { BatchWriter, describeOverwrite } from "../../src/write/batch-writer.ts";
+import { readRows } from "../../src/scan/read.ts";
+import { catalogFrom, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import type { Table } from "../../src/table/table.ts";
+
+const BATCH_ROWS = 50_000;
+
+interface WriteOpts extends WarehouseOpts {
+  overwrite?: boolean;
+  partition?: string;
+  overwriteAll?: boolean;
+  dryRun?: boolean;
+  format?: string;
+  progress?: boolean;
+}
+
+/** Yields parsed input records in batches; the byte position drives the progress bar. */
+async function* readInput(file: string, format: "jsonl" | "csv", onBytes: (n: number) => void): AsyncGenerator<Record<string, unknown>[]> {
+  const stream = createReadStream(file);
+  stream.on("data", (chunk) => onBytes(chunk.length));
+  let batch: Record<string, unknown>[] = [];
+  if (format === "jsonl") {
+    let lineNo = 0;
+    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
+      lineNo++;
+      if (line.trim() === "") continue;
+      let rec: unknown;
+      try {
+        rec = JSON.parse(line);
+      } catch (e) {
+        throw new UsageError(`${file}:${lineNo}: not valid JSON (${(e as Error).message})`);
+      }
+      if (rec === null || typeof rec !== "object" || Array.isArray(rec)) throw new UsageError(`${file}:${lineNo}: each line must be a JSON object`);
+      batch.push(rec as Record<string, unknown>);
+      if (batch.length >= BATCH_ROWS) {
+        yield batch;
+        batch = [];
+      }
+    }
+  } else {
+    // CSV: a header row names the columns; empty fields are nulls.
+    const parser = stream.pipe(parseCsv({ columns: true, skip_empty_lines: true, cast: (v) => (v === "" ? null : v) }));
+    for await (const rec of parser) {
+      batch.push(rec as Record<string, unknown>);
+      if (batch.length >= BATCH_ROWS) {
+        yield batch;
+        batch = [];
+      }
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+function inputFormat(file: string, explicit?: string): "jsonl" | "csv" {
+  const f = explicit ?? (file.endsWith(".csv") ? "csv" : file.endsWith(".jsonl") || file.endsWith(".json") || file.endsWith(".ndjson") ? "jsonl" : undefined);
+  if (f !== "jsonl" && f !== "csv") throw new UsageError(`cannot tell the format of '${file}': name it .jsonl or .csv, or pass --format jsonl|csv`);
+  return f;
+}
+
+async function overwriteSpec(t: Table, o: WriteOpts): Promise<BatchWriter["overwrite"]> {
+  if (o.overwriteAll && (o.overwrite || o.partition)) throw new UsageError("--overwrite-all replaces the whole table; do not combine it with --overwrite/--partition");
+  if (o.overwriteAll) return { partition: null };
+  if (o.partition && !o.overwrite) throw new UsageError("--partition is only meaningful with --overwrite");
+  if (o.overwrite) {
+    if (t.partitionKeys.length === 0) throw new UsageError(`${t.name} is not partitioned: use --overwrite-all to replace the whole table`);
+    if (!o.partition) throw new UsageError(`--overwrite needs --partition k=v[,k=v] (partition keys: ${t.partitionKeys.join(", ")}), or --overwrite-all to replace the whole table`);
+    return { partition: parsePartitionSpec(o.partition, t.partitionKeys, t.partitionTypes) };
+  }
+  if (o.dryRun) throw new UsageError("--dry-run applies to --overwrite or --overwrite-all");
+  return undefined;
+}
+
+export function registerDataCommands(program: Command, out: (s: string) => void): void {
+  program
+    .command("write <table> <file>")
+    .description("write the rows of a JSONL or CSV file into a table, as one snapshot")
+    .option("--format <jsonl|csv>", "input format (default: from the file extension)")
+    .option("--overwrite", "replace the partition given by --partition (INSERT OVERWRITE)")
+    .option("--partition <k=v,...>", "the partition --overwrite replaces")
+    .option("--overwrite-all", "replace the whole table")
+    .option("--dry-run", "with --overwrite/--overwrite-all: show what would be replaced, write nothing")
+    .option("--no-progress", "no progress bar")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (name: string, file: string, o: WriteOpts) => {
+      const t = await catalogFrom(o).getTable(parseIdentifier(name));
+      const format = inputFormat(file, o.format);
+      const overwrite = await overwriteSpec(t, o);
+      let size: number;
+      try {
+        size = statSync(file).size;
+      } catch {
+        throw new UsageError(`cannot read input file '${file}'`);
+      }
+      if (o.dryRun && overwrite) {
+        const d = await describeOverwrite(t, overwrite);
+        out(`dry run: would replace ${d.files} files with ${d.rows} rows in ${d.partitions.length} partition(s) of ${t.name} at snapshot ${d.snapshotId ?? "(none)"}`);
+        for (const p of d.partitions) out(`  ${p.path || "(unpartitioned)"}: ${p.files} files, ${p.rows} rows`);
+        return;
+      }
+      const writer = await BatchWriter.open(t, { commitUser: randomUUID(), overwrite });
+      const showBar = (o.progress ?? true) && process.stderr.isTTY === true;
+      const bar = new SingleBar({ format: "writing |{bar}| {percentage}% | {rows} rows | {eta_formatted}", stream: process.stderr }, Presets.shades_classic);
+      let bytes = 0;
+      let rows = 0;
+      if (showBar) bar.start(size, 0, { rows: 0 });
+      try {
+        for await (const batch of readInput(file, format, (n) => (bytes += n))) {
+          await writer.write(batch);
+          rows += batch.length;
+          if (showBar) bar.update(Math.min(bytes, size), { rows });
+          else if (o.progress ?? true) process.stderr.write(`written ${rows} rows (${Math.round((100 * Math.min(bytes, size)) / Math.max(size, 1))}%)\n`);
+        }
+        const res = await writer.commit();
+        if (showBar) bar.stop();
+        out(res.snapshot ? `wrote ${rows} rows to ${t.name} in ${res.files} files; snapshot ${res.snapshot.id}${res.replacedFiles ? ` (replaced ${res.replacedFiles} files)` : ""}` : `wrote 0 rows to ${t.name}; no snapshot`);
+      } catch (e) {
+        if (showBar) bar.stop();
+        await writer.abort();
+        throw e;
+      }
+    });
+
+  program
+    .command("read <table>")
+    .description("read rows from the latest snapshot, a given snapshot or a point in time")
+    .option("--snapshot <id>", "read this snapshot", parseNonNegativeInt("--snapshot"))
+    .option("--at <time>", "read the snapshot current at this time (ISO-8601 or epoch ms)", parseTime)
+    .option("--limit <n>", "at most n rows", parseNonNegativeInt("--limit"))
+    .option("--columns <cols>", "comma-separated columns to read")
+    .option("--partition <k=v,...>", "read only this partition")
+    .option("--format <table|jsonl>", "output format", "table")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (name: string, o: WarehouseOpts & { snapshot?: number; at?: number; limit?: number; columns?: string; partition?: string; format: string }) => {
+      if (o.format !== "table" && o.format !== "jsonl") throw new UsageError(`--format must be table or jsonl, got '${o.format}'`);
+      if (o.snapshot !== undefined && o.at !== undefined) throw new UsageError("use either --snapshot or --at, not both");
+      const t = await catalogFrom(o).getTable(parseIdentifier(name));
+      const projection = o.columns?.split(",").map((s) => s.trim()).filter(Boolean);
+      const partition = o.partition ? parsePartitionSpec(o.partition, t.partitionKeys, t.partitionTypes) : undefined;
+      const fields = projection ? projection.map((c) => ({ name: c, type: t.typeOf(c) })) : t.schema.fields.map((f) => ({ name: f.name, type: f.type }));
+      const rows: unknown[][] = [];
+      for await (const row of readRows(t, {
+        ...(o.snapshot !== undefined ? { snapshotId: o.snapshot } : {}),
+        ...(o.at !== undefined ? { atTimeMillis: o.at } : {}),
+        ...(projection ? { projection } : {}),
+        ...(partition ? { partition } : {}),
+        ...(o.limit !== undefined ? { limit: o.limit } : {}),
+      })) {
+        if (o.format === "jsonl") {
+          const obj: Record<string, unknown> = {};
+          for (const f of fields) obj[f.name] = toJsonValue(f.type, row[f.name] ?? null);
+          out(JSON.stringify(obj));
+        } else {
+          rows.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
+        }
+      }
+      if (o.format === "table") {
+        out(renderTable(fields.map((f) => f.name), rows));
+        out(`(${rows.length} rows)`);
+      }
+    });
+}

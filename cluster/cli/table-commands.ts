@@ -1,0 +1,122 @@
+/**
+ * `natslake table create|describe|drop|list`, and `natslake snapshots`.
+ */
+import type { Command } from "commander";
+import { parseColumnList, typeToSql } from "../../src/spec/data-types.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
+import { catalogFrom, collectKeyValue, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+
+const splitList = (v: string): string[] =>
+  v
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+
+export function registerTableCommands(program: Command, out: (s: string) => void): void {
+  const table = program.command("table").description("create, describe, drop and list tables");
+
+  table
+    .command("create <table>")
+    .description("create a table named <db>.<table>")
+    .requiredOption("--columns <spec>", 'columns, e.g. "id BIGINT NOT NULL, name STRING, tags ARRAY<STRING>"')
+    .option("--partition-keys <cols>", "comma-separated partition columns")
+    .option("--primary-key <cols>", "comma-separated primary key columns")
+    .option("--option <key=value>", "table option (repeatable), e.g. --option bucket=4 --option bucket-key=id", collectKeyValue, {})
+    .option("--comment <text>", "table comment")
+    .option("--if-not-exists", "succeed when the table exists already")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (name: string, o: WarehouseOpts & { columns: string; partitionKeys?: string; primaryKey?: string; option: Record<string, string>; comment?: string; ifNotExists?: boolean }) => {
+      const id = parseIdentifier(name);
+      const columns = parseColumnList(o.columns);
+      if (columns.length === 0) throw new UsageError("--columns lists no column");
+      const t = await catalogFrom(o).createTable(
+        id,
+        {
+          columns,
+          partitionKeys: o.partitionKeys ? splitList(o.partitionKeys) : [],
+          primaryKeys: o.primaryKey ? splitList(o.primaryKey) : [],
+          options: o.option,
+          ...(o.comment !== undefined ? { comment: o.comment } : {}),
+        },
+        { ignoreIfExists: o.ifNotExists ?? false },
+      );
+      out(`created ${t.name} at ${t.root}`);
+    });
+
+  table
+    .command("describe <table>")
+    .description("show a table's columns, keys, options and latest snapshot")
+    .option("--json", "print the schema as JSON")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
+      const t = await catalogFrom(o).getTable(parseIdentifier(name));
+      const latest = await t.snapshots.latest();
+      if (o.json) {
+        out(
+          JSON.stringify(
+            {
+              table: t.name,
+              path: t.root,
+              schemaId: t.schema.id,
+              columns: t.schema.fields.map((f) => ({ id: f.id, name: f.name, type: typeToSql(f.type) })),
+              partitionKeys: t.schema.partitionKeys,
+              primaryKeys: t.schema.primaryKeys,
+              options: t.schema.options,
+              latestSnapshot: latest?.id ?? null,
+              totalRecordCount: latest?.totalRecordCount ?? 0,
+            },
+            null,
+            2,
+          ),
+        );
+        return;
+      }
+      out(`table    ${t.name}`);
+      out(`path     ${t.root}`);
+      out(`schema   ${t.schema.id}`);
+      out(renderTable(["id", "column", "type"], t.schema.fields.map((f) => [f.id, f.name, typeToSql(f.type)])));
+      out(`partition keys  ${t.schema.partitionKeys.join(", ") || "(none)"}`);
+      out(`primary key     ${t.schema.primaryKeys.join(", ") || "(none)"}`);
+      out(`options         ${Object.entries(t.schema.options).map(([k, v]) => `${k}=${v}`).join(", ")}`);
+      out(latest ? `latest snapshot ${latest.id} (${latest.totalRecordCount} rows, ${new Date(latest.timeMillis).toISOString()})` : "latest snapshot (none)");
+    });
+
+  table
+    .command("drop <table>")
+    .description("drop a table and delete its files")
+    .option("--if-exists", "succeed when the table does not exist")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean }) => {
+      const id = parseIdentifier(name);
+      await catalogFrom(o).dropTable(id, o.ifExists ?? false);
+      out(`dropped ${name}`);
+    });
+
+  table
+    .command("list [db]")
+    .description("list the tables of a database, or of every database")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (db: string | undefined, o: WarehouseOpts) => {
+      const catalog = catalogFrom(o);
+      const dbs = db === undefined ? await catalog.listDatabases() : [db];
+      for (const d of dbs) for (const t of await catalog.listTables(d)) out(`${d}.${t}`);
+    });
+
+  program
+    .command("snapshots <table>")
+    .description("list a table's snapshots")
+    .option("--json", "one JSON object per snapshot")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
+      const t = await catalogFrom(o).getTable(parseIdentifier(name));
+      const ids = await t.snapshots.listIds();
+      const snaps = await Promise.all(ids.map((id) => t.snapshots.snapshot(id)));
+      if (o.json) {
+        for (const s of snaps) {
+          out(JSON.stringify({ id: s.id, kind: s.commitKind, time: new Date(s.timeMillis).toISOString(), timeMillis: s.timeMillis, commitUser: s.commitUser, commitIdentifier: s.commitIdentifier.toString(), totalRecordCount: s.totalRecordCount, deltaRecordCount: s.deltaRecordCount, schemaId: s.schemaId, properties: s.properties ?? {} }));
+        }
+        return;
+      }
+      out(renderTable(["id", "kind", "time", "rows", "delta", "commit user"], snaps.map((s) => [s.id, s.commitKind, new Date(s.timeMillis).toISOString(), s.totalRecordCount, s.deltaRecordCount, s.commitUser])));
+    });
+}

@@ -1,0 +1,41 @@
+/**
+ * The `natslake` command line. Each command group lives in cluster/cli/; this file wires them and turns failures
+ * into a one-line message on stderr and a non-zero exit code (2 = bad input, 3 = conflict, 1 = other).
+ */
+import { Command, CommanderError } from "commander";
+import { LakeError } from "../src/errors.ts";
+import { exitCodeOf } from "./cli/common.ts";
+import { registerDataCommands } from "./cli/data-commands.ts";
+import { registerTableCommands } from "./cli/table-commands.ts";
+
+const out = (s: string): void => {
+  process.stdout.write(s + "\n");
+};
+
+export function buildProgram(): Command {
+  const program = new Command("natslake")
+    .description("natslake: rows published on NATS, landed as Apache Paimon tables")
+    .version("0.1.0")
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride();
+  registerTableCommands(program, out);
+  registerDataCommands(program, out);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // commander has printed its message already; help and version exit 0.
+      return e.exitCode === 0 ? 0 : 2;
+    }
+    const msg = e instanceof LakeError || (e instanceof Error && e.name === "UsageError") ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
+    process.stderr.write(`error: ${msg}\n`);
+    return exitCodeOf(e);
+  }
+}
+
+process.exitCode = await main(process.argv);

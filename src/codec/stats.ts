@@ -1,0 +1,283 @@
+/**
+ * Column value statistics (min, max, null count) for Paimon's SimpleStats (`_VALUE_STATS`, `_KEY_STATS`), computed
+ * from Arrow data or from canonical rows, and merged across batches of a rolling file.
+ *
+ * Contract:
+ * - `min[i]` / `max[i]` are canonical values (spec/values.ts) of column i, or null when the column has no non-null
+ *   value or its type has no order in Paimon's stats (ARRAY, MAP, MULTISET, ROW). `nullCounts[i]` counts nulls.
+ * - Orders are Java Paimon's: numbers numerically; FLOAT/DOUBLE by `Double.compare` (−0.0 < 0.0, NaN above
+ *   everything, so a NaN makes max NaN, which only makes readers skip less); DECIMAL by unscaled value (one scale per
+ *   column); CHAR/VARCHAR by unsigned UTF-8 bytes (= code point order, not JS's UTF-16 order); BINARY by unsigned
+ *   bytes; BOOLEAN false < true; DATE, TIME, TIMESTAMP chronologically.
+ * - Values are exact, never truncated: Java's default `truncate(16)` mode is the serializer's business.
+ *
+ * On Arrow data the scan runs over the raw buffers (strings compared as bytes without decoding, 64-bit values as
+ * two 32-bit words) and only the winning min and max are converted to canonical values.
+ */
+import * as arrow from "apache-arrow";
+import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
+import type { DataType } from "../spec/data-types.ts";
+import type { Row, Timestamp, Value } from "../spec/values.ts";
+import type { ColumnSpec } from "./arrow-schema.ts";
+import { batchColumn, columnReader } from "./columns.ts";
+
+export interface ValueStats {
+  min: Value[];
+  max: Value[];
+  nullCounts: number[];
+}
+
+/** Whether Paimon keeps min/max for a column of this type. */
+export function hasOrder(type: DataType): boolean {
+  return !(type.root === "ARRAY" || type.root === "MAP" || type.root === "MULTISET" || type.root === "ROW");
+}
+
+/** Statistics of `fields` (matched by name) over a batch or every batch of a table. */
+export function computeStats(fields: readonly ColumnSpec[], source: arrow.RecordBatch | arrow.Table): ValueStats {
+  const batches = source instanceof arrow.Table ? source.batches : [source];
+  let acc = emptyStats(fields.length);
+  for (const batch of batches) {
+    const one: ValueStats = emptyStats(fields.length);
+    fields.forEach((f, k) => {
+      const data = batchColumn(batch, f.name);
+      if (data === undefined) throw dataInvalid(`column '${f.name}' is missing from the data`, { column: f.name });
+      const s = dataStats(f.type, data);
+      one.min[k] = s.min;
+      one.max[k] = s.max;
+      one.nullCounts[k] = s.nullCount;
+    });
+    acc = batches.length === 1 ? one : mergeStats(fields, acc, one);
+  }
+  return acc;
+}
+
+/** Statistics of one column chunk. */
+export function dataStats(type: DataType, data: arrow.Data): { min: Value; max: Value; nullCount: number } {
+  const nullCount = data.nullCount;
+  if (!hasOrder(type) || nullCount === data.length) return { min: null, max: null, nullCount };
+  const cmp = indexComparator(type, data);
+  const bitmap = data.nullCount > 0 ? data.nullBitmap : undefined;
+  const off = data.offset;
+  let minI = -1;
+  let maxI = -1;
+  for (let i = 0; i < data.length; i++) {
+    if (bitmap !== undefined && bitmap.length > 0) {
+      const j = off + i;
+      if ((bitmap[j >> 3]! & (1 << (j & 7))) === 0) continue;
+    }
+    if (minI < 0) {
+      minI = maxI = i;
+    } else if (cmp(i, minI) < 0) {
+      minI = i;
+    } else if (cmp(i, maxI) > 0) {
+      maxI = i;
+    }
+  }
+  if (minI < 0) return { min: null, max: null, nullCount };
+  const read = columnReader(type, data);
+  return { min: read(minI), max: read(maxI), nullCount };
+}
+
+/** Statistics of canonical rows (values keyed by column name; a missing key is a null). */
+export function statsFromRows(fields: readonly ColumnSpec[], rows: readonly Row[]): ValueStats {
+  const out = emptyStats(fields.length);
+  fields.forEach((f, k) => {
+    const ordered = hasOrder(f.type);
+    let min: Value = null;
+    let max: Value = null;
+    let nulls = 0;
+    for (const r of rows) {
+      const v = r[f.name];
+      if (v === null || v === undefined) {
+        nulls++;
+        continue;
+      }
+      if (!ordered) continue;
+      if (min === null || compareValues(f.type, v, min) < 0) min = v;
+      if (max === null || compareValues(f.type, v, max) > 0) max = v;
+    }
+    out.min[k] = min;
+    out.max[k] = max;
+    out.nullCounts[k] = nulls;
+  });
+  return out;
+}
+
+/** Statistics with no rows: all min/max null, null counts 0. */
+export function emptyStats(columns: number): ValueStats {
+  return { min: new Array<Value>(columns).fill(null), max: new Array<Value>(columns).fill(null), nullCounts: new Array<number>(columns).fill(0) };
+}
+
+/** Statistics of the union of two row sets with the same columns (for files written from several batches). */
+export function mergeStats(fields: readonly ColumnSpec[], a: ValueStats, b: ValueStats): ValueStats {
+  const n = fields.length;
+  if (a.min.length !== n || b.min.length !== n) throw new LakeError(ErrorKind.Unexpected, "merging statistics of different column counts");
+  const out = emptyStats(n);
+  for (let k = 0; k < n; k++) {
+    const t = fields[k]!.type;
+    out.min[k] = pick(t, a.min[k] ?? null, b.min[k] ?? null, -1);
+    out.max[k] = pick(t, a.max[k] ?? null, b.max[k] ?? null, 1);
+    out.nullCounts[k] = (a.nullCounts[k] ?? 0) + (b.nullCounts[k] ?? 0);
+  }
+  return out;
+}
+
+function pick(type: DataType, x: Value, y: Value, sign: 1 | -1): Value {
+  if (x === null) return y;
+  if (y === null) return x;
+  return compareValues(type, y, x) * sign > 0 ? y : x;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Orders on canonical values
+
+/** Compares two non-null canonical values of `type` in Paimon's order (see the module comment). */
+export function compareValues(type: DataType, a: Value, b: Value): number {
+  switch (type.root) {
+    case "BOOLEAN":
+      return (a ? 1 : 0) - (b ? 1 : 0);
+    case "TINYINT":
+    case "SMALLINT":
+    case "INT":
+    case "DATE":
+    case "TIME":
+      return (a as number) - (b as number);
+    case "FLOAT":
+    case "DOUBLE":
+      return compareDoubles(a as number, b as number);
+    case "BIGINT":
+    case "DECIMAL":
+      return (a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0;
+    case "CHAR":
+    case "VARCHAR":
+      return compareStrings(a as string, b as string);
+    case "BINARY":
+    case "VARBINARY":
+      return compareBytes(a as Uint8Array, 0, (a as Uint8Array).length, b as Uint8Array, 0, (b as Uint8Array).length);
+    case "TIMESTAMP":
+    case "TIMESTAMP_LTZ":
+      return (a as Timestamp).compare(b as Timestamp);
+    default:
+      throw new LakeError(ErrorKind.Unsupported, `${type.root} values have no order`);
+  }
+}
+
+/** Java's `Double.compare`: a total order with −0.0 < 0.0 and NaN greatest. */
+export function compareDoubles(a: number, b: number): number {
+  if (a < b) return -1;
+  if (a > b) return 1;
+  if (a === b) {
+    if (a !== 0) return 0;
+    const negA = Object.is(a, -0);
+    return negA === Object.is(b, -0) ? 0 : negA ? -1 : 1;
+  }
+  const nanA = Number.isNaN(a);
+  return nanA === Number.isNaN(b) ? 0 : nanA ? 1 : -1;
+}
+
+/**
+ * Compares strings by Unicode code point, which equals unsigned UTF-8 byte order. JS `<` compares UTF-16 code
+ * units, which differs only when both units are ≥ 0xD800: surrogates (code points ≥ U+10000) must sort after
+ * U+E000..U+FFFF, so they are shifted above them before comparing.
+ */
+export function compareStrings(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) {
+      if (x >= 0xd800 && y >= 0xd800) return fixupSurrogate(x) - fixupSurrogate(y);
+      return x - y;
+    }
+  }
+  return a.length - b.length;
+}
+
+const fixupSurrogate = (c: number): number => (c >= 0xe000 ? c - 0x800 : c + 0x2000);
+
+export function compareBytes(a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): number {
+  const n = Math.min(aEnd - aStart, bEnd - bStart);
+  for (let k = 0; k < n; k++) {
+    const d = a[aStart + k]! - b[bStart + k]!;
+    if (d !== 0) return d;
+  }
+  return aEnd - aStart - (bEnd - bStart);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Orders on raw Arrow buffers (index i vs index j of one chunk)
+
+type IndexComparator = (i: number, j: number) => number;
+
+function indexComparator(type: DataType, data: arrow.Data): IndexComparator {
+  const t = data.type;
+  const off = data.offset;
+  switch (t.typeId) {
+    case arrow.Type.Bool: {
+      const bits = data.values as Uint8Array;
+      const bit = (i: number): number => (bits[(off + i) >> 3]! >> ((off + i) & 7)) & 1;
+      return (i, j) => bit(i) - bit(j);
+    }
+    case arrow.Type.Int: {
+      const it = t as arrow.Int;
+      if (it.bitWidth === 64) return int64Comparator(data.values as BigInt64Array, it.isSigned);
+      const v = data.values as Int32Array;
+      return (i, j) => v[i]! - v[j]!;
+    }
+    case arrow.Type.Float: {
+      if ((t as arrow.Float).precision === arrow.Precision.HALF) break;
+      const v = data.values as Float64Array;
+      return (i, j) => compareDoubles(v[i]!, v[j]!);
+    }
+    case arrow.Type.Date:
+    case arrow.Type.Time: {
+      const v = data.values as unknown as ArrayLike<number | bigint>;
+      if (v instanceof BigInt64Array) return int64Comparator(v, true);
+      const nv = v as Int32Array;
+      return (i, j) => nv[i]! - nv[j]!;
+    }
+    case arrow.Type.Timestamp:
+      return int64Comparator(data.values as unknown as BigInt64Array, true);
+    case arrow.Type.Decimal: {
+      const w = data.values as Uint32Array;
+      const per = (t as arrow.Decimal).bitWidth / 32;
+      return (i, j) => {
+        const a = i * per;
+        const b = j * per;
+        // Most significant word signed, the rest unsigned.
+        const hi = (w[a + per - 1]! | 0) - (w[b + per - 1]! | 0);
+        if (hi !== 0) return hi;
+        for (let k = per - 2; k >= 0; k--) {
+          const d = w[a + k]! - w[b + k]!;
+          if (d !== 0) return d;
+        }
+        return 0;
+      };
+    }
+    case arrow.Type.Utf8:
+    case arrow.Type.Binary: {
+      const o = data.valueOffsets as Int32Array;
+      const bytes = data.values as Uint8Array;
+      return (i, j) => compareBytes(bytes, o[i]!, o[i + 1]!, bytes, o[j]!, o[j + 1]!);
+    }
+    case arrow.Type.FixedSizeBinary: {
+      const bw = (t as arrow.FixedSizeBinary).byteWidth;
+      const bytes = data.values as Uint8Array;
+      return (i, j) => compareBytes(bytes, i * bw, (i + 1) * bw, bytes, j * bw, (j + 1) * bw);
+    }
+  }
+  // Other encodings (dictionary, large or view strings, ...): compare decoded canonical values.
+  const read = columnReader(type, data);
+  return (i, j) => compareValues(type, read(i), read(j));
+}
+
+function int64Comparator(values: BigInt64Array | BigUint64Array, signed: boolean): IndexComparator {
+  if (values.byteOffset % 4 !== 0) return (i, j) => (values[i]! < values[j]! ? -1 : values[i]! > values[j]! ? 1 : 0);
+  const w = new Int32Array(values.buffer, values.byteOffset, values.length * 2);
+  return (i, j) => {
+    const hiA = w[2 * i + 1]!;
+    const hiB = w[2 * j + 1]!;
+    if (hiA !== hiB) return signed ? hiA - hiB : (hiA >>> 0) - (hiB >>> 0);
+    return (w[2 * i]! >>> 0) - (w[2 * j]! >>> 0);
+  };
+}

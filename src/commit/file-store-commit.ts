@@ -1,0 +1,191 @@
+/**
+ * FileStoreCommit: turns commit messages into manifests, manifest lists and `snapshot-N`, atomically.
+ *
+ * One attempt: read the latest snapshot → run the caller's precondition against it (leader fencing, offset chain,
+ * overwrite conflicts) → write the delta manifest, the base list (merged per `manifest.merge-min-count`) and the
+ * delta list → create `snapshot-N` exclusively. When another committer created `snapshot-N` first, the attempt's
+ * manifests are removed and the commit retries on top of the winner, after checking that the same commit
+ * (commitUser + commitIdentifier) did not land already. Data files are never deleted here: if the outcome is unknown
+ * they may be referenced; orphan cleanup removes the unreferenced ones later.
+ *
+ * Crash safety: everything before the `link()` of `snapshot-N` writes only new, unreferenced files; a crash before it
+ * leaves the table at its previous snapshot. A crash after it leaves a complete snapshot.
+ */
+import { randomUUID } from "node:crypto";
+import { ErrorKind, LakeError } from "../errors.ts";
+import { failpoint } from "../failpoints.ts";
+import { BATCH_COMMIT_IDENTIFIER, CommitKind, type Snapshot } from "../spec/snapshot.ts";
+import { FileKind, type ManifestEntry, type ManifestFileMeta } from "../spec/manifest.ts";
+import type { Table } from "../table/table.ts";
+import type { CommitMessage } from "./commit-message.ts";
+import { ManifestStore } from "../table/manifest-store.ts";
+
+export interface CommitRequest {
+  commitUser: string;
+  commitIdentifier?: bigint;
+  kind?: CommitKind;
+  messages: CommitMessage[];
+  /**
+   * INSERT OVERWRITE: every live file whose partition matches is deleted in the same snapshot. `readSnapshotId` is
+   * the snapshot the overwrite was planned against: a commit after it that touched a matching partition is a
+   * conflict (the overwrite would silently drop rows it never saw).
+   */
+  overwrite?: { matches: (partition: Uint8Array) => boolean; readSnapshotId: number | null };
+  /**
+   * Runs against the snapshot this attempt builds on, before anything is written; returns the properties of the new
+   * snapshot, or throws (Fenced, Conflict, DataInvalid) to abort. Called again on every retry.
+   */
+  prepare?: (base: Snapshot | null) => Promise<Record<string, string> | null> | Record<string, string> | null;
+  /**
+   * A retry after an unknown outcome: this commit (same commitUser + commitIdentifier + kind) may already have
+   * landed as a snapshot with an id ≥ this. It is looked for before anything is written, and never applied twice.
+   */
+  recoverFrom?: number;
+  /** Skip a commit with no files (default true, as Paimon does), unless properties must be recorded. */
+  skipEmpty?: boolean;
+}
+
+export interface CommitResult {
+  snapshot: Snapshot | null;
+  /** The commit had landed already (same commitUser + commitIdentifier found on the chain). */
+  alreadyCommitted: boolean;
+  attempts: number;
+  /** Wall-clock ms after the `link()` that created the snapshot returned (for notification latency). */
+  linkedAt: number;
+}
+
+export class FileStoreCommit {
+  private readonly manifests: ManifestStore;
+
+  constructor(private readonly table: Table) {
+    this.manifests = new ManifestStore(table);
+  }
+
+  async commit(req: CommitRequest): Promise<CommitResult> {
+    const identifier = req.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER;
+    const kind = req.kind ?? (req.overwrite ? CommitKind.OVERWRITE : CommitKind.APPEND);
+    const maxRetries = this.table.options.commitMaxRetries;
+    const minWait = this.table.options.duration("commit.min-retry-wait");
+    const maxWait = this.table.options.duration("commit.max-retry-wait");
+    let lastTriedId: number | null = req.recoverFrom ?? null;
+
+    for (let attempt = 1; ; attempt++) {
+      const latest = await this.table.snapshots.latest();
+      if (lastTriedId !== null) {
+        // We lost a race (or do not know whether we won): the winner may be ourselves.
+        const landed = await this.findCommitted(req.commitUser, identifier, kind, lastTriedId, latest);
+        if (landed) return { snapshot: landed, alreadyCommitted: true, attempts: attempt, linkedAt: Date.now() };
+      }
+      if (req.overwrite) await this.checkOverwriteConflict(req.overwrite, latest);
+      const properties = req.prepare ? await req.prepare(latest) : (latest?.properties ?? null);
+      const hasFiles = req.messages.some((m) => m.newFiles.length > 0 || m.deletedFiles.length > 0);
+      if (!hasFiles && !req.overwrite && (req.skipEmpty ?? true)) {
+        return { snapshot: null, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
+      }
+
+      const written: string[] = [];
+      const delta = await this.deltaEntries(req, latest);
+      const snapshot = await this.buildSnapshot(latest, delta, req.commitUser, identifier, kind, properties, written);
+      const ok = await this.table.snapshots.tryCommit(snapshot);
+      if (ok) return { snapshot, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
+
+      // Lost the race: our manifests are unreferenced, remove them and retry on top of the winner.
+      await Promise.all(written.map((name) => this.table.io.delete(this.table.paths.manifestPath(name))));
+      lastTriedId = snapshot.id;
+      if (attempt >= maxRetries) {
+        throw new LakeError(ErrorKind.CommitRace, `commit to ${this.table.name} lost ${attempt} races in a row; giving up`, {
+          retryable: true,
+          context: { snapshotId: snapshot.id },
+        });
+      }
+      const wait = Math.min(maxWait, minWait * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  /** Looks for a snapshot after `afterId` with this commit's identity. */
+  private async findCommitted(user: string, identifier: bigint, kind: CommitKind, afterId: number, latest: Snapshot | null): Promise<Snapshot | null> {
+    if (latest === null) return null;
+    for (let id = latest.id; id >= afterId; id--) {
+      const s = await this.table.snapshots.snapshot(id);
+      if (s.commitUser === user && s.commitIdentifier === identifier && s.commitKind === kind) return s;
+    }
+    return null;
+  }
+
+  private async checkOverwriteConflict(ow: NonNullable<CommitRequest["overwrite"]>, latest: Snapshot | null): Promise<void> {
+    if (latest === null) return;
+    const from = (ow.readSnapshotId ?? 0) + 1;
+    for (let id = from; id <= latest.id; id++) {
+      const s = await this.table.snapshots.snapshot(id);
+      const entries = await this.manifests.readDeltaEntries(s);
+      const hit = entries.find((e) => ow.matches(e.partition));
+      if (hit) {
+        throw new LakeError(
+          ErrorKind.Conflict,
+          `overwrite of ${this.table.name} conflicts with snapshot ${id} (${s.commitKind} by ${s.commitUser}), which changed the same partition after the overwrite started; nothing was replaced`,
+          { context: { snapshotId: id }, retryable: false },
+        );
+      }
+    }
+  }
+
+  private async deltaEntries(req: CommitRequest, latest: Snapshot | null): Promise<ManifestEntry[]> {
+    const entries: ManifestEntry[] = [];
+    if (req.overwrite && latest !== null) {
+      for (const e of await this.manifests.readLiveEntries(latest)) {
+        if (req.overwrite.matches(e.partition)) entries.push({ ...e, kind: FileKind.DELETE });
+      }
+    }
+    for (const m of req.messages) {
+      for (const f of m.deletedFiles) entries.push({ kind: FileKind.DELETE, partition: m.partition, bucket: m.bucket, totalBuckets: m.totalBuckets, file: f });
+      for (const f of m.newFiles) entries.push({ kind: FileKind.ADD, partition: m.partition, bucket: m.bucket, totalBuckets: m.totalBuckets, file: f });
+    }
+    return entries;
+  }
+
+  private async buildSnapshot(
+    latest: Snapshot | null,
+    delta: ManifestEntry[],
+    commitUser: string,
+    commitIdentifier: bigint,
+    commitKind: CommitKind,
+    properties: Record<string, string> | null,
+    written: string[],
+  ): Promise<Snapshot> {
+    const baseMetas: ManifestFileMeta[] = latest === null ? [] : await this.manifests.allManifests(latest);
+    const mergedBase = await this.manifests.maybeMerge(baseMetas, written);
+    const deltaMetas = delta.length === 0 ? [] : [await this.manifests.writeManifest(delta, written)];
+    failpoint("commit.after-manifests");
+    const base = await this.manifests.writeManifestList(mergedBase, written);
+    const deltaList = await this.manifests.writeManifestList(deltaMetas, written);
+    failpoint("commit.after-manifest-lists");
+    let deltaRecordCount = 0;
+    for (const e of delta) deltaRecordCount += e.kind === FileKind.ADD ? e.file.rowCount : -e.file.rowCount;
+    return {
+      version: 3,
+      id: (latest?.id ?? 0) + 1,
+      schemaId: this.table.schema.id,
+      baseManifestList: base.name,
+      baseManifestListSize: base.size,
+      deltaManifestList: deltaList.name,
+      deltaManifestListSize: deltaList.size,
+      changelogManifestList: null,
+      changelogManifestListSize: null,
+      indexManifest: latest?.indexManifest ?? null,
+      commitUser,
+      commitIdentifier,
+      commitKind,
+      timeMillis: Math.max(Date.now(), latest?.timeMillis ?? 0),
+      totalRecordCount: (latest?.totalRecordCount ?? 0) + deltaRecordCount,
+      deltaRecordCount,
+      changelogRecordCount: null,
+      watermark: latest?.watermark ?? null,
+      statistics: latest?.statistics ?? null,
+      properties,
+      nextRowId: latest?.nextRowId ?? 0,
+      uuid: randomUUID(),
+      operation: null,
+    };
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Named failpoints, compiled into the product and off by default (chaos/ and crash tests turn them on).
+ *
+ * `FAILPOINTS=commit.before-snapshot:kill,writer.flush.mid:sleep(500)` arms points by name. Actions:
+ * `kill` (SIGKILL this process, as a crash would), `exit` (exit code 137 without cleanup), `throw` (an Error at
+ * that point), `sleep(ms)` (a pause, for timing faults). When FAILPOINTS is unset, `failpoint()` costs one map
+ * lookup on an empty map.
+ */
+type Action = { kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number };
+
+function parse(spec: string | undefined): Map<string, Action> {
+  const out = new Map<string, Action>();
+  if (!spec) return out;
+  for (const part of spec.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const i = part.lastIndexOf(":");
+    if (i <= 0) throw new Error(`FAILPOINTS entry '${part}' must be name:action`);
+    const name = part.slice(0, i);
+    const act = part.slice(i + 1);
+    const sleep = /^sleep\((\d+)\)$/.exec(act);
+    if (sleep) out.set(name, { kind: "sleep", ms: Number(sleep[1]) });
+    else if (act === "kill" || act === "exit" || act === "throw") out.set(name, { kind: act });
+    else throw new Error(`FAILPOINTS action '${act}' is not one of kill, exit, throw, sleep(ms)`);
+  }
+  return out;
+}
+
+const armed = parse(process.env["FAILPOINTS"]);
+
+/** Synchronous failpoint: kill, exit or throw. A `sleep` action is ignored here (use `failpointAsync`). */
+export function failpoint(name: string): void {
+  if (armed.size === 0) return;
+  const a = armed.get(name);
+  if (a === undefined) return;
+  trigger(name, a);
+}
+
+/** Asynchronous failpoint: also honours `sleep(ms)`. */
+export async function failpointAsync(name: string): Promise<void> {
+  if (armed.size === 0) return;
+  const a = armed.get(name);
+  if (a === undefined) return;
+  if (a.kind === "sleep") {
+    await new Promise((r) => setTimeout(r, a.ms));
+    return;
+  }
+  trigger(name, a);
+}
+
+function trigger(name: string, a: Action): void {
+  switch (a.kind) {
+    case "kill":
+      process.stderr.write(`failpoint ${name}: SIGKILL\n`);
+      process.kill(process.pid, "SIGKILL");
+      break;
+    case "exit":
+      process.stderr.write(`failpoint ${name}: exit 137\n`);
+      process.exit(137);
+      break;
+    case "throw":
+      throw new Error(`failpoint ${name}`);
+    case "sleep":
+      break;
+  }
+}
+
+export const failpointsArmed = (): string[] => [...armed.keys()];

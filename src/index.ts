@@ -1,0 +1,18 @@
+/**
+ * natslake's table library: read and write Apache Paimon tables on a local-filesystem warehouse.
+ * This is the public surface; modules inside src/ never import it (no barrels from inside).
+ */
+export { LakeError, ErrorKind, isLakeError } from "./errors.ts";
+export { Catalog, parseIdentifier, validateName } from "./table/catalog.ts";
+export { Table, type Identifier } from "./table/table.ts";
+export { parseColumnList, parseSqlType, typeToSql, T, type DataType, type DataField } from "./spec/data-types.ts";
+export { Timestamp, toCanonical, toJsonValue, type Row, type Value } from "./spec/values.ts";
+export type { TableSchema, SchemaInput } from "./spec/schema.ts";
+export type { Snapshot } from "./spec/snapshot.ts";
+export { BatchWriter, describeOverwrite, type OverwriteSpec } from "./write/batch-writer.ts";
+export { TableWrite } from "./write/table-write.ts";
+export { FileStoreCommit, type CommitRequest, type CommitResult } from "./commit/file-store-commit.ts";
+export type { CommitMessage } from "./commit/commit-message.ts";
+export { planScan, type DataSplit, type ScanSpec } from "./scan/plan.ts";
+export { readBatches, readRows, readAllRows, type ReadSpec } from "./scan/read.ts";
+export { createBucketFunction } from "./spec/bucket.ts";

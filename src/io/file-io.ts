@@ -1,0 +1,26 @@
+/**
+ * FileIO: the storage port of the table library. Paths are plain strings; implementations decide what they mean.
+ *
+ * Atomicity contract:
+ * - `writeFile` makes the whole content visible at `path` at once (temp file, fsync, rename) and durable when it
+ *   returns. It may replace an existing file: use it for data files (fresh names) and hints.
+ * - `createExclusive` creates `path` with the content only if no file is there, atomically and durably; it returns
+ *   false when the file already existed (a lost race). Never implemented as check-then-rename.
+ */
+export interface FileIO {
+  readFile(path: string): Promise<Uint8Array>;
+  readText(path: string): Promise<string>;
+  writeFile(path: string, data: Uint8Array | string): Promise<void>;
+  createExclusive(path: string, data: Uint8Array | string): Promise<boolean>;
+  exists(path: string): Promise<boolean>;
+  /** Names (not paths) of the entries of a directory; [] when the directory does not exist. */
+  list(dir: string): Promise<string[]>;
+  /** Removes a file; false when it did not exist. */
+  delete(path: string): Promise<boolean>;
+  /** Removes a directory tree. */
+  deleteTree(path: string): Promise<void>;
+  mkdirs(path: string): Promise<void>;
+  size(path: string): Promise<number>;
+  /** Modification time in epoch ms. */
+  mtime(path: string): Promise<number>;
+}

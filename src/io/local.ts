@@ -1,0 +1,144 @@
+/**
+ * FileIO over the local filesystem.
+ *
+ * `createExclusive` writes a hidden temp file (`.<name>.<uuid>.tmp`, Paimon's convention, so listings that look for
+ * `snapshot-N` never see it), fsyncs it, then `link()`s it to the final name: link fails with EEXIST when the name
+ * exists, which `rename()` would silently overwrite. The directory is fsynced so the new name survives a crash.
+ */
+import { randomUUID } from "node:crypto";
+import { constants as fsc, promises as fs } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { ErrorKind, LakeError } from "../errors.ts";
+import type { FileIO } from "./file-io.ts";
+
+const isCode = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException | undefined)?.code === code;
+
+export const tempPathFor = (path: string): string => join(dirname(path), `.${basename(path)}.${randomUUID()}.tmp`);
+
+export class LocalFileIO implements FileIO {
+  /** `fsync: false` trades durability for speed (tests and benchmarks that measure the format, not the disk). */
+  constructor(private readonly opts: { fsync: boolean } = { fsync: true }) {}
+
+  async readFile(path: string): Promise<Uint8Array> {
+    try {
+      return await fs.readFile(path);
+    } catch (e) {
+      throw this.wrap(e, "read", path);
+    }
+  }
+
+  async readText(path: string): Promise<string> {
+    return Buffer.from(await this.readFile(path)).toString("utf8");
+  }
+
+  async writeFile(path: string, data: Uint8Array | string): Promise<void> {
+    const tmp = await this.writeTemp(path, data);
+    try {
+      await fs.rename(tmp, path);
+    } catch (e) {
+      await fs.rm(tmp, { force: true });
+      throw this.wrap(e, "rename", path);
+    }
+    await this.syncDir(dirname(path));
+  }
+
+  async createExclusive(path: string, data: Uint8Array | string): Promise<boolean> {
+    const tmp = await this.writeTemp(path, data);
+    try {
+      await fs.link(tmp, path);
+      await this.syncDir(dirname(path));
+      return true;
+    } catch (e) {
+      if (isCode(e, "EEXIST")) return false;
+      throw this.wrap(e, "link", path);
+    } finally {
+      await fs.rm(tmp, { force: true });
+    }
+  }
+
+  async exists(path: string): Promise<boolean> {
+    try {
+      await fs.access(path, fsc.F_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async list(dir: string): Promise<string[]> {
+    try {
+      return await fs.readdir(dir);
+    } catch (e) {
+      if (isCode(e, "ENOENT")) return [];
+      throw this.wrap(e, "list", dir);
+    }
+  }
+
+  async delete(path: string): Promise<boolean> {
+    try {
+      await fs.unlink(path);
+      return true;
+    } catch (e) {
+      if (isCode(e, "ENOENT")) return false;
+      throw this.wrap(e, "delete", path);
+    }
+  }
+
+  async deleteTree(path: string): Promise<void> {
+    await fs.rm(path, { recursive: true, force: true });
+  }
+
+  async mkdirs(path: string): Promise<void> {
+    await fs.mkdir(path, { recursive: true });
+  }
+
+  async size(path: string): Promise<number> {
+    return (await fs.stat(path)).size;
+  }
+
+  async mtime(path: string): Promise<number> {
+    return (await fs.stat(path)).mtimeMs;
+  }
+
+  private async writeTemp(path: string, data: Uint8Array | string): Promise<string> {
+    const tmp = tempPathFor(path);
+    let fh: fs.FileHandle | undefined;
+    try {
+      fh = await fs.open(tmp, "wx");
+    } catch (e) {
+      if (!isCode(e, "ENOENT")) throw this.wrap(e, "create", tmp);
+      await fs.mkdir(dirname(path), { recursive: true });
+      fh = await fs.open(tmp, "wx");
+    }
+    try {
+      await fh.writeFile(data);
+      if (this.opts.fsync) await fh.sync();
+    } catch (e) {
+      await fh.close();
+      await fs.rm(tmp, { force: true });
+      throw this.wrap(e, "write", path);
+    }
+    await fh.close();
+    return tmp;
+  }
+
+  private async syncDir(dir: string): Promise<void> {
+    if (!this.opts.fsync) return;
+    const fh = await fs.open(dir, "r");
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private wrap(e: unknown, op: string, path: string): LakeError {
+    if (isCode(e, "ENOENT")) return new LakeError(ErrorKind.NotFound, `${op} ${path}: no such file`, { cause: e, context: { path } });
+    const code = (e as NodeJS.ErrnoException | undefined)?.code;
+    return new LakeError(ErrorKind.Io, `${op} ${path} failed${code ? ` (${code})` : ""}`, {
+      cause: e,
+      context: { path, op },
+      retryable: code !== "ENOSPC" && code !== "EACCES" && code !== "EROFS",
+    });
+  }
+}

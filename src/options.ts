@@ -1,0 +1,237 @@
+/**
+ * Every table option natslake knows, declared once: Paimon's names (so tables stay readable by Paimon's engines)
+ * and natslake's own under the `natslake.` prefix. `validateCreateOptions` rejects a misspelled or unknown option
+ * at create time with the nearest known name; `readOptions` is tolerant, because tables written by other engines
+ * carry options natslake has never heard of.
+ */
+import { dataInvalid } from "./errors.ts";
+
+type OptionKind = "int" | "long" | "string" | "bool" | "duration" | "memory" | "enum";
+
+export interface OptionDef {
+  key: string;
+  kind: OptionKind;
+  default?: string;
+  values?: readonly string[];
+  description: string;
+}
+
+const def = (key: string, kind: OptionKind, description: string, dflt?: string, values?: readonly string[]): OptionDef => {
+  const d: OptionDef = { key, kind, description };
+  if (dflt !== undefined) d.default = dflt;
+  if (values !== undefined) d.values = values;
+  return d;
+};
+
+export const OPTIONS: readonly OptionDef[] = [
+  def("bucket", "int", "Bucket count: N > 0 fixed buckets, -1 unaware (append) / dynamic (primary key), -2 postpone", "-1"),
+  def("bucket-key", "string", "Comma-separated bucket key columns (no spaces)"),
+  def("bucket-function.type", "enum", "Bucket function", "default", ["default", "mod", "hive"]),
+  def("file.format", "enum", "Data file format", "parquet", ["parquet", "orc", "avro"]),
+  def("file.compression", "enum", "Data file compression", "zstd", ["zstd", "snappy", "gzip", "lz4", "none", "uncompressed"]),
+  def("file.compression.zstd-level", "int", "ZSTD level for data files", "1"),
+  def("manifest.compression", "string", "Manifest compression", "zstd"),
+  def("manifest.format", "string", "Manifest file format", "avro"),
+  def("manifest.target-file-size", "memory", "Target manifest size", "8 mb"),
+  def("manifest.merge-min-count", "int", "Merge manifests when at least this many small ones exist", "30"),
+  def("manifest.full-compaction-threshold-size", "memory", "Full manifest compaction threshold", "16 mb"),
+  def("target-file-size", "memory", "Target data file size", "256 mb"),
+  def("write-buffer-size", "memory", "In-memory buffer before a flush", "256 mb"),
+  def("write-buffer-spillable", "bool", "Spill the write buffer to disk"),
+  def("write-only", "bool", "Skip writer-side compaction and expiration", "false"),
+  def("snapshot.num-retained.min", "int", "Minimum snapshots retained", "10"),
+  def("snapshot.num-retained.max", "int", "Maximum snapshots retained", "2147483647"),
+  def("snapshot.time-retained", "duration", "Snapshots younger than this are retained", "1 h"),
+  def("snapshot.expire.limit", "int", "Snapshots expired per run at most", "50"),
+  def("partition.default-name", "string", "Directory name of null/empty partition values", "__DEFAULT_PARTITION__"),
+  def("partition.legacy-name", "bool", "Render partition values from their internal form", "true"),
+  def("partition.expiration-time", "duration", "Expire partitions older than this"),
+  def("partition.expiration-check-interval", "duration", "Interval of partition expiration", "1 h"),
+  def("partition.timestamp-formatter", "string", "Formatter of partition values into timestamps"),
+  def("partition.timestamp-pattern", "string", "Pattern building a timestamp from partition values"),
+  def("scan.mode", "enum", "Where a scan starts", "default", [
+    "default", "latest-full", "full", "latest", "latest-delta", "compacted-full", "from-timestamp",
+    "from-creation-timestamp", "from-file-creation-time", "from-snapshot", "from-snapshot-full", "incremental",
+  ]),
+  def("scan.snapshot-id", "long", "Snapshot id a scan starts at"),
+  def("scan.timestamp-millis", "long", "Time a scan starts at"),
+  def("scan.tag-name", "string", "Tag a scan reads"),
+  def("scan.plan-sort-partition", "bool", "Sort planned partitions by value"),
+  def("consumer-id", "string", "Consumer id that records read progress"),
+  def("consumer.expiration-time", "duration", "Idle consumers expire after this"),
+  def("continuous.discovery-interval", "duration", "Streaming discovery interval", "10 s"),
+  def("commit.max-retries", "int", "Commit retries on a lost race", "10"),
+  def("commit.min-retry-wait", "duration", "Minimum wait between commit retries", "10 ms"),
+  def("commit.max-retry-wait", "duration", "Maximum wait between commit retries", "10 s"),
+  def("commit.timeout", "duration", "Commit timeout"),
+  def("metadata.stats-mode", "string", "Value statistics: none, counts, full, truncate(N)", "full"),
+  def("data-file.prefix", "string", "Data file name prefix", "data-"),
+  def("changelog-file.prefix", "string", "Changelog file name prefix", "changelog-"),
+  def("compaction.min.file-num", "int", "Small files that trigger append compaction", "5"),
+  def("compaction.max.file-num", "int", "Files compacted together at most", "50"),
+  def("num-sorted-run.compaction-trigger", "int", "Sorted runs that trigger compaction", "5"),
+  def("num-sorted-run.stop-trigger", "int", "Sorted runs that stall writes"),
+  def("num-levels", "int", "LSM levels"),
+  def("compaction.max-size-amplification-percent", "int", "Size amplification that triggers full compaction", "200"),
+  def("compaction.size-ratio", "int", "Size ratio of universal compaction", "1"),
+  def("full-compaction.delta-commits", "int", "Force full compaction every N commits"),
+  def("merge-engine", "enum", "Merge engine of primary-key tables", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
+  def("changelog-producer", "enum", "Changelog producer", "none", ["none", "input", "lookup", "full-compaction"]),
+  def("sequence.field", "string", "User field ordering rows of one key"),
+  def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
+  def("ignore-delete", "bool", "Ignore delete rows", "false"),
+  def("partial-update.remove-record-on-delete", "bool", "partial-update: a delete removes the row", "false"),
+  def("fields.default-aggregate-function", "string", "Default aggregate function"),
+  def("deletion-vectors.enabled", "bool", "Deletion vectors", "false"),
+  def("primary-key.nullable", "bool", "Allow nullable primary key columns", "false"),
+  def("dynamic-bucket.target-row-num", "long", "Rows per dynamic bucket", "2000000"),
+  def("data-file.thin-mode", "bool", "Omit _KEY_ columns in primary-key files", "false"),
+  def("natslake.commit-interval", "duration", "How often the cluster commits a snapshot", "250 ms"),
+  def("natslake.stream.max-bytes", "memory", "Ingest stream size bound (discard new when full)", "1 gb"),
+  def("natslake.stream.duplicate-window", "duration", "Ingest stream de-duplication window", "2 min"),
+  def("natslake.stream.replicas", "int", "Ingest stream replicas (1 on a single server, 3 in a cluster)"),
+];
+
+const BY_KEY = new Map(OPTIONS.map((o) => [o.key, o]));
+// Per-field options (`fields.<col>.aggregate-function`, …) are families, not single keys.
+const FAMILIES = [/^fields\.[^.]+\.(aggregate-function|ignore-retract|sequence-group|stats-mode|nested-key|default-value|distinct)$/];
+
+/** Levenshtein distance, for "did you mean …". */
+function distance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = prev[j]!;
+      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = tmp;
+    }
+  }
+  return prev[b.length]!;
+}
+
+export function nearestOption(key: string): string | undefined {
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const o of OPTIONS) {
+    const d = distance(key, o.key);
+    if (d < bestD) {
+      bestD = d;
+      best = o.key;
+    }
+  }
+  return bestD <= Math.max(3, Math.floor(key.length / 3)) ? best : undefined;
+}
+
+/** Parses `"250 ms"`, `"10s"`, `"1 h"`, `"2 min"`, `"1d"` or a bare number of milliseconds. */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|milli|millis|s|sec|secs|second|seconds|min|mins|minute|minutes|m|h|hour|hours|d|day|days)?\s*$/i.exec(text);
+  if (!m) throw dataInvalid(`'${text}' is not a duration (examples: 250 ms, 10 s, 2 min, 1 h, 1 d)`);
+  const n = Number(m[1]);
+  const unit = (m[2] ?? "ms").toLowerCase();
+  const factor = unit.startsWith("ms") || unit.startsWith("milli") ? 1 : unit.startsWith("s") ? 1000 : unit === "m" || unit.startsWith("min") ? 60_000 : unit.startsWith("h") ? 3_600_000 : 86_400_000;
+  return Math.round(n * factor);
+}
+
+/** Parses `"256 mb"`, `"8mb"`, `"64 kb"`, `"1 gb"` or a bare number of bytes. */
+export function parseMemory(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|bytes|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?\s*$/i.exec(text);
+  if (!m) throw dataInvalid(`'${text}' is not a memory size (examples: 64 kb, 8 mb, 1 gb)`);
+  const unit = (m[2] ?? "b").toLowerCase()[0]!;
+  const factor = unit === "k" ? 1024 : unit === "m" ? 1024 ** 2 : unit === "g" ? 1024 ** 3 : unit === "t" ? 1024 ** 4 : 1;
+  return Math.round(Number(m[1]) * factor);
+}
+
+function checkValue(o: OptionDef, value: string): void {
+  const fail = (what: string): never => {
+    throw dataInvalid(`option '${o.key}' = '${value}': ${what}`, { option: o.key });
+  };
+  switch (o.kind) {
+    case "int":
+    case "long":
+      if (!/^-?\d+$/.test(value.trim())) fail("expected an integer");
+      break;
+    case "bool":
+      if (!/^(true|false)$/i.test(value)) fail("expected true or false");
+      break;
+    case "duration":
+      parseDuration(value);
+      break;
+    case "memory":
+      parseMemory(value);
+      break;
+    case "enum":
+      if (!o.values!.includes(value)) fail(`expected one of ${o.values!.join(", ")}`);
+      break;
+    case "string":
+      break;
+  }
+}
+
+/**
+ * Validates options at create time: every key must be known, every value well-formed.
+ * Invalid combinations (which depend on the schema) are checked by `validateTableSchema` in spec/schema.ts.
+ */
+export function validateCreateOptions(options: Record<string, string>): void {
+  for (const [key, value] of Object.entries(options)) {
+    const o = BY_KEY.get(key);
+    if (o === undefined) {
+      if (FAMILIES.some((re) => re.test(key))) continue;
+      const near = nearestOption(key);
+      throw dataInvalid(`unknown table option '${key}'${near ? ` (did you mean '${near}'?)` : ""}`, { option: key });
+    }
+    checkValue(o, value);
+  }
+}
+
+/** Typed, tolerant view of a table's options (unknown keys are kept and ignored). */
+export class TableOptions {
+  constructor(readonly raw: Readonly<Record<string, string>>) {}
+
+  get(key: string): string | undefined {
+    return this.raw[key] ?? BY_KEY.get(key)?.default;
+  }
+  int(key: string): number {
+    const v = this.get(key);
+    if (v === undefined) throw dataInvalid(`option '${key}' is not set`);
+    return Number.parseInt(v, 10);
+  }
+  bool(key: string): boolean {
+    return (this.get(key) ?? "false").toLowerCase() === "true";
+  }
+  duration(key: string): number {
+    return parseDuration(this.get(key) ?? "0");
+  }
+  memory(key: string): number {
+    return parseMemory(this.get(key) ?? "0");
+  }
+  get bucket(): number {
+    return this.int("bucket");
+  }
+  get bucketKey(): string[] {
+    const v = this.raw["bucket-key"];
+    return v === undefined || v === "" ? [] : v.split(",");
+  }
+  get fileFormat(): string {
+    return this.get("file.format")!;
+  }
+  get fileCompression(): string {
+    return this.get("file.compression")!;
+  }
+  get targetFileSize(): number {
+    return this.memory("target-file-size");
+  }
+  get partitionDefaultName(): string {
+    return this.get("partition.default-name")!;
+  }
+  get partitionLegacyName(): boolean {
+    return this.bool("partition.legacy-name");
+  }
+  get manifestMergeMinCount(): number {
+    return this.int("manifest.merge-min-count");
+  }
+  get commitMaxRetries(): number {
+    return this.int("commit.max-retries");
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Snapshot: the content of `snapshot/snapshot-N`, its wire form, and natslake's properties inside it.
+ *
+ * natslake keeps its exactly-once state in the snapshot's `properties` (Paimon 2.x dropped `logOffsets`):
+ * `natslake.epoch` (the committing leader's fencing epoch), `natslake.offset.<bucket>` (the last stream sequence
+ * committed for the bucket) and `natslake.owner-epoch.<bucket>`. Every snapshot natslake writes carries them all
+ * forward, so the newest natslake snapshot alone tells where every bucket resumes.
+ */
+import { dataInvalid } from "../errors.ts";
+
+export const CommitKind = { APPEND: "APPEND", COMPACT: "COMPACT", OVERWRITE: "OVERWRITE", ANALYZE: "ANALYZE" } as const;
+export type CommitKind = (typeof CommitKind)[keyof typeof CommitKind];
+
+/** Java's Long.MAX_VALUE: the commit identifier of batch (non-streaming) commits. */
+export const BATCH_COMMIT_IDENTIFIER = 9223372036854775807n;
+
+export interface Snapshot {
+  version: number;
+  id: number;
+  schemaId: number;
+  baseManifestList: string;
+  baseManifestListSize: number | null;
+  deltaManifestList: string;
+  deltaManifestListSize: number | null;
+  changelogManifestList: string | null;
+  changelogManifestListSize: number | null;
+  indexManifest: string | null;
+  commitUser: string;
+  commitIdentifier: bigint;
+  commitKind: CommitKind;
+  timeMillis: number;
+  totalRecordCount: number;
+  deltaRecordCount: number;
+  changelogRecordCount: number | null;
+  watermark: bigint | null;
+  statistics: string | null;
+  properties: Record<string, string> | null;
+  nextRowId: number | null;
+  uuid: string | null;
+  operation: string | null;
+}
+
+const num = (v: unknown): number => (typeof v === "bigint" ? Number(v) : Number(v));
+const optNum = (v: unknown): number | null => (v === undefined || v === null ? null : num(v));
+const optStr = (v: unknown): string | null => (typeof v === "string" ? v : null);
+const big = (v: unknown): bigint => (typeof v === "bigint" ? v : BigInt(v as number));
+
+export function snapshotFromJson(json: unknown): Snapshot {
+  if (json === null || typeof json !== "object") throw dataInvalid("snapshot file is not a JSON object");
+  const o = json as Record<string, unknown>;
+  for (const k of ["id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser", "commitIdentifier", "commitKind", "timeMillis"]) {
+    if (o[k] === undefined || o[k] === null) throw dataInvalid(`snapshot file lacks '${k}'`);
+  }
+  const props = o["properties"];
+  return {
+    version: o["version"] === undefined ? 3 : num(o["version"]),
+    id: num(o["id"]),
+    schemaId: num(o["schemaId"]),
+    baseManifestList: String(o["baseManifestList"]),
+    baseManifestListSize: optNum(o["baseManifestListSize"]),
+    deltaManifestList: String(o["deltaManifestList"]),
+    deltaManifestListSize: optNum(o["deltaManifestListSize"]),
+    changelogManifestList: optStr(o["changelogManifestList"]),
+    changelogManifestListSize: optNum(o["changelogManifestListSize"]),
+    indexManifest: optStr(o["indexManifest"]),
+    commitUser: String(o["commitUser"]),
+    commitIdentifier: big(o["commitIdentifier"]),
+    commitKind: String(o["commitKind"]) as CommitKind,
+    timeMillis: num(o["timeMillis"]),
+    totalRecordCount: num(o["totalRecordCount"] ?? 0),
+    deltaRecordCount: num(o["deltaRecordCount"] ?? 0),
+    changelogRecordCount: optNum(o["changelogRecordCount"]),
+    watermark: o["watermark"] === undefined || o["watermark"] === null ? null : big(o["watermark"]),
+    statistics: optStr(o["statistics"]),
+    properties: props && typeof props === "object" ? Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)])) : null,
+    nextRowId: optNum(o["nextRowId"]),
+    uuid: optStr(o["uuid"]),
+    operation: optStr(o["operation"]),
+  };
+}
+
+/** The wire object in Java's key order; null-valued optional keys are omitted as Java omits them. */
+export function snapshotToJson(s: Snapshot): Record<string, unknown> {
+  const out: Record<string, unknown> = { version: s.version };
+  if (s.uuid !== null) out["uuid"] = s.uuid;
+  out["id"] = s.id;
+  out["schemaId"] = s.schemaId;
+  out["baseManifestList"] = s.baseManifestList;
+  if (s.baseManifestListSize !== null) out["baseManifestListSize"] = s.baseManifestListSize;
+  out["deltaManifestList"] = s.deltaManifestList;
+  if (s.deltaManifestListSize !== null) out["deltaManifestListSize"] = s.deltaManifestListSize;
+  if (s.changelogManifestList !== null) out["changelogManifestList"] = s.changelogManifestList;
+  if (s.changelogManifestListSize !== null) out["changelogManifestListSize"] = s.changelogManifestListSize;
+  if (s.indexManifest !== null) out["indexManifest"] = s.indexManifest;
+  out["commitUser"] = s.commitUser;
+  out["commitIdentifier"] = s.commitIdentifier;
+  out["commitKind"] = s.commitKind;
+  out["timeMillis"] = s.timeMillis;
+  out["totalRecordCount"] = s.totalRecordCount;
+  out["deltaRecordCount"] = s.deltaRecordCount;
+  if (s.changelogRecordCount !== null) out["changelogRecordCount"] = s.changelogRecordCount;
+  if (s.watermark !== null) out["watermark"] = s.watermark;
+  if (s.statistics !== null) out["statistics"] = s.statistics;
+  if (s.properties !== null && Object.keys(s.properties).length > 0) out["properties"] = s.properties;
+  if (s.nextRowId !== null) out["nextRowId"] = s.nextRowId;
+  if (s.operation !== null) out["operation"] = s.operation;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// natslake properties
+
+export const PROP_EPOCH = "natslake.epoch";
+export const PROP_OFFSET_PREFIX = "natslake.offset.";
+export const PROP_OWNER_EPOCH_PREFIX = "natslake.owner-epoch.";
+
+export interface BucketProgress {
+  /** Last stream sequence committed for the bucket. */
+  offset: bigint;
+  ownerEpoch: number;
+}
+
+export interface NatslakeState {
+  epoch: number;
+  buckets: Map<number, BucketProgress>;
+}
+
+/** natslake's state in a snapshot, or null when the snapshot was committed by another engine. */
+export function natslakeState(s: Snapshot): NatslakeState | null {
+  const p = s.properties;
+  if (p === null || p[PROP_EPOCH] === undefined) return null;
+  const buckets = new Map<number, BucketProgress>();
+  for (const [k, v] of Object.entries(p)) {
+    if (!k.startsWith(PROP_OFFSET_PREFIX)) continue;
+    const b = Number(k.slice(PROP_OFFSET_PREFIX.length));
+    buckets.set(b, { offset: BigInt(v), ownerEpoch: Number(p[PROP_OWNER_EPOCH_PREFIX + b] ?? "0") });
+  }
+  return { epoch: Number(p[PROP_EPOCH]), buckets };
+}
+
+export function natslakeProperties(state: NatslakeState, base: Record<string, string> | null = null): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base ?? {})) if (!k.startsWith("natslake.")) out[k] = v;
+  out[PROP_EPOCH] = String(state.epoch);
+  for (const [b, p] of [...state.buckets.entries()].sort((x, y) => x[0] - y[0])) {
+    out[PROP_OFFSET_PREFIX + b] = p.offset.toString();
+    out[PROP_OWNER_EPOCH_PREFIX + b] = String(p.ownerEpoch);
+  }
+  return out;
+}

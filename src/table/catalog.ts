@@ -1,0 +1,118 @@
+/**
+ * The filesystem catalog: a warehouse directory holding `<db>.db/<table>/` directories, as Paimon's own
+ * filesystem catalog lays them out. A database is just its directory; a table exists when its `schema/schema-N`
+ * exists. Names are validated before any path is built from them.
+ */
+import { join, resolve } from "node:path";
+import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
+import type { FileIO } from "../io/file-io.ts";
+import { LocalFileIO } from "../io/local.ts";
+import { PathFactory } from "../io/paths.ts";
+import { newTableSchema, type SchemaInput } from "../spec/schema.ts";
+import { SchemaManager } from "./schema-manager.ts";
+import { type Identifier, Table } from "./table.ts";
+
+const DB_SUFFIX = ".db";
+
+/** Rejects names that could escape the warehouse or confuse Paimon's path rules. */
+export function validateName(kind: "database" | "table", name: string): void {
+  const fail = (why: string): never => {
+    throw dataInvalid(`invalid ${kind} name '${name}': ${why}`);
+  };
+  if (name.length === 0 || name.trim().length === 0) fail("it is empty");
+  if (name === "." || name === ".." || name.includes("..")) fail("'..' is not allowed");
+  if (/[/\\]/.test(name)) fail("path separators are not allowed");
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) fail("control characters are not allowed");
+  if (name.includes("$")) fail("'$' is reserved for system tables");
+  if (name.startsWith(".")) fail("it must not start with '.'");
+}
+
+export function parseIdentifier(text: string): Identifier {
+  const dot = text.indexOf(".");
+  if (dot <= 0 || dot === text.length - 1) throw dataInvalid(`table name '${text}' must have the form <database>.<table>`);
+  const id = { database: text.slice(0, dot), table: text.slice(dot + 1) };
+  validateName("database", id.database);
+  validateName("table", id.table);
+  return id;
+}
+
+export class Catalog {
+  readonly warehouse: string;
+
+  constructor(
+    warehouse: string,
+    readonly io: FileIO = new LocalFileIO(),
+  ) {
+    this.warehouse = resolve(warehouse.replace(/^file:\/\//, ""));
+  }
+
+  databasePath(db: string): string {
+    validateName("database", db);
+    return join(this.warehouse, db + DB_SUFFIX);
+  }
+
+  tablePath(id: Identifier): string {
+    validateName("table", id.table);
+    return join(this.databasePath(id.database), id.table);
+  }
+
+  async createDatabase(db: string, ignoreIfExists = true): Promise<void> {
+    const path = this.databasePath(db);
+    if (await this.io.exists(path)) {
+      if (ignoreIfExists) return;
+      throw new LakeError(ErrorKind.AlreadyExists, `database '${db}' already exists`);
+    }
+    await this.io.mkdirs(path);
+  }
+
+  async listDatabases(): Promise<string[]> {
+    return (await this.io.list(this.warehouse))
+      .filter((n) => n.endsWith(DB_SUFFIX) && !n.startsWith("."))
+      .map((n) => n.slice(0, -DB_SUFFIX.length))
+      .sort();
+  }
+
+  async listTables(db: string): Promise<string[]> {
+    const dbPath = this.databasePath(db);
+    if (!(await this.io.exists(dbPath))) throw new LakeError(ErrorKind.NotFound, `database '${db}' does not exist`);
+    const out: string[] = [];
+    for (const name of (await this.io.list(dbPath)).sort()) {
+      if (name.startsWith(".")) continue;
+      if ((await new SchemaManager(this.io, new PathFactory(join(dbPath, name))).listIds()).length > 0) out.push(name);
+    }
+    return out;
+  }
+
+  async tableExists(id: Identifier): Promise<boolean> {
+    return (await new SchemaManager(this.io, new PathFactory(this.tablePath(id))).listIds()).length > 0;
+  }
+
+  /** Creates the table (and its database). Two concurrent creators: exactly one wins, the other gets AlreadyExists. */
+  async createTable(id: Identifier, input: SchemaInput, opts: { ignoreIfExists?: boolean } = {}): Promise<Table> {
+    const schema = newTableSchema(input);
+    await this.createDatabase(id.database, true);
+    const root = this.tablePath(id);
+    const created = await new SchemaManager(this.io, new PathFactory(root)).tryCreate(schema);
+    if (!created) {
+      if (opts.ignoreIfExists) return this.getTable(id);
+      throw new LakeError(ErrorKind.AlreadyExists, `table '${id.database}.${id.table}' already exists`);
+    }
+    return new Table(id, root, this.io, schema);
+  }
+
+  async getTable(id: Identifier): Promise<Table> {
+    const root = this.tablePath(id);
+    const schema = await new SchemaManager(this.io, new PathFactory(root)).latest();
+    if (schema === null) throw new LakeError(ErrorKind.NotFound, `table '${id.database}.${id.table}' does not exist`);
+    return new Table(id, root, this.io, schema);
+  }
+
+  async dropTable(id: Identifier, ignoreIfMissing = false): Promise<void> {
+    if (!(await this.tableExists(id))) {
+      if (ignoreIfMissing) return;
+      throw new LakeError(ErrorKind.NotFound, `table '${id.database}.${id.table}' does not exist`);
+    }
+    await this.io.deleteTree(this.tablePath(id));
+  }
+}

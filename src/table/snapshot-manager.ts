@@ -1,0 +1,120 @@
+/**
+ * SnapshotManager owns `snapshot/`: finds the latest and earliest snapshots (hints checked against the directory,
+ * as Java's HintFileUtils does), reads snapshots by id or time, and creates `snapshot-N` exactly once.
+ */
+import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
+import { failpoint } from "../failpoints.ts";
+import type { FileIO } from "../io/file-io.ts";
+import type { PathFactory } from "../io/paths.ts";
+import { type Snapshot, snapshotFromJson, snapshotToJson } from "../spec/snapshot.ts";
+import { parseJson, stringifyJson } from "../spec/wire/json.ts";
+
+const SNAPSHOT_NAME = /^snapshot-(\d+)$/;
+
+export class SnapshotManager {
+  /** Snapshots never change once created, so a cache by id is always valid (expiration only removes). */
+  private readonly cache = new Map<number, Snapshot>();
+
+  constructor(
+    private readonly io: FileIO,
+    private readonly paths: PathFactory,
+  ) {}
+
+  async snapshotExists(id: number): Promise<boolean> {
+    return this.cache.has(id) || (await this.io.exists(this.paths.snapshotPath(id)));
+  }
+
+  async snapshot(id: number): Promise<Snapshot> {
+    const hit = this.cache.get(id);
+    if (hit) return hit;
+    let text: string;
+    try {
+      text = await this.io.readText(this.paths.snapshotPath(id));
+    } catch (e) {
+      if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `snapshot ${id} does not exist`, { cause: e });
+      throw e;
+    }
+    const s = snapshotFromJson(parseJson(text));
+    this.cache.set(id, s);
+    return s;
+  }
+
+  /** Ids of all snapshots on disk, ascending. */
+  async listIds(): Promise<number[]> {
+    const ids: number[] = [];
+    for (const name of await this.io.list(this.paths.snapshotDir)) {
+      const m = SNAPSHOT_NAME.exec(name);
+      if (m) ids.push(Number(m[1]));
+    }
+    return ids.sort((a, b) => a - b);
+  }
+
+  async latestId(): Promise<number | null> {
+    const hint = await this.readHint("LATEST");
+    if (hint !== null && (await this.snapshotExists(hint)) && !(await this.snapshotExists(hint + 1))) return hint;
+    const ids = await this.listIds();
+    return ids.length === 0 ? null : ids[ids.length - 1]!;
+  }
+
+  async earliestId(): Promise<number | null> {
+    const hint = await this.readHint("EARLIEST");
+    if (hint !== null && (await this.snapshotExists(hint)) && !(await this.snapshotExists(hint - 1))) return hint;
+    const ids = await this.listIds();
+    return ids.length === 0 ? null : ids[0]!;
+  }
+
+  async latest(): Promise<Snapshot | null> {
+    const id = await this.latestId();
+    return id === null ? null : this.snapshot(id);
+  }
+
+  /** The newest snapshot committed at or before `timeMillis`, or null when every snapshot is newer. */
+  async atOrBefore(timeMillis: number): Promise<Snapshot | null> {
+    const ids = await this.listIds();
+    let lo = 0;
+    let hi = ids.length - 1;
+    let found: Snapshot | null = null;
+    // Commit times grow with ids (each commit reads the previous snapshot first), so binary search is valid.
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const s = await this.snapshot(ids[mid]!);
+      if (s.timeMillis <= timeMillis) {
+        found = s;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /**
+   * Creates `snapshot-N` if and only if it does not exist yet. Returns false when another committer created it
+   * first. The LATEST hint is written afterwards and is best-effort: readers verify it.
+   */
+  async tryCommit(snapshot: Snapshot): Promise<boolean> {
+    const path = this.paths.snapshotPath(snapshot.id);
+    failpoint("commit.before-snapshot");
+    const created = await this.io.createExclusive(path, stringifyJson(snapshotToJson(snapshot)));
+    if (!created) return false;
+    this.cache.set(snapshot.id, snapshot);
+    failpoint("commit.after-snapshot");
+    try {
+      await this.io.writeFile(`${this.paths.snapshotDir}/LATEST`, String(snapshot.id));
+    } catch {
+      // A stale hint is corrected by readers (they check snapshot-(N+1)); the commit itself has succeeded.
+    }
+    return true;
+  }
+
+  async writeEarliestHint(id: number): Promise<void> {
+    await this.io.writeFile(`${this.paths.snapshotDir}/EARLIEST`, String(id));
+  }
+
+  private async readHint(name: "LATEST" | "EARLIEST"): Promise<number | null> {
+    try {
+      const text = (await this.io.readText(`${this.paths.snapshotDir}/${name}`)).trim();
+      return /^\d+$/.test(text) ? Number(text) : null;
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * A Table handle: where the table lives, its schema (the latest at load time), its options, and the managers of
+ * its directories. Handles are cheap; reload one to see a newer schema.
+ */
+import type { FileIO } from "../io/file-io.ts";
+import { PathFactory } from "../io/paths.ts";
+import { TableOptions } from "../options.ts";
+import type { DataType } from "../spec/data-types.ts";
+import { bucketKeys, fieldByName, type TableSchema } from "../spec/schema.ts";
+import { SchemaManager } from "./schema-manager.ts";
+import { SnapshotManager } from "./snapshot-manager.ts";
+
+export interface Identifier {
+  database: string;
+  table: string;
+}
+
+export const identifierText = (id: Identifier): string => `${id.database}.${id.table}`;
+
+export class Table {
+  readonly paths: PathFactory;
+  readonly options: TableOptions;
+  readonly snapshots: SnapshotManager;
+  readonly schemas: SchemaManager;
+
+  constructor(
+    readonly identifier: Identifier,
+    readonly root: string,
+    readonly io: FileIO,
+    readonly schema: TableSchema,
+  ) {
+    this.paths = new PathFactory(root);
+    this.options = new TableOptions(schema.options);
+    this.snapshots = new SnapshotManager(io, this.paths);
+    this.schemas = new SchemaManager(io, this.paths);
+  }
+
+  get name(): string {
+    return identifierText(this.identifier);
+  }
+  get isPrimaryKeyTable(): boolean {
+    return this.schema.primaryKeys.length > 0;
+  }
+  get bucket(): number {
+    return this.options.bucket;
+  }
+  get bucketKeys(): string[] {
+    return bucketKeys(this.schema);
+  }
+  get partitionKeys(): string[] {
+    return this.schema.partitionKeys;
+  }
+  typeOf(column: string): DataType {
+    return fieldByName(this.schema, column).type;
+  }
+  get partitionTypes(): DataType[] {
+    return this.schema.partitionKeys.map((k) => this.typeOf(k));
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * Runs the Python oracles (pypaimon, pyarrow, DuckDB) used by the compat tests and benchmarks.
+ *
+ * The interpreter is `$NATSLAKE_PYTHON`, else `<repo>/.venv/bin/python` (created by `.ci/run`). A missing
+ * interpreter is an error, never a skip: compat tests that silently pass without their oracle prove nothing.
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** `paimon_read.py <warehouse> <db.table> [--snapshot N] [--columns a,b] [--with-bucket] [--partition k=v,...]` */
+export const PAIMON_READ_PY = join(REPO_ROOT, "test/compat/py/paimon_read.py");
+/** `paimon_write.py` with a JSON spec on stdin (see the script's docstring and {@link PaimonWriteSpec}). */
+export const PAIMON_WRITE_PY = join(REPO_ROOT, "test/compat/py/paimon_write.py");
+/** `pypaimon_bench.py <workdir> <rows>`: one JSON line of timings. */
+export const PYPAIMON_BENCH_PY = join(REPO_ROOT, "bench/py/pypaimon_bench.py");
+
+const SETUP_HINT =
+  "run .ci/run or create .venv with pypaimon (python3 -m venv .venv && .venv/bin/pip install pypaimon==2.1.0 pyarrow==19.0.1 duckdb==2.0.1) " +
+  "(or point NATSLAKE_PYTHON at an interpreter that has them)";
+
+/** The Python interpreter for the oracles; throws (never skips) when it is missing. */
+export function pythonBin(): string {
+  const fromEnv = process.env.NATSLAKE_PYTHON;
+  if (fromEnv !== undefined && fromEnv !== "") {
+    if (!existsSync(fromEnv)) throw new Error(`NATSLAKE_PYTHON=${fromEnv} does not exist; ${SETUP_HINT}`);
+    return fromEnv;
+  }
+  const venv = join(REPO_ROOT, ".venv/bin/python");
+  if (!existsSync(venv)) throw new Error(`no Python for the compat oracles at ${venv}; ${SETUP_HINT}`);
+  return venv;
+}
+
+export interface RunPythonOptions {
+  /** Written to the script's stdin (UTF-8); stdin is closed either way. */
+  input?: string;
+  /** Kill the script (SIGKILL) and reject after this long. Default 120 s. */
+  timeoutMs?: number;
+}
+
+/** Runs `python <scriptPath> ...args`; resolves with stdout (UTF-8), rejects with stderr on a non-zero exit. */
+export function runPython(scriptPath: string, args: string[], opts: RunPythonOptions = {}): Promise<string> {
+  const bin = pythonBin();
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn(bin, [scriptPath, ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, PYTHONUTF8: "1", PYTHONDONTWRITEBYTECODE: "1" },
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => err.push(b));
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${bin} ${scriptPath}: ${e.message}`));
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString("utf8");
+      const cmd = `${bin} ${[scriptPath, ...args].join(" ")}`;
+      if (timedOut) reject(new Error(`${cmd} timed out after ${timeoutMs} ms\n${stderr}`));
+      else if (code !== 0) reject(new Error(`${cmd} exited with ${code ?? signal}\n${stderr}`));
+      else resolve(Buffer.concat(out).toString("utf8"));
+    });
+    // A script that exits without reading stdin makes the write fail with EPIPE; the exit status reports it.
+    child.stdin.on("error", () => {});
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/** Parses JSON lines (blank lines ignored). */
+export function parseJsonLines(text: string): Array<Record<string, unknown>> {
+  return text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+export interface PaimonReadOptions {
+  snapshot?: number;
+  columns?: string[];
+  /** Adds `_bucket` (the split's bucket) and `_partition` (`k=v/k2=v2`, "" when unpartitioned) to each row. */
+  withBucket?: boolean;
+  /** Only these partitions, e.g. `{ dt: "2024-01-01" }` (values as the read renders them). */
+  partition?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/** Reads a table with pypaimon: rows rendered like `toJsonValue`, in pypaimon's split order. */
+export async function paimonRead(warehouse: string, table: string, opts: PaimonReadOptions = {}): Promise<Array<Record<string, unknown>>> {
+  const args = [warehouse, table];
+  if (opts.snapshot !== undefined) args.push("--snapshot", String(opts.snapshot));
+  if (opts.columns !== undefined) args.push("--columns", opts.columns.join(","));
+  if (opts.withBucket === true) args.push("--with-bucket");
+  if (opts.partition !== undefined) {
+    args.push("--partition", Object.entries(opts.partition).map(([k, v]) => `${k}=${v}`).join(","));
+  }
+  const stdout = await runPython(PAIMON_READ_PY, args, opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs });
+  return parseJsonLines(stdout);
+}
+
+export interface PaimonWriteSpec {
+  warehouse: string;
+  /** `db.table` */
+  table: string;
+  /** Create the table (and the database when missing); the table must not exist yet. */
+  create: {
+    /** `[name, Paimon SQL type]`, e.g. `["amount", "DECIMAL(10, 2) NOT NULL"]` */
+    columns: Array<[string, string]>;
+    partitionKeys?: string[];
+    primaryKeys?: string[];
+    options?: Record<string, string>;
+  } | null;
+  /** Rows rendered like `toJsonValue`; each batch is one pypaimon write + commit (one snapshot). */
+  batches: Array<Array<Record<string, unknown>>>;
+  /** INSERT OVERWRITE of this static partition (`{}` = the whole table); null = append. */
+  overwrite: Record<string, string> | null;
+}
+
+export interface PaimonWriteResult {
+  table: string;
+  created: boolean;
+  rows: number;
+  /** Snapshot ids the batches created, in order. */
+  snapshots: number[];
+  latestSnapshot: number | null;
+}
+
+/** Writes with pypaimon (see `paimon_write.py`). */
+export async function paimonWrite(spec: PaimonWriteSpec, timeoutMs?: number): Promise<PaimonWriteResult> {
+  const stdout = await runPython(PAIMON_WRITE_PY, [], { input: JSON.stringify(spec), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  return JSON.parse(stdout) as PaimonWriteResult;
+}

@@ -1,0 +1,60 @@
+/**
+ * Test helpers: temporary warehouses, table creation from SQL column text, and writing JSON-rendered rows through
+ * natslake's batch writer.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseColumnList } from "../../src/spec/data-types.ts";
+import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
+import type { Table } from "../../src/table/table.ts";
+import { BatchWriter, type OverwriteSpec } from "../../src/write/batch-writer.ts";
+import { readAllRows } from "../../src/scan/read.ts";
+import { toCanonical, toJsonValue } from "../../src/spec/values.ts";
+
+export function tempDir(prefix = "natslake-test-"): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export async function createTable(
+  warehouse: string,
+  name: string,
+  columns: string,
+  opts: { partitionKeys?: string[]; options?: Record<string, string> } = {},
+): Promise<Table> {
+  return new Catalog(warehouse).createTable(parseIdentifier(name), {
+    columns: parseColumnList(columns),
+    partitionKeys: opts.partitionKeys ?? [],
+    options: opts.options ?? {},
+  });
+}
+
+export async function writeRows(table: Table, rows: Array<Record<string, unknown>>, overwrite?: OverwriteSpec): Promise<number | null> {
+  const w = await BatchWriter.open(table, { overwrite });
+  await w.write(rows);
+  const res = await w.commit();
+  return res.snapshot?.id ?? null;
+}
+
+/** What a row should read back as: the input normalised through the table's types, rendered as JSON. */
+export function expectedJson(table: Table, row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of table.schema.fields) out[f.name] = toJsonValue(f.type, toCanonical(f.type, row[f.name], f.name));
+  return out;
+}
+
+/** natslake's own read, rendered as JSON like the Python oracle renders. */
+export async function readJson(table: Table, spec: Parameters<typeof readAllRows>[1] = {}): Promise<Array<Record<string, unknown>>> {
+  const rows = await readAllRows(table, spec);
+  const fields = spec.projection ? spec.projection.map((n) => table.schema.fields.find((f) => f.name === n)!) : table.schema.fields;
+  return rows.map((r) => Object.fromEntries(fields.map((f) => [f.name, toJsonValue(f.type, r[f.name] ?? null)])));
+}
+
+/** Order-insensitive comparison key for JSON rows. */
+export const sortRows = (rows: Array<Record<string, unknown>>): Array<Record<string, unknown>> =>
+  [...rows].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : JSON.stringify(a) > JSON.stringify(b) ? 1 : 0));
+
+export async function reopen(warehouse: string, name: string): Promise<Table> {
+  return new Catalog(warehouse).getTable(parseIdentifier(name));
+}

@@ -1,0 +1,73 @@
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { FileStoreCommit } from "../../../src/commit/file-store-commit.ts";
+import { TableWrite } from "../../../src/write/table-write.ts";
+import { BatchWriter } from "../../../src/write/batch-writer.ts";
+import { ManifestStore } from "../../../src/table/manifest-store.ts";
+import { isLakeError } from "../../../src/errors.ts";
+import { createTable, readJson, reopen, tempDir, writeRows } from "../../helpers/tables.ts";
+
+const wh = tempDir();
+after(() => wh.cleanup());
+
+test("commit - concurrent committers in one process: contiguous snapshots, every row once", async () => {
+  const t = await createTable(wh.path, "c.race", "id BIGINT NOT NULL", { options: { bucket: "2", "bucket-key": "id" } });
+  await Promise.all(Array.from({ length: 10 }, (_, k) => writeRows(t, Array.from({ length: 10 }, (_, i) => ({ id: k * 100 + i })))));
+  assert.deepEqual(await t.snapshots.listIds(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  const ids = (await readJson(t)).map((r) => Number(r["id"])).sort((a, b) => a - b);
+  assert.equal(ids.length, 100);
+  assert.equal(new Set(ids).size, 100);
+  assert.equal((await t.snapshots.latest())?.totalRecordCount, 100);
+});
+
+test("commit - a retry after an unknown outcome finds the landed snapshot and does not apply it twice", async () => {
+  const t = await createTable(wh.path, "c.retry", "id BIGINT NOT NULL");
+  const w = new TableWrite(t);
+  w.writeRows([{ id: 1 }, { id: 2 }]);
+  const messages = await w.prepareCommit();
+  const commit = new FileStoreCommit(t);
+  const first = await commit.commit({ commitUser: "u", commitIdentifier: 42n, messages });
+  assert.equal(first.snapshot?.id, 1);
+  const again = await commit.commit({ commitUser: "u", commitIdentifier: 42n, messages, recoverFrom: 1 });
+  assert.equal(again.alreadyCommitted, true);
+  assert.equal(again.snapshot?.id, 1);
+  assert.deepEqual(await t.snapshots.listIds(), [1]);
+  // A different identifier is a new commit.
+  const third = await commit.commit({ commitUser: "u", commitIdentifier: 43n, messages: [], skipEmpty: false });
+  assert.equal(third.snapshot?.id, 2);
+  assert.equal((await readJson(t)).length, 2);
+});
+
+test("commit - an overwrite racing a write to the same partition is a conflict, not a silent merge", async () => {
+  const t = await createTable(wh.path, "c.ow", "id INT, dt STRING", { partitionKeys: ["dt"] });
+  await writeRows(t, [{ id: 1, dt: "a" }, { id: 2, dt: "b" }]);
+  const ow = await BatchWriter.open(t, { overwrite: { partition: ["a"] } });
+  await ow.write([{ id: 10, dt: "a" }]);
+  await writeRows(t, [{ id: 3, dt: "a" }]); // lands between the overwrite's start and its commit
+  await assert.rejects(ow.commit(), (e: unknown) => isLakeError(e, "Conflict") && /changed the same partition/.test((e as Error).message));
+  assert.deepEqual((await readJson(t)).map((r) => r["id"]).sort(), [1, 2, 3], "nothing replaced");
+  // A write to another partition does not conflict.
+  const ow2 = await BatchWriter.open(t, { overwrite: { partition: ["a"] } });
+  await ow2.write([{ id: 20, dt: "a" }]);
+  await writeRows(t, [{ id: 4, dt: "b" }]);
+  const res = await ow2.commit();
+  assert.equal(res.replacedFiles, 2);
+  assert.deepEqual((await readJson(t)).map((r) => r["id"]).sort(), [2, 20, 4].sort());
+});
+
+test("commit - rows outside the overwritten partition are rejected before anything is written", async () => {
+  const t = await createTable(wh.path, "c.ow2", "id INT, dt STRING", { partitionKeys: ["dt"] });
+  const ow = await BatchWriter.open(t, { overwrite: { partition: ["a"] } });
+  await assert.rejects(ow.write([{ id: 1, dt: "b" }]), /belongs to partition dt=b, but this write overwrites only dt=a/);
+});
+
+test("commit - manifests are merged per manifest.merge-min-count, so the list stays short", async () => {
+  const t = await createTable(wh.path, "c.merge", "id BIGINT NOT NULL", { options: { "manifest.merge-min-count": "4" } });
+  for (let i = 0; i < 15; i++) await writeRows(t, [{ id: i }]);
+  const t2 = await reopen(wh.path, "c.merge");
+  const latest = (await t2.snapshots.latest())!;
+  const metas = await new ManifestStore(t2).allManifests(latest);
+  assert.ok(metas.length <= 5, `manifest count ${metas.length} should stay below merge-min-count + 1`);
+  assert.equal((await readJson(t2)).length, 15);
+  assert.deepEqual((await readJson(t2)).map((r) => r["id"]), Array.from({ length: 15 }, (_, i) => i), "write order kept across merges");
+});

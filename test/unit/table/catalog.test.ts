@@ -1,0 +1,48 @@
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Catalog, parseIdentifier, validateName } from "../../../src/table/catalog.ts";
+import { parseColumnList } from "../../../src/spec/data-types.ts";
+import { isLakeError } from "../../../src/errors.ts";
+import { tempDir } from "../../helpers/tables.ts";
+
+const wh = tempDir();
+after(() => wh.cleanup());
+
+test("catalog - names with separators, '..', control characters or nothing are rejected", () => {
+  for (const bad of ["", " ", "a/b", "a\\b", "..", "a..b", "x\u0001", "tab\t", ".hidden", "t$snapshots"]) {
+    assert.throws(() => validateName("table", bad), (e: unknown) => isLakeError(e, "DataInvalid"), JSON.stringify(bad));
+  }
+  for (const good of ["events", "Events_2026", "a-b", "ünï"]) validateName("table", good);
+  assert.throws(() => parseIdentifier("nodot"), /<database>.<table>/);
+  assert.throws(() => parseIdentifier("../etc.passwd"), /must have the form/);
+  assert.throws(() => parseIdentifier("db/x.t"), /invalid database name .*path separators/);
+});
+
+test("catalog - create, describe, list, drop; layout as Paimon's filesystem catalog", async () => {
+  const c = new Catalog(wh.path);
+  const id = parseIdentifier("shop.orders");
+  const t = await c.createTable(id, { columns: parseColumnList("id BIGINT NOT NULL, v STRING") });
+  assert.ok(existsSync(join(wh.path, "shop.db", "orders", "schema", "schema-0")));
+  assert.equal(t.root, join(wh.path, "shop.db", "orders"));
+  await assert.rejects(c.createTable(id, { columns: parseColumnList("x INT") }), (e: unknown) => isLakeError(e, "AlreadyExists"));
+  const again = await c.createTable(id, { columns: parseColumnList("x INT") }, { ignoreIfExists: true });
+  assert.deepEqual(again.schema.fields.map((f) => f.name), ["id", "v"]);
+  await c.createTable(parseIdentifier("shop.items"), { columns: parseColumnList("x INT") });
+  assert.deepEqual(await c.listDatabases(), ["shop"]);
+  assert.deepEqual(await c.listTables("shop"), ["items", "orders"]);
+  await c.dropTable(id);
+  assert.deepEqual(await c.listTables("shop"), ["items"]);
+  await assert.rejects(c.getTable(id), (e: unknown) => isLakeError(e, "NotFound"));
+  await assert.rejects(c.dropTable(id), (e: unknown) => isLakeError(e, "NotFound"));
+  await c.dropTable(id, true);
+});
+
+test("catalog - two concurrent creators of one table: exactly one wins", async () => {
+  const c = new Catalog(wh.path);
+  const id = parseIdentifier("race.t");
+  const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => c.createTable(id, { columns: parseColumnList(`c${i} INT`) })));
+  assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
+  assert.ok(results.filter((r) => r.status === "rejected").every((r) => isLakeError((r as PromiseRejectedResult).reason, "AlreadyExists")));
+});
