@@ -24,7 +24,7 @@ import * as arrow from "apache-arrow";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import type { DataType } from "../spec/data-types.ts";
 import { Timestamp, type Row, type Value } from "../spec/values.ts";
-import { mapType, toArrowSchema, toArrowType, type ColumnSpec } from "./arrow-schema.ts";
+import { toArrowSchema, toArrowType, type ColumnSpec } from "./arrow-schema.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Builders
@@ -861,9 +861,6 @@ export function rowsToRecordBatch(fields: readonly ColumnSpec[], rows: readonly 
 function appendColumn(col: ColumnBuilder, name: string, rows: readonly Row[]): void {
   for (let i = 0; i < rows.length; i++) col.append(rows[i]![name]);
 }
-
-// Re-exported so that callers building Map types by hand get the `key_value` naming.
-export { mapType };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Readers

@@ -321,8 +321,17 @@ export type FieldWriter = (w: BinaryRowWriter, pos: number, v: Value) => void;
 /** Writes all fields of a row; the caller resets the writer first. */
 export type RowEncoder = (w: BinaryRowWriter, values: readonly Value[]) => void;
 
-const describeValue = (v: unknown): string =>
-  typeof v === "bigint" ? `${v}n` : typeof v === "string" ? JSON.stringify(v.length > 40 ? v.slice(0, 40) + "…" : v) : v instanceof Uint8Array ? "bytes" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `${typeof v} ${String(v)}`;
+function describeValue(v: unknown): string {
+  if (typeof v === "bigint") return `${v}n`;
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "…" : v);
+  if (v instanceof Uint8Array) return "bytes";
+  if (Array.isArray(v)) return "an array";
+  if (typeof v === "object" && v !== null) return `an object (${v.constructor?.name ?? "Object"})`;
+  return `${typeof v} ${String(v)}`;
+}
+
+const isValidTimestamp = (v: Value): v is Timestamp =>
+  v instanceof Timestamp && Number.isSafeInteger(v.millis) && Number.isInteger(v.nanoOfMilli) && v.nanoOfMilli >= 0 && v.nanoOfMilli < 1_000_000;
 
 function badValue(type: DataType, pos: number, v: unknown, expected: string): never {
   throw dataInvalid(`BinaryRow field ${pos} (${typeToSql(type)}): expected ${expected}, got ${describeValue(v)}`, { field: pos });
@@ -404,8 +413,7 @@ export function createFieldWriter(type: DataType): FieldWriter {
       const { precision } = type;
       return (w, pos, v) => {
         if (v === null) w.writeTimestamp(pos, null, precision);
-        else if (v instanceof Timestamp && Number.isSafeInteger(v.millis) && Number.isInteger(v.nanoOfMilli) && v.nanoOfMilli >= 0 && v.nanoOfMilli < 1_000_000)
-          w.writeTimestamp(pos, v, precision);
+        else if (isValidTimestamp(v)) w.writeTimestamp(pos, v, precision);
         else badValue(type, pos, v, "a Timestamp");
       };
     }

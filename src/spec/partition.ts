@@ -152,11 +152,10 @@ function javaShortestDigits(x: number, isFloat: boolean): { digits: string; exp1
     const nf = num / den;
     return { t, nf, nc: nf * den === num ? nf : nf + 1n };
   };
-  /** Compares 2·n·10^t with a doubled boundary, all scaled by 2^S. */
-  const cmp2 = (n: number | bigint, t: number, bound2: bigint): number => {
-    const a = t >= 0 ? (BigInt(n) * pow10(t)) << (S + 1n) : BigInt(n) << (S + 1n);
-    const b = t >= 0 ? bound2 << 1n : (bound2 << 1n) * pow10(-t);
-    // a is 2·2·c·2^S and b is 2·bound2·2^S… both sides carry the same factors; only the sign matters.
+  /** Sign of (n·10^t − bound2 / 2^(S+1)), compared as integers. */
+  const cmp2 = (n: bigint, t: number, bound2: bigint): number => {
+    const a = t >= 0 ? (n * pow10(t)) << (S + 1n) : n << (S + 1n);
+    const b = t >= 0 ? bound2 : bound2 * pow10(-t);
     return a === b ? 0 : a < b ? -1 : 1;
   };
   const inR = (n: bigint, t: number): boolean => {
@@ -225,7 +224,15 @@ const int4 = (i: number): string =>
 function utcFields(millis: number): { y: number; mo: number; d: number; h: number; mi: number; s: number; ms: number } {
   const dt = new Date(millis);
   if (Number.isNaN(dt.getTime())) throw dataInvalid(`timestamp ${millis} ms is out of the supported range`);
-  return { y: dt.getUTCFullYear(), mo: dt.getUTCMonth() + 1, d: dt.getUTCDate(), h: dt.getUTCHours(), mi: dt.getUTCMinutes(), s: dt.getUTCSeconds(), ms: dt.getUTCMilliseconds() };
+  return {
+    y: dt.getUTCFullYear(),
+    mo: dt.getUTCMonth() + 1,
+    d: dt.getUTCDate(),
+    h: dt.getUTCHours(),
+    mi: dt.getUTCMinutes(),
+    s: dt.getUTCSeconds(),
+    ms: dt.getUTCMilliseconds(),
+  };
 }
 
 /** Java `LocalDate.toString` year: 4+ digits, sign for negative, '+' above 9999. */

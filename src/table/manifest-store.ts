@@ -7,7 +7,7 @@ import type { Snapshot } from "../spec/snapshot.ts";
 import { EMPTY_STATS, FileKind, type ManifestEntry, type ManifestFileMeta, mergeEntries, type SimpleStats } from "../spec/manifest.ts";
 import { decodeManifest, decodeManifestList, encodeManifest, encodeManifestList } from "../spec/wire/manifest-avro.ts";
 import { deserializeBinaryRow, serializeBinaryRow } from "../spec/binary-row.ts";
-import { compareValues } from "../spec/compare.ts";
+import { compareValues } from "../codec/stats.ts";
 import type { Value } from "../spec/values.ts";
 import type { Table } from "./table.ts";
 

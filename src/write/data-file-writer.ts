@@ -9,7 +9,7 @@ import { recordBatchToRows, rowsToRecordBatch } from "../codec/columns.ts";
 import { writeParquet } from "../codec/parquet.ts";
 import { computeStats } from "../codec/stats.ts";
 import { serializeBinaryRow } from "../spec/binary-row.ts";
-import { isComparable } from "../spec/compare.ts";
+import { hasOrder } from "../codec/stats.ts";
 import { EMPTY_STATS, FileSource, type DataFileMeta, type SimpleStats } from "../spec/manifest.ts";
 import type { Row } from "../spec/values.ts";
 import type { DataField } from "../spec/data-types.ts";
@@ -25,10 +25,11 @@ export class DataFileWriter {
   constructor(private readonly table: Table) {
     const mode = (table.options.get("metadata.stats-mode") ?? "full").toLowerCase();
     this.statsEnabled = mode !== "none";
-    this.statsColumns = table.schema.fields.filter((f) => isComparable(f.type));
+    this.statsColumns = table.schema.fields.filter((f) => hasOrder(f.type));
   }
 
-  batchToRecords(batch: arrow.RecordBatch): Record<string, unknown>[] {
+  /** Canonical rows of a batch whose columns are the table's (by name). */
+  batchToRecords(batch: arrow.RecordBatch): Row[] {
     return recordBatchToRows(this.table.schema.fields, batch);
   }
 

@@ -10,13 +10,17 @@
  * AppendOnlyWriter), so files of a bucket order by `_MIN_SEQUENCE_NUMBER` = write order.
  */
 import type * as arrow from "apache-arrow";
-import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
+import { util as arrowUtil } from "apache-arrow";
+import { toArrowField } from "../codec/arrow-schema.ts";
+import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
-import { serializeBinaryRow } from "../spec/binary-row.ts";
+import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../spec/binary-row.ts";
+import { RecordBatchBuilder } from "../codec/columns.ts";
+import { compileRowConverter } from "../spec/row-converter.ts";
 import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../spec/bucket.ts";
 import type { DataFileMeta } from "../spec/manifest.ts";
 import { partitionPath } from "../spec/partition.ts";
-import { type Row, toCanonical, type Value } from "../spec/values.ts";
+import type { Row, Value } from "../spec/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter } from "./data-file-writer.ts";
@@ -26,7 +30,8 @@ interface BucketBuffer {
   partitionValues: Value[];
   partitionPath: string;
   bucket: number;
-  rows: Row[];
+  /** Rows go straight into Arrow column builders; a full builder becomes a batch. */
+  builder: RecordBatchBuilder | null;
   batches: arrow.RecordBatch[];
   files: DataFileMeta[];
 }
@@ -45,6 +50,8 @@ export class TableWrite {
   private nextSeqByBucket: Map<string, bigint> | null = null;
   private readonly written: string[] = [];
   private readonly maxRowsPerFile: number;
+  private readonly convert: (input: Readonly<Record<string, unknown>>) => Row;
+  private readonly partitionKeyOf: (row: Row) => string;
 
   constructor(
     private readonly table: Table,
@@ -64,7 +71,20 @@ export class TableWrite {
             table.bucket,
           )
         : null;
-    this.maxRowsPerFile = opts.maxRowsPerFile ?? 2_000_000;
+    this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
+    this.convert = compileRowConverter(table.schema.fields);
+    // Partition values → a map key without serialising a BinaryRow per row: one reusable writer, hex of its bytes.
+    const ptypes = table.partitionTypes;
+    if (ptypes.length === 0) this.partitionKeyOf = () => "";
+    else {
+      const enc = createRowEncoder(ptypes);
+      const w = new BinaryRowWriter(ptypes.length, 64);
+      this.partitionKeyOf = (row) => {
+        w.reset();
+        enc(w, this.partitionIdx.map((k) => row[k] ?? null));
+        return Buffer.from(w.buffer.buffer, w.buffer.byteOffset, w.size).toString("hex");
+      };
+    }
   }
 
   /** Paths of every data file written so far (for cleanup after an aborted write). */
@@ -74,20 +94,22 @@ export class TableWrite {
 
   /** Validates and buffers rows; throws DataInvalid naming the row and column on the first bad value. */
   writeRows(input: readonly Record<string, unknown>[], rowOffset = 0): void {
-    const fields = this.table.schema.fields;
-    const known = new Set(fields.map((f) => f.name));
     for (let i = 0; i < input.length; i++) {
-      const rec = input[i]!;
-      const row: Row = {};
       try {
-        for (const f of fields) row[f.name] = toCanonical(f.type, rec[f.name], f.name);
-        for (const k of Object.keys(rec)) if (!known.has(k)) throw dataInvalid(`unknown column '${k}' (columns: ${[...known].join(", ")})`);
+        this.writeRow(this.convert(input[i]!));
       } catch (e) {
         if (e instanceof LakeError) throw new LakeError(e.kind, `row ${rowOffset + i + 1}: ${e.message}`, { context: { ...e.context, row: rowOffset + i + 1 }, cause: e });
         throw e;
       }
-      this.bufferFor(row).rows.push(row);
     }
+  }
+
+  /** Buffers one canonical row (already validated). */
+  writeRow(row: Row): void {
+    const buf = this.bufferFor(row);
+    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.table.schema.fields, 4096);
+    buf.builder.appendRow(row);
+    if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
   }
 
   /**
@@ -95,31 +117,40 @@ export class TableWrite {
    * take the batch as it is (no per-row work); others are routed row by row.
    */
   writeArrow(batch: arrow.RecordBatch): void {
-    if (this.partitionIdx.length === 0 && this.bucketFn === null) {
+    if (this.partitionIdx.length === 0 && this.bucketFn === null && this.matchesTableSchema(batch)) {
       const buf = this.bufferFor({});
+      // Rows buffered before this batch were written first: keep them first.
+      if (buf.builder !== null && buf.builder.length > 0) buf.batches.push(buf.builder.finish());
       buf.batches.push(batch);
       return;
     }
-    this.writeRows(this.fileWriter.batchToRecords(batch));
+    // Routed (or differently typed) data goes row by row; the values read from Arrow are canonical already.
+    for (const row of this.fileWriter.batchToRecords(batch)) this.writeRow(row);
+  }
+
+  /** Same column names, order and Arrow types as the table's own layout, so the batch can be written as it is. */
+  private matchesTableSchema(batch: arrow.RecordBatch): boolean {
+    const fields = this.table.schema.fields;
+    const got = batch.schema.fields;
+    return got.length === fields.length && fields.every((f, i) => got[i]!.name === f.name && arrowUtil.compareTypes(got[i]!.type, toArrowField(f.name, f.type).type));
   }
 
   private bufferFor(row: Row): BucketBuffer {
-    const pvalues = this.partitionIdx.map((k) => row[k] ?? null);
     const bucket = this.bucketFn === null ? 0 : this.bucketFn(this.bucketKeyNames.map((k) => row[k] ?? null));
-    const ptypes = this.table.partitionTypes;
-    const partition = serializeBinaryRow(ptypes, pvalues);
-    const key = `${Buffer.from(partition).toString("hex")}/${bucket}`;
+    const key = `${this.partitionKeyOf(row)}/${bucket}`;
     let buf = this.buffers.get(key);
     if (buf === undefined) {
+      const ptypes = this.table.partitionTypes;
+      const pvalues = this.partitionIdx.map((k) => row[k] ?? null);
       buf = {
-        partition,
+        partition: serializeBinaryRow(ptypes, pvalues),
         partitionValues: pvalues,
         partitionPath: partitionPath(this.partitionIdx, ptypes, pvalues, {
           defaultName: this.table.options.partitionDefaultName,
           legacyName: this.table.options.partitionLegacyName,
         }),
         bucket,
-        rows: [],
+        builder: null,
         batches: [],
         files: [],
       };
@@ -138,14 +169,14 @@ export class TableWrite {
   /** Flushes buffered rows of every bucket into data files. */
   async flush(): Promise<void> {
     for (const [key, buf] of this.buffers) {
-      if (buf.rows.length === 0 && buf.batches.length === 0) continue;
+      if (buf.builder !== null && buf.builder.length > 0) buf.batches.push(buf.builder.finish());
+      buf.builder = null;
+      if (buf.batches.length === 0) continue;
       let seq = await this.nextSequence(key);
-      const parts: Array<arrow.RecordBatch | Row[]> = [...buf.batches];
-      for (let i = 0; i < buf.rows.length; i += this.maxRowsPerFile) parts.push(buf.rows.slice(i, i + this.maxRowsPerFile));
-      buf.rows = [];
+      const batches = buf.batches;
       buf.batches = [];
-      for (const part of parts) {
-        const meta = await this.fileWriter.write(buf.partitionPath, buf.bucket, part, seq, (path) => this.written.push(path));
+      for (const batch of batches) {
+        const meta = await this.fileWriter.write(buf.partitionPath, buf.bucket, batch, seq, (path) => this.written.push(path));
         seq = meta.maxSequenceNumber + 1n;
         buf.files.push(meta);
       }

@@ -5,13 +5,13 @@ import * as arrow from "apache-arrow";
 import {
   columnReader,
   columnValues,
-  Int64ColumnBuilder,
   makeColumnBuilder,
   RecordBatchBuilder,
   recordBatchToRows,
   rowsToRecordBatch,
-  TimestampColumnBuilder,
-  Utf8ColumnBuilder,
+  type Int64ColumnBuilder,
+  type TimestampColumnBuilder,
+  type Utf8ColumnBuilder,
 } from "../../../src/codec/columns.ts";
 import { fromArrowSchema, fromArrowType, normalizeArrowSchema, toArrowSchema, toArrowType } from "../../../src/codec/arrow-schema.ts";
 import { parseSqlType, T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
@@ -113,13 +113,14 @@ test("columns - Arrow → Paimon type mapping round-trips our own schemas and re
 
 test("columns - normalizeArrowSchema renames list and map children to Paimon's names", () => {
   const list = new arrow.List(new arrow.Field("item", new arrow.Int32(), true));
-  const map = new arrow.Map_(new arrow.Field("entries", new arrow.Struct([new arrow.Field("k", new arrow.Utf8(), false), new arrow.Field("v", new arrow.Int32())]), false));
+  const entries = new arrow.Struct<{ k: arrow.Utf8; v: arrow.Int32 }>([new arrow.Field("k", new arrow.Utf8(), false), new arrow.Field("v", new arrow.Int32())]);
+  const map = new arrow.Map_(new arrow.Field("entries", entries, false) as unknown as arrow.Field<arrow.Struct<{ key: arrow.Utf8; value: arrow.Int32 }>>);
   const s = normalizeArrowSchema(new arrow.Schema([new arrow.Field("l", list), new arrow.Field("m", map)]));
   assert.equal(s.fields[0]!.type.children[0].name, "element");
-  const entries = s.fields[1]!.type.children[0] as arrow.Field<arrow.Struct>;
-  assert.equal(entries.name, "key_value");
+  const normalized = s.fields[1]!.type.children[0] as arrow.Field<arrow.Struct>;
+  assert.equal(normalized.name, "key_value");
   assert.deepEqual(
-    entries.type.children.map((f) => f.name),
+    normalized.type.children.map((f) => f.name),
     ["key", "value"],
   );
 });
@@ -340,4 +341,16 @@ test("columns - binary columns copy values out, so rows never alias the column b
   const [r0] = recordBatchToRows([{ name: "b", type: T.bytes() }], batch);
   const v = r0!["b"] as Uint8Array;
   assert.equal(v.buffer.byteLength, 2);
+});
+
+test("columns - foreign encodings: dictionary strings, large strings, half floats, unsigned ints", () => {
+  const dict = arrow.vectorFromArray(["b", "a", null, "b"]);
+  assert.ok(arrow.DataType.isDictionary(dict.type));
+  assert.deepEqual(columnValues(T.string(), dict), ["b", "a", null, "b"]);
+  const large = arrow.vectorFromArray(["x", null, "héllo"], new arrow.LargeUtf8());
+  assert.deepEqual(columnValues(undefined, large), ["x", null, "héllo"]);
+  const half = arrow.makeData({ type: new arrow.Float16(), length: 3, data: new Uint16Array([0x3c00, 0xc000, 0x7c00]) });
+  assert.deepEqual(columnValues(T.float(), half), [1, -2, Infinity]);
+  const u32 = arrow.makeData({ type: new arrow.Uint32(), length: 2, data: new Uint32Array([4294967295, 1]) });
+  assert.deepEqual(columnValues(T.bigint(), u32), [4294967295n, 1n]);
 });

@@ -9,7 +9,7 @@ import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns
 import { fromArrowSchema } from "../../../src/codec/arrow-schema.ts";
 import { parquetRowCount, readParquet, readParquetAsync, readParquetSchema, writeParquet } from "../../../src/codec/parquet.ts";
 import { T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
-import { Timestamp, dateToString, unscaledToString, type Row, type Value } from "../../../src/spec/values.ts";
+import { dateToString, unscaledToString, type Row, type Timestamp, type Value } from "../../../src/spec/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { ALL_ROWS, ALL_TYPES, ts } from "../../helpers/codec-fixtures.ts";
 
@@ -247,7 +247,7 @@ test("parquet - Arrow tables built elsewhere get Paimon's nested names", async (
     new arrow.List(new arrow.Field("item", new arrow.Int32(), true)),
   );
   const table = new arrow.Table({ l: list });
-  assert.equal(table.schema.fields[0]!.type.children[0].name, "item");
+  assert.equal(table.schema.fields[0]!.type.children[0]!.name, "item");
   await withDuck(async (conn, dir) => {
     const path = join(dir, "foreign.parquet");
     writeFileSync(path, writeParquet(table));
@@ -268,6 +268,7 @@ test("parquet - reads files written by DuckDB (another engine's layout and units
         (NULL, NULL, -0.01, -1, NULL, NULL, NULL, NULL, [], MAP {}, NULL, NULL, NULL, NULL)
       ) t(i, s, d, d38, ts, tz, dt, tm, l, m, r, b, bo, f)) to ${sqlPath(path)} (format parquet)`);
     const table = readParquet(readFileSync(path));
+    assert.equal(parquetRowCount(readFileSync(path)), 2);
     const fields = fromArrowSchema(table.schema);
     assert.deepEqual(
       fields.map((f) => `${f.name} ${typeToSql(f.type)}`),

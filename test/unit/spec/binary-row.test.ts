@@ -217,7 +217,7 @@ test("binary-row - non-canonical values are rejected with the field and type", (
   assert.throws(() => encodeBinaryRow([T.bigint()], [1.5]), isKind("DataInvalid"));
   assert.throws(() => encodeBinaryRow([T.decimal(10, 2)], [12.34]), isKind("DataInvalid"));
   assert.throws(() => encodeBinaryRow([T.decimal(38, 0)], [2n ** 130n]), /does not fit in 16 bytes/);
-  assert.throws(() => encodeBinaryRow([T.timestamp(6)], [new Date()]), isKind("DataInvalid"));
+  assert.throws(() => encodeBinaryRow([T.timestamp(6)], [new Date() as unknown as Value]), isKind("DataInvalid"));
   assert.throws(() => encodeBinaryRow([T.bytes()], ["AAA="]), isKind("DataInvalid"));
   assert.throws(() => encodeBinaryRow([T.int(), T.int()], [1]), /expects 2 values, got 1/);
 });

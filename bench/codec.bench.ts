@@ -1,0 +1,86 @@
+/**
+ * Codec micro-benchmark: the Arrow/Parquet layer alone (no table, no IO), on 1M rows of 6 columns (BIGINT id,
+ * STRING name ~10–20 chars, INT, DOUBLE, TIMESTAMP(3), STRING with 10% nulls). Prints wall and CPU medians of 3 runs
+ * for: rows → RecordBatch, column-wise appends (how a msgpack decoder would fill builders), stats, the IPC hand-off,
+ * Parquet writes per codec, Parquet reads, and Arrow → canonical rows. A benchmark, not a test.
+ *
+ *   node --import tsx bench/codec.bench.ts [rows]      (default 1000000)
+ */
+import * as arrow from "apache-arrow";
+import * as pw from "parquet-wasm";
+import {
+  RecordBatchBuilder,
+  recordBatchToRows,
+  rowsToRecordBatch,
+  type Int64ColumnBuilder,
+  type NumberColumnBuilder,
+  type TimestampColumnBuilder,
+  type Utf8ColumnBuilder,
+} from "../src/codec/columns.ts";
+import { readParquet, readParquetAsync, writeParquet } from "../src/codec/parquet.ts";
+import { computeStats } from "../src/codec/stats.ts";
+import { parseColumnList } from "../src/spec/data-types.ts";
+import { Timestamp, type Row } from "../src/spec/values.ts";
+
+const N = Number(process.argv[2] ?? 1_000_000);
+const FIELDS = parseColumnList("id BIGINT NOT NULL, name STRING, qty INT, price DOUBLE, ts TIMESTAMP(3), note STRING");
+const NAMES = ["alice", "bob", "charlie", "dmitri", "eve-marie", "françois", "grace"];
+const names = Array.from({ length: N }, (_, i) => `${NAMES[i % 7]}-${i}`);
+const notes = Array.from({ length: 977 }, (_, i) => `note number ${i} of the day`);
+const rows: Row[] = names.map((name, i) => ({
+  id: BigInt(i),
+  name,
+  qty: i % 1000,
+  price: i * 0.25,
+  ts: new Timestamp(1_700_000_000_000 + i, 0),
+  note: i % 10 === 0 ? null : notes[i % 977]!,
+}));
+
+const lines: string[] = [];
+async function measure<T>(label: string, f: () => T | Promise<T>, runs = 3): Promise<T> {
+  const walls: number[] = [];
+  const cpus: number[] = [];
+  let out: T | undefined;
+  for (let r = 0; r < runs; r++) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    out = await f();
+    walls.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpus.push((c.user + c.system) / 1000);
+  }
+  const median = (a: number[]): number => a.sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
+  const wall = median(walls);
+  lines.push(`${label.padEnd(46)} wall ${wall.toFixed(0).padStart(6)} ms  cpu ${median(cpus).toFixed(0).padStart(6)} ms  ${(N / wall / 1000).toFixed(2).padStart(6)} M rows/s`);
+  return out!;
+}
+
+const batch = await measure("rows → RecordBatch (rowsToRecordBatch)", () => rowsToRecordBatch(FIELDS, rows));
+await measure("column appends → RecordBatch (decoder style)", () => {
+  const b = new RecordBatchBuilder(FIELDS, N);
+  const [id, name, qty, price, ts, note] = b.columns as [Int64ColumnBuilder, Utf8ColumnBuilder, NumberColumnBuilder, NumberColumnBuilder, TimestampColumnBuilder, Utf8ColumnBuilder];
+  for (let i = 0; i < N; i++) {
+    id.appendNumber(i);
+    name.appendString(names[i]!);
+    qty.appendNumber(i % 1000);
+    price.appendNumber(i * 0.25);
+    ts.appendEpochMillis(1_700_000_000_000 + i);
+    if (i % 10 === 0) note.appendNull();
+    else note.appendString(notes[i % 977]!);
+  }
+  return b.finish();
+});
+await measure("computeStats", () => computeStats(FIELDS, batch));
+await measure("IPC hand-off alone (tableToIPC)", () => arrow.tableToIPC(new arrow.Table(batch), "stream"));
+for (const compression of ["zstd", "snappy", "none"]) {
+  const bytes = await measure(`writeParquet ${compression}`, () => writeParquet(batch, { compression }));
+  lines.push(`    ${compression} file: ${(bytes.length / 1e6).toFixed(1)} MB`);
+}
+const file = writeParquet(batch);
+const table = await measure("readParquet (→ Arrow table)", () => readParquet(file));
+await measure("readParquetAsync, one column", () => readParquetAsync(file, { columns: ["qty"] }));
+await measure("recordBatchToRows (Arrow → canonical rows)", () => recordBatchToRows(FIELDS, table));
+
+console.log(`${N} rows, ${FIELDS.length} columns`);
+console.log(lines.join("\n"));
+console.log(`wasm memory ${(pw.wasmMemory().buffer.byteLength / 1e6).toFixed(0)} MB (never shrinks), rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
