@@ -1,0 +1,105 @@
+/**
+ * Every NATS name natslake uses, in one place: subjects, streams, KV buckets and keys. The prefix (default `lake`)
+ * is configurable so several deployments can share one NATS account.
+ *
+ * | subject / name                          | what                                                        |
+ * | --------------------------------------- | ----------------------------------------------------------- |
+ * | `<p>.in.<db>.<table>.<bucket>`          | row batches routed to a bucket (producer client, router)    |
+ * | `<p>.in.<db>.<table>`                   | raw rows from publishers that do not route (JSON / msgpack) |
+ * | `<p>.dlq.<db>.<table>`                  | rejected rows with the reason and the original payload      |
+ * | `<p>.commit.<db>.<table>`               | committables, writer → committer                            |
+ * | `<p>.snap.<db>.<table>`                 | snapshot notifications (core NATS)                          |
+ * | `<p>.ctl.reject.<db>.<table>.<writer>`  | committable rejections, committer → writer                  |
+ * | `<p>.ctl.admin`                         | admin request-reply (create table, …)                       |
+ * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
+ * | stream `<P>_COMMIT_<db>_<table>`        | committables                                                |
+ * | stream `<P>_DLQ`                        | every table's dead letters                                  |
+ * | KV `<p>_tables`, key `<db>.<table>`     | table metadata for producers (schema, buckets, bucket key)  |
+ * | KV `<p>_members`, key `<nodeId>`        | membership heartbeats                                       |
+ * | KV `<p>_assign`, key `<db>.<table>`     | bucket assignments with owner epochs                        |
+ * | KV `<p>_snap`, key `<db>.<table>`       | the last snapshot notification (for late subscribers)       |
+ * | KV `<p>_router`, key `<db>.<table>`     | router progress (last raw stream sequence routed)           |
+ *
+ * Database and table names are validated by the catalog (no dots inside a name is enforced here, since a dot would
+ * change the subject's token count).
+ */
+import { dataInvalid } from "../../src/errors.ts";
+import type { Identifier } from "../../src/table/table.ts";
+
+export const DEFAULT_PREFIX = "lake";
+
+const TOKEN = /^[A-Za-z0-9_-]+$/;
+
+export function checkSubjectToken(kind: string, v: string): void {
+  if (!TOKEN.test(v)) throw dataInvalid(`${kind} '${v}' cannot be used in a NATS subject: use letters, digits, '_' and '-' only`);
+}
+
+export class Subjects {
+  constructor(readonly prefix: string = DEFAULT_PREFIX) {
+    checkSubjectToken("subject prefix", prefix);
+  }
+
+  private t(id: Identifier): string {
+    checkSubjectToken("database name", id.database);
+    checkSubjectToken("table name", id.table);
+    return `${id.database}.${id.table}`;
+  }
+
+  ingestRaw(id: Identifier): string {
+    return `${this.prefix}.in.${this.t(id)}`;
+  }
+  ingestBucket(id: Identifier, bucket: number): string {
+    return `${this.prefix}.in.${this.t(id)}.${bucket}`;
+  }
+  ingestAllBuckets(id: Identifier): string {
+    return `${this.prefix}.in.${this.t(id)}.*`;
+  }
+  dlq(id: Identifier): string {
+    return `${this.prefix}.dlq.${this.t(id)}`;
+  }
+  commit(id: Identifier): string {
+    return `${this.prefix}.commit.${this.t(id)}`;
+  }
+  snapshots(id: Identifier): string {
+    return `${this.prefix}.snap.${this.t(id)}`;
+  }
+  reject(id: Identifier, writerId: string): string {
+    checkSubjectToken("writer id", writerId);
+    return `${this.prefix}.ctl.reject.${this.t(id)}.${writerId}`;
+  }
+  get admin(): string {
+    return `${this.prefix}.ctl.admin`;
+  }
+
+  ingestStream(id: Identifier): string {
+    return `${this.prefix.toUpperCase()}_IN_${id.database}_${id.table}`;
+  }
+  commitStream(id: Identifier): string {
+    return `${this.prefix.toUpperCase()}_COMMIT_${id.database}_${id.table}`;
+  }
+  get dlqStream(): string {
+    return `${this.prefix.toUpperCase()}_DLQ`;
+  }
+  get dlqAll(): string {
+    return `${this.prefix}.dlq.>`;
+  }
+
+  get tablesKv(): string {
+    return `${this.prefix}_tables`;
+  }
+  get membersKv(): string {
+    return `${this.prefix}_members`;
+  }
+  get assignKv(): string {
+    return `${this.prefix}_assign`;
+  }
+  get snapKv(): string {
+    return `${this.prefix}_snap`;
+  }
+  get routerKv(): string {
+    return `${this.prefix}_router`;
+  }
+  tableKey(id: Identifier): string {
+    return this.t(id);
+  }
+}

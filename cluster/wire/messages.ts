@@ -1,0 +1,177 @@
+/**
+ * Types of every message that crosses NATS, with their encodings. Each is a plain object with a string `type`
+ * (unions over enums), versioned by `v` where it is persisted.
+ *
+ * Encodings: row batches, committables and rejections are msgpack (msgpackr, no records extension, so other
+ * languages can read them; bigints as int64); notifications, table metadata and heartbeats are JSON (readable by
+ * any subscriber and by `nats kv get`).
+ */
+import type { TableSchemaJson } from "../../src/spec/schema.ts";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Ingest
+
+/**
+ * A batch of rows for one bucket (the producer client and the router publish these to `<p>.in.<db>.<table>.<b>`).
+ * `cols` names the columns of each row array, so the payload describes itself and column order may differ from the
+ * schema; values use the same input forms as the CLI (see README: numbers, decimal strings, ISO timestamps or epoch
+ * millis, bytes as msgpack bin). Rows whose values do not fit the schema go to the dead-letter subject.
+ */
+export interface RowBatch {
+  v: 1;
+  /** The schema id the producer validated against (informational; rows are checked again by the writer). */
+  schema: number;
+  cols: string[];
+  rows: unknown[][];
+}
+
+/** Headers on ingest messages. */
+export const H_MSG_ID = "Nats-Msg-Id";
+/** On routed messages: the stream sequence of the raw message they came from. */
+export const H_RAW_SEQ = "Natslake-Raw-Seq";
+
+/** A dead letter: a rejected row (or whole message) with the reason. Published to `<p>.dlq.<db>.<table>`. */
+export interface DeadLetter {
+  type: "dead-letter";
+  table: string;
+  /** Where it was rejected. */
+  stage: "router" | "writer";
+  reason: string;
+  /** Stream sequence of the message the row came from. */
+  streamSeq: number;
+  /** Index of the row in that message, or -1 when the whole message was unreadable. */
+  rowIndex: number;
+  /** The original row (JSON-safe rendering) or the original payload as base64 when it could not be decoded. */
+  original: unknown;
+  at: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Commit protocol
+
+/** One data file of a committable, as the committer needs it (a DataFileMeta, wire-safe). */
+export interface WireDataFile {
+  /** Framed BinaryRow of the partition. */
+  partition: Uint8Array;
+  totalBuckets: number;
+  /** `DataFileMeta` encoded with the manifest's Avro-independent wire form (see cluster/wire/codec.ts). */
+  meta: Uint8Array;
+}
+
+/**
+ * One committable per (bucket, flush): writer → committer over JetStream `<p>.commit.<db>.<table>`.
+ * `prevOffset` is the stream sequence the writer resumed after (the committed offset when it took the bucket, then
+ * the `lastOffset` of its previous committable); `lastOffset` the last stream sequence its files cover.
+ */
+export interface Committable {
+  type: "committable";
+  v: 1;
+  table: string;
+  bucket: number;
+  ownerEpoch: number;
+  writerId: string;
+  prevOffset: number;
+  lastOffset: number;
+  rowCount: number;
+  files: WireDataFile[];
+  /** Writer-local flush counter, for logs and dedupe of republished committables. */
+  flushId: number;
+  /** Wall-clock ms of the oldest row's arrival at the writer (publish → visible latency). */
+  firstArrivalMillis: number;
+}
+
+/** committer → writer: a committable was not accepted; the writer resumes bucket `bucket` from `committedOffset`. */
+export interface Rejection {
+  type: "rejection";
+  table: string;
+  bucket: number;
+  ownerEpoch: number;
+  prevOffset: number;
+  committedOffset: number;
+  reason: "stale-owner-epoch" | "broken-offset-chain";
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Notifications
+
+/** Published on `<p>.snap.<db>.<table>` after a snapshot lands; the last one is kept in KV `<p>_snap`. */
+export interface SnapshotNotification {
+  type: "snapshot";
+  table: string;
+  snapshotId: number;
+  kind: string;
+  /** The snapshot's commit time (epoch ms). */
+  timeMillis: number;
+  /** Wall-clock epoch ms right after the `link()` that created the snapshot returned. */
+  linkedAtMillis: number;
+  totalRecordCount: number;
+  deltaRecordCount: number;
+  epoch: number;
+  /** Committed stream offset per bucket (bucket → sequence). */
+  offsets: Record<string, number>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Metadata, membership, assignment (KV values, JSON)
+
+/** KV `<p>_tables` value: what producers need to validate and route rows without the warehouse. */
+export interface TableMeta {
+  v: 1;
+  table: string;
+  schema: TableSchemaJson;
+  bucket: number;
+  bucketKey: string[];
+  partitionKeys: string[];
+  ingestStream: string;
+  /** The stream's duplicate window in ms (producers retry within it with the same message id). */
+  duplicateWindowMs: number;
+}
+
+export type NodeRole = "writer" | "committer" | "reader";
+
+/** KV `<p>_members` value, refreshed every heartbeat interval. */
+export interface MemberHeartbeat {
+  v: 1;
+  nodeId: string;
+  roles: NodeRole[];
+  pid: number;
+  startedAt: number;
+  at: number;
+  /** The node is draining (SIGTERM): give it no new buckets. */
+  draining: boolean;
+}
+
+/** One bucket's assignment. `state: "revoking"` asks the owner to flush, stop and report `released`. */
+export interface BucketAssignment {
+  node: string;
+  epoch: number;
+  state: "active" | "revoking";
+}
+
+/** KV `<p>_assign` value for one table, written by the table's coordinator (the leader). */
+export interface TableAssignment {
+  v: 1;
+  table: string;
+  /** The leader epoch that wrote it (a stale leader's writes are ignored by readers holding a newer one). */
+  leaderEpoch: number;
+  buckets: Record<string, BucketAssignment>;
+}
+
+/** writer → coordinator (request-reply on `<p>.ctl.released.<db>.<table>`): the writer let go of a bucket. */
+export interface Released {
+  type: "released";
+  table: string;
+  bucket: number;
+  epoch: number;
+  node: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Admin (request-reply on `<p>.ctl.admin`, JSON)
+
+export type AdminRequest =
+  | { type: "create-table"; table: string; columns: string; partitionKeys?: string[]; primaryKeys?: string[]; options?: Record<string, string> }
+  | { type: "list-tables" }
+  | { type: "describe-table"; table: string };
+
+export type AdminReply = { ok: true; result: unknown } | { ok: false; error: string; kind: string };
