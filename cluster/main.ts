@@ -7,6 +7,7 @@ import { LakeError } from "../src/errors.ts";
 import { exitCodeOf } from "./cli/common.ts";
 import { registerDataCommands } from "./cli/data-commands.ts";
 import { registerTableCommands } from "./cli/table-commands.ts";
+import { registerClusterCommands } from "./cli/cluster-commands.ts";
 
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerTableCommands(program, out);
   registerDataCommands(program, out);
+  registerClusterCommands(program, out);
   return program;
 }
 

@@ -2,7 +2,9 @@
  * `natslake table create|describe|drop|list`, and `natslake snapshots`.
  */
 import type { Command } from "commander";
+import { connect } from "@nats-io/transport-node";
 import { parseColumnList, typeToSql } from "../../src/spec/data-types.ts";
+import { adminRequest } from "../admin-client.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { catalogFrom, collectKeyValue, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
 
@@ -25,10 +27,29 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .option("--comment <text>", "table comment")
     .option("--if-not-exists", "succeed when the table exists already")
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
-    .action(async (name: string, o: WarehouseOpts & { columns: string; partitionKeys?: string; primaryKey?: string; option: Record<string, string>; comment?: string; ifNotExists?: boolean }) => {
+    .option("--nats <url>", "create it through a running cluster (also creates its ingest stream and producer metadata)")
+    .option("--prefix <p>", "subject prefix with --nats", "lake")
+    .action(async (name: string, o: WarehouseOpts & { columns: string; partitionKeys?: string; primaryKey?: string; option: Record<string, string>; comment?: string; ifNotExists?: boolean; nats?: string; prefix: string }) => {
       const id = parseIdentifier(name);
       const columns = parseColumnList(o.columns);
       if (columns.length === 0) throw new UsageError("--columns lists no column");
+      if (o.nats) {
+        const nc = await connect({ servers: o.nats });
+        try {
+          const r = (await adminRequest(nc, o.prefix, {
+            type: "create-table",
+            table: name,
+            columns: o.columns,
+            partitionKeys: o.partitionKeys ? splitList(o.partitionKeys) : [],
+            primaryKeys: o.primaryKey ? splitList(o.primaryKey) : [],
+            options: o.option,
+          })) as { table: string; path: string };
+          out(`created ${r.table} at ${r.path} (through the cluster at ${o.nats})`);
+        } finally {
+          await nc.close();
+        }
+        return;
+      }
       const t = await catalogFrom(o).createTable(
         id,
         {

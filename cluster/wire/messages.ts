@@ -7,6 +7,7 @@
  * any subscriber and by `nats kv get`).
  */
 import type { TableSchemaJson } from "../../src/spec/schema.ts";
+import type { DataFileMeta } from "../../src/spec/manifest.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Ingest
@@ -54,8 +55,8 @@ export interface WireDataFile {
   /** Framed BinaryRow of the partition. */
   partition: Uint8Array;
   totalBuckets: number;
-  /** `DataFileMeta` encoded with the manifest's Avro-independent wire form (see cluster/wire/codec.ts). */
-  meta: Uint8Array;
+  /** The file's metadata exactly as the manifest entry will carry it (bigints travel as msgpack int64). */
+  meta: DataFileMeta;
 }
 
 /**
@@ -146,6 +147,8 @@ export interface BucketAssignment {
   node: string;
   epoch: number;
   state: "active" | "revoking";
+  /** While revoking: the node that takes the bucket over once it is released. */
+  target?: string;
 }
 
 /** KV `<p>_assign` value for one table, written by the table's coordinator (the leader). */
@@ -164,6 +167,8 @@ export interface Released {
   bucket: number;
   epoch: number;
   node: string;
+  /** The last stream sequence covered by the owner's final committable (0 if it sent none). */
+  lastOffset: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

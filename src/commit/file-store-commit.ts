@@ -32,10 +32,12 @@ export interface CommitRequest {
    */
   overwrite?: { matches: (partition: Uint8Array) => boolean; readSnapshotId: number | null };
   /**
-   * Runs against the snapshot this attempt builds on, before anything is written; returns the properties of the new
-   * snapshot, or throws (Fenced, Conflict, DataInvalid) to abort. Called again on every retry.
+   * Runs against the snapshot this attempt builds on, before anything is written, and decides what this attempt
+   * commits: the new snapshot's properties and, when given, the messages and commit identifier (replacing those of
+   * the request). Throws (Fenced, Conflict, DataInvalid) to abort. Called again on every retry, so decisions that
+   * depend on the base (the offset chain, the leader's epoch) are always made against the snapshot `link()` protects.
    */
-  prepare?: (base: Snapshot | null) => Promise<Record<string, string> | null> | Record<string, string> | null;
+  prepare?: (base: Snapshot | null) => Promise<PrepareResult> | PrepareResult;
   /**
    * A retry after an unknown outcome: this commit (same commitUser + commitIdentifier + kind) may already have
    * landed as a snapshot with an id ≥ this. It is looked for before anything is written, and never applied twice.
@@ -43,6 +45,14 @@ export interface CommitRequest {
   recoverFrom?: number;
   /** Skip a commit with no files (default true, as Paimon does), unless properties must be recorded. */
   skipEmpty?: boolean;
+}
+
+export interface PrepareResult {
+  properties: Record<string, string> | null;
+  messages?: CommitMessage[];
+  commitIdentifier?: bigint;
+  /** Commit even without files (the properties carry progress, e.g. offsets of rows that all went to the DLQ). */
+  commitEmpty?: boolean;
 }
 
 export interface CommitResult {
@@ -77,15 +87,17 @@ export class FileStoreCommit {
         if (landed) return { snapshot: landed, alreadyCommitted: true, attempts: attempt, linkedAt: Date.now() };
       }
       if (req.overwrite) await this.checkOverwriteConflict(req.overwrite, latest);
-      const properties = req.prepare ? await req.prepare(latest) : (latest?.properties ?? null);
-      const hasFiles = req.messages.some((m) => m.newFiles.length > 0 || m.deletedFiles.length > 0);
-      if (!hasFiles && !req.overwrite && (req.skipEmpty ?? true)) {
+      const prepared: PrepareResult = req.prepare ? await req.prepare(latest) : { properties: latest?.properties ?? null };
+      const messages = prepared.messages ?? req.messages;
+      const commitIdentifier = prepared.commitIdentifier ?? identifier;
+      const hasFiles = messages.some((m) => m.newFiles.length > 0 || m.deletedFiles.length > 0);
+      if (!hasFiles && !req.overwrite && (req.skipEmpty ?? true) && !prepared.commitEmpty) {
         return { snapshot: null, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
       }
 
       const written: string[] = [];
-      const delta = await this.deltaEntries(req, latest);
-      const snapshot = await this.buildSnapshot(latest, delta, req.commitUser, identifier, kind, properties, written);
+      const delta = await this.deltaEntries(messages, req.overwrite, latest);
+      const snapshot = await this.buildSnapshot(latest, delta, req.commitUser, commitIdentifier, kind, prepared.properties, written);
       const ok = await this.table.snapshots.tryCommit(snapshot);
       if (ok) return { snapshot, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
 
@@ -130,14 +142,14 @@ export class FileStoreCommit {
     }
   }
 
-  private async deltaEntries(req: CommitRequest, latest: Snapshot | null): Promise<ManifestEntry[]> {
+  private async deltaEntries(messages: CommitMessage[], overwrite: CommitRequest["overwrite"], latest: Snapshot | null): Promise<ManifestEntry[]> {
     const entries: ManifestEntry[] = [];
-    if (req.overwrite && latest !== null) {
+    if (overwrite && latest !== null) {
       for (const e of await this.manifests.readLiveEntries(latest)) {
-        if (req.overwrite.matches(e.partition)) entries.push({ ...e, kind: FileKind.DELETE });
+        if (overwrite.matches(e.partition)) entries.push({ ...e, kind: FileKind.DELETE });
       }
     }
-    for (const m of req.messages) {
+    for (const m of messages) {
       for (const f of m.deletedFiles) entries.push({ kind: FileKind.DELETE, partition: m.partition, bucket: m.bucket, totalBuckets: m.totalBuckets, file: f });
       for (const f of m.newFiles) entries.push({ kind: FileKind.ADD, partition: m.partition, bucket: m.bucket, totalBuckets: m.totalBuckets, file: f });
     }

@@ -16,6 +16,7 @@ import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
 import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../spec/binary-row.ts";
 import { RecordBatchBuilder } from "../codec/columns.ts";
+import { type ParquetEncoderPool, sharedParquetPool } from "../codec/parquet-pool.ts";
 import { compileRowConverter } from "../spec/row-converter.ts";
 import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../spec/bucket.ts";
 import type { DataFileMeta } from "../spec/manifest.ts";
@@ -33,12 +34,18 @@ interface BucketBuffer {
   /** Rows go straight into Arrow column builders; a full builder becomes a batch. */
   builder: RecordBatchBuilder | null;
   batches: arrow.RecordBatch[];
-  files: DataFileMeta[];
 }
 
 export interface TableWriteOptions {
   /** Rows per Parquet file at most (in addition to `target-file-size`); bounds memory of one flush. */
   maxRowsPerFile?: number;
+  /**
+   * Every row goes to this bucket instead of the one the bucket function computes: a cluster writer owns one
+   * bucket, and the producer already routed its rows with the same function.
+   */
+  bucket?: number;
+  /** Worker threads that encode Parquet; default the process-wide pool (`sharedParquetPool`); null: this thread. */
+  encoderPool?: ParquetEncoderPool | null;
 }
 
 export class TableWrite {
@@ -60,11 +67,14 @@ export class TableWrite {
     if (table.isPrimaryKeyTable) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key; primary-key writes are not supported yet`);
     if (table.options.fileFormat !== "parquet") throw new LakeError(ErrorKind.Unsupported, `file.format '${table.options.fileFormat}' is not supported for writing (parquet is)`);
     if (table.bucket === -2) throw new LakeError(ErrorKind.Unsupported, "postpone buckets (bucket = -2) are not supported for writing");
-    this.fileWriter = new DataFileWriter(table);
+    this.fileWriter = new DataFileWriter(table, { pool: opts.encoderPool === undefined ? sharedParquetPool() : opts.encoderPool });
     this.partitionIdx = table.partitionKeys;
     this.bucketKeyNames = table.bucketKeys;
+    const forced = opts.bucket;
     this.bucketFn =
-      table.bucket > 0
+      forced !== undefined
+        ? () => forced
+        : table.bucket > 0
         ? createBucketFunctionOfType(
             (table.options.get("bucket-function.type") ?? "default") as BucketFunctionType,
             this.bucketKeyNames.map((k) => table.typeOf(k)),
@@ -94,9 +104,18 @@ export class TableWrite {
 
   /** Validates and buffers rows; throws DataInvalid naming the row and column on the first bad value. */
   writeRows(input: readonly Record<string, unknown>[], rowOffset = 0): void {
+    // One buffer for every row (no partitions, no bucket function): no routing, so the builder validates and
+    // appends the input directly, with the converter's rules, without canonical rows in between.
+    const direct = this.partitionIdx.length === 0 && this.bucketFn === null ? this.bufferFor({}) : null;
     for (let i = 0; i < input.length; i++) {
       try {
-        this.writeRow(this.convert(input[i]!));
+        if (direct === null) this.writeRow(this.convert(input[i]!));
+        else {
+          // Sized for this call: growing by doubling churns external memory, which forces full GCs.
+          direct.builder ??= new RecordBatchBuilder(this.table.schema.fields, Math.min(this.maxRowsPerFile, Math.max(4096, input.length - i)));
+          direct.builder.appendInput(input[i]!);
+          if (direct.builder.length >= this.maxRowsPerFile) direct.batches.push(direct.builder.finish());
+        }
       } catch (e) {
         if (e instanceof LakeError) throw new LakeError(e.kind, `row ${rowOffset + i + 1}: ${e.message}`, { context: { ...e.context, row: rowOffset + i + 1 }, cause: e });
         throw e;
@@ -152,7 +171,6 @@ export class TableWrite {
         bucket,
         builder: null,
         batches: [],
-        files: [],
       };
       this.buffers.set(key, buf);
     }
@@ -166,33 +184,38 @@ export class TableWrite {
     return [...seen.values()];
   }
 
-  /** Flushes buffered rows of every bucket into data files. */
-  async flush(): Promise<void> {
+  /**
+   * Writes every buffered row into data files and returns one CommitMessage per (partition, bucket).
+   * The cut is synchronous: rows buffered after this call starts belong to the next call, so a caller can record
+   * exactly which input the returned files cover (the cluster writer's offsets). Calls must not overlap.
+   */
+  async prepareCommit(): Promise<CommitMessage[]> {
+    const work: Array<{ key: string; buf: BucketBuffer; batches: arrow.RecordBatch[] }> = [];
     for (const [key, buf] of this.buffers) {
       if (buf.builder !== null && buf.builder.length > 0) buf.batches.push(buf.builder.finish());
       buf.builder = null;
-      if (buf.batches.length === 0) continue;
-      let seq = await this.nextSequence(key);
-      const batches = buf.batches;
+      if (buf.batches.length > 0) work.push({ key, buf, batches: buf.batches });
       buf.batches = [];
-      for (const batch of batches) {
-        const meta = await this.fileWriter.write(buf.partitionPath, buf.bucket, batch, seq, (path) => this.written.push(path));
-        seq = meta.maxSequenceNumber + 1n;
-        buf.files.push(meta);
-      }
-      this.nextSeqByBucket!.set(key, seq);
     }
-  }
-
-  async prepareCommit(): Promise<CommitMessage[]> {
-    await this.flush();
     const out: CommitMessage[] = [];
-    for (const buf of this.buffers.values()) {
-      if (buf.files.length === 0) continue;
-      out.push({ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: buf.files, deletedFiles: [] });
-      buf.files = [];
+    for (const { key, buf, batches } of work) {
+      let seq = await this.nextSequence(key);
+      const files: DataFileMeta[] = await this.fileWriter.writeFiles(buf.partitionPath, buf.bucket, batches, seq, (path) => this.written.push(path));
+      if (files.length > 0) seq = files[files.length - 1]!.maxSequenceNumber + 1n;
+      this.nextSeqByBucket!.set(key, seq);
+      out.push({ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: files, deletedFiles: [] });
     }
     return out;
+  }
+
+  /** Rows buffered and not yet written. */
+  get bufferedRows(): number {
+    let n = 0;
+    for (const b of this.buffers.values()) {
+      n += b.builder?.length ?? 0;
+      for (const x of b.batches) n += x.numRows;
+    }
+    return n;
   }
 
   /** Next sequence number of a bucket: one past the highest among its live files (read once per TableWrite). */

@@ -14,7 +14,8 @@ import {
   type Utf8ColumnBuilder,
 } from "../../../src/codec/columns.ts";
 import { fromArrowSchema, fromArrowType, normalizeArrowSchema, toArrowSchema, toArrowType } from "../../../src/codec/arrow-schema.ts";
-import { parseSqlType, T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
+import { parseColumnList, parseSqlType, T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
+import { compileRowConverter } from "../../../src/spec/row-converter.ts";
 import { Timestamp, type Row, type Value } from "../../../src/spec/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { ALL_ROWS, ALL_TYPES, bytes, ts } from "../../helpers/codec-fixtures.ts";
@@ -353,4 +354,50 @@ test("columns - foreign encodings: dictionary strings, large strings, half float
   assert.deepEqual(columnValues(T.float(), half), [1, -2, Infinity]);
   const u32 = arrow.makeData({ type: new arrow.Uint32(), length: 2, data: new Uint32Array([4294967295, 1]) });
   assert.deepEqual(columnValues(T.bigint(), u32), [4294967295n, 1n]);
+});
+
+test("columns - property: appendInput equals appendRow of the converted row: same values, same errors, rollback", () => {
+  const fields = parseColumnList(
+    "i INT, n INT NOT NULL, sm SMALLINT, ti TINYINT, b BIGINT, d DOUBLE, f FLOAT, ok BOOLEAN, s STRING, v VARCHAR(3), t TIMESTAMP(3), t6 TIMESTAMP_LTZ(6), dc DECIMAL(5, 2), dt DATE",
+  );
+  const convert = compileRowConverter(fields);
+  const anyValue = fc.oneof(
+    fc.integer(),
+    fc.integer({ min: -200, max: 200 }),
+    fc.double(),
+    fc.constantFrom(-0, NaN, 2 ** 53, -(2 ** 53) - 2, 1.5, 32768, -129, 1700000000000),
+    fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }),
+    fc.string({ maxLength: 5 }),
+    fc.constantFrom("12", "1.25", "true", "2024-01-02", "NaN", ""),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constant(undefined),
+    fc.constant({}),
+  );
+  const record = fc
+    .tuple(fc.dictionary(fc.constantFrom(...fields.map((f) => f.name)), anyValue), fc.option(fc.constantFrom("extra", "I"), { nil: undefined }))
+    .map(([r, extra]) => (extra === undefined ? r : { ...r, [extra]: 1 }));
+  fc.assert(
+    fc.property(fc.array(record, { maxLength: 25 }), (records) => {
+      const viaRows = new RecordBatchBuilder(fields, 2);
+      const direct = new RecordBatchBuilder(fields, 2);
+      for (const r of records) {
+        let expected: string | null = null;
+        let got: string | null = null;
+        try {
+          viaRows.appendRow(convert(r));
+        } catch (e) {
+          expected = (e as Error).message;
+        }
+        try {
+          direct.appendInput(r);
+        } catch (e) {
+          got = (e as Error).message;
+        }
+        assert.equal(got, expected);
+      }
+      assert.deepEqual(recordBatchToRows(fields, direct.finish()), recordBatchToRows(fields, viaRows.finish()));
+    }),
+    { numRuns: 300 },
+  );
 });

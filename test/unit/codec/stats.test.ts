@@ -138,3 +138,27 @@ test("stats - dictionary-encoded and sliced columns", () => {
   const ints = rowsToRecordBatch([{ name: "n", type: T.int() }], [{ n: 9 }, { n: 1 }, { n: null }, { n: 5 }, { n: 7 }]);
   assert.deepEqual(computeStats([{ name: "n", type: T.int() }], ints.slice(2, 5)), { min: [5], max: [7], nullCounts: [1] });
 });
+
+test("stats - property: the raw-buffer fast paths agree with canonical-value stats, also on slices", () => {
+  const fields = parseColumnList("i BIGINT, x DOUBLE, s STRING, n INT, t TIMESTAMP(3), y TINYINT, tm TIME");
+  const row = fc.record({
+    i: fc.option(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), { nil: null }),
+    x: fc.option(fc.oneof(fc.double(), fc.constantFrom(0, -0, NaN, Infinity, -Infinity)), { nil: null }),
+    // A small alphabet makes long common prefixes, exercising the word-at-a-time comparison.
+    s: fc.option(fc.string({ unit: fc.constantFrom("a", "b", "é", "😀", "\u0000", "\uffff"), maxLength: 14 }), { nil: null }),
+    n: fc.option(fc.integer({ min: -2147483648, max: 2147483647 }), { nil: null }),
+    t: fc.option(fc.integer({ min: -6e13, max: 2.5e14 }).map((ms) => new Timestamp(ms, 0)), { nil: null }),
+    y: fc.option(fc.integer({ min: -128, max: 127 }), { nil: null }),
+    tm: fc.option(fc.integer({ min: 0, max: 86399999 }), { nil: null }),
+  });
+  fc.assert(
+    fc.property(fc.array(row, { maxLength: 40 }), fc.nat(), fc.nat(), (rows, p, q) => {
+      const batch = rowsToRecordBatch(fields, rows as Row[]);
+      const a = rows.length === 0 ? 0 : p % (rows.length + 1);
+      const b = a + (rows.length - a === 0 ? 0 : q % (rows.length - a + 1));
+      assert.deepEqual(computeStats(fields, batch), statsFromRows(fields, rows as Row[]));
+      assert.deepEqual(computeStats(fields, batch.slice(a, b)), statsFromRows(fields, rows.slice(a, b) as Row[]));
+    }),
+    { numRuns: 300 },
+  );
+});

@@ -1,0 +1,235 @@
+/**
+ * CommitterActor: one per (node, table) on committer-capable nodes; only the holder of the table's lease is active.
+ *
+ * Standby: every `acquireIntervalMs` it tries the lease. Leader: it takes the fencing epoch
+ * `max(lease INCR, newest snapshot epoch + 1)` (Redis may have lost its counter), reads every committable still in
+ * the commit stream, and every commit interval folds the pending ones into one snapshot (src/commit/stream-commit.ts:
+ * acceptance rule against the exact base snapshot, fenced by the chain's epochs and the lease deadline). After a
+ * snapshot lands it tells writers about rejections, publishes the notification, purges committed input per bucket
+ * and the decided committables. It steps down when the lease is lost, the deadline passes, or a snapshot with a
+ * higher epoch appears — and never commits after that.
+ *
+ * Crash safety: committables live in JetStream until decided; a new leader re-reads them all; the acceptance rule
+ * drops those already committed (duplicates) — nothing is applied twice, nothing decided is lost.
+ */
+import type { Meter } from "@opentelemetry/api";
+import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
+import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
+import type { Table } from "../src/table/table.ts";
+import type { Committable, SnapshotNotification } from "../cluster/wire/messages.ts";
+import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
+import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
+import type { LeaseKeeperLike } from "./lease-keeper.ts";
+
+export type CommitterMsg =
+  | { type: "tick" }
+  | { type: "acquired"; grant: LeaseGrant | null; epoch: number; reader: CommitReader | null }
+  | { type: "acquire-failed"; error: Error }
+  | { type: "commit" }
+  | { type: "round-done"; ok: boolean; error?: Error }
+  | { type: "lease-lost"; reason: string };
+
+export interface AssignmentView {
+  /** The coordinator's current owner epoch for a bucket (undefined when not known yet). */
+  ownerEpochOf(table: string, bucket: number): number | undefined;
+}
+
+export interface CommitterDeps {
+  table: Table;
+  nodeId: string;
+  lease: Lease;
+  keeper: (lease: Lease, grant: LeaseGrant, onLost: (reason: string) => void) => LeaseKeeperLike;
+  commitLog: CommitLog;
+  ingestLog: IngestLog;
+  bus: Bus;
+  assignments: AssignmentView;
+  clock: Clock;
+  meter: Meter;
+  commitIntervalMs: number;
+  acquireIntervalMs: number;
+  /** Called when this node becomes (true) or stops being (false) the table's leader, with the epoch. */
+  onLeadership?: (leader: boolean, epoch: number) => void;
+}
+
+interface Leadership {
+  grant: LeaseGrant;
+  epoch: number;
+  keeper: LeaseKeeperLike;
+  reader: CommitReader;
+  committer: StreamCommitter<Committable>;
+  pending: Array<{ seq: number; committable: Committable }>;
+  timer: Cancellable;
+}
+
+export class CommitterActor implements Actor<CommitterMsg> {
+  private leader: Leadership | null = null;
+  private busy = false;
+  private tickTimer: Cancellable | null = null;
+  private readonly commits;
+  private readonly commitLatency;
+  private readonly rejected;
+  private readonly leaderChanges;
+  private readonly visibleLatency;
+
+  constructor(private readonly d: CommitterDeps) {
+    this.commits = d.meter.createCounter("natslake_commits_total", { description: "snapshots committed" });
+    this.commitLatency = d.meter.createHistogram("natslake_commit_duration_ms", { description: "commit round duration", unit: "ms" });
+    this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
+    this.leaderChanges = d.meter.createCounter("natslake_leader_changes_total", { description: "leadership gained" });
+    this.visibleLatency = d.meter.createHistogram("natslake_publish_to_visible_ms", { description: "first row arrival at a writer → snapshot link", unit: "ms" });
+  }
+
+  preStart(ctx: ActorContext<CommitterMsg>): void {
+    this.tickTimer = ctx.scheduleRepeatedly(this.d.acquireIntervalMs, { type: "tick" }, { initialDelayMs: 0 });
+  }
+
+  async postStop(ctx: ActorContext<CommitterMsg>): Promise<void> {
+    this.tickTimer?.cancel();
+    await this.stepDown(ctx, "stopped");
+  }
+
+  async receive(msg: CommitterMsg, ctx: ActorContext<CommitterMsg>): Promise<void> {
+    switch (msg.type) {
+      case "tick":
+        if (this.leader === null && !this.busy) {
+          this.busy = true;
+          ctx.pipeToSelf(
+            this.tryLead(),
+            (r) => ({ type: "acquired", ...r }),
+            (e) => ({ type: "acquire-failed", error: ensureError(e) }),
+          );
+        }
+        return;
+      case "acquire-failed":
+        this.busy = false;
+        ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
+        return;
+      case "acquired": {
+        this.busy = false;
+        if (msg.grant === null || msg.reader === null) return;
+        const grant = msg.grant;
+        const keeper = this.d.keeper(this.d.lease, grant, (reason) => ctx.self.tell({ type: "lease-lost", reason }));
+        const committer = new StreamCommitter<Committable>(this.d.table, {
+          commitUser: `natslake-${this.d.table.name}`,
+          epoch: msg.epoch,
+          stillLeader: () => keeper.isValid(),
+          ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
+        });
+        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, pending: [], timer: ctx.scheduleRepeatedly(this.d.commitIntervalMs, { type: "commit" }) };
+        this.leaderChanges.add(1, { table: this.d.table.name });
+        ctx.log.info("became leader", { table: this.d.table.name, epoch: msg.epoch, node: this.d.nodeId });
+        this.d.onLeadership?.(true, msg.epoch);
+        return;
+      }
+      case "commit":
+        if (this.leader !== null && !this.busy) {
+          this.busy = true;
+          const l = this.leader;
+          ctx.pipeToSelf(
+            this.round(l, ctx),
+            () => ({ type: "round-done", ok: true }),
+            (e) => ({ type: "round-done", ok: false, error: ensureError(e) }),
+          );
+        }
+        return;
+      case "round-done":
+        this.busy = false;
+        if (!msg.ok && msg.error) {
+          if (isLakeError(msg.error, ErrorKind.Fenced)) {
+            ctx.log.warn("fenced", { table: this.d.table.name, error: msg.error.message });
+            await this.stepDown(ctx, msg.error.message);
+          } else {
+            // An unknown outcome: the next round re-reads the chain; committed committables then count as duplicates.
+            ctx.log.error("commit round failed; retrying next interval", { table: this.d.table.name, error: msg.error.message });
+          }
+        }
+        return;
+      case "lease-lost":
+        if (this.leader !== null) {
+          ctx.log.warn("lease lost", { table: this.d.table.name, reason: msg.reason });
+          await this.stepDown(ctx, msg.reason);
+        }
+        return;
+    }
+  }
+
+  /** Takes the lease if free and prepares leadership (epoch, reader); releases it again on any failure. */
+  private async tryLead(): Promise<{ grant: LeaseGrant | null; epoch: number; reader: CommitReader | null }> {
+    const grant = await this.d.lease.tryAcquire();
+    if (grant === null) return { grant: null, epoch: 0, reader: null };
+    try {
+      const latest = await this.d.table.snapshots.latest();
+      const st = await natslakeStateAsOf(this.d.table, latest);
+      const epoch = Math.max(grant.fencingEpoch, (st?.epoch ?? 0) + 1);
+      const reader = await this.d.commitLog.open(this.d.table.name);
+      return { grant, epoch, reader };
+    } catch (e) {
+      await this.d.lease.release(grant).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async round(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
+    for (;;) {
+      const got = await l.reader.fetch(2000, l.pending.length === 0 ? 20 : 1);
+      l.pending.push(...got);
+      if (got.length < 2000) break;
+    }
+    if (l.pending.length === 0) return;
+    if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
+    const started = this.d.clock.monotonic();
+    const decided = l.pending;
+    const res = await l.committer.commitRound(decided.map((p) => p.committable));
+    l.pending = [];
+    const table = this.d.table.name;
+    this.commitLatency.record(this.d.clock.monotonic() - started, { table });
+    for (const v of res.verdicts) {
+      if (v.kind !== "rejected") continue;
+      this.rejected.add(1, { table, reason: v.reason });
+      const c = v.committable;
+      this.d.bus.publishRejection(c.writerId, { type: "rejection", table, bucket: c.bucket, ownerEpoch: c.ownerEpoch, prevOffset: c.prevOffset, committedOffset: v.committedOffset, reason: v.reason });
+    }
+    if (res.snapshot) {
+      this.commits.add(1, { table });
+      const s = res.snapshot;
+      const offsets: Record<string, number> = {};
+      for (const [b, st] of res.state) offsets[String(b)] = st.offset;
+      const n: SnapshotNotification = {
+        type: "snapshot",
+        table,
+        snapshotId: s.id,
+        kind: s.commitKind,
+        timeMillis: s.timeMillis,
+        linkedAtMillis: res.linkedAt,
+        totalRecordCount: s.totalRecordCount,
+        deltaRecordCount: s.deltaRecordCount,
+        epoch: l.epoch,
+        offsets,
+      };
+      await this.d.bus.publishSnapshot(n);
+      for (const v of res.verdicts) {
+        if (v.kind === "accepted" && v.committable.firstArrivalMillis > 0) this.visibleLatency.record(res.linkedAt - v.committable.firstArrivalMillis, { table });
+      }
+      // Retention: committed rows leave the ingest stream (keeps everything after the committed offset).
+      const touched = new Set(res.verdicts.filter((v) => v.kind === "accepted").map((v) => v.committable.bucket));
+      await Promise.all([...touched].map((b) => this.d.ingestLog.purgeBucket(table, b, res.state.get(b)!.offset).catch((e: unknown) => ctx.log.warn("purge failed", { table, bucket: b, error: ensureError(e).message }))));
+    }
+    // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
+    const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
+    await this.d.commitLog.purge(table, maxSeq).catch((e: unknown) => ctx.log.warn("commit stream purge failed", { table, error: ensureError(e).message }));
+  }
+
+  private async stepDown(ctx: ActorContext<CommitterMsg>, reason: string): Promise<void> {
+    const l = this.leader;
+    if (l === null) return;
+    this.leader = null;
+    l.timer.cancel();
+    await l.keeper.stop();
+    await l.reader.close().catch(() => undefined);
+    // Release is compare-and-delete on our token: it frees the lease at once for a standby, and is a no-op when
+    // another node holds it already.
+    await this.d.lease.release(l.grant).catch(() => undefined);
+    ctx.log.info("stepped down", { table: this.d.table.name, reason, epoch: l.epoch });
+    this.d.onLeadership?.(false, l.epoch);
+  }
+}

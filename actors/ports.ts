@@ -1,0 +1,126 @@
+/**
+ * The ports through which actors reach the outside world. The node (cluster/node.ts) implements them over NATS,
+ * JetStream, KV and Redis; tests may implement them in-process. Actors never import NATS or Redis themselves.
+ *
+ * Offsets are JetStream stream sequences (numbers: a stream sequence stays far below 2^53).
+ */
+import type { Meter } from "@opentelemetry/api";
+import type {
+  BucketAssignment,
+  Committable,
+  DeadLetter,
+  MemberHeartbeat,
+  Rejection,
+  SnapshotNotification,
+  TableAssignment,
+} from "../cluster/wire/messages.ts";
+import type { RowBatch } from "../cluster/wire/messages.ts";
+
+export type { Lease, LeaseGrant } from "./lease-port.ts";
+export type { Meter };
+
+/** One message of a bucket's ingest subject. */
+export interface IngestMessage {
+  seq: number;
+  /** Decoded payload, or the reason it could not be decoded (the message then goes to the DLQ whole). */
+  batch: RowBatch | { error: string; raw: Uint8Array };
+  /** Publish time at the server (epoch ms). */
+  publishedAt: number;
+}
+
+/** Reads one bucket's ingest subject from a start sequence, in order, with no acks (progress lives in snapshots). */
+export interface BucketReader {
+  /** Up to `max` messages; resolves early (possibly with none) after `waitMs`. */
+  fetch(max: number, waitMs: number): Promise<IngestMessage[]>;
+  close(): Promise<void>;
+}
+
+export interface IngestLog {
+  /** A fresh reader of `bucket` starting after `afterSeq` (the committed offset). */
+  openBucket(table: string, bucket: number, afterSeq: number): Promise<BucketReader>;
+  /** Drops messages of `bucket` up to and including `throughSeq` (they are committed). */
+  purgeBucket(table: string, bucket: number, throughSeq: number): Promise<void>;
+}
+
+/** Committables: writers append, the leader reads them from the start of the (purged) stream. */
+export interface CommitLog {
+  /** Publishes durably; resolves when the server stored it (de-duplicated by `msgId`). */
+  append(c: Committable, msgId: string): Promise<void>;
+  /** A reader of every committable still in the stream, in order. */
+  open(table: string): Promise<CommitReader>;
+  /** Drops committables up to and including `throughSeq` (all of them were decided). */
+  purge(table: string, throughSeq: number): Promise<void>;
+}
+
+export interface CommitReader {
+  fetch(max: number, waitMs: number): Promise<Array<{ seq: number; committable: Committable }>>;
+  close(): Promise<void>;
+}
+
+/** Core-NATS notifications and control messages. */
+export interface Bus {
+  publishRejection(writerId: string, r: Rejection): void;
+  /** Publishes the notification and records it as the table's last one (for late subscribers). */
+  publishSnapshot(n: SnapshotNotification): Promise<void>;
+  publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void>;
+}
+
+/** Cluster membership and bucket assignments (KV). */
+export interface ClusterState {
+  heartbeat(hb: MemberHeartbeat): Promise<void>;
+  /** Members whose heartbeat is fresher than `maxAgeMs`. */
+  liveMembers(maxAgeMs: number): Promise<MemberHeartbeat[]>;
+  readAssignment(table: string): Promise<TableAssignment | null>;
+  writeAssignment(a: TableAssignment): Promise<void>;
+  /** Calls back with every change of the table's assignment (and the current value first). */
+  watchAssignment(table: string, onChange: (a: TableAssignment | null) => void): Promise<{ stop(): void }>;
+  /** Lets the coordinator know that `node` flushed and stopped `bucket` at `epoch`, its input covered through `lastOffset`. */
+  reportReleased(table: string, bucket: number, epoch: number, node: string, lastOffset: number): Promise<void>;
+  releasedBuckets(table: string): Promise<Array<{ bucket: number; epoch: number; node: string; lastOffset: number }>>;
+}
+
+export type { BucketAssignment };
+
+/** A message of a table's bare (unrouted) subject. */
+export interface RawMessage {
+  seq: number;
+  data: Uint8Array;
+}
+
+export interface RawReader {
+  fetch(max: number, waitMs: number): Promise<RawMessage[]>;
+  close(): Promise<void>;
+}
+
+export interface RouterProgress {
+  /** Last raw sequence fully routed. */
+  through: number;
+  /** A group of raw messages being routed: re-routed identically after a crash. */
+  intent: { from: number; to: number } | null;
+}
+
+/** The router's view of the ingest stream. */
+export interface RawLog {
+  /** The progress and its revision (0 when none was ever written). */
+  readProgress(table: string): Promise<{ progress: RouterProgress; revision: number }>;
+  /**
+   * Compare-and-set: writes only if the stored revision is still `revision`, and returns the new revision. Throws
+   * when another router wrote meanwhile — this router is stale (a paused ex-leader) and must stop.
+   */
+  writeProgress(table: string, p: RouterProgress, revision: number): Promise<number>;
+  /** Raw messages after `afterSeq`. */
+  open(table: string, afterSeq: number): Promise<RawReader>;
+  /** Publishes a row batch to a bucket subject with a de-duplication id; resolves when stored. */
+  publishRouted(table: string, bucket: number, batch: RowBatch, msgId: string, rawSeq: number): Promise<void>;
+  /** Drops raw messages through `throughSeq` (routed). */
+  purgeRaw(table: string, throughSeq: number): Promise<void>;
+}
+
+export interface Clock {
+  /** Wall clock, epoch ms. */
+  now(): number;
+  /** Monotonic ms (performance.now()). */
+  monotonic(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };

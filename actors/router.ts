@@ -1,0 +1,190 @@
+/**
+ * RouterActor: runs beside the table's leader. It consumes rows that publishers sent to the table's bare subject
+ * (JSON or msgpack, one row or many), computes each row's bucket with Paimon's bucket function, and republishes
+ * them as row batches to the bucket subjects — exactly once:
+ * - every routed message carries the id `r-<raw stream sequence>-<bucket>`, so a re-route of the same raw message
+ *   (after a crash between publishing and recording progress) is de-duplicated by the stream;
+ * - progress (the last raw sequence fully routed) is recorded only after every routed publish of that message was
+ *   acknowledged, and the raw message is purged only after that.
+ * A payload that cannot be read, or a row whose bucket key does not fit the schema, goes to the dead-letter subject
+ * with the reason; the other rows of the message still land. Non-key values are checked by the writer.
+ */
+import type { DeadLetter, RowBatch } from "../cluster/wire/messages.ts";
+import { jsonSafe, parseRawPayload } from "../cluster/wire/row-batch.ts";
+import { ensureError } from "../src/errors.ts";
+import { createBucketFunctionOfType, type BucketFunctionType } from "../src/spec/bucket.ts";
+import { compileConverter } from "../src/spec/row-converter.ts";
+import type { Table } from "../src/table/table.ts";
+import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
+import type { Bus, Clock, RawLog, RawMessage, RawReader } from "./ports.ts";
+
+/** Rows per routed message: well below NATS's default 1 MiB payload for typical rows. */
+const ROWS_PER_MESSAGE = 1000;
+
+export type RouterMsg =
+  | { type: "opened"; reader: RawReader; from: number }
+  | { type: "open-failed"; error: Error }
+  | { type: "pull" }
+  | { type: "routed"; through: number }
+  | { type: "route-failed"; error: Error };
+
+export interface RouterDeps {
+  table: Table;
+  raw: RawLog;
+  bus: Bus;
+  clock: Clock;
+  fetchBatch: number;
+}
+
+export class RouterActor implements Actor<RouterMsg> {
+  private reader: RawReader | null = null;
+  /** Last raw sequence fully routed, and the group in progress (recorded before publishing). */
+  private through = 0;
+  /** KV revision of the progress this router last read or wrote (compare-and-set fences a stale router). */
+  private revision = 0;
+  private intent: { from: number; to: number } | null = null;
+  /** Messages fetched past an intent's range, kept for the next group. */
+  private leftover: RawMessage[] = [];
+  private busy = false;
+  private retry: Cancellable | null = null;
+  private readonly names: string[];
+  private readonly bucketOf: (row: Record<string, unknown>) => number;
+
+  constructor(private readonly d: RouterDeps) {
+    const t = d.table;
+    this.names = t.schema.fields.map((f) => f.name);
+    if (t.bucket > 0) {
+      const keys = t.bucketKeys;
+      const convs = keys.map((k) => compileConverter(t.typeOf(k), k));
+      const fn = createBucketFunctionOfType((t.options.get("bucket-function.type") ?? "default") as BucketFunctionType, keys.map((k) => t.typeOf(k)), t.bucket);
+      this.bucketOf = (row) => fn(keys.map((k, i) => (row[k] === null || row[k] === undefined ? null : convs[i]!(row[k]))));
+    } else {
+      this.bucketOf = () => 0;
+    }
+  }
+
+  preStart(ctx: ActorContext<RouterMsg>): void {
+    ctx.pipeToSelf(
+      (async () => {
+        const { progress: p, revision } = await this.d.raw.readProgress(this.d.table.name);
+        this.revision = revision;
+        this.through = p.through;
+        this.intent = p.intent;
+        const from = p.intent !== null ? p.intent.from - 1 : p.through;
+        return { reader: await this.d.raw.open(this.d.table.name, from), from };
+      })(),
+      (r) => ({ type: "opened", reader: r.reader, from: r.from }),
+      (e) => ({ type: "open-failed", error: ensureError(e) }),
+    );
+  }
+
+  async postStop(): Promise<void> {
+    this.retry?.cancel();
+    await this.reader?.close().catch(() => undefined);
+  }
+
+  receive(msg: RouterMsg, ctx: ActorContext<RouterMsg>): void {
+    switch (msg.type) {
+      case "opened":
+        this.reader = msg.reader;
+        ctx.log.info("router started", { table: this.d.table.name, after: msg.from });
+        ctx.self.tell({ type: "pull" });
+        return;
+      case "open-failed":
+        throw msg.error;
+      case "pull": {
+        if (this.busy || this.reader === null) return;
+        this.busy = true;
+        const reader = this.reader;
+        ctx.pipeToSelf(
+          this.routeSome(reader),
+          (through) => ({ type: "routed", through }),
+          (e) => ({ type: "route-failed", error: ensureError(e) }),
+        );
+        return;
+      }
+      case "routed":
+        this.busy = false;
+        ctx.self.tell({ type: "pull" });
+        return;
+      case "route-failed":
+        this.busy = false;
+        if (/wrong last sequence|revision/i.test(msg.error.message)) {
+          // Another router recorded progress: this one is stale (its leader lost leadership). Stop for good.
+          ctx.log.warn("router fenced by a newer router; stopping", { table: this.d.table.name });
+          ctx.stop();
+          return;
+        }
+        ctx.log.warn("routing failed; retrying", { table: this.d.table.name, error: msg.error.message });
+        this.retry = ctx.scheduleOnce(500, { type: "pull" });
+        return;
+    }
+  }
+
+  /**
+   * Routes the next raw messages as one group; resolves with the last raw sequence routed (0 when none).
+   * The group's range is recorded as an *intent* before anything is published: after a crash the same range is
+   * routed again with the same grouping, hence the same message ids, which the stream de-duplicates.
+   */
+  private async routeSome(reader: RawReader): Promise<number> {
+    const table = this.d.table.name;
+    let msgs: RawMessage[];
+    if (this.intent !== null) {
+      msgs = this.leftover.filter((m) => m.seq <= this.intent!.to);
+      this.leftover = this.leftover.filter((m) => m.seq > this.intent!.to);
+      while ((msgs[msgs.length - 1]?.seq ?? this.intent.from - 1) < this.intent.to) {
+        const got = await reader.fetch(this.d.fetchBatch, 500);
+        msgs.push(...got.filter((m) => m.seq <= this.intent!.to));
+        this.leftover.push(...got.filter((m) => m.seq > this.intent!.to));
+      }
+    } else {
+      msgs = this.leftover.length > 0 ? this.leftover.splice(0) : await reader.fetch(this.d.fetchBatch, 200);
+      if (msgs.length === 0) return 0;
+      this.intent = { from: msgs[0]!.seq, to: msgs[msgs.length - 1]!.seq };
+      this.revision = await this.d.raw.writeProgress(table, { through: this.through, intent: this.intent }, this.revision);
+    }
+    const { from, to } = this.intent;
+    const letters: DeadLetter[] = [];
+    const perBucket = new Map<number, unknown[][]>();
+    for (const m of msgs) {
+      const letter = (rowIndex: number, reason: string, original: unknown): DeadLetter => ({ type: "dead-letter", table, stage: "router", reason, streamSeq: m.seq, rowIndex, original, at: this.d.clock.now() });
+      try {
+        const p = parseRawPayload(m.data);
+        const rows: Array<Record<string, unknown>> = "rows" in p ? p.rows : p.batch.rows.map((r) => Object.fromEntries(p.batch.cols.map((c, i) => [c, r[i]])));
+        rows.forEach((row, i) => {
+          const unknown = Object.keys(row).filter((k) => !this.names.includes(k));
+          if (unknown.length > 0) {
+            letters.push(letter(i, `unknown column '${unknown[0]}' (columns: ${this.names.join(", ")})`, jsonSafe(row)));
+            return;
+          }
+          let bucket: number;
+          try {
+            bucket = this.bucketOf(row);
+          } catch (e) {
+            letters.push(letter(i, ensureError(e).message, jsonSafe(row)));
+            return;
+          }
+          let list = perBucket.get(bucket);
+          if (!list) perBucket.set(bucket, (list = []));
+          list.push(this.names.map((n) => row[n] ?? null));
+        });
+      } catch (e) {
+        letters.push(letter(-1, ensureError(e).message, Buffer.from(m.data).toString("base64")));
+      }
+    }
+    const publishes: Array<Promise<void>> = [];
+    for (const [bucket, rows] of perBucket) {
+      for (let k = 0, chunk = 0; k < rows.length; k += ROWS_PER_MESSAGE, chunk++) {
+        const batch: RowBatch = { v: 1, schema: this.d.table.schema.id, cols: this.names, rows: rows.slice(k, k + ROWS_PER_MESSAGE) };
+        publishes.push(this.d.raw.publishRouted(table, bucket, batch, `r-${from}-${to}-${bucket}-${chunk}`, to));
+      }
+    }
+    await Promise.all(publishes);
+    if (letters.length > 0) await this.d.bus.publishDeadLetters(table, letters);
+    this.through = to;
+    this.intent = null;
+    this.revision = await this.d.raw.writeProgress(table, { through: to, intent: null }, this.revision);
+    await this.d.raw.purgeRaw(table, to);
+    return to;
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * BucketWriterActor: owns one bucket of one table for one owner epoch (a fresh actor per assignment).
+ *
+ * It reads the bucket's ingest subject from the committed offset + 1 (no acks: progress lives in snapshots),
+ * converts each row batch into Arrow columns (bad rows go to the dead-letter subject with the reason, the rest of
+ * the batch lands), and every commit interval — or when the buffer is full — writes Parquet files and sends one
+ * committable per flush carrying `prevOffset` (where this flush's input starts) and `lastOffset` (the last stream
+ * sequence it covers). Flushes are serialised, so committables form a chain. When the committer rejects one of its
+ * committables, the actor drops everything buffered or in flight and resumes from the committed offset the
+ * rejection names (its rejected files become orphans). On revoke it flushes, sends its last committable, and
+ * reports the bucket released with the last offset it covered.
+ */
+import type { Meter } from "@opentelemetry/api";
+import { ensureError } from "../src/errors.ts";
+import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
+import type { Table } from "../src/table/table.ts";
+import { TableWrite } from "../src/write/table-write.ts";
+import type { Committable, DeadLetter, Rejection, RowBatch } from "../cluster/wire/messages.ts";
+import { batchRowConverter, jsonSafe, originalRow } from "../cluster/wire/row-batch.ts";
+import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
+import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
+
+export type WriterMsg =
+  | { type: "opened"; generation: number; reader: BucketReader; offset: number }
+  | { type: "open-failed"; generation: number; error: Error }
+  | { type: "pull" }
+  | { type: "fetched"; generation: number; messages: IngestMessage[] }
+  | { type: "fetch-failed"; generation: number; error: Error }
+  | { type: "flush-tick" }
+  | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number }
+  | { type: "flush-failed"; generation: number; error: Error }
+  | { type: "rejected"; rejection: Rejection }
+  | { type: "revoke"; reply: (lastOffset: number) => void }
+  | { type: "reopen"; generation: number };
+
+export interface WriterDeps {
+  table: Table;
+  bucket: number;
+  ownerEpoch: number;
+  writerId: string;
+  ingestLog: IngestLog;
+  commitLog: CommitLog;
+  bus: Bus;
+  clock: Clock;
+  meter: Meter;
+  commitIntervalMs: number;
+  /** Flush early when this many rows are buffered. */
+  maxBufferedRows: number;
+  /** Messages per fetch. */
+  fetchBatch: number;
+}
+
+export class BucketWriterActor implements Actor<WriterMsg> {
+  private generation = 0;
+  private reader: BucketReader | null = null;
+  private write: TableWrite | null = null;
+  /** Where the next committable's input starts (the previous committable's lastOffset, or the committed offset). */
+  private prevOffset = 0;
+  /** The last stream sequence appended to the buffer. */
+  private lastSeq = 0;
+  private firstArrival = 0;
+  private pulling = false;
+  private flushing = false;
+  private flushId = 0;
+  /** prevOffsets of committables sent in this generation: a rejection of anything else is stale. */
+  private readonly sent = new Set<number>();
+  private revoking: ((lastOffset: number) => void) | null = null;
+  private tick: Cancellable | null = null;
+  private readonly rowsIn;
+  private readonly deadLetters;
+  private readonly filesOut;
+
+  constructor(private readonly d: WriterDeps) {
+    this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
+    this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
+    this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
+  }
+
+  private get labels(): Record<string, string | number> {
+    return { table: this.d.table.name, bucket: this.d.bucket };
+  }
+
+  preStart(ctx: ActorContext<WriterMsg>): void {
+    this.open(ctx, null);
+    this.tick = ctx.scheduleRepeatedly(this.d.commitIntervalMs, { type: "flush-tick" });
+  }
+
+  async postStop(): Promise<void> {
+    this.tick?.cancel();
+    const r = this.reader;
+    this.reader = null;
+    await r?.close().catch(() => undefined);
+  }
+
+  /** (Re)starts reading from `from` (a rejection's committed offset) or from the latest snapshot's offset. */
+  private open(ctx: ActorContext<WriterMsg>, from: number | null): void {
+    const generation = ++this.generation;
+    const old = this.reader;
+    this.reader = null;
+    this.write = null;
+    this.pulling = false;
+    this.flushing = false;
+    this.firstArrival = 0;
+    this.sent.clear();
+    ctx.pipeToSelf(
+      (async () => {
+        await old?.close().catch(() => undefined);
+        let offset = from;
+        if (offset === null) {
+          const st = await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest());
+          offset = Number(st?.buckets.get(this.d.bucket)?.offset ?? 0n);
+        }
+        const reader = await this.d.ingestLog.openBucket(this.d.table.name, this.d.bucket, offset);
+        return { reader, offset };
+      })(),
+      (r) => ({ type: "opened", generation, reader: r.reader, offset: r.offset }),
+      (e) => ({ type: "open-failed", generation, error: ensureError(e) }),
+    );
+  }
+
+  async receive(msg: WriterMsg, ctx: ActorContext<WriterMsg>): Promise<void> {
+    switch (msg.type) {
+      case "opened":
+        if (msg.generation !== this.generation) {
+          await msg.reader.close().catch(() => undefined);
+          return;
+        }
+        this.reader = msg.reader;
+        this.prevOffset = msg.offset;
+        this.lastSeq = msg.offset;
+        this.write = new TableWrite(this.d.table, { bucket: this.d.bucket });
+        ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
+        ctx.self.tell({ type: "pull" });
+        return;
+      case "open-failed":
+        if (msg.generation !== this.generation) return;
+        // Supervision restarts the actor with back-off; a fresh actor re-reads the committed offset.
+        throw msg.error;
+      case "pull":
+        this.pull(ctx);
+        return;
+      case "fetched":
+        if (msg.generation !== this.generation) return;
+        this.pulling = false;
+        await this.append(msg.messages);
+        if (this.write !== null && this.write.bufferedRows >= this.d.maxBufferedRows) this.flush(ctx);
+        this.pull(ctx);
+        return;
+      case "fetch-failed":
+        if (msg.generation !== this.generation) return;
+        this.pulling = false;
+        ctx.log.warn("fetch failed; reopening the bucket from the committed offset", { ...this.labels, error: msg.error.message });
+        void this.reader?.close().catch(() => undefined);
+        this.reader = null;
+        ctx.scheduleOnce(500, { type: "reopen", generation: this.generation });
+        return;
+      case "reopen":
+        if (msg.generation === this.generation) this.open(ctx, null);
+        return;
+      case "flush-tick":
+        this.flush(ctx);
+        return;
+      case "flushed":
+        if (msg.generation !== this.generation) return;
+        this.flushing = false;
+        this.prevOffset = msg.lastOffset;
+        if (this.revoking) this.finishRevoke(ctx);
+        else this.pull(ctx);
+        return;
+      case "flush-failed":
+        if (msg.generation !== this.generation) return;
+        ctx.log.error("flush failed; resuming from the committed offset", { ...this.labels, error: msg.error.message });
+        void this.reader?.close().catch(() => undefined);
+        this.reader = null;
+        ctx.scheduleOnce(500, { type: "reopen", generation: this.generation });
+        return;
+      case "rejected": {
+        const r = msg.rejection;
+        if (r.ownerEpoch !== this.d.ownerEpoch || !this.sent.has(r.prevOffset)) return;
+        ctx.log.warn("committable rejected; resuming from the committed offset", { ...this.labels, reason: r.reason, committedOffset: r.committedOffset });
+        this.open(ctx, r.committedOffset);
+        return;
+      }
+      case "revoke":
+        this.revoking = msg.reply;
+        if (!this.flushing) this.flush(ctx);
+        if (!this.flushing) this.finishRevoke(ctx);
+        return;
+    }
+  }
+
+  private finishRevoke(ctx: ActorContext<WriterMsg>): void {
+    const reply = this.revoking;
+    this.revoking = null;
+    reply?.(this.prevOffset);
+    ctx.stop();
+  }
+
+  private pull(ctx: ActorContext<WriterMsg>): void {
+    if (this.pulling || this.reader === null || this.revoking) return;
+    if (this.write !== null && this.write.bufferedRows >= this.d.maxBufferedRows) return; // wait for the flush
+    this.pulling = true;
+    const generation = this.generation;
+    ctx.pipeToSelf(
+      this.reader.fetch(this.d.fetchBatch, 200),
+      (messages) => ({ type: "fetched", generation, messages }),
+      (e) => ({ type: "fetch-failed", generation, error: ensureError(e) }),
+    );
+  }
+
+  /** Appends every row of the messages; rows that do not fit the schema become dead letters. */
+  private async append(messages: IngestMessage[]): Promise<void> {
+    const w = this.write;
+    if (w === null) return;
+    const letters: DeadLetter[] = [];
+    const fields = this.d.table.schema.fields;
+    let rows = 0;
+    for (const m of messages) {
+      if (m.seq <= this.lastSeq) continue; // at-most-once per sequence, whatever the reader redelivers
+      this.lastSeq = m.seq;
+      if (this.firstArrival === 0) this.firstArrival = m.publishedAt || this.d.clock.now();
+      if ("error" in m.batch) {
+        letters.push(this.letter(m.seq, -1, m.batch.error, Buffer.from(m.batch.raw).toString("base64")));
+        continue;
+      }
+      const b: RowBatch = m.batch;
+      const { convert, badCols } = batchRowConverter(fields, b.cols);
+      for (let i = 0; i < b.rows.length; i++) {
+        const values = b.rows[i];
+        try {
+          if (badCols !== null) throw new Error(badCols);
+          w.writeRow(convert(values));
+          rows++;
+        } catch (e) {
+          letters.push(this.letter(m.seq, i, ensureError(e).message, jsonSafe(originalRow(b.cols, values))));
+        }
+      }
+    }
+    if (rows > 0) this.rowsIn.add(rows, this.labels);
+    if (letters.length > 0) {
+      this.deadLetters.add(letters.length, this.labels);
+      await this.d.bus.publishDeadLetters(this.d.table.name, letters);
+    }
+  }
+
+  private letter(seq: number, rowIndex: number, reason: string, original: unknown): DeadLetter {
+    return { type: "dead-letter", table: this.d.table.name, stage: "writer", reason, streamSeq: seq, rowIndex, original, at: this.d.clock.now() };
+  }
+
+  /** Writes the buffer as files and sends its committable; one flush at a time keeps the offset chain. */
+  private flush(ctx: ActorContext<WriterMsg>): void {
+    const w = this.write;
+    if (this.flushing || w === null || this.lastSeq <= this.prevOffset) return;
+    this.flushing = true;
+    const generation = this.generation;
+    const prevOffset = this.prevOffset;
+    const lastOffset = this.lastSeq;
+    const firstArrival = this.firstArrival;
+    this.firstArrival = 0;
+    const flushId = ++this.flushId;
+    this.sent.add(prevOffset);
+    // prepareCommit cuts the buffer synchronously: rows appended from now on belong to the next flush.
+    const filesPromise = w.prepareCommit();
+    ctx.pipeToSelf(
+      (async () => {
+        const messages = await filesPromise;
+        const files = messages.flatMap((m) => m.newFiles.map((meta) => ({ partition: m.partition, totalBuckets: m.totalBuckets, meta })));
+        const c: Committable = {
+          type: "committable",
+          v: 1,
+          table: this.d.table.name,
+          bucket: this.d.bucket,
+          ownerEpoch: this.d.ownerEpoch,
+          writerId: this.d.writerId,
+          prevOffset,
+          lastOffset,
+          rowCount: files.reduce((n, f) => n + f.meta.rowCount, 0),
+          files,
+          flushId,
+          firstArrivalMillis: firstArrival,
+        };
+        // The message id makes a retried append idempotent in the commit stream.
+        await this.d.commitLog.append(c, `${this.d.writerId}-${this.d.table.name}-${this.d.bucket}-${this.d.ownerEpoch}-${prevOffset}`);
+        this.filesOut.add(files.length, this.labels);
+      })(),
+      () => ({ type: "flushed", generation, prevOffset, lastOffset }),
+      (e) => ({ type: "flush-failed", generation, error: ensureError(e) }),
+    );
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * Client side of the admin request-reply (`<prefix>.ctl.admin`): used by the CLI when `--nats` is given, and by
+ * services that create tables through a running cluster.
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import { LakeError, type ErrorKind } from "../src/errors.ts";
+import { Subjects } from "./nats/subjects.ts";
+import type { AdminReply, AdminRequest } from "./wire/messages.ts";
+
+export async function adminRequest(nc: NatsConnection, prefix: string, req: AdminRequest, timeoutMs = 10_000): Promise<unknown> {
+  let reply: AdminReply;
+  try {
+    const m = await nc.request(new Subjects(prefix).admin, new TextEncoder().encode(JSON.stringify(req)), { timeout: timeoutMs });
+    reply = JSON.parse(new TextDecoder().decode(m.data)) as AdminReply;
+  } catch (e) {
+    throw new LakeError("Unexpected", `no cluster answered the admin request (is a node with the reader role running?): ${(e as Error).message}`, { cause: e });
+  }
+  if (!reply.ok) throw new LakeError(reply.kind as ErrorKind, reply.error);
+  return reply.result;
+}

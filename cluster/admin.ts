@@ -1,0 +1,59 @@
+/**
+ * Admin requests (JSON request-reply on `<prefix>.ctl.admin`, served by reader nodes): create a table through a
+ * running cluster — its warehouse files, its ingest stream and its metadata for producers — and list or describe
+ * tables. Every failure becomes `{ok: false, error, kind}` naming what was wrong; nothing is half-created in a way
+ * that a retry cannot finish (the stream and KV steps are idempotent).
+ */
+import { ensureError, isLakeError } from "../src/errors.ts";
+import { parseColumnList, typeToSql } from "../src/spec/data-types.ts";
+import type { Catalog } from "../src/table/catalog.ts";
+import { parseIdentifier } from "../src/table/catalog.ts";
+import type { Table } from "../src/table/table.ts";
+import type { AdminReply, AdminRequest } from "./wire/messages.ts";
+
+export interface AdminDeps {
+  catalog: Catalog;
+  ensure: (t: Table) => Promise<void>;
+}
+
+function parseRequest(data: Uint8Array): AdminRequest {
+  const o = JSON.parse(new TextDecoder().decode(data)) as AdminRequest;
+  if (typeof o !== "object" || o === null || typeof (o as { type?: unknown }).type !== "string") throw new Error("an admin request is a JSON object with a 'type'");
+  return o;
+}
+
+export async function handleAdmin(data: Uint8Array, d: AdminDeps): Promise<AdminReply> {
+  try {
+    const req = parseRequest(data);
+    switch (req.type) {
+      case "create-table": {
+        const id = parseIdentifier(req.table);
+        const t = await d.catalog.createTable(id, {
+          columns: parseColumnList(req.columns),
+          partitionKeys: req.partitionKeys ?? [],
+          primaryKeys: req.primaryKeys ?? [],
+          options: req.options ?? {},
+        });
+        await d.ensure(t);
+        return { ok: true, result: { table: t.name, path: t.root } };
+      }
+      case "list-tables": {
+        const out: string[] = [];
+        for (const db of await d.catalog.listDatabases()) for (const t of await d.catalog.listTables(db)) out.push(`${db}.${t}`);
+        return { ok: true, result: out };
+      }
+      case "describe-table": {
+        const t = await d.catalog.getTable(parseIdentifier(req.table));
+        return {
+          ok: true,
+          result: { table: t.name, columns: t.schema.fields.map((f) => ({ name: f.name, type: typeToSql(f.type) })), partitionKeys: t.partitionKeys, options: t.schema.options },
+        };
+      }
+      default:
+        return { ok: false, error: `unknown admin request type '${(req as { type: string }).type}'`, kind: "DataInvalid" };
+    }
+  } catch (e) {
+    const err = ensureError(e);
+    return { ok: false, error: err.message, kind: isLakeError(err) ? err.kind : "DataInvalid" };
+  }
+}

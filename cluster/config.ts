@@ -1,0 +1,100 @@
+/**
+ * Node configuration: command-line flags over environment variables over a JSON config file over defaults,
+ * validated once with zod so a wrong value fails at start with a message naming the setting and its source.
+ */
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { parseDuration } from "../src/options.ts";
+import type { NodeRole } from "./wire/messages.ts";
+
+const ROLES = ["writer", "committer", "reader"] as const;
+
+const duration = z.union([z.number().int().nonnegative(), z.string().transform((s, ctx) => {
+  try {
+    return parseDuration(s);
+  } catch (e) {
+    ctx.addIssue({ code: "custom", message: (e as Error).message });
+    return z.NEVER;
+  }
+})]);
+
+export const NodeConfigSchema = z.object({
+  nodeId: z.string().regex(/^[A-Za-z0-9_-]+$/, "node ids use letters, digits, '_' and '-' only"),
+  roles: z.array(z.enum(ROLES)).min(1, "give at least one role"),
+  nats: z.string().min(1),
+  redis: z.string().optional(),
+  warehouse: z.string().min(1),
+  prefix: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lake"),
+  commitInterval: duration.default(250),
+  leaseTtl: duration.default(2000),
+  heartbeatInterval: duration.default(500),
+  memberTimeout: duration.default(3000),
+  replicas: z.number().int().min(1).max(5).default(1),
+  streamMaxBytes: z.number().int().positive().default(1024 * 1024 * 1024),
+  duplicateWindow: duration.default(120_000),
+  maxBufferedRows: z.number().int().positive().default(500_000),
+  logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  drainTimeout: duration.default(15_000),
+});
+
+export type NodeConfig = z.infer<typeof NodeConfigSchema>;
+
+export interface ConfigSources {
+  flags: Record<string, unknown>;
+  env: NodeJS.ProcessEnv;
+  file?: string;
+}
+
+const ENV: Record<string, string> = {
+  nodeId: "NATSLAKE_NODE_ID",
+  roles: "NATSLAKE_ROLES",
+  nats: "NATSLAKE_NATS",
+  redis: "NATSLAKE_REDIS",
+  warehouse: "NATSLAKE_WAREHOUSE",
+  prefix: "NATSLAKE_PREFIX",
+  commitInterval: "NATSLAKE_COMMIT_INTERVAL",
+  leaseTtl: "NATSLAKE_LEASE_TTL",
+  replicas: "NATSLAKE_REPLICAS",
+  logLevel: "NATSLAKE_LOG_LEVEL",
+};
+
+const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows"]);
+
+export function defaultNodeId(): string {
+  return `${hostname().replace(/[^A-Za-z0-9_-]/g, "-")}-${process.pid}-${randomBytes(2).toString("hex")}`;
+}
+
+/** Merges the sources (flag > env > file > default) and validates; throws an Error listing every problem. */
+export function loadNodeConfig(src: ConfigSources): NodeConfig {
+  const merged: Record<string, unknown> = {};
+  if (src.file) {
+    let text: string;
+    try {
+      text = readFileSync(src.file, "utf8");
+    } catch {
+      throw new Error(`cannot read config file '${src.file}'`);
+    }
+    try {
+      Object.assign(merged, JSON.parse(text) as Record<string, unknown>);
+    } catch (e) {
+      throw new Error(`config file '${src.file}' is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  for (const [key, name] of Object.entries(ENV)) {
+    const v = src.env[name];
+    if (v !== undefined && v !== "") merged[key] = key === "roles" ? v.split(",").map((s) => s.trim()) : NUMERIC.has(key) ? Number(v) : v;
+  }
+  for (const [k, v] of Object.entries(src.flags)) if (v !== undefined) merged[k] = v;
+  if (merged["nodeId"] === undefined) merged["nodeId"] = defaultNodeId();
+  const r = NodeConfigSchema.safeParse(merged);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `  ${i.path.join(".") || "(config)"}: ${i.message}`);
+    throw new Error(`invalid node configuration:\n${lines.join("\n")}`);
+  }
+  if (r.data.roles.includes("committer") && !r.data.redis) throw new Error("invalid node configuration:\n  redis: the committer role needs --redis URL (or NATSLAKE_REDIS)");
+  return r.data;
+}
+
+export const parseRoles = (v: string): NodeRole[] => v.split(",").map((s) => s.trim()) as NodeRole[];

@@ -1,0 +1,282 @@
+/**
+ * A natslake node: one OS process running the actors of its roles for every table of the warehouse.
+ *
+ * - writer: a WriterHostActor per table follows the bucket assignment and runs one BucketWriterActor per owned
+ *   bucket; committable rejections addressed to this node are routed to them.
+ * - committer: a CommitterActor per table contends for the table's Redis lease; the leader also runs the table's
+ *   CoordinatorActor (bucket assignment) beside it.
+ * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`.
+ * Every node heartbeats into the members KV bucket. New tables in the warehouse are picked up by a periodic scan.
+ * `drain()` (SIGTERM): the node announces it is draining, the coordinator revokes its buckets (writers flush and
+ * hand off), then committers release their leases and the process stops.
+ */
+import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { metrics, type Meter } from "@opentelemetry/api";
+import type { Redis } from "ioredis";
+import { ActorSystem } from "../actors/runtime/index.ts";
+import type { ActorRef, Logger } from "../actors/runtime/index.ts";
+import { CommitterActor, type CommitterMsg } from "../actors/committer.ts";
+import { CoordinatorActor, type CoordinatorMsg } from "../actors/coordinator.ts";
+import { RouterActor, type RouterMsg } from "../actors/router.ts";
+import { WriterHostActor, type WriterHostMsg } from "../actors/writer-host.ts";
+import { systemClock } from "../actors/ports.ts";
+
+import { ensureError } from "../src/errors.ts";
+import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
+import type { Table } from "../src/table/table.ts";
+import { parseDuration } from "../src/options.ts";
+import type { NodeConfig } from "./config.ts";
+import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
+import { Subjects } from "./nats/subjects.ts";
+import { ensureClusterKv, ensureTableInfra } from "./nats/table-infra.ts";
+import { connectLeaseRedis, LeaseKeeper, RedisLease } from "./redis/lease.ts";
+import { decodeRejection } from "./wire/codec.ts";
+import type { MemberHeartbeat, TableAssignment } from "./wire/messages.ts";
+import { handleAdmin } from "./admin.ts";
+
+interface TableService {
+  table: Table;
+  host?: ActorRef<WriterHostMsg>;
+  hostActor?: WriterHostActor;
+  committer?: ActorRef<CommitterMsg>;
+  coordinator?: ActorRef<CoordinatorMsg>;
+  router?: ActorRef<RouterMsg>;
+  stops: Array<() => void>;
+}
+
+export class Node {
+  private readonly system: ActorSystem;
+  private readonly services = new Map<string, TableService>();
+  private readonly assignments = new Map<string, TableAssignment>();
+  private readonly keepers = new Set<LeaseKeeper>();
+  private draining = false;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private scanTimer: NodeJS.Timeout | undefined;
+  private adminSub: Subscription | undefined;
+  private readonly startedAt = Date.now();
+  private readonly meter: Meter;
+  readonly catalog: Catalog;
+  readonly subjects: Subjects;
+
+  private constructor(
+    readonly cfg: NodeConfig,
+    readonly nc: NatsConnection,
+    private readonly redis: Redis | null,
+    private readonly ports: NatsPorts,
+    private readonly log: Logger,
+  ) {
+    this.system = new ActorSystem({ log });
+    this.catalog = new Catalog(cfg.warehouse);
+    this.subjects = new Subjects(cfg.prefix);
+    this.meter = metrics.getMeter("natslake");
+    const lag = this.meter.createObservableGauge("natslake_lease_renew_lag_ms", { description: "max lease renew lag of active leaders", unit: "ms" });
+    lag.addCallback((r) => {
+      for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
+    });
+  }
+
+  static async start(cfg: NodeConfig, log: Logger): Promise<Node> {
+    const nc = await connect({ servers: cfg.nats, name: `natslake-${cfg.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const subjects = new Subjects(cfg.prefix);
+    const redis = cfg.roles.includes("committer") && cfg.redis ? await connectLeaseRedis(cfg.redis, { commandTimeoutMs: Math.max(100, Math.floor(cfg.leaseTtl / 4)) }) : null;
+    await ensureClusterKv(nc, subjects, cfg.replicas);
+    const ports = await natsPorts(nc, subjects);
+    const node = new Node(cfg, nc, redis, ports, log);
+    await node.heartbeat();
+    node.heartbeatTimer = setInterval(() => void node.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
+    await node.scanTables();
+    node.scanTimer = setInterval(() => void node.scanTables().catch((e: unknown) => log.warn("table scan failed", { error: ensureError(e).message })), 2000);
+    if (cfg.roles.includes("reader")) {
+      node.adminSub = nc.subscribe(subjects.admin, { queue: `${cfg.prefix}-admin` });
+      void (async () => {
+        for await (const m of node.adminSub!) {
+          const reply = await handleAdmin(m.data, { catalog: node.catalog, ensure: (t) => node.ensureInfra(t) });
+          m.respond(new TextEncoder().encode(JSON.stringify(reply)));
+          void node.scanTables().catch(() => undefined);
+        }
+      })();
+    }
+    log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: cfg.nats, warehouse: cfg.warehouse });
+    return node;
+  }
+
+  private async heartbeat(): Promise<void> {
+    const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining };
+    await this.ports.cluster.heartbeat(hb);
+  }
+
+  async ensureInfra(t: Table): Promise<void> {
+    await ensureTableInfra({ nc: this.nc, subjects: this.subjects, table: t, replicas: this.cfg.replicas, maxBytes: this.cfg.streamMaxBytes, duplicateWindowMs: this.cfg.duplicateWindow });
+  }
+
+  /** Starts services for tables that appeared in the warehouse. */
+  async scanTables(): Promise<void> {
+    if (this.draining) return;
+    for (const db of await this.catalog.listDatabases()) {
+      for (const name of await this.catalog.listTables(db)) {
+        const key = `${db}.${name}`;
+        if (this.services.has(key)) continue;
+        const table = await this.catalog.getTable(parseIdentifier(key));
+        if (table.isPrimaryKeyTable) continue; // primary-key tables come with the LSM writer
+        this.services.set(key, { table, stops: [] });
+        try {
+          await this.ensureInfra(table);
+          await this.startTable(this.services.get(key)!);
+        } catch (e) {
+          this.services.delete(key);
+          throw e;
+        }
+      }
+    }
+  }
+
+  private commitIntervalOf(t: Table): number {
+    const v = t.options.raw["natslake.commit-interval"];
+    return v === undefined ? this.cfg.commitInterval : parseDuration(v);
+  }
+
+  private async startTable(svc: TableService): Promise<void> {
+    const t = svc.table;
+    const name = t.name;
+    const commitIntervalMs = this.commitIntervalOf(t);
+    if (this.cfg.roles.includes("writer")) {
+      const hostActor = new WriterHostActor({
+        nodeId: this.cfg.nodeId,
+        cluster: this.ports.cluster,
+        writerDeps: {
+          table: t,
+          writerId: this.cfg.nodeId,
+          ingestLog: this.ports.ingest,
+          commitLog: this.ports.commits,
+          bus: this.ports.bus,
+          clock: systemClock,
+          meter: this.meter,
+          commitIntervalMs,
+          maxBufferedRows: this.cfg.maxBufferedRows,
+          fetchBatch: 64,
+        },
+        spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
+        stopWriter: (ref) => this.system.stop(ref),
+      });
+      svc.hostActor = hostActor;
+      svc.host = this.system.spawn(`host-${name}`, () => hostActor);
+      const host = svc.host;
+      const watch = await this.ports.cluster.watchAssignment(name, (a) => host.tell({ type: "assignment", assignment: a }));
+      svc.stops.push(() => watch.stop());
+      const sub = this.nc.subscribe(this.subjects.reject(t.identifier, this.cfg.nodeId));
+      void (async () => {
+        for await (const m of sub) {
+          try {
+            host.tell({ type: "rejection", rejection: decodeRejection(m.data) });
+          } catch (e) {
+            this.log.warn("bad rejection message", { error: ensureError(e).message });
+          }
+        }
+      })();
+      svc.stops.push(() => sub.unsubscribe());
+    }
+    if (this.cfg.roles.includes("committer") && this.redis) {
+      const lease = new RedisLease(this.redis, `natslake:${this.cfg.prefix}:lease:${name}`, { ttlMs: this.cfg.leaseTtl, safetyMarginMs: Math.floor(this.cfg.leaseTtl / 10) });
+      svc.committer = this.system.spawn(
+        `committer-${name}`,
+        () =>
+          new CommitterActor({
+            table: t,
+            nodeId: this.cfg.nodeId,
+            lease,
+            keeper: (l, grant, onLost) => {
+              const k = new LeaseKeeper(l, grant, { intervalMs: Math.floor(this.cfg.leaseTtl / 4) });
+              k.onLost((reason) => {
+                this.keepers.delete(k);
+                onLost(reason);
+              });
+              this.keepers.add(k);
+              k.start();
+              return {
+                isValid: () => k.isValid(),
+                stop: () => {
+                  this.keepers.delete(k);
+                  void k.stop();
+                },
+                stats: () => k.stats(),
+              };
+            },
+            commitLog: this.ports.commits,
+            ingestLog: this.ports.ingest,
+            bus: this.ports.bus,
+            assignments: { ownerEpochOf: (table, b) => this.assignments.get(table)?.buckets[String(b)]?.epoch },
+            clock: systemClock,
+            meter: this.meter,
+            commitIntervalMs,
+            acquireIntervalMs: Math.max(50, Math.floor(this.cfg.leaseTtl / 10)),
+            onLeadership: (leader, epoch) => this.onLeadership(svc, leader, epoch),
+          }),
+        { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
+      );
+    }
+  }
+
+  private onLeadership(svc: TableService, leader: boolean, epoch: number): void {
+    const name = svc.table.name;
+    if (leader) {
+      if (svc.coordinator && !svc.coordinator.stopped) return;
+      svc.coordinator = this.system.spawn(
+        `coordinator-${name}-${epoch}`,
+        () =>
+          new CoordinatorActor({
+            table: svc.table,
+            leaderEpoch: epoch,
+            cluster: this.ports.cluster,
+            clock: systemClock,
+            intervalMs: Math.max(100, Math.floor(this.cfg.heartbeatInterval)),
+            memberTimeoutMs: this.cfg.memberTimeout,
+            revokeTimeoutMs: 10_000,
+            maxMovesPerRound: 2,
+            onAssignment: (a) => this.assignments.set(name, a),
+          }),
+        { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
+      );
+      svc.router = this.system.spawn(
+        `router-${name}-${epoch}`,
+        () => new RouterActor({ table: svc.table, raw: this.ports.raw, bus: this.ports.bus, clock: systemClock, fetchBatch: 256 }),
+        { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
+      );
+    } else {
+      this.assignments.delete(name);
+      for (const ref of [svc.coordinator, svc.router]) if (ref) void this.system.stop(ref);
+      svc.coordinator = undefined;
+      svc.router = undefined;
+    }
+  }
+
+  /** Buckets this node's writers still own (drain waits for zero). */
+  ownedBuckets(): number {
+    let n = 0;
+    for (const s of this.services.values()) n += s.hostActor?.ownedBuckets ?? 0;
+    return n;
+  }
+
+  /** Graceful stop: hand buckets off (flushing), release leases, close connections. */
+  async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    this.log.info("draining", { nodeId: this.cfg.nodeId, buckets: this.ownedBuckets() });
+    await this.heartbeat().catch(() => undefined);
+    const deadline = Date.now() + this.cfg.drainTimeout;
+    while (this.ownedBuckets() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (this.ownedBuckets() > 0) this.log.warn("drain timed out with buckets still owned; their leases will expire", { buckets: this.ownedBuckets() });
+    await this.stop();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.heartbeatTimer);
+    clearInterval(this.scanTimer);
+    this.adminSub?.unsubscribe();
+    for (const s of this.services.values()) for (const f of s.stops) f();
+    await this.system.shutdown();
+    await this.ports.kv.members.delete(this.cfg.nodeId).catch(() => undefined);
+    await this.nc.drain().catch(() => undefined);
+    this.redis?.disconnect();
+    this.log.info("node stopped", { nodeId: this.cfg.nodeId });
+  }
+}

@@ -1,0 +1,575 @@
+/**
+ * The producer client for services: validates rows against the table's schema (from KV, no warehouse needed),
+ * routes each to its Paimon bucket, batches rows per bucket into RowBatch messages and publishes them with
+ * JetStream, retrying a timed-out publish with the same `Nats-Msg-Id` inside the stream's duplicate window.
+ *
+ *   const p = await createProducer({ servers: "nats://127.0.0.1:4222", table: "db.events" });
+ *   const outcome = await p.write({ id: 1n, ts: Date.now(), user: "u1" });   // the outcome of the row's batch
+ *   await p.waitVisible(p.token(), 5000);                                      // read-your-writes
+ *   await p.close();
+ *
+ * Semantics:
+ * - `write(row)` converts the row synchronously; a bad row throws a DataInvalid LakeError naming the column and
+ *   nothing of it is published. The returned promise resolves (never rejects) with the outcome of the batch that
+ *   carried the row: `ok`; `duplicate` (the stream already held this message id — an earlier attempt landed, so the
+ *   rows are stored once); `failed` (a definite refusal: the stream is full under `discard: new`, the message is too
+ *   large, no stream listens — nothing of the batch is stored); `unknown` (no acknowledgement within the retry budget:
+ *   the batch may or may not be stored; re-sending it under a new id may duplicate it).
+ * - Buckets: bucket = Paimon's bucket function (`bucket-function.type`, default Murmur3 over the BinaryRow of the
+ *   bucket key) for `bucket = N > 0`. A table with `bucket` ≤ 0 (unaware/dynamic/postpone) has one ingest subject per
+ *   writer bucket and no key to route on: this producer sends all its rows to bucket 0.
+ * - Order: with `ordered` (default) a bucket has at most one batch in flight, so the stream stores a bucket's batches
+ *   in `write` order even when a publish is retried. `ordered: false` pipelines up to `maxInFlight` batches per
+ *   bucket (faster on high-latency links; a retried batch may then land after a later one).
+ * - Message ids are `<producerId>-<bucket>-<counter>` with a counter per bucket starting at 0. De-duplication is per
+ *   stream, so a producerId must not be reused by another producer instance within the duplicate window (the
+ *   default is a fresh NUID per instance).
+ * - `token()` is the highest acknowledged stream sequence per bucket so far; `waitVisible(token)` resolves with the
+ *   first snapshot notification whose offsets cover it.
+ */
+import { jetstream, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
+import { connect, errors, nuid, RequestError, type NatsConnection } from "@nats-io/transport-node";
+import { stringify as stringifyLossless } from "lossless-json";
+import { ErrorKind, LakeError, dataInvalid, isLakeError } from "../src/errors.ts";
+import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../src/spec/bucket.ts";
+import type { DataField } from "../src/spec/data-types.ts";
+import { compileRowConverter } from "../src/spec/row-converter.ts";
+import { schemaFromJson, type TableSchema } from "../src/spec/schema.ts";
+import type { Row, Value } from "../src/spec/values.ts";
+import { parseIdentifier } from "../src/table/catalog.ts";
+import type { Identifier } from "../src/table/table.ts";
+import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
+import { readTableMeta } from "./nats/table-infra.ts";
+import { subscribeSnapshots } from "./snapshots-client.ts";
+import type { RowBatch, SnapshotNotification, TableMeta } from "./wire/messages.ts";
+import { compileWireEncoder, encodeRowBatch, packValue } from "./wire/row-batch.ts";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Publishing with retries
+
+export type OutcomeStatus = "ok" | "duplicate" | "failed" | "unknown";
+
+export interface BatchOutcome {
+  status: OutcomeStatus;
+  /** The bucket the batch went to (−1 for the raw subject). */
+  bucket: number;
+  rows: number;
+  /** Stream sequence (for a duplicate: the sequence of the message stored earlier). */
+  seq?: number;
+  msgId: string;
+  attempts: number;
+  error?: string;
+}
+
+export interface RetryPolicy {
+  /** Per-attempt acknowledgement timeout. */
+  timeoutMs: number;
+  /** Attempts after the first (on timeouts and "no responders"). */
+  retries: number;
+  /** The stream's duplicate window: no attempt is sent after the window since the first attempt could close. */
+  duplicateWindowMs: number;
+}
+
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
+export const DEFAULT_RETRIES = 3;
+
+const CLUSTER_NOT_AVAILABLE = 10008;
+
+function isNoResponders(e: unknown): boolean {
+  if (e instanceof RequestError) return e.isNoResponders();
+  const cause = e instanceof Error ? e.cause : undefined;
+  return cause instanceof RequestError && cause.isNoResponders();
+}
+
+const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/**
+ * Publishes `payload` with `msgId`, retrying timeouts, "no responders" and "JetStream temporarily unavailable" with
+ * the same id while a retry still falls inside the duplicate window. Never throws.
+ */
+export async function publishWithRetry(
+  js: JetStreamClient,
+  subject: string,
+  payload: Uint8Array,
+  msgId: string,
+  policy: RetryPolicy,
+): Promise<Omit<BatchOutcome, "bucket" | "rows">> {
+  const start = Date.now();
+  let timedOut = false;
+  let lastError = "";
+  let attempts = 0;
+  for (let attempt = 0; attempt <= policy.retries; attempt++) {
+    if (attempt > 0) {
+      const wait = Math.min(100 * 2 ** (attempt - 1), 2_000);
+      // The retry must reach the server while the first attempt's id is still remembered.
+      if (Date.now() + wait + policy.timeoutMs - start > policy.duplicateWindowMs) break;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+    attempts++;
+    try {
+      const ack = await js.publish(subject, payload, { msgID: msgId, timeout: policy.timeoutMs });
+      return { status: ack.duplicate ? "duplicate" : "ok", seq: ack.seq, msgId, attempts };
+    } catch (e) {
+      lastError = errorText(e);
+      if (e instanceof errors.TimeoutError) {
+        timedOut = true;
+        continue;
+      }
+      if (isNoResponders(e)) continue;
+      if (e instanceof JetStreamApiError) {
+        if (e.code === CLUSTER_NOT_AVAILABLE) {
+          timedOut = true; // the server may have stored it before answering that it cannot confirm
+          continue;
+        }
+        // A definite refusal: the stream did not store the message.
+        return { status: "failed", msgId, attempts, error: `${e.message} (err_code ${e.code})` };
+      }
+      if (e instanceof errors.InvalidArgumentError) return { status: "failed", msgId, attempts, error: lastError };
+      // Anything else (a closed connection mid-request, …): whether it was stored cannot be told.
+      return { status: "unknown", msgId, attempts, error: lastError };
+    }
+  }
+  return { status: timedOut ? "unknown" : "failed", msgId, attempts, error: lastError };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Producer
+
+export interface ProducerOptions {
+  /** Server URL(s) to connect to (the producer then owns and closes the connection), or… */
+  servers?: string | string[];
+  /** …an existing connection (left open by `close()`). */
+  nc?: NatsConnection;
+  /** `<db>.<table>`. */
+  table: string;
+  prefix?: string;
+  /** Default: a fresh NUID. Must be unique among producers within the stream's duplicate window. */
+  producerId?: string;
+  /** Rows per batch message (default 500). */
+  maxBatchRows?: number;
+  /** Estimated bytes per batch message before it is sealed (default: a quarter of the server's max_payload). */
+  maxBatchBytes?: number;
+  /** How long a partly filled batch waits for more rows (default 5 ms). */
+  lingerMs?: number;
+  /** Batches awaiting acknowledgement at once, over all buckets (default 32). */
+  maxInFlight?: number;
+  /** At most one batch in flight per bucket, so retries keep write order (default true). */
+  ordered?: boolean;
+  publishTimeoutMs?: number;
+  retries?: number;
+  /** Use this metadata instead of reading it from KV (tests, tools). */
+  meta?: TableMeta;
+}
+
+/** The highest acknowledged stream sequence per bucket of one producer, for read-your-writes. */
+export interface VisibilityToken {
+  table: string;
+  offsets: Record<string, number>;
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (v: T) => void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+interface PendingBatch {
+  bucket: number;
+  rows: unknown[][];
+  bytes: number;
+  done: Deferred<BatchOutcome>;
+}
+
+interface BucketLane {
+  queue: PendingBatch[];
+  inFlight: number;
+  counter: number;
+}
+
+/** True when the snapshot's offsets reach every bucket's sequence in the token. */
+export function tokenVisibleIn(token: VisibilityToken, n: SnapshotNotification): boolean {
+  for (const [bucket, seq] of Object.entries(token.offsets)) {
+    const have = n.offsets[bucket];
+    if (have === undefined || have < seq) return false;
+  }
+  return true;
+}
+
+export async function createProducer(opts: ProducerOptions): Promise<Producer> {
+  if (opts.nc === undefined && opts.servers === undefined) throw dataInvalid("createProducer needs `servers` or `nc`");
+  const id = parseIdentifier(opts.table);
+  const subjects = new Subjects(opts.prefix ?? DEFAULT_PREFIX);
+  const owned = opts.nc === undefined;
+  const nc = opts.nc ?? (await connect({ servers: opts.servers! }));
+  try {
+    const meta = opts.meta ?? (await readTableMeta(nc, subjects, id));
+    return new Producer(nc, owned, subjects, id, meta, opts);
+  } catch (e) {
+    if (owned) await nc.close();
+    throw e;
+  }
+}
+
+export class Producer {
+  readonly producerId: string;
+  readonly schema: TableSchema;
+  readonly numBuckets: number;
+  private readonly js: JetStreamClient;
+  private readonly convert: (input: Readonly<Record<string, unknown>>) => Row;
+  private readonly bucketOf: (row: Row) => number;
+  private readonly encoders: Array<(v: Value) => unknown>;
+  private readonly names: string[];
+  private readonly estimators: Array<(v: unknown) => number>;
+  private readonly subjectOf: string[];
+  private readonly pending = new Map<number, PendingBatch>();
+  private readonly lanes = new Map<number, BucketLane>();
+  private readonly ready = new Set<number>();
+  private readonly unsettled = new Set<Promise<BatchOutcome>>();
+  private readonly acked: Record<string, number> = {};
+  private readonly policy: RetryPolicy;
+  private readonly maxBatchRows: number;
+  private readonly maxBatchBytes: number;
+  private readonly maxRowBytes: number;
+  private readonly lingerMs: number;
+  private readonly maxInFlight: number;
+  private readonly perBucket: number;
+  private inFlight = 0;
+  private preparedBucket = 0;
+  private preparedBytes = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  /** Use `createProducer`. */
+  constructor(
+    readonly nc: NatsConnection,
+    private readonly ownsConnection: boolean,
+    readonly subjects: Subjects,
+    readonly identifier: Identifier,
+    readonly meta: TableMeta,
+    opts: ProducerOptions,
+  ) {
+    this.producerId = opts.producerId ?? nuid.next();
+    this.js = jetstream(nc);
+    this.schema = schemaFromJson(meta.schema);
+    const fields = this.schema.fields;
+    this.names = fields.map((f) => f.name);
+    this.convert = compileRowConverter(fields);
+    this.encoders = fields.map((f) => compileWireEncoder(f.type));
+    this.estimators = fields.map((f) => sizeEstimator(f));
+    this.numBuckets = meta.bucket > 0 ? meta.bucket : 1;
+    this.bucketOf = meta.bucket > 0 ? routeByKey(fields, meta, this.schema) : () => 0;
+    this.subjectOf = Array.from({ length: this.numBuckets }, (_, b) => subjects.ingestBucket(identifier, b));
+    this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? 500);
+    const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+    this.maxRowBytes = Math.floor(maxPayload * 0.9);
+    this.maxBatchBytes = positive("maxBatchBytes", opts.maxBatchBytes ?? Math.floor(maxPayload / 4));
+    this.lingerMs = Math.max(0, opts.lingerMs ?? 5);
+    this.maxInFlight = positive("maxInFlight", opts.maxInFlight ?? 32);
+    this.perBucket = (opts.ordered ?? true) ? 1 : this.maxInFlight;
+    this.policy = {
+      timeoutMs: positive("publishTimeoutMs", opts.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS),
+      retries: Math.max(0, opts.retries ?? DEFAULT_RETRIES),
+      duplicateWindowMs: meta.duplicateWindowMs,
+    };
+  }
+
+  get table(): string {
+    return this.meta.table;
+  }
+
+  /** Buffers one row; resolves with the outcome of its batch. Throws (synchronously) for a bad row. */
+  write(row: Readonly<Record<string, unknown>>): Promise<BatchOutcome> {
+    this.checkOpen();
+    const values = this.prepare(row);
+    return this.enqueue(this.preparedBucket, values, this.preparedBytes);
+  }
+
+  /**
+   * Buffers several rows: all are validated first, so a bad row (its index in the message) throws and none of
+   * them is buffered. Resolves with the outcomes of the batches that carried them.
+   */
+  writeMany(rows: ReadonlyArray<Readonly<Record<string, unknown>>>): Promise<BatchOutcome[]> {
+    this.checkOpen();
+    const values: unknown[][] = new Array(rows.length);
+    const buckets = new Int32Array(rows.length);
+    const bytes = new Float64Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      try {
+        values[i] = this.prepare(rows[i]!);
+        buckets[i] = this.preparedBucket;
+        bytes[i] = this.preparedBytes;
+      } catch (e) {
+        if (isLakeError(e)) throw new LakeError(e.kind, `row ${i}: ${e.message}`, { context: { ...e.context, rowIndex: i } });
+        throw e;
+      }
+    }
+    const batches = new Set<Promise<BatchOutcome>>();
+    for (let i = 0; i < rows.length; i++) batches.add(this.enqueue(buckets[i]!, values[i]!, bytes[i]!));
+    return Promise.all(batches);
+  }
+
+  /** Seals every partly filled batch and resolves with the outcomes of all batches not settled before the call. */
+  async flush(): Promise<BatchOutcome[]> {
+    this.sealAll();
+    return Promise.all([...this.unsettled]);
+  }
+
+  /** The highest acknowledged sequence per bucket so far. */
+  token(): VisibilityToken {
+    return { table: this.meta.table, offsets: { ...this.acked } };
+  }
+
+  /**
+   * Resolves with the first snapshot notification (the KV's last one included) whose committed offsets reach the
+   * token; rejects after `timeoutMs`. An empty token resolves at once with null.
+   */
+  async waitVisible(token: VisibilityToken = this.token(), timeoutMs = 10_000): Promise<SnapshotNotification | null> {
+    return waitVisible(this.nc, token, timeoutMs, this.subjects.prefix);
+  }
+
+  /** Flushes, then closes the connection if the producer opened it. Later writes throw. */
+  async close(): Promise<BatchOutcome[]> {
+    if (this.closed) return [];
+    const outcomes = await this.flush();
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.ownsConnection) await this.nc.close();
+    return outcomes;
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+
+  private checkOpen(): void {
+    if (this.closed) throw new LakeError(ErrorKind.Unexpected, `producer for ${this.meta.table} is closed`);
+  }
+
+  /**
+   * Converts and routes one row: returns its wire values in schema order and leaves its bucket and estimated size
+   * in `preparedBucket` / `preparedBytes` (no tuple allocated per row).
+   */
+  private prepare(input: Readonly<Record<string, unknown>>): unknown[] {
+    if (input === null || typeof input !== "object" || Array.isArray(input)) throw dataInvalid(`a row must be an object keyed by column name`);
+    const row = this.convert(input);
+    this.preparedBucket = this.bucketOf(row);
+    const n = this.names.length;
+    const values = new Array<unknown>(n);
+    let bytes = 1;
+    for (let k = 0; k < n; k++) {
+      const w = this.encoders[k]!(row[this.names[k]!]!);
+      values[k] = w;
+      bytes += this.estimators[k]!(w);
+    }
+    if (bytes > this.maxRowBytes) throw dataInvalid(`row is too large for one NATS message (about ${bytes} bytes; the server's max_payload is ${this.nc.info?.max_payload})`);
+    this.preparedBytes = bytes;
+    return values;
+  }
+
+  private enqueue(bucket: number, values: unknown[], bytes: number): Promise<BatchOutcome> {
+    let batch = this.pending.get(bucket);
+    if (batch !== undefined && batch.bytes + bytes > this.maxBatchBytes) {
+      this.seal(batch);
+      batch = undefined;
+    }
+    if (batch === undefined) {
+      batch = { bucket, rows: [], bytes: 64, done: deferred<BatchOutcome>() };
+      this.pending.set(bucket, batch);
+      const p = batch.done.promise;
+      this.unsettled.add(p);
+      void p.then(() => this.unsettled.delete(p));
+    }
+    batch.rows.push(values);
+    batch.bytes += bytes;
+    const p = batch.done.promise;
+    if (batch.rows.length >= this.maxBatchRows) this.seal(batch);
+    else if (this.timer === null) this.timer = setTimeout(() => this.sealAll(), this.lingerMs);
+    return p;
+  }
+
+  private sealAll(): void {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    for (const b of [...this.pending.values()]) this.seal(b);
+  }
+
+  private seal(batch: PendingBatch): void {
+    this.pending.delete(batch.bucket);
+    let lane = this.lanes.get(batch.bucket);
+    if (lane === undefined) {
+      lane = { queue: [], inFlight: 0, counter: 0 };
+      this.lanes.set(batch.bucket, lane);
+    }
+    lane.queue.push(batch);
+    this.ready.add(batch.bucket);
+    this.pump();
+  }
+
+  private pump(): void {
+    for (const bucket of this.ready) {
+      if (this.inFlight >= this.maxInFlight) return;
+      const lane = this.lanes.get(bucket)!;
+      while (lane.queue.length > 0 && lane.inFlight < this.perBucket && this.inFlight < this.maxInFlight) {
+        const batch = lane.queue.shift()!;
+        lane.inFlight++;
+        this.inFlight++;
+        void this.send(batch, lane);
+      }
+      if (lane.queue.length === 0) this.ready.delete(bucket);
+    }
+  }
+
+  private async send(batch: PendingBatch, lane: BucketLane): Promise<void> {
+    const msgId = `${this.producerId}-${batch.bucket}-${lane.counter++}`;
+    let outcome: BatchOutcome;
+    try {
+      const msg: RowBatch = { v: 1, schema: this.schema.id, cols: this.names, rows: batch.rows };
+      const payload = encodeRowBatch(msg);
+      const r = await publishWithRetry(this.js, this.subjectOf[batch.bucket]!, payload, msgId, this.policy);
+      outcome = { ...r, bucket: batch.bucket, rows: batch.rows.length };
+    } catch (e) {
+      outcome = { status: "failed", bucket: batch.bucket, rows: batch.rows.length, msgId, attempts: 0, error: errorText(e) };
+    }
+    if ((outcome.status === "ok" || outcome.status === "duplicate") && outcome.seq !== undefined) {
+      const key = String(batch.bucket);
+      if ((this.acked[key] ?? 0) < outcome.seq) this.acked[key] = outcome.seq;
+    }
+    lane.inFlight--;
+    this.inFlight--;
+    if (lane.queue.length > 0) this.ready.add(batch.bucket);
+    batch.done.resolve(outcome);
+    this.pump();
+  }
+}
+
+function positive(name: string, v: number): number {
+  if (!Number.isFinite(v) || v <= 0) throw dataInvalid(`producer option ${name} must be positive, got ${v}`);
+  return v;
+}
+
+/** The bucket of a canonical row, by the table's bucket function over its bucket-key columns. */
+function routeByKey(fields: readonly DataField[], meta: TableMeta, schema: TableSchema): (row: Row) => number {
+  const keyFields = meta.bucketKey.map((k) => {
+    const f = fields.find((x) => x.name === k);
+    if (f === undefined) throw dataInvalid(`bucket key '${k}' of ${meta.table} is not a column`);
+    return f;
+  });
+  if (keyFields.length === 0) throw dataInvalid(`table ${meta.table} has ${meta.bucket} buckets but no bucket key`);
+  const fnType = (schema.options["bucket-function.type"] ?? "default") as BucketFunctionType;
+  const fn: BucketFunction = createBucketFunctionOfType(
+    fnType,
+    keyFields.map((f) => f.type),
+    meta.bucket,
+  );
+  const names = keyFields.map((f) => f.name);
+  const key: Value[] = new Array<Value>(names.length).fill(null);
+  return (row) => {
+    for (let k = 0; k < names.length; k++) key[k] = row[names[k]!]!;
+    return fn(key);
+  };
+}
+
+/** A cheap upper-ish estimate of a wire value's msgpack size (strings by UTF-16 length). */
+function sizeEstimator(f: DataField): (v: unknown) => number {
+  switch (f.type.root) {
+    case "CHAR":
+    case "VARCHAR":
+      return (v) => (typeof v === "string" ? v.length + 5 : 1);
+    case "BINARY":
+    case "VARBINARY":
+      return (v) => (v instanceof Uint8Array ? v.length + 5 : 1);
+    case "ARRAY":
+    case "MULTISET":
+    case "MAP":
+    case "ROW":
+      return (v) => (v === null ? 1 : packValue(v).length);
+    default:
+      return (v) => (typeof v === "string" ? v.length + 5 : 9);
+  }
+}
+
+/** Resolves when a snapshot notification of the token's table covers the token (see Producer.waitVisible). */
+export async function waitVisible(nc: NatsConnection, token: VisibilityToken, timeoutMs: number, prefix = DEFAULT_PREFIX): Promise<SnapshotNotification | null> {
+  if (Object.keys(token.offsets).length === 0) return null;
+  const done = deferred<SnapshotNotification | null>();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new LakeError(ErrorKind.Io, `rows of ${token.table} were not visible in a snapshot within ${timeoutMs} ms (waiting for offsets ${JSON.stringify(token.offsets)})`, {
+            retryable: true,
+            context: { table: token.table, offsets: token.offsets },
+          }),
+        ),
+      timeoutMs,
+    );
+  });
+  const sub = await subscribeSnapshots(
+    nc,
+    token.table,
+    (n) => {
+      if (tokenVisibleIn(token, n)) done.resolve(n);
+    },
+    { prefix },
+  );
+  try {
+    return await Promise.race([done.promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+    sub.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw publishing (`natslake publish`)
+
+export interface PublishRawOptions {
+  prefix?: string;
+  /** Rows per message (default 500). */
+  batchRows?: number;
+  /** Payload encoding (default msgpack: an array of maps; json: a JSON array of objects, bigints exact). */
+  encoding?: "msgpack" | "json";
+  publishTimeoutMs?: number;
+  retries?: number;
+  /** Skip the KV read (the table must still be registered for the router to take the rows). */
+  meta?: TableMeta;
+}
+
+/**
+ * Publishes rows unvalidated to the table's bare subject, for the cluster's router to validate and route (bad rows
+ * go to the dead-letter subject). Messages carry ids `raw-<nuid>-<n>`, retried like the producer's. Resolves with one
+ * outcome per message (bucket −1), in order.
+ */
+export async function publishRaw(
+  nc: NatsConnection,
+  table: string,
+  rows: ReadonlyArray<Record<string, unknown>>,
+  opts: PublishRawOptions = {},
+): Promise<BatchOutcome[]> {
+  const id = parseIdentifier(table);
+  const subjects = new Subjects(opts.prefix ?? DEFAULT_PREFIX);
+  const meta = opts.meta ?? (await readTableMeta(nc, subjects, id));
+  const js = jetstream(nc);
+  const size = positive("batchRows", opts.batchRows ?? 500);
+  const policy: RetryPolicy = {
+    timeoutMs: opts.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS,
+    retries: opts.retries ?? DEFAULT_RETRIES,
+    duplicateWindowMs: meta.duplicateWindowMs,
+  };
+  const session = nuid.next();
+  const subject = subjects.ingestRaw(id);
+  const outcomes: BatchOutcome[] = [];
+  for (let start = 0, n = 0; start < rows.length; start += size, n++) {
+    const chunk = rows.slice(start, start + size);
+    const payload = opts.encoding === "json" ? new TextEncoder().encode(stringifyLossless(chunk) ?? "[]") : packValue(chunk);
+    const r = await publishWithRetry(js, subject, payload, `raw-${session}-${n}`, policy);
+    outcomes.push({ ...r, bucket: -1, rows: chunk.length });
+  }
+  return outcomes;
+}

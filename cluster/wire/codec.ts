@@ -1,0 +1,86 @@
+/**
+ * msgpack codecs of the control-plane messages (committables, rejections). One Packr configuration for all of them:
+ * no records extension (other languages can read the bytes), bigints as int64 both ways, so sequence numbers of
+ * DataFileMeta survive exactly. Decoding validates the shape once; the rest of the code trusts the types.
+ */
+import { Packr } from "msgpackr";
+import { dataInvalid } from "../../src/errors.ts";
+import type { Committable, Rejection } from "./messages.ts";
+
+const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObjects: true });
+
+export const encodeMsg = (m: Committable | Rejection): Uint8Array => packr.pack(m);
+
+const num = (v: unknown, what: string): number => {
+  if (typeof v === "number") return v;
+  if (typeof v === "bigint") return Number(v);
+  throw dataInvalid(`${what} is not a number`);
+};
+const big = (v: unknown): bigint => (typeof v === "bigint" ? v : BigInt(v as number));
+const bytes = (v: unknown): Uint8Array => (v instanceof Uint8Array ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : new Uint8Array(0));
+
+export function decodeCommittable(data: Uint8Array): Committable {
+  const o = packr.unpack(data) as Record<string, unknown>;
+  if (o?.["type"] !== "committable" || o["v"] !== 1) throw dataInvalid("not a v1 committable");
+  const files = (o["files"] as Array<Record<string, unknown>>).map((f) => {
+    const m = f["meta"] as Record<string, unknown>;
+    const stats = (s: unknown) => {
+      const x = s as Record<string, unknown>;
+      return { minValues: bytes(x["minValues"]), maxValues: bytes(x["maxValues"]), nullCounts: (x["nullCounts"] as unknown[]).map((n) => (n === null ? null : big(n))) };
+    };
+    return {
+      partition: bytes(f["partition"]),
+      totalBuckets: num(f["totalBuckets"], "totalBuckets"),
+      meta: {
+        fileName: String(m["fileName"]),
+        fileSize: num(m["fileSize"], "fileSize"),
+        rowCount: num(m["rowCount"], "rowCount"),
+        minKey: bytes(m["minKey"]),
+        maxKey: bytes(m["maxKey"]),
+        keyStats: stats(m["keyStats"]),
+        valueStats: stats(m["valueStats"]),
+        minSequenceNumber: big(m["minSequenceNumber"]),
+        maxSequenceNumber: big(m["maxSequenceNumber"]),
+        schemaId: num(m["schemaId"], "schemaId"),
+        level: num(m["level"], "level"),
+        extraFiles: (m["extraFiles"] as string[]) ?? [],
+        creationTimeMillis: m["creationTimeMillis"] === null ? null : num(m["creationTimeMillis"], "creationTimeMillis"),
+        deleteRowCount: m["deleteRowCount"] === null ? null : num(m["deleteRowCount"], "deleteRowCount"),
+        embeddedIndex: m["embeddedIndex"] === null || m["embeddedIndex"] === undefined ? null : bytes(m["embeddedIndex"]),
+        fileSource: m["fileSource"] === null ? null : num(m["fileSource"], "fileSource"),
+        valueStatsCols: (m["valueStatsCols"] as string[] | null) ?? null,
+        externalPath: (m["externalPath"] as string | null) ?? null,
+        firstRowId: m["firstRowId"] === null || m["firstRowId"] === undefined ? null : big(m["firstRowId"]),
+        writeCols: (m["writeCols"] as string[] | null) ?? null,
+      },
+    };
+  });
+  return {
+    type: "committable",
+    v: 1,
+    table: String(o["table"]),
+    bucket: num(o["bucket"], "bucket"),
+    ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
+    writerId: String(o["writerId"]),
+    prevOffset: num(o["prevOffset"], "prevOffset"),
+    lastOffset: num(o["lastOffset"], "lastOffset"),
+    rowCount: num(o["rowCount"], "rowCount"),
+    files,
+    flushId: num(o["flushId"], "flushId"),
+    firstArrivalMillis: num(o["firstArrivalMillis"], "firstArrivalMillis"),
+  };
+}
+
+export function decodeRejection(data: Uint8Array): Rejection {
+  const o = packr.unpack(data) as Record<string, unknown>;
+  if (o?.["type"] !== "rejection") throw dataInvalid("not a rejection");
+  return {
+    type: "rejection",
+    table: String(o["table"]),
+    bucket: num(o["bucket"], "bucket"),
+    ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
+    prevOffset: num(o["prevOffset"], "prevOffset"),
+    committedOffset: num(o["committedOffset"], "committedOffset"),
+    reason: o["reason"] as Rejection["reason"],
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * The acceptance rule of natslake's commit protocol (design §5, rule R3), as a pure function.
+ *
+ * For each bucket, the snapshot being built on records the committed stream offset and owner epoch. A committable
+ * for bucket b is, in stream order:
+ * - a **duplicate** when its `lastOffset` is at or below b's running offset (it, or a retry of it, landed already):
+ *   dropped silently — never applied twice;
+ * - **rejected (stale owner)** when its owner epoch is not b's current owner epoch (the coordinator moved the bucket);
+ * - **rejected (broken chain)** when its `prevOffset` is not b's running offset (the committed offset, or the
+ *   `lastOffset` of a committable accepted earlier in this same commit) — rows would be skipped or doubled;
+ * - otherwise **accepted**, and b's running offset becomes its `lastOffset`.
+ * Buckets interleave in one stream, so a bucket's sequences are not contiguous numbers: only the chain matters.
+ */
+export interface OffsetClaim {
+  bucket: number;
+  ownerEpoch: number;
+  prevOffset: number;
+  lastOffset: number;
+}
+
+export interface BucketCommitState {
+  offset: number;
+  ownerEpoch: number;
+}
+
+export type Verdict<C> =
+  | { kind: "accepted"; committable: C }
+  | { kind: "duplicate"; committable: C }
+  | { kind: "rejected"; committable: C; reason: "stale-owner-epoch" | "broken-offset-chain"; committedOffset: number };
+
+export interface AcceptOutcome<C> {
+  verdicts: Verdict<C>[];
+  accepted: C[];
+  /** Per bucket, the state after the accepted committables. */
+  next: Map<number, BucketCommitState>;
+  /** Whether any bucket's offset or owner epoch changed (a snapshot must record it even without files). */
+  progressed: boolean;
+}
+
+/**
+ * Decides every committable against `base` (the committed state of the snapshot being built on) and
+ * `currentOwnerEpoch` (the coordinator's assignment: bucket → owner epoch; undefined means "no assignment known",
+ * in which case the owner epoch must not go backwards).
+ */
+export function decideCommittables<C extends OffsetClaim>(
+  base: ReadonlyMap<number, BucketCommitState>,
+  currentOwnerEpoch: (bucket: number) => number | undefined,
+  committables: readonly C[],
+): AcceptOutcome<C> {
+  const next = new Map<number, BucketCommitState>();
+  for (const [b, s] of base) next.set(b, { ...s });
+  const verdicts: Verdict<C>[] = [];
+  const accepted: C[] = [];
+  let progressed = false;
+  for (const c of committables) {
+    const running = next.get(c.bucket) ?? { offset: 0, ownerEpoch: 0 };
+    if (c.lastOffset <= running.offset) {
+      verdicts.push({ kind: "duplicate", committable: c });
+      continue;
+    }
+    const current = currentOwnerEpoch(c.bucket);
+    const epochOk = current === undefined ? c.ownerEpoch >= running.ownerEpoch : c.ownerEpoch === current;
+    if (!epochOk) {
+      verdicts.push({ kind: "rejected", committable: c, reason: "stale-owner-epoch", committedOffset: running.offset });
+      continue;
+    }
+    if (c.prevOffset !== running.offset) {
+      verdicts.push({ kind: "rejected", committable: c, reason: "broken-offset-chain", committedOffset: running.offset });
+      continue;
+    }
+    next.set(c.bucket, { offset: c.lastOffset, ownerEpoch: c.ownerEpoch });
+    verdicts.push({ kind: "accepted", committable: c });
+    accepted.push(c);
+    progressed = true;
+  }
+  return { verdicts, accepted, next, progressed };
+}

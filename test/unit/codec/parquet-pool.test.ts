@@ -1,0 +1,131 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns.ts";
+import { parquetFooterInfo, readParquet, writeParquet } from "../../../src/codec/parquet.ts";
+import { ParquetEncoderPool } from "../../../src/codec/parquet-pool.ts";
+import { isLakeError } from "../../../src/errors.ts";
+import { parseColumnList } from "../../../src/spec/data-types.ts";
+import type { Row } from "../../../src/spec/values.ts";
+import { ALL_ROWS, ALL_TYPES } from "../../helpers/codec-fixtures.ts";
+
+const FIELDS = parseColumnList("id BIGINT NOT NULL, s STRING, x DOUBLE");
+const rowsFrom = (from: number, n: number): Row[] => Array.from({ length: n }, (_, i) => ({ id: BigInt(from + i), s: i % 7 === 0 ? null : `s-${from + i}`, x: (from + i) * 0.5 }));
+
+/** Starts the pool's next worker with FAILPOINTS set (a worker copies the environment when it starts). */
+function withWorkerFailpoint<T>(spec: string, start: () => T): T {
+  const before = process.env["FAILPOINTS"];
+  process.env["FAILPOINTS"] = spec;
+  try {
+    return start();
+  } finally {
+    if (before === undefined) delete process.env["FAILPOINTS"];
+    else process.env["FAILPOINTS"] = before;
+  }
+}
+
+test("parquet pool - encode gives the bytes writeParquet gives; decode reads every type back", async () => {
+  const pool = new ParquetEncoderPool({ size: 2 });
+  try {
+    const batch = rowsToRecordBatch(ALL_TYPES, ALL_ROWS);
+    const bytes = await pool.encode(batch);
+    assert.deepEqual(Buffer.from(bytes), Buffer.from(writeParquet(batch)));
+    assert.deepEqual(recordBatchToRows(ALL_TYPES, await pool.decode(bytes)), ALL_ROWS);
+    assert.deepEqual(recordBatchToRows(ALL_TYPES, readParquet(bytes)), ALL_ROWS);
+    // The caller's bytes stay usable unless it hands them over.
+    assert.equal(parquetFooterInfo(bytes).numRows, ALL_ROWS.length);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("parquet pool - parallel jobs, projection and row groups; at most `size` workers", async () => {
+  const pool = new ParquetEncoderPool({ size: 2 });
+  try {
+    const parts = Array.from({ length: 6 }, (_, p) => rowsFrom(p * 1000, 1000));
+    const files = await Promise.all(parts.map((rows) => pool.encode(rowsToRecordBatch(FIELDS, rows), { maxRowGroupSize: 300 })));
+    assert.ok(pool.startedWorkers <= 2);
+    for (let p = 0; p < parts.length; p++) {
+      assert.equal(parquetFooterInfo(files[p]!).numRowGroups, 4);
+      const [all, projected, groups] = await Promise.all([
+        pool.decode(files[p]!),
+        pool.decode(files[p]!, { columns: ["x", "nope", "id"] }),
+        pool.decode(files[p]!, { rowGroups: [1, 2] }),
+      ]);
+      assert.deepEqual(recordBatchToRows(FIELDS, all), parts[p]);
+      assert.deepEqual(projected.schema.fields.map((f) => f.name), ["id", "x"]);
+      assert.deepEqual(recordBatchToRows(FIELDS, groups), parts[p]!.slice(300, 900));
+    }
+    // Handing the buffer over detaches the caller's copy instead of copying it.
+    const owned = files[0]!.slice();
+    assert.equal((await pool.decode(owned, { transfer: true })).numRows, 1000);
+    assert.equal(owned.byteLength, 0);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("parquet pool - a worker that dies rejects its job with a clear error, and a new worker takes the next", async () => {
+  const pool = new ParquetEncoderPool({ size: 1 });
+  try {
+    const batch = rowsToRecordBatch(FIELDS, rowsFrom(0, 100));
+    const crashed = withWorkerFailpoint("parquet.worker.encode:exit", () => pool.encode(batch));
+    await assert.rejects(crashed, (e: unknown) => {
+      assert.ok(isLakeError(e, "Unexpected"), String(e));
+      assert.match(e.message, /Parquet worker thread exited with code 137 while encoding a file; that job was not completed/);
+      assert.equal(e.retryable, true);
+      return true;
+    });
+    assert.equal(pool.startedWorkers, 0, "the dead worker left the pool");
+    // The replacement starts without the failpoint and works.
+    assert.deepEqual(recordBatchToRows(FIELDS, await pool.decode(await pool.encode(batch))), rowsFrom(0, 100));
+    assert.equal(pool.startedWorkers, 1);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("parquet pool - a job that fails inside the worker rejects alone; the worker keeps serving", async () => {
+  const pool = new ParquetEncoderPool({ size: 1 });
+  try {
+    const batch = rowsToRecordBatch(FIELDS, rowsFrom(0, 10));
+    const failed = withWorkerFailpoint("parquet.worker.decode:throw", () => pool.encode(batch));
+    const bytes = await failed;
+    await assert.rejects(pool.decode(bytes), /Parquet decode failed in a worker thread: failpoint parquet.worker.decode/);
+    await assert.rejects(pool.decode(new Uint8Array([1, 2, 3, 4])), /Parquet decode failed in a worker thread/);
+    assert.equal(pool.startedWorkers, 1);
+    // Same worker (still armed for decode), encode still works.
+    assert.equal((await pool.encode(batch)).byteLength, bytes.byteLength);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("parquet pool - close() rejects running and queued jobs, stops the workers and refuses new jobs", async () => {
+  const pool = new ParquetEncoderPool({ size: 1 });
+  const batch = rowsToRecordBatch(FIELDS, rowsFrom(0, 10));
+  const running = withWorkerFailpoint("parquet.worker.encode:sleep(2000)", () => pool.encode(batch));
+  const queued = pool.encode(batch);
+  const outcomes = [assert.rejects(running, /pool is closed/), assert.rejects(queued, /pool is closed/)];
+  await new Promise((r) => setTimeout(r, 50));
+  const t0 = Date.now();
+  await pool.close();
+  assert.ok(Date.now() - t0 < 1500, "close does not wait for the running job");
+  await Promise.all(outcomes);
+  await assert.rejects(pool.encode(batch), /pool is closed/);
+  await assert.rejects(pool.decode(new Uint8Array(8)), /pool is closed/);
+  assert.equal(pool.startedWorkers, 0);
+  await pool.close();
+});
+
+test("parquet pool - workers never keep a process alive, under --import tsx and under tsx's register() (bin/natslake.mjs)", () => {
+  const child = fileURLToPath(new URL("../../helpers/pool-child.ts", import.meta.url));
+  const registered = fileURLToPath(new URL("../../helpers/pool-child-register.mjs", import.meta.url));
+  // --max-old-space-size is a V8 flag Node refuses in a worker's execArgv: the pool must start workers without it.
+  for (const args of [["--import", "tsx", child], [registered], ["--max-old-space-size=2048", "--import", "tsx", child]]) {
+    const r = spawnSync(process.execPath, args, { encoding: "utf8", timeout: 60_000 });
+    assert.equal(r.status, 0, `node ${args.join(" ")}: ${r.stderr}`);
+    assert.deepEqual(JSON.parse(r.stdout.trim()), { rows: 2000, workers: 2 });
+  }
+});
