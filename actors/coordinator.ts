@@ -22,6 +22,7 @@ export type CoordinatorMsg = { type: "tick" } | { type: "tick-done"; error?: Err
 
 export interface CoordinatorDeps {
   table: Table;
+  nodeId: string;
   leaderEpoch: number;
   cluster: ClusterState;
   clock: Clock;
@@ -80,7 +81,7 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
     const table = this.d.table.name;
     if (this.current === null) {
       const stored = await this.d.cluster.readAssignment(table);
-      this.current = stored ?? { v: 1, table, leaderEpoch: this.d.leaderEpoch, buckets: {} };
+      this.current = stored ?? { v: 1, table, leaderEpoch: this.d.leaderEpoch, leader: this.d.nodeId, buckets: {} };
       // Owner epochs only grow, across leaders too: start above what the snapshot chain has seen.
       const st = await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest());
       for (const [b, p] of st?.buckets ?? []) {
@@ -93,7 +94,7 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
     const writers = members.filter((m) => m.roles.includes("writer"));
     const alive = new Set(writers.map((m) => m.nodeId));
     const accepting = writers.filter((m) => !m.draining).map((m) => m.nodeId).sort();
-    const next: TableAssignment = { v: 1, table, leaderEpoch: this.d.leaderEpoch, buckets: { ...this.current.buckets } };
+    const next: TableAssignment = { v: 1, table, leaderEpoch: this.d.leaderEpoch, leader: this.d.nodeId, buckets: { ...this.current.buckets } };
     let changed = this.current.leaderEpoch !== this.d.leaderEpoch;
     const set = (b: number, a: BucketAssignment): void => {
       next.buckets[String(b)] = a;

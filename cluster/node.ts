@@ -29,7 +29,8 @@ import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
 import { ensureClusterKv, ensureTableInfra } from "./nats/table-infra.ts";
-import { connectLeaseRedis, LeaseKeeper, RedisLease } from "./redis/lease.ts";
+import { connectLeaseRedis, RedisLease } from "./redis/lease.ts";
+import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "./wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "./wire/messages.ts";
 import { handleAdmin } from "./admin.ts";
@@ -50,6 +51,9 @@ export class Node {
   private readonly assignments = new Map<string, TableAssignment>();
   private readonly keepers = new Set<LeaseKeeper>();
   private draining = false;
+  private renewLagMax = 0;
+  private readonly renewalsSeen = new WeakMap<LeaseKeeper, number>();
+  private readonly renewLagMaxSeen = new WeakMap<LeaseKeeper, number>();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private scanTimer: NodeJS.Timeout | undefined;
   private adminSub: Subscription | undefined;
@@ -101,7 +105,18 @@ export class Node {
   }
 
   private async heartbeat(): Promise<void> {
-    const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining };
+    // Recent lag: the largest renew lag among renewals since the previous heartbeat (a renewal counter tells them apart).
+    let recent = 0;
+    for (const k of this.keepers) {
+      const st = k.stats();
+      this.renewLagMax = Math.max(this.renewLagMax, st.renewLagMsMax);
+      const seen = this.renewalsSeen.get(k) ?? 0;
+      if (st.renewals > seen) recent = Math.max(recent, st.renewLagMsLast, st.renewLagMsMax > (this.renewLagMaxSeen.get(k) ?? 0) ? st.renewLagMsMax : 0);
+      this.renewalsSeen.set(k, st.renewals);
+      this.renewLagMaxSeen.set(k, st.renewLagMsMax);
+    }
+    const leading = [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table.name);
+    const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining, leaseRenewLagMsMax: this.renewLagMax, leaseRenewLagMsRecent: recent, leading };
     await this.ports.cluster.heartbeat(hb);
   }
 
@@ -225,6 +240,7 @@ export class Node {
         () =>
           new CoordinatorActor({
             table: svc.table,
+            nodeId: this.cfg.nodeId,
             leaderEpoch: epoch,
             cluster: this.ports.cluster,
             clock: systemClock,

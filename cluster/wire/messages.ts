@@ -140,6 +140,12 @@ export interface MemberHeartbeat {
   at: number;
   /** The node is draining (SIGTERM): give it no new buckets. */
   draining: boolean;
+  /** Largest lease renew lag (ms) seen by this node's leaders since it started (event-loop health). */
+  leaseRenewLagMsMax?: number;
+  /** Largest lease renew lag (ms) among renewals since the previous heartbeat. */
+  leaseRenewLagMsRecent?: number;
+  /** Tables this node currently leads. */
+  leading?: string[];
 }
 
 /** One bucket's assignment. `state: "revoking"` asks the owner to flush, stop and report `released`. */
@@ -157,6 +163,8 @@ export interface TableAssignment {
   table: string;
   /** The leader epoch that wrote it (a stale leader's writes are ignored by readers holding a newer one). */
   leaderEpoch: number;
+  /** The node whose coordinator wrote it (the table's leader). */
+  leader: string;
   buckets: Record<string, BucketAssignment>;
 }
 

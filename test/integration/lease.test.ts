@@ -6,7 +6,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { Redis } from "ioredis";
-import { connectLeaseRedis, LeaseKeeper, RedisLease, type LeaseLostReason } from "../../cluster/redis/lease.ts";
+import { connectLeaseRedis, RedisLease } from "../../cluster/redis/lease.ts";
+import { LeaseKeeper, type LeaseLostReason } from "../../actors/lease-keeper.ts";
 import type { LeaseGrant } from "../../actors/lease-port.ts";
 import { startRedis, type ServerHandle } from "../helpers/servers.ts";
 

@@ -360,7 +360,7 @@ test("columns - property: appendInput equals appendRow of the converted row: sam
   const fields = parseColumnList(
     "i INT, n INT NOT NULL, sm SMALLINT, ti TINYINT, b BIGINT, d DOUBLE, f FLOAT, ok BOOLEAN, s STRING, v VARCHAR(3), t TIMESTAMP(3), t6 TIMESTAMP_LTZ(6), dc DECIMAL(5, 2), dt DATE",
   );
-  const convert = compileRowConverter(fields);
+  const convert = compileRowConverter(fields.map((f, id) => ({ id, ...f })));
   const anyValue = fc.oneof(
     fc.integer(),
     fc.integer({ min: -200, max: 200 }),
@@ -374,9 +374,31 @@ test("columns - property: appendInput equals appendRow of the converted row: sam
     fc.constant(undefined),
     fc.constant({}),
   );
+  // Mostly well-typed values (so most records are accepted), sometimes anything at all.
+  const good: Record<string, fc.Arbitrary<unknown>> = {
+    i: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+    n: fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+    sm: fc.integer({ min: -32768, max: 32767 }),
+    ti: fc.integer({ min: -128, max: 127 }),
+    b: fc.oneof(fc.maxSafeInteger(), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n })),
+    d: fc.double(),
+    f: fc.float(),
+    ok: fc.boolean(),
+    s: fc.string({ unit: "grapheme", maxLength: 8 }),
+    v: fc.string({ maxLength: 3 }),
+    t: fc.integer({ min: -6e13, max: 2.5e14 }),
+    t6: fc.integer({ min: -6e13, max: 2.5e14 }),
+    dc: fc.constantFrom("1.25", "-999.99", 3, "0.5"),
+    dt: fc.constantFrom("2024-01-02", 19000, -1),
+  };
   const record = fc
-    .tuple(fc.dictionary(fc.constantFrom(...fields.map((f) => f.name)), anyValue), fc.option(fc.constantFrom("extra", "I"), { nil: undefined }))
+    .tuple(
+      fc.record(Object.fromEntries(fields.map((f) => [f.name, fc.oneof({ arbitrary: good[f.name]!, weight: 8 }, { arbitrary: anyValue, weight: 1 })])), { requiredKeys: ["n"] }),
+      fc.oneof({ arbitrary: fc.constant(undefined), weight: 10 }, { arbitrary: fc.constantFrom("extra", "I"), weight: 1 }),
+    )
     .map(([r, extra]) => (extra === undefined ? r : { ...r, [extra]: 1 }));
+  let accepted = 0;
+  let rejected = 0;
   fc.assert(
     fc.property(fc.array(record, { maxLength: 25 }), (records) => {
       const viaRows = new RecordBatchBuilder(fields, 2);
@@ -393,11 +415,15 @@ test("columns - property: appendInput equals appendRow of the converted row: sam
           direct.appendInput(r);
         } catch (e) {
           got = (e as Error).message;
+          rejected++;
         }
         assert.equal(got, expected);
       }
-      assert.deepEqual(recordBatchToRows(fields, direct.finish()), recordBatchToRows(fields, viaRows.finish()));
+      const batch = direct.finish();
+      accepted += batch.numRows;
+      assert.deepEqual(recordBatchToRows(fields, batch), recordBatchToRows(fields, viaRows.finish()));
     }),
     { numRuns: 300 },
   );
+  assert.ok(accepted > 500 && rejected > 300, `both paths exercised (${accepted} accepted, ${rejected} rejected)`);
 });

@@ -33,8 +33,15 @@ test("parquet pool - encode gives the bytes writeParquet gives; decode reads eve
     assert.deepEqual(Buffer.from(bytes), Buffer.from(writeParquet(batch)));
     assert.deepEqual(recordBatchToRows(ALL_TYPES, await pool.decode(bytes)), ALL_ROWS);
     assert.deepEqual(recordBatchToRows(ALL_TYPES, readParquet(bytes)), ALL_ROWS);
-    // The caller's bytes stay usable unless it hands them over.
+    // The caller's bytes stay usable unless it hands them over, and a view (a Buffer of Node's pool, say) never
+    // gives its whole backing buffer away.
     assert.equal(parquetFooterInfo(bytes).numRows, ALL_ROWS.length);
+    const backing = new Uint8Array(bytes.length + 16);
+    backing.set(bytes, 8);
+    const view = Buffer.from(backing.buffer, 8, bytes.length);
+    for (const transfer of [false, true]) assert.equal((await pool.decode(view, { transfer })).numRows, ALL_ROWS.length);
+    assert.equal(backing.byteLength, bytes.length + 16);
+    assert.equal(parquetFooterInfo(view).numRows, ALL_ROWS.length);
   } finally {
     await pool.close();
   }

@@ -7,7 +7,7 @@ import * as arrow from "apache-arrow";
 import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
 import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns.ts";
 import { fromArrowSchema } from "../../../src/codec/arrow-schema.ts";
-import { parquetRowCount, readParquet, readParquetAsync, readParquetSchema, writeParquet } from "../../../src/codec/parquet.ts";
+import { parquetFooterInfo, parquetRowCount, readParquet, readParquetAsync, readParquetSchema, writeParquet } from "../../../src/codec/parquet.ts";
 import { T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
 import { dateToString, unscaledToString, type Row, type Timestamp, type Value } from "../../../src/spec/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
@@ -222,6 +222,8 @@ test("parquet - row groups, row count from the footer, column projection", async
     assert.equal(await groups(many), 3n);
     assert.equal(parquetRowCount(readFileSync(one)), 2500);
     assert.equal(parquetRowCount(readFileSync(many)), 2500);
+    assert.deepEqual(parquetFooterInfo(readFileSync(many)), { numRows: 2500, numRowGroups: 3 });
+    assert.deepEqual(parquetFooterInfo(readFileSync(one)), { numRows: 2500, numRowGroups: 1 });
   });
   const file = writeParquet(batch);
   for (const projected of [readParquet(file, { columns: ["s", "id", "nope"] }), await readParquetAsync(file, { columns: ["s", "id", "nope"] })]) {
@@ -239,6 +241,38 @@ test("parquet - row groups, row count from the footer, column projection", async
   assert.equal(parquetRowCount(writeParquet(rowsToRecordBatch(fields, []))), 0);
   assert.throws(() => parquetRowCount(new Uint8Array([1, 2, 3])), (e: unknown) => isLakeError(e, "DataInvalid"));
   assert.throws(() => parquetRowCount(file.subarray(0, file.length - 1)), (e: unknown) => isLakeError(e, "DataInvalid"));
+});
+
+test("parquet - writer settings: no dictionary and chunk statistics by default; dictionary, page statistics, v2 on request", async () => {
+  const fields = [
+    { name: "id", type: T.bigint() },
+    { name: "s", type: T.string() },
+  ];
+  const rows: Row[] = Array.from({ length: 3000 }, (_, i) => ({ id: BigInt(i), s: i % 100 === 0 ? null : `v${i % 10}` }));
+  const batch = rowsToRecordBatch(fields, rows);
+  await withDuck(async (conn, dir) => {
+    const meta = async (name: string, bytes: Uint8Array): Promise<Array<Record<string, unknown>>> => {
+      const p = join(dir, name);
+      writeFileSync(p, bytes);
+      assert.deepEqual(recordBatchToRows(fields, readParquet(bytes)), rows);
+      return rowsOf(conn, `select path_in_schema as col, encodings, stats_min_value as lo, stats_max_value as hi, stats_null_count as nulls, dictionary_page_offset as dict from parquet_metadata(${sqlPath(p)}) order by column_id`);
+    };
+    const plain = await meta("default.parquet", writeParquet(batch));
+    assert.deepEqual(plain.map((c) => [c["col"], c["lo"], c["hi"], c["nulls"], c["dict"]]), [
+      ["id", "0", "2999", 0n, null],
+      ["s", "v0", "v9", 30n, null],
+    ]);
+    for (const c of plain) assert.doesNotMatch(String(c["encodings"]), /DICTIONARY|DELTA/);
+    const dict = await meta("dict.parquet", writeParquet(batch, { dictionary: ["s"] }));
+    assert.equal(dict[0]!["dict"], null);
+    assert.notEqual(dict[1]!["dict"], null);
+    const all = await meta("all.parquet", writeParquet(batch, { dictionary: true, statistics: "page" }));
+    assert.ok(all.every((c) => c["dict"] !== null));
+    const none = await meta("none.parquet", writeParquet(batch, { statistics: false }));
+    assert.deepEqual(none.map((c) => [c["lo"], c["hi"]]), [[null, null], [null, null]]);
+    const v2 = await meta("v2.parquet", writeParquet(batch, { writerVersion: "2.0" }));
+    assert.match(String(v2[0]!["encodings"]), /DELTA_BINARY_PACKED/);
+  });
 });
 
 test("parquet - Arrow tables built elsewhere get Paimon's nested names", async () => {
