@@ -12,6 +12,7 @@
  */
 import type { Meter } from "@opentelemetry/api";
 import { ensureError } from "../src/errors.ts";
+import { failpoint } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
@@ -62,6 +63,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private pulling = false;
   private flushing = false;
   private flushId = 0;
+  /** Consecutive failed flushes (back-off). */
+  private failures = 0;
   /** prevOffsets of committables sent in this generation: a rejection of anything else is stale. */
   private readonly sent = new Set<number>();
   private revoking: ((lastOffset: number) => void) | null = null;
@@ -163,6 +166,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "flushed":
         if (msg.generation !== this.generation) return;
         this.flushing = false;
+        this.failures = 0;
         this.prevOffset = msg.lastOffset;
         if (this.revoking) this.finishRevoke(ctx);
         else this.pull(ctx);
@@ -172,7 +176,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         ctx.log.error("flush failed; resuming from the committed offset", { ...this.labels, error: msg.error.message });
         void this.reader?.close().catch(() => undefined);
         this.reader = null;
-        ctx.scheduleOnce(500, { type: "reopen", generation: this.generation });
+        // First retry at once, then back off (a full disk must not turn into a retry storm).
+        ctx.scheduleOnce(Math.min(5000, this.failures === 0 ? 0 : 100 * 2 ** this.failures), { type: "reopen", generation: this.generation });
+        this.failures++;
         return;
       case "rejected": {
         const r = msg.rejection;
@@ -281,6 +287,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         };
         // The message id makes a retried append idempotent in the commit stream.
         await this.d.commitLog.append(c, `${this.d.writerId}-${this.d.table.name}-${this.d.bucket}-${this.d.ownerEpoch}-${prevOffset}`);
+        failpoint("writer.after-committable");
         this.filesOut.add(files.length, this.labels);
       })(),
       () => ({ type: "flushed", generation, prevOffset, lastOffset }),

@@ -3,10 +3,11 @@
  *
  * `FAILPOINTS=commit.before-snapshot:kill,writer.flush.mid:sleep(500)` arms points by name. Actions:
  * `kill` (SIGKILL this process, as a crash would), `exit` (exit code 137 without cleanup), `throw` (an Error at
- * that point), `sleep(ms)` (a pause, for timing faults). When FAILPOINTS is unset, `failpoint()` costs one map
- * lookup on an empty map.
+ * that point), `sleep(ms)` (a pause, for timing faults). A suffix `@N` fires only on the N-th time the point is
+ * reached (`writer.file.written:kill@3`), so a crash can land mid-run rather than at the first flush.
+ * When FAILPOINTS is unset, `failpoint()` costs one size check of an empty map.
  */
-type Action = { kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number };
+type Action = ({ kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number }) & { nth?: number };
 
 function parse(spec: string | undefined): Map<string, Action> {
   const out = new Map<string, Action>();
@@ -15,21 +16,34 @@ function parse(spec: string | undefined): Map<string, Action> {
     const i = part.lastIndexOf(":");
     if (i <= 0) throw new Error(`FAILPOINTS entry '${part}' must be name:action`);
     const name = part.slice(0, i);
-    const act = part.slice(i + 1);
+    const m = /^(.*?)(?:@(\d+))?$/.exec(part.slice(i + 1))!;
+    const act = m[1]!;
+    const nth = m[2] === undefined ? {} : { nth: Number(m[2]) };
     const sleep = /^sleep\((\d+)\)$/.exec(act);
-    if (sleep) out.set(name, { kind: "sleep", ms: Number(sleep[1]) });
-    else if (act === "kill" || act === "exit" || act === "throw") out.set(name, { kind: act });
-    else throw new Error(`FAILPOINTS action '${act}' is not one of kill, exit, throw, sleep(ms)`);
+    if (sleep) out.set(name, { kind: "sleep", ms: Number(sleep[1]), ...nth });
+    else if (act === "kill" || act === "exit" || act === "throw") out.set(name, { kind: act, ...nth });
+    else throw new Error(`FAILPOINTS action '${act}' is not one of kill, exit, throw, sleep(ms) (optionally @N)`);
   }
   return out;
 }
 
 const armed = parse(process.env["FAILPOINTS"]);
+const hits = new Map<string, number>();
+
+/** The action to take at this hit of `name`, if any. */
+function due(name: string): Action | undefined {
+  const a = armed.get(name);
+  if (a === undefined) return undefined;
+  if (a.nth === undefined) return a;
+  const n = (hits.get(name) ?? 0) + 1;
+  hits.set(name, n);
+  return n === a.nth ? a : undefined;
+}
 
 /** Synchronous failpoint: kill, exit or throw. A `sleep` action is ignored here (use `failpointAsync`). */
 export function failpoint(name: string): void {
   if (armed.size === 0) return;
-  const a = armed.get(name);
+  const a = due(name);
   if (a === undefined) return;
   trigger(name, a);
 }
@@ -37,7 +51,7 @@ export function failpoint(name: string): void {
 /** Asynchronous failpoint: also honours `sleep(ms)`. */
 export async function failpointAsync(name: string): Promise<void> {
   if (armed.size === 0) return;
-  const a = armed.get(name);
+  const a = due(name);
   if (a === undefined) return;
   if (a.kind === "sleep") {
     await new Promise((r) => setTimeout(r, a.ms));
