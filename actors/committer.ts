@@ -16,7 +16,7 @@ import type { Meter } from "@opentelemetry/api";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
-import type { Committable, SnapshotNotification } from "../cluster/wire/messages.ts";
+import type { Committable, SnapshotNotification } from "./wire/messages.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";

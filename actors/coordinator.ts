@@ -10,7 +10,7 @@
  *   owner starts exactly where the old one stopped. A revoke that is not answered in time is forced.
  * Assignments are written to KV; every node's writer host watches them.
  */
-import type { TableAssignment, BucketAssignment } from "../cluster/wire/messages.ts";
+import type { TableAssignment, BucketAssignment } from "./wire/messages.ts";
 import { ensureError } from "../src/errors.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";

@@ -13,8 +13,8 @@ import type {
   Rejection,
   SnapshotNotification,
   TableAssignment,
-} from "../cluster/wire/messages.ts";
-import type { RowBatch } from "../cluster/wire/messages.ts";
+} from "./wire/messages.ts";
+import type { RowBatch } from "./wire/messages.ts";
 
 export type { Lease, LeaseGrant } from "./lease-port.ts";
 export type { Meter };

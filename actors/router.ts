@@ -9,8 +9,8 @@
  * A payload that cannot be read, or a row whose bucket key does not fit the schema, goes to the dead-letter subject
  * with the reason; the other rows of the message still land. Non-key values are checked by the writer.
  */
-import type { DeadLetter, RowBatch } from "../cluster/wire/messages.ts";
-import { jsonSafe, parseRawPayload } from "../cluster/wire/row-batch.ts";
+import type { DeadLetter, RowBatch } from "./wire/messages.ts";
+import { jsonSafe, parseRawPayload } from "./wire/row-batch.ts";
 import { ensureError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunctionType } from "../src/spec/bucket.ts";
 import { compileConverter } from "../src/spec/row-converter.ts";

@@ -4,7 +4,7 @@
  * moved, answers revokes (the writer flushes, sends its last committable, then the host reports the bucket
  * released with the last offset covered), and routes committable rejections to the bucket's writer.
  */
-import type { TableAssignment, Rejection } from "../cluster/wire/messages.ts";
+import type { TableAssignment, Rejection } from "./wire/messages.ts";
 import { ensureError } from "../src/errors.ts";
 import type { Actor, ActorContext, ActorRef } from "./runtime/index.ts";
 import type { ClusterState } from "./ports.ts";

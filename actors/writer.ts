@@ -16,8 +16,8 @@ import { failpoint } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
-import type { Committable, DeadLetter, Rejection, RowBatch } from "../cluster/wire/messages.ts";
-import { batchRowConverter, jsonSafe, originalRow } from "../cluster/wire/row-batch.ts";
+import type { Committable, DeadLetter, Rejection, RowBatch } from "./wire/messages.ts";
+import { batchRowConverter, jsonSafe, originalRow } from "./wire/row-batch.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 

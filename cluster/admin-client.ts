@@ -5,7 +5,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { LakeError, type ErrorKind } from "../src/errors.ts";
 import { Subjects } from "./nats/subjects.ts";
-import type { AdminReply, AdminRequest } from "./wire/messages.ts";
+import type { AdminReply, AdminRequest } from "../actors/wire/messages.ts";
 
 export async function adminRequest(nc: NatsConnection, prefix: string, req: AdminRequest, timeoutMs = 10_000): Promise<unknown> {
   let reply: AdminReply;

@@ -9,7 +9,7 @@ import { parseColumnList, typeToSql } from "../src/spec/data-types.ts";
 import type { Catalog } from "../src/table/catalog.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
-import type { AdminReply, AdminRequest } from "./wire/messages.ts";
+import type { AdminReply, AdminRequest } from "../actors/wire/messages.ts";
 
 export interface AdminDeps {
   catalog: Catalog;

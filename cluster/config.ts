@@ -7,7 +7,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { parseDuration } from "../src/options.ts";
-import type { NodeRole } from "./wire/messages.ts";
+import type { NodeRole } from "../actors/wire/messages.ts";
 
 const ROLES = ["writer", "committer", "reader"] as const;
 

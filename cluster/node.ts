@@ -31,8 +31,8 @@ import { Subjects } from "./nats/subjects.ts";
 import { ensureClusterKv, ensureTableInfra } from "./nats/table-infra.ts";
 import { connectLeaseRedis, RedisLease } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
-import { decodeRejection } from "./wire/codec.ts";
-import type { MemberHeartbeat, TableAssignment } from "./wire/messages.ts";
+import { decodeRejection } from "../actors/wire/codec.ts";
+import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import { handleAdmin } from "./admin.ts";
 
 interface TableService {

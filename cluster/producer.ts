@@ -41,8 +41,8 @@ import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { readTableMeta } from "./nats/table-infra.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
-import type { RowBatch, SnapshotNotification, TableMeta } from "./wire/messages.ts";
-import { compileWireEncoder, encodeRowBatch, packValue } from "./wire/row-batch.ts";
+import type { RowBatch, SnapshotNotification, TableMeta } from "../actors/wire/messages.ts";
+import { compileWireEncoder, encodeRowBatch, packValue } from "../actors/wire/row-batch.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Publishing with retries

@@ -12,7 +12,7 @@ import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { openKv } from "./nats/table-infra.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
-import type { SnapshotNotification } from "./wire/messages.ts";
+import type { SnapshotNotification } from "../actors/wire/messages.ts";
 
 export interface SnapshotSubscribeOptions {
   prefix?: string;

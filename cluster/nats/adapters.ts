@@ -13,10 +13,10 @@ import type { Identifier } from "../../src/table/table.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureError } from "../../src/errors.ts";
 import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, RawLog, RouterProgress } from "../../actors/ports.ts";
-import type { Committable, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../wire/messages.ts";
-import { decodeCommittable, encodeMsg } from "../wire/codec.ts";
-import { decodeRowBatch, encodeRowBatch } from "../wire/row-batch.ts";
-import { H_RAW_SEQ } from "../wire/messages.ts";
+import type { Committable, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
+import { decodeCommittable, encodeMsg } from "../../actors/wire/codec.ts";
+import { decodeRowBatch, encodeRowBatch } from "../../actors/wire/row-batch.ts";
+import { H_RAW_SEQ } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
 
 const enc = new TextEncoder();

@@ -39,7 +39,7 @@ import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { identifierText, type Identifier, type Table } from "../../src/table/table.ts";
 import { schemaToJson } from "../../src/spec/schema.ts";
-import type { TableMeta } from "../wire/messages.ts";
+import type { TableMeta } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
 
 const STREAM_NOT_FOUND = 10059;

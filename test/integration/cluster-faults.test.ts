@@ -13,10 +13,10 @@ import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
 import { natslakeState } from "../../src/spec/snapshot.ts";
 import type { Table } from "../../src/table/table.ts";
-import type { MemberHeartbeat, TableAssignment } from "../../cluster/wire/messages.ts";
+import type { MemberHeartbeat, TableAssignment } from "../../actors/wire/messages.ts";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { SnapshotNotification } from "../../cluster/wire/messages.ts";
+import type { SnapshotNotification } from "../../actors/wire/messages.ts";
 
 const SUBSCRIBER = fileURLToPath(new URL("../helpers/subscriber-child.ts", import.meta.url));
 let c: TestCluster;

@@ -15,8 +15,8 @@ import { Subjects } from "../../cluster/nats/subjects.ts";
 import { ensureTableInfra, readTableMeta, serverHasDiscardNewSizeBug } from "../../cluster/nats/table-infra.ts";
 import { createProducer, publishRaw, publishWithRetry, type BatchOutcome } from "../../cluster/producer.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
-import type { RowBatch, SnapshotNotification } from "../../cluster/wire/messages.ts";
-import { decodeRowBatch, encodeRowBatch, parseRawPayload } from "../../cluster/wire/row-batch.ts";
+import type { RowBatch, SnapshotNotification } from "../../actors/wire/messages.ts";
+import { decodeRowBatch, encodeRowBatch, parseRawPayload } from "../../actors/wire/row-batch.ts";
 import { startNats, type ServerHandle } from "../helpers/servers.ts";
 import { createTable, tempDir } from "../helpers/tables.ts";
 

@@ -5,7 +5,7 @@ import { RecordBatchBuilder, recordBatchToRows } from "../../../src/codec/column
 import { ErrorKind, isLakeError } from "../../../src/errors.ts";
 import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
 import { Timestamp, toCanonical, type Row } from "../../../src/spec/values.ts";
-import type { RowBatch } from "../../../cluster/wire/messages.ts";
+import type { RowBatch } from "../../../actors/wire/messages.ts";
 import {
   appendBatchToBuilders,
   batchRowConverter,
@@ -18,7 +18,7 @@ import {
   parseRawPayload,
   unpackValue,
   type PayloadErrorReason,
-} from "../../../cluster/wire/row-batch.ts";
+} from "../../../actors/wire/row-batch.ts";
 
 const fieldsOf = (sql: string): DataField[] => assignFieldIds(parseColumnList(sql).map((c) => ({ id: -1, ...c }))).fields;
 
