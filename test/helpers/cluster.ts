@@ -33,10 +33,10 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(opts: { nodes: number; commitInterval?: string; leaseTtl?: string; env?: Record<string, string> }): Promise<TestCluster> {
+export async function startCluster(opts: { nodes: number; commitInterval?: string; leaseTtl?: string; env?: Record<string, string>; natsBin?: string }): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-cluster-"));
   const warehouse = join(dir, "warehouse");
-  const nats = await startNats();
+  const nats = await startNats(opts.natsBin ? { bin: opts.natsBin } : {});
   const redis = await startRedis();
   const nc = await connect({ servers: nats.url });
   const nodes = new Map<string, NodeProc>();
