@@ -251,15 +251,25 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
 /** `up --demo`: create a table through the cluster and publish rows, so the first run shows something. */
 async function runDemo(natsUrl: string, out: (s: string) => void): Promise<void> {
   const nc = await connect({ servers: natsUrl });
-  
-  await adminRequest(nc, "lake", { type: "create-table", table: "demo.events", columns: "id BIGINT NOT NULL, msg STRING, at TIMESTAMP(3)", options: { bucket: "4", "bucket-key": "id" } }, 10_000).catch((e: unknown) => {
-    if (!/already exists/.test(String(e))) throw e;
-  });
+  // The nodes are still starting: retry until one answers (bounded).
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await adminRequest(nc, "lake", { type: "create-table", table: "demo.events", columns: "id BIGINT NOT NULL, msg STRING, at TIMESTAMP(3)", options: { bucket: "4", "bucket-key": "id" } }, 5_000);
+      break;
+    } catch (e) {
+      if (/already exists/.test(String(e))) break;
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
   const producer = await createProducer({ nc, table: "demo.events" });
   for (let i = 0; i < 1000; i++) void producer.write({ id: i, msg: `hello ${i}`, at: Date.now() });
   await producer.flush();
-  await producer.waitVisible(producer.token(), 30_000);
-  out("demo: created demo.events and published 1000 rows; they are visible in a snapshot");
+  const started = Date.now();
+  await producer.waitVisible(producer.token(), 60_000);
+  out(`demo: created demo.events and published 1000 rows; visible in a snapshot ${Date.now() - started} ms after the last ack`);
+  out("demo: read them with  natslake read demo.events --warehouse <the warehouse above> --limit 5");
   await producer.close();
   await nc.close();
 }

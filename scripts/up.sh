@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the product: a local natslake cluster (nats-server with JetStream, redis-server, 3 nodes) with a demo table
+# that receives rows through the producer client. Installs what is missing first (Debian packages need root).
+# Usage: npm run up [-- --nodes N --duration SECONDS --warehouse DIR]   (Ctrl-C stops everything)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+missing=()
+command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+if ((${#missing[@]} > 0)); then
+  if [[ "$(id -u)" -ne 0 ]]; then
+    echo "natslake up needs ${missing[*]}: install them (apt-get install ${missing[*]}) or run as root" >&2
+    exit 1
+  fi
+  echo "installing ${missing[*]}…" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+[[ -d node_modules ]] || npm ci --no-audit --no-fund
+exec node bin/natslake.mjs up --demo "$@"
