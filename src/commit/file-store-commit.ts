@@ -171,6 +171,8 @@ export class FileStoreCommit {
     failpoint("commit.after-manifests");
     const base = await this.manifests.writeManifestList(mergedBase, written);
     const deltaList = await this.manifests.writeManifestList(deltaMetas, written);
+    // One directory sync makes every manifest name of this attempt durable before a snapshot can name them.
+    await this.table.io.syncDir(this.table.paths.manifestDir);
     failpoint("commit.after-manifest-lists");
     let deltaRecordCount = 0;
     for (const e of delta) deltaRecordCount += e.kind === FileKind.ADD ? e.file.rowCount : -e.file.rowCount;

@@ -7,10 +7,22 @@
  * - `createExclusive` creates `path` with the content only if no file is there, atomically and durably; it returns
  *   false when the file already existed (a lost race). Never implemented as check-then-rename.
  */
+export interface WriteOptions {
+  /** fsync the file before it gets its name (default true). Hints that readers verify need not be durable. */
+  durable?: boolean;
+  /**
+   * fsync the directory after the rename (default true). A caller writing several files into one directory may
+   * pass false and call `syncDir` once before anything depends on the names.
+   */
+  syncDir?: boolean;
+}
+
 export interface FileIO {
   readFile(path: string): Promise<Uint8Array>;
   readText(path: string): Promise<string>;
-  writeFile(path: string, data: Uint8Array | string): Promise<void>;
+  writeFile(path: string, data: Uint8Array | string, opts?: WriteOptions): Promise<void>;
+  /** Makes the names created in a directory durable. */
+  syncDir(dir: string): Promise<void>;
   createExclusive(path: string, data: Uint8Array | string): Promise<boolean>;
   exists(path: string): Promise<boolean>;
   /** Names (not paths) of the entries of a directory; [] when the directory does not exist. */

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { constants as fsc, promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ErrorKind, LakeError } from "../errors.ts";
-import type { FileIO } from "./file-io.ts";
+import type { FileIO, WriteOptions } from "./file-io.ts";
 
 const isCode = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException | undefined)?.code === code;
 
@@ -31,15 +31,15 @@ export class LocalFileIO implements FileIO {
     return Buffer.from(await this.readFile(path)).toString("utf8");
   }
 
-  async writeFile(path: string, data: Uint8Array | string): Promise<void> {
-    const tmp = await this.writeTemp(path, data);
+  async writeFile(path: string, data: Uint8Array | string, opts: WriteOptions = {}): Promise<void> {
+    const tmp = await this.writeTemp(path, data, opts.durable ?? true);
     try {
       await fs.rename(tmp, path);
     } catch (e) {
       await fs.rm(tmp, { force: true });
       throw this.wrap(e, "rename", path);
     }
-    await this.syncDir(dirname(path));
+    if (opts.syncDir ?? true) await this.syncDir(dirname(path));
   }
 
   async createExclusive(path: string, data: Uint8Array | string): Promise<boolean> {
@@ -100,7 +100,7 @@ export class LocalFileIO implements FileIO {
     return (await fs.stat(path)).mtimeMs;
   }
 
-  private async writeTemp(path: string, data: Uint8Array | string): Promise<string> {
+  private async writeTemp(path: string, data: Uint8Array | string, durable = true): Promise<string> {
     const tmp = tempPathFor(path);
     let fh: fs.FileHandle | undefined;
     try {
@@ -112,7 +112,7 @@ export class LocalFileIO implements FileIO {
     }
     try {
       await fh.writeFile(data);
-      if (this.opts.fsync) await fh.sync();
+      if (this.opts.fsync && durable) await fh.sync();
     } catch (e) {
       await fh.close();
       await fs.rm(tmp, { force: true });
@@ -122,7 +122,7 @@ export class LocalFileIO implements FileIO {
     return tmp;
   }
 
-  private async syncDir(dir: string): Promise<void> {
+  async syncDir(dir: string): Promise<void> {
     if (!this.opts.fsync) return;
     const fh = await fs.open(dir, "r");
     try {

@@ -61,7 +61,8 @@ export class ManifestStore {
   async writeManifest(entries: ManifestEntry[], written: string[]): Promise<ManifestFileMeta> {
     const name = this.table.paths.newManifestName();
     const bytes = encodeManifest(entries);
-    await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes);
+    // The directory is synced once by the commit, before the snapshot that names these files.
+    await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes, { syncDir: false });
     written.push(name);
     this.manifestCache.set(name, entries);
     let added = 0;
@@ -97,7 +98,7 @@ export class ManifestStore {
   async writeManifestList(metas: ManifestFileMeta[], written: string[]): Promise<{ name: string; size: number }> {
     const name = this.table.paths.newManifestListName();
     const bytes = encodeManifestList(metas);
-    await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes);
+    await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes, { syncDir: false });
     written.push(name);
     this.listCache.set(name, metas);
     return { name, size: bytes.length };

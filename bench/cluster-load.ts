@@ -1,0 +1,69 @@
+/**
+ * The cluster benchmark's load generator, in its own process so its CPU is reported apart:
+ *   node --import tsx bench/cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec | 0 for max>
+ * Publishes rows of the 6-column bench shape through the producer client, records for every batch its first
+ * publish time and acknowledged sequence, and (subscribed to the table's snapshot notifications) the time each batch
+ * became visible. Prints one JSON line: rows, acknowledged, publish seconds, publish→visible latencies (ms), CPU.
+ */
+import { connect } from "@nats-io/transport-node";
+import { createProducer } from "../cluster/producer.ts";
+import { subscribeSnapshots } from "../cluster/snapshots-client.ts";
+
+const [url, table, rowsArg, rateArg] = process.argv.slice(2);
+if (!url || !table || !rowsArg || rateArg === undefined) {
+  process.stderr.write("usage: cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec|0>\n");
+  process.exit(2);
+}
+const ROWS = Number(rowsArg);
+const RATE = Number(rateArg);
+const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
+
+const nc = await connect({ servers: url });
+const producer = await createProducer({ nc, table, maxBatchRows: 500, lingerMs: 5, maxInFlight: 64 });
+/** Per bucket: [seq, firstWriteMillis] of acknowledged batches waiting to become visible. */
+const waiting = new Map<number, Array<[number, number]>>();
+const latencies: number[] = [];
+const sub = await subscribeSnapshots(nc, table, (n) => {
+  const now = Date.now();
+  for (const [b, list] of waiting) {
+    const off = n.offsets[String(b)] ?? 0;
+    while (list.length > 0 && list[0]![0] <= off) latencies.push(now - list.shift()![1]);
+  }
+});
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
+let acked = 0;
+const pending: Array<Promise<void>> = [];
+for (let i = 0; i < ROWS; i++) {
+  const writtenAt = Date.now();
+  pending.push(
+    producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 }).then((o) => {
+      if (o.status === "ok" || o.status === "duplicate") {
+        acked++;
+        // One entry per batch (its first row's write time stands for the batch).
+        const list = waiting.get(o.bucket) ?? [];
+        if (list.length === 0 || list[list.length - 1]![0] !== o.seq) list.push([o.seq!, writtenAt]);
+        waiting.set(o.bucket, list);
+      }
+    }),
+  );
+  if (RATE > 0 && i % 500 === 499) {
+    const ahead = (i + 1) / RATE - (performance.now() - t0) / 1000;
+    if (ahead > 0) await new Promise((r) => setTimeout(r, ahead * 1000));
+  }
+  if (pending.length >= 20_000) await Promise.all(pending.splice(0));
+}
+await producer.flush();
+await Promise.all(pending);
+const publishSeconds = (performance.now() - t0) / 1000;
+await producer.waitVisible(producer.token(), 120_000);
+await new Promise((r) => setTimeout(r, 300));
+sub.stop();
+const cpu = process.cpuUsage(cpu0);
+latencies.sort((a, b) => a - b);
+const pct = (p: number): number | null => (latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!);
+process.stdout.write(
+  JSON.stringify({ rows: ROWS, acked, publishSeconds, visibleSeconds: (performance.now() - t0) / 1000, latencyP50: pct(0.5), latencyP99: pct(0.99), samples: latencies.length, cpuSeconds: (cpu.user + cpu.system) / 1e6 }) + "\n",
+);
+await producer.close();
+await nc.close();

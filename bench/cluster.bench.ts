@@ -1,0 +1,166 @@
+/**
+ * Cluster benchmark (part of `npm run bench`; a benchmark, not a test): real nats-server and redis-server on
+ * loopback, N node processes, and a load generator in its own process (bench/cluster-load.ts).
+ *
+ * 1. End-to-end rows/s (first publish → all rows committed) with 1, 2 and 3 writer processes, and in the same run
+ *    the raw JetStream consume + decode rate of the same messages (an ordered consumer decoding every row batch into
+ *    Arrow columns in this process), with the ratio.
+ * 2. Publish → visible latency p50/p99 at 50k rows/s with a 100 ms commit interval.
+ * RSS (peak) and CPU seconds of every process are printed; the load generator's CPU apart.
+ *
+ *   node --import tsx bench/cluster.bench.ts [rows=1000000]
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, openSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { connect } from "@nats-io/transport-node";
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { startNats, startRedis } from "../cluster/local/servers.ts";
+import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
+import { parseColumnList } from "../src/spec/data-types.ts";
+import { RecordBatchBuilder } from "../src/codec/columns.ts";
+import { batchRowConverter, decodeRowBatch } from "../actors/wire/row-batch.ts";
+import { Subjects } from "../cluster/nats/subjects.ts";
+
+const ROWS = Number(process.argv[2] ?? 1_000_000);
+const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
+const LOAD = fileURLToPath(new URL("./cluster-load.ts", import.meta.url));
+const COLUMNS = "id BIGINT, ts TIMESTAMP(3), user STRING, event STRING, amount DOUBLE, qty INT";
+
+/** CPU seconds and peak RSS (MB) of a live process, from /proc. */
+function procStats(pid: number): { cpu: number; rssMb: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return { cpu: ticks / 100, rssMb: Math.round(Number(hwm?.[1] ?? 0) / 1024) };
+}
+
+function runLoad(natsUrl: string, table: string, rows: number, rate: number): Promise<{ result: Record<string, number | null>; cpu: number; rssMb: number }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--import", "tsx", LOAD, natsUrl, table, String(rows), String(rate)], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    let last = { cpu: 0, rssMb: 0 };
+    const sampler = setInterval(() => {
+      try {
+        last = procStats(p.pid!);
+      } catch {
+        /* exited */
+      }
+    }, 200);
+    p.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    p.on("exit", (code) => {
+      clearInterval(sampler);
+      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
+      else resolve({ result: JSON.parse(out.trim().split("\n").pop()!) as Record<string, number | null>, ...last });
+    });
+  });
+}
+
+async function scenario(writers: number, rows: number, rate: number, commitInterval: string): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
+  const nats = await startNats();
+  const redis = await startRedis();
+  const nodes: ChildProcess[] = [];
+  const lines: string[] = [];
+  try {
+    const warehouse = join(dir, "wh");
+    const catalog = new Catalog(warehouse);
+    await catalog.createTable(parseIdentifier("bench.events"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id" } });
+    for (let i = 1; i <= writers; i++) {
+      const fd = openSync(join(dir, `n${i}.log`), "a");
+      nodes.push(spawn(process.execPath, [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", commitInterval, "--log-level", "warn"], { stdio: ["ignore", fd, fd] }));
+    }
+    // Wait until every bucket has an active writer and the writers are spread.
+    const nc = await connect({ servers: nats.url });
+    const { Kvm } = await import("@nats-io/kv");
+    const kv = await new Kvm(nc).open("lake_assign").catch(() => null);
+    for (let t = 0; t < 300; t++) {
+      const e = kv ? await kv.get("bench.events").catch(() => null) : null;
+      const a = e && e.operation === "PUT" ? (e.json() as { buckets: Record<string, { node: string; state: string }> }) : null;
+      if (a && Object.keys(a.buckets).length === 6 && Object.values(a.buckets).every((b) => b.state === "active") && new Set(Object.values(a.buckets).map((b) => b.node)).size === writers) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // CPU is counted from here: node start-up (loading and compiling the TypeScript) is not part of the work.
+    const before = nodes.map((n) => procStats(n.pid!).cpu);
+    const natsBefore = procStats(nats.pid).cpu;
+    const load = await runLoad(nats.url, "bench.events", rows, rate);
+    const nodeStats = nodes.map((n, i) => {
+      const s = procStats(n.pid!);
+      return { cpu: s.cpu - before[i]!, rssMb: s.rssMb };
+    });
+    const natsStats = { cpu: procStats(nats.pid).cpu - natsBefore };
+    const r = load.result;
+    const e2e = rows / Number(r["visibleSeconds"]);
+    if (rate === 0) {
+      const raw = await rawConsumeRate(nc, rows);
+      lines.push(
+        `  ${writers} writer process(es): end-to-end ${Math.round(e2e).toLocaleString("en-US")} rows/s (publish ${Number(r["publishSeconds"]).toFixed(2)} s, visible ${Number(r["visibleSeconds"]).toFixed(2)} s); ` +
+          `raw consume+decode ${Math.round(raw).toLocaleString("en-US")} rows/s; ratio ${(e2e / raw).toFixed(2)}×`,
+      );
+    } else {
+      lines.push(`  ${rate.toLocaleString("en-US")} rows/s offered, commit interval ${commitInterval}: publish→visible p50 ${r["latencyP50"]} ms, p99 ${r["latencyP99"]} ms (${r["samples"]} batches)`);
+    }
+    lines.push(`    nodes: ${nodeStats.map((s, i) => `n${i + 1} ${s.cpu.toFixed(1)} CPU s, RSS ${s.rssMb} MB`).join("; ")}; load generator ${Number(r["cpuSeconds"]).toFixed(1)} CPU s, RSS ${load.rssMb} MB; nats-server ${natsStats.cpu.toFixed(1)} CPU s`);
+    await nc.close();
+  } finally {
+    for (const n of nodes) n.kill("SIGKILL");
+    await Promise.all(nodes.map((n) => new Promise((r) => (n.exitCode !== null ? r(null) : n.once("exit", r)))));
+    await nats.stop();
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return lines;
+}
+
+/**
+ * The same messages consumed raw: republish `rows` rows as the producer did (500-row batches) to a scratch stream,
+ * then time an ordered consumer decoding them into Arrow column builders.
+ */
+async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: number): Promise<number> {
+  const { createProducer } = await import("../cluster/producer.ts");
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const catalog = new Catalog(mkdtempSync(join(tmpdir(), "natslake-raw-")));
+  const table = await catalog.createTable(parseIdentifier("bench.raw"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id" } });
+  const { ensureTableInfra } = await import("../cluster/nats/table-infra.ts");
+  const subjects = new Subjects();
+  await ensureTableInfra({ nc, subjects, table });
+  const producer = await createProducer({ nc, table: "bench.raw" });
+  const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
+  const pending: Array<Promise<unknown>> = [];
+  for (let i = 0; i < rows; i++) {
+    pending.push(producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 }));
+    if (pending.length >= 20_000) await Promise.all(pending.splice(0));
+  }
+  await producer.flush();
+  await Promise.all(pending);
+  await producer.close();
+  const js = jetstream(nc);
+  const consumer = await js.consumers.get(subjects.ingestStream(table.identifier), { deliver_policy: DeliverPolicy.All });
+  const fields = table.schema.fields;
+  const builder = new RecordBatchBuilder(fields, 65536);
+  const t0 = performance.now();
+  let n = 0;
+  const msgs = await consumer.consume({ max_messages: 256 });
+  for await (const m of msgs) {
+    const b = decodeRowBatch(m.data);
+    const { convert } = batchRowConverter(fields, b.cols);
+    for (const r of b.rows) builder.appendRow(convert(r));
+    n += b.rows.length;
+    if (builder.length >= 65536) builder.finish();
+    if (n >= rows) break;
+  }
+  const secs = (performance.now() - t0) / 1000;
+  await msgs.close();
+  await (await jetstreamManager(nc)).streams.delete(subjects.ingestStream(table.identifier));
+  return n / secs;
+}
+
+const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
+for (const writers of [1, 2, 3]) out.push(...(await scenario(writers, ROWS, 0, "250ms")));
+out.push("latency");
+out.push(...(await scenario(3, 500_000, 50_000, "100ms")));
+out.push("targets: ≥ 250k rows/s end-to-end and ≥ 0.35× the raw rate; p99 ≤ commit interval + 100 ms; RSS ≤ 300 MB per node");
+process.stdout.write(out.join("\n") + "\n");
