@@ -11,14 +11,20 @@ import type { NodeRole } from "../actors/wire/messages.ts";
 
 const ROLES = ["writer", "committer", "reader"] as const;
 
-const duration = z.union([z.number().int().nonnegative(), z.string().transform((s, ctx) => {
-  try {
-    return parseDuration(s);
-  } catch (e) {
-    ctx.addIssue({ code: "custom", message: (e as Error).message });
-    return z.NEVER;
+/** A duration: milliseconds as a number, or text such as "250ms", "2s", "1 min". */
+const duration = z.unknown().transform((v, ctx) => {
+  if (typeof v === "number" && Number.isInteger(v) && v >= 0) return v;
+  if (typeof v === "string") {
+    try {
+      return parseDuration(v);
+    } catch (e) {
+      ctx.addIssue({ code: "custom", message: (e as Error).message });
+      return z.NEVER;
+    }
   }
-})]);
+  ctx.addIssue({ code: "custom", message: `expected a duration such as 250ms or 2s, got ${JSON.stringify(v)}` });
+  return z.NEVER;
+});
 
 export const NodeConfigSchema = z.object({
   nodeId: z.string().regex(/^[A-Za-z0-9_-]+$/, "node ids use letters, digits, '_' and '-' only"),

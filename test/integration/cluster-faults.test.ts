@@ -209,3 +209,24 @@ test("faults - lease renew lag stays below a third of the TTL under full load; s
   assert.ok(maxLag < 2000 / 3, `lease renew lag ${Math.round(maxLag)} ms under load (budget ${Math.round(2000 / 3)} ms)`);
   await assertExactlyOnce(await reloaded(t), load);
 });
+
+test("faults - SIGTERM drains a node: it flushes and hands its buckets off, releases what it holds, exits 0; nothing lost or doubled", { timeout: 120_000 }, async () => {
+  const t = await newTable("f.drain");
+  const a = (await assignment(t.name))!;
+  const victim = [...new Set(Object.values(a.buckets).map((b) => b.node))].find((n) => n !== a.leader)!;
+  const load = startLoad({ nc: c.nc, table: t.name, ratePerSec: 10_000, durationMs: 6000 });
+  await new Promise((r) => setTimeout(r, 2000));
+  const termAt = Date.now();
+  c.signal(victim, "SIGTERM");
+  const code = await c.waitExit(victim, 30_000);
+  assert.equal(code, 0, `drained node exit code (logs: ${c.logs(victim).slice(-2000)})`);
+  assert.ok(Date.now() - termAt < 20_000, "drained within the drain timeout");
+  assert.match(c.logs(victim), /"msg":"bucket released"/, "its buckets were released by hand-off, not taken after a timeout");
+  assert.doesNotMatch(c.logs(victim), /drain timed out/);
+  await load.done;
+  await load.waitVisible(60_000);
+  const t2 = await reloaded(t);
+  await checkChain(t2);
+  await assertExactlyOnce(t2, load);
+  c.startNode(`n${nextNode++}`);
+});

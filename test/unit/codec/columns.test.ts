@@ -427,3 +427,13 @@ test("columns - property: appendInput equals appendRow of the converted row: sam
   );
   assert.ok(accepted > 500 && rejected > 300, `both paths exercised (${accepted} accepted, ${rejected} rejected)`);
 });
+
+test("columns - a builder reused after finish() regrows correctly, for every type", () => {
+  const rows = Array.from({ length: 3000 }, (_, i) => ALL_ROWS[i % ALL_ROWS.length]!);
+  const b = new RecordBatchBuilder(ALL_TYPES, 2500);
+  for (let round = 0; round < 3; round++) {
+    const n = round === 1 ? 700 : 3000;
+    for (const r of rows.slice(0, n)) b.appendRow(r);
+    assert.deepEqual(recordBatchToRows(ALL_TYPES, b.finish()), rows.slice(0, n));
+  }
+});

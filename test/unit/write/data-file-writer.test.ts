@@ -24,7 +24,7 @@ const rowsFrom = (from: number, n: number): Row[] =>
 
 test("data files - with a pool, a large batch becomes several files with contiguous sequence numbers and exact metadata", async () => {
   const t = await createTable(wh.path, "w.split", "id BIGINT, s STRING, x DOUBLE");
-  const writer = new DataFileWriter(t, { pool, minRowsPerFile: 100 });
+  const writer = new DataFileWriter(t, { pool, minRowsPerFile: 100, poolMinRows: 0 });
   const first = rowsFrom(0, 450);
   const second = rowsFrom(450, 150);
   const paths: string[] = [];
@@ -55,16 +55,19 @@ test("data files - with a pool, a large batch becomes several files with contigu
   assert.deepEqual(inline.map((m) => [m.rowCount, m.minSequenceNumber, m.maxSequenceNumber]), [[450, 7n, 456n]]);
 });
 
-test("data files - an encoding that fails rejects the write only after every other file has settled", async () => {
+test("data files - a failed encoding rejects the write; small files are encoded without the pool", async () => {
   const t = await createTable(wh.path, "w.fail", "id BIGINT, s STRING, x DOUBLE");
   const closed = new ParquetEncoderPool({ size: 2 });
   await closed.close();
   const paths: string[] = [];
   await assert.rejects(
-    new DataFileWriter(t, { pool: closed, minRowsPerFile: 10 }).writeFiles("", 0, [rowsToRecordBatch(t.schema.fields, rowsFrom(0, 40))], 0n, (p) => paths.push(p)),
+    new DataFileWriter(t, { pool: closed, minRowsPerFile: 10, poolMinRows: 0 }).writeFiles("", 0, [rowsToRecordBatch(t.schema.fields, rowsFrom(0, 40))], 0n, (p) => paths.push(p)),
     /pool is closed/,
   );
-  assert.deepEqual(paths, []);
+  assert.equal(paths.length, 0);
+  // Small files never reach the pool (below `poolMinRows`, default 8192 rows).
+  const small = await new DataFileWriter(t, { pool: closed }).writeFiles("", 0, [rowsToRecordBatch(t.schema.fields, rowsFrom(0, 40))], 0n, (p) => paths.push(p));
+  assert.equal(small[0]!.rowCount, 40);
 });
 
 test("scan - files decode in parallel in the pool (also by row groups), projected, in sequence order, with limits", async () => {
@@ -73,8 +76,8 @@ test("scan - files decode in parallel in the pool (also by row groups), projecte
   const noise = (): string => randomBytes(30).toString("base64");
   const all: Row[] = Array.from({ length: 9000 }, (_, i) => ({ id: BigInt(i), s: i % 13 === 0 ? null : noise(), x: i / 8 }));
   const batch = rowsToRecordBatch(t.schema.fields, all);
-  const split = await new DataFileWriter(t, { pool, minRowsPerFile: 3000 }).writeFiles("", 0, [batch.slice(0, 6000)], 0n, () => undefined);
-  const grouped = await new DataFileWriter(t, { pool, parquet: { maxRowGroupSize: 700 } }).writeFiles("", 0, [batch.slice(6000)], 6000n, () => undefined);
+  const split = await new DataFileWriter(t, { pool, minRowsPerFile: 3000, poolMinRows: 0 }).writeFiles("", 0, [batch.slice(0, 6000)], 0n, () => undefined);
+  const grouped = await new DataFileWriter(t, { pool, poolMinRows: 0, parquet: { maxRowGroupSize: 700 } }).writeFiles("", 0, [batch.slice(6000)], 6000n, () => undefined);
   const metas = [...split, ...grouped];
   assert.deepEqual(metas.map((m) => m.rowCount), [3000, 3000, 3000]);
   assert.ok(metas.every((m) => m.fileSize > 64 * 1024), `files large enough for the pool: ${metas.map((m) => m.fileSize).join(", ")}`);

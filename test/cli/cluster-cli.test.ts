@@ -1,0 +1,74 @@
+/**
+ * The cluster from the command line: `table create --nats` (through a running node: the table, its ingest stream
+ * with both subjects, discard new, max_bytes and an explicit duplicate window, and its producer metadata in KV),
+ * `publish` with a final count, `subscribe`, and `up --demo` (the README's first command).
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { jetstreamManager, DiscardPolicy } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
+
+const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
+let c: TestCluster;
+before(async () => {
+  c = await startCluster({ nodes: 1 });
+});
+after(async () => {
+  await c.stop();
+});
+
+const nl = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
+
+test("cluster cli - table create --nats creates the table, its stream (both subjects, discard new, max_bytes, duplicate window) and its metadata", async () => {
+  const r = await waitFor("a node answers admin requests", () => {
+    const x = nl(["table", "create", "cli.orders", "--nats", c.nats.url, "--columns", "id BIGINT NOT NULL, item STRING", "--option", "bucket=3", "--option", "bucket-key=id"]);
+    return x.status === 0 ? x : undefined;
+  }, 30_000, 500);
+  assert.match(r.stdout, /created cli\.orders/);
+  const jsm = await jetstreamManager(c.nc);
+  const info = await jsm.streams.info("LAKE_IN_cli_orders");
+  assert.deepEqual([...info.config.subjects].sort(), ["lake.in.cli.orders", "lake.in.cli.orders.*"]);
+  assert.equal(info.config.discard, DiscardPolicy.New);
+  assert.ok(info.config.max_bytes > 0);
+  assert.equal(info.config.duplicate_window, 120_000 * 1_000_000);
+  const meta = (await (await new Kvm(c.nc).open("lake_tables")).get("cli.orders"))!.json() as { bucket: number; bucketKey: string[] };
+  assert.equal(meta.bucket, 3);
+  assert.deepEqual(meta.bucketKey, ["id"]);
+  const again = nl(["table", "create", "cli.orders", "--nats", c.nats.url, "--columns", "id BIGINT NOT NULL"]);
+  assert.notEqual(again.status, 0);
+  assert.match(again.stderr, /already exists/);
+});
+
+test("cluster cli - publish reports its count; subscribe prints the snapshot; rows read back", async () => {
+  const file = join(c.dir, "orders.jsonl");
+  writeFileSync(file, Array.from({ length: 500 }, (_, i) => JSON.stringify({ id: i, item: `it${i}` })).join("\n") + "\n");
+  const sub = spawn(process.execPath, [BIN, "subscribe", "cli.orders", "--nats", c.nats.url, "--count", "1"], { stdio: ["ignore", "pipe", "pipe"] });
+  let subOut = "";
+  sub.stdout.on("data", (b: Buffer) => (subOut += b.toString()));
+  const pub = nl(["publish", "cli.orders", file, "--nats", c.nats.url, "--wait-visible"]);
+  assert.equal(pub.status, 0, pub.stderr);
+  assert.match(pub.stdout, /published 500 rows to cli\.orders: 500 ok/);
+  assert.match(pub.stdout, /visible in a snapshot/);
+  await new Promise((r) => sub.once("exit", r));
+  const n = JSON.parse(subOut.trim().split("\n")[0]!) as { table: string; snapshotId: number };
+  assert.equal(n.table, "cli.orders");
+  assert.ok(n.snapshotId >= 1);
+  const read = nl(["read", "cli.orders", "--warehouse", c.warehouse, "--format", "jsonl"]);
+  assert.equal(read.stdout.trim().split("\n").length, 500);
+  const bad = nl(["publish", "cli.orders", join(c.dir, "missing.jsonl"), "--nats", c.nats.url]);
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stderr, /cannot read input file/);
+});
+
+test("cluster cli - up --demo starts servers and nodes, shows rows visible, and stops by itself", { timeout: 120_000 }, () => {
+  const r = nl(["up", "--nodes", "2", "--duration", "3", "--demo"]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /natslake local cluster: 2 nodes/);
+  assert.match(r.stdout, /demo: created demo\.events and published 1000 rows; visible in a snapshot/);
+  assert.match(r.stdout, /stopping the local cluster/);
+});

@@ -1,0 +1,33 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadNodeConfig } from "../../../cluster/config.ts";
+import { tempDir } from "../../helpers/tables.ts";
+
+test("config - flag over environment over file over default", () => {
+  const d = tempDir();
+  try {
+    const file = join(d.path, "node.json");
+    writeFileSync(file, JSON.stringify({ nats: "nats://file:4222", warehouse: "/wh-file", roles: ["writer"], commitInterval: "1s", replicas: 3 }));
+    const cfg = loadNodeConfig({ flags: { nats: "nats://flag:4222" }, env: { NATSLAKE_WAREHOUSE: "/wh-env", NATSLAKE_COMMIT_INTERVAL: "500ms" }, file });
+    assert.equal(cfg.nats, "nats://flag:4222");
+    assert.equal(cfg.warehouse, "/wh-env");
+    assert.equal(cfg.commitInterval, 500);
+    assert.equal(cfg.replicas, 3);
+    assert.deepEqual(cfg.roles, ["writer"]);
+    assert.equal(cfg.leaseTtl, 2000, "default");
+    assert.match(cfg.nodeId, /^[A-Za-z0-9_-]+$/);
+  } finally {
+    d.cleanup();
+  }
+});
+
+test("config - wrong values fail naming the setting", () => {
+  assert.throws(() => loadNodeConfig({ flags: { nats: "nats://x", warehouse: "/w", roles: ["writer", "chef"] }, env: {} }), /roles\.1/);
+  assert.throws(() => loadNodeConfig({ flags: { nats: "nats://x", warehouse: "/w", roles: ["writer"], commitInterval: "soon" }, env: {} }), /commitInterval: 'soon' is not a duration/);
+  assert.throws(() => loadNodeConfig({ flags: { nats: "nats://x", warehouse: "/w", roles: ["committer"] }, env: {} }), /committer role needs --redis/);
+  assert.throws(() => loadNodeConfig({ flags: { warehouse: "/w", roles: ["writer"] }, env: {} }), /nats/);
+  assert.throws(() => loadNodeConfig({ flags: { nats: "nats://x", warehouse: "/w", roles: ["writer"], nodeId: "a b" }, env: {} }), /nodeId/);
+  assert.throws(() => loadNodeConfig({ flags: {}, env: {}, file: "/nonexistent.json" }), /cannot read config file/);
+});
