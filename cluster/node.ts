@@ -121,7 +121,8 @@ export class Node {
   }
 
   async ensureInfra(t: Table): Promise<void> {
-    await ensureTableInfra({ nc: this.nc, subjects: this.subjects, table: t, replicas: this.cfg.replicas, maxBytes: this.cfg.streamMaxBytes, duplicateWindowMs: this.cfg.duplicateWindow });
+    const infra = await ensureTableInfra({ nc: this.nc, subjects: this.subjects, table: t, replicas: this.cfg.replicas, maxBytes: this.cfg.streamMaxBytes, duplicateWindowMs: this.cfg.duplicateWindow });
+    for (const w of infra.warnings) this.log.warn(w, { table: t.name });
   }
 
   /** Starts services for tables that appeared in the warehouse. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs every *.test.ts under the given folders with node's own test runner (through tsx).
 // Node 20's --test does not expand globs, so the files are listed here.
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 
@@ -24,9 +25,15 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+// The current nats-server built by scripts/setup.sh, when present: cluster tests run against it too.
+if (!process.env.NATSLAKE_NATS_SERVER_CURRENT) {
+  const version = readFileSync(new URL("./nats-server-version", import.meta.url), "utf8").trim();
+  const bin = join(process.env.NATSLAKE_TOOLS_DIR ?? join(homedir(), "go", "natslake-bin"), `nats-server-${version}`, "nats-server");
+  if (existsSync(bin)) process.env.NATSLAKE_NATS_SERVER_CURRENT = bin;
+}
 const res = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
-  { stdio: "inherit" },
+  { stdio: "inherit", env: process.env },
 );
 process.exit(res.status ?? 1);

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Installs what natslake's tests need on a Debian 12 machine (or re-uses what is already there). `npm test` and
+# `.ci/run` call it first; it is idempotent and takes about a second when everything is in place.
+#
+#   1. system packages  nats-server, redis-server (and python3 / python3-venv when a venv must be created),
+#                       via apt-get when missing; `apt-get update` runs at most once
+#   1b. nats-server current  optional: a current nats-server (NATS_CURRENT_VERSION) built with `go install` into
+#                       $NATSLAKE_TOOLS_DIR (default ~/go/natslake-bin), only when missing or at another version, within
+#                       NATSLAKE_GO_INSTALL_TIMEOUT seconds; exported as NATSLAKE_NATS_SERVER_CURRENT (the chaos suite
+#                       prefers it: `sync_interval: always`, post-2.10.23 fixes). On failure a WARNING is printed and
+#                       the tests fall back to Debian's nats-server
+#   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb); pip only when they are not
+#                       already installed at exactly these versions
+#   3. npm ci           skipped when node_modules was installed by this script from the same package-lock.json
+#                       and Node version (stamp file node_modules/.natslake-ci-stamp)
+#
+# Idempotent; a re-run on a prepared checkout only runs the tests. Any failure stops the run with a non-zero status:
+# the oracles are never optional, so tests never skip for lack of them.
+set -euo pipefail
+export LC_NUMERIC=C  # EPOCHREALTIME uses the locale decimal separator
+
+ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
+cd "$ROOT"
+
+NATS_CURRENT_VERSION="$(cat "$ROOT/scripts/nats-server-version")"
+NATS_CURRENT_MODULE="github.com/nats-io/nats-server/v2"
+PY_PINS=("pypaimon==2.1.0" "pyarrow==19.0.1" "duckdb==2.0.1")
+VENV="$ROOT/.venv"
+STAMP="node_modules/.natslake-ci-stamp"
+
+log() { printf '[ci] %s\n' "$*"; }
+die() { printf '[ci] ERROR: %s\n' "$*" >&2; exit 1; }
+
+TIMINGS=()
+WARNINGS=()
+warn() {
+  printf '[ci] WARNING: %s\n' "$*" >&2
+  WARNINGS+=("$*")
+}
+PHASE=""
+PHASE_START=""
+phase_begin() {
+  PHASE="$1"
+  PHASE_START="$EPOCHREALTIME"
+  log "== $PHASE"
+}
+phase_end() {
+  local secs
+  secs="$(awk -v a="$PHASE_START" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')"
+  TIMINGS+=("$(printf '%-16s %7ss%s' "$PHASE" "$secs" "${1:+  ($1)}")")
+  log "== $PHASE done in ${secs}s${1:+ ($1)}"
+  PHASE=""
+}
+report() {
+  local status=$?
+  if [[ -n "$PHASE" ]]; then
+    TIMINGS+=("$(printf '%-16s %7s' "$PHASE" "FAILED")")
+  fi
+  log "timings:"
+  local t
+  for t in "${TIMINGS[@]}"; do log "  $t"; done
+  for t in "${WARNINGS[@]}"; do log "WARNING: $t"; done
+  if [[ $status -eq 0 ]]; then log "OK"; else log "FAILED (exit $status)"; fi
+}
+trap report EXIT
+
+as_root() {
+  if [[ "$(id -u)" -eq 0 ]]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "need root (or sudo) to run: $*"
+  fi
+}
+
+venv_ok() { [[ -x "$VENV/bin/python" ]] && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; }
+
+# Exit 0 when every pin is installed at exactly its version and the modules import.
+pins_ok() {
+  "$VENV/bin/python" - "${PY_PINS[@]}" <<'EOF' >/dev/null 2>&1
+import importlib, importlib.metadata as md, sys
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    if md.version(name) != want:
+        sys.exit(1)
+    importlib.import_module(name)
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "system packages"
+missing=()
+command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+if ! venv_ok; then
+  command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+fi
+command -v node >/dev/null 2>&1 || die "node is not installed (Node >= 20.19 is required)"
+command -v npm >/dev/null 2>&1 || die "npm is not installed"
+if [[ ${#missing[@]} -gt 0 ]]; then
+  command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and apt-get is not available to install them"
+  log "installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  command -v nats-server >/dev/null 2>&1 || die "nats-server still missing after apt-get install"
+  command -v redis-server >/dev/null 2>&1 || die "redis-server still missing after apt-get install"
+  phase_end "installed ${missing[*]}"
+else
+  phase_end "all present"
+fi
+log "node $(node --version), npm $(npm --version), $(nats-server --version 2>&1 | head -n1), $(redis-server --version | head -n1 | cut -d' ' -f1-3)"
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "nats-server current"
+# Optional: a failure here is reported (and repeated at the end), never fatal.
+NATS_CURRENT_DIR="${NATSLAKE_TOOLS_DIR:-$HOME/go/natslake-bin}/nats-server-$NATS_CURRENT_VERSION"
+NATS_CURRENT_BIN="$NATS_CURRENT_DIR/nats-server"
+nats_current_ok() { [[ -x "$NATS_CURRENT_BIN" ]] && "$NATS_CURRENT_BIN" --version 2>&1 | grep -qx "nats-server: $NATS_CURRENT_VERSION"; }
+nats_note=""
+if nats_current_ok; then
+  nats_note="present"
+elif ! command -v go >/dev/null 2>&1; then
+  nats_note="skipped: go is not installed"
+else
+  log "go install $NATS_CURRENT_MODULE@$NATS_CURRENT_VERSION -> $NATS_CURRENT_DIR (at most ${NATSLAKE_GO_INSTALL_TIMEOUT:-600}s)"
+  rm -rf "$NATS_CURRENT_DIR"
+  mkdir -p "$NATS_CURRENT_DIR"
+  # GOTOOLCHAIN=local: never fetch another Go toolchain behind our back; GOFLAGS: no VCS stamping outside a repo.
+  go_rc=0
+  timeout --kill-after=10 "${NATSLAKE_GO_INSTALL_TIMEOUT:-600}" \
+    env GOBIN="$NATS_CURRENT_DIR" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+    go install "$NATS_CURRENT_MODULE@$NATS_CURRENT_VERSION" || go_rc=$?
+  if [[ $go_rc -eq 124 || $go_rc -eq 137 ]]; then
+    nats_note="go install timed out after ${NATSLAKE_GO_INSTALL_TIMEOUT:-600}s"
+  elif [[ $go_rc -ne 0 ]]; then
+    nats_note="go install failed (exit $go_rc)"
+  elif ! nats_current_ok; then
+    nats_note="go install produced no working $NATS_CURRENT_VERSION binary"
+  else
+    nats_note="built with $(go version | cut -d' ' -f3)"
+  fi
+fi
+if nats_current_ok; then
+  export NATSLAKE_NATS_SERVER_CURRENT="$NATS_CURRENT_BIN"
+  phase_end "$nats_note: $NATS_CURRENT_BIN"
+else
+  unset NATSLAKE_NATS_SERVER_CURRENT
+  warn "no current nats-server ($NATS_CURRENT_VERSION, $nats_note); tests fall back to $(nats-server --version 2>&1 | head -n1), which lacks jetstream sync_interval"
+  phase_end "$nats_note; falling back to Debian's nats-server"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "python venv"
+venv_note="up to date"
+if ! venv_ok; then
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" || die "python3 -m venv failed (is python3-venv installed?)"
+  venv_note="created"
+fi
+if ! pins_ok; then
+  log "pip install ${PY_PINS[*]}"
+  "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar off -q "${PY_PINS[@]}" \
+    || die "pip install ${PY_PINS[*]} failed; the compat tests cannot run without these oracles"
+  pins_ok || die "after pip install, ${PY_PINS[*]} still do not import at the pinned versions"
+  venv_note="$venv_note, installed ${PY_PINS[*]}"
+fi
+export NATSLAKE_PYTHON="$VENV/bin/python"
+phase_end "$venv_note; $("$NATSLAKE_PYTHON" --version 2>&1)"
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "npm ci"
+want_stamp="$(sha256sum package-lock.json | cut -d' ' -f1) node-$(node --version)"
+if [[ -d node_modules && -f "$STAMP" && "$(cat "$STAMP")" == "$want_stamp" ]]; then
+  phase_end "skipped: node_modules matches package-lock.json"
+else
+  # npm 11 does not run dependency install scripts it has not been told to allow; none is needed here
+  # (esbuild and msgpackr ship prebuilt or pure-JS fallbacks), so its warning about them is expected.
+  npm ci --no-audit --no-fund
+  printf '%s' "$want_stamp" > "$STAMP"
+  phase_end "installed"
+fi
