@@ -2,7 +2,8 @@
  * Codec micro-benchmark: the Arrow/Parquet layer alone (no table, no IO), on 1M rows of 6 columns (BIGINT id,
  * STRING name ~10–20 chars, INT, DOUBLE, TIMESTAMP(3), STRING with 10% nulls). Prints wall and CPU medians of 3 runs
  * for: rows → RecordBatch, column-wise appends (how a msgpack decoder would fill builders), stats, the IPC hand-off,
- * Parquet writes per codec, Parquet reads, and Arrow → canonical rows. A benchmark, not a test.
+ * Parquet writes per codec and writer setting, the same in the worker pool (the batch split in one piece per
+ * worker), Parquet reads (inline and in the pool), and Arrow → canonical rows. A benchmark, not a test.
  *
  *   node --import tsx bench/codec.bench.ts [rows]      (default 1000000)
  */
@@ -18,6 +19,7 @@ import {
   type Utf8ColumnBuilder,
 } from "../src/codec/columns.ts";
 import { readParquet, readParquetAsync, writeParquet } from "../src/codec/parquet.ts";
+import { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 import { computeStats } from "../src/codec/stats.ts";
 import { parseColumnList } from "../src/spec/data-types.ts";
 import { Timestamp, type Row } from "../src/spec/values.ts";
@@ -76,9 +78,24 @@ for (const compression of ["zstd", "snappy", "none"]) {
   const bytes = await measure(`writeParquet ${compression}`, () => writeParquet(batch, { compression }));
   lines.push(`    ${compression} file: ${(bytes.length / 1e6).toFixed(1)} MB`);
 }
+for (const [label, opts] of [
+  ["zstd, arrow-rs defaults (dictionary, page stats)", { dictionary: true, statistics: "page" }],
+  ["zstd, dictionary, chunk stats", { dictionary: true }],
+  ["zstd, no statistics", { statistics: false }],
+  ["zstd, writer version 2.0", { writerVersion: "2.0" }],
+] as const) {
+  const bytes = await measure(`writeParquet ${label}`, () => writeParquet(batch, opts));
+  lines.push(`    file: ${(bytes.length / 1e6).toFixed(1)} MB`);
+}
+const pool = new ParquetEncoderPool();
+const pieces = Array.from({ length: pool.size }, (_, i) => batch.slice(Math.floor((i * N) / pool.size), Math.floor(((i + 1) * N) / pool.size)));
+await Promise.all(pieces.map((p) => pool.encode(p))); // start the workers
+const files = await measure(`pool.encode zstd, ${pool.size} workers × 1 piece`, () => Promise.all(pieces.map((p) => pool.encode(p))));
 const file = writeParquet(batch);
 const table = await measure("readParquet (→ Arrow table)", () => readParquet(file));
+await measure(`pool.decode, ${pool.size} files in parallel`, () => Promise.all(files.map((f) => pool.decode(f))));
 await measure("readParquetAsync, one column", () => readParquetAsync(file, { columns: ["qty"] }));
+await pool.close();
 await measure("recordBatchToRows (Arrow → canonical rows)", () => recordBatchToRows(FIELDS, table));
 
 console.log(`${N} rows, ${FIELDS.length} columns`);

@@ -4,6 +4,11 @@
  * the same data in the same run, and pyarrow.parquet.write_table as the native limit. Prints rows/s and ratios.
  * Medians of 3 runs. A benchmark, not a test: nothing here fails on a slow machine.
  *
+ * Besides wall time, each line shows the process CPU time of the step (all threads: natslake's Parquet workers,
+ * pyarrow's thread pool): on a shared machine wall time swings with the load, CPU time much less. natslake encodes
+ * and decodes Parquet in worker threads (ParquetEncoderPool, one per core), so its wall time can be below its CPU
+ * time; the ratios are of wall time, as the targets are.
+ *
  *   npm run bench -- [rows]      (default 1000000)
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -52,28 +57,39 @@ async function main(): Promise<void> {
   const arrowWrite: number[] = [];
   const objectWrite: number[] = [];
   const scan: number[] = [];
+  const cpu = { arrowWrite: [] as number[], objectWrite: [] as number[], scan: [] as number[] };
+  const cpuSince = (c0: NodeJS.CpuUsage): number => {
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / 1e6;
+  };
   for (let run = 0; run < RUNS; run++) {
     const dir = mkdtempSync(join(tmpdir(), "natslake-bench-"));
     try {
       const catalog = new Catalog(dir);
       const t1 = await catalog.createTable(parseIdentifier("bench.arrow"), { columns: parseColumnList(COLUMNS), options: { bucket: "-1" } });
+      let c0 = process.cpuUsage();
       let t0 = performance.now();
       const w1 = await BatchWriter.open(t1);
       await w1.writeArrow(batch);
       await w1.commit();
       arrowWrite.push((performance.now() - t0) / 1000);
+      cpu.arrowWrite.push(cpuSince(c0));
 
       const t2 = await catalog.createTable(parseIdentifier("bench.objects"), { columns: parseColumnList(COLUMNS), options: { bucket: "-1" } });
+      c0 = process.cpuUsage();
       t0 = performance.now();
       const w2 = await BatchWriter.open(t2);
       await w2.write(objects);
       await w2.commit();
       objectWrite.push((performance.now() - t0) / 1000);
+      cpu.objectWrite.push(cpuSince(c0));
 
+      c0 = process.cpuUsage();
       t0 = performance.now();
       let n = 0;
       for await (const rb of readBatches(await catalog.getTable(parseIdentifier("bench.arrow")))) n += rb.numRows;
       scan.push((performance.now() - t0) / 1000);
+      cpu.scan.push(cpuSince(c0));
       if (n !== ROWS) throw new Error(`scan returned ${n} rows, expected ${ROWS}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -81,7 +97,14 @@ async function main(): Promise<void> {
   }
 
   const pyDir = mkdtempSync(join(tmpdir(), "natslake-bench-py-"));
-  let py: { pypaimon_write_s: number; pypaimon_scan_s: number; pyarrow_write_s: number };
+  let py: {
+    pypaimon_write_s: number;
+    pypaimon_scan_s: number;
+    pyarrow_write_s: number;
+    pypaimon_write_cpu_s: number;
+    pypaimon_scan_cpu_s: number;
+    pyarrow_write_cpu_s: number;
+  };
   try {
     py = JSON.parse((await runPython(PYPAIMON_BENCH_PY, [pyDir, String(ROWS)], { timeoutMs: 600_000 })).trim().split("\n").pop()!) as typeof py;
   } finally {
@@ -91,19 +114,22 @@ async function main(): Promise<void> {
   const aw = median(arrowWrite);
   const ow = median(objectWrite);
   const sc = median(scan);
+  const c = (xs: number[]): string => `cpu ${median(xs).toFixed(3)} s`;
+  const pc = (x: number): string => `cpu ${x.toFixed(3)} s`;
   const lines = [
     `table core, ${ROWS.toLocaleString("en-US")} rows × 6 columns, unaware-bucket append table, parquet + zstd, median of ${RUNS}`,
-    `  natslake write from Arrow    ${aw.toFixed(3)} s  ${rate(aw)}`,
-    `  natslake write from objects  ${ow.toFixed(3)} s  ${rate(ow)}`,
-    `  natslake scan                ${sc.toFixed(3)} s  ${rate(sc)}`,
-    `  pypaimon write (Arrow)       ${py.pypaimon_write_s.toFixed(3)} s  ${rate(py.pypaimon_write_s)}`,
-    `  pypaimon scan                ${py.pypaimon_scan_s.toFixed(3)} s  ${rate(py.pypaimon_scan_s)}`,
-    `  pyarrow write_table (limit)  ${py.pyarrow_write_s.toFixed(3)} s  ${rate(py.pyarrow_write_s)}`,
+    `  natslake write from Arrow    ${aw.toFixed(3)} s  ${rate(aw)}  (${c(cpu.arrowWrite)})`,
+    `  natslake write from objects  ${ow.toFixed(3)} s  ${rate(ow)}  (${c(cpu.objectWrite)})`,
+    `  natslake scan                ${sc.toFixed(3)} s  ${rate(sc)}  (${c(cpu.scan)})`,
+    `  pypaimon write (Arrow)       ${py.pypaimon_write_s.toFixed(3)} s  ${rate(py.pypaimon_write_s)}  (${pc(py.pypaimon_write_cpu_s)})`,
+    `  pypaimon scan                ${py.pypaimon_scan_s.toFixed(3)} s  ${rate(py.pypaimon_scan_s)}  (${pc(py.pypaimon_scan_cpu_s)})`,
+    `  pyarrow write_table (limit)  ${py.pyarrow_write_s.toFixed(3)} s  ${rate(py.pyarrow_write_s)}  (${pc(py.pyarrow_write_cpu_s)})`,
     `ratios (rows/s natslake ÷ rows/s other; ≥ 1.0 means natslake is faster)`,
     `  write from Arrow / pypaimon     ${(py.pypaimon_write_s / aw).toFixed(2)}×   (target ≥ 1.0)`,
     `  write from objects / pypaimon   ${(py.pypaimon_write_s / ow).toFixed(2)}×`,
     `  scan / pypaimon                 ${(py.pypaimon_scan_s / sc).toFixed(2)}×   (target ≥ 1.0)`,
     `  write from Arrow / pyarrow      ${(py.pyarrow_write_s / aw).toFixed(2)}×`,
+    `  all runs (s): Arrow write ${arrowWrite.map((x) => x.toFixed(3)).join(" ")}; objects ${objectWrite.map((x) => x.toFixed(3)).join(" ")}; scan ${scan.map((x) => x.toFixed(3)).join(" ")}`,
   ];
   process.stdout.write(lines.join("\n") + "\n");
 }

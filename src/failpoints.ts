@@ -6,6 +6,14 @@
  * that point), `sleep(ms)` (a pause, for timing faults). A suffix `@N` fires only on the N-th time the point is
  * reached (`writer.file.written:kill@3`), so a crash can land mid-run rather than at the first flush.
  * When FAILPOINTS is unset, `failpoint()` costs one size check of an empty map.
+ *
+ * The points (the chaos suite, chaos/scenarios/, arms each on one node process):
+ * - writer: `io.write.mid` (src/io/local.ts: half of a file's bytes written), `writer.parquet.encoded` and
+ *   `writer.file.written` (src/write/data-file-writer.ts: before the file / after it, before the committable),
+ *   `writer.after-committable` (actors/writer.ts: the committable is in the commit stream);
+ * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
+ *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
+ *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges).
  */
 type Action = ({ kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number }) & { nth?: number };
 
@@ -38,6 +46,14 @@ function due(name: string): Action | undefined {
   const n = (hits.get(name) ?? 0) + 1;
   hits.set(name, n);
   return n === a.nth ? a : undefined;
+}
+
+/**
+ * True when `name` is armed (one size check when FAILPOINTS is unset). For points that need extra work to set up —
+ * e.g. `io.write.mid` splits a write in two — so that work is only done when the point can fire.
+ */
+export function failpointArmed(name: string): boolean {
+  return armed.size !== 0 && armed.has(name);
 }
 
 /** Synchronous failpoint: kill, exit or throw. A `sleep` action is ignored here (use `failpointAsync`). */

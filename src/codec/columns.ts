@@ -22,8 +22,9 @@
  */
 import * as arrow from "apache-arrow";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
-import type { DataType } from "../spec/data-types.ts";
-import { Timestamp, type Row, type Value } from "../spec/values.ts";
+import { MAX_LENGTH, type DataType } from "../spec/data-types.ts";
+import { compileConverter } from "../spec/row-converter.ts";
+import { Timestamp, toCanonical, type Row, type Value } from "../spec/values.ts";
 import { toArrowSchema, toArrowType, type ColumnSpec } from "./arrow-schema.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -162,17 +163,29 @@ abstract class BaseBuilder implements ColumnBuilder {
   }
 }
 
+/**
+ * A copy of `arr` with room for `need` elements: at least double, and at least `min` (the builder's capacity, so a
+ * builder emptied by `finish()` regrows in one step instead of doubling from a small buffer).
+ */
 function grown<T extends { length: number; set(a: ArrayLike<number>): void }>(
   arr: T,
   need: number,
   make: (n: number) => T,
+  min = 0,
 ): T {
-  let n = Math.max(arr.length * 2, 16);
+  let n = Math.max(arr.length * 2, 16, min);
   while (n < need) n *= 2;
   const out = make(n);
   out.set(arr as unknown as ArrayLike<number>);
   return out;
 }
+
+/**
+ * What `finish()` leaves a builder with: small buffers, not the full capacity again — a builder is often dropped
+ * after its last `finish()`, and re-allocating megabytes for nothing only makes the GC run (`grown` restores the
+ * capacity in one step if the builder is used again).
+ */
+const afterFinish = (capacity: number): number => Math.min(capacity, DEFAULT_CAPACITY);
 
 export class BooleanColumnBuilder extends BaseBuilder {
   private bits: Uint8Array;
@@ -194,7 +207,7 @@ export class BooleanColumnBuilder extends BaseBuilder {
   }
   private write(b: boolean): void {
     const i = this.length++;
-    if (i >> 3 >= this.bits.length) this.bits = grown(this.bits, (i >> 3) + 1, (n) => new Uint8Array(n));
+    if (i >> 3 >= this.bits.length) this.bits = grown(this.bits, (i >> 3) + 1, (n) => new Uint8Array(n), (this.capacity + 7) >> 3);
     if (b) this.bits[i >> 3]! |= 1 << (i & 7);
     else this.bits[i >> 3]! &= ~(1 << (i & 7));
   }
@@ -203,7 +216,7 @@ export class BooleanColumnBuilder extends BaseBuilder {
     return arrow.makeData({ type: this.arrowType as arrow.Bool, length: len, nullCount, nullBitmap, data: this.bits.subarray(0, (len + 7) >> 3) });
   }
   protected reset(): void {
-    this.bits = new Uint8Array((this.capacity + 7) >> 3);
+    this.bits = new Uint8Array((afterFinish(this.capacity) + 7) >> 3);
   }
 }
 
@@ -259,12 +272,12 @@ export class NumberColumnBuilder extends BaseBuilder {
   }
   /** Appends without checks: the caller guarantees a number of the column's range. */
   appendNumber(n: number): void {
-    if (this.length === this.values.length) this.values = grown(this.values, this.length + 1, (k) => new this.ctor(k));
+    if (this.length === this.values.length) this.values = grown(this.values, this.length + 1, (k) => new this.ctor(k), this.capacity);
     this.markValid();
     this.values[this.length++] = n;
   }
   protected pushEmpty(): void {
-    if (this.length === this.values.length) this.values = grown(this.values, this.length + 1, (k) => new this.ctor(k));
+    if (this.length === this.values.length) this.values = grown(this.values, this.length + 1, (k) => new this.ctor(k), this.capacity);
     this.values[this.length++] = 0;
   }
   protected build(nullBitmap: Uint8Array | undefined, nullCount: number): arrow.Data {
@@ -277,7 +290,7 @@ export class NumberColumnBuilder extends BaseBuilder {
     });
   }
   protected reset(): void {
-    this.values = new this.ctor(this.capacity);
+    this.values = new this.ctor(afterFinish(this.capacity));
   }
 }
 
@@ -292,7 +305,7 @@ abstract class Int64SlotsBuilder extends BaseBuilder {
   }
   protected ensureSlot(): void {
     if (this.length < this.big.length) return;
-    const big = new BigInt64Array(Math.max(this.big.length * 2, 16));
+    const big = new BigInt64Array(Math.max(this.big.length * 2, 16, this.capacity));
     big.set(this.big);
     this.big = big;
     this.words = new Int32Array(big.buffer);
@@ -335,7 +348,7 @@ abstract class Int64SlotsBuilder extends BaseBuilder {
     });
   }
   protected reset(): void {
-    this.big = new BigInt64Array(this.capacity);
+    this.big = new BigInt64Array(afterFinish(this.capacity));
     this.words = new Int32Array(this.big.buffer);
   }
 }
@@ -440,7 +453,7 @@ export class DecimalColumnBuilder extends BaseBuilder {
   }
   private ensureSlot(): void {
     if ((this.length << 1) < this.big.length) return;
-    const next = new BigInt64Array(Math.max(this.big.length * 2, 32));
+    const next = new BigInt64Array(Math.max(this.big.length * 2, 32, this.capacity * 2));
     next.set(this.big);
     this.big = next;
   }
@@ -455,7 +468,7 @@ export class DecimalColumnBuilder extends BaseBuilder {
     return arrow.makeData({ type: this.arrowType as arrow.Decimal, length: this.length, nullCount, nullBitmap, data: words });
   }
   protected reset(): void {
-    this.big = new BigInt64Array(this.capacity * 2);
+    this.big = new BigInt64Array(afterFinish(this.capacity) * 2);
   }
 }
 
@@ -481,11 +494,11 @@ abstract class VarBytesBuilder extends BaseBuilder {
     const need = this.pos + extra;
     if (need <= this.bytes.length) return;
     if (need > MAX_OFFSET) throw dataInvalid(`column ${this.path}: more than 2 GiB of data in one column chunk`, { column: this.path });
-    this.bytes = grown(this.bytes, need, (n) => new Uint8Array(Math.min(n, MAX_OFFSET)));
+    this.bytes = grown(this.bytes, need, (n) => new Uint8Array(Math.min(n, MAX_OFFSET)), this.byteCapacity);
   }
   protected ensureOffset(): void {
     if (this.length + 1 < this.offsets.length) return;
-    this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n));
+    this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n), this.capacity + 1);
   }
   /** Appends raw bytes `src[start, end)` (for CHAR/VARCHAR the caller guarantees valid UTF-8). */
   appendBytesRange(src: Uint8Array, start: number, end: number): void {
@@ -518,8 +531,8 @@ abstract class VarBytesBuilder extends BaseBuilder {
     });
   }
   protected reset(): void {
-    this.offsets = new Int32Array(this.capacity + 1);
-    this.bytes = new Uint8Array(this.byteCapacity);
+    this.offsets = new Int32Array(afterFinish(this.capacity) + 1);
+    this.bytes = new Uint8Array(Math.min(this.byteCapacity, afterFinish(this.capacity) * 16));
     this.pos = 0;
   }
 }
@@ -599,7 +612,7 @@ export class ListColumnBuilder extends BaseBuilder {
     this.markValid();
   }
   private ensureOffset(): void {
-    if (this.length + 1 >= this.offsets.length) this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n));
+    if (this.length + 1 >= this.offsets.length) this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n), this.capacity + 1);
   }
   protected pushEmpty(): void {
     this.ensureOffset();
@@ -620,7 +633,7 @@ export class ListColumnBuilder extends BaseBuilder {
     });
   }
   protected reset(): void {
-    this.offsets = new Int32Array(this.capacity + 1);
+    this.offsets = new Int32Array(afterFinish(this.capacity) + 1);
   }
 }
 
@@ -669,7 +682,7 @@ export class MapColumnBuilder extends BaseBuilder {
   }
   /** For decoders: begins a non-null map; append to `keys`/`values` in step, then `endMap()`. */
   beginMap(): void {
-    if (this.length + 1 >= this.offsets.length) this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n));
+    if (this.length + 1 >= this.offsets.length) this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n), this.capacity + 1);
     this.markValid();
   }
   endMap(): void {
@@ -677,7 +690,7 @@ export class MapColumnBuilder extends BaseBuilder {
     this.offsets[++this.length] = this.keys.length;
   }
   protected pushEmpty(): void {
-    if (this.length + 1 >= this.offsets.length) this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n));
+    if (this.length + 1 >= this.offsets.length) this.offsets = grown(this.offsets, this.length + 2, (n) => new Int32Array(n), this.capacity + 1);
     this.offsets[this.length + 1] = this.offsets[this.length]!;
     this.length++;
   }
@@ -699,7 +712,7 @@ export class MapColumnBuilder extends BaseBuilder {
     });
   }
   protected reset(): void {
-    this.offsets = new Int32Array(this.capacity + 1);
+    this.offsets = new Int32Array(afterFinish(this.capacity) + 1);
   }
 }
 
@@ -802,11 +815,73 @@ export function makeColumnBuilder(type: DataType, path = "?", capacity = DEFAULT
   return makeBuilder(type, path, Math.max(1, capacity));
 }
 
+/**
+ * The fast path of one column for *input* values (as a producer sends them: numbers for BIGINT and epoch-millis
+ * timestamps, strings, …): appends a value the converter would pass through unchanged (or only widen) and the
+ * builder would accept, without making the canonical value first (no BigInt, no Timestamp object), and returns
+ * true; returns false for anything else, which then takes the converter + `append` path. Exactly the conditions
+ * of `compileConverter`'s fast paths, so accepted values and errors are unchanged.
+ */
+function inputFastPath(col: ColumnBuilder): (v: unknown) => boolean {
+  const type = col.type;
+  switch (type.root) {
+    case "INT":
+    case "SMALLINT":
+    case "TINYINT": {
+      const b = col as NumberColumnBuilder;
+      const shift = type.root === "INT" ? 0 : type.root === "SMALLINT" ? 16 : 24;
+      return (v) => typeof v === "number" && (v << shift) >> shift === v && (b.appendNumber(v), true);
+    }
+    case "BIGINT": {
+      const b = col as Int64ColumnBuilder;
+      return (v) => {
+        if (typeof v === "number" && Number.isSafeInteger(v)) b.appendNumber(v);
+        else if (typeof v === "bigint" && BigInt.asIntN(64, v) === v) b.appendBigInt(v);
+        else return false;
+        return true;
+      };
+    }
+    case "DOUBLE": {
+      const b = col as NumberColumnBuilder;
+      return (v) => typeof v === "number" && (b.appendNumber(v), true);
+    }
+    case "FLOAT": {
+      const b = col as NumberColumnBuilder;
+      return (v) => typeof v === "number" && (b.appendNumber(Math.fround(v)), true);
+    }
+    case "BOOLEAN": {
+      const b = col as BooleanColumnBuilder;
+      return (v) => typeof v === "boolean" && (b.appendBoolean(v), true);
+    }
+    case "VARCHAR": {
+      if (type.length !== MAX_LENGTH) return () => false;
+      const b = col as Utf8ColumnBuilder;
+      return (v) => typeof v === "string" && (b.appendString(v), true);
+    }
+    case "TIMESTAMP":
+    case "TIMESTAMP_LTZ": {
+      const b = col as TimestampColumnBuilder;
+      return (v) => typeof v === "number" && Number.isSafeInteger(v) && (b.appendTimestamp(v, 0), true);
+    }
+    default:
+      return () => false;
+  }
+}
+
+interface InputColumn {
+  name: string;
+  type: DataType;
+  col: ColumnBuilder;
+  fast: (v: unknown) => boolean;
+  convert: (v: unknown) => Value;
+}
+
 /** Builds record batches column by column; `columns[i]` may also be filled directly by a decoder. */
 export class RecordBatchBuilder {
   readonly schema: arrow.Schema;
   readonly columns: ColumnBuilder[];
   private readonly names: string[];
+  private inputColumns: InputColumn[] | null = null;
 
   constructor(
     readonly fields: readonly ColumnSpec[],
@@ -832,6 +907,50 @@ export class RecordBatchBuilder {
       for (let k = 0; k < cols.length; k++) cols[k]!.append(row[this.names[k]!]);
     } catch (e) {
       for (const c of cols) c.truncate(before);
+      throw e;
+    }
+  }
+
+  /**
+   * Validates and appends an input record (an object keyed by column name, as `compileRowConverter` takes it): the
+   * same rules and the same DataInvalid errors as `appendRow(compileRowConverter(fields)(input))`, including the
+   * rejection of unknown keys, at about half the cost, because common values go into the column buffers without
+   * becoming canonical values first. A rejected record is rolled back from every column.
+   */
+  appendInput(input: Readonly<Record<string, unknown>>): void {
+    const cols = (this.inputColumns ??= this.columns.map((col, k) => {
+      const name = this.names[k]!;
+      return { name, type: col.type, col, fast: inputFastPath(col), convert: compileConverter(col.type, name) };
+    }));
+    const before = this.length;
+    try {
+      // The converter's order of errors: conversion errors (column order), then an unknown key, then what the
+      // builders reject (e.g. a timestamp beyond ±2^53 ms) — so a builder error waits until the end.
+      let appendError: { e: unknown } | null = null;
+      let seen = 0;
+      for (let k = 0; k < cols.length; k++) {
+        const c = cols[k]!;
+        const v = input[c.name];
+        if (v !== undefined) seen++;
+        if (c.fast(v)) continue;
+        const value = v === null || v === undefined ? toCanonical(c.type, v, c.name) : c.convert(v);
+        if (appendError !== null) continue;
+        try {
+          c.col.append(value);
+        } catch (e) {
+          appendError = { e };
+        }
+      }
+      // Only when the record has more defined keys than the columns it matched is a key unknown.
+      let defined = 0;
+      for (const key in input) if (input[key] !== undefined) defined++;
+      if (defined !== seen) {
+        const unknown = Object.keys(input).filter((key) => !this.names.includes(key));
+        throw dataInvalid(`unknown column '${unknown[0]}' (columns: ${this.names.join(", ")})`, { column: unknown[0] });
+      }
+      if (appendError !== null) throw appendError.e;
+    } catch (e) {
+      for (const c of this.columns) c.truncate(before);
       throw e;
     }
   }

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { constants as fsc, promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ErrorKind, LakeError } from "../errors.ts";
+import { failpoint, failpointArmed } from "../failpoints.ts";
 import type { FileIO, WriteOptions } from "./file-io.ts";
 
 const isCode = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException | undefined)?.code === code;
@@ -111,7 +112,16 @@ export class LocalFileIO implements FileIO {
       fh = await fs.open(tmp, "wx");
     }
     try {
-      await fh.writeFile(data);
+      if (failpointArmed("io.write.mid")) {
+        // Chaos: half the bytes are in the file when the point fires (a crash in the middle of a write).
+        const bytes = typeof data === "string" ? Buffer.from(data) : data;
+        const half = bytes.length >> 1;
+        await fh.writeFile(bytes.subarray(0, half));
+        failpoint("io.write.mid");
+        await fh.writeFile(bytes.subarray(half));
+      } else {
+        await fh.writeFile(data);
+      }
       if (this.opts.fsync && durable) await fh.sync();
     } catch (e) {
       await fh.close();

@@ -5,12 +5,18 @@
  * field id: a renamed column keeps its id, a column added later reads as nulls, a dropped column is not read. Rows
  * of a bucket come out in sequence order (the split's files are ordered by their first sequence number). A file
  * whose row count differs from its manifest entry is reported as corrupt rather than read silently.
+ *
+ * Decoding runs in a `ParquetEncoderPool` (the process-wide one by default): the next files are read and decoded
+ * while the current one is consumed (up to one more file than there are workers), and a file of several row groups
+ * is decoded by several workers at once. Results are still yielded strictly in plan order. Only the columns the
+ * projection needs are decoded.
  */
 import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { columnReader, makeColumnBuilder, recordBatchToRows } from "../codec/columns.ts";
 import { toArrowField } from "../codec/arrow-schema.ts";
-import { readParquet } from "../codec/parquet.ts";
+import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
+import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import type { DataField, DataType } from "../spec/data-types.ts";
 import { serializeBinaryRow } from "../spec/binary-row.ts";
 import { partitionPath } from "../spec/partition.ts";
@@ -27,7 +33,12 @@ export interface ReadSpec extends ScanSpec {
   partition?: Value[];
   /** Stop after this many rows. */
   limit?: number;
+  /** Worker threads that decode Parquet; default the process-wide pool (`sharedParquetPool`); null: this thread. */
+  decoderPool?: ParquetEncoderPool | null;
 }
+
+/** Files smaller than this are decoded on the calling thread: a worker round trip would cost more than it saves. */
+const POOL_MIN_FILE_BYTES = 64 * 1024;
 
 function projectedFields(table: Table, projection?: string[]): DataField[] {
   if (!projection) return table.schema.fields;
@@ -40,8 +51,30 @@ function projectedFields(table: Table, projection?: string[]): DataField[] {
 
 const sameType = (a: DataType, b: DataType): boolean => JSON.stringify({ ...a, nullable: true }) === JSON.stringify({ ...b, nullable: true });
 
+/** The file's columns as an Arrow table (only `columns`, or all when undefined). */
+async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool | null): Promise<arrow.Table> {
+  if (pool === null || bytes.length < POOL_MIN_FILE_BYTES) {
+    // parquet-wasm's synchronous reader decodes every column; the file reader skips unselected ones.
+    return columns === undefined ? readParquet(bytes) : readParquetAsync(bytes, { columns });
+  }
+  const groups = pool.size > 1 ? parquetFooterInfo(bytes).numRowGroups : 1;
+  if (groups <= 1) return pool.decode(bytes, { columns, transfer: true });
+  // Several row groups: contiguous ranges of them to different workers, concatenated back in order.
+  const parts = Math.min(pool.size, groups);
+  const jobs: Array<Promise<arrow.Table>> = [];
+  for (let p = 0; p < parts; p++) {
+    const from = Math.floor((p * groups) / parts);
+    const to = Math.floor(((p + 1) * groups) / parts);
+    jobs.push(pool.decode(bytes, { columns, rowGroups: Array.from({ length: to - from }, (_, k) => from + k) }));
+  }
+  const tables = await Promise.all(jobs);
+  return new arrow.Table(tables.flatMap((t) => t.batches));
+}
+
+type ColumnSource = { kind: "take"; index: number } | { kind: "convert"; index: number; from: DataType } | { kind: "null" };
+
 /** Reads one data file and returns its batches with the target fields (by id), renamed and evolved. */
-async function readFile(table: Table, split: DataSplit, file: DataFileMeta, fields: DataField[]): Promise<arrow.RecordBatch[]> {
+async function readFile(table: Table, split: DataSplit, file: DataFileMeta, fields: DataField[], pool: ParquetEncoderPool | null): Promise<arrow.RecordBatch[]> {
   const fileSchema: TableSchema = file.schemaId === table.schema.id ? table.schema : await table.schemas.schema(file.schemaId);
   const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
     defaultName: table.options.partitionDefaultName,
@@ -54,27 +87,31 @@ async function readFile(table: Table, split: DataSplit, file: DataFileMeta, fiel
     throw new LakeError(ErrorKind.Unsupported, `data file ${file.fileName}: only Parquet data files can be read (file format from its extension)`);
   }
   const bytes = await table.io.readFile(path);
-  const data = readParquet(bytes, { columns });
+  // Every column of the file wanted: no projection (the cheaper full decode).
+  const data = await decodeFile(bytes, columns.length === fileSchema.fields.length ? undefined : columns, pool);
   if (data.numRows !== file.rowCount) {
     throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${data.numRows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
   }
   const targetSchema = new arrow.Schema(fields.map((f) => toArrowField(f.name, f.type)));
-  const out: arrow.RecordBatch[] = [];
-  for (const batch of data.batches) {
-    const names = batch.schema.fields.map((x) => x.name);
-    const children = fields.map((f, k) => {
-      const src = sources[k];
-      const idx = src ? names.indexOf(src.name) : -1;
-      if (!src || idx < 0) return nullColumn(f.type, batch.numRows);
-      const col = batch.data.children[idx]!;
-      // Same physical type: take the column as it is (renaming is free). Otherwise convert value by value.
-      if (sameType(src.type, f.type) && arrow.util.compareTypes(col.type, toArrowField(f.name, f.type).type)) return col;
-      return convertColumn(src.type, f, col);
+  const structType = new arrow.Struct(targetSchema.fields);
+  // How each target column comes out of the file, decided once per file (its batches share one schema).
+  const names = data.schema.fields.map((x) => x.name);
+  const plan: ColumnSource[] = fields.map((f, k) => {
+    const src = sources[k];
+    const index = src ? names.indexOf(src.name) : -1;
+    if (!src || index < 0) return { kind: "null" };
+    // Same physical type: take the column as it is (renaming is free). Otherwise convert value by value.
+    if (sameType(src.type, f.type) && arrow.util.compareTypes(data.schema.fields[index]!.type, targetSchema.fields[k]!.type)) return { kind: "take", index };
+    return { kind: "convert", index, from: src.type };
+  });
+  return data.batches.map((batch) => {
+    const children = plan.map((p, k) => {
+      if (p.kind === "null") return nullColumn(fields[k]!.type, batch.numRows);
+      const col = batch.data.children[p.index]!;
+      return p.kind === "take" ? col : convertColumn(p.from, fields[k]!, col);
     });
-    const struct = arrow.makeData({ type: new arrow.Struct(targetSchema.fields), length: batch.numRows, nullCount: 0, children });
-    out.push(new arrow.RecordBatch(targetSchema, struct));
-  }
-  return out;
+    return new arrow.RecordBatch(targetSchema, arrow.makeData({ type: structType, length: batch.numRows, nullCount: 0, children }));
+  });
 }
 
 function nullColumn(type: DataType, length: number): arrow.Data {
@@ -104,20 +141,38 @@ export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGene
     ...spec,
     ...(wantPartition !== null ? { partitionFilter: (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === wantPartition } : {}),
   });
-  let remaining = spec.limit ?? Infinity;
-  for (const split of plan.splits) {
-    for (const file of split.files) {
+  const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+  const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
+  // Files read ahead of the one being consumed: enough to keep every worker busy.
+  const window = pool === null ? 1 : pool.size + 1;
+  const limit = spec.limit ?? Infinity;
+  const pending: Array<Promise<arrow.RecordBatch[]>> = [];
+  let next = 0;
+  let startedRows = 0;
+  const startMore = (): void => {
+    while (next < tasks.length && pending.length < window && startedRows < limit) {
+      const { split, file } = tasks[next++]!;
+      startedRows += file.rowCount;
+      const read = readFile(table, split, file, fields, pool);
+      // Observed here so a read abandoned by an early return never becomes an unhandled rejection.
+      read.catch(() => undefined);
+      pending.push(read);
+    }
+  };
+  let remaining = limit;
+  startMore();
+  while (pending.length > 0 && remaining > 0) {
+    const batches = await pending.shift()!;
+    startMore();
+    for (const batch of batches) {
       if (remaining <= 0) return;
-      for (const batch of await readFile(table, split, file, fields)) {
-        if (remaining <= 0) return;
-        if (batch.numRows > remaining) {
-          yield batch.slice(0, remaining);
-          remaining = 0;
-          return;
-        }
-        remaining -= batch.numRows;
-        yield batch;
+      if (batch.numRows > remaining) {
+        yield batch.slice(0, remaining);
+        remaining = 0;
+        return;
       }
+      remaining -= batch.numRows;
+      yield batch;
     }
   }
 }

@@ -4,7 +4,7 @@
  * (SIGSTOP/SIGCONT) and restartable. Everything is stopped by PID at the end.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, openSync, readFileSync } from "node:fs";
+import { closeSync, mkdtempSync, rmSync, openSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,6 +33,36 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
+export interface SpawnNodeOptions {
+  id: string;
+  /** A NATS URL, or a comma-separated list of a cluster's URLs. */
+  nats: string;
+  redis?: string;
+  warehouse: string;
+  /** stdout and stderr of the process are appended here. */
+  logFile: string;
+  commitInterval?: string;
+  leaseTtl?: string;
+  /** More `natslake node` flags (e.g. `--roles writer`, `--replicas 3`). */
+  extra?: string[];
+  /** Added to this process's environment (e.g. FAILPOINTS). */
+  env?: Record<string, string>;
+}
+
+/** Starts one `natslake node` process (also used by the chaos suite's topology). */
+export function spawnNode(o: SpawnNodeOptions): ChildProcess {
+  const fd = openSync(o.logFile, "a");
+  try {
+    return spawn(
+      process.execPath,
+      [BIN, "node", "--nats", o.nats, ...(o.redis ? ["--redis", o.redis] : []), "--warehouse", o.warehouse, "--node-id", o.id, "--commit-interval", o.commitInterval ?? "100ms", "--lease-ttl", o.leaseTtl ?? "2s", "--log-level", "info", ...(o.extra ?? [])],
+      { stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } },
+    );
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export async function startCluster(opts: { nodes: number; commitInterval?: string; leaseTtl?: string; env?: Record<string, string>; natsBin?: string }): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-cluster-"));
   const warehouse = join(dir, "warehouse");
@@ -42,12 +72,7 @@ export async function startCluster(opts: { nodes: number; commitInterval?: strin
   const nodes = new Map<string, NodeProc>();
   const startNode = (id: string, extra: string[] = [], env: Record<string, string> = {}): NodeProc => {
     const logFile = join(dir, `${id}.log`);
-    const fd = openSync(logFile, "a");
-    const proc = spawn(
-      process.execPath,
-      [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", id, "--commit-interval", opts.commitInterval ?? "100ms", "--lease-ttl", opts.leaseTtl ?? "2s", "--log-level", "info", ...extra],
-      { stdio: ["ignore", fd, fd], env: { ...process.env, ...opts.env, ...env } },
-    );
+    const proc = spawnNode({ id, nats: nats.url, redis: redis.url, warehouse, logFile, commitInterval: opts.commitInterval ?? "100ms", leaseTtl: opts.leaseTtl ?? "2s", extra, env: { ...opts.env, ...env } });
     const n = { id, proc, logFile };
     nodes.set(id, n);
     return n;

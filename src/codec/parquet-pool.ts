@@ -1,0 +1,313 @@
+/**
+ * ParquetEncoderPool: Parquet encoding (and decoding) in worker threads, so CPU-heavy codec work runs off the main
+ * thread and on several cores at once.
+ *
+ * - `encode(batch, opts)`: the main thread serialises the batch to an Arrow IPC stream and hands it to a worker, which
+ *   runs parquet-wasm and transfers the Parquet bytes back. The result is byte-for-byte what `writeParquet` produces
+ *   on the main thread. The stream is written (one copy of the column buffers) into a SharedArrayBuffer that each
+ *   worker keeps and reuses, not into a fresh ArrayBuffer per job: measured on the table-core bench, the ~50 MB of new
+ *   ArrayBuffers per million rows made V8 run a full mark-compact per write, 100–150 ms each on a large heap.
+ * - `decode(bytes, opts)`: the reverse — Parquet bytes in, an apache-arrow Table out (projected columns are skipped
+ *   inside the decoder; `rowGroups` selects row groups so one file can be decoded by several workers).
+ *
+ * Workers start lazily (up to `size`, default `os.availableParallelism()`), one job runs per worker at a time and
+ * the rest wait in one FIFO queue on the main thread, so a slow job never holds up jobs another worker could take.
+ * An idle worker is unref'ed: the pool never keeps a process alive, while a pending job does (its worker is ref'ed
+ * until the job settles).
+ *
+ * Robustness: a worker that dies (crash, `process.exit`, a WebAssembly trap, failing to start) rejects the job it
+ * was running with a retryable `LakeError` (kind Unexpected) naming the operation and the exit code, and is
+ * dropped; the next job starts a replacement. Wasm memory never shrinks, so a worker whose wasm memory grew past
+ * `maxWasmMemoryBytes` is retired after its job and replaced on demand. `close()` rejects queued and running jobs
+ * and stops the workers; a closed pool rejects new jobs.
+ *
+ * The worker entry (parquet-worker.mjs) and the wasm calls it shares with parquet.ts (parquet-wasm-ops.mjs) are
+ * plain JavaScript: a worker gets no TypeScript loader when the main thread registered tsx through `tsx/esm/api`
+ * (bin/natslake.mjs), and tsx in every worker would add ~150 ms to its start. Loader flags of the main thread
+ * (`--import tsx`) are therefore not passed on to workers.
+ */
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import * as arrow from "apache-arrow";
+import { ErrorKind, LakeError } from "../errors.ts";
+import { toIpcChunks, writerSpec, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
+import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
+
+export interface ParquetPoolOptions {
+  /** Worker threads at most; default `os.availableParallelism()`. */
+  size?: number;
+  /** A worker whose wasm memory exceeds this after a job is replaced (wasm memory never shrinks). Default 1 GiB. */
+  maxWasmMemoryBytes?: number;
+}
+
+export interface ParquetDecodeOptions extends ParquetReadOptions {
+  /** Row groups to decode (indexes); default all. */
+  rowGroups?: number[];
+  /**
+   * Hand the input's buffer to the worker instead of copying it (the caller's `bytes` become unusable). Only done
+   * when `bytes` spans its whole ArrayBuffer.
+   */
+  transfer?: boolean;
+}
+
+type Op = "encode" | "decode";
+
+interface Job {
+  id: number;
+  op: Op;
+  /** The input: bytes to post as they are, or IPC pieces to stage in the worker's arena at dispatch. */
+  payload: Uint8Array | IpcChunks;
+  spec: ParquetWriterSpec | ParquetDecodeSpec;
+  transfer: ArrayBuffer[];
+  resolve: (bytes: Uint8Array) => void;
+  reject: (e: Error) => void;
+}
+
+interface Reply {
+  id: number;
+  ok: boolean;
+  payload?: Uint8Array;
+  name?: string;
+  message?: string;
+  fatal?: boolean;
+  wasmBytes?: number;
+}
+
+interface PoolWorker {
+  worker: Worker;
+  job: Job | null;
+  /** Shared input buffer of this worker, reused by every job it runs (one at a time); grows on demand. */
+  arena: SharedArrayBuffer | null;
+  /** Set once the worker is being stopped (retired, crashed or closed): it takes no further jobs. */
+  gone: boolean;
+}
+
+const WORKER_URL = new URL("./parquet-worker.mjs", import.meta.url);
+
+const EMPTY = new Uint8Array(0);
+const MAX_KEPT_ARENA_BYTES = 256 * 1024 * 1024;
+
+/** Copies the pieces into the worker's arena (grown by doubling when too small) and returns the view to post. */
+function stage(w: PoolWorker, input: IpcChunks): Uint8Array {
+  const size = input.byteLength;
+  if (w.arena === null || w.arena.byteLength < size) {
+    w.arena = new SharedArrayBuffer(Math.max(size, Math.min(2 * (w.arena?.byteLength ?? 0), 2 ** 31), 1 << 20));
+  }
+  const out = new Uint8Array(w.arena, 0, size);
+  let pos = 0;
+  for (const c of input.chunks) {
+    out.set(c, pos);
+    pos += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * The main thread's Node options minus module loaders: the worker is plain JavaScript (see module comment). Other
+ * options (--cpu-prof, --enable-source-maps, …) carry over, unless Node rejects them for workers.
+ */
+function workerExecArgv(): string[] {
+  const out: string[] = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--import" || a === "--loader" || a === "--experimental-loader" || a === "--require" || a === "-r") {
+      i++;
+      continue;
+    }
+    if (/^--(import|loader|experimental-loader|require)=/.test(a)) continue;
+    out.push(a);
+  }
+  return out;
+}
+
+/** Whether workers take the main thread's (loader-free) Node options; false once Node refused them. */
+let inheritExecArgv = true;
+
+function newWorker(): Worker {
+  if (inheritExecArgv) {
+    try {
+      return new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+    } catch (e) {
+      // V8 and process-wide flags (--trace-gc, --max-old-space-size, …) are not valid for workers.
+      if ((e as { code?: string }).code !== "ERR_WORKER_INVALID_EXEC_ARGV") throw e;
+      inheritExecArgv = false;
+    }
+  }
+  return new Worker(WORKER_URL, { execArgv: [] });
+}
+
+export class ParquetEncoderPool {
+  readonly size: number;
+  private readonly maxWasmMemoryBytes: number;
+  private readonly workers: PoolWorker[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(opts: ParquetPoolOptions = {}) {
+    this.size = Math.max(1, Math.floor(opts.size ?? availableParallelism()));
+    this.maxWasmMemoryBytes = opts.maxWasmMemoryBytes ?? 1024 ** 3;
+  }
+
+  /** Workers currently started (for tests and metrics). */
+  get startedWorkers(): number {
+    return this.workers.length;
+  }
+
+  /**
+   * Encodes a batch or table as one Parquet file in a worker; resolves to the file's bytes. The data is serialised
+   * when the job reaches a worker, so it must not be modified until the promise settles (Arrow data never is).
+   */
+  encode(data: arrow.RecordBatch | arrow.Table, opts: ParquetWriteOptions = {}): Promise<Uint8Array> {
+    if (this.closed) return Promise.reject(closedError());
+    let chunks: IpcChunks;
+    let spec: ParquetWriterSpec;
+    try {
+      spec = writerSpec(opts, data.numRows);
+      chunks = toIpcChunks(data);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    return this.submit("encode", chunks, spec, []);
+  }
+
+  /** Decodes a Parquet file in a worker into an apache-arrow Table (see `ParquetDecodeOptions`). */
+  async decode(bytes: Uint8Array, opts: ParquetDecodeOptions = {}): Promise<arrow.Table> {
+    if (this.closed) throw closedError();
+    const spec: ParquetDecodeSpec = { columns: opts.columns, rowGroups: opts.rowGroups, batchSize: opts.batchSize };
+    const transfer = opts.transfer === true ? transferableBuffer(bytes) : null;
+    const ipc = transfer !== null ? await this.submit("decode", bytes, spec, [transfer]) : await this.submit("decode", { chunks: [bytes], byteLength: bytes.byteLength }, spec, []);
+    return arrow.tableFromIPC(ipc);
+  }
+
+  /** Rejects queued and running jobs and stops every worker. Idempotent; a closed pool rejects new jobs. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.queue.splice(0)) job.reject(closedError());
+    const stopping = this.workers.splice(0).map((w) => {
+      w.gone = true;
+      const job = w.job;
+      w.job = null;
+      job?.reject(closedError());
+      return w.worker.terminate();
+    });
+    await Promise.all(stopping);
+  }
+
+  private submit(op: Op, payload: Uint8Array | IpcChunks, spec: ParquetWriterSpec | ParquetDecodeSpec, transfer: ArrayBuffer[]): Promise<Uint8Array> {
+    return new Promise<Uint8Array>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, op, payload, spec, transfer, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Hands queued jobs to idle workers, starting workers up to `size`. Never throws (it runs in event handlers). */
+  private pump(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      let w = this.workers.find((x) => x.job === null && !x.gone);
+      if (w === undefined) {
+        if (this.workers.length >= this.size) return;
+        try {
+          w = this.startWorker();
+        } catch (e) {
+          const job = this.queue.shift()!;
+          job.reject(new LakeError(ErrorKind.Unexpected, `cannot start a Parquet worker thread: ${(e as Error).message}`, { cause: e }));
+          continue;
+        }
+      }
+      const job = this.queue.shift()!;
+      w.job = job;
+      w.worker.ref();
+      try {
+        const payload = job.payload instanceof Uint8Array ? job.payload : stage(w, job.payload);
+        job.payload = EMPTY; // the pieces may pin large buffers: drop them once staged
+        w.worker.postMessage({ id: job.id, op: job.op, payload, spec: job.spec }, job.transfer);
+      } catch (e) {
+        w.job = null;
+        w.worker.unref();
+        job.reject(e as Error);
+      }
+    }
+  }
+
+  private startWorker(): PoolWorker {
+    const worker = newWorker();
+    const w: PoolWorker = { worker, job: null, arena: null, gone: false };
+    worker.unref();
+    worker.on("message", (msg: Reply) => this.onReply(w, msg));
+    worker.on("error", (e: Error) => this.onDeath(w, `failed: ${e.message}`, e));
+    worker.on("messageerror", (e: Error) => this.onDeath(w, `sent a message that could not be read: ${e.message}`, e));
+    worker.on("exit", (code: number) => this.onDeath(w, `exited with code ${code}`));
+    this.workers.push(w);
+    return w;
+  }
+
+  private onReply(w: PoolWorker, msg: Reply): void {
+    const job = w.job;
+    if (job === null || job.id !== msg.id) return;
+    w.job = null;
+    w.worker.unref();
+    // An arena grown for an unusually large job is not kept around.
+    if (w.arena !== null && w.arena.byteLength > MAX_KEPT_ARENA_BYTES) w.arena = null;
+    if (msg.ok) job.resolve(msg.payload!);
+    else {
+      job.reject(
+        new LakeError(ErrorKind.Unexpected, `Parquet ${job.op} failed in a worker thread: ${msg.message ?? "unknown error"}`, {
+          context: { op: job.op, error: msg.name },
+          retryable: msg.fatal === true,
+        }),
+      );
+    }
+    if (msg.fatal === true || (msg.wasmBytes ?? 0) > this.maxWasmMemoryBytes) this.retire(w);
+    this.pump();
+  }
+
+  /** The worker is gone (or going): its running job fails, it leaves the pool, queued jobs go to the others. */
+  private onDeath(w: PoolWorker, what: string, cause?: Error): void {
+    const i = this.workers.indexOf(w);
+    if (i >= 0) this.workers.splice(i, 1);
+    w.gone = true;
+    const job = w.job;
+    w.job = null;
+    if (job !== null) {
+      job.reject(
+        new LakeError(ErrorKind.Unexpected, `Parquet worker thread ${what} while ${job.op === "encode" ? "encoding" : "decoding"} a file; that job was not completed`, {
+          context: { op: job.op },
+          retryable: true,
+          cause,
+        }),
+      );
+    }
+    // A crashed worker may still be running (an 'error' precedes 'exit'); make sure it stops.
+    if (cause !== undefined) void w.worker.terminate();
+    this.pump();
+  }
+
+  /** Stops an idle worker on purpose (its wasm memory grew too large, or wasm trapped); replaced on demand. */
+  private retire(w: PoolWorker): void {
+    const i = this.workers.indexOf(w);
+    if (i >= 0) this.workers.splice(i, 1);
+    w.gone = true;
+    void w.worker.terminate();
+  }
+}
+
+const closedError = (): LakeError => new LakeError(ErrorKind.Unexpected, "the Parquet worker pool is closed");
+
+let shared: ParquetEncoderPool | null | undefined;
+
+/**
+ * The process-wide pool the table writer and reader use by default (created on first use; its workers are
+ * unref'ed, so it needs no closing). `NATSLAKE_PARQUET_WORKERS` sets its size; `0` disables it (null: encode and
+ * decode on the calling thread).
+ */
+export function sharedParquetPool(): ParquetEncoderPool | null {
+  if (shared === undefined) {
+    const env = process.env["NATSLAKE_PARQUET_WORKERS"];
+    const n = env === undefined || env.trim() === "" ? undefined : Number(env);
+    if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new LakeError(ErrorKind.DataInvalid, `NATSLAKE_PARQUET_WORKERS='${env}' is not a worker count (0 disables the pool)`);
+    shared = n === 0 ? null : new ParquetEncoderPool(n === undefined ? {} : { size: n });
+  }
+  return shared;
+}

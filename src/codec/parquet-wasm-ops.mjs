@@ -1,0 +1,93 @@
+/**
+ * The parquet-wasm calls shared by the main thread (src/codec/parquet.ts) and the Parquet worker threads
+ * (parquet-worker.mjs): Arrow IPC stream → Parquet bytes, and Parquet bytes → Arrow IPC stream.
+ *
+ * Plain JavaScript on purpose: a worker thread gets no TypeScript loader when the process registered tsx through
+ * `tsx/esm/api` (bin/natslake.mjs), and loading tsx in every worker costs ~150 ms of start-up. Types live in
+ * parquet-wasm-ops.d.mts. Inputs are plain, structured-cloneable values (see `ParquetWriterSpec` there), so the same
+ * request can run here or in a worker with identical results.
+ */
+import { Blob } from "node:buffer";
+import * as pw from "parquet-wasm";
+
+/** Writer properties from a resolved spec (every field set by `writerSpec` in parquet.ts). */
+function writerProperties(spec) {
+  let b = new pw.WriterPropertiesBuilder()
+    .setCompression(spec.compression)
+    .setMaxRowGroupSize(Math.max(1, spec.maxRowGroupSize))
+    .setStatisticsEnabled(spec.statistics)
+    .setDictionaryEnabled(spec.dictionary)
+    .setWriterVersion(spec.writerVersion);
+  for (const column of spec.dictionaryColumns) b = b.setColumnDictionaryEnabled(column, true);
+  if (spec.createdBy !== undefined) b = b.setCreatedBy(spec.createdBy);
+  return b.build();
+}
+
+/** Encodes an Arrow IPC stream as one Parquet file. */
+export function encodeIpcStream(ipc, spec) {
+  const props = writerProperties(spec);
+  let table;
+  try {
+    table = pw.Table.fromIPCStream(ipc);
+  } catch (e) {
+    props.free();
+    throw e;
+  }
+  // Consumes both wasm objects, also when it throws.
+  return pw.writeParquet(table, props);
+}
+
+/**
+ * Decodes a Parquet file into an Arrow IPC stream. Without `columns` and `rowGroups` the synchronous reader decodes
+ * everything; otherwise the file reader decodes only the named columns (names the file lacks are skipped) of the
+ * chosen row groups.
+ */
+export async function decodeToIpcStream(bytes, opts = {}) {
+  const batchSize = opts.batchSize ?? 65536;
+  if (opts.columns === undefined && opts.rowGroups === undefined) {
+    // intoIPCStream consumes the wasm table and copies the stream out of wasm memory.
+    return pw.readParquet(bytes, { batchSize }).intoIPCStream();
+  }
+  const file = await pw.ParquetFile.fromFile(new Blob([bytes]));
+  try {
+    const options = { batchSize };
+    if (opts.columns !== undefined) options.columns = existingColumns(file, opts.columns);
+    if (opts.rowGroups !== undefined) options.rowGroups = opts.rowGroups;
+    const table = await file.read(options);
+    return table.intoIPCStream();
+  } finally {
+    file.free();
+  }
+}
+
+/** The requested top-level columns the file has (the file reader fails on unknown names). */
+function existingColumns(file, columns) {
+  const schema = file.schema();
+  try {
+    return columns.filter((name) => {
+      try {
+        schema.indexOf(name);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  } finally {
+    schema.free();
+  }
+}
+
+/** Bytes of wasm linear memory (it grows to the largest job and never shrinks). */
+export function wasmMemoryBytes() {
+  return pw.wasmMemory().buffer.byteLength;
+}
+
+/**
+ * The ArrayBuffer behind `bytes` when `bytes` covers all of it and it may be transferred to another thread
+ * (not wasm memory, not shared), else null.
+ */
+export function transferableBuffer(bytes) {
+  const buffer = bytes.buffer;
+  if (!(buffer instanceof ArrayBuffer) || buffer === pw.wasmMemory().buffer) return null;
+  return bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? buffer : null;
+}

@@ -1,0 +1,63 @@
+/**
+ * Entry of a Parquet worker thread (started by ParquetEncoderPool in parquet-pool.ts). Plain JavaScript, so it
+ * loads without a TypeScript loader however the main thread was started.
+ *
+ * Protocol, one job at a time:
+ *   in:  { id, op: "encode", payload: Uint8Array (Arrow IPC stream), spec: ParquetWriterSpec }
+ *        { id, op: "decode", payload: Uint8Array (Parquet file), spec: ParquetDecodeSpec }
+ *   out: { id, ok: true, payload: Uint8Array, wasmBytes }            (payload's buffer is transferred)
+ *        { id, ok: false, name, message, fatal, wasmBytes }
+ * `fatal` marks a WebAssembly trap (a Rust panic, out of memory): the wasm instance may be left inconsistent, so
+ * the worker exits after replying and the pool starts a fresh one.
+ *
+ * Failpoints (FAILPOINTS, read once at start): `parquet.worker.encode` / `parquet.worker.decode` with `exit`
+ * (the worker thread ends with code 137, as a crash would), `throw`, `kill` (SIGKILL the whole process) or
+ * `sleep(ms)`.
+ */
+/* global WebAssembly */
+import process from "node:process";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parentPort } from "node:worker_threads";
+import { decodeToIpcStream, encodeIpcStream, transferableBuffer, wasmMemoryBytes } from "./parquet-wasm-ops.mjs";
+
+const failpoints = new Map();
+for (const part of (process.env.FAILPOINTS ?? "").split(",")) {
+  const i = part.lastIndexOf(":");
+  if (i > 0 && part.trim().startsWith("parquet.worker.")) failpoints.set(part.slice(0, i).trim(), part.slice(i + 1).trim());
+}
+
+async function failpoint(name) {
+  const action = failpoints.get(name);
+  if (action === undefined) return;
+  const pause = /^sleep\((\d+)\)$/.exec(action);
+  if (pause) await sleep(Number(pause[1]));
+  else if (action === "exit") process.exit(137);
+  else if (action === "kill") process.kill(process.pid, "SIGKILL");
+  else if (action === "throw") throw new Error(`failpoint ${name}`);
+}
+
+async function run(msg) {
+  await failpoint(`parquet.worker.${msg.op}`);
+  if (msg.op === "encode") return encodeIpcStream(msg.payload, msg.spec);
+  if (msg.op === "decode") return decodeToIpcStream(msg.payload, msg.spec);
+  throw new Error(`unknown Parquet worker operation '${msg.op}'`);
+}
+
+/** Hands the buffer over without a copy when the payload owns all of it (results are fresh copies out of wasm). */
+const transferList = (payload) => {
+  const buffer = transferableBuffer(payload);
+  return buffer === null ? [] : [buffer];
+};
+
+parentPort.on("message", (msg) => {
+  run(msg).then(
+    (payload) => parentPort.postMessage({ id: msg.id, ok: true, payload, wasmBytes: wasmMemoryBytes() }, transferList(payload)),
+    (e) => {
+      const fatal = e instanceof WebAssembly.RuntimeError;
+      const message = e instanceof Error ? e.message : String(e);
+      const name = e instanceof Error ? e.name : "Error";
+      parentPort.postMessage({ id: msg.id, ok: false, name, message, fatal, wasmBytes: wasmMemoryBytes() });
+      if (fatal) process.exit(1);
+    },
+  );
+});
