@@ -84,15 +84,20 @@ export class TableWrite {
     this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
     this.convert = compileRowConverter(table.schema.fields);
     // Partition values → a map key without serialising a BinaryRow per row: one reusable writer, hex of its bytes.
+    // The key is the hex of the *framed* row (arity prefix + bytes), the same form manifest entries carry, so the
+    // sequence numbers of a bucket's live files (nextSequence) are found under the same key.
     const ptypes = table.partitionTypes;
-    if (ptypes.length === 0) this.partitionKeyOf = () => "";
-    else {
+    const arityHex = ptypes.length.toString(16).padStart(8, "0");
+    if (ptypes.length === 0) {
+      const empty = Buffer.from(serializeBinaryRow([], [])).toString("hex");
+      this.partitionKeyOf = () => empty;
+    } else {
       const enc = createRowEncoder(ptypes);
       const w = new BinaryRowWriter(ptypes.length, 64);
       this.partitionKeyOf = (row) => {
         w.reset();
         enc(w, this.partitionIdx.map((k) => row[k] ?? null));
-        return Buffer.from(w.buffer.buffer, w.buffer.byteOffset, w.size).toString("hex");
+        return arityHex + Buffer.from(w.buffer.buffer, w.buffer.byteOffset, w.size).toString("hex");
       };
     }
   }

@@ -71,3 +71,23 @@ test("commit - manifests are merged per manifest.merge-min-count, so the list st
   assert.equal((await readJson(t2)).length, 15);
   assert.deepEqual((await readJson(t2)).map((r) => r["id"]), Array.from({ length: 15 }, (_, i) => i), "write order kept across merges");
 });
+
+test("commit - sequence numbers continue across writes, so a bucket's files order by write (append queue)", async () => {
+  for (const [name, opts] of [
+    ["c.seq_unpart", { options: { bucket: "2", "bucket-key": "id" } }],
+    ["c.seq_part", { partitionKeys: ["dt"], options: { bucket: "2", "bucket-key": "id" } }],
+  ] as const) {
+    const t = await createTable(wh.path, name, "id BIGINT NOT NULL, dt STRING", opts);
+    await writeRows(t, [{ id: 1, dt: "a" }, { id: 2, dt: "a" }, { id: 3, dt: "a" }]);
+    await writeRows(t, [{ id: 1, dt: "a" }, { id: 2, dt: "a" }, { id: 3, dt: "a" }]);
+    const t2 = await reopen(wh.path, name);
+    const entries = await new ManifestStore(t2).readLiveEntries((await t2.snapshots.latest())!);
+    const byBucket = new Map<number, Array<[bigint, bigint]>>();
+    for (const e of entries) byBucket.set(e.bucket, [...(byBucket.get(e.bucket) ?? []), [e.file.minSequenceNumber, e.file.maxSequenceNumber]]);
+    for (const [b, ranges] of byBucket) {
+      assert.equal(ranges.length, 2, `bucket ${b} has a file per write`);
+      const [first, second] = ranges.sort((x, y) => (x[0] < y[0] ? -1 : 1));
+      assert.ok(second![0] > first![1], `${name} bucket ${b}: the second write's sequence numbers continue after the first's (${first} then ${second})`);
+    }
+  }
+});
