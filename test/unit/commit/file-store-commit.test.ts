@@ -73,10 +73,11 @@ test("commit - manifests are merged per manifest.merge-min-count, so the list st
 });
 
 test("commit - sequence numbers continue across writes, so a bucket's files order by write (append queue)", async () => {
-  for (const [name, opts] of [
+  const cases: Array<[string, { partitionKeys?: string[]; options: Record<string, string> }]> = [
     ["c.seq_unpart", { options: { bucket: "2", "bucket-key": "id" } }],
     ["c.seq_part", { partitionKeys: ["dt"], options: { bucket: "2", "bucket-key": "id" } }],
-  ] as const) {
+  ];
+  for (const [name, opts] of cases) {
     const t = await createTable(wh.path, name, "id BIGINT NOT NULL, dt STRING", opts);
     await writeRows(t, [{ id: 1, dt: "a" }, { id: 2, dt: "a" }, { id: 3, dt: "a" }]);
     await writeRows(t, [{ id: 1, dt: "a" }, { id: 2, dt: "a" }, { id: 3, dt: "a" }]);
