@@ -93,6 +93,7 @@ phase_begin "system packages"
 missing=()
 command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+for p in faketime strace gcc; do command -v "$p" >/dev/null 2>&1 || missing+=("$p"); done  # chaos nemeses (chaos/nemesis/): libfaketime (clock skew), strace (slow fsync of Go processes), gcc (builds the slow-fsync LD_PRELOAD shim)
 if ! venv_ok; then
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)

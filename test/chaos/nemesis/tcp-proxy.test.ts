@@ -199,6 +199,7 @@ test("tcp-proxy - cut(blackhole) freezes connections without FIN/RST; heal resum
   assert.equal(echo.sockets.size, 1, "only the first connection reached the server");
   assert.equal(proxy.stats().blackholed, 1);
   assert.equal(proxy.stats().frozen, 1);
+  assert.equal(proxy.cut("blackhole"), 0, "cutting again is a no-op");
 
   proxy.heal();
   // The frozen connection resumes: what was sent during the cut arrives now, in order.

@@ -1,0 +1,294 @@
+/**
+ * The chaos suite's vocabulary: a scenario drives a topology (real processes on loopback) under a bounded workload,
+ * injects faults through nemeses, and hands the history to the verifier, which writes the report.
+ *
+ * Nothing in the product imports chaos/; the CLI starts the chaos runner as a separate process.
+ *
+ * Plugging in (infrastructure nemeses in chaos/nemesis/, new scenarios in chaos/scenarios/):
+ * - a scenario is a file in chaos/scenarios/ exporting `scenarios: Scenario[]`; the runner finds every such file
+ *   (chaos/scenarios/index.ts), so adding one needs no registry edit;
+ * - a scenario can change the topology before it starts (`Scenario.topology`: a warehouse on a small tmpfs, a node's
+ *   environment such as LD_PRELOAD or FAILPOINTS, a node's NATS URL pointing at a proxy) and inject faults through
+ *   the `TopologyHandle` it is given (`ScenarioContext.topology`);
+ * - a `Nemesis` (inject + heal, each bounded in time) made by a `NemesisFactory` from a `NemesisContext` can be
+ *   handed to the seeded soak: chaos/scenarios/soak.ts takes every factory of `soakNemeses` (chaos/faults.ts) plus
+ *   those exported as `infraNemeses` by chaos/nemesis/index.ts when that module exists.
+ */
+
+/** One process of the topology that faults can target. */
+export type Target =
+  | { kind: "node"; id: string }
+  | { kind: "nats"; index: number }
+  | { kind: "redis" }
+  | { kind: "load" };
+
+/** A fault as it happened (recorded in the report with its timestamps). */
+export interface FaultRecord {
+  name: string;
+  target: string;
+  /** Wall-clock epoch ms when the fault was injected (for a failpoint: when the armed process died at it). */
+  injectedAt: number;
+  /** When it was healed (restart, SIGCONT, proxy reconnected, space freed), if it was. */
+  healedAt?: number;
+  /**
+   * Where recovery is measured from: "injected" (crashes, pauses, node loss: the cluster must recover without the
+   * process) or "healed" (Redis down: nothing can commit until it is back). Default "injected".
+   */
+  recoveryFrom?: "injected" | "healed";
+  /** Time from `recoveryFrom` until every bucket committed a row handed to the producer after that moment. */
+  recoveryMs?: number;
+  /**
+   * Recovery measured from the latest fault injected or healed before recovery completed (equals `recoveryMs` unless
+   * faults overlapped); this is what I5 compares with the budget.
+   */
+  effectiveRecoveryMs?: number;
+  /** Whether the fault happened at all (an armed failpoint that was never reached did not). Default true. */
+  fired?: boolean;
+  detail?: Record<string, unknown>;
+}
+
+/** A nemesis injects one kind of fault and heals it; both are bounded in time. */
+export interface Nemesis {
+  readonly name: string;
+  inject(): Promise<FaultRecord>;
+  /** Heals the fault (no-op for crashes whose process is restarted by the scenario). */
+  heal(record: FaultRecord): Promise<void>;
+}
+
+/** Outcome of every published row, as the load generator saw it. */
+export type RowOutcome = "ok" | "duplicate" | "failed" | "unknown";
+
+// -----------------------------------------------------------------------------------------------------------------
+// The load generator's history file (JSON lines, one per message or row; written by chaos/load-child.ts)
+
+/** Rows that must land in the table (when acknowledged). */
+export interface LoadRowsLine {
+  kind: "rows";
+  ids: number[];
+  status: RowOutcome;
+  src: "client" | "raw";
+  /** The bucket subject (−1: the table's bare subject, routed by the cluster). */
+  bucket: number;
+  /** Stream sequence of the acknowledged message. */
+  seq?: number;
+  /** When the rows were handed to the client (epoch ms). */
+  at: number;
+}
+
+/** Rows (by id) or whole payloads (by marker) that must end in the dead-letter stream, never in the table. */
+export interface LoadPoisonLine {
+  kind: "poison";
+  ids: number[];
+  /** Undecodable payloads: a marker string inside the bytes (the DLQ keeps them base64-encoded). */
+  markers: string[];
+  status: RowOutcome;
+  via: "raw" | "batch";
+  bucket: number;
+  seq?: number;
+  at: number;
+  what: string;
+}
+
+/** The load generator's summary, the last line of the file. */
+export interface LoadDoneLine {
+  kind: "done";
+  rows: number;
+  startedAt: number;
+  endedAt: number;
+  stoppedBy: "duration" | "count" | "signal";
+}
+
+export type LoadLine = LoadRowsLine | LoadPoisonLine | LoadDoneLine;
+
+// -----------------------------------------------------------------------------------------------------------------
+// Topology and scenarios
+
+export type NodeRole = "writer" | "committer" | "reader";
+
+/** What scenarios and nemeses may do with the running topology (chaos/topology.ts implements it). */
+export interface TopologyHandle {
+  readonly dir: string;
+  readonly warehouse: string;
+  readonly table: string;
+  readonly natsUrls: readonly string[];
+  readonly redisUrl: string;
+  readonly commitIntervalMs: number;
+  readonly leaseTtlMs: number;
+  nodeIds(role?: NodeRole): string[];
+  nodePid(id: string): number | undefined;
+  isRunning(id: string): boolean;
+  /** Every node exit so far, in order. */
+  readonly exits: readonly NodeExit[];
+  /** The log of node `id`'s current (or last) process. */
+  nodeLog(id: string): string;
+  /** Starts (or restarts, when it is not running) node `id` with extra environment (e.g. FAILPOINTS) and, optionally, another NATS URL. */
+  startNode(id: string, opts?: { env?: Record<string, string>; nats?: string }): void;
+  signalNode(id: string, signal: NodeJS.Signals): void;
+  /** Resolves with the exit (code, signal, time) or null after `timeoutMs`. */
+  waitExit(id: string, timeoutMs: number): Promise<NodeExit | null>;
+  /** The node that currently leads the table (fresh heartbeat listing it), or null. */
+  leader(): Promise<string | null>;
+  /** Writer nodes that own at least one bucket of the table. */
+  bucketOwners(): Promise<Map<number, string>>;
+  /** Waits until every bucket is owned by a live node; false after `timeoutMs`. */
+  waitBalanced(timeoutMs: number): Promise<boolean>;
+  natsPid(index: number): number | undefined;
+  /** Index of the NATS node that leads the table's ingest stream (-1 when unknown). */
+  ingestStreamLeader(): Promise<number>;
+  killNats(index: number): Promise<void>;
+  restartNats(index: number): Promise<void>;
+  /** Index of the NATS node the subscriber is attached to (kept up by the built-in nemeses, see the verifier's I6). */
+  readonly subscriberNats: number;
+  redisPid(): number | undefined;
+  /** Stops redis-server (SIGTERM, or SIGKILL with `crash`); `startRedis` brings it back on the same port. */
+  stopRedis(crash?: boolean): Promise<void>;
+  startRedis(): Promise<void>;
+  /** A line in the run's event log (also printed with --verbose). */
+  event(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface NodeExit {
+  id: string;
+  pid: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  at: number;
+  /** The failpoint that fired, when the process died at one (from its log). */
+  failpoint?: string;
+  /** Whether the runner asked for it (kill/stop) or not. */
+  requested: boolean;
+}
+
+/** Options a scenario may change before its topology starts (infra nemeses: tmpfs warehouse, proxies, LD_PRELOAD). */
+export interface TopologyOverrides {
+  writers?: number;
+  committers?: number;
+  readers?: number;
+  buckets?: number;
+  commitInterval?: string;
+  leaseTtl?: string;
+  /** Warehouse directory (default: inside the run directory). */
+  warehouse?: string;
+  /** Environment per node id at its first start (e.g. `{ w1: { FAILPOINTS: "io.write.mid:kill@5" } }`). */
+  nodeEnv?: Record<string, Record<string, string>>;
+  /** The NATS URL(s) a node connects to (default: every server of the cluster). */
+  natsUrlFor?: (nodeId: string, urls: readonly string[]) => string;
+}
+
+/** A seeded pseudo-random source (chaos/prng.ts). */
+export interface Rng {
+  readonly seed: number;
+  /** [0, 1) */
+  next(): number;
+  /** An integer in [lo, hi]. */
+  int(lo: number, hi: number): number;
+  pick<T>(items: readonly T[]): T;
+}
+
+export interface ScenarioContext {
+  readonly topology: TopologyHandle;
+  readonly rng: Rng;
+  readonly seed: number;
+  /** The load's planned duration; the fault script must be done well before it ends. */
+  readonly durationMs: number;
+  /** Epoch ms when the load started. */
+  readonly loadStartedAt: number;
+  record(f: FaultRecord): FaultRecord;
+  /** Bounded sleep; rejects when the run is being torn down. */
+  sleep(ms: number): Promise<void>;
+  log(msg: string): void;
+}
+
+export interface LoadSettings {
+  ratePerSec: number;
+  /** Share of messages published raw to the bare subject (routed by the leader's router). */
+  rawShare: number;
+  /** Mix poison rows into the load (wrong types raw and in bad RowBatches, undecodable payloads). */
+  poison: boolean;
+  maxRows: number;
+}
+
+export interface Scenario {
+  /** Unique; `natslake chaos run <name>` (a prefix selects several: `writer-kill` runs every writer failpoint). */
+  name: string;
+  description: string;
+  /** In the CI subset (`npm run chaos:ci`). */
+  ci?: boolean;
+  /** In the full suite (`npm run chaos` without names); default true. Variants run by name only. */
+  suite?: boolean;
+  /** The load's duration when `--duration` is not given (ms). */
+  defaultDurationMs: number;
+  load?: Partial<LoadSettings>;
+  topology?: TopologyOverrides;
+  /** The fault script: runs while the load runs; every wait in it is bounded. */
+  run(ctx: ScenarioContext): Promise<void>;
+}
+
+/**
+ * Makes a nemesis for one injection of the seeded soak (called again for every injection, so it may pick its target
+ * from the current state, e.g. the leader); null when it cannot run now or on this machine (it says why in `log`).
+ */
+export type NemesisFactory = (ctx: NemesisContext) => Nemesis | null | Promise<Nemesis | null>;
+
+export interface NemesisContext {
+  readonly topology: TopologyHandle;
+  readonly rng: Rng;
+  log(msg: string): void;
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// The report
+
+export interface InvariantResult {
+  ok: boolean;
+  detail: string;
+}
+
+export interface ChaosReport {
+  scenario: string;
+  seed: number;
+  run: number;
+  startedAt: string;
+  durationMs: number;
+  natsServer: string;
+  faults: FaultRecord[];
+  rows: {
+    published: number;
+    acknowledged: number;
+    unknown: number;
+    failed: number;
+    found: number;
+    deadLettered: number;
+    /** Poison rows / payloads published, and how many of the acknowledged ones are in the DLQ. */
+    poison: number;
+    poisonInDlq: number;
+    /** Rows in the table that were never published, and definite failures that landed anyway. */
+    unexpected: number;
+    failedButPresent: number;
+  };
+  lost: number;
+  duplicated: number;
+  reordered: number;
+  /** A few of the ids behind the counts above (for a first look; the logs are kept with a failed run). */
+  samples: { lost: number[]; duplicated: number[]; reordered: number[] };
+  /** Acknowledged rows missing because JetStream itself lost them (I7), kept apart from `lost`. */
+  infraLoss: { streamMissing: boolean; ackedMissingFromStream: number; detail: string };
+  snapshotsChecked: number;
+  filesChecked: number;
+  orphanFiles: number;
+  /** Unreferenced manifests and hidden temp files left by crashes (reported, never a failure). */
+  orphanManifests: number;
+  tempFiles: number;
+  subscriber: { notifications: number; firstId: number | null; lastId: number | null; gaps: number[] };
+  recoveryBudgetMs: number;
+  /** I1–I7 with pass/fail and a short reason. */
+  invariants: Record<string, InvariantResult>;
+  pypaimonRows: number | null;
+  /** Process exits during the run (requested kills and failpoints included). */
+  exits: NodeExit[];
+  /** Where the run's logs are (kept when the run failed or with --keep). */
+  logsDir: string | null;
+  /** A failure of the harness itself (the run could not be carried out), if any. */
+  error?: string;
+  ok: boolean;
+}
