@@ -11,10 +11,17 @@
  *
  * Crash safety: committables live in JetStream until decided; a new leader re-reads them all; the acceptance rule
  * drops those already committed (duplicates) — nothing is applied twice, nothing decided is lost.
+ *
+ * Notifications have no gap: a leader that dies (or is drained) after linking a snapshot and before announcing it
+ * leaves that snapshot unannounced. So the leader knows the last id announced (from KV at the start of its
+ * leadership) and, before announcing a snapshot, first announces every id between (rebuilt from the snapshot
+ * files, at most the newest CATCH_UP_MAX); its first round does so even when nothing is pending, so an idle table's
+ * last snapshot is announced too (read-your-writes waits on it).
  */
 import type { Meter } from "@opentelemetry/api";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
+import { failpoint } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
 import type { Committable, SnapshotNotification } from "./wire/messages.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
@@ -59,7 +66,12 @@ interface Leadership {
   committer: StreamCommitter<Committable>;
   pending: Array<{ seq: number; committable: Committable }>;
   timer: Cancellable;
+  /** The last snapshot id announced; null until this leadership read it (its first round). */
+  notified: number | null;
 }
+
+/** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
+export const CATCH_UP_MAX = 100;
 
 /**
  * How often the leader looks for pending committables. Writers flush once per commit interval, each on its own
@@ -71,6 +83,8 @@ export const commitCheckMs = (commitIntervalMs: number): number => Math.max(10, 
 
 export class CommitterActor implements Actor<CommitterMsg> {
   private leader: Leadership | null = null;
+  /** Purges in flight (by target), see `inBackground`. */
+  private readonly purging = new Set<string>();
   private busy = false;
   private tickTimer: Cancellable | null = null;
   private readonly commits;
@@ -123,7 +137,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
           stillLeader: () => keeper.isValid(),
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
         });
-        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }) };
+        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null };
         this.leaderChanges.add(1, { table: this.d.table.name });
         ctx.log.info("became leader", { table: this.d.table.name, epoch: msg.epoch, node: this.d.nodeId });
         this.d.onLeadership?.(true, msg.epoch);
@@ -178,8 +192,27 @@ export class CommitterActor implements Actor<CommitterMsg> {
   }
 
   private async round(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
+    if (l.notified === null) {
+      // First round of this leadership: announce what an earlier leader linked but never announced.
+      const last = await this.d.bus.lastSnapshotNotified(this.d.table.name);
+      l.notified = last;
+      const latest = (await this.d.table.snapshots.latestId()) ?? 0;
+      if (latest > last) ctx.log.info("announcing snapshots an earlier leader did not", { table: this.d.table.name, from: last + 1, to: latest });
+      await this.announceThrough(l, latest);
+    }
     for (;;) {
-      const got = await l.reader.fetch(2000, l.pending.length === 0 ? 20 : 1);
+      let got;
+      try {
+        got = await l.reader.fetch(2000, l.pending.length === 0 ? 20 : 1);
+      } catch (e) {
+        // The commit stream's consumer is gone (its NATS server died): read the stream again with a new one. What was
+        // read but not decided is read again; what was decided and not purged yet comes back as duplicates.
+        await l.reader.close().catch(() => undefined);
+        l.pending = [];
+        ctx.log.warn("commit stream reader failed; re-opening it", { table: this.d.table.name, error: ensureError(e).message });
+        l.reader = await this.d.commitLog.open(this.d.table.name);
+        throw e;
+      }
       l.pending.push(...got);
       if (got.length < 2000) break;
     }
@@ -188,6 +221,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
     const started = this.d.clock.monotonic();
     const decided = l.pending;
     const res = await l.committer.commitRound(decided.map((p) => p.committable));
+    // Chaos: the snapshot is linked; rejections, the notification and the purges have not happened yet.
+    if (res.snapshot) failpoint("committer.after-snapshot");
     l.pending = [];
     const table = this.d.table.name;
     this.commitLatency.record(this.d.clock.monotonic() - started, { table });
@@ -214,17 +249,60 @@ export class CommitterActor implements Actor<CommitterMsg> {
         epoch: l.epoch,
         offsets,
       };
+      // Snapshots linked since the last announcement (by a leader that died or was drained right after linking).
+      await this.announceThrough(l, s.id - 1);
       await this.d.bus.publishSnapshot(n);
+      l.notified = s.id;
       for (const v of res.verdicts) {
         if (v.kind === "accepted" && v.committable.firstArrivalMillis > 0) this.visibleLatency.record(res.linkedAt - v.committable.firstArrivalMillis, { table });
       }
       // Retention: committed rows leave the ingest stream (keeps everything after the committed offset).
       const touched = new Set(res.verdicts.filter((v) => v.kind === "accepted").map((v) => v.committable.bucket));
-      await Promise.all([...touched].map((b) => this.d.ingestLog.purgeBucket(table, b, res.state.get(b)!.offset).catch((e: unknown) => ctx.log.warn("purge failed", { table, bucket: b, error: ensureError(e).message }))));
+      for (const b of touched) {
+        const through = res.state.get(b)!.offset;
+        this.inBackground(`bucket-${b}`, () => this.d.ingestLog.purgeBucket(table, b, through), (e) => ctx.log.warn("purge failed", { table, bucket: b, error: e.message }));
+      }
     }
     // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
     const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
-    await this.d.commitLog.purge(table, maxSeq).catch((e: unknown) => ctx.log.warn("commit stream purge failed", { table, error: ensureError(e).message }));
+    this.inBackground("commits", () => this.d.commitLog.purge(table, maxSeq), (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }));
+  }
+
+  /**
+   * Runs a purge without holding up the commit loop (when JetStream elects leaders a purge can time out after
+   * seconds; a round waiting for it delayed every commit — chaos: nats-node-kill). At most one purge per target is in
+   * flight; one skipped now is covered by the next (purges are "everything through seq", so monotone).
+   */
+  private inBackground(key: string, purge: () => Promise<void>, onError: (e: Error) => void): void {
+    if (this.purging.has(key)) return;
+    this.purging.add(key);
+    void purge()
+      .catch((e: unknown) => onError(ensureError(e)))
+      .finally(() => this.purging.delete(key));
+  }
+
+  /** Publishes the notifications of snapshots after `l.notified` up to `id`, rebuilt from the snapshot files. */
+  private async announceThrough(l: Leadership, id: number): Promise<void> {
+    const table = this.d.table.name;
+    for (let k = Math.max((l.notified ?? 0) + 1, id - CATCH_UP_MAX + 1); k <= id; k++) {
+      const s = await this.d.table.snapshots.snapshot(k);
+      const st = await natslakeStateAsOf(this.d.table, s);
+      const offsets: Record<string, number> = {};
+      for (const [b, p] of st?.buckets ?? []) offsets[String(b)] = Number(p.offset);
+      await this.d.bus.publishSnapshot({
+        type: "snapshot",
+        table,
+        snapshotId: s.id,
+        kind: s.commitKind,
+        timeMillis: s.timeMillis,
+        linkedAtMillis: s.timeMillis,
+        totalRecordCount: s.totalRecordCount,
+        deltaRecordCount: s.deltaRecordCount,
+        epoch: st?.epoch ?? 0,
+        offsets,
+      });
+      l.notified = k;
+    }
   }
 
   private async stepDown(ctx: ActorContext<CommitterMsg>, reason: string): Promise<void> {

@@ -62,6 +62,8 @@ export interface Bus {
   publishRejection(writerId: string, r: Rejection): void;
   /** Publishes the notification and records it as the table's last one (for late subscribers). */
   publishSnapshot(n: SnapshotNotification): Promise<void>;
+  /** The snapshot id of the table's last recorded notification (0 when none). */
+  lastSnapshotNotified(table: string): Promise<number>;
   publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void>;
 }
 

@@ -15,7 +15,7 @@ import { ensureError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunctionType } from "../src/spec/bucket.ts";
 import { compileConverter } from "../src/spec/row-converter.ts";
 import type { Table } from "../src/table/table.ts";
-import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
+import type { Actor, ActorContext } from "./runtime/index.ts";
 import type { Bus, Clock, RawLog, RawMessage, RawReader } from "./ports.ts";
 
 /** Rows per routed message: well below NATS's default 1 MiB payload for typical rows. */
@@ -46,7 +46,6 @@ export class RouterActor implements Actor<RouterMsg> {
   /** Messages fetched past an intent's range, kept for the next group. */
   private leftover: RawMessage[] = [];
   private busy = false;
-  private retry: Cancellable | null = null;
   private readonly names: string[];
   private readonly bucketOf: (row: Record<string, unknown>) => number;
 
@@ -79,7 +78,6 @@ export class RouterActor implements Actor<RouterMsg> {
   }
 
   async postStop(): Promise<void> {
-    this.retry?.cancel();
     await this.reader?.close().catch(() => undefined);
   }
 
@@ -115,9 +113,11 @@ export class RouterActor implements Actor<RouterMsg> {
           ctx.stop();
           return;
         }
-        ctx.log.warn("routing failed; retrying", { table: this.d.table.name, error: msg.error.message });
-        this.retry = ctx.scheduleOnce(500, { type: "pull" });
-        return;
+        // The failed group's messages were taken from the reader already, so retrying on this reader would wait for
+        // them forever. Fail instead: supervision restarts the router (with back-off), which re-reads its progress and
+        // re-opens the reader at the recorded intent, routing the same group again under the same message ids.
+        ctx.log.warn("routing failed; restarting the router from its recorded progress", { table: this.d.table.name, error: msg.error.message });
+        throw msg.error;
     }
   }
 

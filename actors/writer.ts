@@ -230,12 +230,17 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         continue;
       }
       const b: RowBatch = m.batch;
-      const { convert, badCols } = batchRowConverter(fields, b.cols);
+      const { convert, index, check, badCols } = batchRowConverter(fields, b.cols);
+      // One bucket, no partitions: row arrays go straight into the column builders (no row object per row).
+      const direct = w.acceptsArrays;
       for (let i = 0; i < b.rows.length; i++) {
         const values = b.rows[i];
         try {
           if (badCols !== null) throw new Error(badCols);
-          w.writeRow(convert(values));
+          if (direct) {
+            check(values);
+            w.writeArray(values as unknown[], index);
+          } else w.writeRow(convert(values));
           rows++;
         } catch (e) {
           letters.push(this.letter(m.seq, i, ensureError(e).message, jsonSafe(originalRow(b.cols, values))));

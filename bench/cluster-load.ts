@@ -16,6 +16,9 @@ if (!url || !table || !rowsArg || rateArg === undefined) {
 }
 const ROWS = Number(rowsArg);
 const RATE = Number(rateArg);
+const DEBUG = process.env["LATENCY_DEBUG"] === "1";
+/** With LATENCY_DEBUG=1: [write time, latency, snapshot id] per batch, summarised on stderr at the end. */
+const trace: Array<[number, number, number]> = [];
 const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
 
 const nc = await connect({ servers: url });
@@ -27,31 +30,41 @@ const sub = await subscribeSnapshots(nc, table, (n) => {
   const now = Date.now();
   for (const [b, list] of waiting) {
     const off = n.offsets[String(b)] ?? 0;
-    while (list.length > 0 && list[0]![0] <= off) latencies.push(now - list.shift()![1]);
+    while (list.length > 0 && list[0]![0] <= off) {
+      const at = list.shift()![1];
+      latencies.push(now - at);
+      if (DEBUG) trace.push([at, now - at, n.snapshotId]);
+    }
   }
 });
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 let acked = 0;
+// Rows of one batch share one outcome promise: it is followed once, from the batch's first row (whose write time
+// stands for the batch), so the generator makes no garbage per row beyond the row itself.
+const followed = new WeakSet<Promise<unknown>>();
 const pending: Array<Promise<void>> = [];
 for (let i = 0; i < ROWS; i++) {
-  const writtenAt = Date.now();
-  pending.push(
-    producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 }).then((o) => {
-      if (o.status === "ok" || o.status === "duplicate") {
-        acked++;
-        // One entry per batch (its first row's write time stands for the batch).
-        const list = waiting.get(o.bucket) ?? [];
-        if (list.length === 0 || list[list.length - 1]![0] !== o.seq) list.push([o.seq!, writtenAt]);
-        waiting.set(o.bucket, list);
-      }
-    }),
-  );
+  const p = producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 });
+  if (!followed.has(p)) {
+    followed.add(p);
+    const writtenAt = Date.now();
+    pending.push(
+      p.then((o) => {
+        if (o.status === "ok" || o.status === "duplicate") {
+          acked += o.rows;
+          const list = waiting.get(o.bucket) ?? [];
+          if (list.length === 0 || list[list.length - 1]![0] !== o.seq) list.push([o.seq!, writtenAt]);
+          waiting.set(o.bucket, list);
+        }
+      }),
+    );
+  }
   if (RATE > 0 && i % 500 === 499) {
     const ahead = (i + 1) / RATE - (performance.now() - t0) / 1000;
     if (ahead > 0) await new Promise((r) => setTimeout(r, ahead * 1000));
   }
-  if (pending.length >= 20_000) await Promise.all(pending.splice(0));
+  if (i % 20_000 === 19_999) await Promise.all(pending.splice(0));
 }
 await producer.flush();
 await Promise.all(pending);
@@ -61,6 +74,12 @@ await new Promise((r) => setTimeout(r, 300));
 sub.stop();
 const cpu = process.cpuUsage(cpu0);
 latencies.sort((a, b) => a - b);
+if (DEBUG && trace.length > 0) {
+  const t0w = trace[0]![0];
+  const bySec = new Map<number, number[]>();
+  for (const [at, l] of trace) bySec.set(Math.floor((at - t0w) / 250), [...(bySec.get(Math.floor((at - t0w) / 250)) ?? []), l]);
+  for (const [q, ls] of [...bySec].sort((a, b) => a[0] - b[0])) process.stderr.write(`t=${(q * 0.25).toFixed(2)}s n=${ls.length} max=${Math.max(...ls)} p50=${ls.sort((a, b) => a - b)[ls.length >> 1]}\n`);
+}
 const pct = (p: number): number | null => (latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!);
 process.stdout.write(
   JSON.stringify({ rows: ROWS, acked, publishSeconds, visibleSeconds: (performance.now() - t0) / 1000, latencyP50: pct(0.5), latencyP99: pct(0.99), samples: latencies.length, cpuSeconds: (cpu.user + cpu.system) / 1e6 }) + "\n",

@@ -159,8 +159,12 @@ async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: num
 }
 
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
-for (const writers of [1, 2, 3]) out.push(...(await scenario(writers, ROWS, 0, "250ms")));
-out.push("latency");
-out.push(...(await scenario(3, 500_000, 50_000, "100ms")));
+// CLUSTER_BENCH_ONLY=1,3,latency runs only those scenarios (for quick comparisons); default: all.
+const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
+for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...(await scenario(writers, ROWS, 0, "250ms")));
+if (!only || only.includes("latency")) {
+  out.push("latency");
+  out.push(...(await scenario(3, 500_000, 50_000, "100ms")));
+}
 out.push("targets: ≥ 250k rows/s end-to-end and ≥ 0.35× the raw rate; p99 ≤ commit interval + 100 ms; RSS ≤ 300 MB per node");
 process.stdout.write(out.join("\n") + "\n");

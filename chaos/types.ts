@@ -135,6 +135,8 @@ export interface TopologyHandle {
   natsPid(index: number): number | undefined;
   /** Index of the NATS node that leads the table's ingest stream (-1 when unknown). */
   ingestStreamLeader(): Promise<number>;
+  /** Per NATS node (by index), how many consumers of the table's ingest and commit streams it hosts (natslake's readers). */
+  consumerHosts(): Promise<number[]>;
   killNats(index: number): Promise<void>;
   restartNats(index: number): Promise<void>;
   /** Index of the NATS node the subscriber is attached to (kept up by the built-in nemeses, see the verifier's I6). */

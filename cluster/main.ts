@@ -8,6 +8,7 @@ import { exitCodeOf } from "./cli/common.ts";
 import { registerDataCommands } from "./cli/data-commands.ts";
 import { registerTableCommands } from "./cli/table-commands.ts";
 import { registerClusterCommands } from "./cli/cluster-commands.ts";
+import { registerChaosCommands } from "./cli/chaos-commands.ts";
 
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerTableCommands(program, out);
   registerDataCommands(program, out);
   registerClusterCommands(program, out);
+  registerChaosCommands(program);
   return program;
 }
 

@@ -80,25 +80,40 @@ export class Node {
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {
-    const nc = await connect({ servers: cfg.nats, name: `natslake-${cfg.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    // A comma-separated list names several servers of a NATS cluster: the node starts while any of them is up.
+    const servers = cfg.nats.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    const nc = await connect({ servers, name: `natslake-${cfg.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     const subjects = new Subjects(cfg.prefix);
-    const redis = cfg.roles.includes("committer") && cfg.redis ? await connectLeaseRedis(cfg.redis, { commandTimeoutMs: Math.max(100, Math.floor(cfg.leaseTtl / 4)) }) : null;
-    await ensureClusterKv(nc, subjects, cfg.replicas);
-    const ports = await natsPorts(nc, subjects);
-    const node = new Node(cfg, nc, redis, ports, log);
-    await node.heartbeat();
-    node.heartbeatTimer = setInterval(() => void node.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
-    await node.scanTables();
-    node.scanTimer = setInterval(() => void node.scanTables().catch((e: unknown) => log.warn("table scan failed", { error: ensureError(e).message })), 2000);
-    if (cfg.roles.includes("reader")) {
-      node.adminSub = nc.subscribe(subjects.admin, { queue: `${cfg.prefix}-admin` });
-      void (async () => {
-        for await (const m of node.adminSub!) {
-          const reply = await handleAdmin(m.data, { catalog: node.catalog, ensure: (t) => node.ensureInfra(t) });
-          m.respond(new TextEncoder().encode(JSON.stringify(reply)));
-          void node.scanTables().catch(() => undefined);
-        }
-      })();
+    let redis: Redis | null = null;
+    let node: Node | null = null;
+    try {
+      redis = cfg.roles.includes("committer") && cfg.redis ? await connectLeaseRedis(cfg.redis, { commandTimeoutMs: Math.max(100, Math.floor(cfg.leaseTtl / 4)) }) : null;
+      await ensureClusterKv(nc, subjects, cfg.replicas);
+      const ports = await natsPorts(nc, subjects);
+      const n = new Node(cfg, nc, redis, ports, log);
+      node = n;
+      await n.heartbeat();
+      n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
+      await n.scanTables();
+      n.scanTimer = setInterval(() => void n.scanTables().catch((e: unknown) => log.warn("table scan failed", { error: ensureError(e).message })), 2000);
+      if (cfg.roles.includes("reader")) {
+        const sub = nc.subscribe(subjects.admin, { queue: `${cfg.prefix}-admin` });
+        n.adminSub = sub;
+        void (async () => {
+          for await (const m of sub) {
+            const reply = await handleAdmin(m.data, { catalog: n.catalog, ensure: (t) => n.ensureInfra(t) });
+            m.respond(new TextEncoder().encode(JSON.stringify(reply)));
+            void n.scanTables().catch(() => undefined);
+          }
+        })();
+      }
+    } catch (e) {
+      // A node that cannot start must not linger with open connections (the process would never exit): close
+      // everything, then fail.
+      if (node !== null) await node.stop().catch(() => undefined);
+      else redis?.disconnect();
+      await nc.close().catch(() => undefined);
+      throw e;
     }
     log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: cfg.nats, warehouse: cfg.warehouse });
     return node;

@@ -33,16 +33,15 @@ import { stringify as stringifyLossless } from "lossless-json";
 import { ErrorKind, LakeError, dataInvalid, isLakeError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../src/spec/bucket.ts";
 import type { DataField } from "../src/spec/data-types.ts";
-import { compileRowConverter } from "../src/spec/row-converter.ts";
 import { schemaFromJson, type TableSchema } from "../src/spec/schema.ts";
-import type { Row, Value } from "../src/spec/values.ts";
+import type { Value } from "../src/spec/values.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { readTableMeta } from "./nats/table-infra.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
-import type { RowBatch, SnapshotNotification, TableMeta } from "../actors/wire/messages.ts";
-import { compileWireEncoder, encodeRowBatch, packValue } from "../actors/wire/row-batch.ts";
+import type { SnapshotNotification, TableMeta } from "../actors/wire/messages.ts";
+import { MsgpackWriter, compileInputPacker, packValue, rowBatchPrefix, type InputPacker } from "../actors/wire/row-batch.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Publishing with retries
@@ -180,8 +179,10 @@ function deferred<T>(): Deferred<T> {
 
 interface PendingBatch {
   bucket: number;
-  rows: unknown[][];
-  bytes: number;
+  /** Rows so far. */
+  rows: number;
+  /** The message: room for the prefix and the rows array header, then the packed rows (see `payload`). */
+  out: MsgpackWriter;
   done: Deferred<BatchOutcome>;
 }
 
@@ -220,11 +221,20 @@ export class Producer {
   readonly schema: TableSchema;
   readonly numBuckets: number;
   private readonly js: JetStreamClient;
-  private readonly convert: (input: Readonly<Record<string, unknown>>) => Row;
-  private readonly bucketOf: (row: Row) => number;
-  private readonly encoders: Array<(v: Value) => unknown>;
+  /** Per column: validates an input value and writes its wire form (msgpack) into `scratch`. */
+  private readonly packers: InputPacker[];
   private readonly names: string[];
-  private readonly estimators: Array<(v: unknown) => number>;
+  private readonly known: Set<string>;
+  /** Per column: its position in the bucket key or −1; and the key values of the row being prepared. */
+  private readonly keySlot: Int32Array;
+  private readonly keyValues: Value[];
+  private readonly bucketFn: ((key: readonly Value[]) => number) | null;
+  /** The row being prepared, packed (bytes [0, pos)). */
+  private readonly scratch = new MsgpackWriter(1024);
+  /** `{v, schema, cols, rows:` — every batch message starts with it. */
+  private readonly prefix: Uint8Array;
+  /** Typical bytes of a sealed batch (a new batch's first allocation). */
+  private batchCapacity = 16 * 1024;
   private readonly subjectOf: string[];
   private readonly pending = new Map<number, PendingBatch>();
   private readonly lanes = new Map<number, BucketLane>();
@@ -240,7 +250,6 @@ export class Producer {
   private readonly perBucket: number;
   private inFlight = 0;
   private preparedBucket = 0;
-  private preparedBytes = 0;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -258,11 +267,20 @@ export class Producer {
     this.schema = schemaFromJson(meta.schema);
     const fields = this.schema.fields;
     this.names = fields.map((f) => f.name);
-    this.convert = compileRowConverter(fields);
-    this.encoders = fields.map((f) => compileWireEncoder(f.type));
-    this.estimators = fields.map((f) => sizeEstimator(f));
+    this.known = new Set(this.names);
     this.numBuckets = meta.bucket > 0 ? meta.bucket : 1;
-    this.bucketOf = meta.bucket > 0 ? routeByKey(fields, meta, this.schema) : () => 0;
+    if (meta.bucket > 0) {
+      const r = routeByKey(fields, meta, this.schema);
+      this.bucketFn = r.fn;
+      this.keySlot = Int32Array.from(this.names, (name) => r.names.indexOf(name));
+      this.keyValues = new Array<Value>(r.names.length).fill(null);
+    } else {
+      this.bucketFn = null;
+      this.keySlot = new Int32Array(this.names.length).fill(-1);
+      this.keyValues = [];
+    }
+    this.packers = fields.map((f, k) => compileInputPacker(f, this.keySlot[k]! >= 0));
+    this.prefix = rowBatchPrefix(this.schema.id, this.names);
     this.subjectOf = Array.from({ length: this.numBuckets }, (_, b) => subjects.ingestBucket(identifier, b));
     this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? 500);
     const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
@@ -285,8 +303,8 @@ export class Producer {
   /** Buffers one row; resolves with the outcome of its batch. Throws (synchronously) for a bad row. */
   write(row: Readonly<Record<string, unknown>>): Promise<BatchOutcome> {
     this.checkOpen();
-    const values = this.prepare(row);
-    return this.enqueue(this.preparedBucket, values, this.preparedBytes);
+    this.prepare(row);
+    return this.enqueue(this.preparedBucket, this.scratch.buf, 0, this.scratch.pos);
   }
 
   /**
@@ -295,21 +313,23 @@ export class Producer {
    */
   writeMany(rows: ReadonlyArray<Readonly<Record<string, unknown>>>): Promise<BatchOutcome[]> {
     this.checkOpen();
-    const values: unknown[][] = new Array(rows.length);
+    // Every row packed into one staging buffer first; nothing is buffered unless all rows are good.
+    const staged = new MsgpackWriter(Math.max(1024, rows.length * 64));
     const buckets = new Int32Array(rows.length);
-    const bytes = new Float64Array(rows.length);
+    const ends = new Float64Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       try {
-        values[i] = this.prepare(rows[i]!);
+        this.prepare(rows[i]!);
         buckets[i] = this.preparedBucket;
-        bytes[i] = this.preparedBytes;
+        staged.bytes(this.scratch.buf, 0, this.scratch.pos);
+        ends[i] = staged.pos;
       } catch (e) {
         if (isLakeError(e)) throw new LakeError(e.kind, `row ${i}: ${e.message}`, { context: { ...e.context, rowIndex: i } });
         throw e;
       }
     }
     const batches = new Set<Promise<BatchOutcome>>();
-    for (let i = 0; i < rows.length; i++) batches.add(this.enqueue(buckets[i]!, values[i]!, bytes[i]!));
+    for (let i = 0; i < rows.length; i++) batches.add(this.enqueue(buckets[i]!, staged.buf, i === 0 ? 0 : ends[i - 1]!, ends[i]!));
     return Promise.all(batches);
   }
 
@@ -349,43 +369,64 @@ export class Producer {
   }
 
   /**
-   * Converts and routes one row: returns its wire values in schema order and leaves its bucket and estimated size
-   * in `preparedBucket` / `preparedBytes` (no tuple allocated per row).
+   * Validates, packs and routes one row: leaves its msgpack bytes (an array of its values in schema order) in
+   * `scratch` and its bucket in `preparedBucket` — no canonical row, wire values or tuple allocated per row.
    */
-  private prepare(input: Readonly<Record<string, unknown>>): unknown[] {
+  private prepare(input: Readonly<Record<string, unknown>>): void {
     if (input === null || typeof input !== "object" || Array.isArray(input)) throw dataInvalid(`a row must be an object keyed by column name`);
-    const row = this.convert(input);
-    this.preparedBucket = this.bucketOf(row);
-    const n = this.names.length;
-    const values = new Array<unknown>(n);
-    let bytes = 1;
+    const w = this.scratch;
+    const names = this.names;
+    const packers = this.packers;
+    const keySlot = this.keySlot;
+    const n = names.length;
+    w.pos = 0;
+    w.arrayHeader(n);
+    // Conversion errors in column order, then an unknown key: the order compileRowConverter reports them in.
+    let seen = 0;
     for (let k = 0; k < n; k++) {
-      const w = this.encoders[k]!(row[this.names[k]!]!);
-      values[k] = w;
-      bytes += this.estimators[k]!(w);
+      const v = input[names[k]!];
+      if (v !== undefined) seen++;
+      const c = packers[k]!(w, v);
+      const slot = keySlot[k]!;
+      if (slot >= 0) this.keyValues[slot] = c;
     }
-    if (bytes > this.maxRowBytes) throw dataInvalid(`row is too large for one NATS message (about ${bytes} bytes; the server's max_payload is ${this.nc.info?.max_payload})`);
-    this.preparedBytes = bytes;
-    return values;
+    // Only when the record has more defined keys than the columns it matched is a key unknown.
+    let defined = 0;
+    for (const name in input) if (input[name] !== undefined) defined++;
+    if (defined !== seen) {
+      const unknown = Object.keys(input).filter((name) => !this.known.has(name));
+      throw dataInvalid(`unknown column '${unknown[0]}' (columns: ${names.join(", ")})`, { column: unknown[0] });
+    }
+    if (w.pos > this.maxRowBytes) {
+      const bytes = w.pos;
+      w.pos = 0;
+      if (w.buf.length > 1024 * 1024) w.resize(1024);
+      throw dataInvalid(`row is too large for one NATS message (about ${bytes} bytes; the server's max_payload is ${this.nc.info?.max_payload})`);
+    }
+    this.preparedBucket = this.bucketFn === null ? 0 : this.bucketFn(this.keyValues);
   }
 
-  private enqueue(bucket: number, values: unknown[], bytes: number): Promise<BatchOutcome> {
+  /** Appends a packed row (`src[start, end)`) to its bucket's open batch. */
+  private enqueue(bucket: number, src: Uint8Array, start: number, end: number): Promise<BatchOutcome> {
     let batch = this.pending.get(bucket);
-    if (batch !== undefined && batch.bytes + bytes > this.maxBatchBytes) {
+    if (batch !== undefined && batch.out.pos + (end - start) > this.maxBatchBytes) {
       this.seal(batch);
       batch = undefined;
     }
     if (batch === undefined) {
-      batch = { bucket, rows: [], bytes: 64, done: deferred<BatchOutcome>() };
+      const out = new MsgpackWriter(Math.max(this.batchCapacity, this.prefix.length + 5 + (end - start)));
+      // Room for the prefix and the largest rows array header; both are written when the batch is sealed.
+      out.pos = this.prefix.length + 5;
+      batch = { bucket, rows: 0, out, done: deferred<BatchOutcome>() };
       this.pending.set(bucket, batch);
       const p = batch.done.promise;
       this.unsettled.add(p);
       void p.then(() => this.unsettled.delete(p));
     }
-    batch.rows.push(values);
-    batch.bytes += bytes;
+    batch.out.bytes(src, start, end);
+    batch.rows++;
     const p = batch.done.promise;
-    if (batch.rows.length >= this.maxBatchRows) this.seal(batch);
+    if (batch.rows >= this.maxBatchRows) this.seal(batch);
     else if (this.timer === null) this.timer = setTimeout(() => this.sealAll(), this.lingerMs);
     return p;
   }
@@ -400,6 +441,7 @@ export class Producer {
 
   private seal(batch: PendingBatch): void {
     this.pending.delete(batch.bucket);
+    this.batchCapacity = Math.min(Math.max(1024, this.maxBatchBytes + 64), Math.max(this.batchCapacity, batch.out.pos + (batch.out.pos >> 3)));
     let lane = this.lanes.get(batch.bucket);
     if (lane === undefined) {
       lane = { queue: [], inFlight: 0, counter: 0 };
@@ -424,16 +466,27 @@ export class Producer {
     }
   }
 
+  /** The batch's message: the prefix and rows array header written right before its rows. */
+  private payload(batch: PendingBatch): Uint8Array {
+    const out = batch.out;
+    const rowsStart = this.prefix.length + 5;
+    const end = out.pos;
+    const header = batch.rows < 16 ? 1 : batch.rows < 0x10000 ? 3 : 5;
+    const start = rowsStart - header - this.prefix.length;
+    out.pos = start + this.prefix.length;
+    out.arrayHeader(batch.rows);
+    out.buf.set(this.prefix, start);
+    return out.buf.subarray(start, end);
+  }
+
   private async send(batch: PendingBatch, lane: BucketLane): Promise<void> {
     const msgId = `${this.producerId}-${batch.bucket}-${lane.counter++}`;
     let outcome: BatchOutcome;
     try {
-      const msg: RowBatch = { v: 1, schema: this.schema.id, cols: this.names, rows: batch.rows };
-      const payload = encodeRowBatch(msg);
-      const r = await publishWithRetry(this.js, this.subjectOf[batch.bucket]!, payload, msgId, this.policy);
-      outcome = { ...r, bucket: batch.bucket, rows: batch.rows.length };
+      const r = await publishWithRetry(this.js, this.subjectOf[batch.bucket]!, this.payload(batch), msgId, this.policy);
+      outcome = { ...r, bucket: batch.bucket, rows: batch.rows };
     } catch (e) {
-      outcome = { status: "failed", bucket: batch.bucket, rows: batch.rows.length, msgId, attempts: 0, error: errorText(e) };
+      outcome = { status: "failed", bucket: batch.bucket, rows: batch.rows, msgId, attempts: 0, error: errorText(e) };
     }
     if ((outcome.status === "ok" || outcome.status === "duplicate") && outcome.seq !== undefined) {
       const key = String(batch.bucket);
@@ -452,8 +505,8 @@ function positive(name: string, v: number): number {
   return v;
 }
 
-/** The bucket of a canonical row, by the table's bucket function over its bucket-key columns. */
-function routeByKey(fields: readonly DataField[], meta: TableMeta, schema: TableSchema): (row: Row) => number {
+/** The table's bucket function over the values of its bucket-key columns (named in bucket-key order). */
+function routeByKey(fields: readonly DataField[], meta: TableMeta, schema: TableSchema): { fn: BucketFunction; names: string[] } {
   const keyFields = meta.bucketKey.map((k) => {
     const f = fields.find((x) => x.name === k);
     if (f === undefined) throw dataInvalid(`bucket key '${k}' of ${meta.table} is not a column`);
@@ -466,31 +519,7 @@ function routeByKey(fields: readonly DataField[], meta: TableMeta, schema: Table
     keyFields.map((f) => f.type),
     meta.bucket,
   );
-  const names = keyFields.map((f) => f.name);
-  const key: Value[] = new Array<Value>(names.length).fill(null);
-  return (row) => {
-    for (let k = 0; k < names.length; k++) key[k] = row[names[k]!]!;
-    return fn(key);
-  };
-}
-
-/** A cheap upper-ish estimate of a wire value's msgpack size (strings by UTF-16 length). */
-function sizeEstimator(f: DataField): (v: unknown) => number {
-  switch (f.type.root) {
-    case "CHAR":
-    case "VARCHAR":
-      return (v) => (typeof v === "string" ? v.length + 5 : 1);
-    case "BINARY":
-    case "VARBINARY":
-      return (v) => (v instanceof Uint8Array ? v.length + 5 : 1);
-    case "ARRAY":
-    case "MULTISET":
-    case "MAP":
-    case "ROW":
-      return (v) => (v === null ? 1 : packValue(v).length);
-    default:
-      return (v) => (typeof v === "string" ? v.length + 5 : 9);
-  }
+  return { fn, names: keyFields.map((f) => f.name) };
 }
 
 /** Resolves when a snapshot notification of the token's table covers the token (see Producer.waitVisible). */

@@ -254,6 +254,10 @@ export type BatchRowConverter = (values: unknown) => Row;
 
 interface CompiledBatch {
   convert: BatchRowConverter;
+  /** Per schema column: its position in the batch's rows, or −1 (a column the batch does not carry). */
+  index: number[];
+  /** Throws DataInvalid when a row is not an array of at most `cols.length` values (what `convert` checks first). */
+  check: (values: unknown) => void;
   /** Set when `cols` names a column the schema lacks: every row of such a batch is rejected with this reason. */
   badCols: string | null;
 }
@@ -311,7 +315,7 @@ function compileBatch(fields: readonly DataField[], cols: readonly string[]): Co
   const source = `return function convertRow(v) { check(v); return { ${props.join(", ")} }; };`;
   const factory = new Function(...params, source) as (...args: unknown[]) => BatchRowConverter;
   const convert = factory(check, ...convs, ...missing);
-  return { convert, badCols };
+  return { convert, index, check, badCols };
 }
 
 /** The original values of a row keyed by the batch's column names (for dead letters). */
@@ -369,4 +373,267 @@ export function appendBatchToBuilders(
     }
   }
   return { appended: rows.length - rejected, rejected };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Producer side: input rows → msgpack row bytes, without canonical rows, wire values or a generic packer per row
+
+/**
+ * A growable msgpack byte writer with msgpackr's encoding choices for the values row batches carry (integers in
+ * the smallest form, other numbers as float64, bigints as int64, strings as UTF-8 str), so its bytes decode exactly
+ * as `packValue` of the same wire value does. Anything else is packed with `packValue` and copied in.
+ */
+export class MsgpackWriter {
+  buf: Buffer;
+  private dv: DataView;
+  pos = 0;
+
+  constructor(capacity = 1024) {
+    this.buf = Buffer.allocUnsafeSlow(capacity);
+    this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+  }
+
+  ensure(extra: number): void {
+    if (this.pos + extra <= this.buf.length) return;
+    let n = this.buf.length * 2;
+    while (n < this.pos + extra) n *= 2;
+    this.resize(n);
+  }
+
+  /** Reallocates to `capacity` bytes (at least what is written), keeping the contents. */
+  resize(capacity: number): void {
+    const next = Buffer.allocUnsafeSlow(Math.max(capacity, this.pos));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+    this.dv = new DataView(next.buffer, next.byteOffset, next.byteLength);
+  }
+
+  nil(): void {
+    this.ensure(1);
+    this.buf[this.pos++] = 0xc0;
+  }
+
+  boolean(v: boolean): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v ? 0xc3 : 0xc2;
+  }
+
+  number(v: number): void {
+    this.ensure(9);
+    const b = this.buf;
+    let p = this.pos;
+    if (v >>> 0 === v) {
+      if (v < 0x80) b[p++] = v;
+      else if (v < 0x100) {
+        b[p++] = 0xcc;
+        b[p++] = v;
+      } else if (v < 0x10000) {
+        b[p++] = 0xcd;
+        b[p++] = v >> 8;
+        b[p++] = v & 0xff;
+      } else {
+        b[p++] = 0xce;
+        this.dv.setUint32(p, v);
+        p += 4;
+      }
+    } else if (v >> 0 === v) {
+      if (v >= -0x20) b[p++] = 0x100 + v;
+      else if (v >= -0x80) {
+        b[p++] = 0xd0;
+        b[p++] = v + 0x100;
+      } else if (v >= -0x8000) {
+        b[p++] = 0xd1;
+        this.dv.setInt16(p, v);
+        p += 2;
+      } else {
+        b[p++] = 0xd2;
+        this.dv.setInt32(p, v);
+        p += 4;
+      }
+    } else {
+      b[p++] = 0xcb;
+      this.dv.setFloat64(p, v);
+      p += 8;
+    }
+    this.pos = p;
+  }
+
+  /** msgpack int64 of a safe integer (what a bigint of the same value packs to). */
+  int64Number(v: number): void {
+    this.ensure(9);
+    const hi = Math.floor(v / 4294967296);
+    this.buf[this.pos] = 0xd3;
+    this.dv.setInt32(this.pos + 1, hi);
+    this.dv.setUint32(this.pos + 5, v - hi * 4294967296);
+    this.pos += 9;
+  }
+
+  bigint(v: bigint): void {
+    this.ensure(9);
+    if (v >= -0x8000000000000000n && v <= 0x7fffffffffffffffn) {
+      this.buf[this.pos] = 0xd3;
+      this.dv.setBigInt64(this.pos + 1, v);
+    } else {
+      this.buf[this.pos] = 0xcf;
+      this.dv.setBigUint64(this.pos + 1, v); // throws beyond uint64, as the generic packer does
+    }
+    this.pos += 9;
+  }
+
+  string(s: string): void {
+    const n = s.length;
+    if (n < 32) {
+      // Short strings: ASCII copied by hand with a fixstr header; anything else falls through.
+      this.ensure(n + 1);
+      const b = this.buf;
+      const start = this.pos + 1;
+      let k = 0;
+      for (; k < n; k++) {
+        const c = s.charCodeAt(k);
+        if (c >= 0x80) break;
+        b[start + k] = c;
+      }
+      if (k === n) {
+        b[this.pos] = 0xa0 | n;
+        this.pos = start + n;
+        return;
+      }
+    }
+    const bytes = Buffer.byteLength(s, "utf8");
+    this.ensure(bytes + 5);
+    const b = this.buf;
+    let p = this.pos;
+    if (bytes < 32) b[p++] = 0xa0 | bytes;
+    else if (bytes < 0x100) {
+      b[p++] = 0xd9;
+      b[p++] = bytes;
+    } else if (bytes < 0x10000) {
+      b[p++] = 0xda;
+      this.dv.setUint16(p, bytes);
+      p += 2;
+    } else {
+      b[p++] = 0xdb;
+      this.dv.setUint32(p, bytes);
+      p += 4;
+    }
+    this.pos = p + b.write(s, p, bytes, "utf8");
+  }
+
+  /** Array header for `n` elements. */
+  arrayHeader(n: number): void {
+    this.ensure(5);
+    if (n < 16) this.buf[this.pos++] = 0x90 | n;
+    else if (n < 0x10000) {
+      this.buf[this.pos] = 0xdc;
+      this.dv.setUint16(this.pos + 1, n);
+      this.pos += 3;
+    } else {
+      this.buf[this.pos] = 0xdd;
+      this.dv.setUint32(this.pos + 1, n);
+      this.pos += 5;
+    }
+  }
+
+  bytes(src: Uint8Array, start = 0, end = src.length): void {
+    const n = end - start;
+    this.ensure(n);
+    const b = this.buf;
+    if (n <= 64) for (let k = 0; k < n; k++) b[this.pos + k] = src[start + k]!;
+    else b.set(src.subarray(start, end), this.pos);
+    this.pos += n;
+  }
+
+  /** Any wire value: the common kinds inline, the rest through the generic packer. */
+  value(v: unknown): void {
+    if (v === null || v === undefined) this.nil();
+    else if (typeof v === "number") this.number(v);
+    else if (typeof v === "string") this.string(v);
+    else if (typeof v === "boolean") this.boolean(v);
+    else if (typeof v === "bigint") this.bigint(v);
+    else this.bytes(packr.pack(v));
+  }
+}
+
+/**
+ * Writes one input value of a column as its wire form (msgpack) and returns the canonical value — or, on fast paths,
+ * a value the bucket function treats identically (a safe-integer number for BIGINT). Throws DataInvalid naming the
+ * column exactly as `compileConverter` does.
+ */
+export type InputPacker = (w: MsgpackWriter, v: unknown) => Value;
+
+/**
+ * The packer of input values of `field` into wire bytes: the same accepted values, errors and decoded wire values
+ * as `compileWireEncoder(type)(compileConverter(type, name)(v))` packed with `packValue`, without the canonical value
+ * in between on the common paths. `keyed`: the result feeds the bucket function, so TIMESTAMP returns a Timestamp.
+ */
+export function compileInputPacker(field: DataField, keyed: boolean): InputPacker {
+  const type = field.type;
+  const name = field.name;
+  const conv = compileConverter(type, name);
+  const enc = compileWireEncoder(type);
+  const slow: InputPacker = (w, v) => {
+    const c = v === null || v === undefined ? toCanonical(type, v, name) : conv(v);
+    w.value(enc(c));
+    return c;
+  };
+  switch (type.root) {
+    case "INT":
+      return (w, v) => (typeof v === "number" && (v | 0) === v ? (w.number(v), v) : slow(w, v));
+    case "SMALLINT":
+      return (w, v) => (typeof v === "number" && (v << 16) >> 16 === v ? (w.number(v), v) : slow(w, v));
+    case "TINYINT":
+      return (w, v) => (typeof v === "number" && (v << 24) >> 24 === v ? (w.number(v), v) : slow(w, v));
+    case "BIGINT":
+      return (w, v) => {
+        if (typeof v !== "number" || !Number.isSafeInteger(v)) return slow(w, v);
+        // The wire form of BIGINT: a number within ±2^31, int64 beyond.
+        if ((v | 0) === v) w.number(v);
+        else w.int64Number(v);
+        return v;
+      };
+    case "DOUBLE":
+      return (w, v) => (typeof v === "number" ? (w.number(v), v) : slow(w, v));
+    case "FLOAT":
+      return (w, v) => {
+        if (typeof v !== "number") return slow(w, v);
+        const f = Math.fround(v);
+        w.number(f);
+        return f;
+      };
+    case "BOOLEAN":
+      return (w, v) => (typeof v === "boolean" ? (w.boolean(v), v) : slow(w, v));
+    case "VARCHAR":
+      if (type.length !== MAX_VARCHAR) return slow;
+      return (w, v) => (typeof v === "string" ? (w.string(v), v) : slow(w, v));
+    case "TIMESTAMP":
+    case "TIMESTAMP_LTZ":
+      // Epoch millis travel as they are (the wire form of a whole-millisecond timestamp).
+      return (w, v) => {
+        if (typeof v !== "number" || !Number.isSafeInteger(v)) return slow(w, v);
+        w.number(v);
+        return keyed ? new Timestamp(v, 0) : null;
+      };
+    default:
+      return slow;
+  }
+}
+
+const MAX_VARCHAR = 2147483647;
+
+/**
+ * The constant msgpack prefix of a RowBatch message up to its rows array: `{v: 1, schema, cols, rows: ` — the
+ * caller appends the rows array header and the rows (see `MsgpackWriter.arrayHeader`).
+ */
+export function rowBatchPrefix(schemaId: number, cols: readonly string[]): Uint8Array {
+  const w = new MsgpackWriter(256);
+  w.bytes(Uint8Array.of(0x84));
+  w.string("v");
+  w.number(1);
+  w.string("schema");
+  w.number(schemaId);
+  w.string("cols");
+  w.arrayHeader(cols.length);
+  for (const c of cols) w.string(c);
+  w.string("rows");
+  return w.buf.subarray(0, w.pos);
 }

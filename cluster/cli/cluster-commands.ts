@@ -54,7 +54,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .command("node")
     .description("run one cluster node (flags > NATSLAKE_* environment > --config file)")
     .option("--roles <list>", "comma-separated roles: writer, committer, reader (default all)")
-    .option("--nats <url>", "NATS server URL (NATSLAKE_NATS)")
+    .option("--nats <url>", "NATS server URL, or a comma-separated list of a cluster's servers (NATSLAKE_NATS)")
     .option("--redis <url>", "Redis URL for the committer lease (NATSLAKE_REDIS)")
     .option("--warehouse <dir>", "warehouse directory (NATSLAKE_WAREHOUSE)")
     .option("--config <file>", "JSON config file")

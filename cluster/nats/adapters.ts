@@ -6,7 +6,7 @@
  * single `filter_subject`, which nats-server 2.9 supports): progress lives in snapshots, never in acks.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
-import { headers as natsHeaders, type MsgHdrs } from "@nats-io/transport-node";
+import { errors, headers as natsHeaders, type MsgHdrs } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Identifier } from "../../src/table/table.ts";
@@ -33,43 +33,100 @@ export interface NatsPorts {
   kv: { members: KV; assign: KV; snap: KV };
 }
 
-/** Publishes with retries on timeouts, always with the same message id (de-duplicated by the stream). */
-async function publishIdempotent(js: JetStreamClient, subject: string, data: Uint8Array, msgID: string, headers?: MsgHdrs, attempts = 5): Promise<void> {
+/**
+ * Publishes with retries, always with the same message id (de-duplicated by the stream), for up to `budgetMs`: long
+ * enough to ride out a JetStream leader election after the loss of a NATS node (several seconds of "jetstream is not
+ * enabled"), far inside the stream's duplicate window. Giving up sooner made writers drop their whole buffer and
+ * re-read it (chaos: nats-node-kill).
+ */
+async function publishIdempotent(js: JetStreamClient, subject: string, data: Uint8Array, msgID: string, headers?: MsgHdrs, budgetMs = 15_000): Promise<void> {
+  const deadline = Date.now() + budgetMs;
   let last: Error | undefined;
-  for (let i = 0; i < attempts; i++) {
+  for (let i = 0; ; i++) {
     try {
       await js.publish(subject, data, { msgID, timeout: 5000, ...(headers ? { headers } : {}) });
       return;
     } catch (e) {
       last = ensureError(e);
-      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** i)));
+      const wait = Math.min(1000, 100 * 2 ** i);
+      if (Date.now() + wait >= deadline) break;
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
   throw last ?? new Error(`publish to ${subject} failed`);
 }
 
 /**
+ * Creates an ordered consumer, trying again for up to `budgetMs`: JetStream places an R1 consumer on any of the
+ * stream's peers, an offline one included, and a consumer placed on a dead server never answers — after the loss of
+ * one of three NATS nodes about a third of the attempts time out — and while JetStream elects leaders the API answers
+ * "not enabled" for seconds (chaos: nats-node-kill). Supervised re-opens back off exponentially; retrying here keeps
+ * a re-open within seconds of JetStream being usable again.
+ */
+async function orderedConsumer(create: () => Promise<Consumer>, budgetMs = 10_000): Promise<Consumer> {
+  const deadline = Date.now() + budgetMs;
+  for (;;) {
+    try {
+      return await create();
+    } catch (e) {
+      if (Date.now() >= deadline) throw e;
+      // A timeout already waited; a quick refusal waits a little before the next attempt.
+      if (!(e instanceof errors.TimeoutError)) await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+/** A reader whose consumer sent neither a message nor an idle heartbeat (every 1 s) for this long counts it as dead. */
+const STALL_MS = 3500;
+
+/**
  * A buffered reader over an ordered consumer's `consume()`: messages flow continuously (no per-fetch wait), up to a
  * high-water mark, and `fetch(max, waitMs)` hands out what has arrived, waiting at most `waitMs` for the first one.
  * Consumption pauses while the buffer is full: the actor's pace is the backpressure.
+ *
+ * An ordered consumer is an R1 ephemeral that lives on one NATS server: when that server dies the consumer is gone
+ * with it, and nats.js does not re-create it while the server stays down (its recovery asks the dead consumer for its
+ * info, again and again, and its heartbeat monitor is off after the client reconnected elsewhere) — a bucket stalled
+ * for as long as the node was down (chaos: nats-node-kill). So pulls are short with 1 s idle heartbeats, and a
+ * watchdog fails the reader after STALL_MS without a message or a heartbeat: its owner opens a new consumer, on a
+ * live server, from the committed offset (the writer's and the committer's re-open, the router's restart).
  */
-function bufferedReader<T>(consumer: Consumer, convert: (m: JsMsg) => T, highWater = 256): { fetch(max: number, waitMs: number): Promise<T[]>; close(): Promise<void> } {
+function bufferedReader<T>(consumer: Consumer, convert: (m: JsMsg) => T, highWater = 64): { fetch(max: number, waitMs: number): Promise<T[]>; close(): Promise<void> } {
   const queue: T[] = [];
   let failure: Error | null = null;
   let wake: (() => void) | null = null;
   let resume: (() => void) | null = null;
   let closed = false;
   let iter: ConsumerMessages | null = null;
-  const started = consumer.consume({ max_messages: Math.min(highWater, 128) }).then(async (msgs) => {
+  let lastAlive = Date.now();
+  let lastTick = Date.now();
+  const watchdog = setInterval(() => {
+    const now = Date.now();
+    // A late tick means this process was not running (event loop blocked, SIGSTOP): heartbeats may be waiting unread.
+    if (now - lastTick > 1500) lastAlive = now;
+    lastTick = now;
+    // While the buffer is full the reader is not looking at messages: not a stall.
+    if (closed || failure !== null || resume !== null || now - lastAlive <= STALL_MS) return;
+    failure = new Error(`the consumer sent no message and no heartbeat for ${Date.now() - lastAlive} ms: its NATS server may be gone`);
+    wake?.();
+  }, 500);
+  const started = consumer.consume({ max_messages: Math.min(highWater, 128), expires: 2_000, idle_heartbeat: 1_000 }).then(async (msgs) => {
     iter = msgs;
     if (closed) {
       await msgs.close();
       return;
     }
+    void (async () => {
+      for await (const st of msgs.status()) if (st.type === "heartbeat" || st.type === "ordered_consumer_recreated") lastAlive = Date.now();
+    })().catch(() => undefined);
     for await (const m of msgs) {
+      lastAlive = Date.now();
       queue.push(convert(m));
       wake?.();
-      if (queue.length >= highWater) await new Promise<void>((r) => (resume = r));
+      if (queue.length >= highWater) {
+        await new Promise<void>((r) => (resume = r));
+        lastAlive = Date.now();
+      }
       if (closed) break;
     }
   });
@@ -101,6 +158,7 @@ function bufferedReader<T>(consumer: Consumer, convert: (m: JsMsg) => T, highWat
     },
     async close() {
       closed = true;
+      clearInterval(watchdog);
       const r = resume as (() => void) | null;
       resume = null;
       r?.();
@@ -111,7 +169,9 @@ function bufferedReader<T>(consumer: Consumer, convert: (m: JsMsg) => T, highWat
 }
 
 export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise<NatsPorts> {
-  const js = jetstream(nc);
+  // A 2 s API timeout: consumer creation and the ordered consumers' own recovery (consumer info, re-create) retry
+  // sooner while JetStream elects leaders after a node loss. Publishes set their own timeout.
+  const js = jetstream(nc, { timeout: 2000 });
   const jsm = await jetstreamManager(nc);
   const kvm = new Kvm(nc);
   const members = await kvm.open(subjects.membersKv);
@@ -123,11 +183,13 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
   const ingest: IngestLog = {
     async openBucket(table, bucket, afterSeq): Promise<BucketReader> {
       const t = id(table);
-      const consumer = await js.consumers.get(subjects.ingestStream(t), {
-        filter_subjects: subjects.ingestBucket(t, bucket),
-        deliver_policy: DeliverPolicy.StartSequence,
-        opt_start_seq: afterSeq + 1,
-      });
+      const consumer = await orderedConsumer(() =>
+        js.consumers.get(subjects.ingestStream(t), {
+          filter_subjects: subjects.ingestBucket(t, bucket),
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: afterSeq + 1,
+        }),
+      );
       return bufferedReader<IngestMessage>(consumer, (m) => {
         let batch: IngestMessage["batch"];
         try {
@@ -150,7 +212,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     },
     async open(table): Promise<CommitReader> {
       const t = id(table);
-      const consumer = await js.consumers.get(subjects.commitStream(t), { deliver_policy: DeliverPolicy.All, filter_subjects: subjects.commit(t) });
+      const consumer = await orderedConsumer(() => js.consumers.get(subjects.commitStream(t), { deliver_policy: DeliverPolicy.All, filter_subjects: subjects.commit(t) }));
       return bufferedReader(consumer, (m) => ({ seq: m.seq, committable: decodeCommittable(m.data) }), 4096);
     },
     async purge(table, throughSeq): Promise<void> {
@@ -166,6 +228,12 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       const data = enc.encode(JSON.stringify(n));
       nc.publish(subjects.snapshots(id(n.table)), data);
       await snap.put(subjects.tableKey(id(n.table)), data);
+    },
+    async lastSnapshotNotified(table: string): Promise<number> {
+      const e = await snap.get(subjects.tableKey(id(table)));
+      if (!e || e.operation !== "PUT") return 0;
+      const n = JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>;
+      return typeof n.snapshotId === "number" ? n.snapshotId : 0;
     },
     async publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void> {
       const subject = subjects.dlq(id(table));
@@ -238,11 +306,13 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     },
     async open(table, afterSeq) {
       const t = id(table);
-      const consumer = await js.consumers.get(subjects.ingestStream(t), {
-        filter_subjects: subjects.ingestRaw(t),
-        deliver_policy: DeliverPolicy.StartSequence,
-        opt_start_seq: afterSeq + 1,
-      });
+      const consumer = await orderedConsumer(() =>
+        js.consumers.get(subjects.ingestStream(t), {
+          filter_subjects: subjects.ingestRaw(t),
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: afterSeq + 1,
+        }),
+      );
       return bufferedReader(consumer, (m) => ({ seq: m.seq, data: m.data }), 1024);
     },
     async publishRouted(table, bucket, batch, msgId, rawSeq): Promise<void> {

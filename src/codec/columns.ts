@@ -918,10 +918,7 @@ export class RecordBatchBuilder {
    * becoming canonical values first. A rejected record is rolled back from every column.
    */
   appendInput(input: Readonly<Record<string, unknown>>): void {
-    const cols = (this.inputColumns ??= this.columns.map((col, k) => {
-      const name = this.names[k]!;
-      return { name, type: col.type, col, fast: inputFastPath(col), convert: compileConverter(col.type, name) };
-    }));
+    const cols = (this.inputColumns ??= this.makeInputColumns());
     const before = this.length;
     try {
       // The converter's order of errors: conversion errors (column order), then an unknown key, then what the
@@ -953,6 +950,50 @@ export class RecordBatchBuilder {
       for (const c of this.columns) c.truncate(before);
       throw e;
     }
+  }
+
+  /**
+   * Validates and appends a row given as an array of input values: column `k` takes `values[index[k]]` (a null when
+   * `index[k]` is −1). The same rules and DataInvalid errors, in the same order, as converting each value with
+   * `compileConverter` (a missing or undefined value as `toCanonical(type, null)`) and then `appendRow` — without a
+   * canonical value per cell on the common paths (see `appendInput`). A rejected row is rolled back from every column.
+   */
+  appendArray(values: readonly unknown[], index: readonly number[]): void {
+    const cols = (this.inputColumns ??= this.makeInputColumns());
+    const before = this.length;
+    try {
+      let appendError: { e: unknown } | null = null;
+      for (let k = 0; k < cols.length; k++) {
+        const c = cols[k]!;
+        const j = index[k]!;
+        const v = j < 0 ? undefined : values[j];
+        try {
+          // A fast path may still be refused by the builder (a timestamp beyond its unit's range): reported last.
+          if (c.fast(v)) continue;
+        } catch (e) {
+          appendError ??= { e };
+          continue;
+        }
+        const value = v === null || v === undefined ? toCanonical(c.type, v, c.name) : c.convert(v);
+        if (appendError !== null) continue;
+        try {
+          c.col.append(value);
+        } catch (e) {
+          appendError = { e };
+        }
+      }
+      if (appendError !== null) throw appendError.e;
+    } catch (e) {
+      for (const c of this.columns) c.truncate(before);
+      throw e;
+    }
+  }
+
+  private makeInputColumns(): InputColumn[] {
+    return this.columns.map((col, k) => {
+      const name = this.names[k]!;
+      return { name, type: col.type, col, fast: inputFastPath(col), convert: compileConverter(col.type, name) };
+    });
   }
 
   /** The batch built so far; the builders are reset. Throws if a decoder left the columns of unequal length. */

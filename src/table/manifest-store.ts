@@ -24,7 +24,7 @@ export class ManifestStore {
     const hit = this.listCache.get(name);
     if (hit) return hit;
     const metas = decodeManifestList(await this.table.io.readFile(this.table.paths.manifestPath(name)));
-    this.listCache.set(name, metas);
+    this.rememberList(name, metas);
     return metas;
   }
 
@@ -36,6 +36,12 @@ export class ManifestStore {
     if (this.manifestCache.size > 256) this.manifestCache.clear();
     this.manifestCache.set(name, entries);
     return entries;
+  }
+
+  /** Caches a manifest list; bounded, because every commit writes two new ones. */
+  private rememberList(name: string, metas: ManifestFileMeta[]): void {
+    if (this.listCache.size >= 256) this.listCache.delete(this.listCache.keys().next().value!);
+    this.listCache.set(name, metas);
   }
 
   /** All manifests of a snapshot: base then delta, in that order (order matters for ADD/DELETE merging). */
@@ -100,7 +106,7 @@ export class ManifestStore {
     const bytes = encodeManifestList(metas);
     await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes, { syncDir: false });
     written.push(name);
-    this.listCache.set(name, metas);
+    this.rememberList(name, metas);
     return { name, size: bytes.length };
   }
 

@@ -35,7 +35,7 @@ export class SnapshotManager {
       throw e;
     }
     const s = snapshotFromJson(parseJson(text));
-    this.cache.set(id, s);
+    this.remember(s);
     return s;
   }
 
@@ -95,7 +95,7 @@ export class SnapshotManager {
     failpoint("commit.before-snapshot");
     const created = await this.io.createExclusive(path, stringifyJson(snapshotToJson(snapshot)));
     if (!created) return false;
-    this.cache.set(snapshot.id, snapshot);
+    this.remember(snapshot);
     failpoint("commit.after-snapshot");
     try {
       // A hint: readers check it against the directory, so it needs no fsync.
@@ -104,6 +104,12 @@ export class SnapshotManager {
       // A stale hint is corrected by readers (they check snapshot-(N+1)); the commit itself has succeeded.
     }
     return true;
+  }
+
+  /** Caches a snapshot; bounded, because a long-running committer sees every snapshot of the table. */
+  private remember(s: Snapshot): void {
+    if (this.cache.size >= 1024) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(s.id, s);
   }
 
   async writeEarliestHint(id: number): Promise<void> {

@@ -59,6 +59,9 @@ export class TableWrite {
   private readonly maxRowsPerFile: number;
   private readonly convert: (input: Readonly<Record<string, unknown>>) => Row;
   private readonly partitionKeyOf: (row: Row) => string;
+  /** Every row goes to one buffer (no partitions; one forced bucket or no bucket function). */
+  private readonly single: boolean;
+  private singleBuffer: BucketBuffer | null = null;
 
   constructor(
     private readonly table: Table,
@@ -82,6 +85,7 @@ export class TableWrite {
           )
         : null;
     this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
+    this.single = this.partitionIdx.length === 0 && (forced !== undefined || this.bucketFn === null);
     this.convert = compileRowConverter(table.schema.fields);
     // Partition values → a map key without serialising a BinaryRow per row: one reusable writer, hex of its bytes.
     // The key is the hex of the *framed* row (arity prefix + bytes), the same form manifest entries carry, so the
@@ -128,9 +132,27 @@ export class TableWrite {
     }
   }
 
+  /** True when `writeArray` can take rows (one buffer for every row: no partitions, no per-row bucket). */
+  get acceptsArrays(): boolean {
+    return this.single;
+  }
+
+  /**
+   * Validates and buffers one row given as an array of input values, column `k` of the table taking
+   * `values[index[k]]` (null when −1) — a producer's RowBatch row without a canonical row object in between. Throws
+   * DataInvalid naming the column for a bad row (nothing of it is buffered). Only when `acceptsArrays`.
+   */
+  writeArray(values: readonly unknown[], index: readonly number[]): void {
+    if (!this.single) throw new LakeError(ErrorKind.Unexpected, `writeArray needs an unpartitioned single-bucket write of ${this.table.name}`);
+    const buf = (this.singleBuffer ??= this.bufferFor({}));
+    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.table.schema.fields, 4096);
+    buf.builder.appendArray(values, index);
+    if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
+  }
+
   /** Buffers one canonical row (already validated). */
   writeRow(row: Row): void {
-    const buf = this.bufferFor(row);
+    const buf = this.single ? (this.singleBuffer ??= this.bufferFor(row)) : this.bufferFor(row);
     if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.table.schema.fields, 4096);
     buf.builder.appendRow(row);
     if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());

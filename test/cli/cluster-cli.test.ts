@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { jetstreamManager, DiscardPolicy } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
+import { freePort } from "../helpers/servers.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 let c: TestCluster;
@@ -71,4 +72,21 @@ test("cluster cli - up --demo starts servers and nodes, shows rows visible, and 
   assert.match(r.stdout, /natslake local cluster: 2 nodes/);
   assert.match(r.stdout, /demo: created demo\.events and published 1000 rows; visible in a snapshot/);
   assert.match(r.stdout, /stopping the local cluster/);
+});
+
+test("cluster cli - a node that cannot start exits with the error instead of lingering; --nats takes a list of servers", { timeout: 90_000 }, async () => {
+  // Replicas 3 on a single server: JetStream refuses the KV buckets after the node has connected.
+  const bad = spawnSync(process.execPath, [BIN, "node", "--roles", "writer", "--nats", c.nats.url, "--warehouse", c.warehouse, "--node-id", "cannot-start", "--replicas", "3"], { encoding: "utf8", timeout: 30_000 });
+  assert.equal(bad.signal, null, "the node exited by itself (not killed by the test's timeout)");
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stderr, /replica/i);
+  // A list of servers whose first one is down: the node starts on the other.
+  const dead = `nats://127.0.0.1:${await freePort()}`;
+  const ok = spawn(process.execPath, [BIN, "node", "--roles", "reader", "--nats", `${dead},${c.nats.url}`, "--warehouse", c.warehouse, "--node-id", "listed-servers"], { stdio: ["ignore", "ignore", "pipe"] });
+  try {
+    const members = await new Kvm(c.nc).open("lake_members");
+    await waitFor("the node with a server list joins", async () => ((await members.get("listed-servers"))?.operation === "PUT" ? true : undefined), 30_000, 200);
+  } finally {
+    ok.kill("SIGKILL");
+  }
 });

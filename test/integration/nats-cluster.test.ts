@@ -10,6 +10,9 @@ import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { natsServerBin, natsServerVersion, startNatsCluster, supportsSyncInterval } from "../helpers/nats-cluster.ts";
 import { startNats } from "../helpers/servers.ts";
+import { natsPorts } from "../../cluster/nats/adapters.ts";
+import { Subjects } from "../../cluster/nats/subjects.ts";
+import { ensureClusterKv } from "../../cluster/nats/table-infra.ts";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const enc = new TextEncoder();
@@ -123,5 +126,74 @@ test("nats server - jetstream sync_interval: always needs the current server (NA
     assert.equal(info?.version, version);
   } finally {
     await single.stop();
+  }
+});
+
+/** Fetches until `n` messages arrived (or 5 s passed); returns how many. */
+async function fetchCount(r: { fetch(max: number, waitMs: number): Promise<unknown[]> }, n: number): Promise<number> {
+  let got = 0;
+  const until = Date.now() + 5000;
+  while (got < n && Date.now() < until) got += (await r.fetch(n - got, 500)).length;
+  return got;
+}
+
+test("nats cluster - natslake's stream readers survive the loss of the server hosting their consumer (found by chaos: nats-node-kill)", { timeout: 120_000 }, async (t) => {
+  const cluster = await startNatsCluster({ bin: natsServerBin("current") });
+  const nc = await connect({ servers: cluster.urls, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
+  try {
+    const subjects = new Subjects();
+    await ensureClusterKv(nc, subjects, 3);
+    const jsm = await jetstreamManager(nc, { timeout: 5000 });
+    await jsm.streams.add({ name: "LAKE_IN_t_x", subjects: ["lake.in.t.x", "lake.in.t.x.*"], num_replicas: 3 });
+    const js = jetstream(nc, { timeout: 5000 });
+    for (let i = 1; i <= 10; i++) await publishRetrying(js, "lake.in.t.x.0", `m-${i}`);
+    const ports = await natsPorts(nc, subjects);
+    // Readers until one's consumer sits on a server other than the one this test's connection uses.
+    const readers: Array<{ close(): Promise<void>; fetch(max: number, waitMs: number): Promise<unknown[]> }> = [];
+    let victim = -1;
+    for (let k = 0; k < 12 && victim < 0; k++) {
+      const r = await ports.ingest.openBucket("t.x", 0, 0);
+      readers.push(r);
+      assert.equal(await fetchCount(r, 10), 10);
+      const hosts = new Map<string, number>();
+      for await (const ci of jsm.consumers.list("LAKE_IN_t_x")) hosts.set(ci.cluster?.leader ?? "", (hosts.get(ci.cluster?.leader ?? "") ?? 0) + 1);
+      victim = cluster.nodes.findIndex((n) => hosts.has(n.name) && n.url !== nc.getServer().replace(/^(nats:\/\/)?/, "nats://"));
+    }
+    assert.ok(victim >= 0, "a consumer on a server the test is not connected to");
+    t.diagnostic(`killing ${cluster.nodes[victim]!.name}, which hosts a reader's consumer`);
+    await cluster.kill(victim);
+    // Every reader whose consumer died fails within seconds instead of waiting for the node to come back.
+    const failed = await Promise.all(
+      readers.map(async (r) => {
+        const until = Date.now() + 15_000;
+        while (Date.now() < until) {
+          try {
+            await r.fetch(100, 500);
+          } catch {
+            return true;
+          }
+        }
+        return false;
+      }),
+    );
+    assert.ok(failed.some(Boolean), "a reader whose consumer died reports it");
+    // A new reader from the last offset works while the node is still down, and sees new messages.
+    const until = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await publishRetrying(js, "lake.in.t.x.0", "m-11");
+        const r = await ports.ingest.openBucket("t.x", 0, 10);
+        const got = await fetchCount(r, 1);
+        await r.close();
+        if (got === 1) break;
+      } catch (e) {
+        if (Date.now() > until) throw e;
+      }
+      if (Date.now() > until) assert.fail("no working reader while the node is down");
+    }
+    for (const r of readers) await r.close();
+  } finally {
+    await nc.close();
+    await cluster.stop();
   }
 });

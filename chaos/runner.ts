@@ -1,0 +1,307 @@
+/**
+ * Runs one scenario once: topology up, subscriber and load (each its own process), the fault script, the load
+ * stopped a few seconds after the last fault, the cluster given time to commit everything acknowledged, node
+ * processes stopped, the verifier, the report (JSON under chaos-reports/ and a human summary), everything stopped.
+ *
+ * Bounds: the load runs for the scenario's duration (at most 5 minutes more when the fault script is late), the
+ * fault script has the duration plus 3 minutes, quiescence waits at most 2 minutes; every process is stopped by PID
+ * in a finally (and by chaos/procs.ts on an unexpected exit of the runner).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, openSync, closeSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
+import { natslakeState } from "../src/spec/snapshot.ts";
+import { Subjects } from "../cluster/nats/subjects.ts";
+import { createRng } from "./prng.ts";
+import { trackPid, untrackPid } from "./procs.ts";
+import { Topology, TABLE } from "./topology.ts";
+import { verify } from "./verifier.ts";
+import type { NatsChoice } from "./nats-choice.ts";
+import type { LoadSpec } from "./load-child.ts";
+import type { ChaosReport, FaultRecord, LoadSettings, NodeExit, Scenario, ScenarioContext } from "./types.ts";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const LOAD_CHILD = fileURLToPath(new URL("./load-child.ts", import.meta.url));
+const SUBSCRIBER_CHILD = fileURLToPath(new URL("../test/helpers/subscriber-child.ts", import.meta.url));
+
+export const DEFAULT_LOAD: LoadSettings = { ratePerSec: 2000, rawShare: 0.2, poison: false, maxRows: 2_000_000 };
+/** Load keeps running this long after the last fault, so every bucket gets rows published after it. */
+const TAIL_MS = 5000;
+
+export interface RunOptions {
+  scenario: Scenario;
+  seed: number;
+  run: number;
+  durationMs?: number;
+  nats: NatsChoice;
+  reportsDir: string;
+  keep: boolean;
+  verbose: boolean;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function spawnTsx(script: string, args: string[], logFile: string, stdoutFile?: string): ChildProcess {
+  const err = openSync(logFile, "a");
+  const out = stdoutFile ? openSync(stdoutFile, "a") : err;
+  try {
+    const p = spawn(process.execPath, ["--import", "tsx", script, ...args], { cwd: REPO, stdio: ["ignore", out, err], env: process.env });
+    trackPid(p.pid, script);
+    p.once("exit", () => untrackPid(p.pid));
+    return p;
+  } finally {
+    closeSync(err);
+    if (out !== err) closeSync(out);
+  }
+}
+
+function waitChild(p: ChildProcess, timeoutMs: number): Promise<boolean> {
+  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), timeoutMs);
+    p.once("exit", () => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
+}
+
+function stopChild(p: ChildProcess | null, signal: NodeJS.Signals = "SIGKILL"): void {
+  if (p && p.exitCode === null && p.signalCode === null) p.kill(signal);
+}
+
+/** Waits until the latest snapshot covers every message left in the ingest stream (raw ones routed and purged). */
+async function waitQuiescent(t: Topology, buckets: number, timeoutMs: number): Promise<boolean> {
+  const subjects = new Subjects();
+  const id = parseIdentifier(TABLE);
+  const stream = subjects.ingestStream(id);
+  const deadline = Date.now() + timeoutMs;
+  const catalog = new Catalog(t.warehouse);
+  for (;;) {
+    try {
+      const jsm = await jetstreamManager(t.nc, { timeout: 5000 });
+      const table = await catalog.getTable(id);
+      const latest = await table.snapshots.latest();
+      const st = latest ? natslakeState(latest) : null;
+      let done = (await jsm.streams.getMessage(stream, { last_by_subj: subjects.ingestRaw(id) })) === null;
+      for (let b = 0; done && b < buckets; b++) {
+        const m = await jsm.streams.getMessage(stream, { last_by_subj: subjects.ingestBucket(id, b) });
+        if (m !== null && m.seq > Number(st?.buckets.get(b)?.offset ?? 0n)) done = false;
+      }
+      if (done) return true;
+    } catch {
+      // a snapshot being written or NATS busy: look again
+    }
+    if (Date.now() > deadline) return false;
+    await sleep(250);
+  }
+}
+
+export async function runScenario(o: RunOptions): Promise<ChaosReport> {
+  const s = o.scenario;
+  const started = Date.now();
+  const durationMs = o.durationMs ?? s.defaultDurationMs;
+  const load: LoadSettings = { ...DEFAULT_LOAD, ...s.load };
+  const dir = mkdtempSync(join(tmpdir(), `natslake-chaos-${s.name.replace(/[^A-Za-z0-9_-]/g, "_")}-`));
+  const rng = createRng(o.seed);
+  const faults: FaultRecord[] = [];
+  const say = (msg: string): void => {
+    if (o.verbose) process.stderr.write(`  [${new Date().toISOString().slice(11, 23)}] ${msg}\n`);
+  };
+  let topology: Topology | null = null;
+  let loadProc: ChildProcess | null = null;
+  let subProc: ChildProcess | null = null;
+  let tearingDown = false;
+  let error: string | undefined;
+  let exits: NodeExit[] = [];
+  const report: ChaosReport = {
+    scenario: s.name,
+    seed: o.seed,
+    run: o.run,
+    startedAt: new Date(started).toISOString(),
+    durationMs: 0,
+    natsServer: o.nats.label,
+    faults,
+    rows: { published: 0, acknowledged: 0, unknown: 0, failed: 0, found: 0, deadLettered: 0, poison: 0, poisonInDlq: 0, unexpected: 0, failedButPresent: 0 },
+    lost: 0,
+    duplicated: 0,
+    reordered: 0,
+    samples: { lost: [], duplicated: [], reordered: [] },
+    infraLoss: { streamMissing: false, ackedMissingFromStream: 0, detail: "" },
+    snapshotsChecked: 0,
+    filesChecked: 0,
+    orphanFiles: 0,
+    orphanManifests: 0,
+    tempFiles: 0,
+    subscriber: { notifications: 0, firstId: null, lastId: null, gaps: [] },
+    recoveryBudgetMs: 0,
+    invariants: {},
+    pypaimonRows: null,
+    exits: [],
+    logsDir: null,
+    ok: false,
+  };
+  try {
+    say(`starting the topology in ${dir}`);
+    topology = await Topology.start({ dir, nats: o.nats, ...(s.topology ? { overrides: s.topology } : {}), verbose: o.verbose });
+    const t = topology;
+    const budget = t.leaseTtlMs + t.commitIntervalMs + 10_000;
+    report.recoveryBudgetMs = budget;
+
+    // The subscriber, attached to the NATS node the built-in nemeses never kill.
+    const subscriberFile = join(dir, "subscriber.jsonl");
+    subProc = spawnTsx(SUBSCRIBER_CHILD, [t.natsUrls[t.subscriberNats]!, TABLE, String(durationMs + 900_000)], join(dir, "logs", "subscriber.log"), subscriberFile);
+    await sleep(1500);
+
+    // The load, bounded in rows and time; stopped early (SIGTERM) a few seconds after the fault script is done.
+    const loadFile = join(dir, "load.jsonl");
+    const hardCapMs = durationMs + 300_000;
+    const spec: LoadSpec = {
+      urls: [...t.natsUrls],
+      table: TABLE,
+      out: loadFile,
+      ratePerSec: load.ratePerSec,
+      durationMs: hardCapMs,
+      maxRows: Math.min(load.maxRows, Math.ceil((load.ratePerSec * hardCapMs) / 1000)),
+      rawShare: load.rawShare,
+      poison: load.poison,
+      batch: 100,
+    };
+    const specFile = join(dir, "load-spec.json");
+    writeFileSync(specFile, JSON.stringify(spec));
+    const loadStartedAt = Date.now();
+    loadProc = spawnTsx(LOAD_CHILD, [specFile], join(dir, "logs", "load.log"));
+    const loadExited = waitChild(loadProc, hardCapMs + 120_000);
+    t.event("load started", { ratePerSec: load.ratePerSec, durationMs, rawShare: load.rawShare, poison: load.poison });
+
+    const ctx: ScenarioContext = {
+      topology: t,
+      rng,
+      seed: o.seed,
+      durationMs,
+      loadStartedAt,
+      record: (f) => {
+        faults.push(f);
+        t.event(`fault: ${f.name} on ${f.target}`, { fired: f.fired ?? true, ...(f.detail ?? {}) });
+        return f;
+      },
+      sleep: async (ms) => {
+        await sleep(Math.min(ms, 600_000));
+        if (tearingDown) throw new Error("the run is being torn down");
+      },
+      log: (msg) => t.event(msg),
+    };
+    let scriptTimer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        s.run(ctx),
+        new Promise<never>((_, reject) => {
+          scriptTimer = setTimeout(() => reject(new Error(`the fault script did not finish within ${durationMs + 180_000} ms`)), durationMs + 180_000);
+        }),
+      ]);
+    } finally {
+      clearTimeout(scriptTimer);
+    }
+    const lastEvent = Math.max(loadStartedAt, ...faults.flatMap((f) => [f.injectedAt, f.healedAt ?? 0]));
+    const stopAt = Math.max(loadStartedAt + durationMs, lastEvent + TAIL_MS);
+    await Promise.race([sleep(Math.max(0, stopAt - Date.now())), loadExited]);
+    stopChild(loadProc, "SIGTERM");
+    if (!(await waitChild(loadProc, 120_000))) {
+      stopChild(loadProc);
+      throw new Error("the load generator did not finish within 120 s of being stopped");
+    }
+    if (loadProc.exitCode !== 0) throw new Error(`the load generator failed (exit ${loadProc.exitCode ?? loadProc.signalCode}); see ${join(dir, "logs", "load.log")}`);
+    t.event("load stopped");
+
+    const buckets = s.topology?.buckets ?? 4;
+    const quiet = await waitQuiescent(t, buckets, 120_000);
+    t.event(quiet ? "everything acknowledged is committed" : "not quiescent after 120 s; verifying what is there");
+    await sleep(1500); // the last notifications reach the subscriber
+    stopChild(subProc, "SIGTERM");
+    await waitChild(subProc, 5000);
+    exits = [...t.exits];
+    await t.stopNodes();
+
+    const verdict = await verify({ warehouse: t.warehouse, table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget });
+    Object.assign(report, verdict);
+    const unfired = faults.filter((f) => f.fired === false);
+    report.invariants["faults"] = {
+      ok: unfired.length === 0,
+      detail: unfired.length === 0 ? `${faults.length} faults injected` : `${unfired.length} planned faults did not happen: ${unfired.map((f) => `${f.name} (${String(f.detail?.["why"] ?? "")})`).join("; ")}`,
+    };
+    // Exits while the topology started (restarted by it) are listed in the report but judged only from the load on.
+    const unexpected = exits.filter((e) => !e.requested && e.failpoint === undefined && e.at >= loadStartedAt);
+    report.invariants["processes"] = {
+      ok: unexpected.length === 0,
+      detail: unexpected.length === 0 ? "no node process died on its own (only requested kills and armed failpoints)" : unexpected.map((e) => `${e.id} (pid ${e.pid}) exited by itself: code ${e.code}, signal ${e.signal}`).join("; "),
+    };
+    if (!quiet) report.invariants["quiescence"] = { ok: false, detail: "the cluster did not commit everything in the ingest stream within 120 s of the load's end" };
+  } catch (e) {
+    error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  } finally {
+    tearingDown = true;
+    stopChild(loadProc);
+    stopChild(subProc);
+    if (topology) {
+      if (exits.length === 0) exits = [...topology.exits];
+      await topology.teardown().catch((e: unknown) => {
+        error ??= `teardown: ${String(e)}`;
+      });
+    }
+  }
+  report.exits = exits;
+  report.durationMs = Date.now() - started;
+  if (error !== undefined) report.error = error;
+  report.ok = error === undefined && Object.keys(report.invariants).length > 0 && Object.values(report.invariants).every((i) => i.ok);
+
+  mkdirSync(o.reportsDir, { recursive: true });
+  const base = `${report.startedAt.replace(/[:.]/g, "-")}-${s.name.replace(/[^A-Za-z0-9_.@-]/g, "_")}-seed${o.seed}-run${o.run}`;
+  if (!report.ok || o.keep) {
+    const logsDir = join(o.reportsDir, `${base}-logs`);
+    try {
+      cpSync(join(dir, "logs"), logsDir, { recursive: true });
+      for (const f of ["load.jsonl", "subscriber.jsonl"]) cpSync(join(dir, f), join(logsDir, f));
+    } catch {
+      // whatever exists was copied
+    }
+    report.logsDir = relative(process.cwd(), logsDir) || logsDir;
+    if (o.keep) report.logsDir += ` (run directory kept: ${dir})`;
+  }
+  const reportPath = join(o.reportsDir, `${base}.json`);
+  writeFileSync(reportPath, JSON.stringify(report, null, 2) + "\n");
+  if (!o.keep) rmSync(dir, { recursive: true, force: true });
+  process.stdout.write(summary(report, relative(process.cwd(), reportPath) || reportPath));
+  return report;
+}
+
+const secs = (ms: number | undefined): string => (ms === undefined ? "-" : `${(ms / 1000).toFixed(1)} s`);
+
+/** The human summary of one run. */
+export function summary(r: ChaosReport, reportPath: string): string {
+  const lines: string[] = [];
+  lines.push(`${r.ok ? "PASS" : "FAIL"}  ${r.scenario}  run ${r.run}  seed ${r.seed}  ${secs(r.durationMs)}`);
+  lines.push(`  against ${r.natsServer}`);
+  const w = r.rows;
+  lines.push(
+    `  rows: ${w.published} published, ${w.acknowledged} acknowledged, ${w.unknown} unknown, ${w.failed} failed; ${w.found} in the table (pypaimon: ${r.pypaimonRows ?? "n/a"}), ${w.deadLettered} dead letters` +
+      (w.poison > 0 ? ` (${w.poisonInDlq}/${w.poison} poison items in the DLQ)` : ""),
+  );
+  lines.push(`  lost ${r.lost}  duplicated ${r.duplicated}  reordered ${r.reordered}  infra-loss ${r.infraLoss.ackedMissingFromStream}${r.infraLoss.streamMissing ? " (a stream is missing)" : ""}`);
+  lines.push(`  snapshots ${r.snapshotsChecked}, data files ${r.filesChecked}; orphans: ${r.orphanFiles} data files, ${r.orphanManifests} manifests, ${r.tempFiles} temp files`);
+  lines.push(`  subscriber: ${r.subscriber.notifications} notifications (${r.subscriber.firstId ?? "-"}..${r.subscriber.lastId ?? "-"}), gaps ${r.subscriber.gaps.length}`);
+  if (r.faults.length > 0) lines.push(`  faults (recovery budget ${secs(r.recoveryBudgetMs)}):`);
+  const t0 = Date.parse(r.startedAt);
+  for (const f of r.faults) {
+    const rec = f.fired === false ? "did not fire" : `recovered in ${secs(f.effectiveRecoveryMs)}${f.recoveryMs !== f.effectiveRecoveryMs ? ` (${secs(f.recoveryMs)} from this fault)` : ""}`;
+    lines.push(`    +${secs(f.injectedAt - t0).padStart(7)}  ${f.name} on ${f.target}${f.healedAt ? `, healed +${secs(f.healedAt - t0)}` : ""} → ${rec}`);
+  }
+  for (const [k, v] of Object.entries(r.invariants)) lines.push(`  ${v.ok ? "ok  " : "FAIL"} ${k}: ${v.detail}`);
+  if (r.error) lines.push(`  harness error: ${r.error.split("\n").slice(0, 3).join(" | ")}`);
+  if (r.logsDir) lines.push(`  logs: ${r.logsDir}`);
+  lines.push(`  report: ${reportPath}`);
+  return lines.join("\n") + "\n\n";
+}
