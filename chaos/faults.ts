@@ -355,7 +355,8 @@ export async function applyNemesis(ctx: ScenarioContext, make: NemesisFactory): 
  */
 export function superviseNodes(ctx: ScenarioContext): { stop(): Promise<void> } {
   const t = ctx.topology;
-  const seen = new Set<number>();
+  // Exits before the supervision started (start-up, scenario steps) are not its business.
+  const seen = new Set<number>(t.exits.map((e) => e.pid));
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {

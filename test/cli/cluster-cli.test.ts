@@ -75,11 +75,20 @@ test("cluster cli - up --demo starts servers and nodes, shows rows visible, and 
 });
 
 test("cluster cli - a node that cannot start exits with the error instead of lingering; --nats takes a list of servers", { timeout: 90_000 }, async () => {
-  // Replicas 3 on a single server: JetStream refuses the KV buckets after the node has connected.
-  const bad = spawnSync(process.execPath, [BIN, "node", "--roles", "writer", "--nats", c.nats.url, "--warehouse", c.warehouse, "--node-id", "cannot-start", "--replicas", "3"], { encoding: "utf8", timeout: 30_000 });
-  assert.equal(bad.signal, null, "the node exited by itself (not killed by the test's timeout)");
-  assert.notEqual(bad.status, 0);
-  assert.match(bad.stderr, /replica/i);
+  // Replicas 3 on a single server (a prefix of its own, so its KV buckets are new): JetStream refuses them after the
+  // node connected. And a warehouse that is a file: the node is up (heartbeats) when its first table scan fails.
+  const file = join(c.dir, "not-a-directory");
+  writeFileSync(file, "x");
+  const attempts: Array<[string[], RegExp]> = [
+    [["--prefix", "cannotstart", "--replicas", "3", "--warehouse", c.warehouse], /replica/i],
+    [["--warehouse", file], /not-a-directory/],
+  ];
+  for (const [extra, message] of attempts) {
+    const bad = spawnSync(process.execPath, [BIN, "node", "--roles", "writer", "--nats", c.nats.url, "--node-id", "cannot-start", ...extra], { encoding: "utf8", timeout: 30_000 });
+    assert.equal(bad.signal, null, `the node exited by itself (not killed by the test's timeout): ${extra.join(" ")}`);
+    assert.notEqual(bad.status, 0, extra.join(" "));
+    assert.match(bad.stderr, message);
+  }
   // A list of servers whose first one is down: the node starts on the other.
   const dead = `nats://127.0.0.1:${await freePort()}`;
   const ok = spawn(process.execPath, [BIN, "node", "--roles", "reader", "--nats", `${dead},${c.nats.url}`, "--warehouse", c.warehouse, "--node-id", "listed-servers"], { stdio: ["ignore", "ignore", "pipe"] });
