@@ -10,6 +10,11 @@ export interface AllocationInput {
   nodes: string[];
   /** Current owner of each bucket (absent: unowned or its owner is gone). */
   owners: ReadonlyMap<number, string>;
+  /**
+   * Buckets not to assign now although their owner is not among `nodes`: their owner is alive but draining, and hands
+   * them over itself (revoke → flush → release); assigning them at once would skip that hand-off.
+   */
+  held?: ReadonlySet<number>;
   maxMovesPerRound: number;
 }
 
@@ -36,7 +41,7 @@ export function planAllocation(input: AllocationInput): AllocationPlan {
   };
   for (let b = 0; b < input.buckets; b++) {
     const o = input.owners.get(b);
-    if (o === undefined || !load.has(o)) {
+    if ((o === undefined || !load.has(o)) && input.held?.has(b) !== true) {
       const n = leastLoaded();
       assign.set(b, n);
       load.get(n)!.push(b);

@@ -124,11 +124,14 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
 
     // 2. Allocation: unowned and orphaned buckets now; moves as revokes.
     const owners = new Map<number, string>();
+    // Buckets of a live node that is draining are handed off by revoke (below), never reassigned on the spot.
+    const held = new Set<number>();
     for (let b = 0; b < this.bucketCount; b++) {
       const a = next.buckets[String(b)];
       if (a !== undefined && alive.has(a.node) && (accepting.includes(a.node) || a.state === "revoking")) owners.set(b, a.node);
+      if (a !== undefined && alive.has(a.node) && !accepting.includes(a.node) && accepting.length > 0) held.add(b);
     }
-    const plan = planAllocation({ buckets: this.bucketCount, nodes: accepting, owners, maxMovesPerRound: this.d.maxMovesPerRound });
+    const plan = planAllocation({ buckets: this.bucketCount, nodes: accepting, owners, held, maxMovesPerRound: this.d.maxMovesPerRound });
     for (const [b, node] of plan.assign) {
       const epoch = epochOf(b) + 1;
       set(b, { node, epoch, state: "active" });

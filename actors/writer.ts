@@ -152,13 +152,19 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "fetch-failed":
         if (msg.generation !== this.generation) return;
         this.pulling = false;
-        ctx.log.warn("fetch failed; reopening the bucket from the committed offset", { ...this.labels, error: msg.error.message });
         void this.reader?.close().catch(() => undefined);
         this.reader = null;
+        if (this.revoking) {
+          // Handing the bucket off: nothing more is read; the flush in flight (if any) still completes the revoke.
+          if (!this.flushing) this.finishRevoke(ctx);
+          return;
+        }
+        ctx.log.warn("fetch failed; reopening the bucket from the committed offset", { ...this.labels, error: msg.error.message });
         ctx.scheduleOnce(500, { type: "reopen", generation: this.generation });
         return;
       case "reopen":
-        if (msg.generation === this.generation) this.open(ctx, null);
+        // Not while handing the bucket off: re-opening would drop the revoke's flush.
+        if (msg.generation === this.generation && !this.revoking) this.open(ctx, null);
         return;
       case "flush-tick":
         this.flush(ctx);

@@ -19,6 +19,16 @@ test("allocation - a node that left: its buckets go to the others; a joining nod
   assert.equal([...q.move.values()][0], "c");
 });
 
+test("allocation - buckets held by a draining owner are not reassigned on the spot (it hands them off by revoke)", () => {
+  const owners = new Map([[0, "a"], [1, "b"], [3, "a"]]);
+  // b is alive but draining (not in nodes): bucket 1 is held; bucket 2 (unowned) is assigned.
+  const p = planAllocation({ buckets: 4, nodes: ["a", "c"], owners, held: new Set([1]), maxMovesPerRound: 2 });
+  assert.equal(p.assign.has(1), false);
+  assert.equal(p.assign.get(2), "c");
+  const q = planAllocation({ buckets: 4, nodes: ["a", "c"], owners, maxMovesPerRound: 2 });
+  assert.equal(q.assign.has(1), true, "without `held` an owner outside `nodes` counts as gone");
+});
+
 test("allocation - property: after repeated rounds every bucket is owned and loads differ by at most one", () => {
   fc.assert(
     fc.property(fc.integer({ min: 1, max: 32 }), fc.integer({ min: 1, max: 6 }), fc.array(fc.integer({ min: 0, max: 8 }), { maxLength: 32 }), (buckets, k, initial) => {
