@@ -70,7 +70,10 @@ export interface Bus {
 /** Cluster membership and bucket assignments (KV). */
 export interface ClusterState {
   heartbeat(hb: MemberHeartbeat): Promise<void>;
-  /** Members whose heartbeat is fresher than `maxAgeMs`. */
+  /**
+   * Members that heartbeat within `maxAgeMs` — judged by when this process saw their heartbeat change (monotonic
+   * clock), not by the wall-clock time a member wrote into it (clocks may be skewed).
+   */
   liveMembers(maxAgeMs: number): Promise<MemberHeartbeat[]>;
   readAssignment(table: string): Promise<TableAssignment | null>;
   writeAssignment(a: TableAssignment): Promise<void>;

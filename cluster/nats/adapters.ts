@@ -168,6 +168,35 @@ function bufferedReader<T>(consumer: Consumer, convert: (m: JsMsg) => T, highWat
   };
 }
 
+/**
+ * Judges member liveness without comparing two nodes' wall clocks. A heartbeat's `at` is its writer's `Date.now()`:
+ * with the writer's or the judge's clock skewed (NTP step, wrong RTC) `now - at` says nothing — a healthy writer 30 s
+ * behind looked dead to the coordinator and lost its buckets (chaos: clock-skew). So a member is live while its
+ * heartbeat entry keeps changing (a new KV revision), timed on this process's monotonic clock; only an entry seen for
+ * the first time (no history yet, e.g. a new leader's first round) falls back to the wall-clock age of its `at`.
+ */
+export function memberLiveness(monotonic: () => number = () => performance.now(), wall: () => number = () => Date.now()): {
+  isLive(key: string, revision: number, hbAt: number, maxAgeMs: number): boolean;
+  /** Drops the history of keys that are gone (deleted or expired). */
+  retain(keys: ReadonlySet<string>): void;
+} {
+  const seen = new Map<string, { revision: number; changedAt: number }>();
+  return {
+    isLive(key, revision, hbAt, maxAgeMs) {
+      const now = monotonic();
+      const prev = seen.get(key);
+      let changedAt: number;
+      if (prev === undefined) changedAt = wall() - hbAt <= maxAgeMs ? now : Number.NEGATIVE_INFINITY;
+      else changedAt = prev.revision === revision ? prev.changedAt : now;
+      seen.set(key, { revision, changedAt });
+      return now - changedAt <= maxAgeMs;
+    },
+    retain(keys) {
+      for (const k of [...seen.keys()]) if (!keys.has(k)) seen.delete(k);
+    },
+  };
+}
+
 export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise<NatsPorts> {
   // A 2 s API timeout: consumer creation and the ordered consumers' own recovery (consumer info, re-create) retry
   // sooner while JetStream elects leaders after a node loss. Publishes set their own timeout.
@@ -246,21 +275,24 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
   };
 
   const releasedKey = (table: string, bucket: number): string => `released.${subjects.tableKey(id(table))}.${bucket}`;
+  const liveness = memberLiveness();
   const cluster: ClusterState = {
     async heartbeat(hb: MemberHeartbeat): Promise<void> {
       await members.put(hb.nodeId, enc.encode(JSON.stringify(hb)));
     },
     async liveMembers(maxAgeMs: number): Promise<MemberHeartbeat[]> {
       const out: MemberHeartbeat[] = [];
-      const now = Date.now();
       const keys: string[] = [];
       for await (const k of await members.keys()) keys.push(k);
+      const present = new Set<string>();
       for (const k of keys) {
         const e = await members.get(k);
         if (!e || e.operation !== "PUT") continue;
+        present.add(k);
         const hb = JSON.parse(dec.decode(e.value)) as MemberHeartbeat;
-        if (now - hb.at <= maxAgeMs) out.push(hb);
+        if (liveness.isLive(k, e.revision, hb.at, maxAgeMs)) out.push(hb);
       }
+      liveness.retain(present);
       return out;
     },
     async readAssignment(table: string): Promise<TableAssignment | null> {
