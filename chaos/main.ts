@@ -99,12 +99,15 @@ async function main(argv: string[]): Promise<number> {
           reports.push(await runScenario({ scenario: s, seed, run, ...(o.duration !== undefined ? { durationMs: o.duration } : {}), nats, reportsDir: resolve(o.reports), keep: o.keep === true, verbose: o.verbose === true }));
         }
       }
-      const failed = reports.filter((r) => !r.ok);
-      process.stdout.write(`chaos: ${reports.length - failed.length}/${reports.length} runs passed in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+      const failed = reports.filter((r) => !r.ok && r.skipped === undefined);
+      const skipped = reports.filter((r) => r.skipped !== undefined);
+      process.stdout.write(
+        `chaos: ${reports.length - failed.length - skipped.length}/${reports.length} runs passed${skipped.length > 0 ? `, ${skipped.length} skipped (cannot run on this machine)` : ""} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`,
+      );
       for (const r of reports) {
         const rec = r.faults.map((f) => f.effectiveRecoveryMs).filter((x): x is number => x !== undefined);
         process.stdout.write(
-          `  ${r.ok ? "PASS" : "FAIL"} ${r.scenario.padEnd(36)} seed ${String(r.seed).padEnd(10)} rows ${String(r.rows.found).padStart(7)}  lost ${r.lost}  dup ${r.duplicated}  reordered ${r.reordered}  faults ${r.faults.length}  max recovery ${rec.length ? (Math.max(...rec) / 1000).toFixed(1) + " s" : "-"}\n`,
+          `  ${r.skipped !== undefined ? "SKIP" : r.ok ? "PASS" : "FAIL"} ${r.scenario.padEnd(36)} seed ${String(r.seed).padEnd(10)} rows ${String(r.rows.found).padStart(7)}  lost ${r.lost}  dup ${r.duplicated}  reordered ${r.reordered}  faults ${r.faults.length}  max recovery ${rec.length ? (Math.max(...rec) / 1000).toFixed(1) + " s" : "-"}\n`,
         );
       }
       code = failed.length === 0 ? 0 : 1;

@@ -22,7 +22,7 @@ import { Topology, TABLE } from "./topology.ts";
 import { verify } from "./verifier.ts";
 import type { NatsChoice } from "./nats-choice.ts";
 import type { LoadSpec } from "./load-child.ts";
-import type { ChaosReport, FaultRecord, LoadSettings, NodeExit, Scenario, ScenarioContext } from "./types.ts";
+import type { ChaosReport, FaultRecord, LoadSettings, NodeExit, Scenario, ScenarioContext, ScenarioSetup, TopologyOverrides } from "./types.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const LOAD_CHILD = fileURLToPath(new URL("./load-child.ts", import.meta.url));
@@ -101,6 +101,23 @@ async function waitQuiescent(t: Topology, buckets: number, timeoutMs: number): P
   }
 }
 
+/** The scenario's static overrides with those its setup returned on top (node environments merged per node). */
+function mergeOverrides(a: TopologyOverrides | undefined, b: TopologyOverrides | undefined): TopologyOverrides | undefined {
+  if (!a || !b) return a ?? b;
+  const nodeEnv: Record<string, Record<string, string>> = { ...a.nodeEnv };
+  for (const [id, env] of Object.entries(b.nodeEnv ?? {})) nodeEnv[id] = { ...nodeEnv[id], ...env };
+  return { ...a, ...b, nodeEnv };
+}
+
+async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function runScenario(o: RunOptions): Promise<ChaosReport> {
   const s = o.scenario;
   const started = Date.now();
@@ -117,6 +134,8 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
   let subProc: ChildProcess | null = null;
   let tearingDown = false;
   let error: string | undefined;
+  let setup: ScenarioSetup = {};
+  const expectations: Array<{ name: string; ok: boolean; detail: string }> = [];
   let exits: NodeExit[] = [];
   const report: ChaosReport = {
     scenario: s.name,
@@ -146,8 +165,11 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     ok: false,
   };
   try {
+    if (s.setup) setup = await withDeadline(s.setup({ dir, seed: o.seed, log: say }), 120_000, `${s.name}: setup`);
+    if (setup.skip !== undefined) throw new SkipRun(setup.skip);
+    const overrides = mergeOverrides(s.topology, setup.topology);
     say(`starting the topology in ${dir}`);
-    topology = await Topology.start({ dir, nats: o.nats, ...(s.topology ? { overrides: s.topology } : {}), verbose: o.verbose });
+    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose });
     const t = topology;
     const budget = t.leaseTtlMs + t.commitIntervalMs + 10_000;
     report.recoveryBudgetMs = budget;
@@ -194,6 +216,10 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
         if (tearingDown) throw new Error("the run is being torn down");
       },
       log: (msg) => t.event(msg),
+      expect: (name, ok, detail) => {
+        expectations.push({ name, ok, detail });
+        t.event(`expectation ${ok ? "met" : "NOT met"}: ${name}`, { detail });
+      },
     };
     let scriptTimer: NodeJS.Timeout | undefined;
     try {
@@ -217,7 +243,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     if (loadProc.exitCode !== 0) throw new Error(`the load generator failed (exit ${loadProc.exitCode ?? loadProc.signalCode}); see ${join(dir, "logs", "load.log")}`);
     t.event("load stopped");
 
-    const buckets = s.topology?.buckets ?? 4;
+    const buckets = overrides?.buckets ?? 4;
     const quiet = await waitQuiescent(t, buckets, 120_000);
     t.event(quiet ? "everything acknowledged is committed" : "not quiescent after 120 s; verifying what is there");
     await sleep(1500); // the last notifications reach the subscriber
@@ -228,6 +254,12 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
 
     const verdict = await verify({ warehouse: t.warehouse, table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget });
     Object.assign(report, verdict);
+    for (const x of expectations) {
+      const key = `expect: ${x.name}`;
+      const prev = report.invariants[key];
+      // The same expectation checked more than once: it holds only if it held every time.
+      report.invariants[key] = prev ? { ok: prev.ok && x.ok, detail: `${prev.detail}; ${x.detail}` } : { ok: x.ok, detail: x.detail };
+    }
     const unfired = faults.filter((f) => f.fired === false);
     report.invariants["faults"] = {
       ok: unfired.length === 0,
@@ -241,7 +273,8 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     };
     if (!quiet) report.invariants["quiescence"] = { ok: false, detail: "the cluster did not commit everything in the ingest stream within 120 s of the load's end" };
   } catch (e) {
-    error = e instanceof Error ? (e.stack ?? e.message) : String(e);
+    if (e instanceof SkipRun) report.skipped = e.message;
+    else error = e instanceof Error ? (e.stack ?? e.message) : String(e);
   } finally {
     tearingDown = true;
     stopChild(loadProc);
@@ -252,15 +285,20 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
         error ??= `teardown: ${String(e)}`;
       });
     }
+    if (setup.cleanup) {
+      await withDeadline(setup.cleanup(), 60_000, `${s.name}: cleanup`).catch((e: unknown) => {
+        error ??= `cleanup: ${e instanceof Error ? e.message : String(e)}`;
+      });
+    }
   }
   report.exits = exits;
   report.durationMs = Date.now() - started;
   if (error !== undefined) report.error = error;
-  report.ok = error === undefined && Object.keys(report.invariants).length > 0 && Object.values(report.invariants).every((i) => i.ok);
+  report.ok = error === undefined && report.skipped === undefined && Object.keys(report.invariants).length > 0 && Object.values(report.invariants).every((i) => i.ok);
 
   mkdirSync(o.reportsDir, { recursive: true });
   const base = `${report.startedAt.replace(/[:.]/g, "-")}-${s.name.replace(/[^A-Za-z0-9_.@-]/g, "_")}-seed${o.seed}-run${o.run}`;
-  if (!report.ok || o.keep) {
+  if ((!report.ok && report.skipped === undefined) || o.keep) {
     const logsDir = join(o.reportsDir, `${base}-logs`);
     try {
       cpSync(join(dir, "logs"), logsDir, { recursive: true });
@@ -283,7 +321,8 @@ const secs = (ms: number | undefined): string => (ms === undefined ? "-" : `${(m
 /** The human summary of one run. */
 export function summary(r: ChaosReport, reportPath: string): string {
   const lines: string[] = [];
-  lines.push(`${r.ok ? "PASS" : "FAIL"}  ${r.scenario}  run ${r.run}  seed ${r.seed}  ${secs(r.durationMs)}`);
+  lines.push(`${r.skipped !== undefined ? "SKIP" : r.ok ? "PASS" : "FAIL"}  ${r.scenario}  run ${r.run}  seed ${r.seed}  ${secs(r.durationMs)}`);
+  if (r.skipped !== undefined) lines.push(`  skipped: ${r.skipped}`);
   lines.push(`  against ${r.natsServer}`);
   const w = r.rows;
   lines.push(
@@ -305,3 +344,6 @@ export function summary(r: ChaosReport, reportPath: string): string {
   lines.push(`  report: ${reportPath}`);
   return lines.join("\n") + "\n\n";
 }
+
+/** Thrown when a scenario's setup says it cannot run on this machine. */
+class SkipRun extends Error {}

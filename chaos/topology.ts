@@ -264,13 +264,26 @@ export class Topology implements TopologyHandle {
 
   /** Heartbeats of the members (fresh or not). */
   async members(): Promise<MemberHeartbeat[]> {
+    return (await this.memberEntries()).map((m) => m.hb);
+  }
+
+  /**
+   * Heartbeats written within `maxAgeMs`, judged by the time NATS stored them (the server's clock, this machine's),
+   * not by the `at` a node wrote: a node under a clock-skew nemesis writes a skewed `at`.
+   */
+  private async freshMembers(maxAgeMs: number): Promise<MemberHeartbeat[]> {
+    const now = Date.now();
+    return (await this.memberEntries()).filter((m) => now - m.storedAt < maxAgeMs).map((m) => m.hb);
+  }
+
+  private async memberEntries(): Promise<Array<{ hb: MemberHeartbeat; storedAt: number }>> {
     const { members } = await this.kv();
     const keys: string[] = [];
     for await (const k of await members.keys()) keys.push(k);
-    const out: MemberHeartbeat[] = [];
+    const out: Array<{ hb: MemberHeartbeat; storedAt: number }> = [];
     for (const k of keys) {
       const e = await members.get(k);
-      if (e && e.operation === "PUT") out.push(e.json<MemberHeartbeat>());
+      if (e && e.operation === "PUT") out.push({ hb: e.json<MemberHeartbeat>(), storedAt: e.created.getTime() });
     }
     return out;
   }
@@ -283,7 +296,7 @@ export class Topology implements TopologyHandle {
     const deadline = Date.now() + timeoutMs;
     const retries = new Map<string, number>();
     for (;;) {
-      const live = new Set((await this.members().catch(() => [])).filter((m) => Date.now() - m.at < 2000).map((m) => m.nodeId));
+      const live = new Set((await this.freshMembers(2000).catch(() => [])).map((m) => m.nodeId));
       const missing = ids.filter((id) => !live.has(id));
       if (missing.length === 0) return;
       for (const id of missing) {
@@ -314,7 +327,7 @@ export class Topology implements TopologyHandle {
   }
 
   async leader(): Promise<string | null> {
-    const fresh = (await this.members()).filter((m) => Date.now() - m.at < 1500 && (m.leading ?? []).includes(TABLE));
+    const fresh = (await this.freshMembers(1500)).filter((m) => (m.leading ?? []).includes(TABLE));
     fresh.sort((a, b) => b.startedAt - a.startedAt);
     return fresh[0]?.nodeId ?? null;
   }
@@ -338,7 +351,7 @@ export class Topology implements TopologyHandle {
     for (;;) {
       try {
         const a = await this.assignment();
-        const live = new Set((await this.members()).filter((m) => Date.now() - m.at < 1500 && m.roles.includes("writer") && !m.draining).map((m) => m.nodeId));
+        const live = new Set((await this.freshMembers(1500)).filter((m) => m.roles.includes("writer") && !m.draining).map((m) => m.nodeId));
         const entries = Object.values(a?.buckets ?? {});
         const owners = new Set(entries.map((b) => b.node));
         if (entries.length === buckets && entries.every((b) => b.state === "active" && live.has(b.node)) && owners.size >= Math.min(buckets, live.size)) return true;

@@ -196,6 +196,11 @@ export interface ScenarioContext {
   /** Epoch ms when the load started. */
   readonly loadStartedAt: number;
   record(f: FaultRecord): FaultRecord;
+  /**
+   * A scenario's own expectation (e.g. "the cut writer owns buckets again after the heal"): reported as the invariant
+   * `expect: <name>` next to I1–I7; a false one fails the run.
+   */
+  expect(name: string, ok: boolean, detail: string): void;
   /** Bounded sleep; rejects when the run is being torn down. */
   sleep(ms: number): Promise<void>;
   log(msg: string): void;
@@ -222,8 +227,31 @@ export interface Scenario {
   defaultDurationMs: number;
   load?: Partial<LoadSettings>;
   topology?: TopologyOverrides;
+  /**
+   * Runs before the topology starts (bounded by the runner): prepares what must exist at the nodes' first start — a
+   * warehouse on a small tmpfs, a slow-fsync or libfaketime control file in a node's environment — and returns the
+   * topology overrides merged over `topology`, and a cleanup the runner calls after the topology is stopped and the
+   * run verified (also after a failure). `{ skip: reason }`: the scenario cannot run on this machine; the run is
+   * reported as skipped with that reason (never as passed).
+   */
+  setup?(run: ScenarioRun): Promise<ScenarioSetup>;
   /** The fault script: runs while the load runs; every wait in it is bounded. */
   run(ctx: ScenarioContext): Promise<void>;
+}
+
+export interface ScenarioRun {
+  /** The run's directory (removed after the run unless --keep). */
+  readonly dir: string;
+  readonly seed: number;
+  log(msg: string): void;
+}
+
+export interface ScenarioSetup {
+  topology?: TopologyOverrides;
+  /** Releases what `setup` (and the fault script) acquired: unmounts, closes proxies and control files. Bounded. */
+  cleanup?(): Promise<void>;
+  /** Set when the scenario cannot run here: why (e.g. mount(2) refused). */
+  skip?: string;
 }
 
 /**
@@ -292,5 +320,7 @@ export interface ChaosReport {
   logsDir: string | null;
   /** A failure of the harness itself (the run could not be carried out), if any. */
   error?: string;
+  /** Why the scenario did not run on this machine (its `setup` said so); a skipped run is neither passed nor failed. */
+  skipped?: string;
   ok: boolean;
 }

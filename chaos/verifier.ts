@@ -142,6 +142,10 @@ async function readDeadLetters(jsm: JetStreamManager, subjects: Subjects, table:
 
 interface SnapInfo {
   id: number;
+  /**
+   * When the snapshot was linked: its file's mtime (the kernel's clock, which a clock-skew nemesis does not shift);
+   * the snapshot's own `timeMillis` (the committing leader's wall clock, skewed or not) when the file cannot be stat'ed.
+   */
   timeMillis: number;
   epoch: number;
   offsets: Map<number, number>;
@@ -272,7 +276,13 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
       prevOwners.set(b, p.ownerEpoch);
       offsets.set(b, off);
     }
-    snaps.push({ id: sid, timeMillis: s.timeMillis, epoch: st.epoch, offsets });
+    let linkedAt = s.timeMillis;
+    try {
+      linkedAt = statSync(table.paths.snapshotPath(sid)).mtimeMs;
+    } catch {
+      // keep the snapshot's own time
+    }
+    snaps.push({ id: sid, timeMillis: linkedAt, epoch: st.epoch, offsets });
     for (const [b, off] of offsets) prevOffsets.set(b, off);
     try {
       referencedManifests.add(s.baseManifestList);
