@@ -52,6 +52,8 @@ export {
   type ClockSkewOptions,
 } from "./clock-skew.ts";
 export { combineEnv, childEnv } from "./env.ts";
+// The soak's infrastructure nemeses (chaos/scenarios/soak.ts picks them up): see ./infra.ts for which and why.
+export { infraNemeses, natsSlowFsync, leaderSlowFsync, writerPartition } from "./infra.ts";
 
 /** How long an inject or heal may take before it rejects. */
 const STEP_TIMEOUT_MS = 30_000;

@@ -7,7 +7,20 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Scenario } from "../types.ts";
 
-const FULL_SUITE_ORDER = ["writer-failpoints", "committer-failpoints", "leader-pause", "redis-restart", "redis-outage", "nats-node-kill", "poison", "soak"];
+const FULL_SUITE_ORDER = [
+  "writer-failpoints",
+  "committer-failpoints",
+  "leader-pause",
+  "redis-restart",
+  "redis-outage",
+  "nats-node-kill",
+  "writer-partition",
+  "disk-full",
+  "slow-fsync",
+  "clock-skew",
+  "poison",
+  "soak",
+];
 
 export async function loadScenarios(): Promise<Scenario[]> {
   const dir = fileURLToPath(new URL(".", import.meta.url));
