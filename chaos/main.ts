@@ -8,7 +8,8 @@
  * No scenario names: the full suite (or the CI subset with --ci). A name may be a prefix (`writer-kill` runs every
  * `writer-kill@<point>`). `--seed S` makes run i use seed S + i − 1 (otherwise a random seed per run, printed and in
  * the report). `--duration` is the load's duration per run (e.g. 90s, 5min; the soak's length). Exit code: 0 when
- * every run passed, 1 when one failed, 2 for bad arguments.
+ * every run passed or was skipped (its setup says it cannot run on this machine), 1 when one failed, 2 for bad
+ * arguments.
  */
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { resolve } from "node:path";
