@@ -22,8 +22,8 @@ export type { Meter };
 /** One message of a bucket's ingest subject. */
 export interface IngestMessage {
   seq: number;
-  /** Decoded payload, or the reason it could not be decoded (the message then goes to the DLQ whole). */
-  batch: RowBatch | { error: string; raw: Uint8Array };
+  /** The payload as published (a msgpack RowBatch; decoded by the writer, off its thread). */
+  data: Uint8Array;
   /** Publish time at the server (epoch ms). */
   publishedAt: number;
 }

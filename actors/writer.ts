@@ -16,8 +16,10 @@ import { failpoint } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
-import type { Committable, DeadLetter, Rejection, RowBatch } from "./wire/messages.ts";
-import { batchRowConverter, jsonSafe, originalRow } from "./wire/row-batch.ts";
+import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
+import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow } from "./wire/row-batch.ts";
+import type { DecodedBatch, IngestDecoder } from "./ingest/decoder.ts";
+import type { RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 
@@ -27,6 +29,8 @@ export type WriterMsg =
   | { type: "pull" }
   | { type: "fetched"; generation: number; messages: IngestMessage[] }
   | { type: "fetch-failed"; generation: number; error: Error }
+  | { type: "decoded"; generation: number; lastSeq: number; firstPublishedAt: number; result: DecodedBatch }
+  | { type: "decode-failed"; generation: number; error: Error }
   | { type: "flush-tick" }
   | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number }
   | { type: "flush-failed"; generation: number; error: Error }
@@ -49,6 +53,8 @@ export interface WriterDeps {
   maxBufferedRows: number;
   /** Messages per fetch. */
   fetchBatch: number;
+  /** Decodes row batches into Arrow columns (worker threads in a node). */
+  decoder: IngestDecoder;
 }
 
 export class BucketWriterActor implements Actor<WriterMsg> {
@@ -59,6 +65,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private prevOffset = 0;
   /** The last stream sequence appended to the buffer. */
   private lastSeq = 0;
+  /** The last stream sequence fetched (appended, being decoded, or waiting in `stash`). */
+  private fetchedSeq = 0;
+  /** Fetched messages waiting for the decode in flight to finish (one decode at a time keeps stream order). */
+  private stash: IngestMessage[] = [];
+  private decoding = false;
   private firstArrival = 0;
   private pulling = false;
   private flushing = false;
@@ -103,6 +114,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.write = null;
     this.pulling = false;
     this.flushing = false;
+    this.decoding = false;
+    this.stash = [];
     this.firstArrival = 0;
     this.sent.clear();
     ctx.pipeToSelf(
@@ -131,6 +144,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.reader = msg.reader;
         this.prevOffset = msg.offset;
         this.lastSeq = msg.offset;
+        this.fetchedSeq = msg.offset;
         this.write = new TableWrite(this.d.table, { bucket: this.d.bucket });
         ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
         ctx.self.tell({ type: "pull" });
@@ -145,9 +159,38 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "fetched":
         if (msg.generation !== this.generation) return;
         this.pulling = false;
-        await this.append(msg.messages);
-        if (this.write !== null && this.write.bufferedRows >= this.d.maxBufferedRows) this.flush(ctx);
+        for (const m of msg.messages) {
+          // At most once per sequence, whatever the reader redelivers.
+          if (m.seq <= this.fetchedSeq) continue;
+          this.fetchedSeq = m.seq;
+          this.stash.push(m);
+        }
+        if (this.write?.acceptsArrays === false) {
+          // Partitioned tables: rows are routed one by one on this thread.
+          await this.appendRows(this.stash.splice(0));
+          if (this.write !== null && this.write.bufferedRows >= this.d.maxBufferedRows) this.flush(ctx);
+        } else this.decodeStash(ctx);
         this.pull(ctx);
+        return;
+      case "decoded": {
+        if (msg.generation !== this.generation || this.write === null) return;
+        this.decoding = false;
+        const r = msg.result;
+        if (r.batch !== null) this.write.writeArrow(r.batch);
+        if (this.firstArrival === 0) this.firstArrival = msg.firstPublishedAt || this.d.clock.now();
+        this.lastSeq = msg.lastSeq;
+        if (r.rows > 0) this.rowsIn.add(r.rows, this.labels);
+        // Dead letters are out before any committable covers their messages.
+        await this.publishRejected(r.rejected);
+        if (this.write.bufferedRows >= this.d.maxBufferedRows) this.flush(ctx);
+        this.decodeStash(ctx);
+        this.pull(ctx);
+        return;
+      }
+      case "decode-failed":
+        if (msg.generation !== this.generation) return;
+        ctx.log.warn("decoding failed; reopening the bucket from the committed offset", { ...this.labels, error: msg.error.message });
+        this.open(ctx, null);
         return;
       case "fetch-failed":
         if (msg.generation !== this.generation) return;
@@ -211,6 +254,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private pull(ctx: ActorContext<WriterMsg>): void {
     if (this.pulling || this.reader === null || this.revoking) return;
     if (this.write !== null && this.write.bufferedRows >= this.d.maxBufferedRows) return; // wait for the flush
+    if (this.stash.length >= this.d.fetchBatch) return; // wait for the decode in flight
     this.pulling = true;
     const generation = this.generation;
     ctx.pipeToSelf(
@@ -220,44 +264,62 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     );
   }
 
-  /** Appends every row of the messages; rows that do not fit the schema become dead letters. */
-  private async append(messages: IngestMessage[]): Promise<void> {
+  /** Hands the stashed messages to the decoder (one job at a time, so batches land in stream order). */
+  private decodeStash(ctx: ActorContext<WriterMsg>): void {
+    if (this.decoding || this.stash.length === 0 || this.write === null) return;
+    const messages = this.stash.splice(0);
+    this.decoding = true;
+    const generation = this.generation;
+    const lastSeq = messages[messages.length - 1]!.seq;
+    const firstPublishedAt = messages[0]!.publishedAt;
+    const schema = this.d.table.schema;
+    ctx.pipeToSelf(
+      this.d.decoder.decode(`${this.d.table.name}#${schema.id}`, schema.fields, messages),
+      (result) => ({ type: "decoded", generation, lastSeq, firstPublishedAt, result }),
+      (e) => ({ type: "decode-failed", generation, error: ensureError(e) }),
+    );
+  }
+
+  /** Partitioned tables: decodes and routes every row here; rows that do not fit the schema become dead letters. */
+  private async appendRows(messages: IngestMessage[]): Promise<void> {
     const w = this.write;
-    if (w === null) return;
-    const letters: DeadLetter[] = [];
+    if (w === null || messages.length === 0) return;
+    const rejected: RejectedRow[] = [];
     const fields = this.d.table.schema.fields;
     let rows = 0;
     for (const m of messages) {
-      if (m.seq <= this.lastSeq) continue; // at-most-once per sequence, whatever the reader redelivers
       this.lastSeq = m.seq;
       if (this.firstArrival === 0) this.firstArrival = m.publishedAt || this.d.clock.now();
-      if ("error" in m.batch) {
-        letters.push(this.letter(m.seq, -1, m.batch.error, Buffer.from(m.batch.raw).toString("base64")));
+      let b;
+      try {
+        b = decodeRowBatch(m.data);
+      } catch (e) {
+        rejected.push({ seq: m.seq, rowIndex: -1, reason: ensureError(e).message, original: Buffer.from(m.data).toString("base64") });
         continue;
       }
-      const b: RowBatch = m.batch;
-      const { convert, index, check, badCols } = batchRowConverter(fields, b.cols);
-      // One bucket, no partitions: row arrays go straight into the column builders (no row object per row).
-      const direct = w.acceptsArrays;
+      const { convert, badCols } = batchRowConverter(fields, b.cols);
       for (let i = 0; i < b.rows.length; i++) {
         const values = b.rows[i];
         try {
           if (badCols !== null) throw new Error(badCols);
-          if (direct) {
-            check(values);
-            w.writeArray(values as unknown[], index);
-          } else w.writeRow(convert(values));
+          w.writeRow(convert(values));
           rows++;
         } catch (e) {
-          letters.push(this.letter(m.seq, i, ensureError(e).message, jsonSafe(originalRow(b.cols, values))));
+          rejected.push({ seq: m.seq, rowIndex: i, reason: ensureError(e).message, original: jsonSafe(originalRow(b.cols, values)) });
         }
       }
     }
     if (rows > 0) this.rowsIn.add(rows, this.labels);
-    if (letters.length > 0) {
-      this.deadLetters.add(letters.length, this.labels);
-      await this.d.bus.publishDeadLetters(this.d.table.name, letters);
-    }
+    await this.publishRejected(rejected);
+  }
+
+  private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {
+    if (rejected.length === 0) return;
+    this.deadLetters.add(rejected.length, this.labels);
+    await this.d.bus.publishDeadLetters(
+      this.d.table.name,
+      rejected.map((r) => this.letter(r.seq, r.rowIndex, r.reason, r.original)),
+    );
   }
 
   private letter(seq: number, rowIndex: number, reason: string, original: unknown): DeadLetter {

@@ -1,6 +1,6 @@
 /**
  * The cluster benchmark's load generator, in its own process so its CPU is reported apart:
- *   node --import tsx bench/cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec | 0 for max>
+ *   node --import tsx bench/cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec | 0 for max> [warm-up rows]
  * Publishes rows of the 6-column bench shape through the producer client, records for every batch its first
  * publish time and acknowledged sequence, and (subscribed to the table's snapshot notifications) the time each batch
  * became visible. Prints one JSON line: rows, acknowledged, publish seconds, publish→visible latencies (ms), CPU.
@@ -16,6 +16,11 @@ if (!url || !table || !rowsArg || rateArg === undefined) {
 }
 const ROWS = Number(rowsArg);
 const RATE = Number(rateArg);
+/**
+ * Rows published (at RATE) and waited for before the measured run: the cluster's first seconds (JIT, first files,
+ * first commits) are reported apart from its steady state.
+ */
+const WARMUP = Number(process.argv[6] ?? 0);
 const DEBUG = process.env["LATENCY_DEBUG"] === "1";
 /** With LATENCY_DEBUG=1: [write time, latency, snapshot id] per batch, summarised on stderr at the end. */
 const trace: Array<[number, number, number]> = [];
@@ -37,39 +42,55 @@ const sub = await subscribeSnapshots(nc, table, (n) => {
     }
   }
 });
-const cpu0 = process.cpuUsage();
-const t0 = performance.now();
-let acked = 0;
-// Rows of one batch share one outcome promise: it is followed once, from the batch's first row (whose write time
-// stands for the batch), so the generator makes no garbage per row beyond the row itself.
-const followed = new WeakSet<Promise<unknown>>();
-const pending: Array<Promise<void>> = [];
-for (let i = 0; i < ROWS; i++) {
-  const p = producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 });
-  if (!followed.has(p)) {
-    followed.add(p);
-    const writtenAt = Date.now();
-    pending.push(
-      p.then((o) => {
-        if (o.status === "ok" || o.status === "duplicate") {
-          acked += o.rows;
-          const list = waiting.get(o.bucket) ?? [];
-          if (list.length === 0 || list[list.length - 1]![0] !== o.seq) list.push([o.seq!, writtenAt]);
-          waiting.set(o.bucket, list);
-        }
-      }),
-    );
+/** Publishes `rows` rows (ids from `base`) at RATE and waits until all are visible; latencies go to `latencies`. */
+async function run(rows: number, base: number): Promise<{ publishSeconds: number; visibleSeconds: number; acked: number }> {
+  const t0 = performance.now();
+  let acked = 0;
+  // Rows of one batch share one outcome promise: it is followed once, from the batch's first row (whose write time
+  // stands for the batch), so the generator makes no garbage per row beyond the row itself.
+  const followed = new WeakSet<Promise<unknown>>();
+  const pending: Array<Promise<void>> = [];
+  for (let n = 0; n < rows; n++) {
+    const i = base + n;
+    const p = producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 });
+    if (!followed.has(p)) {
+      followed.add(p);
+      const writtenAt = Date.now();
+      pending.push(
+        p.then((o) => {
+          if (o.status === "ok" || o.status === "duplicate") {
+            acked += o.rows;
+            const list = waiting.get(o.bucket) ?? [];
+            if (list.length === 0 || list[list.length - 1]![0] !== o.seq) list.push([o.seq!, writtenAt]);
+            waiting.set(o.bucket, list);
+          }
+        }),
+      );
+    }
+    if (RATE > 0 && n % 500 === 499) {
+      const ahead = (n + 1) / RATE - (performance.now() - t0) / 1000;
+      if (ahead > 0) await new Promise((r) => setTimeout(r, ahead * 1000));
+    }
+    if (n % 20_000 === 19_999) await Promise.all(pending.splice(0));
   }
-  if (RATE > 0 && i % 500 === 499) {
-    const ahead = (i + 1) / RATE - (performance.now() - t0) / 1000;
-    if (ahead > 0) await new Promise((r) => setTimeout(r, ahead * 1000));
-  }
-  if (i % 20_000 === 19_999) await Promise.all(pending.splice(0));
+  await producer.flush();
+  await Promise.all(pending);
+  const publishSeconds = (performance.now() - t0) / 1000;
+  await producer.waitVisible(producer.token(), 120_000);
+  return { publishSeconds, visibleSeconds: (performance.now() - t0) / 1000, acked };
 }
-await producer.flush();
-await Promise.all(pending);
-const publishSeconds = (performance.now() - t0) / 1000;
-await producer.waitVisible(producer.token(), 120_000);
+
+let warmup: { p99: number | null; p50: number | null } | null = null;
+if (WARMUP > 0) {
+  await run(WARMUP, ROWS);
+  await new Promise((r) => setTimeout(r, 300));
+  latencies.sort((a, b) => a - b);
+  warmup = { p50: latencies[Math.floor(latencies.length * 0.5)] ?? null, p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? null };
+  latencies.length = 0;
+  trace.length = 0;
+}
+const cpu0 = process.cpuUsage();
+const { publishSeconds, visibleSeconds, acked } = await run(ROWS, 0);
 await new Promise((r) => setTimeout(r, 300));
 sub.stop();
 const cpu = process.cpuUsage(cpu0);
@@ -82,7 +103,7 @@ if (DEBUG && trace.length > 0) {
 }
 const pct = (p: number): number | null => (latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!);
 process.stdout.write(
-  JSON.stringify({ rows: ROWS, acked, publishSeconds, visibleSeconds: (performance.now() - t0) / 1000, latencyP50: pct(0.5), latencyP99: pct(0.99), samples: latencies.length, cpuSeconds: (cpu.user + cpu.system) / 1e6 }) + "\n",
+  JSON.stringify({ rows: ROWS, acked, publishSeconds, visibleSeconds, latencyP50: pct(0.5), latencyP99: pct(0.99), samples: latencies.length, cpuSeconds: (cpu.user + cpu.system) / 1e6, warmupP50: warmup?.p50 ?? null, warmupP99: warmup?.p99 ?? null }) + "\n",
 );
 await producer.close();
 await nc.close();

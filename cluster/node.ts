@@ -10,6 +10,7 @@
  * `drain()` (SIGTERM): the node announces it is draining, the coordinator revokes its buckets (writers flush and
  * hand off), then committers release their leases and the process stops.
  */
+import { createIngestDecoder, type IngestDecoder } from "../actors/ingest/decoder.ts";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { metrics, type Meter } from "@opentelemetry/api";
 import type { Redis } from "ioredis";
@@ -58,6 +59,8 @@ export class Node {
   private scanTimer: NodeJS.Timeout | undefined;
   private adminSub: Subscription | undefined;
   private readonly startedAt = Date.now();
+  /** Decodes row batches for this node's writers (worker threads); made with the first writer. */
+  private decoder: IngestDecoder | null = null;
   private readonly meter: Meter;
   readonly catalog: Catalog;
   readonly subjects: Subjects;
@@ -185,6 +188,7 @@ export class Node {
           commitIntervalMs,
           maxBufferedRows: this.cfg.maxBufferedRows,
           fetchBatch: 64,
+          decoder: (this.decoder ??= createIngestDecoder()),
         },
         spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
         stopWriter: (ref) => this.system.stop(ref),
@@ -306,6 +310,7 @@ export class Node {
     this.adminSub?.unsubscribe();
     for (const s of this.services.values()) for (const f of s.stops) f();
     await this.system.shutdown();
+    await this.decoder?.close().catch(() => undefined);
     await this.ports.kv.members.delete(this.cfg.nodeId).catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();

@@ -15,7 +15,7 @@ import { ensureError } from "../../src/errors.ts";
 import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, RawLog, RouterProgress } from "../../actors/ports.ts";
 import type { Committable, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
 import { decodeCommittable, encodeMsg } from "../../actors/wire/codec.ts";
-import { decodeRowBatch, encodeRowBatch } from "../../actors/wire/row-batch.ts";
+import { encodeRowBatch } from "../../actors/wire/row-batch.ts";
 import { H_RAW_SEQ } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
 
@@ -219,15 +219,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
           opt_start_seq: afterSeq + 1,
         }),
       );
-      return bufferedReader<IngestMessage>(consumer, (m) => {
-        let batch: IngestMessage["batch"];
-        try {
-          batch = decodeRowBatch(m.data);
-        } catch (e) {
-          batch = { error: ensureError(e).message, raw: m.data };
-        }
-        return { seq: m.seq, batch, publishedAt: Math.floor(m.info.timestampNanos / 1_000_000) };
-      });
+      return bufferedReader<IngestMessage>(consumer, (m) => ({ seq: m.seq, data: m.data, publishedAt: Math.floor(m.info.timestampNanos / 1_000_000) }));
     },
     async purgeBucket(table, bucket, throughSeq): Promise<void> {
       const t = id(table);

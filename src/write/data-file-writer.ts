@@ -86,22 +86,22 @@ export class DataFileWriter {
    * across all of them. Each batch becomes at least one file; with a pool, a large batch becomes several, encoded
    * in parallel. Returns the files in sequence order.
    */
-  async writeFiles(partitionPath: string, bucket: number, batches: readonly arrow.RecordBatch[], firstSeq: bigint, onPath: (path: string) => void): Promise<DataFileMeta[]> {
+  async writeFiles(partitionPath: string, bucket: number, batches: ReadonlyArray<arrow.RecordBatch | arrow.Table>, firstSeq: bigint, onPath: (path: string) => void): Promise<DataFileMeta[]> {
     const pieces = batches.flatMap((b) => this.split(b));
     return this.writePieces(partitionPath, pieces, firstSeq, bucket, onPath);
   }
 
   /** Slices a batch (zero-copy) into at most one piece per worker, each of at least `minRowsPerFile` rows. */
-  private split(batch: arrow.RecordBatch): arrow.RecordBatch[] {
+  private split(batch: arrow.RecordBatch | arrow.Table): Array<arrow.RecordBatch | arrow.Table> {
     const n = batch.numRows;
     const k = this.pool === null ? 1 : Math.max(1, Math.min(this.pool.size, Math.floor(n / this.minRowsPerFile)));
     if (k === 1) return [batch];
-    const out: arrow.RecordBatch[] = [];
+    const out: Array<arrow.RecordBatch | arrow.Table> = [];
     for (let i = 0; i < k; i++) out.push(batch.slice(Math.floor((i * n) / k), Math.floor(((i + 1) * n) / k)));
     return out;
   }
 
-  private async writePieces(partitionPath: string, pieces: readonly arrow.RecordBatch[], firstSeq: bigint, bucket: number, onPath: (path: string) => void): Promise<DataFileMeta[]> {
+  private async writePieces(partitionPath: string, pieces: ReadonlyArray<arrow.RecordBatch | arrow.Table>, firstSeq: bigint, bucket: number, onPath: (path: string) => void): Promise<DataFileMeta[]> {
     const pool = this.pool;
     if (pool === null || pieces.every((p) => p.numRows < this.poolMinRows)) {
       // One at a time on this thread: encoding is synchronous, so there is nothing to overlap.
@@ -141,14 +141,14 @@ export class DataFileWriter {
     return settled.map((r) => (r as PromiseFulfilledResult<DataFileMeta>).value);
   }
 
-  private stats(batch: arrow.RecordBatch): SimpleStats {
+  private stats(batch: arrow.RecordBatch | arrow.Table): SimpleStats {
     return this.statsEnabled ? this.valueStats(batch) : EMPTY_STATS;
   }
 
   private async persist(
     partitionPath: string,
     bucket: number,
-    batch: arrow.RecordBatch,
+    batch: arrow.RecordBatch | arrow.Table,
     bytes: Uint8Array,
     firstSeq: bigint,
     valueStats: SimpleStats,
@@ -190,7 +190,7 @@ export class DataFileWriter {
    * Exact min/max/null counts over the columns that have an order. Nested columns (ARRAY, MAP, ROW) are left out
    * and the file lists the covered columns in `_VALUE_STATS_COLS` (Paimon's dense statistics mode).
    */
-  private valueStats(batch: arrow.RecordBatch): SimpleStats {
+  private valueStats(batch: arrow.RecordBatch | arrow.Table): SimpleStats {
     const fields = this.statsColumns;
     const stats = computeStats(fields, batch);
     const types = fields.map((f) => f.type);

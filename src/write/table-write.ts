@@ -10,7 +10,7 @@
  * AppendOnlyWriter), so files of a bucket order by `_MIN_SEQUENCE_NUMBER` = write order.
  */
 import type * as arrow from "apache-arrow";
-import { util as arrowUtil } from "apache-arrow";
+import { Table as ArrowTable, util as arrowUtil } from "apache-arrow";
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
@@ -163,8 +163,8 @@ export class TableWrite {
    * take the batch as it is (no per-row work); others are routed row by row.
    */
   writeArrow(batch: arrow.RecordBatch): void {
-    if (this.partitionIdx.length === 0 && this.bucketFn === null && this.matchesTableSchema(batch)) {
-      const buf = this.bufferFor({});
+    if (this.partitionIdx.length === 0 && (this.bucketFn === null || this.single) && this.matchesTableSchema(batch)) {
+      const buf = this.single ? (this.singleBuffer ??= this.bufferFor({})) : this.bufferFor({});
       // Rows buffered before this batch were written first: keep them first.
       if (buf.builder !== null && buf.builder.length > 0) buf.batches.push(buf.builder.finish());
       buf.batches.push(batch);
@@ -227,7 +227,7 @@ export class TableWrite {
     const out: CommitMessage[] = [];
     for (const { key, buf, batches } of work) {
       let seq = await this.nextSequence(key);
-      const files: DataFileMeta[] = await this.fileWriter.writeFiles(buf.partitionPath, buf.bucket, batches, seq, (path) => this.written.push(path));
+      const files: DataFileMeta[] = await this.fileWriter.writeFiles(buf.partitionPath, buf.bucket, groupBatches(batches, this.maxRowsPerFile), seq, (path) => this.written.push(path));
       if (files.length > 0) seq = files[files.length - 1]!.maxSequenceNumber + 1n;
       this.nextSeqByBucket!.set(key, seq);
       out.push({ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: files, deletedFiles: [] });
@@ -260,4 +260,27 @@ export class TableWrite {
     }
     return this.nextSeqByBucket.get(key) ?? 0n;
   }
+}
+
+/**
+ * Consecutive batches joined (without copying) into pieces of up to `maxRows` rows, each written as one file: a
+ * cluster writer buffers one small batch per fetch, and a file per batch would make a flush many tiny files.
+ */
+export function groupBatches(batches: readonly arrow.RecordBatch[], maxRows: number): Array<arrow.RecordBatch | arrow.Table> {
+  const out: Array<arrow.RecordBatch | arrow.Table> = [];
+  let group: arrow.RecordBatch[] = [];
+  let rows = 0;
+  const close = (): void => {
+    if (group.length === 1) out.push(group[0]!);
+    else if (group.length > 1) out.push(new ArrowTable(group[0]!.schema, group));
+    group = [];
+    rows = 0;
+  };
+  for (const b of batches) {
+    if (rows > 0 && rows + b.numRows > maxRows) close();
+    group.push(b);
+    rows += b.numRows;
+  }
+  close();
+  return out;
 }

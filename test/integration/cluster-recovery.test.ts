@@ -33,7 +33,11 @@ test("recovery - a broken offset chain is rejected and the writer resumes from t
   }, 30_000, 200);
   const load = startLoad({ nc: c.nc, table: "r.chain", ratePerSec: 5_000, durationMs: 4000 });
   await load.done;
-  await load.waitVisible(60_000);
+  await load.waitVisible(60_000).catch((e: unknown) => {
+    // The node's last log lines say where it stopped.
+    console.error(c.logs("n1").split("\n").filter((l) => !l.includes("heartbeat")).slice(-80).join("\n"));
+    throw e;
+  });
   const logs = c.logs("n1");
   assert.match(logs, /failpoint writer\.after-committable|flush failed/, "the failpoint fired");
   const rejected = logs.split("\n").filter((l) => l.includes('"reason":"broken-offset-chain"') && l.includes("committable rejected; resuming from the committed offset"));

@@ -1,0 +1,96 @@
+/**
+ * IngestDecoder: where a writer's row batches are decoded into Arrow columns — in worker threads (Piscina), so the
+ * thread that renews the lease, heartbeats and moves messages never spends its time (or its garbage collector's)
+ * on rows; or inline, for tests and `NATSLAKE_DECODE_WORKERS=0`.
+ *
+ * Decoding is CPU work without I/O, so it is no port: the node creates one decoder per process and hands it to its
+ * writers. A worker that dies rejects its job (the writer re-reads the bucket from its committed offset) and Piscina
+ * starts a replacement.
+ */
+import { availableParallelism } from "node:os";
+import * as arrow from "apache-arrow";
+import { Piscina } from "piscina";
+import { RecordBatchBuilder } from "../../src/codec/columns.ts";
+import { ErrorKind, LakeError } from "../../src/errors.ts";
+import type { DataField } from "../../src/spec/data-types.ts";
+import { decodeInto, packPayloads, type DecodeJob, type EncodedDecodeOutput, type RejectedRow } from "./decode.ts";
+
+export interface DecodedBatch {
+  /** The rows that landed, as one record batch of the table's columns (null when none did). */
+  batch: arrow.RecordBatch | null;
+  rows: number;
+  rejected: RejectedRow[];
+}
+
+export interface IngestDecoder {
+  /** Decodes messages of one bucket (stream order) against `fields`, identified by `fieldsKey` (e.g. table#schema). */
+  decode(fieldsKey: string, fields: readonly DataField[], messages: ReadonlyArray<{ seq: number; data: Uint8Array }>): Promise<DecodedBatch>;
+  close(): Promise<void>;
+}
+
+/** Decodes on the calling thread. */
+export class InlineIngestDecoder implements IngestDecoder {
+  decode(_key: string, fields: readonly DataField[], messages: ReadonlyArray<{ seq: number; data: Uint8Array }>): Promise<DecodedBatch> {
+    const builder = new RecordBatchBuilder(fields, 4096);
+    const { rows, rejected } = decodeInto(builder, fields, packPayloads(messages));
+    return Promise.resolve({ batch: rows === 0 ? null : builder.finish(), rows, rejected });
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+export interface WorkerDecoderOptions {
+  /** Worker threads; default 1 (one core decodes ~2M rows/s; Parquet encoding has its own pool). */
+  threads?: number;
+}
+
+/** Decodes in worker threads. */
+export class WorkerIngestDecoder implements IngestDecoder {
+  private readonly pool: Piscina;
+
+  constructor(opts: WorkerDecoderOptions = {}) {
+    const threads = Math.max(1, Math.min(opts.threads ?? 1, availableParallelism()));
+    this.pool = new Piscina({
+      filename: new URL("./decode-worker.mjs", import.meta.url).href,
+      minThreads: threads,
+      maxThreads: threads,
+      // Workers load the TypeScript sources once; keep them.
+      idleTimeout: 60 * 60_000,
+      execArgv: [],
+      // No queue limit: the queue is bounded by the writers (one job in flight per bucket), and a refused job would
+      // make a writer re-read its bucket.
+    });
+  }
+
+  async decode(fieldsKey: string, fields: readonly DataField[], messages: ReadonlyArray<{ seq: number; data: Uint8Array }>): Promise<DecodedBatch> {
+    const payloads = packPayloads(messages);
+    const job: DecodeJob = { ...payloads, fieldsKey, fields };
+    let out: EncodedDecodeOutput;
+    try {
+      out = (await this.pool.run(job, { transferList: [payloads.data.buffer as ArrayBuffer] })) as EncodedDecodeOutput;
+    } catch (e) {
+      throw new LakeError(ErrorKind.Unexpected, `decoding row batches in a worker thread failed: ${(e as Error).message}`, { retryable: true, cause: e });
+    }
+    if (out.ipc === null) return { batch: null, rows: out.rows, rejected: out.rejected };
+    const batches = arrow.tableFromIPC(out.ipc).batches;
+    if (batches.length !== 1) throw new LakeError(ErrorKind.Unexpected, `a decoding worker returned ${batches.length} record batches (expected 1)`);
+    return { batch: batches[0]!, rows: out.rows, rejected: out.rejected };
+  }
+
+  close(): Promise<void> {
+    return this.pool.destroy();
+  }
+}
+
+/**
+ * The decoder for a node: `threads` worker threads (`NATSLAKE_DECODE_WORKERS` when not given, default 1), or
+ * inline with 0.
+ */
+export function createIngestDecoder(threads?: number): IngestDecoder {
+  const env = process.env["NATSLAKE_DECODE_WORKERS"];
+  const n = threads ?? (env !== undefined && env.trim() !== "" ? Number(env) : 1);
+  if (!Number.isInteger(n) || n < 0) throw new LakeError(ErrorKind.DataInvalid, `NATSLAKE_DECODE_WORKERS must be a whole number ≥ 0 (got '${env}')`);
+  return n === 0 ? new InlineIngestDecoder() : new WorkerIngestDecoder({ threads: n });
+}

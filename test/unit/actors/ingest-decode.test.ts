@@ -1,0 +1,113 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as arrow from "apache-arrow";
+import { recordBatchToRows } from "../../../src/codec/columns.ts";
+import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
+import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
+import { InlineIngestDecoder, WorkerIngestDecoder, createIngestDecoder } from "../../../actors/ingest/decoder.ts";
+import { packPayloads } from "../../../actors/ingest/decode.ts";
+import { groupBatches } from "../../../src/write/table-write.ts";
+import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
+
+const fieldsOf = (sql: string): DataField[] => assignFieldIds(parseColumnList(sql).map((c) => ({ id: -1, ...c }))).fields;
+const FIELDS = fieldsOf("id BIGINT NOT NULL, user STRING, amount DOUBLE, ts TIMESTAMP(3)");
+
+/** 20 good batches of 50 rows, then the bad cases, in stream order. */
+function messages(): Array<{ seq: number; data: Uint8Array }> {
+  const out: Array<{ seq: number; data: Uint8Array }> = [];
+  let seq = 10;
+  for (let m = 0; m < 20; m++) {
+    const rows = Array.from({ length: 50 }, (_, i) => [m * 50 + i, `u${i}`, i / 4, 1_700_000_000_000 + i]);
+    out.push({ seq: seq++, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id", "user", "amount", "ts"], rows }) });
+  }
+  out.push({ seq: seq++, data: new Uint8Array([0xc1]) }); // not msgpack at all
+  out.push({ seq: seq++, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id", "nope"], rows: [[1, 2]] }) }); // unknown column
+  // A row missing its NOT NULL id and a row with a string amount, between two good rows (columns in another order).
+  out.push({ seq: seq++, data: encodeRowBatch({ v: 1, schema: 0, cols: ["user", "id"], rows: [["a", 5000], ["b", null], ["c", 5001]] }) });
+  out.push({ seq: seq++, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id", "amount"], rows: [[5002, "x"], [5003, 1.5]] }) });
+  return out;
+}
+
+for (const [name, make] of [
+  ["inline", () => new InlineIngestDecoder()],
+  ["worker threads", () => new WorkerIngestDecoder({ threads: 1 })],
+] as const) {
+  test(`ingest decoder (${name}) - good rows land in order as one batch; every bad row or payload is rejected with its reason`, async () => {
+    const d = make();
+    try {
+      const r = await d.decode("t#0", FIELDS, messages());
+      assert.equal(r.rows, 1000 + 3);
+      assert.ok(r.batch !== null);
+      assert.equal(r.batch.numRows, r.rows);
+      const rows = recordBatchToRows(FIELDS, r.batch);
+      assert.deepEqual(rows.slice(0, 1000).map((x) => Number(x["id"])), Array.from({ length: 1000 }, (_, i) => i));
+      assert.deepEqual(rows.slice(1000).map((x) => [Number(x["id"]), x["user"], x["amount"]]), [[5000, "a", null], [5001, "c", null], [5003, null, 1.5]]);
+      assert.equal(rows[3]!["amount"], 0.75);
+      assert.deepEqual(
+        r.rejected.map((x) => [x.seq, x.rowIndex]),
+        [[30, -1], [31, 0], [32, 1], [33, 0]],
+      );
+      assert.match(r.rejected[0]!.reason, /not valid msgpack/);
+      assert.equal(r.rejected[0]!.original, "wQ==", "an undecodable payload is kept whole, in base64");
+      assert.match(r.rejected[1]!.reason, /unknown column 'nope'/);
+      assert.match(r.rejected[2]!.reason, /id is NOT NULL/);
+      assert.deepEqual(r.rejected[2]!.original, { user: "b", id: null });
+      assert.match(r.rejected[3]!.reason, /amount/);
+    } finally {
+      await d.close();
+    }
+  });
+}
+
+test("ingest decoder - the worker decoder gives the inline decoder's batch exactly, also for many jobs at once", async () => {
+  const w = new WorkerIngestDecoder({ threads: 2 });
+  const inline = new InlineIngestDecoder();
+  try {
+    const jobs = await Promise.all(Array.from({ length: 8 }, () => w.decode("t#0", FIELDS, messages())));
+    const want = await inline.decode("t#0", FIELDS, messages());
+    for (const got of jobs) {
+      assert.deepEqual(recordBatchToRows(FIELDS, got.batch!), recordBatchToRows(FIELDS, want.batch!));
+      assert.deepEqual(got.rejected, want.rejected);
+    }
+  } finally {
+    await w.close();
+  }
+});
+
+test("ingest decoder - a job whose rows are all bad returns no batch; NATSLAKE_DECODE_WORKERS is checked", async () => {
+  const d = new InlineIngestDecoder();
+  const r = await d.decode("t#0", FIELDS, [{ seq: 1, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id"], rows: [[null]] }) }]);
+  assert.equal(r.batch, null);
+  assert.equal(r.rows, 0);
+  assert.equal(r.rejected.length, 1);
+  assert.ok(createIngestDecoder(0) instanceof InlineIngestDecoder);
+  const before = process.env["NATSLAKE_DECODE_WORKERS"];
+  process.env["NATSLAKE_DECODE_WORKERS"] = "two";
+  try {
+    assert.throws(() => createIngestDecoder(), /NATSLAKE_DECODE_WORKERS must be a whole number/);
+  } finally {
+    if (before === undefined) delete process.env["NATSLAKE_DECODE_WORKERS"];
+    else process.env["NATSLAKE_DECODE_WORKERS"] = before;
+  }
+});
+
+test("packPayloads - messages share one buffer; offsets and sequences index it", () => {
+  const p = packPayloads([
+    { seq: 4, data: new Uint8Array([1, 2]) },
+    { seq: 9, data: new Uint8Array([]) },
+    { seq: 11, data: new Uint8Array([3]) },
+  ]);
+  assert.deepEqual([...p.data], [1, 2, 3]);
+  assert.deepEqual(p.offsets, [0, 2, 2, 3]);
+  assert.deepEqual(p.seqs, [4, 9, 11]);
+});
+
+test("groupBatches - consecutive batches join into pieces of at most maxRows rows (a larger batch stays whole)", () => {
+  const f = fieldsOf("id INT");
+  const b = (n: number, from: number): arrow.RecordBatch => rowsToRecordBatch(f, Array.from({ length: n }, (_, i) => ({ id: from + i })));
+  const pieces = groupBatches([b(3, 0), b(4, 3), b(2, 7), b(20, 9), b(1, 29)], 10);
+  assert.deepEqual(pieces.map((p) => p.numRows), [9, 20, 1]);
+  assert.ok(pieces[0] instanceof arrow.Table);
+  assert.deepEqual(recordBatchToRows(f, pieces[0]!).map((r) => r["id"]), [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+  assert.deepEqual(groupBatches([], 10), []);
+});
