@@ -121,23 +121,13 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
  * then time an ordered consumer decoding them into Arrow column builders.
  */
 async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: number): Promise<number> {
-  const { createProducer } = await import("../cluster/producer.ts");
   const { jetstreamManager } = await import("@nats-io/jetstream");
   const catalog = new Catalog(mkdtempSync(join(tmpdir(), "natslake-raw-")));
   const table = await catalog.createTable(parseIdentifier("bench.raw"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id" } });
   const { ensureTableInfra } = await import("../cluster/nats/table-infra.ts");
   const subjects = new Subjects();
   await ensureTableInfra({ nc, subjects, table });
-  const producer = await createProducer({ nc, table: "bench.raw" });
-  const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
-  const pending: Array<Promise<unknown>> = [];
-  for (let i = 0; i < rows; i++) {
-    pending.push(producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 }));
-    if (pending.length >= 20_000) await Promise.all(pending.splice(0));
-  }
-  await producer.flush();
-  await Promise.all(pending);
-  await producer.close();
+  await publishBenchRows(nc, "bench.raw", rows);
   const js = jetstream(nc);
   const consumer = await js.consumers.get(subjects.ingestStream(table.identifier), { deliver_policy: DeliverPolicy.All });
   const fields = table.schema.fields;
@@ -157,10 +147,77 @@ async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: num
   return n / secs;
 }
 
+/**
+ * Catch-up: the rows are in the stream before any node runs (published by this process), then one writer node
+ * starts. Rate = rows / (the last snapshot's time − the first "bucket opened"), so node start-up is left out. This
+ * is the writer's whole pipeline (consume, decode, Parquet, commit) against the raw consume + decode of the same
+ * messages, with no load generator competing for the two cores.
+ */
+async function catchUp(rows: number): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
+  const nats = await startNats();
+  const redis = await startRedis();
+  let node: ChildProcess | null = null;
+  try {
+    const warehouse = join(dir, "wh");
+    const table = await new Catalog(warehouse).createTable(parseIdentifier("bench.events"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id" } });
+    const nc = await connect({ servers: nats.url });
+    const { ensureTableInfra } = await import("../cluster/nats/table-infra.ts");
+    await ensureTableInfra({ nc, subjects: new Subjects(), table });
+    await publishBenchRows(nc, "bench.events", rows);
+    const logFile = join(dir, "n1.log");
+    const fd = openSync(logFile, "a");
+    node = spawn(process.execPath, [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", "n1", "--commit-interval", "250ms", "--log-level", "info"], { stdio: ["ignore", fd, fd] });
+    const deadline = Date.now() + 120_000;
+    let rss = 0;
+    let last = await table.snapshots.latest();
+    while ((last === null || Number(last.totalRecordCount) < rows) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      rss = Math.max(rss, procStats(node.pid!).rssMb);
+      last = await table.snapshots.latest();
+    }
+    if (last === null || Number(last.totalRecordCount) < rows) throw new Error("catch-up did not finish within 120 s");
+    const cpu = procStats(node.pid!).cpu;
+    const opened = readFileSync(logFile, "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"msg":"bucket opened"'))
+      .map((l) => (JSON.parse(l) as { time: number }).time);
+    const secs = (Number(last.timeMillis) - Math.min(...opened)) / 1000;
+    const raw = await rawConsumeRate(nc, rows);
+    await nc.close();
+    return [
+      `  catch-up, 1 writer process: ${Math.round(rows / secs).toLocaleString("en-US")} rows/s (${secs.toFixed(2)} s from the first bucket opened to the last snapshot, ${Number(last.id)} snapshots); raw consume+decode ${Math.round(raw).toLocaleString("en-US")} rows/s; ratio ${(rows / secs / raw).toFixed(2)}×`,
+      `    node: ${cpu.toFixed(1)} CPU s including start-up, RSS ${rss} MB`,
+    ];
+  } finally {
+    node?.kill("SIGKILL");
+    if (node !== null && node.exitCode === null) await new Promise((r) => node!.once("exit", r));
+    await nats.stop();
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Publishes `rows` rows of the bench shape through the producer client (500-row batches) and waits for every ack. */
+async function publishBenchRows(nc: Awaited<ReturnType<typeof connect>>, table: string, rows: number): Promise<void> {
+  const { createProducer } = await import("../cluster/producer.ts");
+  const producer = await createProducer({ nc, table });
+  const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
+  const pending: Array<Promise<unknown>> = [];
+  for (let i = 0; i < rows; i++) {
+    pending.push(producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 }));
+    if (pending.length >= 20_000) await Promise.all(pending.splice(0));
+  }
+  await producer.flush();
+  await Promise.all(pending);
+  await producer.close();
+}
+
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
-// CLUSTER_BENCH_ONLY=1,3,latency runs only those scenarios (for quick comparisons); default: all.
+// CLUSTER_BENCH_ONLY=1,3,catch-up,latency runs only those scenarios (for quick comparisons); default: all.
 const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
 for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...(await scenario(writers, ROWS, 0, "250ms")));
+if (!only || only.includes("catch-up")) out.push(...(await catchUp(ROWS)));
 if (!only || only.includes("latency")) {
   out.push("latency");
   out.push(...(await scenario(3, 500_000, 50_000, "100ms")));
