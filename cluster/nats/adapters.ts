@@ -62,18 +62,57 @@ async function publishIdempotent(js: JetStreamClient, subject: string, data: Uin
  * one of three NATS nodes about a third of the attempts time out — and while JetStream elects leaders the API answers
  * "not enabled" for seconds (chaos: nats-node-kill). Supervised re-opens back off exponentially; retrying here keeps
  * a re-open within seconds of JetStream being usable again.
+ *
+ * Attempts are hedged: one that has not answered within `hedgeMs` may be waiting on a dead peer (or a stream leader
+ * being re-elected), so another starts alongside it (at most three in flight) instead of waiting out the API timeout
+ * one attempt after the other — sequential 2 s timeouts made a re-open take 8–9 s after a NATS node loss, past the
+ * recovery budget (chaos: nats-node-kill, I5). The first consumer created wins; a late one is deleted.
  */
-async function orderedConsumer(create: () => Promise<Consumer>, budgetMs = 10_000): Promise<Consumer> {
+export async function orderedConsumer(create: () => Promise<Consumer>, budgetMs = 10_000, hedgeMs = 600): Promise<Consumer> {
   const deadline = Date.now() + budgetMs;
-  for (;;) {
-    try {
-      return await create();
-    } catch (e) {
-      if (Date.now() >= deadline) throw e;
-      // A timeout already waited; a quick refusal waits a little before the next attempt.
-      if (!(e instanceof errors.TimeoutError)) await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+  return new Promise<Consumer>((resolve, reject) => {
+    let done = false;
+    let inFlight = 0;
+    let hedge: NodeJS.Timeout | undefined;
+    const finish = (): void => {
+      done = true;
+      clearTimeout(hedge);
+    };
+    const attempt = (): void => {
+      if (done || inFlight >= 3) return;
+      inFlight++;
+      create().then(
+        (c) => {
+          inFlight--;
+          if (done) {
+            void c.delete().catch(() => false);
+            return;
+          }
+          finish();
+          resolve(c);
+        },
+        (e: unknown) => {
+          inFlight--;
+          if (done) return;
+          if (Date.now() >= deadline) {
+            if (inFlight === 0) {
+              finish();
+              reject(ensureError(e));
+            }
+            return;
+          }
+          // A timeout already waited; a quick refusal waits a little before the next attempt.
+          if (e instanceof errors.TimeoutError) attempt();
+          else setTimeout(attempt, 250);
+        },
+      );
+      clearTimeout(hedge);
+      hedge = setTimeout(() => {
+        if (Date.now() < deadline) attempt();
+      }, hedgeMs);
+    };
+    attempt();
+  });
 }
 
 /** A reader whose consumer sent neither a message nor an idle heartbeat (every 1 s) for this long counts it as dead. */
