@@ -17,7 +17,8 @@ const out = (s: string): void => {
 export function buildProgram(): Command {
   const program = new Command("natslake")
     .description("natslake: rows published on NATS, landed as Apache Paimon tables")
-    .version("0.1.0")
+    // Which code runs: the compiled build (dist/) or the TypeScript sources (bin/natslake.mjs decides and says so).
+    .version(`0.1.0 (${process.env["NATSLAKE_RUNNING_FROM"] ?? "sources"})`)
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
   registerTableCommands(program, out);

@@ -182,3 +182,13 @@ else
   printf '%s' "$want_stamp" > "$STAMP"
   phase_end "installed"
 fi
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "build"
+# dist/ (compiled JavaScript) is what bin/natslake.mjs runs while it matches the sources; rebuilt when they changed.
+if node -e 'import("./scripts/fingerprint.mjs").then(({ sourceFingerprint }) => { const b = JSON.parse(require("fs").readFileSync("dist/BUILD.json", "utf8")); process.exit(b.fingerprint === sourceFingerprint(process.cwd()) ? 0 : 1); }).catch(() => process.exit(1))' 2>/dev/null; then
+  phase_end "skipped: dist/ matches the sources"
+else
+  node scripts/build.mjs >/dev/null || die "npm run build failed"
+  phase_end "compiled to dist/"
+fi

@@ -1,16 +1,24 @@
 /**
- * Entry of an ingest-decoding worker thread (a Piscina pool, actors/ingest/decoder.ts). Plain JavaScript that
- * registers the TypeScript loader itself: however the main thread was started (`--import tsx` or tsx's API in
- * bin/natslake.mjs), loader flags are not passed on to workers. Loaded once per worker thread (~150 ms).
+ * Entry of an ingest-decoding worker thread (a Piscina pool, actors/ingest/decoder.ts). Plain JavaScript: in the
+ * compiled build (dist/, `npm run build`) it loads decode.js next to it; from the sources it registers the
+ * TypeScript loader itself (however the main thread was started — `--import tsx` or tsx's API in bin/natslake.mjs —
+ * loader flags are not passed on to workers; ~150 ms once per worker thread).
  *
  * in:  a DecodeJob (actors/ingest/decode.ts; its payload buffer transferred)
  * out: an EncodedDecodeOutput; the IPC stream's buffer is transferred back, not copied.
  */
-import { register } from "tsx/esm/api";
+import { existsSync } from "node:fs";
+import { URL } from "node:url";
 import { move, transferableSymbol, valueSymbol } from "piscina";
 
-register();
-const { decodeJob } = await import("./decode.ts");
+const compiled = new URL("./decode.js", import.meta.url);
+let decodeJob;
+if (existsSync(compiled)) ({ decodeJob } = await import(compiled.href));
+else {
+  const { register } = await import("tsx/esm/api");
+  register();
+  ({ decodeJob } = await import(new URL("./decode.ts", import.meta.url).href));
+}
 
 export default function decode(job) {
   const out = decodeJob(job);

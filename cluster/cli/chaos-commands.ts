@@ -4,16 +4,16 @@
  * Arguments are checked here first (a wrong one is reported at once, exit 2); the runner checks scenario names.
  * The exit code is the runner's: 0 when every run passed, 1 when one failed.
  */
+import { REPO_ROOT } from "../repo-root.ts";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../src/options.ts";
 import { UsageError } from "./common.ts";
 
-const CHAOS_MAIN = fileURLToPath(new URL("../../chaos/main.ts", import.meta.url));
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const CHAOS_MAIN = join(REPO_ROOT, "chaos", "main.ts");
+const REPO = REPO_ROOT;
 
 interface ChaosFlags {
   runs?: string;

@@ -2,11 +2,11 @@
  * `natslake node` (one cluster node), `natslake up` (a local cluster with its servers), `natslake publish`
  * (rows from a file through the producer client) and `natslake subscribe` (snapshot notifications).
  */
+import { REPO_ROOT } from "../repo-root.ts";
 import { createReadStream, mkdirSync, openSync, statSync } from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import type { Command } from "commander";
@@ -23,7 +23,7 @@ import { subscribeSnapshots } from "../snapshots-client.ts";
 import { parsePositiveInt, UsageError } from "./common.ts";
 import { adminRequest } from "../admin-client.ts";
 
-const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
+const BIN = join(REPO_ROOT, "bin", "natslake.mjs");
 
 function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   const p = pino({ level, base }, pino.destination(2));

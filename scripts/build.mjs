@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// `npm run build`: compiles the product (src/, actors/, cluster/) to plain JavaScript in dist/ with tsc, copies the
+// hand-written .mjs worker entries next to it, and records the sources' fingerprint (scripts/fingerprint.mjs), so
+// bin/natslake.mjs runs dist/ only while it matches the sources. A node from dist/ needs no TypeScript loader:
+// ~50 MB less memory per process and a faster start. Exits non-zero with tsc's errors when the sources do not compile.
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { PRODUCT_DIRS, sourceFingerprint, sourceFiles } from "./fingerprint.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const dist = join(root, "dist");
+rmSync(dist, { recursive: true, force: true });
+const tsc = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" });
+if (tsc.status !== 0) {
+  console.error("build: tsc failed; dist/ is not usable");
+  rmSync(dist, { recursive: true, force: true });
+  process.exit(tsc.status ?? 1);
+}
+let copied = 0;
+for (const rel of sourceFiles(root, PRODUCT_DIRS).filter((f) => f.endsWith(".mjs"))) {
+  mkdirSync(dirname(join(dist, rel)), { recursive: true });
+  cpSync(join(root, rel), join(dist, rel));
+  copied++;
+}
+writeFileSync(join(dist, "BUILD.json"), JSON.stringify({ fingerprint: sourceFingerprint(root), builtAt: new Date().toISOString() }) + "\n");
+console.log(`build: dist/ compiled from ${PRODUCT_DIRS.join(", ")} (${copied} .mjs copied)`);
