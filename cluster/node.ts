@@ -10,6 +10,8 @@
  * `drain()` (SIGTERM): the node announces it is draining, the coordinator revokes its buckets (writers flush and
  * hand off), then committers release their leases and the process stops.
  */
+import { warmUpParquet } from "../src/codec/warm-up.ts";
+import { sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { createIngestDecoder, type IngestDecoder } from "../actors/ingest/decoder.ts";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { metrics, type Meter } from "@opentelemetry/api";
@@ -95,6 +97,8 @@ export class Node {
       const ports = await natsPorts(nc, subjects);
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
+      // A writer warms its Parquet encoders before it announces itself, so no bucket waits on cold WebAssembly.
+      if (cfg.roles.includes("writer")) await warmUpEncoders(log);
       await n.heartbeat();
       n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
       await n.scanTables();
@@ -315,5 +319,24 @@ export class Node {
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();
     this.log.info("node stopped", { nodeId: this.cfg.nodeId });
+  }
+}
+
+/** Bounded and best-effort: a failed or slow warm-up only costs latency later, never the node's start. */
+async function warmUpEncoders(log: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const r = await Promise.race([
+      warmUpParquet(sharedParquetPool()),
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), 5000);
+      }),
+    ]);
+    if (r === null) log.warn("Parquet encoder warm-up still running after 5 s; starting anyway");
+    else log.info("Parquet encoders warmed up", { rounds: r.rounds, ms: r.ms });
+  } catch (e) {
+    log.warn("Parquet encoder warm-up failed", { error: ensureError(e).message });
+  } finally {
+    clearTimeout(timer);
   }
 }

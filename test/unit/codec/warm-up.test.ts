@@ -1,0 +1,24 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ParquetEncoderPool } from "../../../src/codec/parquet-pool.ts";
+import { warmUpParquet } from "../../../src/codec/warm-up.ts";
+
+test("warmUpParquet - encodes on this thread and on every worker of the pool, and reports what it did", async () => {
+  const pool = new ParquetEncoderPool({ size: 2 });
+  try {
+    const r = await warmUpParquet(pool, { rounds: 3, rows: 256 });
+    assert.equal(r.rounds, 3);
+    assert.ok(r.ms >= 0);
+    assert.equal(pool.startedWorkers, 2, "both workers started (and compiled parquet-wasm) during the warm-up");
+    const none = await warmUpParquet(null, { rounds: 2, rows: 16 });
+    assert.equal(none.rounds, 2);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("warmUpParquet - a closed pool makes it fail (the node logs and starts anyway)", async () => {
+  const pool = new ParquetEncoderPool({ size: 1 });
+  await pool.close();
+  await assert.rejects(warmUpParquet(pool, { rounds: 1, rows: 8 }), /closed/);
+});
