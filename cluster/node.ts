@@ -11,7 +11,6 @@
  * hand off), then committers release their leases and the process stops.
  */
 import { warmUpParquet } from "../src/codec/warm-up.ts";
-import { sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { createIngestDecoder, type IngestDecoder } from "../actors/ingest/decoder.ts";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { metrics, type Meter } from "@opentelemetry/api";
@@ -97,7 +96,9 @@ export class Node {
       const ports = await natsPorts(nc, subjects);
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
-      // A writer warms its Parquet encoders before it announces itself, so no bucket waits on cold WebAssembly.
+      // A writer warms its own thread's Parquet encoder (small flushes — the latency path — encode there) before it
+      // announces itself, so no bucket waits on cold WebAssembly. The pool's workers stay lazy: they start only for
+      // large flushes, and each costs ~30 MB.
       if (cfg.roles.includes("writer")) await warmUpEncoders(log);
       await n.heartbeat();
       n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
@@ -327,7 +328,7 @@ async function warmUpEncoders(log: Logger): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const r = await Promise.race([
-      warmUpParquet(sharedParquetPool()),
+      warmUpParquet(null),
       new Promise<null>((resolve) => {
         timer = setTimeout(() => resolve(null), 5000);
       }),
