@@ -5,7 +5,8 @@
  * Redis down 10 s, a NATS node SIGKILLed) plus the infrastructure nemeses chaos/nemesis/index.ts exports as
  * `infraNemeses` (none when it exports none), with poison mixed into the load. Nodes that die at an armed
  * failpoint are recorded as faults and restarted. The same seed gives the same schedule of choices (timings of a
- * real cluster still vary).
+ * real cluster still vary). `CHAOS_SOAK_NEMESES=name,name…` (environment) restricts the draw to those nemeses, e.g.
+ * to exercise the infrastructure ones: `CHAOS_SOAK_NEMESES=nats-slow-fsync,leader-slow-fsync,writer-partition`.
  */
 import { applyNemesis, pickWeighted, soakNemeses, superviseNodes } from "../faults.ts";
 import type { NemesisFactory, Scenario, ScenarioContext } from "../types.ts";
@@ -31,7 +32,14 @@ export const scenarios: Scenario[] = [
     defaultDurationMs: 120_000,
     load: { poison: true },
     async run(ctx) {
-      const pool: Weighted[] = [...soakNemeses, ...(await infraNemeses(ctx))];
+      let pool: Weighted[] = [...soakNemeses, ...(await infraNemeses(ctx))];
+      const only = (process.env["CHAOS_SOAK_NEMESES"] ?? "").split(",").map((x) => x.trim()).filter((x) => x !== "");
+      if (only.length > 0) {
+        const unknown = only.filter((n) => !pool.some((p) => p.name === n));
+        if (unknown.length > 0) throw new Error(`CHAOS_SOAK_NEMESES names unknown nemeses ${unknown.join(", ")}; known: ${pool.map((p) => p.name).join(", ")}`);
+        pool = pool.filter((p) => only.includes(p.name));
+        ctx.log(`soak restricted to ${pool.map((p) => p.name).join(", ")} (CHAOS_SOAK_NEMESES)`);
+      }
       const supervisor = superviseNodes(ctx);
       try {
         // The last fault leaves 20 s of load for recovery to be measured.
