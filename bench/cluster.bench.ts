@@ -20,8 +20,7 @@ import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { startNats, startRedis } from "../cluster/local/servers.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { parseColumnList } from "../src/spec/data-types.ts";
-import { RecordBatchBuilder } from "../src/codec/columns.ts";
-import { decodeInto } from "../actors/ingest/decode.ts";
+import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
@@ -131,15 +130,20 @@ async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: num
   const js = jetstream(nc);
   const consumer = await js.consumers.get(subjects.ingestStream(table.identifier), { deliver_policy: DeliverPolicy.All });
   const fields = table.schema.fields;
-  const builder = new RecordBatchBuilder(fields, 65536);
   const t0 = performance.now();
   let n = 0;
+  // The writers' own decoding (actors/ingest/decode.ts), here on this thread, in jobs of 64 messages as they fetch.
+  let job: Array<{ seq: number; data: Uint8Array }> = [];
+  let left = (await (await jetstreamManager(nc)).streams.info(subjects.ingestStream(table.identifier))).state.messages;
   const msgs = await consumer.consume({ max_messages: 256 });
   for await (const m of msgs) {
-    // The writer's own decoding (actors/ingest/decode.ts), here on this thread.
-    n += decodeInto(builder, fields, { seqs: [m.seq], offsets: [0, m.data.byteLength], data: m.data }).rows;
-    if (builder.length >= 65536) builder.finish();
-    if (n >= rows) break;
+    job.push({ seq: m.seq, data: m.data });
+    left--;
+    if (job.length === 64 || left === 0) {
+      n += decodeSized(fields, packPayloads(job)).rows;
+      job = [];
+    }
+    if (left === 0) break;
   }
   const secs = (performance.now() - t0) / 1000;
   await msgs.close();

@@ -10,7 +10,9 @@ import * as arrow from "apache-arrow";
 import { RecordBatchBuilder } from "../../src/codec/columns.ts";
 import { ensureError } from "../../src/errors.ts";
 import type { DataField } from "../../src/spec/data-types.ts";
-import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow } from "../wire/row-batch.ts";
+import type { RowBatch } from "../wire/messages.ts";
+import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow, unpackValue } from "../wire/row-batch.ts";
+import { directDecoderFor, type DirectDecoder } from "./direct.ts";
 
 /** Messages of one bucket, in stream order: message `i` is `data[offsets[i] .. offsets[i + 1])` with `seqs[i]`. */
 export interface IngestPayloads {
@@ -64,30 +66,114 @@ export function packPayloads(messages: ReadonlyArray<{ seq: number; data: Uint8A
  * of the batch still lands. Errors other than bad input (a bug) propagate.
  */
 export function decodeInto(builder: RecordBatchBuilder, fields: readonly DataField[], p: IngestPayloads): DecodeOutput {
+  return appendDecoded(builder, fields, unpackAll(p));
+}
+
+/**
+ * The same into a fresh builder. Tables whose columns all have a direct path (actors/ingest/direct.ts) are decoded
+ * straight from the msgpack bytes, rows it does not take by msgpackr in place; others unpack every payload first,
+ * so the builder is made with exactly the rows' capacity. `builder` is null when no payload held a row.
+ */
+export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opts: { direct?: boolean } = {}): DecodeOutput & { builder: RecordBatchBuilder | null } {
+  const direct = opts.direct === false ? null : directFor(fields);
+  if (direct === null) {
+    const unpacked = unpackAll(p);
+    let capacity = 0;
+    for (const u of unpacked) if (u.batch !== null) capacity += u.batch.rows.length;
+    if (capacity === 0) return { builder: null, ...appendDecoded(null, fields, unpacked) };
+    const builder = new RecordBatchBuilder(fields, capacity);
+    return { builder, ...appendDecoded(builder, fields, unpacked) };
+  }
+  // ~16 bytes per row at the least on the wire: no column grows more than once or twice.
+  const builder = new RecordBatchBuilder(fields, Math.max(16, Math.min(1 << 20, Math.ceil(p.data.byteLength / 24))));
   const rejected: RejectedRow[] = [];
   let rows = 0;
   for (let i = 0; i < p.seqs.length; i++) {
     const seq = p.seqs[i]!;
     const bytes = p.data.subarray(p.offsets[i], p.offsets[i + 1]);
-    let batch;
-    try {
-      batch = decodeRowBatch(bytes);
-    } catch (e) {
-      rejected.push({ seq, rowIndex: -1, reason: ensureError(e).message, original: Buffer.from(bytes).toString("base64") });
+    const rejectedBefore = rejected.length;
+    let slowRows = 0;
+    let cols: readonly string[] = [];
+    const res = direct.decodeMessage(builder, bytes, (rowIndex, start, end) => {
+      let values: unknown;
+      try {
+        values = unpackValue(bytes.subarray(start, end));
+      } catch {
+        return false;
+      }
+      if (appendRow(builder, fields, cols, seq, rowIndex, values, rejected)) slowRows++;
+      return true;
+    }, (c) => (cols = c));
+    if (res !== null) {
+      rows += res.appended + slowRows;
       continue;
     }
-    const { index, check, badCols } = batchRowConverter(fields, batch.cols);
-    for (let r = 0; r < batch.rows.length; r++) {
-      const values = batch.rows[r];
-      try {
-        if (badCols !== null) throw new Error(badCols);
-        check(values);
-        builder.appendArray(values as unknown[], index);
-        rows++;
-      } catch (e) {
-        rejected.push({ seq, rowIndex: r, reason: ensureError(e).message, original: jsonSafe(originalRow(batch.cols, values)) });
-      }
+    // Not a plain RowBatch, or a row msgpackr could not read alone: the generic path takes the whole payload.
+    rejected.length = rejectedBefore;
+    const out = appendDecoded(builder, fields, unpackAll({ seqs: [seq], offsets: [0, bytes.byteLength], data: bytes }));
+    rows += out.rows;
+    for (const x of out.rejected) rejected.push(x);
+  }
+  return { builder: rows === 0 ? null : builder, rows, rejected };
+}
+
+const directDecoders = new WeakMap<readonly DataField[], DirectDecoder | null>();
+
+/** The direct decoder of a layout (cached); none with NATSLAKE_DECODE_DIRECT=0, the escape hatch. */
+function directFor(fields: readonly DataField[]): DirectDecoder | null {
+  if (process.env["NATSLAKE_DECODE_DIRECT"] === "0") return null;
+  let d = directDecoders.get(fields);
+  if (d === undefined) {
+    d = directDecoderFor(fields);
+    directDecoders.set(fields, d);
+  }
+  return d;
+}
+
+/** Appends one row by the generic rules, or records its rejection; true when it landed. */
+function appendRow(builder: RecordBatchBuilder, fields: readonly DataField[], cols: readonly string[], seq: number, rowIndex: number, values: unknown, rejected: RejectedRow[]): boolean {
+  const { index, check, badCols } = batchRowConverter(fields, cols);
+  try {
+    if (badCols !== null) throw new Error(badCols);
+    check(values);
+    builder.appendArray(values as unknown[], index);
+    return true;
+  } catch (e) {
+    rejected.push({ seq, rowIndex, reason: ensureError(e).message, original: jsonSafe(originalRow(cols, values)) });
+    return false;
+  }
+}
+
+interface Unpacked {
+  seq: number;
+  batch: RowBatch | null;
+  /** Why the payload is unreadable, with its bytes in base64 (when batch is null). */
+  error?: { reason: string; original: string };
+}
+
+function unpackAll(p: IngestPayloads): Unpacked[] {
+  const out: Unpacked[] = [];
+  for (let i = 0; i < p.seqs.length; i++) {
+    const seq = p.seqs[i]!;
+    const bytes = p.data.subarray(p.offsets[i], p.offsets[i + 1]);
+    try {
+      out.push({ seq, batch: decodeRowBatch(bytes) });
+    } catch (e) {
+      out.push({ seq, batch: null, error: { reason: ensureError(e).message, original: Buffer.from(bytes).toString("base64") } });
     }
+  }
+  return out;
+}
+
+function appendDecoded(builder: RecordBatchBuilder | null, fields: readonly DataField[], unpacked: readonly Unpacked[]): DecodeOutput {
+  const rejected: RejectedRow[] = [];
+  let rows = 0;
+  for (const { seq, batch, error } of unpacked) {
+    if (batch === null) {
+      rejected.push({ seq, rowIndex: -1, reason: error!.reason, original: error!.original });
+      continue;
+    }
+    for (let r = 0; r < batch.rows.length; r++) if (appendRow(builder!, fields, batch.cols, seq, r, batch.rows[r], rejected)) rows++;
   }
   return { rows, rejected };
 }
@@ -112,11 +198,6 @@ export interface EncodedDecodeOutput extends DecodeOutput {
 
 /** Decodes a job into a fresh batch, returned as an Arrow IPC stream (what a worker sends back). */
 export function decodeJob(job: DecodeJob): EncodedDecodeOutput {
-  const fields = fieldsFor(job);
-  let total = 0;
-  for (let i = 0; i < job.seqs.length; i++) total += job.offsets[i + 1]! - job.offsets[i]!;
-  // Capacity from the payload size (≥ ~16 bytes per row on the wire): one allocation per column on the common path.
-  const builder = new RecordBatchBuilder(fields, Math.max(64, Math.min(1 << 20, Math.ceil(total / 16))));
-  const out = decodeInto(builder, fields, job);
-  return { ...out, ipc: out.rows === 0 ? null : arrow.tableToIPC(new arrow.Table([builder.finish()]), "stream") };
+  const { builder, rows, rejected } = decodeSized(fieldsFor(job), job);
+  return { rows, rejected, ipc: builder === null || rows === 0 ? null : arrow.tableToIPC(new arrow.Table([builder.finish()]), "stream") };
 }

@@ -30,7 +30,8 @@ function messages(): Array<{ seq: number; data: Uint8Array }> {
 
 for (const [name, make] of [
   ["inline", () => new InlineIngestDecoder()],
-  ["worker threads", () => new WorkerIngestDecoder({ threads: 1 })],
+  ["worker threads", () => new WorkerIngestDecoder({ threads: 1, inlineBelowBytes: 0 })],
+  ["worker threads, small jobs inline", () => new WorkerIngestDecoder({ threads: 1, inlineBelowBytes: 1 << 20 })],
 ] as const) {
   test(`ingest decoder (${name}) - good rows land in order as one batch; every bad row or payload is rejected with its reason`, async () => {
     const d = make();
@@ -60,7 +61,7 @@ for (const [name, make] of [
 }
 
 test("ingest decoder - the worker decoder gives the inline decoder's batch exactly, also for many jobs at once", async () => {
-  const w = new WorkerIngestDecoder({ threads: 2 });
+  const w = new WorkerIngestDecoder({ threads: 2, inlineBelowBytes: 0 });
   const inline = new InlineIngestDecoder();
   try {
     const jobs = await Promise.all(Array.from({ length: 8 }, () => w.decode("t#0", FIELDS, messages())));
