@@ -13,14 +13,15 @@
  * A property test (test/unit/actors/ingest-direct.test.ts) holds both paths to the same rows and rejections.
  */
 import { isUtf8 } from "node:buffer";
-import type {
-  BooleanColumnBuilder,
-  ColumnBuilder,
-  Int64ColumnBuilder,
-  NumberColumnBuilder,
-  RecordBatchBuilder,
-  TimestampColumnBuilder,
-  Utf8ColumnBuilder,
+import {
+  narrowIntShift,
+  type BooleanColumnBuilder,
+  type ColumnBuilder,
+  type Int64ColumnBuilder,
+  type NumberColumnBuilder,
+  type RecordBatchBuilder,
+  type TimestampColumnBuilder,
+  type Utf8ColumnBuilder,
 } from "../../src/codec/columns.ts";
 import type { DataField, DataType } from "../../src/spec/data-types.ts";
 
@@ -173,38 +174,28 @@ export class DirectReader {
   /** An array header at `pos`: sets `count`; returns the position of its first element, or −1. */
   count = 0;
   readArrayHeader(pos: number): number {
-    const d = this.d;
-    if (pos >= d.length) return -1;
-    const b = d[pos]!;
-    if (b >= 0x90 && b <= 0x9f) {
-      this.count = b & 0x0f;
-      return pos + 1;
-    }
-    if (b === 0xdc && pos + 3 <= d.length) {
-      this.count = this.dv.getUint16(pos + 1);
-      return pos + 3;
-    }
-    if (b === 0xdd && pos + 5 <= d.length) {
-      this.count = this.dv.getUint32(pos + 1);
-      return pos + 5;
-    }
-    return -1;
+    return this.readContainerHeader(pos, 0x90, 0xdc);
   }
 
   /** A map header at `pos`: sets `count`; returns the position of its first key, or −1. */
   readMapHeader(pos: number): number {
+    return this.readContainerHeader(pos, 0x80, 0xde);
+  }
+
+  /** Fix form `fix`…`fix + 15`, then the 16-bit (`tag16`) and 32-bit (`tag16 + 1`) forms. */
+  private readContainerHeader(pos: number, fix: number, tag16: number): number {
     const d = this.d;
     if (pos >= d.length) return -1;
     const b = d[pos]!;
-    if (b >= 0x80 && b <= 0x8f) {
+    if (b >= fix && b <= fix + 0x0f) {
       this.count = b & 0x0f;
       return pos + 1;
     }
-    if (b === 0xde && pos + 3 <= d.length) {
+    if (b === tag16 && pos + 3 <= d.length) {
       this.count = this.dv.getUint16(pos + 1);
       return pos + 3;
     }
-    if (b === 0xdf && pos + 5 <= d.length) {
+    if (b === tag16 + 1 && pos + 5 <= d.length) {
       this.count = this.dv.getUint32(pos + 1);
       return pos + 5;
     }
@@ -346,7 +337,7 @@ function appenderFor(col: ColumnBuilder, type: DataType, r: DirectReader): Appen
     case "SMALLINT":
     case "TINYINT": {
       const b = col as NumberColumnBuilder;
-      const shift = type.root === "INT" ? 0 : type.root === "SMALLINT" ? 16 : 24;
+      const shift = narrowIntShift(type.root);
       return (pos) => {
         if (d[pos] === 0xc0) return nil(pos);
         const next = r.readNumber(pos);

@@ -822,6 +822,11 @@ export function makeColumnBuilder(type: DataType, path = "?", capacity = DEFAULT
  * true; returns false for anything else, which then takes the converter + `append` path. Exactly the conditions
  * of `compileConverter`'s fast paths, so accepted values and errors are unchanged.
  */
+/** `(v << shift) >> shift === v` holds exactly for the JS numbers an INT / SMALLINT / TINYINT column takes as they are. */
+export function narrowIntShift(root: "INT" | "SMALLINT" | "TINYINT"): number {
+  return root === "INT" ? 0 : root === "SMALLINT" ? 16 : 24;
+}
+
 function inputFastPath(col: ColumnBuilder): (v: unknown) => boolean {
   const type = col.type;
   switch (type.root) {
@@ -829,7 +834,7 @@ function inputFastPath(col: ColumnBuilder): (v: unknown) => boolean {
     case "SMALLINT":
     case "TINYINT": {
       const b = col as NumberColumnBuilder;
-      const shift = type.root === "INT" ? 0 : type.root === "SMALLINT" ? 16 : 24;
+      const shift = narrowIntShift(type.root);
       return (v) => typeof v === "number" && (v << shift) >> shift === v && (b.appendNumber(v), true);
     }
     case "BIGINT": {
