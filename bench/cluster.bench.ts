@@ -87,6 +87,13 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     const natsBefore = procStats(nats.pid).cpu;
     // The latency run starts after 2 s of the same load (reported apart): steady state, not the cluster's first seconds.
     const load = await runLoad(nats.url, "bench.events", rows, rate, rate > 0 ? rate * 2 : 0);
+    // A node that died invalidates the run: say why (its log's tail) instead of printing figures.
+    for (const [i, n] of nodes.entries()) {
+      if (n.exitCode !== null || n.signalCode !== null) {
+        const tail = readFileSync(join(dir, `n${i + 1}.log`), "utf8").split("\n").slice(-15).join("\n");
+        throw new Error(`node n${i + 1} exited (${n.exitCode ?? n.signalCode}) during the run:\n${tail}`);
+      }
+    }
     const nodeStats = nodes.map((n, i) => {
       const s = procStats(n.pid!);
       return { cpu: s.cpu - before[i]!, rssMb: s.rssMb };
