@@ -33,7 +33,8 @@ if (!process.env.NATSLAKE_NATS_SERVER_CURRENT) {
 }
 const res = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
+  // A hung test fails after 5 minutes (tests that need longer set their own timeout) instead of hanging the run.
+  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, `--test-timeout=${process.env.TEST_TIMEOUT_MS ?? 300000}`, "--test-reporter=spec", ...files],
   { stdio: "inherit", env: process.env },
 );
 process.exit(res.status ?? 1);

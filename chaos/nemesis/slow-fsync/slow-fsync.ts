@@ -140,23 +140,38 @@ export async function attachSlowFsync(
   checkMs(ms);
   const set = (opts.syscalls ?? SYNC_SYSCALLS).join(",");
   const args = ["-f", "-qq", "-p", String(pid), "-o", "/dev/null", "-e", `trace=${set}`, "-e", `inject=${set}:delay_enter=${Math.round(ms * 1000)}`];
-  const proc: ChildProcess = spawn("strace", args, { stdio: ["ignore", "ignore", "pipe"] });
+  // strace runs in a process group of its own, and detaching signals the whole group and waits for the process's
+  // exit (not for its stdio to close): once, in CI, a strace interrupted while starting left a forked copy of itself
+  // paused with our stderr pipe open, and waiting for 'close' hung the run.
+  const proc: ChildProcess = spawn("strace", args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
   let stderr = "";
   proc.stderr?.on("data", (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
   let spawnFailure: Error | undefined;
   const exited = new Promise<void>((resolve) => {
-    proc.once("close", () => resolve());
+    proc.once("exit", () => resolve());
     proc.once("error", (e) => {
       spawnFailure = new Error(`cannot run strace (apt-get install strace): ${e.message}`);
       resolve();
     });
   });
+  const signalGroup = (signal: NodeJS.Signals): void => {
+    try {
+      process.kill(-proc.pid!, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
   const detach = async (): Promise<void> => {
-    if (spawnFailure === undefined && proc.exitCode === null && proc.signalCode === null) {
-      proc.kill("SIGTERM");
-      const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
-      await exited;
-      clearTimeout(timer);
+    if (spawnFailure === undefined && proc.pid !== undefined) {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        signalGroup("SIGTERM");
+        const timer = setTimeout(() => signalGroup("SIGKILL"), 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      // Whatever strace left behind in its group (a forked copy) goes too.
+      signalGroup("SIGKILL");
+      proc.stderr?.destroy();
     }
   };
   try {
