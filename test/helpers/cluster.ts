@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
 import { startNats, startRedis, type ServerHandle } from "./servers.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
@@ -121,6 +122,18 @@ export async function startCluster(opts: { nodes: number; commitInterval?: strin
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  // Every node has announced itself (a heartbeat in the members KV) before a test starts: a test that creates a
+  // table at once would otherwise see its buckets all on the first node up.
+  await waitFor("every node heartbeating", async () => {
+    try {
+      const kv = await new Kvm(nc).open("lake_members");
+      const ids = new Set<string>();
+      for await (const k of await kv.keys()) ids.add(k);
+      return [...nodes.keys()].every((id) => ids.has(id)) ? true : undefined;
+    } catch {
+      return undefined; // the KV bucket is created by the first node
+    }
+  }, 60_000, 100);
   return cluster;
 }
 
