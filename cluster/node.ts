@@ -314,7 +314,10 @@ export class Node {
     clearInterval(this.scanTimer);
     this.adminSub?.unsubscribe();
     for (const s of this.services.values()) for (const f of s.stops) f();
+    // Each step is logged, so a shutdown that hangs says where.
+    this.log.info("stopping actors", { nodeId: this.cfg.nodeId });
     await this.system.shutdown();
+    this.log.info("actors stopped; closing connections", { nodeId: this.cfg.nodeId });
     await this.decoder?.close().catch(() => undefined);
     await this.ports.kv.members.delete(this.cfg.nodeId).catch(() => undefined);
     await this.nc.drain().catch(() => undefined);

@@ -94,14 +94,30 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
           if (stopping) return;
           stopping = true;
           log.info("signal received; draining", { signal: sig });
-          node.drain().then(resolveStop, (e: unknown) => {
-            log.error("drain failed", { error: String(e) });
-            resolveStop();
-          });
+          // A drain that cannot finish (a hung connection, an actor that never stops) must not keep the process
+          // alive: past the drain timeout and a grace period, exit non-zero and say so.
+          const watchdog = setTimeout(() => {
+            log.error("shutdown did not finish in time; exiting", { afterMs: cfg.drainTimeout + 10_000 });
+            process.exit(1);
+          }, cfg.drainTimeout + 10_000);
+          watchdog.unref();
+          node.drain().then(
+            () => {
+              clearTimeout(watchdog);
+              resolveStop();
+            },
+            (e: unknown) => {
+              log.error("drain failed", { error: String(e) });
+              process.exitCode = 1;
+              resolveStop();
+            },
+          );
         };
         process.once("SIGTERM", () => onSignal("SIGTERM"));
         process.once("SIGINT", () => onSignal("SIGINT"));
       });
+      // Drained and stopped: nothing is left to do, whatever handle a library may still hold open.
+      process.exit(process.exitCode ?? 0);
     });
 
   program

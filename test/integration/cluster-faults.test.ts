@@ -218,7 +218,9 @@ test("faults - SIGTERM drains a node: it flushes and hands its buckets off, rele
   await new Promise((r) => setTimeout(r, 2000));
   const termAt = Date.now();
   c.signal(victim, "SIGTERM");
-  const code = await c.waitExit(victim, 30_000);
+  const code = await c.waitExit(victim, 30_000).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}; its log ends:\n${c.logs(victim).slice(-3000)}`);
+  });
   assert.equal(code, 0, `drained node exit code (logs: ${c.logs(victim).slice(-2000)})`);
   assert.ok(Date.now() - termAt < 20_000, "drained within the drain timeout");
   assert.match(c.logs(victim), /"msg":"bucket released"/, "its buckets were released by hand-off, not taken after a timeout");

@@ -320,11 +320,17 @@ test("tcp-proxy - a nats.js client through the proxy is disconnected by a cut (r
 
   // Latency through the nemesis: RTT grows by ~2 × 50 ms, heal restores it.
   const lat = proxyLatency(proxy, 50, "node:n1");
-  const base = await nc.rtt();
+  // The smallest of a few round trips: one sample on a busy machine can be tens of ms by itself.
+  const minRtt = async (n: number): Promise<number> => {
+    let m = Infinity;
+    for (let i = 0; i < n; i++) m = Math.min(m, await nc.rtt());
+    return m;
+  };
+  const base = await minRtt(5);
   const r3 = await lat.inject();
-  const slow = await nc.rtt();
+  const slow = await minRtt(3);
   await lat.heal(r3);
-  const healed = await nc.rtt();
+  const healed = await minRtt(3);
   assert.ok(slow >= base + 95, `rtt ${base} → ${slow} ms with 50 ms each way`);
   assert.ok(healed < slow - 50, `rtt after heal ${healed} ms`);
   console.log(`# nats rtt: ${base} ms, with 50 ms latency ${slow} ms, healed ${healed} ms`);
