@@ -58,6 +58,16 @@ function runLoad(natsUrl: string, table: string, rows: number, rate: number, war
   });
 }
 
+/** A node that died invalidates the run: say why (its log's tail) instead of printing figures. */
+function assertAlive(nodes: ChildProcess[], dir: string, when: string): void {
+  for (const [i, n] of nodes.entries()) {
+    if (n.exitCode !== null || n.signalCode !== null) {
+      const tail = readFileSync(join(dir, `n${i + 1}.log`), "utf8").split("\n").slice(-15).join("\n");
+      throw new Error(`node n${i + 1} exited (${n.exitCode ?? n.signalCode}) ${when}:\n${tail}`);
+    }
+  }
+}
+
 async function scenario(writers: number, rows: number, rate: number, commitInterval: string): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
   const nats = await startNats();
@@ -82,18 +92,13 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
       if (a && Object.keys(a.buckets).length === 6 && Object.values(a.buckets).every((b) => b.state === "active") && new Set(Object.values(a.buckets).map((b) => b.node)).size === writers) break;
       await new Promise((r) => setTimeout(r, 200));
     }
+    assertAlive(nodes, dir, "while starting");
     // CPU is counted from here: node start-up (loading and compiling the TypeScript) is not part of the work.
     const before = nodes.map((n) => procStats(n.pid!).cpu);
     const natsBefore = procStats(nats.pid).cpu;
     // The latency run starts after 2 s of the same load (reported apart): steady state, not the cluster's first seconds.
     const load = await runLoad(nats.url, "bench.events", rows, rate, rate > 0 ? rate * 2 : 0);
-    // A node that died invalidates the run: say why (its log's tail) instead of printing figures.
-    for (const [i, n] of nodes.entries()) {
-      if (n.exitCode !== null || n.signalCode !== null) {
-        const tail = readFileSync(join(dir, `n${i + 1}.log`), "utf8").split("\n").slice(-15).join("\n");
-        throw new Error(`node n${i + 1} exited (${n.exitCode ?? n.signalCode}) during the run:\n${tail}`);
-      }
-    }
+    assertAlive(nodes, dir, "during the run");
     const nodeStats = nodes.map((n, i) => {
       const s = procStats(n.pid!);
       return { cpu: s.cpu - before[i]!, rssMb: s.rssMb };
