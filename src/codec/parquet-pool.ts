@@ -307,7 +307,21 @@ export function sharedParquetPool(): ParquetEncoderPool | null {
     const env = process.env["NATSLAKE_PARQUET_WORKERS"];
     const n = env === undefined || env.trim() === "" ? undefined : Number(env);
     if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new LakeError(ErrorKind.DataInvalid, `NATSLAKE_PARQUET_WORKERS='${env}' is not a worker count (0 disables the pool)`);
-    shared = n === 0 ? null : new ParquetEncoderPool(n === undefined ? {} : { size: n });
+    const size = n ?? defaultSize;
+    shared = size === 0 ? null : new ParquetEncoderPool(size === undefined ? {} : { size });
   }
   return shared;
+}
+
+let defaultSize: number | undefined;
+
+/**
+ * The shared pool's size when `NATSLAKE_PARQUET_WORKERS` does not set it (a cluster node leaves a core to its main
+ * thread and its decoding worker). Default: one worker per core. Effective only before the pool's first use; returns
+ * whether it was.
+ */
+export function setSharedParquetPoolDefaultSize(size: number): boolean {
+  if (shared !== undefined) return false;
+  defaultSize = Math.max(1, Math.floor(size));
+  return true;
 }

@@ -22,3 +22,17 @@ test("warmUpParquet - a closed pool makes it fail (the node logs and starts anyw
   await pool.close();
   await assert.rejects(warmUpParquet(pool, { rounds: 1, rows: 8 }), /closed/);
 });
+
+test("setSharedParquetPoolDefaultSize - sets the shared pool's size before its first use, and only then", async () => {
+  const { setSharedParquetPoolDefaultSize, sharedParquetPool } = await import("../../../src/codec/parquet-pool.ts");
+  const before = process.env["NATSLAKE_PARQUET_WORKERS"];
+  delete process.env["NATSLAKE_PARQUET_WORKERS"];
+  try {
+    assert.equal(setSharedParquetPoolDefaultSize(1), true);
+    assert.equal(sharedParquetPool()?.size, 1);
+    assert.equal(setSharedParquetPoolDefaultSize(3), false, "the pool exists: too late");
+    assert.equal(sharedParquetPool()?.size, 1);
+  } finally {
+    if (before !== undefined) process.env["NATSLAKE_PARQUET_WORKERS"] = before;
+  }
+});
