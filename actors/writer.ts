@@ -36,7 +36,12 @@ export type WriterMsg =
   | { type: "flush-failed"; generation: number; error: Error }
   | { type: "rejected"; rejection: Rejection }
   | { type: "revoke"; reply: (lastOffset: number) => void }
-  | { type: "reopen"; generation: number };
+  /**
+   * Re-open the bucket: from the committed offset (after a failed flush, whose committable may or may not have
+   * landed), or after the last committable sent (the reader failed: what was flushed is in the commit stream, so
+   * reading again from the committed offset would only make an overlapping committable to be rejected).
+   */
+  | { type: "reopen"; generation: number; from: "committed" | "sent" };
 
 export interface WriterDeps {
   table: Table;
@@ -106,8 +111,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     await r?.close().catch(() => undefined);
   }
 
-  /** (Re)starts reading from `from` (a rejection's committed offset) or from the latest snapshot's offset. */
-  private open(ctx: ActorContext<WriterMsg>, from: number | null): void {
+  /**
+   * (Re)starts reading from `from` (a rejection's committed offset, or after the last committable sent) or from the
+   * latest snapshot's offset. `keepSent`: committables sent before stay ours, so a rejection of one still re-opens.
+   */
+  private open(ctx: ActorContext<WriterMsg>, from: number | null, opts: { keepSent?: boolean } = {}): void {
     const generation = ++this.generation;
     const old = this.reader;
     this.reader = null;
@@ -117,7 +125,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.decoding = false;
     this.stash = [];
     this.firstArrival = 0;
-    this.sent.clear();
+    if (opts.keepSent !== true) this.sent.clear();
     ctx.pipeToSelf(
       (async () => {
         await old?.close().catch(() => undefined);
@@ -202,12 +210,17 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           if (!this.flushing) this.finishRevoke(ctx);
           return;
         }
-        ctx.log.warn("fetch failed; reopening the bucket from the committed offset", { ...this.labels, error: msg.error.message });
-        ctx.scheduleOnce(500, { type: "reopen", generation: this.generation });
+        ctx.log.warn("fetch failed; reopening the bucket after its last committable", { ...this.labels, prevOffset: this.prevOffset, error: msg.error.message });
+        ctx.scheduleOnce(500, { type: "reopen", generation: this.generation, from: "sent" });
         return;
       case "reopen":
         // Not while handing the bucket off: re-opening would drop the revoke's flush.
-        if (msg.generation === this.generation && !this.revoking) this.open(ctx, null);
+        if (msg.generation !== this.generation || this.revoking) return;
+        if (msg.from === "sent") {
+          // A flush in flight decides where "after the last committable" is: wait for it.
+          if (this.flushing) ctx.scheduleOnce(50, msg);
+          else this.open(ctx, this.prevOffset, { keepSent: true });
+        } else this.open(ctx, null);
         return;
       case "flush-tick":
         this.flush(ctx);
@@ -226,7 +239,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         void this.reader?.close().catch(() => undefined);
         this.reader = null;
         // First retry at once, then back off (a full disk must not turn into a retry storm).
-        ctx.scheduleOnce(Math.min(5000, this.failures === 0 ? 0 : 100 * 2 ** this.failures), { type: "reopen", generation: this.generation });
+        ctx.scheduleOnce(Math.min(5000, this.failures === 0 ? 0 : 100 * 2 ** this.failures), { type: "reopen", generation: this.generation, from: "committed" });
         this.failures++;
         return;
       case "rejected": {
