@@ -43,8 +43,15 @@ export interface DecodeOutput {
   rejected: RejectedRow[];
 }
 
-/** Packs messages into the job's single buffer (one copy; the buffer is then transferable). */
-export function packPayloads(messages: ReadonlyArray<{ seq: number; data: Uint8Array }>): IngestPayloads {
+/**
+ * Packs messages into the job's single buffer (one copy; the buffer is then transferable). With `copy: false` a single
+ * message is used as it is (decoding on this thread needs no transferable buffer).
+ */
+export function packPayloads(messages: ReadonlyArray<{ seq: number; data: Uint8Array }>, opts: { copy?: boolean } = {}): IngestPayloads {
+  if (opts.copy === false && messages.length === 1) {
+    const m = messages[0]!;
+    return { seqs: [m.seq], offsets: [0, m.data.byteLength], data: m.data };
+  }
   let total = 0;
   for (const m of messages) total += m.data.byteLength;
   const data = new Uint8Array(total);
@@ -61,16 +68,9 @@ export function packPayloads(messages: ReadonlyArray<{ seq: number; data: Uint8A
 }
 
 /**
- * Decodes every message into `builder` (rows of one bucket, no partitions): a payload that is not a RowBatch, a
- * batch naming unknown columns, and a row whose values do not fit the schema are rejected with the reason; the rest
- * of the batch still lands. Errors other than bad input (a bug) propagate.
- */
-export function decodeInto(builder: RecordBatchBuilder, fields: readonly DataField[], p: IngestPayloads): DecodeOutput {
-  return appendDecoded(builder, fields, unpackAll(p));
-}
-
-/**
- * The same into a fresh builder. Tables whose columns all have a direct path (actors/ingest/direct.ts) are decoded
+ * Decodes every message into a fresh builder (rows of one bucket, no partitions): a payload that is not a RowBatch,
+ * a batch naming unknown columns, and a row whose values do not fit the schema are rejected with the reason; the
+ * rest of the batch still lands. Errors other than bad input (a bug) propagate. Tables whose columns all have a direct path (actors/ingest/direct.ts) are decoded
  * straight from the msgpack bytes, rows it does not take by msgpackr in place; others unpack every payload first,
  * so the builder is made with exactly the rows' capacity. `builder` is null when no payload held a row.
  */

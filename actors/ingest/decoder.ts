@@ -30,7 +30,7 @@ export interface IngestDecoder {
 /** Decodes on the calling thread. */
 export class InlineIngestDecoder implements IngestDecoder {
   decode(_key: string, fields: readonly DataField[], messages: ReadonlyArray<{ seq: number; data: Uint8Array }>): Promise<DecodedBatch> {
-    const { builder, rows, rejected } = decodeSized(fields, packPayloads(messages));
+    const { builder, rows, rejected } = decodeSized(fields, packPayloads(messages, { copy: false }));
     return Promise.resolve({ batch: builder === null || rows === 0 ? null : builder.finish(), rows, rejected });
   }
 

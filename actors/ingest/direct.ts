@@ -421,14 +421,19 @@ interface Header {
   cols: string[];
   rowsPos: number;
   rowCount: number;
-  end: number;
+  /**
+   * `rows` is the envelope's last key (as producers write it): its end was not checked here — decoding the rows
+   * walks them anyway — so the decoder checks that the payload ends right after them.
+   */
+  rowsLast: boolean;
 }
 
 const HEADER_KEYS = new Set(["v", "schema", "cols", "rows"]);
 
 /**
  * Reads the RowBatch envelope (`{v: 1, schema?, cols, rows}` in any key order, nothing after it); null when the
- * payload is anything else, which the generic path then reads (and rejects with the exact reason if it must).
+ * payload is anything else, which the generic path then reads (and rejects with the exact reason if it must). Rows
+ * that come last are not walked here (see `Header.rowsLast`).
  */
 export function readHeader(r: DirectReader): Header | null {
   const d = r.d;
@@ -439,6 +444,7 @@ export function readHeader(r: DirectReader): Header | null {
   let cols: string[] | null = null;
   let rowsPos = -1;
   let rowCount = 0;
+  let rowsLast = false;
   for (let i = 0; i < keys; i++) {
     const kEnd = r.readStr(pos);
     if (kEnd < 0 || !plainUtf8(d, r.strStart, r.strEnd)) return null;
@@ -473,14 +479,17 @@ export function readHeader(r: DirectReader): Header | null {
         if (first < 0) return null;
         rowsPos = first;
         rowCount = r.count;
-        pos = r.skip(pos);
-        if (pos < 0) return null;
+        rowsLast = i === keys - 1;
+        if (!rowsLast) {
+          pos = r.skip(pos);
+          if (pos < 0) return null;
+        }
         break;
       }
     }
   }
-  if (cols === null || rowsPos < 0 || !seen.has("v") || pos !== d.length) return null;
-  return { cols, rowsPos, rowCount, end: pos };
+  if (cols === null || rowsPos < 0 || !seen.has("v") || (!rowsLast && pos !== d.length)) return null;
+  return { cols, rowsPos, rowCount, rowsLast };
 }
 
 /** The direct decoder of one table layout (`fields`), or null when a column type has no direct path. */
@@ -544,11 +553,18 @@ export class DirectDecoder {
       }
       for (const c of cols) c.truncate(before);
       const end = r.skip(rowStart);
+      // A row that does not even parse (truncated payload) — or one msgpackr cannot read — sends the whole payload
+      // to the generic path, which rejects it as a whole.
       if (end < 0 || !slowRow(i, rowStart, end)) {
         for (const c of cols) c.truncate(messageStart);
         return null;
       }
       pos = end;
+    }
+    if (h.rowsLast && pos !== data.length) {
+      // Bytes after the rows: not a plain RowBatch after all.
+      for (const c of cols) c.truncate(messageStart);
+      return null;
     }
     return { cols: h.cols, appended };
   }
