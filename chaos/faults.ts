@@ -139,14 +139,14 @@ const crash = (n: Nemesis): Nemesis => ({
   heal: (r) => n.heal(r),
 });
 
-/** SIGKILL a running writer; restart it 1–3 s later, with a random writer failpoint armed 40 % of the time. */
-export const writerKill: NemesisFactory = (ctx) => {
+/**
+ * SIGKILL node `id`, and on heal restart it 1–3 s later with one of `points` armed (`@3`–`@12`) 40 % of the time — a
+ * node coming back may crash again at a failpoint, as a flaky host would make it.
+ */
+function killAndRestart(ctx: NemesisContext, name: string, id: string, points: readonly string[]): Nemesis {
   const t = ctx.topology;
-  const running = t.nodeIds("writer").filter((id) => t.isRunning(id));
-  if (running.length < 2) return null;
-  const id = ctx.rng.pick(running);
   return crash(
-    makeNemesis("writer SIGKILL", { kind: "node", id }, {
+    makeNemesis(name, { kind: "node", id }, {
       inject: async () => {
         const pid = t.nodePid(id);
         t.signalNode(id, "SIGKILL");
@@ -155,12 +155,20 @@ export const writerKill: NemesisFactory = (ctx) => {
       },
       heal: async () => {
         await sleep(ctx.rng.int(1000, 3000));
-        const arm = ctx.rng.next() < 0.4 ? { point: ctx.rng.pick(WRITER_FAILPOINTS), nth: ctx.rng.int(3, 12) } : null;
+        const arm = ctx.rng.next() < 0.4 ? { point: ctx.rng.pick(points), nth: ctx.rng.int(3, 12) } : null;
         if (!t.isRunning(id)) t.startNode(id, arm ? { env: armed(arm.point, arm.nth) } : {});
         return arm ? { restartedArmed: `${arm.point}@${arm.nth}` } : {};
       },
     }),
   );
+}
+
+/** SIGKILL a running writer; restart it 1–3 s later, with a random writer failpoint armed 40 % of the time. */
+export const writerKill: NemesisFactory = (ctx) => {
+  const t = ctx.topology;
+  const running = t.nodeIds("writer").filter((id) => t.isRunning(id));
+  if (running.length < 2) return null;
+  return killAndRestart(ctx, "writer SIGKILL", ctx.rng.pick(running), WRITER_FAILPOINTS);
 };
 
 /** SIGKILL the leader; restart it 1–3 s later (a standby now), with a commit failpoint armed 40 % of the time. */
@@ -168,22 +176,7 @@ export const leaderKill: NemesisFactory = async (ctx) => {
   const t = ctx.topology;
   const id = await t.leader();
   if (id === null || t.nodeIds("committer").filter((x) => t.isRunning(x)).length < 2) return null;
-  return crash(
-    makeNemesis("leader SIGKILL", { kind: "node", id }, {
-      inject: async () => {
-        const pid = t.nodePid(id);
-        t.signalNode(id, "SIGKILL");
-        await t.waitExit(id, 10_000);
-        return { pid };
-      },
-      heal: async () => {
-        await sleep(ctx.rng.int(1000, 3000));
-        const arm = ctx.rng.next() < 0.4 ? { point: ctx.rng.pick(COMMIT_FAILPOINTS), nth: ctx.rng.int(3, 12) } : null;
-        if (!t.isRunning(id)) t.startNode(id, arm ? { env: armed(arm.point, arm.nth) } : {});
-        return arm ? { restartedArmed: `${arm.point}@${arm.nth}` } : {};
-      },
-    }),
-  );
+  return killAndRestart(ctx, "leader SIGKILL", id, COMMIT_FAILPOINTS);
 };
 
 /** SIGSTOP the leader until another node leads (past its lease), 1 s more, then SIGCONT: it must step down. */
