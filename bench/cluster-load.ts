@@ -8,6 +8,7 @@
 import { connect } from "@nats-io/transport-node";
 import { createProducer } from "../cluster/producer.ts";
 import { subscribeSnapshots } from "../cluster/snapshots-client.ts";
+import { benchInputRow } from "./shape.ts";
 
 const [url, table, rowsArg, rateArg] = process.argv.slice(2);
 if (!url || !table || !rowsArg || rateArg === undefined) {
@@ -24,7 +25,6 @@ const WARMUP = Number(process.argv[6] ?? 0);
 const DEBUG = process.env["LATENCY_DEBUG"] === "1";
 /** With LATENCY_DEBUG=1: [write time, latency, snapshot id] per batch, summarised on stderr at the end. */
 const trace: Array<[number, number, number]> = [];
-const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
 
 const nc = await connect({ servers: url });
 const producer = await createProducer({ nc, table, maxBatchRows: 500, lingerMs: 5, maxInFlight: 64 });
@@ -52,7 +52,7 @@ async function run(rows: number, base: number): Promise<{ publishSeconds: number
   const pending: Array<Promise<void>> = [];
   for (let n = 0; n < rows; n++) {
     const i = base + n;
-    const p = producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 });
+    const p = producer.write(benchInputRow(i));
     if (!followed.has(p)) {
       followed.add(p);
       const writtenAt = Date.now();

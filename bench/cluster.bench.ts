@@ -22,11 +22,12 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { parseColumnList } from "../src/spec/data-types.ts";
 import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
+import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const LOAD = fileURLToPath(new URL("./cluster-load.ts", import.meta.url));
-const COLUMNS = "id BIGINT, ts TIMESTAMP(3), user STRING, event STRING, amount DOUBLE, qty INT";
+const COLUMNS = BENCH_COLUMNS;
 
 /** CPU seconds and peak RSS (MB) of a live process, from /proc. */
 function procStats(pid: number): { cpu: number; rssMb: number } {
@@ -218,10 +219,9 @@ async function catchUp(rows: number): Promise<string[]> {
 async function publishBenchRows(nc: Awaited<ReturnType<typeof connect>>, table: string, rows: number): Promise<void> {
   const { createProducer } = await import("../cluster/producer.ts");
   const producer = await createProducer({ nc, table });
-  const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
   const pending: Array<Promise<unknown>> = [];
   for (let i = 0; i < rows; i++) {
-    pending.push(producer.write({ id: i, ts: 1700000000000 + i, user: `user-${String((i * 7919) % 100000).padStart(6, "0")}`, event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 }));
+    pending.push(producer.write(benchInputRow(i)));
     if (pending.length >= 20_000) await Promise.all(pending.splice(0));
   }
   await producer.flush();

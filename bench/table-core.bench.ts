@@ -21,18 +21,16 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { BatchWriter } from "../src/write/batch-writer.ts";
 import { readBatches } from "../src/scan/read.ts";
 import { PYPAIMON_BENCH_PY, runPython } from "../test/helpers/python.ts";
+import { BENCH_COLUMNS, BENCH_EVENTS, benchInputRow, benchUser } from "./shape.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const RUNS = 3;
-const EVENTS = ["click", "view", "buy", "cart", "login", "logout", "search", "share", "like", "comment"];
-const COLUMNS = "id BIGINT, ts TIMESTAMP(3), user STRING, event STRING, amount DOUBLE, qty INT";
-
-const user = (i: number): string => `user-${String((i * 7919) % 100000).padStart(6, "0")}`;
+const COLUMNS = BENCH_COLUMNS;
 
 function makeRows(n: number): Row[] {
   const out: Row[] = new Array<Row>(n);
   for (let i = 0; i < n; i++) {
-    out[i] = { id: BigInt(i), ts: new Timestamp(1700000000000 + i, 0), user: user(i), event: EVENTS[i % 10]!, amount: (i % 1000) * 0.25, qty: i % 100 };
+    out[i] = { id: BigInt(i), ts: new Timestamp(1700000000000 + i, 0), user: benchUser(i), event: BENCH_EVENTS[i % 10]!, amount: (i % 1000) * 0.25, qty: i % 100 };
   }
   return out;
 }
@@ -40,7 +38,7 @@ function makeRows(n: number): Row[] {
 /** Rows as a service would hand them over: plain JSON-like objects, validated by the writer. */
 function makeObjects(n: number): Array<Record<string, unknown>> {
   const out = new Array<Record<string, unknown>>(n);
-  for (let i = 0; i < n; i++) out[i] = { id: i, ts: 1700000000000 + i, user: user(i), event: EVENTS[i % 10], amount: (i % 1000) * 0.25, qty: i % 100 };
+  for (let i = 0; i < n; i++) out[i] = benchInputRow(i);
   return out;
 }
 
