@@ -7,6 +7,7 @@
  * writers. A worker that dies rejects its job (the writer re-reads the bucket from its committed offset) and Piscina
  * starts a replacement.
  */
+import { workerCountFromEnv } from "../../src/env.ts";
 import { availableParallelism } from "node:os";
 import * as arrow from "apache-arrow";
 import { Piscina } from "piscina";
@@ -100,8 +101,6 @@ export class WorkerIngestDecoder implements IngestDecoder {
  * inline with 0.
  */
 export function createIngestDecoder(threads?: number): IngestDecoder {
-  const env = process.env["NATSLAKE_DECODE_WORKERS"];
-  const n = threads ?? (env !== undefined && env.trim() !== "" ? Number(env) : 1);
-  if (!Number.isInteger(n) || n < 0) throw new LakeError(ErrorKind.DataInvalid, `NATSLAKE_DECODE_WORKERS must be a whole number ≥ 0 (got '${env}')`);
+  const n = threads ?? workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1;
   return n === 0 ? new InlineIngestDecoder() : new WorkerIngestDecoder({ threads: n });
 }

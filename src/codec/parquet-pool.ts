@@ -30,6 +30,7 @@ import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
+import { workerCountFromEnv } from "../env.ts";
 import { toIpcChunks, writerSpec, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
 import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
 
@@ -304,10 +305,7 @@ let shared: ParquetEncoderPool | null | undefined;
  */
 export function sharedParquetPool(): ParquetEncoderPool | null {
   if (shared === undefined) {
-    const env = process.env["NATSLAKE_PARQUET_WORKERS"];
-    const n = env === undefined || env.trim() === "" ? undefined : Number(env);
-    if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new LakeError(ErrorKind.DataInvalid, `NATSLAKE_PARQUET_WORKERS='${env}' is not a worker count (0 disables the pool)`);
-    const size = n ?? defaultSize;
+    const size = workerCountFromEnv("NATSLAKE_PARQUET_WORKERS") ?? defaultSize;
     shared = size === 0 ? null : new ParquetEncoderPool(size === undefined ? {} : { size });
   }
   return shared;
