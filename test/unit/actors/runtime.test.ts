@@ -2,6 +2,8 @@
 // shutdown order, pipeToSelf. Time-dependent behaviour runs on a fake clock (advanced by hand) and a fixed random
 // source, so back-off delays are exact and nothing depends on the machine's speed.
 import { test } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import assert from "node:assert/strict";
 import {
   type Actor,
@@ -187,6 +189,56 @@ test("runtime - a bounded mailbox refuses with MailboxFullError, and accepts aga
     ref.tell({ type: "note", n: 4 });
     await eventually(() => notes.length === 3, "note after backpressure");
     assert.deepEqual(notes, [1, 2, 4]);
+  } finally {
+    await system.shutdown();
+  }
+});
+
+type PayloadMsg = { type: "payload"; data: Uint8Array } | { type: "note"; n: number };
+
+class Consumer implements Actor<PayloadMsg> {
+  handled = 0;
+  receive(msg: PayloadMsg): void {
+    if (msg.type === "payload") this.handled++;
+  }
+}
+
+/**
+ * Sends `n` payloads and returns weak references to them. A separate synchronous function on purpose: a payload
+ * created in the async test body could stay reachable from that function's saved registers across an await.
+ */
+function tellPayloads(ref: ActorRef<PayloadMsg>, n: number): Array<WeakRef<Uint8Array>> {
+  const refs: Array<WeakRef<Uint8Array>> = [];
+  for (let i = 0; i < n; i++) {
+    const data = new Uint8Array(1024);
+    refs.push(new WeakRef(data));
+    ref.tell({ type: "payload", data });
+  }
+  return refs;
+}
+
+test("runtime - a handled message is no longer reachable from the mailbox (nothing held until a compaction)", async () => {
+  // A writer's mailbox carries decoded column batches: a queue that kept its consumed prefix alive held ~130 MB.
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  const system = new ActorSystem({ log: recordingLogger().log });
+  try {
+    const consumer = new Consumer();
+    const ref = system.spawn<PayloadMsg>("consumer", () => consumer);
+    const handled: Array<WeakRef<Uint8Array>> = [];
+    // Fewer than the old compaction threshold (1024), in two bursts with a drained queue between them.
+    for (let burst = 0; burst < 2; burst++) {
+      handled.push(...tellPayloads(ref, 50));
+      await eventually(() => consumer.handled === 50 * (burst + 1), "payloads handled");
+    }
+    // Let the mailbox loop finish its turn, then collect: only the queue could still hold the payloads.
+    await settle();
+    gc();
+    const alive = handled.filter((w) => w.deref() !== undefined).length;
+    assert.equal(alive, 0, `${alive} handled payloads are still reachable`);
+    // The mailbox still works after being emptied.
+    ref.tell({ type: "payload", data: new Uint8Array(1) });
+    await eventually(() => consumer.handled === 101, "payload after drain");
   } finally {
     await system.shutdown();
   }
