@@ -16,11 +16,12 @@ import { failpoint } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
+import type { WriteBudget } from "../src/write/write-budget.ts";
 import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
 import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow } from "./wire/row-batch.ts";
 import type { DecodedBatch, IngestDecoder } from "./ingest/decoder.ts";
 import type { RejectedRow } from "./ingest/decode.ts";
-import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
+import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 
 export type WriterMsg =
@@ -32,6 +33,8 @@ export type WriterMsg =
   | { type: "decoded"; generation: number; lastSeq: number; firstPublishedAt: number; result: DecodedBatch }
   | { type: "decode-failed"; generation: number; error: Error }
   | { type: "flush-tick" }
+  /** The node's write budget is full and this writer holds the largest buffer: flush it now. */
+  | { type: "preempted" }
   | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number }
   | { type: "flush-failed"; generation: number; error: Error }
   | { type: "rejected"; rejection: Rejection }
@@ -60,7 +63,14 @@ export interface WriterDeps {
   fetchBatch: number;
   /** Decodes row batches into Arrow columns (worker threads in a node). */
   decoder: IngestDecoder;
+  /**
+   * The node's memory budget for write buffers, shared by its bucket writers: over it, a writer holding memory stops
+   * reading until some is freed, and the largest buffer is flushed early. Absent: only `maxBufferedRows` bounds.
+   */
+  budget?: WriteBudget;
 }
+
+let nextBudgetId = 0;
 
 export class BucketWriterActor implements Actor<WriterMsg> {
   private generation = 0;
@@ -78,7 +88,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private firstArrival = 0;
   private pulling = false;
   private flushing = false;
+  /** Bytes of the buffer cut for the flush in flight (still held until the flush ends). */
+  private flushingBytes = 0;
   private flushId = 0;
+  /** This instance's key in the write budget (a restarted actor is a new holder). */
+  private readonly budgetId = `w${++nextBudgetId}`;
   /** Consecutive failed flushes (back-off). */
   private failures = 0;
   /** prevOffsets of committables sent in this generation: a rejection of anything else is stale. */
@@ -88,11 +102,16 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly rowsIn;
   private readonly deadLetters;
   private readonly filesOut;
+  private readonly preemptions;
+  /** The table's `write-buffer-size`: one bucket's buffer in bytes at most. */
+  private readonly writeBufferBytes: number;
 
   constructor(private readonly d: WriterDeps) {
+    this.writeBufferBytes = d.table.options.writeBufferSize;
     this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
     this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
+    this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
   }
 
   private get labels(): Record<string, string | number> {
@@ -106,6 +125,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   async postStop(): Promise<void> {
     this.tick?.cancel();
+    this.d.budget?.release(this.budgetId);
     const r = this.reader;
     this.reader = null;
     await r?.close().catch(() => undefined);
@@ -122,8 +142,10 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.write = null;
     this.pulling = false;
     this.flushing = false;
+    this.flushingBytes = 0;
     this.decoding = false;
     this.stash = [];
+    this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
     if (opts.keepSent !== true) this.sent.clear();
     ctx.pipeToSelf(
@@ -176,7 +198,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (this.write?.acceptsArrays === false) {
           // Partitioned tables: rows are routed one by one on this thread.
           await this.appendRows(this.stash.splice(0));
-          if (this.write !== null && this.write.bufferedRows >= this.d.maxBufferedRows) this.flush(ctx);
+          this.reportMemory(ctx);
+          if (this.bufferFull()) this.flush(ctx);
         } else this.decodeStash(ctx);
         this.pull(ctx);
         return;
@@ -184,13 +207,16 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (msg.generation !== this.generation || this.write === null) return;
         this.decoding = false;
         const r = msg.result;
-        if (r.batch !== null) this.write.writeArrow(r.batch);
+        if (r.batch !== null) {
+          this.write.writeArrow(r.batch);
+          this.reportMemory(ctx);
+        }
         if (this.firstArrival === 0) this.firstArrival = msg.firstPublishedAt || this.d.clock.now();
         this.lastSeq = msg.lastSeq;
         if (r.rows > 0) this.rowsIn.add(r.rows, this.labels);
         // Dead letters are out before any committable covers their messages.
         await this.publishRejected(r.rejected);
-        if (this.write.bufferedRows >= this.d.maxBufferedRows) this.flush(ctx);
+        if (this.bufferFull()) this.flush(ctx);
         this.decodeStash(ctx);
         this.pull(ctx);
         return;
@@ -225,9 +251,16 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "flush-tick":
         this.flush(ctx);
         return;
+      case "preempted":
+        if (this.flushing || this.write === null || this.write.bufferedRows === 0) return;
+        this.preemptions.add(1, this.labels);
+        this.flush(ctx);
+        return;
       case "flushed":
         if (msg.generation !== this.generation) return;
         this.flushing = false;
+        this.flushingBytes = 0;
+        this.reportMemory(ctx);
         this.failures = 0;
         this.prevOffset = msg.lastOffset;
         if (this.revoking) this.finishRevoke(ctx);
@@ -235,6 +268,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         return;
       case "flush-failed":
         if (msg.generation !== this.generation) return;
+        this.flushingBytes = 0;
+        this.reportMemory(ctx);
         ctx.log.error("flush failed; resuming from the committed offset", { ...this.labels, error: msg.error.message });
         void this.reader?.close().catch(() => undefined);
         this.reader = null;
@@ -266,8 +301,15 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   private pull(ctx: ActorContext<WriterMsg>): void {
     if (this.pulling || this.reader === null || this.revoking) return;
-    if (this.write !== null && this.write.bufferedRows >= this.d.maxBufferedRows) return; // wait for the flush
+    if (this.bufferFull()) return; // wait for the flush
     if (this.stash.length >= this.d.fetchBatch) return; // wait for the decode in flight
+    const budget = this.d.budget;
+    if (budget !== undefined && !budget.admits(this.budgetId)) {
+      // The node's write buffers are full: read again once a flush (this one's or another bucket's) frees memory.
+      const self = ctx.self;
+      budget.whenFreed(this.budgetId, () => tellQuietly(self, { type: "pull" }));
+      return;
+    }
     this.pulling = true;
     const generation = this.generation;
     ctx.pipeToSelf(
@@ -339,6 +381,20 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     return { type: "dead-letter", table: this.d.table.name, stage: "writer", reason, streamSeq: seq, rowIndex, original, at: this.d.clock.now() };
   }
 
+  /** The bucket's own bound: `maxBufferedRows`, or the table's `write-buffer-size` in bytes. */
+  private bufferFull(): boolean {
+    const w = this.write;
+    return w !== null && (w.bufferedRows >= this.d.maxBufferedRows || w.bufferedBytes >= this.writeBufferBytes);
+  }
+
+  /** Tells the write budget what this writer holds now (buffered, and cut for the flush in flight). */
+  private reportMemory(ctx: ActorContext<WriterMsg>): void {
+    const budget = this.d.budget;
+    if (budget === undefined) return;
+    const self = ctx.self;
+    budget.update(this.budgetId, { preempt: () => tellQuietly(self, { type: "preempted" }) }, this.write?.bufferedBytes ?? 0, this.flushingBytes);
+  }
+
   /** Writes the buffer as files and sends its committable; one flush at a time keeps the offset chain. */
   private flush(ctx: ActorContext<WriterMsg>): void {
     const w = this.write;
@@ -352,7 +408,10 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     const flushId = ++this.flushId;
     this.sent.add(prevOffset);
     // prepareCommit cuts the buffer synchronously: rows appended from now on belong to the next flush.
+    const cutBytes = w.bufferedBytes;
     const filesPromise = w.prepareCommit();
+    this.flushingBytes = cutBytes;
+    this.reportMemory(ctx);
     ctx.pipeToSelf(
       (async () => {
         const messages = await filesPromise;
@@ -379,5 +438,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       () => ({ type: "flushed", generation, prevOffset, lastOffset }),
       (e) => ({ type: "flush-failed", generation, error: ensureError(e) }),
     );
+  }
+}
+
+/** A budget callback may run after this writer stopped: a message to a stopped actor is dropped, not an error. */
+function tellQuietly(ref: ActorRef<WriterMsg>, msg: WriterMsg): void {
+  try {
+    ref.tell(msg);
+  } catch {
+    // stopped or stopping
   }
 }

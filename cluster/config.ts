@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { parseDuration } from "../src/options.ts";
+import { parseDuration, parseMemory } from "../src/options.ts";
 import type { NodeRole } from "../actors/wire/messages.ts";
 
 const ROLES = ["writer", "committer", "reader"] as const;
@@ -26,6 +26,24 @@ const duration = z.unknown().transform((v, ctx) => {
   return z.NEVER;
 });
 
+/** A size in bytes: a positive number, or text such as "64mb", "512 kb", "1 gb". */
+const memory = z.unknown().transform((v, ctx) => {
+  if (typeof v === "number" && Number.isInteger(v) && v > 0) return v;
+  if (typeof v === "string") {
+    try {
+      const bytes = parseMemory(v);
+      if (bytes > 0) return bytes;
+      ctx.addIssue({ code: "custom", message: `expected a size above zero, got ${JSON.stringify(v)}` });
+      return z.NEVER;
+    } catch (e) {
+      ctx.addIssue({ code: "custom", message: (e as Error).message });
+      return z.NEVER;
+    }
+  }
+  ctx.addIssue({ code: "custom", message: `expected a size such as 64mb or 512kb, got ${JSON.stringify(v)}` });
+  return z.NEVER;
+});
+
 export const NodeConfigSchema = z.object({
   nodeId: z.string().regex(/^[A-Za-z0-9_-]+$/, "node ids use letters, digits, '_' and '-' only"),
   roles: z.array(z.enum(ROLES)).min(1, "give at least one role"),
@@ -41,6 +59,8 @@ export const NodeConfigSchema = z.object({
   streamMaxBytes: z.number().int().positive().default(1024 * 1024 * 1024),
   duplicateWindow: duration.default(120_000),
   maxBufferedRows: z.number().int().positive().default(500_000),
+  /** Bytes of decoded, not yet written rows that this node's bucket writers may hold together (WriteBudget). */
+  writerMemory: memory.default(128 * 1024 * 1024),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
   drainTimeout: duration.default(15_000),
 });
@@ -64,6 +84,7 @@ const ENV: Record<string, string> = {
   leaseTtl: "NATSLAKE_LEASE_TTL",
   replicas: "NATSLAKE_REPLICAS",
   logLevel: "NATSLAKE_LOG_LEVEL",
+  writerMemory: "NATSLAKE_WRITER_MEMORY",
 };
 
 const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows"]);

@@ -28,6 +28,7 @@ import { systemClock } from "../actors/ports.ts";
 import { ensureError } from "../src/errors.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
+import { WriteBudget } from "../src/write/write-budget.ts";
 import { parseDuration } from "../src/options.ts";
 import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
@@ -64,6 +65,8 @@ export class Node {
   private readonly startedAt = Date.now();
   /** Decodes row batches for this node's writers (worker threads); made with the first writer. */
   private decoder: IngestDecoder | null = null;
+  /** One memory budget for the write buffers of every bucket writer on this node. */
+  private writeBudget: WriteBudget | null = null;
   private readonly meter: Meter;
   readonly catalog: Catalog;
   readonly subjects: Subjects;
@@ -197,6 +200,7 @@ export class Node {
           meter: this.meter,
           commitIntervalMs,
           maxBufferedRows: this.cfg.maxBufferedRows,
+          budget: (this.writeBudget ??= new WriteBudget(this.cfg.writerMemory)),
           fetchBatch: 64,
           decoder: (this.decoder ??= createIngestDecoder()),
         },

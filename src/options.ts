@@ -222,6 +222,9 @@ export class TableOptions {
   get targetFileSize(): number {
     return this.memory("target-file-size");
   }
+  get writeBufferSize(): number {
+    return this.memory("write-buffer-size");
+  }
   get partitionDefaultName(): string {
     return this.get("partition.default-name")!;
   }

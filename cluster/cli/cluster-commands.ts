@@ -46,6 +46,7 @@ interface NodeFlags {
   commitInterval?: string;
   leaseTtl?: string;
   replicas?: number;
+  writerMemory?: string;
   logLevel?: string;
 }
 
@@ -63,6 +64,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--commit-interval <d>", "default commit interval, e.g. 250ms")
     .option("--lease-ttl <d>", "committer lease TTL, e.g. 2s")
     .option("--replicas <n>", "stream replicas", parsePositiveInt("--replicas"))
+    .option("--writer-memory <size>", "decoded rows this node's writers may hold before flushing early, e.g. 64mb (NATSLAKE_WRITER_MEMORY)")
     .option("--log-level <level>", "debug, info, warn or error")
     .action(async (o: NodeFlags) => {
       let cfg;
@@ -78,6 +80,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
             commitInterval: o.commitInterval,
             leaseTtl: o.leaseTtl,
             replicas: o.replicas,
+            writerMemory: o.writerMemory,
             logLevel: o.logLevel,
           },
           env: process.env,

@@ -245,6 +245,24 @@ export class TableWrite {
     return n;
   }
 
+  /**
+   * Bytes of buffered data: exact for finished batches (their Arrow buffers); rows still in a builder count at the
+   * average row size of the finished batches, or 64 bytes before there is one.
+   */
+  get bufferedBytes(): number {
+    let bytes = 0;
+    let rows = 0;
+    let pendingRows = 0;
+    for (const b of this.buffers.values()) {
+      pendingRows += b.builder?.length ?? 0;
+      for (const x of b.batches) {
+        bytes += x.data.byteLength;
+        rows += x.numRows;
+      }
+    }
+    return bytes + pendingRows * (rows > 0 ? bytes / rows : 64);
+  }
+
   /** Next sequence number of a bucket: one past the highest among its live files (read once per TableWrite). */
   private async nextSequence(key: string): Promise<bigint> {
     if (this.nextSeqByBucket === null) {

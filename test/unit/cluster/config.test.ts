@@ -31,3 +31,12 @@ test("config - wrong values fail naming the setting", () => {
   assert.throws(() => loadNodeConfig({ flags: { nats: "nats://x", warehouse: "/w", roles: ["writer"], nodeId: "a b" }, env: {} }), /nodeId/);
   assert.throws(() => loadNodeConfig({ flags: {}, env: {}, file: "/nonexistent.json" }), /cannot read config file/);
 });
+
+test("config - the writers' memory budget takes a size from a flag, the environment or a file", () => {
+  const base = { nats: "nats://x", warehouse: "/w", roles: ["writer"] };
+  assert.equal(loadNodeConfig({ flags: base, env: {} }).writerMemory, 128 * 1024 * 1024, "default");
+  assert.equal(loadNodeConfig({ flags: { ...base, writerMemory: "32mb" }, env: { NATSLAKE_WRITER_MEMORY: "1gb" } }).writerMemory, 32 * 1024 * 1024);
+  assert.equal(loadNodeConfig({ flags: base, env: { NATSLAKE_WRITER_MEMORY: "512 kb" } }).writerMemory, 512 * 1024);
+  assert.throws(() => loadNodeConfig({ flags: { ...base, writerMemory: "lots" }, env: {} }), /writerMemory: 'lots' is not a memory size/);
+  assert.throws(() => loadNodeConfig({ flags: { ...base, writerMemory: "0mb" }, env: {} }), /writerMemory: expected a size above zero/);
+});
