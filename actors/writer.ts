@@ -18,9 +18,8 @@ import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
 import type { WriteBudget } from "../src/write/write-budget.ts";
 import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
-import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow } from "./wire/row-batch.ts";
 import type { DecodedBatch, IngestDecoder } from "./ingest/decoder.ts";
-import type { RejectedRow } from "./ingest/decode.ts";
+import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 
@@ -339,33 +338,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private async appendRows(messages: IngestMessage[]): Promise<void> {
     const w = this.write;
     if (w === null || messages.length === 0) return;
-    const rejected: RejectedRow[] = [];
-    const fields = this.d.table.schema.fields;
-    let rows = 0;
-    for (const m of messages) {
-      this.lastSeq = m.seq;
-      if (this.firstArrival === 0) this.firstArrival = m.publishedAt || this.d.clock.now();
-      let b;
-      try {
-        b = decodeRowBatch(m.data);
-      } catch (e) {
-        rejected.push({ seq: m.seq, rowIndex: -1, reason: ensureError(e).message, original: Buffer.from(m.data).toString("base64") });
-        continue;
-      }
-      const { convert, badCols } = batchRowConverter(fields, b.cols);
-      for (let i = 0; i < b.rows.length; i++) {
-        const values = b.rows[i];
-        try {
-          if (badCols !== null) throw new Error(badCols);
-          w.writeRow(convert(values));
-          rows++;
-        } catch (e) {
-          rejected.push({ seq: m.seq, rowIndex: i, reason: ensureError(e).message, original: jsonSafe(originalRow(b.cols, values)) });
-        }
-      }
-    }
-    if (rows > 0) this.rowsIn.add(rows, this.labels);
-    await this.publishRejected(rejected);
+    const last = messages[messages.length - 1]!;
+    this.lastSeq = last.seq;
+    if (this.firstArrival === 0) this.firstArrival = messages[0]!.publishedAt || this.d.clock.now();
+    const out = decodeRows(this.d.table.schema.fields, messages, (row) => w.writeRow(row));
+    if (out.rows > 0) this.rowsIn.add(out.rows, this.labels);
+    await this.publishRejected(out.rejected);
   }
 
   private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {

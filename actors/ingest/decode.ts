@@ -10,6 +10,7 @@ import * as arrow from "apache-arrow";
 import { RecordBatchBuilder } from "../../src/codec/columns.ts";
 import { ensureError } from "../../src/errors.ts";
 import type { DataField } from "../../src/spec/data-types.ts";
+import type { Row } from "../../src/spec/values.ts";
 import type { RowBatch } from "../wire/messages.ts";
 import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow, unpackValue } from "../wire/row-batch.ts";
 import { directDecoderFor, type DirectDecoder } from "./direct.ts";
@@ -153,16 +154,16 @@ interface Unpacked {
 
 function unpackAll(p: IngestPayloads): Unpacked[] {
   const out: Unpacked[] = [];
-  for (let i = 0; i < p.seqs.length; i++) {
-    const seq = p.seqs[i]!;
-    const bytes = p.data.subarray(p.offsets[i], p.offsets[i + 1]);
-    try {
-      out.push({ seq, batch: decodeRowBatch(bytes) });
-    } catch (e) {
-      out.push({ seq, batch: null, error: { reason: ensureError(e).message, original: Buffer.from(bytes).toString("base64") } });
-    }
-  }
+  for (let i = 0; i < p.seqs.length; i++) out.push(unpackOne(p.seqs[i]!, p.data.subarray(p.offsets[i], p.offsets[i + 1])));
   return out;
+}
+
+function unpackOne(seq: number, bytes: Uint8Array): Unpacked {
+  try {
+    return { seq, batch: decodeRowBatch(bytes) };
+  } catch (e) {
+    return { seq, batch: null, error: { reason: ensureError(e).message, original: Buffer.from(bytes).toString("base64") } };
+  }
 }
 
 function appendDecoded(builder: RecordBatchBuilder | null, fields: readonly DataField[], unpacked: readonly Unpacked[]): DecodeOutput {
@@ -174,6 +175,36 @@ function appendDecoded(builder: RecordBatchBuilder | null, fields: readonly Data
       continue;
     }
     for (let r = 0; r < batch.rows.length; r++) if (appendRow(builder!, fields, batch.cols, seq, r, batch.rows[r], rejected)) rows++;
+  }
+  return { rows, rejected };
+}
+
+/**
+ * The row path, for tables whose rows are routed one by one (partitioned tables: `TableWrite.writeRow` picks the
+ * partition): each message is unpacked, each row converted to a canonical row and handed to `sink`. The same
+ * rejections as the columnar path: an unreadable payload is one dead letter (rowIndex −1, its bytes in base64); a
+ * row that does not fit the schema, or that `sink` refuses, is one dead letter; the rest still lands.
+ */
+export function decodeRows(fields: readonly DataField[], messages: ReadonlyArray<{ seq: number; data: Uint8Array }>, sink: (row: Row) => void): DecodeOutput {
+  const rejected: RejectedRow[] = [];
+  let rows = 0;
+  for (const m of messages) {
+    const { seq, batch, error } = unpackOne(m.seq, m.data);
+    if (batch === null) {
+      rejected.push({ seq, rowIndex: -1, reason: error!.reason, original: error!.original });
+      continue;
+    }
+    const { convert, badCols } = batchRowConverter(fields, batch.cols);
+    for (let r = 0; r < batch.rows.length; r++) {
+      const values = batch.rows[r];
+      try {
+        if (badCols !== null) throw new Error(badCols);
+        sink(convert(values));
+        rows++;
+      } catch (e) {
+        rejected.push({ seq, rowIndex: r, reason: ensureError(e).message, original: jsonSafe(originalRow(batch.cols, values)) });
+      }
+    }
   }
   return { rows, rejected };
 }

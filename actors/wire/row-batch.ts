@@ -1,7 +1,7 @@
 /**
  * Row batches on the wire: the msgpack codec of `RowBatch`, the parser of payloads on a table's bare (raw) subject,
- * the canonical → wire value forms producers send, and the writer's hot path that turns a batch into Arrow column
- * builders (`appendBatchToBuilders`).
+ * the canonical → wire value forms producers send, and the row converters the writers' decoding builds on
+ * (actors/ingest/decode.ts).
  *
  * msgpack (msgpackr, records extension off so any msgpack library reads it):
  * - 64-bit integers decode as numbers when they are within ±2^53 and as bigints beyond (`int64AsType: "auto"`), so
@@ -324,55 +324,6 @@ export function originalRow(cols: readonly string[], values: unknown): unknown {
   const o: Record<string, unknown> = {};
   for (let j = 0; j < values.length; j++) o[cols[j] ?? `#${j}`] = values[j];
   return o;
-}
-
-export interface AppendResult {
-  appended: number;
-  rejected: number;
-}
-
-/**
- * Converts every row of `batch` to a canonical Row, asks `routeRow` which builder takes it (by partition, for
- * example) and appends it there. A bad row — a value of the wrong type, a NOT NULL column missing, a column the
- * schema lacks — goes to `onBadRow(rowIndex, reason, original)` and the rest of the batch still lands. `original` is
- * the row's values keyed by column name, as decoded (render with `jsonSafe`). Errors other than DataInvalid (a bug,
- * or `routeRow` failing) propagate.
- */
-export function appendBatchToBuilders(
-  batch: RowBatch,
-  fields: readonly DataField[],
-  routeRow: (row: Row) => RecordBatchBuilder,
-  onBadRow: (rowIndex: number, reason: string, original: unknown) => void,
-): AppendResult {
-  const rows = batch.rows;
-  const { convert, badCols } = batchRowConverter(fields, batch.cols);
-  if (badCols !== null) {
-    for (let i = 0; i < rows.length; i++) onBadRow(i, badCols, originalRow(batch.cols, rows[i]));
-    return { appended: 0, rejected: rows.length };
-  }
-  let rejected = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const values = rows[i];
-    let row: Row;
-    try {
-      row = convert(values);
-    } catch (e) {
-      if (!isLakeError(e, ErrorKind.DataInvalid)) throw e;
-      rejected++;
-      onBadRow(i, e.message, originalRow(batch.cols, values));
-      continue;
-    }
-    const builder = routeRow(row);
-    try {
-      // appendRow rolls a failed row back from every column.
-      builder.appendRow(row);
-    } catch (e) {
-      if (!isLakeError(e, ErrorKind.DataInvalid)) throw e;
-      rejected++;
-      onBadRow(i, e.message, originalRow(batch.cols, values));
-    }
-  }
-  return { appended: rows.length - rejected, rejected };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

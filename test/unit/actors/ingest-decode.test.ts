@@ -5,7 +5,9 @@ import { recordBatchToRows } from "../../../src/codec/columns.ts";
 import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
 import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
 import { InlineIngestDecoder, WorkerIngestDecoder, createIngestDecoder } from "../../../actors/ingest/decoder.ts";
-import { packPayloads } from "../../../actors/ingest/decode.ts";
+import { decodeRows, packPayloads } from "../../../actors/ingest/decode.ts";
+import { RecordBatchBuilder } from "../../../src/codec/columns.ts";
+import { Timestamp, type Row } from "../../../src/spec/values.ts";
 import { groupBatches } from "../../../src/write/table-write.ts";
 import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
 
@@ -90,6 +92,41 @@ test("ingest decoder - a job whose rows are all bad returns no batch; NATSLAKE_D
     if (before === undefined) delete process.env["NATSLAKE_DECODE_WORKERS"];
     else process.env["NATSLAKE_DECODE_WORKERS"] = before;
   }
+});
+
+test("decodeRows (the row path of partitioned tables) - the columnar path's rows and rejections, row by row", async () => {
+  const input = messages();
+  const columnar = await new InlineIngestDecoder().decode("t#0", FIELDS, input);
+  const builder = new RecordBatchBuilder(FIELDS);
+  const sunk: Row[] = [];
+  const r = decodeRows(FIELDS, input, (row) => {
+    sunk.push(row);
+    builder.appendRow(row);
+  });
+  assert.equal(r.rows, columnar.rows);
+  assert.deepEqual(r.rejected, columnar.rejected, "same rows rejected, same reasons, same originals, same order");
+  assert.deepEqual(recordBatchToRows(FIELDS, builder.finish()), recordBatchToRows(FIELDS, columnar.batch!));
+  assert.ok(sunk[0]!["ts"] instanceof Timestamp, "the sink gets canonical rows");
+  assert.equal(typeof sunk[0]!["id"], "bigint");
+});
+
+test("decodeRows - any column order, absent nullable columns as null, BIGINT ±2^63 bounds; a row the sink refuses is rejected alone", () => {
+  const fields = fieldsOf("id BIGINT NOT NULL, note STRING, qty INT");
+  const MAX = 2n ** 63n - 1n;
+  const MIN = -(2n ** 63n);
+  const data = encodeRowBatch({ v: 1, schema: 0, cols: ["qty", "id"], rows: [[1, MAX], [2, MIN], [3, 7], [4, 8]] });
+  const got: Row[] = [];
+  const r = decodeRows(fields, [{ seq: 3, data }], (row) => {
+    if (row["id"] === 7n) throw new Error("partition refused");
+    got.push(row);
+  });
+  assert.equal(r.rows, 3);
+  assert.deepEqual(got, [
+    { id: MAX, note: null, qty: 1 },
+    { id: MIN, note: null, qty: 2 },
+    { id: 8n, note: null, qty: 4 },
+  ]);
+  assert.deepEqual(r.rejected, [{ seq: 3, rowIndex: 2, reason: "partition refused", original: { qty: 3, id: 7 } }]);
 });
 
 test("packPayloads - messages share one buffer; offsets and sequences index it", () => {

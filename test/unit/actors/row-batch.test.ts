@@ -1,19 +1,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Packr } from "msgpackr";
-import { RecordBatchBuilder, recordBatchToRows } from "../../../src/codec/columns.ts";
-import { ErrorKind, isLakeError } from "../../../src/errors.ts";
+import { ErrorKind } from "../../../src/errors.ts";
 import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
-import { Timestamp, toCanonical, type Row } from "../../../src/spec/values.ts";
+import { toCanonical } from "../../../src/spec/values.ts";
 import type { RowBatch } from "../../../actors/wire/messages.ts";
 import {
-  appendBatchToBuilders,
   batchRowConverter,
   compileWireEncoder,
   decodeRowBatch,
   encodeRowBatch,
   isPayloadError,
-  jsonSafe,
   packValue,
   parseRawPayload,
   unpackValue,
@@ -122,94 +119,6 @@ test("parseRawPayload rejects invalid payloads with a reason", () => {
   expectPayloadError(() => parseRawPayload(utf8('{"v": 1, "cols": "id", "rows": []}')), "bad-batch");
 });
 
-function eventRows(n: number, from = 0): unknown[][] {
-  const out: unknown[][] = [];
-  for (let i = from; i < from + n; i++) out.push([i, 1_700_000_000_000 + i, `user-${i}`, "click", i * 0.25, i % 100]);
-  return out;
-}
-
-test("appendBatchToBuilders isolates bad rows and lands the rest", () => {
-  const fields = fieldsOf("id BIGINT NOT NULL, ts TIMESTAMP(3), user STRING, event STRING, amount DOUBLE, qty INT");
-  const rows = eventRows(6);
-  rows[1]![5] = "many"; // wrong type for INT
-  rows[2]![0] = null; // NOT NULL column null
-  rows[3] = [...rows[3]!, "extra"]; // more values than columns
-  rows[4] = "not a row" as unknown as unknown[];
-  const batch = decodeRowBatch(encodeRowBatch({ v: 1, schema: 0, cols: COLS, rows }));
-  const builder = new RecordBatchBuilder(fields);
-  const bad: Array<[number, string, unknown]> = [];
-  const res = appendBatchToBuilders(batch, fields, () => builder, (i, reason, original) => bad.push([i, reason, original]));
-  assert.deepEqual(res, { appended: 2, rejected: 4 });
-  assert.deepEqual(
-    bad.map(([i]) => i),
-    [1, 2, 3, 4],
-  );
-  assert.match(bad[0]![1], /column qty/);
-  assert.match(bad[1]![1], /column id is NOT NULL/);
-  assert.match(bad[2]![1], /7 values but the batch names 6 columns/);
-  assert.match(bad[3]![1], /not an array/);
-  assert.deepEqual(jsonSafe(bad[0]![2]), { id: 1, ts: 1_700_000_000_001, user: "user-1", event: "click", amount: 0.25, qty: "many" });
-  const out = recordBatchToRows(fields, builder.finish());
-  assert.deepEqual(
-    out.map((r) => r["id"]),
-    [0n, 5n],
-  );
-  assert.deepEqual(out[1], { id: 5n, ts: new Timestamp(1_700_000_000_005, 0), user: "user-5", event: "click", amount: 1.25, qty: 5 });
-});
-
-test("appendBatchToBuilders: any column order, absent nullable columns read as null, BIGINT 2^63−1 survives", () => {
-  const fields = fieldsOf("id BIGINT NOT NULL, note STRING, qty INT");
-  const batch = decodeRowBatch(
-    encodeRowBatch({
-      v: 1,
-      schema: 0,
-      cols: ["qty", "id"],
-      rows: [
-        [1, MAX],
-        [2, MIN],
-        [3, 7],
-      ],
-    }),
-  );
-  const builder = new RecordBatchBuilder(fields);
-  const res = appendBatchToBuilders(batch, fields, () => builder, () => assert.fail("no bad rows"));
-  assert.deepEqual(res, { appended: 3, rejected: 0 });
-  assert.deepEqual(recordBatchToRows(fields, builder.finish()), [
-    { id: MAX, note: null, qty: 1 },
-    { id: MIN, note: null, qty: 2 },
-    { id: 7n, note: null, qty: 3 },
-  ]);
-  // An absent NOT NULL column rejects every row; so does a column the schema lacks.
-  const rejected: string[] = [];
-  const b2 = new RecordBatchBuilder(fields);
-  appendBatchToBuilders({ v: 1, schema: 0, cols: ["qty"], rows: [[1]] }, fields, () => b2, (_i, r) => rejected.push(r));
-  appendBatchToBuilders({ v: 1, schema: 0, cols: ["id", "color"], rows: [[1, "red"], [2, null]] }, fields, () => b2, (_i, r) => rejected.push(r));
-  assert.equal(b2.length, 0);
-  assert.equal(rejected.length, 3);
-  assert.match(rejected[0]!, /column id is NOT NULL/);
-  assert.match(rejected[1]!, /unknown column 'color'/);
-});
-
-test("appendBatchToBuilders routes each canonical row to the builder routeRow picks", () => {
-  const builders = [new RecordBatchBuilder(EVENTS), new RecordBatchBuilder(EVENTS)];
-  const seen: Row[] = [];
-  appendBatchToBuilders(
-    { v: 1, schema: 0, cols: COLS, rows: eventRows(10) },
-    EVENTS,
-    (row) => {
-      seen.push(row);
-      return builders[(row["qty"] as number) % 2]!;
-    },
-    () => assert.fail("no bad rows"),
-  );
-  assert.equal(seen.length, 10);
-  assert.ok(seen[0]!["ts"] instanceof Timestamp);
-  assert.equal(typeof seen[0]!["id"], "bigint");
-  assert.deepEqual(
-    recordBatchToRows(EVENTS, builders[1]!.finish()).map((r) => r["qty"]),
-    [1, 3, 5, 7, 9],
-  );
-});
 
 test("row converters are built once per (schema, cols) and cached", () => {
   const a = batchRowConverter(EVENTS, COLS);
@@ -270,13 +179,3 @@ test("wire encoders: canonical → wire → msgpack → toCanonical is the ident
   assert.equal(at("d"), "1999-12-31");
 });
 
-test("appendBatchToBuilders errors other than bad data propagate", () => {
-  assert.throws(
-    () =>
-      appendBatchToBuilders({ v: 1, schema: 0, cols: COLS, rows: eventRows(1) }, EVENTS, () => {
-        throw new Error("routing failed");
-      }, () => {}),
-    /routing failed/,
-  );
-  assert.ok(!isLakeError(new Error("x")));
-});
