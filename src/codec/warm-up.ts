@@ -51,3 +51,12 @@ export async function warmUpParquet(pool: ParquetEncoderPool | null, opts: { rou
   await workers;
   return { rounds, ms: Math.round(performance.now() - started) };
 }
+
+/** `warmUpParquet` for a thread that has nothing else to do meanwhile (a worker before its first job): no yielding. */
+export function warmUpParquetHere(opts: { rounds?: number; rows?: number; compression?: string } = {}): WarmUpResult {
+  const started = performance.now();
+  const rounds = opts.rounds ?? 30;
+  const batch = syntheticBatch(opts.rows ?? 4096);
+  for (let i = 0; i < rounds; i++) writeParquet(batch, { compression: opts.compression ?? "zstd" });
+  return { rounds, ms: Math.round(performance.now() - started) };
+}

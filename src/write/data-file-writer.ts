@@ -37,6 +37,42 @@ export interface DataFileWriterOptions {
   parquet?: ParquetWriteOptions;
 }
 
+/** A data file encoded away from its writer (a decoding worker's bucket buffer): bytes, rows and value statistics. */
+export interface EncodedFile {
+  bytes: Uint8Array;
+  rowCount: number;
+  valueStats: SimpleStats;
+}
+
+/**
+ * How a table's data files are encoded, as plain values (structured-cloneable, so a worker thread can encode them):
+ * the Parquet settings, and the columns whose value statistics are kept (null: statistics off).
+ */
+export interface DataFileEncodeSpec {
+  parquet: ParquetWriteOptions;
+  statsFields: DataField[] | null;
+}
+
+/** Encodes one data file as `DataFileWriter` does on its own thread: the same Parquet bytes and statistics. */
+export function encodeDataFile(data: arrow.RecordBatch | arrow.Table, spec: DataFileEncodeSpec): EncodedFile {
+  return { bytes: writeParquet(data, spec.parquet), rowCount: data.numRows, valueStats: valueStatsOf(spec.statsFields, data) };
+}
+
+/**
+ * Exact min/max/null counts over the columns that have an order. Nested columns (ARRAY, MAP, ROW) are left out
+ * and the file lists the covered columns in `_VALUE_STATS_COLS` (Paimon's dense statistics mode).
+ */
+function valueStatsOf(fields: readonly DataField[] | null, batch: arrow.RecordBatch | arrow.Table): SimpleStats {
+  if (fields === null) return EMPTY_STATS;
+  const stats = computeStats(fields, batch);
+  const types = fields.map((f) => f.type);
+  return {
+    minValues: serializeBinaryRow(types, stats.min),
+    maxValues: serializeBinaryRow(types, stats.max),
+    nullCounts: stats.nullCounts.map((n) => BigInt(n)),
+  };
+}
+
 export class DataFileWriter {
   private readonly statsEnabled: boolean;
   private readonly statsColumns: DataField[];
@@ -63,6 +99,26 @@ export class DataFileWriter {
       ...(dictionary !== undefined ? { dictionary: dictionary.trim().toLowerCase() === "true" } : {}),
       ...opts.parquet,
     };
+  }
+
+  /** This table's encoding settings, for encoding its files elsewhere (`encodeDataFile`). */
+  get encodeSpec(): DataFileEncodeSpec {
+    return { parquet: this.parquetOptions, statsFields: this.statsEnabled ? this.statsColumns : null };
+  }
+
+  /**
+   * Writes files encoded elsewhere (in order) as data files of one bucket; rows get sequence numbers `firstSeq, …`
+   * across all of them, as `writeFiles` gives them.
+   */
+  async persistEncoded(partitionPath: string, bucket: number, files: readonly EncodedFile[], firstSeq: bigint, onPath: (path: string) => void): Promise<DataFileMeta[]> {
+    const out: DataFileMeta[] = [];
+    let seq = firstSeq;
+    for (const f of files) {
+      const meta = await this.persist(partitionPath, bucket, f.rowCount, f.bytes, seq, f.valueStats, onPath);
+      seq = meta.maxSequenceNumber + 1n;
+      out.push(meta);
+    }
+    return out;
   }
 
   /** Canonical rows of a batch whose columns are the table's (by name). */
@@ -108,7 +164,7 @@ export class DataFileWriter {
       const out: DataFileMeta[] = [];
       let seq = firstSeq;
       for (const piece of pieces) {
-        const meta = await this.persist(partitionPath, bucket, piece, writeParquet(piece, this.parquetOptions), seq, this.stats(piece), onPath);
+        const meta = await this.persist(partitionPath, bucket, piece.numRows, writeParquet(piece, this.parquetOptions), seq, this.stats(piece), onPath);
         seq = meta.maxSequenceNumber + 1n;
         out.push(meta);
       }
@@ -130,7 +186,7 @@ export class DataFileWriter {
         break;
       }
       const first = seq;
-      writes.push(encodings[i]!.then((bytes) => this.persist(partitionPath, bucket, piece, bytes, first, stats, onPath)));
+      writes.push(encodings[i]!.then((bytes) => this.persist(partitionPath, bucket, piece.numRows, bytes, first, stats, onPath)));
       seq += BigInt(Math.max(piece.numRows, 1));
     }
     // Wait for every write, failed or not, so no file appears after the caller has cleaned up.
@@ -142,13 +198,13 @@ export class DataFileWriter {
   }
 
   private stats(batch: arrow.RecordBatch | arrow.Table): SimpleStats {
-    return this.statsEnabled ? this.valueStats(batch) : EMPTY_STATS;
+    return valueStatsOf(this.statsEnabled ? this.statsColumns : null, batch);
   }
 
   private async persist(
     partitionPath: string,
     bucket: number,
-    batch: arrow.RecordBatch | arrow.Table,
+    rowCount: number,
     bytes: Uint8Array,
     firstSeq: bigint,
     valueStats: SimpleStats,
@@ -164,13 +220,13 @@ export class DataFileWriter {
     return {
       fileName,
       fileSize: bytes.length,
-      rowCount: batch.numRows,
+      rowCount,
       minKey: EMPTY_STATS.minValues,
       maxKey: EMPTY_STATS.maxValues,
       keyStats: EMPTY_STATS,
       valueStats,
       minSequenceNumber: firstSeq,
-      maxSequenceNumber: firstSeq + BigInt(Math.max(batch.numRows, 1) - 1),
+      maxSequenceNumber: firstSeq + BigInt(Math.max(rowCount, 1) - 1),
       schemaId: this.table.schema.id,
       level: 0,
       extraFiles: [],
@@ -183,21 +239,6 @@ export class DataFileWriter {
       externalPath: null,
       firstRowId: null,
       writeCols: null,
-    };
-  }
-
-  /**
-   * Exact min/max/null counts over the columns that have an order. Nested columns (ARRAY, MAP, ROW) are left out
-   * and the file lists the covered columns in `_VALUE_STATS_COLS` (Paimon's dense statistics mode).
-   */
-  private valueStats(batch: arrow.RecordBatch | arrow.Table): SimpleStats {
-    const fields = this.statsColumns;
-    const stats = computeStats(fields, batch);
-    const types = fields.map((f) => f.type);
-    return {
-      minValues: serializeBinaryRow(types, stats.min),
-      maxValues: serializeBinaryRow(types, stats.max),
-      nullCounts: stats.nullCounts.map((n) => BigInt(n)),
     };
   }
 }

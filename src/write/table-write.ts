@@ -24,7 +24,7 @@ import { partitionPath } from "../spec/partition.ts";
 import type { Row, Value } from "../spec/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
-import { DataFileWriter } from "./data-file-writer.ts";
+import { DataFileWriter, type DataFileEncodeSpec, type EncodedFile } from "./data-file-writer.ts";
 
 interface BucketBuffer {
   partition: Uint8Array;
@@ -233,6 +233,30 @@ export class TableWrite {
       out.push({ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: files, deletedFiles: [] });
     }
     return out;
+  }
+
+  /**
+   * How this table's files are encoded, and how many rows one file holds at most: what a bucket buffer kept
+   * elsewhere (a decoding worker) needs to encode files exactly as `prepareCommit` would.
+   */
+  get encodeSpec(): DataFileEncodeSpec & { maxRowsPerFile: number } {
+    return { ...this.fileWriter.encodeSpec, maxRowsPerFile: this.maxRowsPerFile };
+  }
+
+  /**
+   * Writes files encoded elsewhere (`encodeDataFile`, in write order) for the single bucket of an unpartitioned
+   * write, with the sequence numbers `prepareCommit` would give, and returns their CommitMessage. Nothing may be
+   * buffered here (the rows live with the encoder); calls must not overlap each other or `prepareCommit`.
+   */
+  async commitEncoded(files: readonly EncodedFile[]): Promise<CommitMessage[]> {
+    if (!this.single || this.partitionIdx.length > 0) throw new LakeError(ErrorKind.Unexpected, `commitEncoded needs an unpartitioned single-bucket write of ${this.table.name}`);
+    if (this.bufferedRows > 0) throw new LakeError(ErrorKind.Unexpected, `commitEncoded with rows buffered in this TableWrite of ${this.table.name}`);
+    const buf = (this.singleBuffer ??= this.bufferFor({}));
+    const key = `${this.partitionKeyOf({})}/${buf.bucket}`;
+    const seq = await this.nextSequence(key);
+    const metas = await this.fileWriter.persistEncoded(buf.partitionPath, buf.bucket, files, seq, (path) => this.written.push(path));
+    if (metas.length > 0) this.nextSeqByBucket!.set(key, metas[metas.length - 1]!.maxSequenceNumber + 1n);
+    return [{ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: metas, deletedFiles: [] }];
   }
 
   /** Rows buffered and not yet written. */
