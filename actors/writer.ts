@@ -17,8 +17,10 @@ import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
 import type { WriteBudget } from "../src/write/write-budget.ts";
+import type { CommitMessage } from "../src/commit/commit-message.ts";
+import type { AppendResult } from "./ingest/bucket-buffer.ts";
+import type { BucketBuffers, BucketSession } from "./ingest/bucket-buffers.ts";
 import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
-import type { DecodedBatch, IngestDecoder } from "./ingest/decoder.ts";
 import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
@@ -29,8 +31,8 @@ export type WriterMsg =
   | { type: "pull" }
   | { type: "fetched"; generation: number; messages: IngestMessage[] }
   | { type: "fetch-failed"; generation: number; error: Error }
-  | { type: "decoded"; generation: number; lastSeq: number; firstPublishedAt: number; result: DecodedBatch }
   | { type: "decode-failed"; generation: number; error: Error }
+  | { type: "appended"; generation: number; lastSeq: number; firstPublishedAt: number; result: AppendResult }
   | { type: "flush-tick" }
   /** The node's write budget is full and this writer holds the largest buffer: flush it now. */
   | { type: "preempted" }
@@ -60,13 +62,16 @@ export interface WriterDeps {
   maxBufferedRows: number;
   /** Messages per fetch. */
   fetchBatch: number;
-  /** Decodes row batches into Arrow columns (worker threads in a node). */
-  decoder: IngestDecoder;
   /**
    * The node's memory budget for write buffers, shared by its bucket writers: over it, a writer holding memory stops
    * reading until some is freed, and the largest buffer is flushed early. Absent: only `maxBufferedRows` bounds.
    */
   budget?: WriteBudget;
+  /**
+   * Where an unpartitioned table's rows are decoded and wait for their flush, which encodes them there (worker
+   * threads on a node): those rows never reach this thread. A partitioned table's rows are routed here instead.
+   */
+  buffers: BucketBuffers;
 }
 
 let nextBudgetId = 0;
@@ -84,6 +89,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   /** Fetched messages waiting for the decode in flight to finish (one decode at a time keeps stream order). */
   private stash: IngestMessage[] = [];
   private decoding = false;
+  /** The bucket's rows kept by `buffers` (this generation's session), and what it holds since the last flush. */
+  private session: BucketSession | null = null;
+  private sessionRows = 0;
+  private sessionBytes = 0;
+  /** A flush asked for while an append was in flight: it starts once that append's dead letters are out. */
+  private flushWaiting = false;
   private firstArrival = 0;
   private pulling = false;
   private flushing = false;
@@ -125,6 +136,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   async postStop(): Promise<void> {
     this.tick?.cancel();
     this.d.budget?.release(this.budgetId);
+    this.session?.close();
+    this.session = null;
     const r = this.reader;
     this.reader = null;
     await r?.close().catch(() => undefined);
@@ -144,6 +157,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.flushingBytes = 0;
     this.decoding = false;
     this.stash = [];
+    this.session?.close();
+    this.session = null;
+    this.sessionRows = 0;
+    this.sessionBytes = 0;
+    this.flushWaiting = false;
     this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
     if (opts.keepSent !== true) this.sent.clear();
@@ -175,6 +193,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.lastSeq = msg.offset;
         this.fetchedSeq = msg.offset;
         this.write = new TableWrite(this.d.table, { bucket: this.d.bucket });
+        if (this.write.acceptsArrays) this.session = this.d.buffers.open({ fields: this.d.table.schema.fields, ...this.write.encodeSpec });
         ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
         ctx.self.tell({ type: "pull" });
         return;
@@ -202,20 +221,26 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         } else this.decodeStash(ctx);
         this.pull(ctx);
         return;
-      case "decoded": {
+      case "appended": {
         if (msg.generation !== this.generation || this.write === null) return;
         this.decoding = false;
         const r = msg.result;
-        if (r.batch !== null) {
-          this.write.writeArrow(r.batch);
-          this.reportMemory(ctx);
-        }
+        this.sessionRows = r.bufferedRows;
+        this.sessionBytes = r.bufferedBytes;
+        this.reportMemory(ctx);
         if (this.firstArrival === 0) this.firstArrival = msg.firstPublishedAt || this.d.clock.now();
         this.lastSeq = msg.lastSeq;
         if (r.rows > 0) this.rowsIn.add(r.rows, this.labels);
         // Dead letters are out before any committable covers their messages.
         await this.publishRejected(r.rejected);
-        if (this.bufferFull()) this.flush(ctx);
+        if (this.flushWaiting || this.bufferFull()) {
+          this.flushWaiting = false;
+          this.flush(ctx);
+        }
+        if (this.revoking && !this.flushPending()) {
+          this.finishRevoke(ctx);
+          return;
+        }
         this.decodeStash(ctx);
         this.pull(ctx);
         return;
@@ -232,7 +257,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.reader = null;
         if (this.revoking) {
           // Handing the bucket off: nothing more is read; the flush in flight (if any) still completes the revoke.
-          if (!this.flushing) this.finishRevoke(ctx);
+          if (!this.flushPending()) this.finishRevoke(ctx);
           return;
         }
         ctx.log.warn("fetch failed; reopening the bucket after its last committable", { ...this.labels, prevOffset: this.prevOffset, error: msg.error.message });
@@ -243,7 +268,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (msg.generation !== this.generation || this.revoking) return;
         if (msg.from === "sent") {
           // A flush in flight decides where "after the last committable" is: wait for it.
-          if (this.flushing) ctx.scheduleOnce(50, msg);
+          if (this.flushPending()) ctx.scheduleOnce(50, msg);
           else this.open(ctx, this.prevOffset, { keepSent: true });
         } else this.open(ctx, null);
         return;
@@ -251,7 +276,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.flush(ctx);
         return;
       case "preempted":
-        if (this.flushing || this.write === null || this.write.bufferedRows === 0) return;
+        if (this.flushPending() || this.write === null || this.bufferedRows() === 0) return;
         this.preemptions.add(1, this.labels);
         this.flush(ctx);
         return;
@@ -286,7 +311,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "revoke":
         this.revoking = msg.reply;
         if (!this.flushing) this.flush(ctx);
-        if (!this.flushing) this.finishRevoke(ctx);
+        if (!this.flushPending()) this.finishRevoke(ctx);
         return;
     }
   }
@@ -318,18 +343,18 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     );
   }
 
-  /** Hands the stashed messages to the decoder (one job at a time, so batches land in stream order). */
+  /** Hands the stashed messages to the bucket's session (one append at a time, so rows land in stream order). */
   private decodeStash(ctx: ActorContext<WriterMsg>): void {
-    if (this.decoding || this.stash.length === 0 || this.write === null) return;
+    // A waiting flush goes first: appends posted after it belong to the next flush.
+    if (this.decoding || this.flushWaiting || this.stash.length === 0 || this.session === null) return;
     const messages = this.stash.splice(0);
     this.decoding = true;
     const generation = this.generation;
     const lastSeq = messages[messages.length - 1]!.seq;
     const firstPublishedAt = messages[0]!.publishedAt;
-    const schema = this.d.table.schema;
     ctx.pipeToSelf(
-      this.d.decoder.decode(`${this.d.table.name}#${schema.id}`, schema.fields, messages),
-      (result) => ({ type: "decoded", generation, lastSeq, firstPublishedAt, result }),
+      this.session.append(messages),
+      (result) => ({ type: "appended", generation, lastSeq, firstPublishedAt, result }),
       (e) => ({ type: "decode-failed", generation, error: ensureError(e) }),
     );
   }
@@ -361,8 +386,21 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   /** The bucket's own bound: `maxBufferedRows`, or the table's `write-buffer-size` in bytes. */
   private bufferFull(): boolean {
-    const w = this.write;
-    return w !== null && (w.bufferedRows >= this.d.maxBufferedRows || w.bufferedBytes >= this.writeBufferBytes);
+    return this.write !== null && (this.bufferedRows() >= this.d.maxBufferedRows || this.bufferedBytes() >= this.writeBufferBytes);
+  }
+
+  /** Rows held for the next flush (by the session, or in the TableWrite). */
+  private bufferedRows(): number {
+    return this.session !== null ? this.sessionRows : (this.write?.bufferedRows ?? 0);
+  }
+
+  private bufferedBytes(): number {
+    return this.session !== null ? this.sessionBytes : (this.write?.bufferedBytes ?? 0);
+  }
+
+  /** A flush in flight, or one waiting for the append in flight. */
+  private flushPending(): boolean {
+    return this.flushing || this.flushWaiting;
   }
 
   /** Tells the write budget what this writer holds now (buffered, and cut for the flush in flight). */
@@ -370,13 +408,19 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     const budget = this.d.budget;
     if (budget === undefined) return;
     const self = ctx.self;
-    budget.update(this.budgetId, { preempt: () => tellQuietly(self, { type: "preempted" }) }, this.write?.bufferedBytes ?? 0, this.flushingBytes);
+    budget.update(this.budgetId, { preempt: () => tellQuietly(self, { type: "preempted" }) }, this.bufferedBytes(), this.flushingBytes);
   }
 
   /** Writes the buffer as files and sends its committable; one flush at a time keeps the offset chain. */
   private flush(ctx: ActorContext<WriterMsg>): void {
     const w = this.write;
-    if (this.flushing || w === null || this.lastSeq <= this.prevOffset) return;
+    if (this.flushing || w === null) return;
+    // The session answers in posting order: a flush posted now would miss the rows of the append in flight.
+    if (this.session !== null && this.decoding) {
+      this.flushWaiting = true;
+      return;
+    }
+    if (this.lastSeq <= this.prevOffset) return;
     this.flushing = true;
     const generation = this.generation;
     const prevOffset = this.prevOffset;
@@ -386,8 +430,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     const flushId = ++this.flushId;
     this.sent.add(prevOffset);
     // prepareCommit cuts the buffer synchronously: rows appended from now on belong to the next flush.
-    const cutBytes = w.bufferedBytes;
-    const filesPromise = w.prepareCommit();
+    const cutBytes = this.bufferedBytes();
+    const session = this.session;
+    let filesPromise: Promise<CommitMessage[]>;
+    if (session !== null) {
+      this.sessionRows = 0;
+      this.sessionBytes = 0;
+      filesPromise = session.flush().then((encoded) => w.commitEncoded(encoded));
+    } else filesPromise = w.prepareCommit();
     this.flushingBytes = cutBytes;
     this.reportMemory(ctx);
     ctx.pipeToSelf(

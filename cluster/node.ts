@@ -12,8 +12,8 @@
  */
 import { availableParallelism } from "node:os";
 import { setSharedParquetPoolDefaultSize } from "../src/codec/parquet-pool.ts";
-import { warmUpParquet } from "../src/codec/warm-up.ts";
-import { createIngestDecoder, type IngestDecoder } from "../actors/ingest/decoder.ts";
+import { createBucketBuffers, type BucketBuffers } from "../actors/ingest/bucket-buffers.ts";
+import { workerCountFromEnv } from "../src/env.ts";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { metrics, type Meter } from "@opentelemetry/api";
 import type { Redis } from "ioredis";
@@ -63,8 +63,8 @@ export class Node {
   private scanTimer: NodeJS.Timeout | undefined;
   private adminSub: Subscription | undefined;
   private readonly startedAt = Date.now();
-  /** Decodes row batches for this node's writers (worker threads); made with the first writer. */
-  private decoder: IngestDecoder | null = null;
+  /** Where writers of unpartitioned tables decode and keep rows until a flush encodes them (worker threads). */
+  private bucketBuffers: BucketBuffers | null = null;
   /** One memory budget for the write buffers of every bucket writer on this node. */
   private writeBudget: WriteBudget | null = null;
   private readonly meter: Meter;
@@ -101,13 +101,15 @@ export class Node {
       const ports = await natsPorts(nc, subjects);
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
-      // On a node the main thread and the decoding worker need a core too: one Parquet worker fewer than cores
-      // (measured on 2 cores: the same throughput, ~50–70 MB less memory than two).
-      if (cfg.roles.includes("writer")) setSharedParquetPoolDefaultSize(Math.max(1, availableParallelism() - 1));
-      // A writer warms its own thread's Parquet encoder (small flushes — the latency path — encode there) before it
-      // announces itself, so no bucket waits on cold WebAssembly. The pool's workers stay lazy: they start only for
-      // large flushes, and each costs ~30 MB.
-      if (cfg.roles.includes("writer")) await warmUpEncoders(log);
+      if (cfg.roles.includes("writer")) {
+        // The Parquet pool serves partitioned tables only (unpartitioned ones encode in their bucket buffers); the
+        // main thread and the bucket-buffer worker need a core too: one Parquet worker fewer than cores.
+        setSharedParquetPoolDefaultSize(Math.max(1, availableParallelism() - 1));
+        // The bucket-buffer workers start now and warm their Parquet encoders before the node announces itself,
+        // so no bucket's first flushes wait on cold WebAssembly.
+        n.bucketBuffers = createBucketBuffers(workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1);
+        await warmUpEncoders(log, n.bucketBuffers);
+      }
       await n.heartbeat();
       n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
       await n.scanTables();
@@ -202,7 +204,7 @@ export class Node {
           maxBufferedRows: this.cfg.maxBufferedRows,
           budget: (this.writeBudget ??= new WriteBudget(this.cfg.writerMemory)),
           fetchBatch: 64,
-          decoder: (this.decoder ??= createIngestDecoder()),
+          buffers: (this.bucketBuffers ??= createBucketBuffers(workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1)),
         },
         spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
         stopWriter: (ref) => this.system.stop(ref),
@@ -327,7 +329,7 @@ export class Node {
     this.log.info("stopping actors", { nodeId: this.cfg.nodeId });
     await this.system.shutdown();
     this.log.info("actors stopped; closing connections", { nodeId: this.cfg.nodeId });
-    await this.decoder?.close().catch(() => undefined);
+    await this.bucketBuffers?.close().catch(() => undefined);
     await this.ports.kv.members.delete(this.cfg.nodeId).catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();
@@ -336,17 +338,18 @@ export class Node {
 }
 
 /** Bounded and best-effort: a failed or slow warm-up only costs latency later, never the node's start. */
-async function warmUpEncoders(log: Logger): Promise<void> {
+async function warmUpEncoders(log: Logger, buffers: BucketBuffers): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
+  const started = performance.now();
   try {
-    const r = await Promise.race([
-      warmUpParquet(null),
-      new Promise<null>((resolve) => {
-        timer = setTimeout(() => resolve(null), 5000);
+    const done = await Promise.race([
+      buffers.warmUp().then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), 5000);
       }),
     ]);
-    if (r === null) log.warn("Parquet encoder warm-up still running after 5 s; starting anyway");
-    else log.info("Parquet encoders warmed up", { rounds: r.rounds, ms: r.ms });
+    if (!done) log.warn("Parquet encoder warm-up still running after 5 s; starting anyway");
+    else log.info("Parquet encoders warmed up", { ms: Math.round(performance.now() - started) });
   } catch (e) {
     log.warn("Parquet encoder warm-up failed", { error: ensureError(e).message });
   } finally {

@@ -10,11 +10,15 @@
  * The points (the chaos suite, chaos/scenarios/, arms each on one node process):
  * - writer: `io.write.mid` (src/io/local.ts: half of a file's bytes written), `writer.parquet.encoded` and
  *   `writer.file.written` (src/write/data-file-writer.ts: before the file / after it, before the committable),
- *   `writer.after-committable` (actors/writer.ts: the committable is in the commit stream);
+ *   `writer.after-committable` (actors/writer.ts: the committable is in the commit stream); `bucket-buffer.append`
+ *   and `bucket-buffer.flush` (actors/ingest/bucket-buffer.ts, in the worker thread that holds a bucket's rows:
+ *   there `exit` ends that thread only, and `kill` the whole node);
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
  *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges).
  */
+import { writeSync } from "node:fs";
+
 type Action = ({ kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number }) & { nth?: number };
 
 function parse(spec: string | undefined): Map<string, Action> {
@@ -76,14 +80,27 @@ export async function failpointAsync(name: string): Promise<void> {
   trigger(name, a);
 }
 
+/**
+ * Says which point fired on fd 2 directly: in a worker thread `process.stderr` is forwarded to the main thread
+ * asynchronously, so a line written there just before SIGKILL would be lost (and the chaos harness, which reads it
+ * from the node's log, could not tell which point fired).
+ */
+function announce(line: string): void {
+  try {
+    writeSync(2, line);
+  } catch {
+    // stderr closed: nothing to tell
+  }
+}
+
 function trigger(name: string, a: Action): void {
   switch (a.kind) {
     case "kill":
-      process.stderr.write(`failpoint ${name}: SIGKILL\n`);
+      announce(`failpoint ${name}: SIGKILL\n`);
       process.kill(process.pid, "SIGKILL");
       break;
     case "exit":
-      process.stderr.write(`failpoint ${name}: exit 137\n`);
+      announce(`failpoint ${name}: exit 137\n`);
       process.exit(137);
       break;
     case "throw":

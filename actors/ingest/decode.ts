@@ -1,12 +1,11 @@
 /**
- * Ingest decoding: a writer's fetched messages (msgpack RowBatches of one bucket, in stream order) → one Arrow
- * record batch of the table's columns, plus a dead letter for every row or payload that does not fit.
+ * Ingest decoding: a writer's fetched messages (msgpack RowBatches of one bucket, in stream order) → the table's
+ * Arrow columns, plus a dead letter for every row or payload that does not fit (`decodeSized`, which a bucket buffer
+ * runs in its worker thread); or canonical rows, one by one, for tables whose rows are routed (`decodeRows`).
  *
- * A pure function of its input, so it runs the same on the writer's thread or in a worker thread
- * (decode-worker.mjs): the job carries the payloads in one buffer (transferred, not copied) and the result carries
- * the batch as an Arrow IPC stream (transferred back; the reader wraps its buffers without copying).
+ * Pure functions of their input: they run the same on the writer's thread and in a worker thread. Payloads travel in
+ * one buffer (`packPayloads`), transferred to a worker rather than copied.
  */
-import * as arrow from "apache-arrow";
 import { RecordBatchBuilder } from "../../src/codec/columns.ts";
 import { ensureError } from "../../src/errors.ts";
 import type { DataField } from "../../src/spec/data-types.ts";
@@ -21,12 +20,6 @@ export interface IngestPayloads {
   /** `seqs.length + 1` byte offsets into `data`. */
   offsets: number[];
   data: Uint8Array;
-}
-
-export interface DecodeJob extends IngestPayloads {
-  /** Identifies `fields` (e.g. `db.table#schemaId`): a worker compiles a layout once per key. */
-  fieldsKey: string;
-  fields: readonly DataField[];
 }
 
 /** A row (rowIndex ≥ 0) or a whole payload (rowIndex −1) that goes to the dead-letter subject. */
@@ -69,24 +62,26 @@ export function packPayloads(messages: ReadonlyArray<{ seq: number; data: Uint8A
 }
 
 /**
- * Decodes every message into a fresh builder (rows of one bucket, no partitions): a payload that is not a RowBatch,
+ * Decodes every message into a fresh builder, or into `opts.into` (a bucket buffer's builder kept across jobs), for
+ * rows of one bucket, no partitions: a payload that is not a RowBatch,
  * a batch naming unknown columns, and a row whose values do not fit the schema are rejected with the reason; the
  * rest of the batch still lands. Errors other than bad input (a bug) propagate. Tables whose columns all have a direct path (actors/ingest/direct.ts) are decoded
  * straight from the msgpack bytes, rows it does not take by msgpackr in place; others unpack every payload first,
- * so the builder is made with exactly the rows' capacity. `builder` is null when no payload held a row.
+ * so the builder is made with exactly the rows' capacity. `builder` is null when no payload held a row (and no
+ * builder was given).
  */
-export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opts: { direct?: boolean } = {}): DecodeOutput & { builder: RecordBatchBuilder | null } {
+export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opts: { direct?: boolean; into?: RecordBatchBuilder } = {}): DecodeOutput & { builder: RecordBatchBuilder | null } {
   const direct = opts.direct === false ? null : directFor(fields);
   if (direct === null) {
     const unpacked = unpackAll(p);
     let capacity = 0;
     for (const u of unpacked) if (u.batch !== null) capacity += u.batch.rows.length;
-    if (capacity === 0) return { builder: null, ...appendDecoded(null, fields, unpacked) };
-    const builder = new RecordBatchBuilder(fields, capacity);
+    if (capacity === 0) return { builder: opts.into ?? null, ...appendDecoded(null, fields, unpacked) };
+    const builder = opts.into ?? new RecordBatchBuilder(fields, capacity);
     return { builder, ...appendDecoded(builder, fields, unpacked) };
   }
   // ~16 bytes per row at the least on the wire: no column grows more than once or twice.
-  const builder = new RecordBatchBuilder(fields, Math.max(16, Math.min(1 << 20, Math.ceil(p.data.byteLength / 24))));
+  const builder = opts.into ?? new RecordBatchBuilder(fields, Math.max(16, Math.min(1 << 20, Math.ceil(p.data.byteLength / 24))));
   const rejected: RejectedRow[] = [];
   let rows = 0;
   for (let i = 0; i < p.seqs.length; i++) {
@@ -115,7 +110,7 @@ export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opt
     rows += out.rows;
     for (const x of out.rejected) rejected.push(x);
   }
-  return { builder: rows === 0 ? null : builder, rows, rejected };
+  return { builder: rows === 0 && opts.into === undefined ? null : builder, rows, rejected };
 }
 
 const directDecoders = new WeakMap<readonly DataField[], DirectDecoder | null>();
@@ -207,28 +202,4 @@ export function decodeRows(fields: readonly DataField[], messages: ReadonlyArray
     }
   }
   return { rows, rejected };
-}
-
-/** Fields per key, so repeated jobs reuse one compiled layout (batchRowConverter caches by the fields' identity). */
-const layouts = new Map<string, readonly DataField[]>();
-
-function fieldsFor(job: DecodeJob): readonly DataField[] {
-  let f = layouts.get(job.fieldsKey);
-  if (f === undefined) {
-    if (layouts.size >= 64) layouts.clear();
-    f = job.fields;
-    layouts.set(job.fieldsKey, f);
-  }
-  return f;
-}
-
-export interface EncodedDecodeOutput extends DecodeOutput {
-  /** The rows as an Arrow IPC stream (one record batch); null when no row landed. */
-  ipc: Uint8Array | null;
-}
-
-/** Decodes a job into a fresh batch, returned as an Arrow IPC stream (what a worker sends back). */
-export function decodeJob(job: DecodeJob): EncodedDecodeOutput {
-  const { builder, rows, rejected } = decodeSized(fieldsFor(job), job);
-  return { rows, rejected, ipc: builder === null || rows === 0 ? null : arrow.tableToIPC(new arrow.Table([builder.finish()]), "stream") };
 }

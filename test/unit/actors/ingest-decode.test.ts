@@ -4,8 +4,7 @@ import * as arrow from "apache-arrow";
 import { recordBatchToRows } from "../../../src/codec/columns.ts";
 import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
 import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
-import { InlineIngestDecoder, WorkerIngestDecoder, createIngestDecoder } from "../../../actors/ingest/decoder.ts";
-import { decodeRows, packPayloads } from "../../../actors/ingest/decode.ts";
+import { decodeRows, decodeSized, packPayloads } from "../../../actors/ingest/decode.ts";
 import { RecordBatchBuilder } from "../../../src/codec/columns.ts";
 import { Timestamp, type Row } from "../../../src/spec/values.ts";
 import { groupBatches } from "../../../src/write/table-write.ts";
@@ -30,73 +29,52 @@ function messages(): Array<{ seq: number; data: Uint8Array }> {
   return out;
 }
 
-for (const [name, make] of [
-  ["inline", () => new InlineIngestDecoder()],
-  ["worker threads", () => new WorkerIngestDecoder({ threads: 1, inlineBelowBytes: 0 })],
-  ["worker threads, small jobs inline", () => new WorkerIngestDecoder({ threads: 1, inlineBelowBytes: 1 << 20 })],
-] as const) {
-  test(`ingest decoder (${name}) - good rows land in order as one batch; every bad row or payload is rejected with its reason`, async () => {
-    const d = make();
-    try {
-      const r = await d.decode("t#0", FIELDS, messages());
-      assert.equal(r.rows, 1000 + 3);
-      assert.ok(r.batch !== null);
-      assert.equal(r.batch.numRows, r.rows);
-      const rows = recordBatchToRows(FIELDS, r.batch);
-      assert.deepEqual(rows.slice(0, 1000).map((x) => Number(x["id"])), Array.from({ length: 1000 }, (_, i) => i));
-      assert.deepEqual(rows.slice(1000).map((x) => [Number(x["id"]), x["user"], x["amount"]]), [[5000, "a", null], [5001, "c", null], [5003, null, 1.5]]);
-      assert.equal(rows[3]!["amount"], 0.75);
-      assert.deepEqual(
-        r.rejected.map((x) => [x.seq, x.rowIndex]),
-        [[30, -1], [31, 0], [32, 1], [33, 0]],
-      );
-      assert.match(r.rejected[0]!.reason, /not valid msgpack/);
-      assert.equal(r.rejected[0]!.original, "wQ==", "an undecodable payload is kept whole, in base64");
-      assert.match(r.rejected[1]!.reason, /unknown column 'nope'/);
-      assert.match(r.rejected[2]!.reason, /id is NOT NULL/);
-      assert.deepEqual(r.rejected[2]!.original, { user: "b", id: null });
-      assert.match(r.rejected[3]!.reason, /amount/);
-    } finally {
-      await d.close();
-    }
+/** `decodeSized` as a writer's bucket buffer runs it: a job's messages packed in one buffer. */
+function decodeJobRows(fields: readonly DataField[], input: ReadonlyArray<{ seq: number; data: Uint8Array }>, opts: { direct?: boolean } = {}) {
+  const out = decodeSized(fields, packPayloads(input), opts);
+  return { ...out, batch: out.builder === null ? null : out.builder.finish() };
+}
+
+for (const direct of [true, false]) {
+  test(`ingest decoding (${direct ? "direct" : "generic"} path) - good rows land in order; every bad row or payload is rejected with its reason`, () => {
+    const r = decodeJobRows(FIELDS, messages(), { direct });
+    assert.equal(r.rows, 1000 + 3);
+    assert.ok(r.batch !== null);
+    assert.equal(r.batch.numRows, r.rows);
+    const rows = recordBatchToRows(FIELDS, r.batch);
+    assert.deepEqual(rows.slice(0, 1000).map((x) => Number(x["id"])), Array.from({ length: 1000 }, (_, i) => i));
+    assert.deepEqual(rows.slice(1000).map((x) => [Number(x["id"]), x["user"], x["amount"]]), [[5000, "a", null], [5001, "c", null], [5003, null, 1.5]]);
+    assert.equal(rows[3]!["amount"], 0.75);
+    assert.deepEqual(
+      r.rejected.map((x) => [x.seq, x.rowIndex]),
+      [[30, -1], [31, 0], [32, 1], [33, 0]],
+    );
+    assert.match(r.rejected[0]!.reason, /not valid msgpack/);
+    assert.equal(r.rejected[0]!.original, "wQ==", "an undecodable payload is kept whole, in base64");
+    assert.match(r.rejected[1]!.reason, /unknown column 'nope'/);
+    assert.match(r.rejected[2]!.reason, /id is NOT NULL/);
+    assert.deepEqual(r.rejected[2]!.original, { user: "b", id: null });
+    assert.match(r.rejected[3]!.reason, /amount/);
   });
 }
 
-test("ingest decoder - the worker decoder gives the inline decoder's batch exactly, also for many jobs at once", async () => {
-  const w = new WorkerIngestDecoder({ threads: 2, inlineBelowBytes: 0 });
-  const inline = new InlineIngestDecoder();
-  try {
-    const jobs = await Promise.all(Array.from({ length: 8 }, () => w.decode("t#0", FIELDS, messages())));
-    const want = await inline.decode("t#0", FIELDS, messages());
-    for (const got of jobs) {
-      assert.deepEqual(recordBatchToRows(FIELDS, got.batch!), recordBatchToRows(FIELDS, want.batch!));
-      assert.deepEqual(got.rejected, want.rejected);
-    }
-  } finally {
-    await w.close();
-  }
-});
-
-test("ingest decoder - a job whose rows are all bad returns no batch; NATSLAKE_DECODE_WORKERS is checked", async () => {
-  const d = new InlineIngestDecoder();
-  const r = await d.decode("t#0", FIELDS, [{ seq: 1, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id"], rows: [[null]] }) }]);
-  assert.equal(r.batch, null);
+test("ingest decoding - a job whose rows are all bad gives no builder; one given is appended to", () => {
+  const bad = [{ seq: 1, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id"], rows: [[null]] }) }];
+  const r = decodeSized(FIELDS, packPayloads(bad));
+  assert.equal(r.builder, null);
   assert.equal(r.rows, 0);
   assert.equal(r.rejected.length, 1);
-  assert.ok(createIngestDecoder(0) instanceof InlineIngestDecoder);
-  const before = process.env["NATSLAKE_DECODE_WORKERS"];
-  process.env["NATSLAKE_DECODE_WORKERS"] = "two";
-  try {
-    assert.throws(() => createIngestDecoder(), /NATSLAKE_DECODE_WORKERS must be a whole number/);
-  } finally {
-    if (before === undefined) delete process.env["NATSLAKE_DECODE_WORKERS"];
-    else process.env["NATSLAKE_DECODE_WORKERS"] = before;
-  }
+  const into = new RecordBatchBuilder(FIELDS);
+  const first = decodeSized(FIELDS, packPayloads(messages().slice(0, 2)), { into });
+  const second = decodeSized(FIELDS, packPayloads(bad), { into });
+  assert.equal(first.builder, into);
+  assert.equal(second.builder, into, "kept even when nothing landed");
+  assert.equal(into.length, 100);
 });
 
-test("decodeRows (the row path of partitioned tables) - the columnar path's rows and rejections, row by row", async () => {
+test("decodeRows (the row path of partitioned tables) - the columnar path's rows and rejections, row by row", () => {
   const input = messages();
-  const columnar = await new InlineIngestDecoder().decode("t#0", FIELDS, input);
+  const columnar = decodeJobRows(FIELDS, input);
   const builder = new RecordBatchBuilder(FIELDS);
   const sunk: Row[] = [];
   const r = decodeRows(FIELDS, input, (row) => {

@@ -1,0 +1,65 @@
+/**
+ * Entry of a bucket-buffer worker thread (actors/ingest/bucket-buffers.ts): holds the BucketBuffers of the sessions
+ * pinned to it and answers their requests one at a time, in the order they were posted — so a flush covers exactly
+ * the appends posted before it. Plain JavaScript: in the compiled build (dist/) it loads bucket-buffer.js next to
+ * it; from the sources it registers the TypeScript loader itself (loader flags are not passed on to workers).
+ *
+ * in:  { id, op: "open", session, spec } | { id, op: "append", session, payloads } (payload buffer transferred)
+ *    | { id, op: "flush", session } | { id, op: "close", session }
+ * out: { id, ok: true, result } | { id, ok: false, message }; a flush's file bytes are transferred, not copied.
+ */
+import { existsSync } from "node:fs";
+import { URL } from "node:url";
+import { parentPort } from "node:worker_threads";
+
+const compiled = new URL("./bucket-buffer.js", import.meta.url);
+let mod;
+if (existsSync(compiled)) mod = await import(compiled.href);
+else {
+  const { register } = await import("tsx/esm/api");
+  register();
+  mod = await import(new URL("./bucket-buffer.ts", import.meta.url).href);
+}
+const { BucketBuffer, warmUpBucketEncoder } = mod;
+
+/** @type {Map<string, InstanceType<typeof BucketBuffer>>} */
+const sessions = new Map();
+
+function handle(msg) {
+  switch (msg.op) {
+    case "open":
+      sessions.set(msg.session, new BucketBuffer(msg.spec));
+      return { result: null, transfer: [] };
+    case "append": {
+      const buffer = sessions.get(msg.session);
+      if (buffer === undefined) throw new Error(`no bucket buffer '${msg.session}' in this worker`);
+      return { result: buffer.append(msg.payloads), transfer: [] };
+    }
+    case "flush": {
+      const buffer = sessions.get(msg.session);
+      if (buffer === undefined) throw new Error(`no bucket buffer '${msg.session}' in this worker`);
+      const files = buffer.flush();
+      const transfer = [];
+      for (const f of files) if (f.bytes.byteOffset === 0 && f.bytes.byteLength === f.bytes.buffer.byteLength) transfer.push(f.bytes.buffer);
+      return { result: files, transfer };
+    }
+    case "close":
+      sessions.delete(msg.session);
+      return { result: null, transfer: [] };
+    case "warm-up":
+      return { result: warmUpBucketEncoder(), transfer: [] };
+    default:
+      throw new Error(`unknown bucket buffer request '${msg.op}'`);
+  }
+}
+
+parentPort.on("message", (msg) => {
+  let reply;
+  try {
+    const { result, transfer } = handle(msg);
+    reply = () => parentPort.postMessage({ id: msg.id, ok: true, result }, transfer);
+  } catch (e) {
+    reply = () => parentPort.postMessage({ id: msg.id, ok: false, message: e instanceof Error ? e.message : String(e) });
+  }
+  reply();
+});

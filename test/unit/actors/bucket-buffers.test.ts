@@ -1,0 +1,152 @@
+// Bucket buffers: a writer's decoded rows kept (and encoded at flush) where they were decoded. The files must be
+// what the TableWrite path writes for the same rows; a flush covers exactly the appends posted before it; a worker
+// that dies fails its sessions with a retryable error and the next session works.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { recordBatchToRows } from "../../../src/codec/columns.ts";
+import { readParquet } from "../../../src/codec/parquet.ts";
+import { isLakeError } from "../../../src/errors.ts";
+import type { DataFileMeta } from "../../../src/spec/manifest.ts";
+import type { Row } from "../../../src/spec/values.ts";
+import { TableWrite } from "../../../src/write/table-write.ts";
+import type { EncodedFile } from "../../../src/write/data-file-writer.ts";
+import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
+import { BucketBuffer } from "../../../actors/ingest/bucket-buffer.ts";
+import { createBucketBuffers, InlineBucketBuffers, WorkerBucketBuffers, type BucketBuffers } from "../../../actors/ingest/bucket-buffers.ts";
+import { availableParallelism } from "node:os";
+import { decodeSized, packPayloads } from "../../../actors/ingest/decode.ts";
+import { createTable, tempDir } from "../../helpers/tables.ts";
+
+const COLUMNS = "id BIGINT NOT NULL, user STRING, amount DOUBLE, ts TIMESTAMP(3), tags ARRAY<STRING>";
+
+/** `count` messages of 40 rows from id `from`; message 3 holds a bad row (a string amount) and message 5 is not msgpack. */
+function messages(count: number, from = 0, firstSeq = 1): Array<{ seq: number; data: Uint8Array }> {
+  const out: Array<{ seq: number; data: Uint8Array }> = [];
+  for (let m = 0; m < count; m++) {
+    const seq = firstSeq + m;
+    if (m === 5) {
+      out.push({ seq, data: new Uint8Array([0xc1]) });
+      continue;
+    }
+    const rows = Array.from({ length: 40 }, (_, i) => {
+      const id = from + m * 40 + i;
+      return [id, i % 7 === 0 ? null : `user-${id % 13}`, m === 3 && i === 2 ? "oops" : id / 8, 1_700_000_000_000 + id, i % 5 === 0 ? null : [`t${i % 3}`]];
+    });
+    out.push({ seq, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id", "user", "amount", "ts", "tags"], rows }) });
+  }
+  return out;
+}
+
+const rowsOf = (files: readonly EncodedFile[], fields: Parameters<typeof recordBatchToRows>[0]): Row[] =>
+  files.flatMap((f) => readParquet(f.bytes).batches.flatMap((b) => recordBatchToRows(fields, b)));
+
+test("bucket buffer - the files, statistics and sequence numbers of the TableWrite path, and its rejections", async () => {
+  const d = tempDir();
+  try {
+    const table = await createTable(d.path, "db.t", COLUMNS, { options: { bucket: "2", "bucket-key": "id" } });
+    const input = messages(12);
+    // The TableWrite path: decode per job, buffer the batches, prepareCommit.
+    const viaTable = new TableWrite(table, { bucket: 1, encoderPool: null });
+    const rejectedViaTable = [];
+    for (const part of [input.slice(0, 7), input.slice(7)]) {
+      const r = decodeSized(table.schema.fields, packPayloads(part));
+      if (r.builder !== null) viaTable.writeArrow(r.builder.finish());
+      rejectedViaTable.push(...r.rejected);
+    }
+    const [expected] = await viaTable.prepareCommit();
+    // The bucket buffer path: the same jobs appended, one flush, the encoded files committed by a TableWrite.
+    const write = new TableWrite(table, { bucket: 1, encoderPool: null });
+    const buffer = new BucketBuffer({ fields: table.schema.fields, ...write.encodeSpec });
+    const rejected = [];
+    let held = 0;
+    for (const part of [input.slice(0, 7), input.slice(7)]) {
+      const r = buffer.append(packPayloads(part));
+      rejected.push(...r.rejected);
+      assert.ok(r.bufferedRows > held && r.bufferedBytes > 0);
+      held = r.bufferedRows;
+    }
+    assert.deepEqual(rejected, rejectedViaTable, "the same rows and payloads rejected, with the same reasons");
+    const encoded = buffer.flush();
+    assert.deepEqual(buffer.flush(), [], "a flush lets the rows go");
+    const [got] = await write.commitEncoded(encoded);
+    assert.equal(got!.bucket, 1);
+    const strip = (m: DataFileMeta) => ({ ...m, fileName: "", fileSize: 0, creationTimeMillis: 0 });
+    assert.deepEqual(got!.newFiles.map(strip), expected!.newFiles.map(strip), "row count, sequence numbers, value statistics");
+    assert.deepEqual(rowsOf(encoded, table.schema.fields), rowsOf([{ bytes: await table.io.readFile(table.paths.dataFilePath("", 1, expected!.newFiles[0]!.fileName)), rowCount: 0, valueStats: encoded[0]!.valueStats }], table.schema.fields));
+    assert.equal(held, 11 * 40 - 1);
+  } finally {
+    d.cleanup();
+  }
+});
+
+for (const [name, make] of [
+  ["inline", () => new InlineBucketBuffers()],
+  ["worker thread", () => new WorkerBucketBuffers({ threads: 1 })],
+] as const) {
+  test(`bucket buffers (${name}) - a flush covers exactly the appends posted before it; sessions are independent`, async () => {
+    const d = tempDir();
+    const buffers: BucketBuffers = make();
+    try {
+      const table = await createTable(d.path, "db.t", COLUMNS);
+      const spec = { fields: table.schema.fields, ...new TableWrite(table, { encoderPool: null }).encodeSpec };
+      const a = buffers.open(spec);
+      const b = buffers.open(spec);
+      // Posted together, without waiting: append, flush, append.
+      const first = a.append(messages(3, 0));
+      const flushed = a.flush();
+      const second = a.append(messages(2, 1000, 10));
+      const other = b.append(messages(1, 5000));
+      assert.equal((await first).rows, 120);
+      const files = await flushed;
+      assert.deepEqual(rowsOf(files, table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 120 }, (_, i) => i));
+      assert.equal(files[0]!.rowCount, 120);
+      assert.equal((await second).bufferedRows, 80);
+      assert.equal((await other).bufferedRows, 40);
+      assert.deepEqual(rowsOf(await a.flush(), table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 80 }, (_, i) => 1000 + i));
+      assert.deepEqual(rowsOf(await b.flush(), table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 40 }, (_, i) => 5000 + i));
+      a.close();
+      await assert.rejects(a.flush(), (e: unknown) => isLakeError(e));
+    } finally {
+      await buffers.close();
+      d.cleanup();
+    }
+  });
+}
+
+test("bucket buffers (worker thread) - a worker that dies fails its session's requests, retryably; a new session works", async () => {
+  const d = tempDir();
+  // The worker thread exits on its second append (as on a WebAssembly trap); a worker reads FAILPOINTS when it starts.
+  const before = process.env["FAILPOINTS"];
+  process.env["FAILPOINTS"] = "bucket-buffer.append:exit@2";
+  const buffers = new WorkerBucketBuffers({ threads: 1 });
+  try {
+    const table = await createTable(d.path, "db.t", COLUMNS);
+    const spec = { fields: table.schema.fields, ...new TableWrite(table, { encoderPool: null }).encodeSpec };
+    const doomed = buffers.open(spec);
+    assert.equal((await doomed.append(messages(1))).rows, 40);
+    const died = doomed.append(messages(1, 40, 2));
+    const after = doomed.flush();
+    for (const p of [died, after]) await assert.rejects(p, (e: unknown) => isLakeError(e) && e.retryable && /exited/.test(e.message));
+    await assert.rejects(doomed.append(messages(1, 80, 3)), (e: unknown) => isLakeError(e) && e.retryable, "later requests of the session fail too");
+    delete process.env["FAILPOINTS"];
+    const fresh = buffers.open(spec);
+    assert.equal((await fresh.append(messages(2))).rows, 80);
+    assert.equal((await fresh.flush())[0]!.rowCount, 80);
+  } finally {
+    if (before === undefined) delete process.env["FAILPOINTS"];
+    else process.env["FAILPOINTS"] = before;
+    await buffers.close();
+    d.cleanup();
+  }
+});
+
+test("bucket buffers - 0 threads keeps sessions on the calling thread; more are capped at the cores", async () => {
+  assert.ok(createBucketBuffers(0) instanceof InlineBucketBuffers);
+  const w = createBucketBuffers(64);
+  try {
+    assert.ok(w instanceof WorkerBucketBuffers);
+    assert.ok(w.threads >= 1 && w.threads <= availableParallelism());
+  } finally {
+    await w.close();
+  }
+});
