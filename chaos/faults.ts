@@ -13,11 +13,13 @@
 import { makeNemesis } from "./nemesis/index.ts";
 import type { FaultRecord, Nemesis, NemesisContext, NemesisFactory, ScenarioContext, TopologyHandle } from "./types.ts";
 
-export const WRITER_FAILPOINTS = ["io.write.mid", "writer.parquet.encoded", "writer.file.written", "writer.after-committable"] as const;
+export const WRITER_FAILPOINTS = ["bucket-buffer.append", "bucket-buffer.flush", "io.write.mid", "writer.parquet.encoded", "writer.file.written", "writer.after-committable"] as const;
 export const COMMIT_FAILPOINTS = ["commit.after-manifests", "commit.after-manifest-lists", "commit.before-snapshot", "commit.after-snapshot", "committer.after-snapshot"] as const;
 
 /** What each failpoint interrupts (for reports and the README). */
 export const FAILPOINT_MEANING: Record<string, string> = {
+  "bucket-buffer.append": "in the bucket-buffer worker, decoding fetched rows into the bucket's columns",
+  "bucket-buffer.flush": "in the bucket-buffer worker, about to encode a flush's Parquet file",
   "io.write.mid": "in the middle of writing a Parquet file's bytes",
   "writer.parquet.encoded": "Parquet encoded, before the file is written",
   "writer.file.written": "after the data file, before the committable",

@@ -1,6 +1,7 @@
 /**
- * Writer SIGKILL at each writer failpoint, armed on one writer process with `@N` so it fires mid-run: in the middle
- * of a Parquet file's bytes (`io.write.mid`), after encoding before the file (`writer.parquet.encoded`), after the
+ * Writer SIGKILL at each writer failpoint, armed on one writer process with `@N` so it fires mid-run: in the
+ * bucket-buffer worker thread while it decodes fetched rows (`bucket-buffer.append`) or is about to encode a flush
+ * (`bucket-buffer.flush`) — SIGKILL from a worker thread takes the whole node —, in the middle of a Parquet file's bytes (`io.write.mid`), after encoding before the file (`writer.parquet.encoded`), after the
  * file before the committable (`writer.file.written`), after the committable (`writer.after-committable`).
  * Expected: the partial or complete files are orphans, the buckets move to live writers (or come back to the
  * restarted one) and resume from the committed offset; nothing is lost or doubled.

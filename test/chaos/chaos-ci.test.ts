@@ -39,7 +39,7 @@ test("chaos - the CI subset (each writer and commit failpoint, poison) passes ev
     assert.ok(r.rows.acknowledged > 0 && r.lost === 0 && r.duplicated === 0 && r.reordered === 0);
   }
   const points = new Set(runs.flatMap((r) => r.faults.map((f) => String(f.detail?.["point"] ?? ""))).filter(Boolean));
-  assert.equal(points.size, 9, `every writer and commit failpoint fired once: ${[...points].join(", ")}`);
+  assert.equal(points.size, 11, `every writer and commit failpoint fired once: ${[...points].join(", ")}`);
   assert.equal(code, 0, out.slice(-4000));
   assert.ok(elapsed < BUDGET_MS, `the CI subset took ${(elapsed / 1000).toFixed(0)} s (budget ${BUDGET_MS / 1000} s)`);
 });

@@ -38,7 +38,7 @@ test("chaos - scenarios are selected by name or prefix; the CI subset and the fu
   const suite = selectScenarios(all, [], false).map((s) => s.name);
   assert.deepEqual(suite.slice(0, 12), ["writer-failpoints", "committer-failpoints", "leader-pause", "redis-restart", "redis-outage", "nats-node-kill", "writer-partition", "disk-full", "slow-fsync", "clock-skew", "poison", "soak"]);
   assert.ok(!suite.some((n) => n.includes("@")), "per-failpoint variants run by name only");
-  assert.equal(selectScenarios(all, ["writer-kill"], false).length, 4);
+  assert.equal(selectScenarios(all, ["writer-kill"], false).length, 6);
   assert.equal(selectScenarios(all, ["leader-kill"], false).length, 5);
   assert.throws(() => selectScenarios(all, ["nope"], false), /unknown scenario 'nope'/);
   const a = createRng(42);
