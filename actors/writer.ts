@@ -415,7 +415,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private flush(ctx: ActorContext<WriterMsg>): void {
     const w = this.write;
     if (this.flushing || w === null) return;
-    // The session answers in posting order: a flush posted now would miss the rows of the append in flight.
+    // The session answers in posting order, so a flush posted now would also cover the append in flight — whose
+    // dead letters are not out yet and whose last sequence this writer has not recorded: flush after it instead.
     if (this.session !== null && this.decoding) {
       this.flushWaiting = true;
       return;
