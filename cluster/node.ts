@@ -172,11 +172,22 @@ export class Node {
           await this.ensureInfra(table);
           await this.startTable(this.services.get(key)!);
         } catch (e) {
+          // One table's streams or services failing (a JetStream API timeout while several nodes start at once)
+          // neither stops the other tables nor the node: what started of it is stopped, and the next scan, 2 s
+          // later, tries again.
+          const svc = this.services.get(key)!;
           this.services.delete(key);
-          throw e;
+          await this.abandonTable(svc);
+          this.log.warn("table not started; retrying at the next scan", { table: key, error: ensureError(e).message });
         }
       }
     }
+  }
+
+  /** Stops whatever a failed `startTable` got running, so a later attempt starts from nothing. */
+  private async abandonTable(svc: TableService): Promise<void> {
+    for (const f of svc.stops) f();
+    for (const ref of [svc.host, svc.committer, svc.coordinator, svc.router]) if (ref) await this.system.stop(ref).catch(() => undefined);
   }
 
   private commitIntervalOf(t: Table): number {

@@ -1,0 +1,55 @@
+/**
+ * A table whose streams cannot be set up (here: its ingest stream exists with storage JetStream cannot change) does
+ * not keep a node from starting, nor its other tables from running; once the conflict is gone, the next table scan
+ * starts it.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { startCluster, waitFor } from "../helpers/cluster.ts";
+import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
+import { parseColumnList } from "../../src/spec/data-types.ts";
+import { createProducer } from "../../cluster/producer.ts";
+import { Subjects } from "../../cluster/nats/subjects.ts";
+
+async function landRows(nc: Parameters<typeof createProducer>[0]["nc"], catalog: Catalog, table: string, rows: number): Promise<void> {
+  const producer = await waitFor(`${table} registered by the cluster`, async () => {
+    try {
+      return await createProducer({ nc, table });
+    } catch {
+      return undefined;
+    }
+  }, 30_000, 200);
+  const pending = Array.from({ length: rows }, (_, i) => producer.write({ id: i }));
+  await producer.flush();
+  assert.equal((await Promise.all(pending)).filter((o) => o.status !== "ok").length, 0);
+  await producer.waitVisible(producer.token(), 30_000);
+  await producer.close();
+  assert.equal((await (await catalog.getTable(parseIdentifier(table))).snapshots.latest())!.totalRecordCount, rows);
+}
+
+test("node start - a table whose streams conflict is retried at every scan; the node and its other tables run meanwhile", { timeout: 120_000 }, async () => {
+  const c = await startCluster({ nodes: 0 });
+  try {
+    const catalog = new Catalog(c.warehouse);
+    const subjects = new Subjects();
+    for (const name of ["it.good", "it.blocked"]) {
+      await catalog.createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
+    }
+    // The blocked table's ingest stream, made beforehand in memory: natslake needs file storage and cannot change it.
+    const blocked = parseIdentifier("it.blocked");
+    const jsm = await jetstreamManager(c.nc);
+    await jsm.streams.add({ name: subjects.ingestStream(blocked), subjects: [subjects.ingestRaw(blocked)], storage: StorageType.Memory, retention: RetentionPolicy.Limits });
+
+    c.startNode("n1");
+    await landRows(c.nc, catalog, "it.good", 500);
+    assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "the node runs");
+    assert.match(c.logs("n1"), /table not started; retrying at the next scan.*it\.blocked|it\.blocked.*table not started/);
+    assert.match(c.logs("n1"), /exists with storage 'memory'/);
+
+    await jsm.streams.delete(subjects.ingestStream(blocked));
+    await landRows(c.nc, catalog, "it.blocked", 300);
+  } finally {
+    await c.stop();
+  }
+});
