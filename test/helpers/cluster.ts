@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { startNats, startRedis, type ServerHandle } from "./servers.ts";
+import { createProducer, type Producer } from "../../cluster/producer.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 
@@ -151,5 +152,32 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
     await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** A producer for `table` once the cluster has registered it (its metadata is in KV), polling up to `timeoutMs`. */
+export function producerWhenRegistered(nc: NatsConnection, table: string, timeoutMs = 60_000): Promise<Producer> {
+  return waitFor(`${table} registered by the cluster`, async () => {
+    try {
+      return await createProducer({ nc, table });
+    } catch {
+      return undefined;
+    }
+  }, timeoutMs, 200);
+}
+
+/**
+ * Runs `fn`; when it throws, prints the last lines of every node's log first, so a failure seen once (in CI, under
+ * the load of the whole suite) can be diagnosed from its output.
+ */
+export async function withNodeLogsOnFailure<T>(c: TestCluster, fn: () => Promise<T>, lines = 60): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    for (const id of c.nodes.keys()) {
+      const tail = c.logs(id).split("\n").slice(-lines).join("\n");
+      process.stderr.write(`--- last ${lines} log lines of ${id} ---\n${tail}\n`);
+    }
+    throw e;
   }
 }

@@ -7,10 +7,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { startCluster, waitFor } from "../helpers/cluster.ts";
+import { producerWhenRegistered, startCluster, waitFor } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
-import { createProducer } from "../../cluster/producer.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
@@ -29,13 +28,7 @@ test("cluster - a partitioned table: rows land exactly once in their partitions,
       partitionKeys: ["day"],
       options: { bucket: "2", "bucket-key": "id" },
     });
-    const producer = await waitFor("table registered by the cluster", async () => {
-      try {
-        return await createProducer({ nc: c.nc, table: "it.parts" });
-      } catch {
-        return undefined;
-      }
-    }, 60_000, 200);
+    const producer = await producerWhenRegistered(c.nc, "it.parts", 60_000);
     const pending: Array<Promise<{ status: string }>> = [];
     for (let i = 0; i < CLIENT_ROWS; i++) pending.push(producer.write({ id: i, day: DAYS[i % 3]!, n: i % 100 }));
     await producer.flush();

@@ -6,10 +6,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream } from "@nats-io/jetstream";
-import { startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
+import { producerWhenRegistered, startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
-import { createProducer } from "../../cluster/producer.ts";
 import { planScan } from "../../src/scan/plan.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { paimonRead } from "../helpers/python.ts";
@@ -32,13 +31,7 @@ test(`cluster (${label}) - 200k client rows and 20k raw rows land exactly once, 
     columns: parseColumnList("id BIGINT NOT NULL, src STRING, n INT"),
     options: { bucket: "4", "bucket-key": "id" },
   });
-  const producer = await waitFor("table registered by the cluster", async () => {
-    try {
-      return await createProducer({ nc: c.nc, table: "it.events" });
-    } catch {
-      return undefined;
-    }
-  }, 60_000, 200);
+  const producer = await producerWhenRegistered(c.nc, "it.events", 60_000);
   const pending: Array<Promise<{ status: string }>> = [];
   for (let i = 0; i < CLIENT_ROWS; i++) pending.push(producer.write({ id: i, src: "client", n: i % 1000 }));
   await producer.flush();

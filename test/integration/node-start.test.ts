@@ -6,20 +6,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
-import { startCluster, waitFor } from "../helpers/cluster.ts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { producerWhenRegistered, startCluster } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
-import { createProducer } from "../../cluster/producer.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 
-async function landRows(nc: Parameters<typeof createProducer>[0]["nc"], catalog: Catalog, table: string, rows: number): Promise<void> {
-  const producer = await waitFor(`${table} registered by the cluster`, async () => {
-    try {
-      return await createProducer({ nc, table });
-    } catch {
-      return undefined;
-    }
-  }, 30_000, 200);
+async function landRows(nc: NatsConnection, catalog: Catalog, table: string, rows: number): Promise<void> {
+  const producer = await producerWhenRegistered(nc, table, 30_000);
   const pending = Array.from({ length: rows }, (_, i) => producer.write({ id: i }));
   await producer.flush();
   assert.equal((await Promise.all(pending)).filter((o) => o.status !== "ok").length, 0);

@@ -5,31 +5,26 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { startCluster, waitFor } from "../helpers/cluster.ts";
+import { producerWhenRegistered, startCluster } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
-import { createProducer } from "../../cluster/producer.ts";
 import { planScan } from "../../src/scan/plan.ts";
 import { readRows } from "../../src/scan/read.ts";
 
 const ROWS = 150_000;
 const BUCKETS = 2;
 
-test("write budget - a node over its writers' memory flushes early, and every row lands exactly once", { timeout: 180_000 }, async () => {
-  const c = await startCluster({ nodes: 1, commitInterval: "2s", env: { NATSLAKE_WRITER_MEMORY: "32kb" } });
+// Also with NATSLAKE_DECODE_WORKERS=0: the bucket buffers then live on the writers' own thread.
+for (const workers of ["1", "0"]) {
+test(`write budget (${workers} bucket-buffer workers) - a node over its writers' memory flushes early, and every row lands exactly once`, { timeout: 180_000 }, async () => {
+  const c = await startCluster({ nodes: 1, commitInterval: "2s", env: { NATSLAKE_WRITER_MEMORY: "32kb", NATSLAKE_DECODE_WORKERS: workers } });
   try {
     const catalog = new Catalog(c.warehouse);
     await catalog.createTable(parseIdentifier("it.budget"), {
       columns: parseColumnList("id BIGINT NOT NULL, label STRING, n INT"),
       options: { bucket: String(BUCKETS), "bucket-key": "id" },
     });
-    const producer = await waitFor("table registered by the cluster", async () => {
-      try {
-        return await createProducer({ nc: c.nc, table: "it.budget" });
-      } catch {
-        return undefined;
-      }
-    }, 60_000, 200);
+    const producer = await producerWhenRegistered(c.nc, "it.budget", 60_000);
     const pending: Array<Promise<{ status: string }>> = [];
     for (let i = 0; i < ROWS; i++) pending.push(producer.write({ id: i, label: `row-${i}`, n: i % 1000 }));
     await producer.flush();
@@ -62,3 +57,4 @@ test("write budget - a node over its writers' memory flushes early, and every ro
     await c.stop();
   }
 });
+}
