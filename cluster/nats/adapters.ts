@@ -236,6 +236,35 @@ export function memberLiveness(monotonic: () => number = () => performance.now()
   };
 }
 
+/**
+ * The KV copy of a table's last notification (what a late subscriber starts from) only moves forward. A leader
+ * frozen (SIGSTOP, a long GC) between linking a snapshot and announcing it announces it once it runs again — after
+ * its successor announced newer ones; a plain put then set the KV back, and a subscriber arriving after the load
+ * ended waited for a snapshot that had been announced already (seen as rows "not visible" for 60 s in the
+ * leader-pause test). So the write is compare-and-set on the revision, and skipped when the KV holds this snapshot
+ * or a later one.
+ */
+async function keepLatestNotification(kv: KV, key: string, snapshotId: number, data: Uint8Array): Promise<void> {
+  let lastError: unknown = null;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const e = await kv.get(key);
+    if (e !== null && e.operation === "PUT") {
+      const held = (JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>).snapshotId;
+      if (typeof held === "number" && held >= snapshotId) return;
+    }
+    try {
+      // update() is compare-and-set on the revision; create() when the key was never written (or was deleted).
+      if (e === null || e.operation !== "PUT") await kv.create(key, data);
+      else await kv.update(key, data, e.revision);
+      return;
+    } catch (err) {
+      // Another writer got there in between: read again and decide again.
+      lastError = err;
+    }
+  }
+  throw ensureError(lastError);
+}
+
 export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise<NatsPorts> {
   // A 2 s API timeout: consumer creation and the ordered consumers' own recovery (consumer info, re-create) retry
   // sooner while JetStream elects leaders after a node loss. Publishes set their own timeout.
@@ -289,7 +318,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     async publishSnapshot(n: SnapshotNotification): Promise<void> {
       const data = enc.encode(JSON.stringify(n));
       nc.publish(subjects.snapshots(id(n.table)), data);
-      await snap.put(subjects.tableKey(id(n.table)), data);
+      await keepLatestNotification(snap, subjects.tableKey(id(n.table)), n.snapshotId, data);
     },
     async lastSnapshotNotified(table: string): Promise<number> {
       const e = await snap.get(subjects.tableKey(id(table)));

@@ -15,6 +15,7 @@ import { Subjects } from "../../cluster/nats/subjects.ts";
 import { ensureTableInfra, readTableMeta, serverHasDiscardNewSizeBug } from "../../cluster/nats/table-infra.ts";
 import { createProducer, publishRaw, publishWithRetry, type BatchOutcome } from "../../cluster/producer.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
+import { natsPorts } from "../../cluster/nats/adapters.ts";
 import type { RowBatch, SnapshotNotification } from "../../actors/wire/messages.ts";
 import { decodeRowBatch, encodeRowBatch, parseRawPayload } from "../../actors/wire/row-batch.ts";
 import { startNats, type ServerHandle } from "../helpers/servers.ts";
@@ -366,6 +367,21 @@ test("subscribeSnapshots delivers the last notification first, then live ones, i
   await announce(subjects, table, notification(name, 8, { "0": 4 }));
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(seen, [5, 6, 7]);
+});
+
+test("the KV's last notification only moves forward: a deposed leader's late announcement does not set it back", async () => {
+  const { subjects, name } = await registeredTable();
+  const ports = await natsPorts(nc, subjects);
+  await ports.bus.publishSnapshot(notification(name, 7, { "0": 3 }));
+  // A leader frozen between linking snapshot 5 and announcing it announces it after its successor announced 7.
+  await ports.bus.publishSnapshot(notification(name, 5, { "0": 1 }));
+  assert.equal(await ports.bus.lastSnapshotNotified(name), 7);
+  const seen: number[] = [];
+  const sub = await subscribeSnapshots(nc, name, (n) => seen.push(n.snapshotId));
+  assert.deepEqual(seen, [7], "a late subscriber starts from the newest snapshot announced");
+  sub.stop();
+  await ports.bus.publishSnapshot(notification(name, 8, { "0": 4 }));
+  assert.equal(await ports.bus.lastSnapshotNotified(name), 8);
 });
 
 test("publishWithRetry retries a lost acknowledgement with the same id, and reports unknown when none comes", async () => {
