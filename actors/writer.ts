@@ -1,14 +1,15 @@
 /**
  * BucketWriterActor: owns one bucket of one table for one owner epoch (a fresh actor per assignment).
  *
- * It reads the bucket's ingest subject from the committed offset + 1 (no acks: progress lives in snapshots),
- * converts each row batch into Arrow columns (bad rows go to the dead-letter subject with the reason, the rest of
+ * It reads the bucket's ingest subject from the committed offset + 1 (no acks: progress lives in snapshots), hands each
+ * fetch to the bucket's session in a bucket-buffer worker, which decodes it into Arrow columns and keeps them (a
+ * partitioned table's rows are routed here instead; bad rows go to the dead-letter subject with the reason, the rest of
  * the batch lands), and every commit interval — or when the buffer is full — writes Parquet files and sends one
  * committable per flush carrying `prevOffset` (where this flush's input starts) and `lastOffset` (the last stream
  * sequence it covers). Flushes are serialised, so committables form a chain. When the committer rejects one of its
- * committables, the actor drops everything buffered or in flight and resumes from the committed offset the
- * rejection names (its rejected files become orphans). On revoke it flushes, sends its last committable, and
- * reports the bucket released with the last offset it covered.
+ * committables, the actor drops everything buffered or in flight and resumes from the committed offset the rejection
+ * names (its rejected files become orphans). On revoke it flushes, sends its last committable, and reports the bucket
+ * released with the last offset it covered.
  */
 import type { Meter } from "@opentelemetry/api";
 import { ensureError } from "../src/errors.ts";
@@ -193,7 +194,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.lastSeq = msg.offset;
         this.fetchedSeq = msg.offset;
         this.write = new TableWrite(this.d.table, { bucket: this.d.bucket });
-        if (this.write.acceptsArrays) this.session = this.d.buffers.open({ fields: this.d.table.schema.fields, ...this.write.encodeSpec });
+        if (this.write.writesOneBucket) this.session = this.d.buffers.open({ fields: this.d.table.schema.fields, ...this.write.encodeSpec });
         ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
         ctx.self.tell({ type: "pull" });
         return;
@@ -213,7 +214,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           this.fetchedSeq = m.seq;
           this.stash.push(m);
         }
-        if (this.write?.acceptsArrays === false) {
+        if (this.session === null) {
           // Partitioned tables: rows are routed one by one on this thread.
           await this.appendRows(this.stash.splice(0));
           this.reportMemory(ctx);

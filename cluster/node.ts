@@ -107,8 +107,7 @@ export class Node {
         setSharedParquetPoolDefaultSize(Math.max(1, availableParallelism() - 1));
         // The bucket-buffer workers start now and warm their Parquet encoders before the node announces itself,
         // so no bucket's first flushes wait on cold WebAssembly.
-        n.bucketBuffers = createBucketBuffers(workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1);
-        await warmUpEncoders(log, n.bucketBuffers);
+        await warmUpEncoders(log, n.buffers());
       }
       await n.heartbeat();
       n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
@@ -184,6 +183,11 @@ export class Node {
     }
   }
 
+  /** The bucket buffers of this node's writers (`NATSLAKE_DECODE_WORKERS` worker threads, default 1), made once. */
+  private buffers(): BucketBuffers {
+    return (this.bucketBuffers ??= createBucketBuffers(workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1));
+  }
+
   /** Stops whatever a failed `startTable` got running, so a later attempt starts from nothing. */
   private async abandonTable(svc: TableService): Promise<void> {
     for (const f of svc.stops) f();
@@ -215,7 +219,7 @@ export class Node {
           maxBufferedRows: this.cfg.maxBufferedRows,
           budget: (this.writeBudget ??= new WriteBudget(this.cfg.writerMemory)),
           fetchBatch: 64,
-          buffers: (this.bucketBuffers ??= createBucketBuffers(workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1)),
+          buffers: this.buffers(),
         },
         spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
         stopWriter: (ref) => this.system.stop(ref),

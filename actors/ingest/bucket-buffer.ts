@@ -43,10 +43,10 @@ export class BucketBuffer {
   append(payloads: IngestPayloads): AppendResult {
     failpoint("bucket-buffer.append");
     // Each doubling copies every column and frees the old buffers into the thread's heap, where they fragment it.
-    this.builder ??= new RecordBatchBuilder(this.spec.fields, Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24)))));
-    const out = decodeSized(this.spec.fields, payloads, { into: this.builder });
+    const builder = (this.builder ??= new RecordBatchBuilder(this.spec.fields, Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24))))));
+    const out = decodeSized(this.spec.fields, payloads, { into: builder });
     this.bytes += payloads.data.byteLength;
-    return { rows: out.rows, rejected: out.rejected, bufferedRows: this.builder?.length ?? 0, bufferedBytes: this.bytes };
+    return { rows: out.rows, rejected: out.rejected, bufferedRows: builder.length, bufferedBytes: this.bytes };
   }
 
   /** Encodes everything held as one data file (none when nothing is held) and lets it go. */

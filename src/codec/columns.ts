@@ -815,6 +815,11 @@ export function makeColumnBuilder(type: DataType, path = "?", capacity = DEFAULT
   return makeBuilder(type, path, Math.max(1, capacity));
 }
 
+/** `(v << shift) >> shift === v` holds exactly for the JS numbers an INT / SMALLINT / TINYINT column takes as they are. */
+export function narrowIntShift(root: "INT" | "SMALLINT" | "TINYINT"): number {
+  return root === "INT" ? 0 : root === "SMALLINT" ? 16 : 24;
+}
+
 /**
  * The fast path of one column for *input* values (as a producer sends them: numbers for BIGINT and epoch-millis
  * timestamps, strings, …): appends a value the converter would pass through unchanged (or only widen) and the
@@ -822,11 +827,6 @@ export function makeColumnBuilder(type: DataType, path = "?", capacity = DEFAULT
  * true; returns false for anything else, which then takes the converter + `append` path. Exactly the conditions
  * of `compileConverter`'s fast paths, so accepted values and errors are unchanged.
  */
-/** `(v << shift) >> shift === v` holds exactly for the JS numbers an INT / SMALLINT / TINYINT column takes as they are. */
-export function narrowIntShift(root: "INT" | "SMALLINT" | "TINYINT"): number {
-  return root === "INT" ? 0 : root === "SMALLINT" ? 16 : 24;
-}
-
 function inputFastPath(col: ColumnBuilder): (v: unknown) => boolean {
   const type = col.type;
   switch (type.root) {

@@ -314,8 +314,8 @@ export function sharedParquetPool(): ParquetEncoderPool | null {
 let defaultSize: number | undefined;
 
 /**
- * The shared pool's size when `NATSLAKE_PARQUET_WORKERS` does not set it (a cluster node leaves a core to its main
- * thread and its decoding worker). Default: one worker per core. Effective only before the pool's first use; returns
+ * The shared pool's size when `NATSLAKE_PARQUET_WORKERS` does not set it (a cluster node, where the pool encodes
+ * partitioned tables' files only, leaves a core to its main thread and its bucket-buffer worker). Default: one worker per core. Effective only before the pool's first use; returns
  * whether it was.
  */
 export function setSharedParquetPoolDefaultSize(size: number): boolean {

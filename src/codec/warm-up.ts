@@ -24,6 +24,18 @@ function syntheticBatch(rows: number): arrow.RecordBatch {
   return rowsToRecordBatch(FIELDS, out);
 }
 
+export interface WarmUpOptions {
+  /** Encodes per thread (default 30). */
+  rounds?: number;
+  /** Rows of the synthetic file (default 4096). */
+  rows?: number;
+  compression?: string;
+}
+
+function warmUpWork(opts: WarmUpOptions): { rounds: number; batch: arrow.RecordBatch; compression: string } {
+  return { rounds: opts.rounds ?? 30, batch: syntheticBatch(opts.rows ?? 4096), compression: opts.compression ?? "zstd" };
+}
+
 export interface WarmUpResult {
   rounds: number;
   ms: number;
@@ -33,11 +45,9 @@ export interface WarmUpResult {
  * Encodes a small synthetic file `rounds` times on this thread and `rounds` times per worker of `pool` (the jobs are
  * spread over the workers by the pool's queue). Failures are the caller's to log: a warm-up is an optimisation only.
  */
-export async function warmUpParquet(pool: ParquetEncoderPool | null, opts: { rounds?: number; rows?: number; compression?: string } = {}): Promise<WarmUpResult> {
+export async function warmUpParquet(pool: ParquetEncoderPool | null, opts: WarmUpOptions = {}): Promise<WarmUpResult> {
   const started = performance.now();
-  const rounds = opts.rounds ?? 30;
-  const batch = syntheticBatch(opts.rows ?? 4096);
-  const compression = opts.compression ?? "zstd";
+  const { rounds, batch, compression } = warmUpWork(opts);
   const jobs: Array<Promise<Uint8Array>> = [];
   if (pool !== null) for (let i = 0; i < rounds * pool.size; i++) jobs.push(pool.encode(batch, { compression }));
   // Observed now, awaited after this thread's rounds: a refused job must not surface as an unhandled rejection.
@@ -53,10 +63,9 @@ export async function warmUpParquet(pool: ParquetEncoderPool | null, opts: { rou
 }
 
 /** `warmUpParquet` for a thread that has nothing else to do meanwhile (a worker before its first job): no yielding. */
-export function warmUpParquetHere(opts: { rounds?: number; rows?: number; compression?: string } = {}): WarmUpResult {
+export function warmUpParquetHere(opts: WarmUpOptions = {}): WarmUpResult {
   const started = performance.now();
-  const rounds = opts.rounds ?? 30;
-  const batch = syntheticBatch(opts.rows ?? 4096);
-  for (let i = 0; i < rounds; i++) writeParquet(batch, { compression: opts.compression ?? "zstd" });
+  const { rounds, batch, compression } = warmUpWork(opts);
+  for (let i = 0; i < rounds; i++) writeParquet(batch, { compression });
   return { rounds, ms: Math.round(performance.now() - started) };
 }

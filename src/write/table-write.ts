@@ -27,6 +27,8 @@ import type { Table } from "../table/table.ts";
 import { DataFileWriter, type DataFileEncodeSpec, type EncodedFile } from "./data-file-writer.ts";
 
 interface BucketBuffer {
+  /** Partition (hex of its framed BinaryRow) and bucket: the key of `buffers` and of the sequence numbers. */
+  key: string;
   partition: Uint8Array;
   partitionValues: Value[];
   partitionPath: string;
@@ -132,22 +134,9 @@ export class TableWrite {
     }
   }
 
-  /** True when `writeArray` can take rows (one buffer for every row: no partitions, no per-row bucket). */
-  get acceptsArrays(): boolean {
+  /** True when every row goes to one buffer (no partitions; one forced bucket or none): what `commitEncoded` takes. */
+  get writesOneBucket(): boolean {
     return this.single;
-  }
-
-  /**
-   * Validates and buffers one row given as an array of input values, column `k` of the table taking
-   * `values[index[k]]` (null when −1) — a producer's RowBatch row without a canonical row object in between. Throws
-   * DataInvalid naming the column for a bad row (nothing of it is buffered). Only when `acceptsArrays`.
-   */
-  writeArray(values: readonly unknown[], index: readonly number[]): void {
-    if (!this.single) throw new LakeError(ErrorKind.Unexpected, `writeArray needs an unpartitioned single-bucket write of ${this.table.name}`);
-    const buf = (this.singleBuffer ??= this.bufferFor({}));
-    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.table.schema.fields, 4096);
-    buf.builder.appendArray(values, index);
-    if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
   }
 
   /** Buffers one canonical row (already validated). */
@@ -189,6 +178,7 @@ export class TableWrite {
       const ptypes = this.table.partitionTypes;
       const pvalues = this.partitionIdx.map((k) => row[k] ?? null);
       buf = {
+        key,
         partition: serializeBinaryRow(ptypes, pvalues),
         partitionValues: pvalues,
         partitionPath: partitionPath(this.partitionIdx, ptypes, pvalues, {
@@ -252,10 +242,9 @@ export class TableWrite {
     if (!this.single || this.partitionIdx.length > 0) throw new LakeError(ErrorKind.Unexpected, `commitEncoded needs an unpartitioned single-bucket write of ${this.table.name}`);
     if (this.bufferedRows > 0) throw new LakeError(ErrorKind.Unexpected, `commitEncoded with rows buffered in this TableWrite of ${this.table.name}`);
     const buf = (this.singleBuffer ??= this.bufferFor({}));
-    const key = `${this.partitionKeyOf({})}/${buf.bucket}`;
-    const seq = await this.nextSequence(key);
+    const seq = await this.nextSequence(buf.key);
     const metas = await this.fileWriter.persistEncoded(buf.partitionPath, buf.bucket, files, seq, (path) => this.written.push(path));
-    if (metas.length > 0) this.nextSeqByBucket!.set(key, metas[metas.length - 1]!.maxSequenceNumber + 1n);
+    if (metas.length > 0) this.nextSeqByBucket!.set(buf.key, metas[metas.length - 1]!.maxSequenceNumber + 1n);
     return [{ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: metas, deletedFiles: [] }];
   }
 
