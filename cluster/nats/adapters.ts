@@ -8,7 +8,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { errors, headers as natsHeaders, type MsgHdrs } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
-import { Kvm, type KV } from "@nats-io/kv";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Identifier } from "../../src/table/table.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureError } from "../../src/errors.ts";
@@ -240,18 +240,22 @@ export function memberLiveness(monotonic: () => number = () => performance.now()
  * The KV copy of a table's last notification (what a late subscriber starts from) only moves forward. A leader
  * frozen (SIGSTOP, a long GC) between linking a snapshot and announcing it announces it once it runs again — after
  * its successor announced newer ones; a plain put then set the KV back, and a subscriber arriving after the load
- * ended waited for a snapshot that had been announced already (seen as rows "not visible" for 60 s in the
- * leader-pause test). So the write is compare-and-set on the revision, and skipped when the KV holds this snapshot
+ * ended waited for a snapshot that had been announced already (the likely cause of rows "not visible" for 60 s, once,
+ * in the leader-pause test). So the write is compare-and-set on the revision, and skipped when the KV holds this snapshot
  * or a later one.
  */
+/** The snapshot id a table's KV entry announces; 0 when there is none (never written, or deleted). */
+function notifiedSnapshotId(e: KvEntry | null): number {
+  if (e === null || e.operation !== "PUT") return 0;
+  const n = JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>;
+  return typeof n.snapshotId === "number" ? n.snapshotId : 0;
+}
+
 async function keepLatestNotification(kv: KV, key: string, snapshotId: number, data: Uint8Array): Promise<void> {
   let lastError: unknown = null;
   for (let attempt = 0; attempt < 5; attempt++) {
     const e = await kv.get(key);
-    if (e !== null && e.operation === "PUT") {
-      const held = (JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>).snapshotId;
-      if (typeof held === "number" && held >= snapshotId) return;
-    }
+    if (notifiedSnapshotId(e) >= snapshotId) return;
     try {
       // update() is compare-and-set on the revision; create() when the key was never written (or was deleted).
       if (e === null || e.operation !== "PUT") await kv.create(key, data);
@@ -321,10 +325,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       await keepLatestNotification(snap, subjects.tableKey(id(n.table)), n.snapshotId, data);
     },
     async lastSnapshotNotified(table: string): Promise<number> {
-      const e = await snap.get(subjects.tableKey(id(table)));
-      if (!e || e.operation !== "PUT") return 0;
-      const n = JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>;
-      return typeof n.snapshotId === "number" ? n.snapshotId : 0;
+      return notifiedSnapshotId(await snap.get(subjects.tableKey(id(table))));
     },
     async publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void> {
       const subject = subjects.dlq(id(table));
