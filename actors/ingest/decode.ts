@@ -106,7 +106,7 @@ export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opt
     }
     // Not a plain RowBatch, or a row msgpackr could not read alone: the generic path takes the whole payload.
     rejected.length = rejectedBefore;
-    const out = appendDecoded(builder, fields, unpackAll({ seqs: [seq], offsets: [0, bytes.byteLength], data: bytes }));
+    const out = appendDecoded(builder, fields, [unpackOne(seq, bytes)]);
     rows += out.rows;
     for (const x of out.rejected) rejected.push(x);
   }
