@@ -25,7 +25,7 @@ import { RouterActor, type RouterMsg } from "../actors/router.ts";
 import { WriterHostActor, type WriterHostMsg } from "../actors/writer-host.ts";
 import { systemClock } from "../actors/ports.ts";
 
-import { ensureError } from "../src/errors.ts";
+import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
@@ -97,8 +97,10 @@ export class Node {
     let node: Node | null = null;
     try {
       redis = cfg.roles.includes("committer") && cfg.redis ? await connectLeaseRedis(cfg.redis, { commandTimeoutMs: Math.max(100, Math.floor(cfg.leaseTtl / 4)) }) : null;
-      await ensureClusterKv(nc, subjects, cfg.replicas);
-      const ports = await natsPorts(nc, subjects);
+      const ports = await retryAtStart(log, "cluster KV buckets", async () => {
+        await ensureClusterKv(nc, subjects, cfg.replicas);
+        return natsPorts(nc, subjects);
+      });
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
       if (cfg.roles.includes("writer")) {
@@ -109,7 +111,7 @@ export class Node {
         // so no bucket's first flushes wait on cold WebAssembly.
         await warmUpEncoders(log, n.buffers());
       }
-      await n.heartbeat();
+      await retryAtStart(log, "first heartbeat", () => n.heartbeat());
       n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
       await n.scanTables();
       n.scanTimer = setInterval(() => void n.scanTables().catch((e: unknown) => log.warn("table scan failed", { error: ensureError(e).message })), 2000);
@@ -349,6 +351,27 @@ export class Node {
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();
     this.log.info("node stopped", { nodeId: this.cfg.nodeId });
+  }
+}
+
+/** How long a starting node keeps trying a JetStream step that fails (an API timeout, no JetStream leader yet). */
+const START_RETRY_BUDGET_MS = 60_000;
+
+/**
+ * Runs a start-up step until it succeeds or START_RETRY_BUDGET_MS have passed: JetStream answers slowly or not at all
+ * while a NATS cluster elects its leaders or the server is overloaded, and a node started alongside it should wait
+ * that out (logging each failure) rather than exit. Errors that retrying cannot fix (bad input) fail at once.
+ */
+async function retryAtStart<T>(log: Logger, step: string, run: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + START_RETRY_BUDGET_MS;
+  for (let attempt = 1, waitMs = 250; ; attempt++, waitMs = Math.min(4000, waitMs * 2)) {
+    try {
+      return await run();
+    } catch (e) {
+      if (isLakeError(e, ErrorKind.DataInvalid) || Date.now() + waitMs > deadline) throw e;
+      log.warn("node start step failed; trying again", { step, attempt, inMs: waitMs, error: ensureError(e).message });
+      await new Promise((r) => setTimeout(r, waitMs));
+    }
   }
 }
 

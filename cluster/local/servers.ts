@@ -11,6 +11,7 @@
  * `go install`). A missing binary is an error that says how to install it (tests never skip).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -28,7 +29,7 @@ export interface ServerHandle {
   process: ChildProcess;
 }
 
-/** A free TCP port on 127.0.0.1 (the OS picks it; a tiny race with other processes is accepted). */
+/** A free TCP port on 127.0.0.1, picked by the OS. Another process may take it before the caller binds it (see launchOnFreePort). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -42,30 +43,110 @@ export function freePort(): Promise<number> {
   });
 }
 
-function waitForPort(port: number, proc: ChildProcess, timeoutMs: number, logs: () => string): Promise<void> {
+/**
+ * Who answers on a port: `ours` when the server listening is the one just started, `other` when another process holds
+ * the port (freePort's race: between its close and the server's bind, another test's server or any socket took it).
+ */
+type Identity = "ours" | "other";
+
+/** Reads from a connection to `port` until `decide` has an answer (or the connection ends: undefined). */
+function probe(port: number, greet: string | undefined, decide: (text: string) => Identity | undefined, timeoutMs: number): Promise<Identity | undefined> {
+  return new Promise((resolve, reject) => {
+    const sock = createConnection({ port, host: "127.0.0.1" });
+    let text = "";
+    const finish = (r: Identity | undefined): void => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(r);
+    };
+    const timer = setTimeout(() => finish(undefined), timeoutMs);
+    sock.once("connect", () => {
+      if (greet !== undefined) sock.write(greet);
+    });
+    sock.on("data", (b: Buffer) => {
+      text += b.toString("latin1");
+      const r = decide(text);
+      if (r !== undefined) finish(r);
+    });
+    sock.once("end", () => finish(undefined));
+    sock.once("error", (e) => {
+      clearTimeout(timer);
+      sock.destroy();
+      reject(e);
+    });
+  });
+}
+
+/** nats-server greets with `INFO {json}`; ours carries the server name it was started with. */
+function natsIdentity(name: string) {
+  return (port: number): Promise<Identity | undefined> =>
+    probe(port, undefined, (text) => {
+      const line = /^INFO ([^\r\n]*)\r?\n/.exec(text);
+      if (line === null) return text.includes("\n") ? "other" : undefined;
+      try {
+        return (JSON.parse(line[1]!.trim()) as { server_name?: string }).server_name === name ? "ours" : "other";
+      } catch {
+        return "other";
+      }
+    }, 2000);
+}
+
+/** redis-server answers `INFO server` with its process id. */
+function redisIdentity(pid: () => number | undefined) {
+  return (port: number): Promise<Identity | undefined> =>
+    probe(port, "INFO server\r\n", (text) => {
+      const m = /process_id:(\d+)/.exec(text);
+      if (m !== null) return Number(m[1]) === pid() ? "ours" : "other";
+      return text.startsWith("-") || text.length > 64 * 1024 ? "other" : undefined;
+    }, 2000);
+}
+
+class PortTakenError extends Error {}
+
+/**
+ * Waits until the server listens on `port` and `identify` says it is the one started (a port held by another process
+ * is refused at once, so a caller cannot silently share another test's server).
+ */
+function waitForPort(port: number, proc: ChildProcess, timeoutMs: number, logs: () => string, identify: (port: number) => Promise<Identity | undefined>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
+    const exited = (): boolean => proc.exitCode !== null || proc.signalCode !== null;
     const attempt = (): void => {
-      if (proc.exitCode !== null || proc.signalCode !== null) {
-        reject(new Error(`server exited (${proc.exitCode ?? proc.signalCode}) before listening on ${port}:\n${logs()}`));
+      if (exited()) {
+        const out = logs();
+        const msg = `server exited (${proc.exitCode ?? proc.signalCode}) before listening on ${port}:\n${out}`;
+        reject(/address already in use/i.test(out) ? new PortTakenError(msg) : new Error(msg));
         return;
       }
-      const sock = createConnection({ port, host: "127.0.0.1" });
-      sock.once("connect", () => {
-        sock.destroy();
-        resolve();
-      });
-      sock.once("error", () => {
-        sock.destroy();
-        if (Date.now() > deadline) reject(new Error(`server did not listen on ${port} within ${timeoutMs} ms:\n${logs()}`));
-        else setTimeout(attempt, 50);
-      });
+      identify(port).then(
+        (who) => {
+          if (who === "ours") resolve();
+          else if (who === "other") reject(new PortTakenError(`port ${port} is held by another server`));
+          else retry();
+        },
+        () => retry(),
+      );
+    };
+    const retry = (): void => {
+      if (Date.now() > deadline) reject(new Error(`server did not listen on ${port} within ${timeoutMs} ms:\n${logs()}`));
+      else setTimeout(attempt, 50);
     };
     attempt();
   });
 }
 
-function launch(bin: string, args: string[], port: number, dir: string, url: string, hint: string): Promise<ServerHandle> {
+interface LaunchSpec {
+  bin: string;
+  args: string[];
+  port: number;
+  dir: string;
+  url: string;
+  hint: string;
+  identify: (pid: () => number | undefined) => (port: number) => Promise<Identity | undefined>;
+}
+
+async function launch(spec: LaunchSpec): Promise<ServerHandle> {
+  const { bin, args, port, dir, url, hint } = spec;
   const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir });
   let out = "";
   const keep = (b: Buffer): void => {
@@ -87,17 +168,37 @@ function launch(bin: string, args: string[], port: number, dir: string, url: str
     }
     if (!keepData) rmSync(dir, { recursive: true, force: true });
   };
-  return spawned
-    .then(() => waitForPort(port, proc, 15_000, () => out))
-    .then(() => ({
-      url,
-      port,
-      pid: proc.pid!,
-      dir,
-      process: proc,
-      stop: (opts?: { keepData?: boolean }) => stopWith("SIGTERM", opts?.keepData ?? false),
-      kill: () => stopWith("SIGKILL", true),
-    }));
+  await spawned;
+  try {
+    await waitForPort(port, proc, 15_000, () => out, spec.identify(() => proc.pid));
+  } catch (e) {
+    // Not left running on a port it never got (or that nobody will use).
+    await stopWith("SIGKILL", true);
+    throw e;
+  }
+  return {
+    url,
+    port,
+    pid: proc.pid!,
+    dir,
+    process: proc,
+    stop: (opts?: { keepData?: boolean }) => stopWith("SIGTERM", opts?.keepData ?? false),
+    kill: () => stopWith("SIGKILL", true),
+  };
+}
+
+/**
+ * Launches on `port`, or on free ports until one is really ours: a port that freePort returned can be taken by
+ * another process before the server binds it (tests start servers concurrently).
+ */
+async function launchOnFreePort(port: number | undefined, make: (port: number) => LaunchSpec): Promise<ServerHandle> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(make(port ?? (await freePort())));
+    } catch (e) {
+      if (port !== undefined || !(e instanceof PortTakenError) || attempt >= 5) throw e;
+    }
+  }
 }
 
 export interface NatsOptions {
@@ -111,10 +212,21 @@ export interface NatsOptions {
 
 export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
   const bin = opts.bin ?? (process.env["NATSLAKE_NATS_SERVER"] || "nats-server");
-  const port = opts.port ?? (await freePort());
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "natslake-nats-"));
-  const args = ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", join(dir, "js"), ...(opts.extraArgs ?? [])];
-  return launch(bin, args, port, dir, `nats://127.0.0.1:${port}`, "install it with `apt-get install nats-server` (or run .ci/run)");
+  // The server name tells this server from another one on the same port: the caller's (`-n`), else a unique one.
+  const extra = opts.extraArgs ?? [];
+  const named = extra.findIndex((a) => a === "-n" || a === "--name" || a === "--server_name");
+  const name = named >= 0 && extra[named + 1] !== undefined ? extra[named + 1]! : `natslake-${randomBytes(6).toString("hex")}`;
+  const nameArgs = named >= 0 ? [] : ["-n", name];
+  return launchOnFreePort(opts.port, (port) => ({
+    bin,
+    args: ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", join(dir, "js"), ...nameArgs, ...extra],
+    port,
+    dir,
+    url: `nats://127.0.0.1:${port}`,
+    hint: "install it with `apt-get install nats-server` (or run .ci/run)",
+    identify: () => natsIdentity(name),
+  }));
 }
 
 export interface RedisOptions {
@@ -124,9 +236,15 @@ export interface RedisOptions {
 
 export async function startRedis(opts: RedisOptions = {}): Promise<ServerHandle> {
   const bin = process.env["NATSLAKE_REDIS_SERVER"] || "redis-server";
-  const port = opts.port ?? (await freePort());
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "natslake-redis-"));
-  // No persistence: a restart loses the fencing counter, which the design must (and does) tolerate.
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes"];
-  return launch(bin, args, port, dir, `redis://127.0.0.1:${port}`, "install it with `apt-get install redis-server` (or run .ci/run)");
+  return launchOnFreePort(opts.port, (port) => ({
+    bin,
+    // No persistence: a restart loses the fencing counter, which the design must (and does) tolerate.
+    args: ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes"],
+    port,
+    dir,
+    url: `redis://127.0.0.1:${port}`,
+    hint: "install it with `apt-get install redis-server` (or run .ci/run)",
+    identify: redisIdentity,
+  }));
 }

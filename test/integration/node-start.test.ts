@@ -7,13 +7,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { producerWhenRegistered, startCluster } from "../helpers/cluster.ts";
+import { spawn } from "node:child_process";
+import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
+import { startNats } from "../helpers/servers.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 
 async function landRows(nc: NatsConnection, catalog: Catalog, table: string, rows: number): Promise<void> {
-  const producer = await producerWhenRegistered(nc, table, 30_000);
+  const producer = await producerWhenRegistered(nc, table, 60_000);
   const pending = Array.from({ length: rows }, (_, i) => producer.write({ id: i }));
   await producer.flush();
   assert.equal((await Promise.all(pending)).filter((o) => o.status !== "ok").length, 0);
@@ -22,28 +24,58 @@ async function landRows(nc: NatsConnection, catalog: Catalog, table: string, row
   assert.equal((await (await catalog.getTable(parseIdentifier(table))).snapshots.latest())!.totalRecordCount, rows);
 }
 
-test("node start - a table whose streams conflict is retried at every scan; the node and its other tables run meanwhile", { timeout: 120_000 }, async () => {
+test("node start - a table whose streams conflict is retried at every scan; the node and its other tables run meanwhile", { timeout: 180_000 }, async () => {
   const c = await startCluster({ nodes: 0 });
   try {
-    const catalog = new Catalog(c.warehouse);
-    const subjects = new Subjects();
-    for (const name of ["it.good", "it.blocked"]) {
-      await catalog.createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
-    }
-    // The blocked table's ingest stream, made beforehand in memory: natslake needs file storage and cannot change it.
-    const blocked = parseIdentifier("it.blocked");
-    const jsm = await jetstreamManager(c.nc);
-    await jsm.streams.add({ name: subjects.ingestStream(blocked), subjects: [subjects.ingestRaw(blocked)], storage: StorageType.Memory, retention: RetentionPolicy.Limits });
+    await withNodeLogsOnFailure(c, async () => {
+      const catalog = new Catalog(c.warehouse);
+      const subjects = new Subjects();
+      for (const name of ["it.good", "it.blocked"]) {
+        await catalog.createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
+      }
+      // The blocked table's ingest stream, made beforehand in memory: natslake needs file storage and cannot change it.
+      const blocked = parseIdentifier("it.blocked");
+      const jsm = await jetstreamManager(c.nc);
+      await jsm.streams.add({ name: subjects.ingestStream(blocked), subjects: [subjects.ingestRaw(blocked)], storage: StorageType.Memory, retention: RetentionPolicy.Limits });
 
-    c.startNode("n1");
-    await landRows(c.nc, catalog, "it.good", 500);
-    assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "the node runs");
-    assert.match(c.logs("n1"), /table not started; retrying at the next scan.*it\.blocked|it\.blocked.*table not started/);
-    assert.match(c.logs("n1"), /exists with storage 'memory'/);
+      c.startNode("n1");
+      await landRows(c.nc, catalog, "it.good", 500);
+      assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "the node runs");
+      assert.match(c.logs("n1"), /table not started; retrying at the next scan.*it\.blocked|it\.blocked.*table not started/);
+      assert.match(c.logs("n1"), /exists with storage 'memory'/);
 
-    await jsm.streams.delete(subjects.ingestStream(blocked));
-    await landRows(c.nc, catalog, "it.blocked", 300);
+      await jsm.streams.delete(subjects.ingestStream(blocked));
+      await landRows(c.nc, catalog, "it.blocked", 300);
+    });
   } finally {
+    await c.stop();
+  }
+});
+
+test("node start - a node whose NATS has no JetStream yet waits for it (logging each try) instead of exiting", { timeout: 180_000 }, async () => {
+  const c = await startCluster({ nodes: 0 });
+  const port = c.nats.port;
+  // The same port, first served by a nats-server without JetStream: every JetStream API call of the node fails.
+  await c.nats.stop({ keepData: true });
+  const plain = spawn(process.env["NATSLAKE_NATS_SERVER"] || "nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
+  let withJetStream: Awaited<ReturnType<typeof startNats>> | undefined;
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      const catalog = new Catalog(c.warehouse);
+      await catalog.createTable(parseIdentifier("it.later"), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
+      c.startNode("n1");
+      await waitFor("the node's start to fail once", () => (/node start step failed; trying again/.test(c.logs("n1")) ? true : undefined), 60_000);
+      assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "the node keeps trying");
+      // JetStream arrives: the same port, now the real server; the node reconnects and its next try succeeds.
+      plain.kill("SIGKILL");
+      await new Promise((r) => plain.once("exit", r));
+      withJetStream = await startNats({ port, dir: c.nats.dir });
+      await landRows(c.nc, catalog, "it.later", 200);
+      assert.match(c.logs("n1"), /node started/);
+    });
+  } finally {
+    plain.kill("SIGKILL");
+    await withJetStream?.stop();
     await c.stop();
   }
 });
