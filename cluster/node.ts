@@ -25,7 +25,7 @@ import { RouterActor, type RouterMsg } from "../actors/router.ts";
 import { WriterHostActor, type WriterHostMsg } from "../actors/writer-host.ts";
 import { systemClock } from "../actors/ports.ts";
 
-import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
+import { ensureError } from "../src/errors.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
@@ -33,7 +33,7 @@ import { parseDuration } from "../src/options.ts";
 import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
-import { ensureClusterKv, ensureTableInfra } from "./nats/table-infra.ts";
+import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError } from "./nats/table-infra.ts";
 import { connectLeaseRedis, RedisLease } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -354,13 +354,13 @@ export class Node {
   }
 }
 
-/** How long a starting node keeps trying a JetStream step that fails (an API timeout, no JetStream leader yet). */
+/** How long a starting node keeps trying a JetStream step that fails for a passing reason (see isTransientJetStreamError). */
 const START_RETRY_BUDGET_MS = 60_000;
 
 /**
  * Runs a start-up step until it succeeds or START_RETRY_BUDGET_MS have passed: JetStream answers slowly or not at all
  * while a NATS cluster elects its leaders or the server is overloaded, and a node started alongside it should wait
- * that out (logging each failure) rather than exit. Errors that retrying cannot fix (bad input) fail at once.
+ * that out (logging each failure) rather than exit. Any other error (settings JetStream refuses) fails at once.
  */
 async function retryAtStart<T>(log: Logger, step: string, run: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + START_RETRY_BUDGET_MS;
@@ -368,7 +368,7 @@ async function retryAtStart<T>(log: Logger, step: string, run: () => Promise<T>)
     try {
       return await run();
     } catch (e) {
-      if (isLakeError(e, ErrorKind.DataInvalid) || Date.now() + waitMs > deadline) throw e;
+      if (!isTransientJetStreamError(e) || Date.now() + waitMs > deadline) throw e;
       log.warn("node start step failed; trying again", { step, attempt, inMs: waitMs, error: ensureError(e).message });
       await new Promise((r) => setTimeout(r, waitMs));
     }

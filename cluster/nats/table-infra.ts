@@ -34,7 +34,7 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from "@nats-io/jetstream";
-import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { errors, nanos, type NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { identifierText, type Identifier, type Table } from "../../src/table/table.ts";
@@ -44,6 +44,8 @@ import type { Subjects } from "./subjects.ts";
 
 const STREAM_NOT_FOUND = 10059;
 const STREAM_NAME_IN_USE = 10058;
+/** "JetStream system temporarily unavailable": a clustered JetStream without a meta leader yet. */
+const CLUSTER_NOT_AVAILABLE = 10008;
 const DAY_MS = 86_400_000;
 
 export const DEFAULT_DLQ_MAX_BYTES = 1024 * 1024 * 1024;
@@ -200,6 +202,22 @@ async function createKv(kvm: Kvm, name: string, opts: { history: number; replica
 }
 
 const isApiError = (e: unknown, code: number): boolean => e instanceof JetStreamApiError && e.code === code;
+
+/**
+ * True when a JetStream request failed for a reason that passes by itself: no answer in time, nobody answering the
+ * API subject (JetStream not up yet on this server), or a cluster without a meta leader. Any other API error is a
+ * definite refusal (bad settings, replicas the server cannot place) that retrying repeats.
+ */
+export function isTransientJetStreamError(e: unknown): boolean {
+  for (let c: unknown = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
+    if (c instanceof errors.TimeoutError || c instanceof errors.NoRespondersError) return true;
+    // @nats-io/jetstream does not export this class from its public entry point; its name is its contract.
+    if (c.name === "JetStreamNotEnabled") return true;
+    if (c instanceof errors.RequestError && c.isNoResponders()) return true;
+    if (isApiError(c, CLUSTER_NOT_AVAILABLE)) return true;
+  }
+  return false;
+}
 
 /**
  * Creates the stream, or brings an existing one in line: subjects are added, limits set (when `updateLimits`);
