@@ -6,11 +6,13 @@
  *   (after a crash between publishing and recording progress) is de-duplicated by the stream;
  * - progress (the last raw sequence fully routed) is recorded only after every routed publish of that message was
  *   acknowledged, and the raw message is purged only after that.
- * A payload that cannot be read, or a row whose bucket key does not fit the schema, goes to the dead-letter subject
- * with the reason; the other rows of the message still land. Non-key values are checked by the writer.
+ * A payload that cannot be read, or a row that does not fit the schema, goes to the dead-letter subject with the
+ * reason, the raw message's stream sequence and the row's index in it (what its publisher can trace); the other rows
+ * of the message still land. Rows are checked here by the same converter the writers use, so a routed row is one the
+ * writer accepts: checking them only at the writer would name the routed message instead, which no publisher knows.
  */
 import type { DeadLetter, RowBatch } from "./wire/messages.ts";
-import { jsonSafe, parseRawPayload } from "./wire/row-batch.ts";
+import { batchRowConverter, jsonSafe, parseRawPayload } from "./wire/row-batch.ts";
 import { ensureError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunctionType } from "../src/spec/bucket.ts";
 import { compileConverter } from "../src/spec/row-converter.ts";
@@ -48,10 +50,13 @@ export class RouterActor implements Actor<RouterMsg> {
   private busy = false;
   private readonly names: string[];
   private readonly bucketOf: (row: Record<string, unknown>) => number;
+  /** Converts a row's values (in `names` order) as a writer will, throwing what is wrong with them. */
+  private readonly check: (values: unknown[]) => unknown;
 
   constructor(private readonly d: RouterDeps) {
     const t = d.table;
     this.names = t.schema.fields.map((f) => f.name);
+    this.check = batchRowConverter(t.schema.fields, this.names).convert;
     if (t.bucket > 0) {
       const keys = t.bucketKeys;
       const convs = keys.map((k) => compileConverter(t.typeOf(k), k));
@@ -157,8 +162,10 @@ export class RouterActor implements Actor<RouterMsg> {
             letters.push(letter(i, `unknown column '${unknown[0]}' (columns: ${this.names.join(", ")})`, jsonSafe(row)));
             return;
           }
+          const values = this.names.map((n) => row[n] ?? null);
           let bucket: number;
           try {
+            this.check(values);
             bucket = this.bucketOf(row);
           } catch (e) {
             letters.push(letter(i, ensureError(e).message, jsonSafe(row)));
@@ -166,7 +173,7 @@ export class RouterActor implements Actor<RouterMsg> {
           }
           let list = perBucket.get(bucket);
           if (!list) perBucket.set(bucket, (list = []));
-          list.push(this.names.map((n) => row[n] ?? null));
+          list.push(values);
         });
       } catch (e) {
         letters.push(letter(-1, ensureError(e).message, Buffer.from(m.data).toString("base64")));

@@ -1,7 +1,8 @@
 /**
  * A partitioned table through the cluster (the writers' row path: each row is routed to its partition on the
  * writer's thread): client rows over three days land exactly once in their partitions; raw rows with a value of the
- * wrong type are dead letters with the reason while the rest of their message lands; pypaimon reads the same rows
+ * wrong type are dead letters with the reason and the raw message's sequence, while the rest of their message lands;
+ * pypaimon reads the same rows
  * per partition.
  */
 import { test } from "node:test";
@@ -38,9 +39,10 @@ test("cluster - a partitioned table: rows land exactly once in their partitions,
     const js = jetstream(c.nc);
     const subjects = new Subjects();
     const id = parseIdentifier("it.parts");
+    const rawSeqs: number[] = [];
     for (let m = 0; m < 5; m++) {
       const rows = Array.from({ length: 4 }, (_, k) => ({ id: RAW_BASE + m * 4 + k, day: DAYS[k % 3], n: k === 2 ? "many" : k }));
-      await js.publish(subjects.ingestRaw(id), JSON.stringify(rows), { msgID: `parts-raw-${m}` });
+      rawSeqs.push((await js.publish(subjects.ingestRaw(id), JSON.stringify(rows), { msgID: `parts-raw-${m}` })).seq);
     }
     const expected = CLIENT_ROWS + 5 * 3;
     await waitFor("every good row committed", async () => {
@@ -70,16 +72,20 @@ test("cluster - a partitioned table: rows land exactly once in their partitions,
     assert.equal(letters, 5);
     const consumer = await js.consumers.get(subjects.dlqStream);
     const reasons: string[] = [];
+    const traced: number[] = [];
     for (let i = 0; i < 5; i++) {
       const m = await consumer.next({ expires: 5000 });
       assert.ok(m !== null, "dead letter readable");
       const letter = JSON.parse(new TextDecoder().decode(m.data)) as DeadLetter;
-      assert.equal(letter.stage, "writer");
-      // The index is within the routed message of its bucket (the router regroups raw rows by bucket).
-      assert.ok(letter.rowIndex >= 0 && letter.streamSeq > 0);
-      assert.equal((letter.original as { n: unknown }).n, "many");
+      // Checked by the router, so the letter names what the publisher sent: the raw message's sequence (as its
+      // publish acknowledgement gave it) and the row's index in that message.
+      assert.equal(letter.stage, "router");
+      assert.equal(letter.rowIndex, 2);
+      traced.push(letter.streamSeq);
+      assert.deepEqual(letter.original, { id: RAW_BASE + rawSeqs.indexOf(letter.streamSeq) * 4 + 2, day: DAYS[2], n: "many" });
       reasons.push(letter.reason);
     }
+    assert.deepEqual(traced.sort((a, b) => a - b), rawSeqs);
     for (const r of reasons) assert.match(r, /column n/);
 
     // Per partition, pypaimon reads the same ids.
