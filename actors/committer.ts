@@ -2,10 +2,10 @@
  * CommitterActor: one per (node, table) on committer-capable nodes; only the holder of the table's lease is active.
  *
  * Standby: every `acquireIntervalMs` it tries the lease. Leader: it takes the fencing epoch
- * `max(lease INCR, newest snapshot epoch + 1)` (Redis may have lost its counter), reads every committable still in
- * the commit stream, and every commit interval folds the pending ones into one snapshot (src/commit/stream-commit.ts:
- * acceptance rule against the exact base snapshot, fenced by the chain's epochs and the lease deadline). After a
- * snapshot lands it tells writers about rejections, publishes the notification, purges committed input per bucket
+ * `max(lease INCR, newest snapshot epoch + 1, stored assignment epoch + 1)` (Redis may have lost its counter), reads
+ * every committable still in the commit stream, and every commit interval folds the pending ones into one snapshot
+ * (src/commit/stream-commit.ts: acceptance rule against the exact base snapshot, fenced by the chain's epochs and the
+ * lease deadline). After a snapshot lands it tells writers about rejections, publishes the notification, purges committed input per bucket
  * and the decided committables. It steps down when the lease is lost, the deadline passes, or a snapshot with a
  * higher epoch appears — and never commits after that.
  *
@@ -39,6 +39,8 @@ export type CommitterMsg =
 export interface AssignmentView {
   /** The coordinator's current owner epoch for a bucket (undefined when not known yet). */
   ownerEpochOf(table: string, bucket: number): number | undefined;
+  /** The leader epoch of the table's stored assignment (0 when none): a new leader takes a higher one. */
+  storedLeaderEpoch(table: string): Promise<number>;
 }
 
 export interface CommitterDeps {
@@ -182,7 +184,10 @@ export class CommitterActor implements Actor<CommitterMsg> {
     try {
       const latest = await this.d.table.snapshots.latest();
       const st = await natslakeStateAsOf(this.d.table, latest);
-      const epoch = Math.max(grant.fencingEpoch, (st?.epoch ?? 0) + 1);
+      // Above every epoch a previous leader may have used: Redis's counter (lost when Redis restarts), the newest
+      // snapshot's and the stored assignment's (a leader that committed nothing still wrote an assignment, and its
+      // successor's assignments must not be fenced by it).
+      const epoch = Math.max(grant.fencingEpoch, (st?.epoch ?? 0) + 1, (await this.d.assignments.storedLeaderEpoch(this.d.table.name)) + 1);
       const reader = await this.d.commitLog.open(this.d.table.name);
       return { grant, epoch, reader };
     } catch (e) {

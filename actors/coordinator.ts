@@ -8,10 +8,11 @@
  *   its last committable and reports the bucket released with the last offset it covered; the coordinator hands
  *   the bucket to its new owner (epoch + 1) once that offset is committed — so nothing is read twice and the new
  *   owner starts exactly where the old one stopped. A revoke that is not answered in time is forced.
- * Assignments are written to KV; every node's writer host watches them.
+ * Assignments are written to KV, fenced by leader epoch (a coordinator that outlived its leadership cannot replace its
+ * successor's); every node's writer host watches them.
  */
 import type { TableAssignment, BucketAssignment } from "./wire/messages.ts";
-import { ensureError } from "../src/errors.ts";
+import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { planAllocation } from "./allocation.ts";
@@ -68,6 +69,12 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
         return;
       case "tick-done":
         this.busy = false;
+        if (msg.error && isLakeError(msg.error, ErrorKind.Fenced)) {
+          // A newer leader's coordinator owns the assignment: this one is stale for good.
+          ctx.log.warn("coordinator fenced by a newer leader; stopping", { table: this.d.table.name, error: msg.error.message });
+          ctx.stop();
+          return;
+        }
         if (msg.error) ctx.log.warn("coordinator round failed", { table: this.d.table.name, error: msg.error.message });
         return;
     }

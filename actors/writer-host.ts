@@ -35,6 +35,8 @@ interface Running {
 
 export class WriterHostActor implements Actor<WriterHostMsg> {
   private readonly running = new Map<number, Running>();
+  /** The newest leader epoch whose assignment this host followed; an older leader's assignment is ignored. */
+  private leaderEpoch = 0;
 
   constructor(private readonly d: WriterHostDeps) {}
 
@@ -75,6 +77,13 @@ export class WriterHostActor implements Actor<WriterHostMsg> {
   private apply(a: TableAssignment | null, ctx: ActorContext<WriterHostMsg>): void {
     // No assignment yet (a new table, or the coordinator has not run): nothing to own.
     if (a === null) return;
+    // Written by a leader that has been replaced (its coordinator finished a round after losing the lease): following
+    // it would stop writers the current leader placed. The KV write is fenced too; this also covers a late delivery.
+    if (a.leaderEpoch < this.leaderEpoch) {
+      ctx.log.warn("ignoring the assignment of an older leader", { table: a.table, leaderEpoch: a.leaderEpoch, following: this.leaderEpoch });
+      return;
+    }
+    this.leaderEpoch = a.leaderEpoch;
     const mine = new Map<number, { epoch: number; state: "active" | "revoking" }>();
     for (const [k, b] of Object.entries(a.buckets)) if (b.node === this.d.nodeId) mine.set(Number(k), { epoch: b.epoch, state: b.state });
     // Stop writers whose bucket moved away or whose epoch is outdated (the coordinator reassigned after a crash).

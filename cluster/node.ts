@@ -46,6 +46,8 @@ interface TableService {
   hostActor?: WriterHostActor;
   committer?: ActorRef<CommitterMsg>;
   coordinator?: ActorRef<CoordinatorMsg>;
+  /** The leader epoch of the running coordinator (undefined when this node does not lead the table). */
+  coordinatorEpoch?: number;
   router?: ActorRef<RouterMsg>;
   stops: Array<() => void>;
 }
@@ -272,7 +274,10 @@ export class Node {
             commitLog: this.ports.commits,
             ingestLog: this.ports.ingest,
             bus: this.ports.bus,
-            assignments: { ownerEpochOf: (table, b) => this.assignments.get(table)?.buckets[String(b)]?.epoch },
+            assignments: {
+              ownerEpochOf: (table, b) => this.assignments.get(table)?.buckets[String(b)]?.epoch,
+              storedLeaderEpoch: async (table) => (await this.ports.cluster.readAssignment(table))?.leaderEpoch ?? 0,
+            },
             clock: systemClock,
             meter: this.meter,
             commitIntervalMs,
@@ -288,6 +293,7 @@ export class Node {
     const name = svc.table.name;
     if (leader) {
       if (svc.coordinator && !svc.coordinator.stopped) return;
+      svc.coordinatorEpoch = epoch;
       svc.coordinator = this.system.spawn(
         `coordinator-${name}-${epoch}`,
         () =>
@@ -301,7 +307,11 @@ export class Node {
             memberTimeoutMs: this.cfg.memberTimeout,
             revokeTimeoutMs: 10_000,
             maxMovesPerRound: 2,
-            onAssignment: (a) => this.assignments.set(name, a),
+            // Only the coordinator of the current leadership feeds the committer's acceptance rule: a stopped one
+            // may still finish a round.
+            onAssignment: (a) => {
+              if (svc.coordinatorEpoch === epoch) this.assignments.set(name, a);
+            },
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
@@ -312,6 +322,7 @@ export class Node {
       );
     } else {
       this.assignments.delete(name);
+      svc.coordinatorEpoch = undefined;
       for (const ref of [svc.coordinator, svc.router]) if (ref) void this.system.stop(ref);
       svc.coordinator = undefined;
       svc.router = undefined;

@@ -11,7 +11,7 @@ import { DeliverPolicy, jetstream, jetstreamManager, type Consumer, type Consume
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Identifier } from "../../src/table/table.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
-import { ensureError } from "../../src/errors.ts";
+import { ensureError, ErrorKind, LakeError } from "../../src/errors.ts";
 import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, RawLog, RouterProgress } from "../../actors/ports.ts";
 import type { Committable, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
 import { decodeCommittable, encodeMsg } from "../../actors/wire/codec.ts";
@@ -237,36 +237,64 @@ export function memberLiveness(monotonic: () => number = () => performance.now()
 }
 
 /**
- * The KV copy of a table's last notification (what a late subscriber starts from) only moves forward. A leader
- * frozen (SIGSTOP, a long GC) between linking a snapshot and announcing it announces it once it runs again — after
- * its successor announced newer ones; a plain put then set the KV back, and a subscriber arriving after the load
- * ended waited for a snapshot that had been announced already (the likely cause of rows "not visible" for 60 s, once,
- * in the leader-pause test). So the write is compare-and-set on the revision, and skipped when the KV holds this snapshot
- * or a later one.
+ * Writes `key` by compare-and-set: `decide` sees the entry as it is (null when never written or deleted) and returns
+ * the bytes to write, null to leave it as it is, or throws to refuse. A writer that lost a race to another one reads
+ * again and decides again, so no write is based on a value it did not see.
  */
-/** The snapshot id a table's KV entry announces; 0 when there is none (never written, or deleted). */
-function notifiedSnapshotId(e: KvEntry | null): number {
-  if (e === null || e.operation !== "PUT") return 0;
-  const n = JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>;
-  return typeof n.snapshotId === "number" ? n.snapshotId : 0;
-}
-
-async function keepLatestNotification(kv: KV, key: string, snapshotId: number, data: Uint8Array): Promise<void> {
+async function compareAndSet(kv: KV, key: string, decide: (current: KvEntry | null) => Uint8Array | null): Promise<void> {
   let lastError: unknown = null;
   for (let attempt = 0; attempt < 5; attempt++) {
     const e = await kv.get(key);
-    if (notifiedSnapshotId(e) >= snapshotId) return;
+    const present = e !== null && e.operation === "PUT" ? e : null;
+    const data = decide(present);
+    if (data === null) return;
     try {
       // update() is compare-and-set on the revision; create() when the key was never written (or was deleted).
-      if (e === null || e.operation !== "PUT") await kv.create(key, data);
-      else await kv.update(key, data, e.revision);
+      if (present === null) await kv.create(key, data);
+      else await kv.update(key, data, present.revision);
       return;
     } catch (err) {
-      // Another writer got there in between: read again and decide again.
       lastError = err;
     }
   }
   throw ensureError(lastError);
+}
+
+/** The snapshot id a table's KV entry announces; 0 when there is none. */
+function notifiedSnapshotId(e: KvEntry | null): number {
+  if (e === null) return 0;
+  const n = JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>;
+  return typeof n.snapshotId === "number" ? n.snapshotId : 0;
+}
+
+/**
+ * The KV copy of a table's last notification (what a late subscriber starts from) only moves forward. A leader
+ * frozen (SIGSTOP, a long GC) between linking a snapshot and announcing it announces it once it runs again — after
+ * its successor announced newer ones; a plain put would set the KV back, and a subscriber arriving after the load
+ * ended would wait for a snapshot that had been announced already. So the write is skipped when the KV holds this
+ * snapshot or a later one.
+ */
+function keepLatestNotification(kv: KV, key: string, snapshotId: number, data: Uint8Array): Promise<void> {
+  return compareAndSet(kv, key, (current) => (notifiedSnapshotId(current) >= snapshotId ? null : data));
+}
+
+/**
+ * A table's bucket assignment is written only by the coordinator of the newest leader epoch. A coordinator whose
+ * leader lost its lease while frozen may finish a round after its successor wrote: a plain put then replaced the
+ * successor's assignment with an older one, writer hosts followed it (stopping the new owner's writer), and the
+ * successor, which writes only when its own view changes, never put it back — a bucket without a writer, for good
+ * (seen once in the leader-pause test: rows "not visible" for 60 s). The write is refused, Fenced, when the KV
+ * holds an assignment of a newer leader epoch.
+ */
+function writeAssignmentFenced(kv: KV, key: string, a: TableAssignment): Promise<void> {
+  const data = enc.encode(JSON.stringify(a));
+  return compareAndSet(kv, key, (current) => {
+    const stored = current === null ? null : (JSON.parse(dec.decode(current.value)) as Partial<TableAssignment>);
+    const storedEpoch = typeof stored?.leaderEpoch === "number" ? stored.leaderEpoch : 0;
+    if (storedEpoch > a.leaderEpoch)
+      throw new LakeError(ErrorKind.Fenced, `assignment of ${a.table} was written by leader epoch ${storedEpoch}; this coordinator's epoch ${a.leaderEpoch} is stale`);
+    return data;
+  });
 }
 
 export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise<NatsPorts> {
@@ -363,7 +391,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       return e && e.operation === "PUT" ? (JSON.parse(dec.decode(e.value)) as TableAssignment) : null;
     },
     async writeAssignment(a: TableAssignment): Promise<void> {
-      await assign.put(subjects.tableKey(id(a.table)), enc.encode(JSON.stringify(a)));
+      await writeAssignmentFenced(assign, subjects.tableKey(id(a.table)), a);
     },
     async watchAssignment(table: string, onChange: (a: TableAssignment | null) => void): Promise<{ stop(): void }> {
       const w = await assign.watch({ key: subjects.tableKey(id(table)) });

@@ -16,7 +16,7 @@ import { ensureTableInfra, readTableMeta, serverHasDiscardNewSizeBug } from "../
 import { createProducer, publishRaw, publishWithRetry, type BatchOutcome } from "../../cluster/producer.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
 import { natsPorts } from "../../cluster/nats/adapters.ts";
-import type { RowBatch, SnapshotNotification } from "../../actors/wire/messages.ts";
+import type { RowBatch, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
 import { decodeRowBatch, encodeRowBatch, parseRawPayload } from "../../actors/wire/row-batch.ts";
 import { startNats, type ServerHandle } from "../helpers/servers.ts";
 import { createTable, tempDir } from "../helpers/tables.ts";
@@ -382,6 +382,24 @@ test("the KV's last notification only moves forward: a deposed leader's late ann
   sub.stop();
   await ports.bus.publishSnapshot(notification(name, 8, { "0": 4 }));
   assert.equal(await ports.bus.lastSnapshotNotified(name), 8);
+});
+
+test("a table's assignment is written only by the newest leader: an older leader's late write is refused, Fenced", async () => {
+  const { subjects, name } = await registeredTable();
+  const ports = await natsPorts(nc, subjects);
+  const assignment = (leaderEpoch: number, node: string): TableAssignment => ({ v: 1, table: name, leaderEpoch, leader: `l${leaderEpoch}`, buckets: { "0": { node, epoch: leaderEpoch, state: "active" } } });
+  await ports.cluster.writeAssignment(assignment(1, "a"));
+  await ports.cluster.writeAssignment(assignment(2, "b"));
+  // The leader of epoch 1 resumes after its lease passed and finishes its round.
+  await assert.rejects(ports.cluster.writeAssignment(assignment(1, "a")), (e: unknown) => isLakeError(e, ErrorKind.Fenced) && /leader epoch 2/.test((e as Error).message));
+  assert.deepEqual(await ports.cluster.readAssignment(name), assignment(2, "b"));
+  // The same leader writes again, and a newer one takes over.
+  await ports.cluster.writeAssignment(assignment(2, "c"));
+  await ports.cluster.writeAssignment(assignment(3, "d"));
+  assert.deepEqual(await ports.cluster.readAssignment(name), assignment(3, "d"));
+  // Concurrent writers of one epoch: each write is based on what it read, and the last one stands whole.
+  await Promise.all(["e", "f", "g"].map((n) => ports.cluster.writeAssignment(assignment(3, n))));
+  assert.match((await ports.cluster.readAssignment(name))!.buckets["0"]!.node, /^[efg]$/);
 });
 
 test("publishWithRetry retries a lost acknowledgement with the same id, and reports unknown when none comes", async () => {

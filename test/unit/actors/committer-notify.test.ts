@@ -89,7 +89,8 @@ test("committer - a new leader announces the snapshots an earlier leader linked 
           commitLog,
           ingestLog,
           bus,
-          assignments: { ownerEpochOf: () => 1 },
+          // A leader of epoch 4 wrote the stored assignment but committed nothing (the chain's newest epoch is 1).
+          assignments: { ownerEpochOf: () => 1, storedLeaderEpoch: () => Promise.resolve(4) },
           clock: systemClock,
           meter: metrics.getMeter("test"),
           commitIntervalMs: 40,
@@ -111,7 +112,7 @@ test("committer - a new leader announces the snapshots an earlier leader linked 
       published.map((n) => n.snapshotId),
       [2, 3, 4],
     );
-    assert.equal(published[2]!.epoch, 2);
+    assert.equal(published[2]!.epoch, 5, "above Redis's counter (1), the chain's epoch (1) and the stored assignment's (4)");
     assert.deepEqual(published[2]!.offsets, { "0": 40 });
   } finally {
     await system.shutdown();
