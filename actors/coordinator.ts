@@ -14,6 +14,7 @@
 import type { TableAssignment, BucketAssignment } from "./wire/messages.ts";
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
+import { failpointAsync } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
 import { planAllocation } from "./allocation.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
@@ -70,8 +71,7 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
       case "tick-done":
         this.busy = false;
         if (msg.error && isLakeError(msg.error, ErrorKind.Fenced)) {
-          // A newer leader's coordinator owns the assignment: this one is stale for good.
-          ctx.log.warn("coordinator fenced by a newer leader; stopping", { table: this.d.table.name, error: msg.error.message });
+          // A newer leader's coordinator owns the assignment: this one is stale for good (logged in the round).
           ctx.stop();
           return;
         }
@@ -161,7 +161,16 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
     }
 
     if (changed) {
-      await this.d.cluster.writeAssignment(next);
+      // A pause here (sleep) lets a test make this round outlive its leadership.
+      await failpointAsync("coordinator.before-write");
+      try {
+        await this.d.cluster.writeAssignment(next);
+      } catch (e) {
+        // Logged here, not when the round's result arrives: a coordinator stopped with its leadership (the usual
+        // case) never handles that message.
+        if (isLakeError(e, ErrorKind.Fenced)) ctx.log.warn("coordinator fenced by a newer leader; stopping", { table, error: e.message });
+        throw e;
+      }
       this.current = next;
       this.d.onAssignment(next);
     }

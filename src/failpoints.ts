@@ -15,7 +15,9 @@
  *   there `exit` ends that thread only, and `kill` the whole node);
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
- *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges).
+ *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges);
+ * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
+ *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts).
  */
 import { writeSync } from "node:fs";
 
