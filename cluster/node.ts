@@ -29,6 +29,7 @@ import { ensureError } from "../src/errors.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
+import { withTimeout } from "../src/timeout.ts";
 import { parseDuration } from "../src/options.ts";
 import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
@@ -388,20 +389,12 @@ async function retryAtStart<T>(log: Logger, step: string, run: () => Promise<T>)
 
 /** Bounded and best-effort: a failed or slow warm-up only costs latency later, never the node's start. */
 async function warmUpEncoders(log: Logger, buffers: BucketBuffers): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
   const started = performance.now();
   try {
-    const done = await Promise.race([
-      buffers.warmUp().then(() => true),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), 5000);
-      }),
-    ]);
+    const done = await withTimeout(buffers.warmUp().then(() => true), 5000, () => false);
     if (!done) log.warn("Parquet encoder warm-up still running after 5 s; starting anyway");
     else log.info("Parquet encoders warmed up", { ms: Math.round(performance.now() - started) });
   } catch (e) {
     log.warn("Parquet encoder warm-up failed", { error: ensureError(e).message });
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -42,6 +42,7 @@ import { readTableMeta } from "./nats/table-infra.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
 import type { SnapshotNotification, TableMeta } from "../actors/wire/messages.ts";
 import { MsgpackWriter, compileInputPacker, packValue, rowBatchPrefix, type InputPacker } from "../actors/wire/row-batch.ts";
+import { withTimeout } from "../src/timeout.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Publishing with retries
@@ -526,19 +527,6 @@ function routeByKey(fields: readonly DataField[], meta: TableMeta, schema: Table
 export async function waitVisible(nc: NatsConnection, token: VisibilityToken, timeoutMs: number, prefix = DEFAULT_PREFIX): Promise<SnapshotNotification | null> {
   if (Object.keys(token.offsets).length === 0) return null;
   const done = deferred<SnapshotNotification | null>();
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new LakeError(ErrorKind.Io, `rows of ${token.table} were not visible in a snapshot within ${timeoutMs} ms (waiting for offsets ${JSON.stringify(token.offsets)})`, {
-            retryable: true,
-            context: { table: token.table, offsets: token.offsets },
-          }),
-        ),
-      timeoutMs,
-    );
-  });
   const sub = await subscribeSnapshots(
     nc,
     token.table,
@@ -548,9 +536,13 @@ export async function waitVisible(nc: NatsConnection, token: VisibilityToken, ti
     { prefix },
   );
   try {
-    return await Promise.race([done.promise, timeout]);
+    return await withTimeout(done.promise, timeoutMs, () => {
+      throw new LakeError(ErrorKind.Io, `rows of ${token.table} were not visible in a snapshot within ${timeoutMs} ms (waiting for offsets ${JSON.stringify(token.offsets)})`, {
+        retryable: true,
+        context: { table: token.table, offsets: token.offsets },
+      });
+    });
   } finally {
-    clearTimeout(timer);
     sub.stop();
   }
 }

@@ -19,6 +19,7 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { Redis, type RedisOptions } from "ioredis";
 import type { Lease, LeaseGrant } from "../../actors/lease-port.ts";
+import { withTimeout } from "../../src/timeout.ts";
 
 /**
  * Takes the lock and, only if it was taken, increments the epoch counter, atomically (one script): there is no
@@ -198,16 +199,10 @@ export class RedisLease implements Lease {
     this.lastErr = e instanceof Error ? e : new Error(String(e));
   }
 
-  private async bounded<T>(op: string, p: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new LeaseTimeoutError(op, this.commandTimeoutMs)), this.commandTimeoutMs);
+  private bounded<T>(op: string, p: Promise<T>): Promise<T> {
+    return withTimeout(p, this.commandTimeoutMs, () => {
+      throw new LeaseTimeoutError(op, this.commandTimeoutMs);
     });
-    try {
-      return await Promise.race([p, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 }
 
