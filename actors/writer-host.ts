@@ -75,8 +75,12 @@ export class WriterHostActor implements Actor<WriterHostMsg> {
   }
 
   private apply(a: TableAssignment | null, ctx: ActorContext<WriterHostMsg>): void {
-    // No assignment yet (a new table, or the coordinator has not run): nothing to own.
-    if (a === null) return;
+    // No assignment (a new table, the coordinator has not run, or the entry was deleted): nothing to own. A deleted
+    // entry also ends what this host knew of leader epochs, so a leader starting over from a lower one is followed.
+    if (a === null) {
+      this.leaderEpoch = 0;
+      return;
+    }
     // Written by a leader that has been replaced (its coordinator finished a round after losing the lease): following
     // it would stop writers the current leader placed. The KV write is fenced too; this also covers a late delivery.
     if (a.leaderEpoch < this.leaderEpoch) {

@@ -61,6 +61,11 @@ test("writer host - an older leader's assignment is ignored; the newest leader's
     ref.tell({ type: "assignment", assignment: assignment(3, {}) });
     await until("every writer stopped", () => host.ownedBuckets === 0);
     assert.deepEqual(stopped.sort(), ["writer-t.events-0-3", "writer-t.events-1-5"]);
+
+    // The entry deleted (the table's assignment starts over): a leader of a lower epoch is followed again.
+    ref.tell({ type: "assignment", assignment: null });
+    ref.tell({ type: "assignment", assignment: assignment(1, { "2": { node: "me", epoch: 1, state: "active" } }) });
+    await until("bucket 2's writer", () => spawned.includes("writer-t.events-2-1"));
   } finally {
     await system.shutdown();
   }
