@@ -90,35 +90,44 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
         throw new UsageError((e as Error).message);
       }
       const log = pinoLogger(cfg.logLevel, { node: cfg.nodeId });
-      const node = await Node.start(cfg, log);
-      await new Promise<void>((resolveStop) => {
-        let stopping = false;
-        const onSignal = (sig: string): void => {
-          if (stopping) return;
-          stopping = true;
-          log.info("signal received; draining", { signal: sig });
-          // A drain that cannot finish (a hung connection, an actor that never stops) must not keep the process
-          // alive: past the drain timeout and a grace period, exit non-zero and say so.
-          const watchdog = setTimeout(() => {
-            log.error("shutdown did not finish in time; exiting", { afterMs: cfg.drainTimeout + 10_000 });
-            process.exit(1);
-          }, cfg.drainTimeout + 10_000);
-          watchdog.unref();
-          node.drain().then(
-            () => {
-              clearTimeout(watchdog);
-              resolveStop();
-            },
-            (e: unknown) => {
-              log.error("drain failed", { error: String(e) });
-              process.exitCode = 1;
-              resolveStop();
-            },
-          );
-        };
-        process.once("SIGTERM", () => onSignal("SIGTERM"));
-        process.once("SIGINT", () => onSignal("SIGINT"));
-      });
+      // Signals are handled from before the start: a SIGTERM while the node starts (it may wait up to a minute for
+      // JetStream) is a drain once it is up, not the default handler's abrupt exit; the watchdog bounds either wait.
+      let node: Node | null = null;
+      let draining = false;
+      let watchdog: NodeJS.Timeout | undefined;
+      let resolveStop: () => void = () => undefined;
+      const stopped = new Promise<void>((r) => (resolveStop = r));
+      const drain = (n: Node): void => {
+        n.drain().then(
+          () => {
+            clearTimeout(watchdog);
+            resolveStop();
+          },
+          (e: unknown) => {
+            log.error("drain failed", { error: String(e) });
+            process.exitCode = 1;
+            resolveStop();
+          },
+        );
+      };
+      const onSignal = (sig: string): void => {
+        if (draining) return;
+        draining = true;
+        log.info("signal received; draining", { signal: sig, ...(node === null ? { during: "start" } : {}) });
+        // A drain that cannot finish (a hung connection, an actor that never stops) must not keep the process
+        // alive: past the drain timeout and a grace period, exit non-zero and say so.
+        watchdog = setTimeout(() => {
+          log.error("shutdown did not finish in time; exiting", { afterMs: cfg.drainTimeout + 10_000 });
+          process.exit(1);
+        }, cfg.drainTimeout + 10_000);
+        watchdog.unref();
+        if (node !== null) drain(node);
+      };
+      process.once("SIGTERM", () => onSignal("SIGTERM"));
+      process.once("SIGINT", () => onSignal("SIGINT"));
+      node = await Node.start(cfg, log);
+      if (draining) drain(node);
+      await stopped;
       // Drained and stopped: nothing is left to do, whatever handle a library may still hold open.
       process.exit(process.exitCode ?? 0);
     });

@@ -79,3 +79,29 @@ test("node start - a node whose NATS has no JetStream yet waits for it (logging 
     await c.stop();
   }
 });
+
+test("node start - a SIGTERM while the node starts is a drain once it is up, not an abrupt exit", { timeout: 180_000 }, async () => {
+  const c = await startCluster({ nodes: 0 });
+  const port = c.nats.port;
+  await c.nats.stop({ keepData: true });
+  const plain = spawn(process.env["NATSLAKE_NATS_SERVER"] || "nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
+  let withJetStream: Awaited<ReturnType<typeof startNats>> | undefined;
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      c.startNode("n1");
+      await waitFor("the node waiting for JetStream", () => (/node start step failed; trying again/.test(c.logs("n1")) ? true : undefined), 60_000);
+      c.signal("n1", "SIGTERM");
+      await waitFor("the signal noted", () => (/"during":"start"[^\n]*"msg":"signal received; draining"/.test(c.logs("n1")) ? true : undefined), 30_000);
+      assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "still starting");
+      plain.kill("SIGKILL");
+      await new Promise((r) => plain.once("exit", r));
+      withJetStream = await startNats({ port, dir: c.nats.dir });
+      assert.equal(await c.waitExit("n1", 60_000), 0, "started, drained and exited 0");
+      assert.match(c.logs("n1"), /"msg":"node started"[\s\S]*"msg":"node stopped"/);
+    });
+  } finally {
+    plain.kill("SIGKILL");
+    await withJetStream?.stop();
+    await c.stop();
+  }
+});
