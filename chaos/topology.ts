@@ -24,6 +24,7 @@ import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.t
 import type { NatsChoice } from "./nats-choice.ts";
 import { trackPid, untrackPid } from "./procs.ts";
 import type { NodeExit, NodeRole, TopologyHandle, TopologyOverrides } from "./types.ts";
+import { ErrorKind, isLakeError } from "../src/errors.ts";
 
 export const TABLE = "chaos.events";
 export const TABLE_COLUMNS = "id BIGINT NOT NULL, src STRING, n INT";
@@ -314,12 +315,18 @@ export class Topology implements TopologyHandle {
 
   private async createTable(buckets: number): Promise<void> {
     const deadline = Date.now() + 30_000;
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       try {
         await adminRequest(this.nc, "lake", { type: "create-table", table: TABLE, columns: TABLE_COLUMNS, options: { bucket: String(buckets), "bucket-key": "id" } });
         this.event("table created", { table: TABLE, buckets });
         return;
       } catch (e) {
+        // The warehouse is the run's own: a table that exists on a retry was created by an earlier attempt whose
+        // reply was lost (the request timed out under load).
+        if (attempt > 1 && isLakeError(e, ErrorKind.AlreadyExists)) {
+          this.event("table created (by an earlier attempt whose reply was lost)", { table: TABLE, buckets });
+          return;
+        }
         if (Date.now() > deadline) throw e;
         await sleep(500);
       }
