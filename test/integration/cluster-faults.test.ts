@@ -164,10 +164,12 @@ test("faults - a writer paused until its buckets move: its stale committables ar
   const load = startLoad({ nc: c.nc, table: t.name, ratePerSec: 10_000, durationMs: 8000 });
   await new Promise((r) => setTimeout(r, 1500));
   c.signal(victim, "SIGSTOP");
-  await waitFor("its buckets reassigned", async () => {
-    const x = await assignment(t.name);
-    return x && Object.values(x.buckets).every((b) => b.node !== victim) ? x : undefined;
-  }, 20_000, 100);
+  await withNodeLogsOnFailure(c, () =>
+    waitFor("its buckets reassigned", async () => {
+      const x = await assignment(t.name);
+      return x && Object.values(x.buckets).every((b) => b.node !== victim) ? x : undefined;
+    }, 20_000, 100),
+  );
   c.signal(victim, "SIGCONT");
   await load.done;
   await load.waitVisible(60_000);
