@@ -70,12 +70,9 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
         return;
       case "tick-done":
         this.busy = false;
-        if (msg.error && isLakeError(msg.error, ErrorKind.Fenced)) {
-          // A newer leader's coordinator owns the assignment: this one is stale for good (logged in the round).
-          ctx.stop();
-          return;
-        }
-        if (msg.error) ctx.log.warn("coordinator round failed", { table: this.d.table.name, error: msg.error.message });
+        // A Fenced round was logged in the round. The coordinator is not stopped here: the node stops it with its
+        // leadership, and one that kept running would show its refused rounds in the log rather than fall silent.
+        if (msg.error && !isLakeError(msg.error, ErrorKind.Fenced)) ctx.log.warn("coordinator round failed", { table: this.d.table.name, error: msg.error.message });
         return;
     }
   }
@@ -168,7 +165,7 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
       } catch (e) {
         // Logged here, not when the round's result arrives: a coordinator stopped with its leadership (the usual
         // case) never handles that message.
-        if (isLakeError(e, ErrorKind.Fenced)) ctx.log.warn("coordinator fenced by a newer leader; stopping", { table, error: e.message });
+        if (isLakeError(e, ErrorKind.Fenced)) ctx.log.warn("coordinator fenced by a newer leader; assignment not written", { table, error: e.message });
         throw e;
       }
       this.current = next;
