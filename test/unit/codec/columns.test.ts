@@ -425,7 +425,9 @@ test("columns - property: appendInput equals appendRow of the converted row: sam
     }),
     { numRuns: 300 },
   );
-  assert.ok(accepted > 500 && rejected > 300, `both paths exercised (${accepted} accepted, ${rejected} rejected)`);
+  // A floor far below the typical counts (~500 accepted, ~800 rejected over 300 random runs): the check is that both
+  // paths ran, and a floor near the mean (500, as it was) failed on an unlucky seed.
+  assert.ok(accepted > 100 && rejected > 100, `both paths exercised (${accepted} accepted, ${rejected} rejected)`);
 });
 
 test("columns - a builder reused after finish() regrows correctly, for every type", () => {
