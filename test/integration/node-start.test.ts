@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { spawn } from "node:child_process";
-import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
-import { startNats } from "../helpers/servers.ts";
+import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
+import { startNats, type ServerHandle } from "../helpers/servers.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
@@ -52,56 +52,58 @@ test("node start - a table whose streams conflict is retried at every scan; the 
   }
 });
 
-test("node start - a node whose NATS has no JetStream yet waits for it (logging each try) instead of exiting", { timeout: 180_000 }, async () => {
+/**
+ * Runs `run` on a cluster whose NATS port is first served by a nats-server without JetStream (every JetStream API call
+ * of a node fails); `enableJetStream()` replaces it with the cluster's own server on the same port and store, as a
+ * restart with JetStream would. Node logs are printed when `run` fails.
+ */
+async function withJetStreamLater(run: (c: TestCluster, enableJetStream: () => Promise<void>) => Promise<void>): Promise<void> {
   const c = await startCluster({ nodes: 0 });
   const port = c.nats.port;
-  // The same port, first served by a nats-server without JetStream: every JetStream API call of the node fails.
   await c.nats.stop({ keepData: true });
   const plain = spawn(process.env["NATSLAKE_NATS_SERVER"] || "nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
-  let withJetStream: Awaited<ReturnType<typeof startNats>> | undefined;
+  let withJetStream: ServerHandle | undefined;
   try {
-    await withNodeLogsOnFailure(c, async () => {
-      const catalog = new Catalog(c.warehouse);
-      await catalog.createTable(parseIdentifier("it.later"), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
-      c.startNode("n1");
-      await waitFor("the node's start to fail once", () => (/node start step failed; trying again/.test(c.logs("n1")) ? true : undefined), 60_000);
-      assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "the node keeps trying");
-      // JetStream arrives: the same port, now the real server; the node reconnects and its next try succeeds.
-      plain.kill("SIGKILL");
-      await new Promise((r) => plain.once("exit", r));
-      withJetStream = await startNats({ port, dir: c.nats.dir });
-      await landRows(c.nc, catalog, "it.later", 200);
-      assert.match(c.logs("n1"), /node started/);
-    });
+    await withNodeLogsOnFailure(c, () =>
+      run(c, async () => {
+        plain.kill("SIGKILL");
+        await new Promise((r) => plain.once("exit", r));
+        withJetStream = await startNats({ port, dir: c.nats.dir });
+      }),
+    );
   } finally {
     plain.kill("SIGKILL");
     await withJetStream?.stop();
     await c.stop();
   }
+}
+
+const waitingForJetStream = (c: TestCluster): Promise<true> =>
+  waitFor("the node waiting for JetStream", () => (/node start step failed; trying again/.test(c.logs("n1")) ? true : undefined), 60_000);
+
+test("node start - a node whose NATS has no JetStream yet waits for it (logging each try) instead of exiting", { timeout: 180_000 }, async () => {
+  await withJetStreamLater(async (c, enableJetStream) => {
+    const catalog = new Catalog(c.warehouse);
+    await catalog.createTable(parseIdentifier("it.later"), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
+    c.startNode("n1");
+    await waitingForJetStream(c);
+    assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "the node keeps trying");
+    // JetStream arrives: the node reconnects and its next try succeeds.
+    await enableJetStream();
+    await landRows(c.nc, catalog, "it.later", 200);
+    assert.match(c.logs("n1"), /node started/);
+  });
 });
 
 test("node start - a SIGTERM while the node starts is a drain once it is up, not an abrupt exit", { timeout: 180_000 }, async () => {
-  const c = await startCluster({ nodes: 0 });
-  const port = c.nats.port;
-  await c.nats.stop({ keepData: true });
-  const plain = spawn(process.env["NATSLAKE_NATS_SERVER"] || "nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
-  let withJetStream: Awaited<ReturnType<typeof startNats>> | undefined;
-  try {
-    await withNodeLogsOnFailure(c, async () => {
-      c.startNode("n1");
-      await waitFor("the node waiting for JetStream", () => (/node start step failed; trying again/.test(c.logs("n1")) ? true : undefined), 60_000);
-      c.signal("n1", "SIGTERM");
-      await waitFor("the signal noted", () => (/"during":"start"[^\n]*"msg":"signal received; draining"/.test(c.logs("n1")) ? true : undefined), 30_000);
-      assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "still starting");
-      plain.kill("SIGKILL");
-      await new Promise((r) => plain.once("exit", r));
-      withJetStream = await startNats({ port, dir: c.nats.dir });
-      assert.equal(await c.waitExit("n1", 60_000), 0, "started, drained and exited 0");
-      assert.match(c.logs("n1"), /"msg":"node started"[\s\S]*"msg":"node stopped"/);
-    });
-  } finally {
-    plain.kill("SIGKILL");
-    await withJetStream?.stop();
-    await c.stop();
-  }
+  await withJetStreamLater(async (c, enableJetStream) => {
+    c.startNode("n1");
+    await waitingForJetStream(c);
+    c.signal("n1", "SIGTERM");
+    await waitFor("the signal noted", () => (/"during":"start"[^\n]*"msg":"signal received; draining"/.test(c.logs("n1")) ? true : undefined), 30_000);
+    assert.equal(c.nodes.get("n1")!.proc.exitCode, null, "still starting");
+    await enableJetStream();
+    assert.equal(await c.waitExit("n1", 60_000), 0, "started, drained and exited 0");
+    assert.match(c.logs("n1"), /"msg":"node started"[\s\S]*"msg":"node stopped"/);
+  });
 });
