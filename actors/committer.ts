@@ -27,6 +27,7 @@ import type { Committable, SnapshotNotification } from "./wire/messages.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
+import { streamMismatchCounter } from "./stream-check.ts";
 
 export type CommitterMsg =
   | { type: "tick" }
@@ -94,12 +95,14 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private readonly rejected;
   private readonly leaderChanges;
   private readonly visibleLatency;
+  private readonly streamMismatches;
 
   constructor(private readonly d: CommitterDeps) {
     this.commits = d.meter.createCounter("natslake_commits_total", { description: "snapshots committed" });
     this.commitLatency = d.meter.createHistogram("natslake_commit_duration_ms", { description: "commit round duration", unit: "ms" });
     this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
     this.leaderChanges = d.meter.createCounter("natslake_leader_changes_total", { description: "leadership gained" });
+    this.streamMismatches = streamMismatchCounter(d.meter);
     this.visibleLatency = d.meter.createHistogram("natslake_publish_to_visible_ms", { description: "first row arrival at a writer → snapshot link", unit: "ms" });
   }
 
@@ -231,6 +234,12 @@ export class CommitterActor implements Actor<CommitterMsg> {
     l.pending = [];
     const table = this.d.table.name;
     this.commitLatency.record(this.d.clock.monotonic() - started, { table });
+    const fromOtherStreams = res.verdicts.filter((v) => v.kind === "rejected" && v.reason === "stream-mismatch");
+    if (fromOtherStreams.length > 0) {
+      this.streamMismatches.add(fromOtherStreams.length, { table, component: "committer" });
+      const streams = [...new Set(fromOtherStreams.map((v) => v.committable.stream ?? "(none)"))];
+      ctx.log.error("committables read from another stream than the table's offsets belong to were rejected", { table, tableStream: res.stream, committableStreams: streams, count: fromOtherStreams.length });
+    }
     for (const v of res.verdicts) {
       if (v.kind !== "rejected") continue;
       this.rejected.add(1, { table, reason: v.reason });
@@ -253,6 +262,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
         deltaRecordCount: s.deltaRecordCount,
         epoch: l.epoch,
         offsets,
+        ...(res.stream !== undefined ? { stream: res.stream } : {}),
       };
       // Snapshots linked since the last announcement (by a leader that died or was drained right after linking).
       await this.announceThrough(l, s.id - 1);
@@ -265,7 +275,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
       const touched = new Set(res.verdicts.filter((v) => v.kind === "accepted").map((v) => v.committable.bucket));
       for (const b of touched) {
         const through = res.state.get(b)!.offset;
-        this.inBackground(`bucket-${b}`, () => this.d.ingestLog.purgeBucket(table, b, through), (e) => ctx.log.warn("purge failed", { table, bucket: b, error: e.message }));
+        this.inBackground(`bucket-${b}`, () => this.d.ingestLog.purgeBucket(table, b, through, res.stream), (e) => ctx.log.warn("purge failed", { table, bucket: b, error: e.message }));
       }
     }
     // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
@@ -305,6 +315,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
         deltaRecordCount: s.deltaRecordCount,
         epoch: st?.epoch ?? 0,
         offsets,
+        ...(st?.stream !== undefined ? { stream: st.stream } : {}),
       });
       l.notified = k;
     }

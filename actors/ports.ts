@@ -17,6 +17,8 @@ import type {
 import type { RowBatch } from "./wire/messages.ts";
 
 export type { Lease, LeaseGrant } from "./lease-port.ts";
+export type { LiveStream } from "../src/commit/stream-identity.ts";
+import type { LiveStream } from "../src/commit/stream-identity.ts";
 export type { Meter };
 
 /** One message of a bucket's ingest subject. */
@@ -36,10 +38,16 @@ export interface BucketReader {
 }
 
 export interface IngestLog {
+  /** The table's live ingest stream: its identity and sequence range (asked afresh on every call). */
+  liveStream(table: string): Promise<LiveStream>;
   /** A fresh reader of `bucket` starting after `afterSeq` (the committed offset). */
   openBucket(table: string, bucket: number, afterSeq: number): Promise<BucketReader>;
-  /** Drops messages of `bucket` up to and including `throughSeq` (they are committed). */
-  purgeBucket(table: string, bucket: number, throughSeq: number): Promise<void>;
+  /**
+   * Drops messages of `bucket` up to and including `throughSeq` (they are committed) — only if the live stream is
+   * `stream` (the one the offset belongs to; undefined: not known, purge anyway); otherwise nothing is purged and it
+   * throws, so that offsets of one stream never delete the messages of another.
+   */
+  purgeBucket(table: string, bucket: number, throughSeq: number, stream: string | undefined): Promise<void>;
 }
 
 /** Committables: writers append, the leader reads them from the start of the (purged) stream. */
@@ -98,6 +106,8 @@ export interface RawReader {
 }
 
 export interface RouterProgress {
+  /** The stream whose sequences `through` and `intent` count (absent in progress written before it was recorded). */
+  stream?: string;
   /** Last raw sequence fully routed. */
   through: number;
   /** A group of raw messages being routed: re-routed identically after a crash. */
@@ -106,6 +116,8 @@ export interface RouterProgress {
 
 /** The router's view of the ingest stream. */
 export interface RawLog {
+  /** The table's live ingest stream (as `IngestLog.liveStream`). */
+  liveStream(table: string): Promise<LiveStream>;
   /** The progress and its revision (0 when none was ever written). */
   readProgress(table: string): Promise<{ progress: RouterProgress; revision: number }>;
   /**
@@ -117,8 +129,8 @@ export interface RawLog {
   open(table: string, afterSeq: number): Promise<RawReader>;
   /** Publishes a row batch to a bucket subject with a de-duplication id; resolves when stored. */
   publishRouted(table: string, bucket: number, batch: RowBatch, msgId: string, rawSeq: number): Promise<void>;
-  /** Drops raw messages through `throughSeq` (routed). */
-  purgeRaw(table: string, throughSeq: number): Promise<void>;
+  /** Drops raw messages through `throughSeq` (routed), only if the live stream is `stream` (as `purgeBucket`). */
+  purgeRaw(table: string, throughSeq: number, stream: string | undefined): Promise<void>;
 }
 
 export interface Clock {

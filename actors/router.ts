@@ -13,18 +13,23 @@
  */
 import type { DeadLetter, RowBatch } from "./wire/messages.ts";
 import { batchRowConverter, jsonSafe, parseRawPayload } from "./wire/row-batch.ts";
-import { ensureError } from "../src/errors.ts";
+import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunctionType } from "../src/spec/bucket.ts";
 import { compileConverter } from "../src/spec/row-converter.ts";
 import type { Table } from "../src/table/table.ts";
 import type { Actor, ActorContext } from "./runtime/index.ts";
-import type { Bus, Clock, RawLog, RawMessage, RawReader } from "./ports.ts";
+import type { Bus, Clock, Meter, RawLog, RawMessage, RawReader, RouterProgress } from "./ports.ts";
+import { checkStream, resetHint } from "../src/commit/stream-identity.ts";
+import { STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
 
 /** Rows per routed message: well below NATS's default 1 MiB payload for typical rows. */
 const ROWS_PER_MESSAGE = 1000;
 
 export type RouterMsg =
   | { type: "opened"; reader: RawReader; from: number }
+  /** The recorded progress belongs to another stream: nothing is routed until the offsets are reset. */
+  | { type: "stream-mismatch"; reason: string }
+  | { type: "recheck" }
   | { type: "open-failed"; error: Error }
   | { type: "pull" }
   | { type: "routed"; through: number }
@@ -35,6 +40,7 @@ export interface RouterDeps {
   raw: RawLog;
   bus: Bus;
   clock: Clock;
+  meter: Meter;
   fetchBatch: number;
 }
 
@@ -52,8 +58,12 @@ export class RouterActor implements Actor<RouterMsg> {
   private readonly bucketOf: (row: Record<string, unknown>) => number;
   /** Converts a row's values (in `names` order) as a writer will, throwing what is wrong with them. */
   private readonly check: (values: unknown[]) => unknown;
+  /** The live stream the recorded progress was checked against; recorded with every progress write. */
+  private stream: string | undefined;
+  private readonly streamMismatches;
 
   constructor(private readonly d: RouterDeps) {
+    this.streamMismatches = streamMismatchCounter(d.meter);
     const t = d.table;
     this.names = t.schema.fields.map((f) => f.name);
     this.check = batchRowConverter(t.schema.fields, this.names).convert;
@@ -68,16 +78,29 @@ export class RouterActor implements Actor<RouterMsg> {
   }
 
   preStart(ctx: ActorContext<RouterMsg>): void {
+    this.start(ctx);
+  }
+
+  /**
+   * Reads the recorded progress and opens the raw subject after it — once the live stream is the one that progress
+   * counts in (a re-created stream numbers from 1 again: resuming after the old sequence would skip its messages).
+   */
+  private start(ctx: ActorContext<RouterMsg>): void {
+    const table = this.d.table.name;
     ctx.pipeToSelf(
-      (async () => {
-        const { progress: p, revision } = await this.d.raw.readProgress(this.d.table.name);
+      (async (): Promise<RouterMsg> => {
+        const { progress: p, revision } = await this.d.raw.readProgress(table);
+        const live = await this.d.raw.liveStream(table);
+        const check = checkStream(p.stream, Math.max(p.through, p.intent?.to ?? 0), live);
+        if (!check.ok) return { type: "stream-mismatch", reason: `${table}: router progress: ${check.reason}; ${resetHint(table)}` };
+        this.stream = live.identity;
         this.revision = revision;
         this.through = p.through;
         this.intent = p.intent;
         const from = p.intent !== null ? p.intent.from - 1 : p.through;
-        return { reader: await this.d.raw.open(this.d.table.name, from), from };
+        return { type: "opened", reader: await this.d.raw.open(table, from), from };
       })(),
-      (r) => ({ type: "opened", reader: r.reader, from: r.from }),
+      (m) => m,
       (e) => ({ type: "open-failed", error: ensureError(e) }),
     );
   }
@@ -95,6 +118,14 @@ export class RouterActor implements Actor<RouterMsg> {
         return;
       case "open-failed":
         throw msg.error;
+      case "stream-mismatch":
+        this.streamMismatches.add(1, { table: this.d.table.name, component: "router" });
+        ctx.log.error("not routing: the router's progress belongs to another stream", { table: this.d.table.name, reason: msg.reason });
+        ctx.scheduleOnce(STREAM_RECHECK_MS, { type: "recheck" });
+        return;
+      case "recheck":
+        this.start(ctx);
+        return;
       case "pull": {
         if (this.busy || this.reader === null) return;
         this.busy = true;
@@ -146,8 +177,13 @@ export class RouterActor implements Actor<RouterMsg> {
       msgs = this.leftover.length > 0 ? this.leftover.splice(0) : await reader.fetch(this.d.fetchBatch, 200);
       if (msgs.length === 0) return 0;
       this.intent = { from: msgs[0]!.seq, to: msgs[msgs.length - 1]!.seq };
-      this.revision = await this.d.raw.writeProgress(table, { through: this.through, intent: this.intent }, this.revision);
+      this.revision = await this.d.raw.writeProgress(table, this.progress(this.through, this.intent), this.revision);
     }
+    // The raw reader follows its subject onto a re-created stream without a word: messages numbered in another stream
+    // than the progress must not be routed (a reset from the earliest offset would route them a second time).
+    const live = await this.d.raw.liveStream(table);
+    if (this.stream !== undefined && live.identity !== this.stream)
+      throw new LakeError(ErrorKind.Conflict, `${table}: the ingest stream changed under the router (progress in ${this.stream}, now ${live.identity})`);
     const { from, to } = this.intent;
     const letters: DeadLetter[] = [];
     const perBucket = new Map<number, unknown[][]>();
@@ -190,8 +226,12 @@ export class RouterActor implements Actor<RouterMsg> {
     if (letters.length > 0) await this.d.bus.publishDeadLetters(table, letters);
     this.through = to;
     this.intent = null;
-    this.revision = await this.d.raw.writeProgress(table, { through: to, intent: null }, this.revision);
-    await this.d.raw.purgeRaw(table, to);
+    this.revision = await this.d.raw.writeProgress(table, this.progress(to, null), this.revision);
+    await this.d.raw.purgeRaw(table, to, this.stream);
     return to;
+  }
+
+  private progress(through: number, intent: { from: number; to: number } | null): RouterProgress {
+    return this.stream !== undefined ? { stream: this.stream, through, intent } : { through, intent };
   }
 }

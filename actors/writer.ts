@@ -12,7 +12,7 @@
  * released with the last offset it covered.
  */
 import type { Meter } from "@opentelemetry/api";
-import { ensureError } from "../src/errors.ts";
+import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import { failpoint } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
@@ -25,9 +25,12 @@ import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
 import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
+import { checkTableStream, STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
 
 export type WriterMsg =
-  | { type: "opened"; generation: number; reader: BucketReader; offset: number }
+  | { type: "opened"; generation: number; reader: BucketReader; offset: number; stream: string }
+  /** The table's offsets belong to another stream than the live one: nothing is read until they are reset. */
+  | { type: "stream-mismatch"; generation: number; reason: string }
   | { type: "open-failed"; generation: number; error: Error }
   | { type: "pull" }
   | { type: "fetched"; generation: number; messages: IngestMessage[] }
@@ -83,6 +86,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private write: TableWrite | null = null;
   /** Where the next committable's input starts (the previous committable's lastOffset, or the committed offset). */
   private prevOffset = 0;
+  /** Identity of the live stream this generation reads (checked against the table's snapshots at open). */
+  private stream = "";
   /** The last stream sequence appended to the buffer. */
   private lastSeq = 0;
   /** The last stream sequence fetched (appended, being decoded, or waiting in `stash`). */
@@ -114,6 +119,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly deadLetters;
   private readonly filesOut;
   private readonly preemptions;
+  private readonly streamMismatches;
   /** The table's `write-buffer-size`: one bucket's buffer in bytes at most. */
   private readonly writeBufferBytes: number;
 
@@ -122,6 +128,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
     this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
+    this.streamMismatches = streamMismatchCounter(d.meter);
     this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
   }
 
@@ -167,17 +174,18 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.firstArrival = 0;
     if (opts.keepSent !== true) this.sent.clear();
     ctx.pipeToSelf(
-      (async () => {
+      (async (): Promise<WriterMsg> => {
         await old?.close().catch(() => undefined);
-        let offset = from;
-        if (offset === null) {
-          const st = await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest());
-          offset = Number(st?.buckets.get(this.d.bucket)?.offset ?? 0n);
-        }
+        // Offsets are sequences of one stream: read nothing from a stream the table's snapshots do not belong to.
+        const st = await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest());
+        const live = await this.d.ingestLog.liveStream(this.d.table.name);
+        const check = checkTableStream(this.d.table.name, st, live);
+        if (!check.ok) return { type: "stream-mismatch", generation, reason: check.reason };
+        const offset = from ?? Number(st?.buckets.get(this.d.bucket)?.offset ?? 0n);
         const reader = await this.d.ingestLog.openBucket(this.d.table.name, this.d.bucket, offset);
-        return { reader, offset };
+        return { type: "opened", generation, reader, offset, stream: live.identity };
       })(),
-      (r) => ({ type: "opened", generation, reader: r.reader, offset: r.offset }),
+      (m) => m,
       (e) => ({ type: "open-failed", generation, error: ensureError(e) }),
     );
   }
@@ -190,6 +198,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           return;
         }
         this.reader = msg.reader;
+        this.stream = msg.stream;
         this.prevOffset = msg.offset;
         this.lastSeq = msg.offset;
         this.fetchedSeq = msg.offset;
@@ -202,6 +211,16 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (msg.generation !== this.generation) return;
         // Supervision restarts the actor with back-off; a fresh actor re-reads the committed offset.
         throw msg.error;
+      case "stream-mismatch":
+        if (msg.generation !== this.generation) return;
+        this.streamMismatches.add(1, { table: this.d.table.name, component: "writer" });
+        ctx.log.error("not reading the bucket: the table's offsets belong to another stream", { ...this.labels, reason: msg.reason });
+        if (this.revoking) {
+          this.finishRevoke(ctx);
+          return;
+        }
+        ctx.scheduleOnce(STREAM_RECHECK_MS, { type: "reopen", generation: this.generation, from: "committed" });
+        return;
       case "pull":
         this.pull(ctx);
         return;
@@ -430,6 +449,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     const firstArrival = this.firstArrival;
     this.firstArrival = 0;
     const flushId = ++this.flushId;
+    const stream = this.stream;
     this.sent.add(prevOffset);
     // prepareCommit cuts the buffer synchronously: rows appended from now on belong to the next flush.
     const cutBytes = this.bufferedBytes();
@@ -446,10 +466,15 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       (async () => {
         const messages = await filesPromise;
         const files = messages.flatMap((m) => m.newFiles.map((meta) => ({ partition: m.partition, totalBuckets: m.totalBuckets, meta })));
+        // The files hold messages read since the open; if the live stream is still the one checked then, every one
+        // of them came from it (a stream replaced in between has another identity now, and stays replaced).
+        const live = await this.d.ingestLog.liveStream(this.d.table.name);
+        if (live.identity !== stream) throw new LakeError(ErrorKind.Conflict, `${this.d.table.name}: the ingest stream changed under the writer (read ${stream}, now ${live.identity})`);
         const c: Committable = {
           type: "committable",
           v: 1,
           table: this.d.table.name,
+          stream,
           bucket: this.d.bucket,
           ownerEpoch: this.d.ownerEpoch,
           writerId: this.d.writerId,
@@ -460,8 +485,10 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           flushId,
           firstArrivalMillis: firstArrival,
         };
-        // The message id makes a retried append idempotent in the commit stream.
-        await this.d.commitLog.append(c, `${this.d.writerId}-${this.d.table.name}-${this.d.bucket}-${this.d.ownerEpoch}-${prevOffset}`);
+        // The message id makes a retried append idempotent in the commit stream. It names the stream: after an offset
+        // reset the same writer starts again at offset 0, and without it JetStream would drop that committable as a
+        // duplicate of the old stream's first one (within its duplicate window).
+        await this.d.commitLog.append(c, `${this.d.writerId}-${this.d.table.name}-${this.d.bucket}-${this.d.ownerEpoch}-${stream}-${prevOffset}`);
         failpoint("writer.after-committable");
         this.filesOut.add(files.length, this.labels);
       })(),

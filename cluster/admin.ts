@@ -14,6 +14,7 @@ import type { AdminReply, AdminRequest } from "../actors/wire/messages.ts";
 export interface AdminDeps {
   catalog: Catalog;
   ensure: (t: Table) => Promise<void>;
+  resetOffsets: (t: Table, from: "earliest" | "latest") => Promise<unknown>;
 }
 
 function parseRequest(data: Uint8Array): AdminRequest {
@@ -48,6 +49,11 @@ export async function handleAdmin(data: Uint8Array, d: AdminDeps): Promise<Admin
           ok: true,
           result: { table: t.name, columns: t.schema.fields.map((f) => ({ name: f.name, type: typeToSql(f.type) })), partitionKeys: t.partitionKeys, options: t.schema.options },
         };
+      }
+      case "reset-offsets": {
+        if (req.from !== "earliest" && req.from !== "latest") return { ok: false, error: `reset-offsets: 'from' is earliest or latest, not '${String(req.from)}'`, kind: "DataInvalid" };
+        const t = await d.catalog.getTable(parseIdentifier(req.table));
+        return { ok: true, result: await d.resetOffsets(t, req.from) };
       }
       default:
         return { ok: false, error: `unknown admin request type '${(req as { type: string }).type}'`, kind: "DataInvalid" };

@@ -40,6 +40,7 @@ import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import { handleAdmin } from "./admin.ts";
+import { resetOffsets } from "./stream-reset.ts";
 
 interface TableService {
   table: Table;
@@ -123,7 +124,7 @@ export class Node {
         n.adminSub = sub;
         void (async () => {
           for await (const m of sub) {
-            const reply = await handleAdmin(m.data, { catalog: n.catalog, ensure: (t) => n.ensureInfra(t) });
+            const reply = await handleAdmin(m.data, { catalog: n.catalog, ensure: (t) => n.ensureInfra(t), resetOffsets: (t, from) => resetOffsets(ports, t, from) });
             m.respond(new TextEncoder().encode(JSON.stringify(reply)));
             void n.scanTables().catch(() => undefined);
           }
@@ -318,7 +319,7 @@ export class Node {
       );
       svc.router = this.system.spawn(
         `router-${name}-${epoch}`,
-        () => new RouterActor({ table: svc.table, raw: this.ports.raw, bus: this.ports.bus, clock: systemClock, fetchBatch: 256 }),
+        () => new RouterActor({ table: svc.table, raw: this.ports.raw, bus: this.ports.bus, clock: systemClock, meter: this.meter, fetchBatch: 256 }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
     } else {

@@ -39,6 +39,7 @@ import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { readTableMeta } from "./nats/table-infra.ts";
+import { liveIngestStream } from "./nats/adapters.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
 import type { SnapshotNotification, TableMeta } from "../actors/wire/messages.ts";
 import { MsgpackWriter, compileInputPacker, packValue, rowBatchPrefix, type InputPacker } from "../actors/wire/row-batch.ts";
@@ -526,18 +527,27 @@ function routeByKey(fields: readonly DataField[], meta: TableMeta, schema: Table
 /** Resolves when a snapshot notification of the token's table covers the token (see Producer.waitVisible). */
 export async function waitVisible(nc: NatsConnection, token: VisibilityToken, timeoutMs: number, prefix = DEFAULT_PREFIX): Promise<SnapshotNotification | null> {
   if (Object.keys(token.offsets).length === 0) return null;
+  // The token's sequences count in the live stream; offsets of snapshots that belong to another stream (one deleted
+  // and re-created since) say nothing about them, however high they are.
+  const live = await liveIngestStream(nc, new Subjects(prefix), parseIdentifier(token.table));
+  let otherStream: string | undefined;
   const done = deferred<SnapshotNotification | null>();
   const sub = await subscribeSnapshots(
     nc,
     token.table,
     (n) => {
-      if (tokenVisibleIn(token, n)) done.resolve(n);
+      if (n.stream !== undefined && n.stream !== live.identity) otherStream = n.stream;
+      else if (tokenVisibleIn(token, n)) done.resolve(n);
     },
     { prefix },
   );
   try {
     return await withTimeout(done.promise, timeoutMs, () => {
-      throw new LakeError(ErrorKind.Io, `rows of ${token.table} were not visible in a snapshot within ${timeoutMs} ms (waiting for offsets ${JSON.stringify(token.offsets)})`, {
+      const why =
+        otherStream !== undefined
+          ? `; the table's snapshots belong to stream ${otherStream} but the rows went to ${live.identity}: the cluster reads nothing from it until \`natslake table reset-offsets ${token.table}\``
+          : "";
+      throw new LakeError(ErrorKind.Io, `rows of ${token.table} were not visible in a snapshot within ${timeoutMs} ms (waiting for offsets ${JSON.stringify(token.offsets)})${why}`, {
         retryable: true,
         context: { table: token.table, offsets: token.offsets },
       });

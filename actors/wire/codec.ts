@@ -59,6 +59,7 @@ export function decodeCommittable(data: Uint8Array): Committable {
     type: "committable",
     v: 1,
     table: String(o["table"]),
+    ...(typeof o["stream"] === "string" ? { stream: o["stream"] } : {}),
     bucket: num(o["bucket"], "bucket"),
     ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
     writerId: String(o["writerId"]),

@@ -68,6 +68,11 @@ export interface Committable {
   type: "committable";
   v: 1;
   table: string;
+  /**
+   * Identity of the ingest stream the offsets were read from (`<name>@<created>`, src/commit/stream-identity.ts):
+   * the leader accepts it only while the table's snapshots record the same stream.
+   */
+  stream?: string;
   bucket: number;
   ownerEpoch: number;
   writerId: string;
@@ -89,7 +94,7 @@ export interface Rejection {
   ownerEpoch: number;
   prevOffset: number;
   committedOffset: number;
-  reason: "stale-owner-epoch" | "broken-offset-chain";
+  reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch";
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -110,6 +115,11 @@ export interface SnapshotNotification {
   epoch: number;
   /** Committed stream offset per bucket (bucket → sequence). */
   offsets: Record<string, number>;
+  /**
+   * The stream those offsets belong to (`<name>@<created>`); absent before the table's first committable. A
+   * read-your-writes wait compares offsets only with notifications of the stream it published to.
+   */
+  stream?: string;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -185,6 +195,8 @@ export interface Released {
 export type AdminRequest =
   | { type: "create-table"; table: string; columns: string; partitionKeys?: string[]; primaryKeys?: string[]; options?: Record<string, string> }
   | { type: "list-tables" }
-  | { type: "describe-table"; table: string };
+  | { type: "describe-table"; table: string }
+  /** Moves the table's offsets onto its live ingest stream (cluster/stream-reset.ts). */
+  | { type: "reset-offsets"; table: string; from: "earliest" | "latest" };
 
 export type AdminReply = { ok: true; result: unknown } | { ok: false; error: string; kind: string };

@@ -1,5 +1,5 @@
 /**
- * `natslake table create|describe|drop|list`, and `natslake snapshots`.
+ * `natslake table create|describe|reset-offsets|drop|list`, and `natslake snapshots`.
  */
 import type { Command } from "commander";
 import { connect } from "@nats-io/transport-node";
@@ -100,6 +100,30 @@ export function registerTableCommands(program: Command, out: (s: string) => void
       out(`primary key     ${t.schema.primaryKeys.join(", ") || "(none)"}`);
       out(`options         ${Object.entries(t.schema.options).map(([k, v]) => `${k}=${v}`).join(", ")}`);
       out(latest ? `latest snapshot ${latest.id} (${latest.totalRecordCount} rows, ${new Date(latest.timeMillis).toISOString()})` : "latest snapshot (none)");
+    });
+
+  table
+    .command("reset-offsets <table>")
+    .description(
+      "move a table onto its live ingest stream after the stream was deleted and re-created or its JetStream store lost " +
+        "(the cluster refuses such a stream until then: its sequence numbers would skip acknowledged rows)",
+    )
+    .requiredOption("--nats <url>", "a running cluster (the request is served by a reader node)")
+    .option("--from <where>", "earliest: read everything the live stream holds; latest: skip what it holds now", "earliest")
+    .option("--prefix <p>", "subject prefix", "lake")
+    .action(async (name: string, o: { nats: string; from: string; prefix: string }) => {
+      parseIdentifier(name);
+      if (o.from !== "earliest" && o.from !== "latest") throw new UsageError(`--from is earliest or latest, not '${o.from}'`);
+      const nc = await connect({ servers: o.nats });
+      try {
+        const r = (await adminRequest(nc, o.prefix, { type: "reset-offsets", table: name, from: o.from }, 30_000)) as { snapshotId: number; stream: string; offset: number; offsetEpoch: number; routerReset: boolean };
+        out(
+          `reset ${name} onto stream ${r.stream}: every bucket resumes after sequence ${r.offset} (snapshot ${r.snapshotId}, offset epoch ${r.offsetEpoch}` +
+            `${r.routerReset ? "; router progress moved too" : ""})`,
+        );
+      } finally {
+        await nc.close();
+      }
     });
 
   table

@@ -7,12 +7,14 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { errors, headers as natsHeaders, type MsgHdrs } from "@nats-io/transport-node";
-import { DeliverPolicy, jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import { randomBytes } from "node:crypto";
+import { DeliverPolicy, JetStreamApiError, jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Identifier } from "../../src/table/table.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureError, ErrorKind, LakeError } from "../../src/errors.ts";
-import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, RawLog, RouterProgress } from "../../actors/ports.ts";
+import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, LiveStream, RawLog, RouterProgress } from "../../actors/ports.ts";
+import { formatStreamIdentity } from "../../src/commit/stream-identity.ts";
 import type { Committable, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
 import { decodeCommittable, encodeMsg } from "../../actors/wire/codec.ts";
 import { encodeRowBatch } from "../../actors/wire/row-batch.ts";
@@ -297,6 +299,50 @@ function writeAssignmentFenced(kv: KV, key: string, a: TableAssignment): Promise
   });
 }
 
+/** The payload of an ingest stream's identity marker. */
+interface StreamIdMarker {
+  type: "stream-id";
+  v: 1;
+  /** Unique per stream: its creation time (as this writer saw it) and random bits. */
+  id: string;
+}
+
+/**
+ * The live ingest stream of `t`: its identity and sequence range. The identity is the stream's name and its marker —
+ * a message on `<table>.stream-id` written once into each new stream with "expected last subject sequence 0", so of
+ * several nodes racing to write it exactly one succeeds and all read the same. A re-created stream, or one in a new
+ * store, gets a new marker. (JetStream's own `created` time would serve too, but some server versions rewrite it on a
+ * config update or an idempotent create — nats-io/nats-server#8449, #8470 — which would stop a healthy table.)
+ * `create: false` reads only: a stream without a marker then has the identity `<name>#none`.
+ */
+async function readLiveStream(js: JetStreamClient, jsm: JetStreamManager, subjects: Subjects, t: Identifier, create: boolean): Promise<LiveStream> {
+  const name = subjects.ingestStream(t);
+  const subject = subjects.ingestStreamId(t);
+  for (let attempt = 0; ; attempt++) {
+    const info = await jsm.streams.info(name);
+    const stored = await jsm.streams.getMessage(name, { last_by_subj: subject });
+    if (stored !== null) {
+      const m = stored.json<Partial<StreamIdMarker>>();
+      if (m?.type !== "stream-id" || typeof m.id !== "string") throw new LakeError(ErrorKind.DataInvalid, `${name}: the message on ${subject} is not a stream-id marker`);
+      return { identity: formatStreamIdentity(name, m.id), firstSeq: info.state.first_seq, lastSeq: info.state.last_seq };
+    }
+    if (!create) return { identity: formatStreamIdentity(name, "none"), firstSeq: info.state.first_seq, lastSeq: info.state.last_seq };
+    const marker: StreamIdMarker = { type: "stream-id", v: 1, id: `${new Date().toISOString()}.${randomBytes(4).toString("hex")}` };
+    try {
+      await js.publish(subject, enc.encode(JSON.stringify(marker)), { expect: { lastSubjectSequence: 0 }, timeout: 5000 });
+    } catch (e) {
+      // Another node wrote its marker first (wrong last sequence): read that one.
+      if (attempt < 3 && e instanceof JetStreamApiError && e.code === 10071) continue;
+      throw e;
+    }
+  }
+}
+
+/** The live ingest stream of `table` (creating its marker if the stream has none yet), for clients outside a node. */
+export async function liveIngestStream(nc: NatsConnection, subjects: Subjects, table: Identifier): Promise<LiveStream> {
+  return readLiveStream(jetstream(nc), await jetstreamManager(nc), subjects, table, true);
+}
+
 export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise<NatsPorts> {
   // A 2 s API timeout: consumer creation and the ordered consumers' own recovery (consumer info, re-create) retry
   // sooner while JetStream elects leaders after a node loss. Publishes set their own timeout.
@@ -308,8 +354,16 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
   const snap = await kvm.open(subjects.snapKv);
   const routerKv = await kvm.open(subjects.routerKv);
   const id = (table: string): Identifier => parseIdentifier(table);
+  const liveStream = (table: string, create = true): Promise<LiveStream> => readLiveStream(js, jsm, subjects, id(table), create);
+  /** Refuses (throws) unless the live ingest stream is `stream`: offsets of one stream must never purge another's messages. */
+  const guardStream = async (table: string, stream: string | undefined): Promise<void> => {
+    if (stream === undefined) return;
+    const live = await liveStream(table, false);
+    if (live.identity !== stream) throw new LakeError(ErrorKind.Conflict, `${table}: not purging: the offsets belong to stream ${stream}, the live stream is ${live.identity}`);
+  };
 
   const ingest: IngestLog = {
+    liveStream: (table) => liveStream(table),
     async openBucket(table, bucket, afterSeq): Promise<BucketReader> {
       const t = id(table);
       const consumer = await orderedConsumer(() =>
@@ -323,8 +377,9 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       // as long as the message waits in the reader's buffer or the writer's stash — measured, ~3× its own size.
       return bufferedReader<IngestMessage>(consumer, (m) => ({ seq: m.seq, data: m.data.slice(), publishedAt: Math.floor(m.info.timestampNanos / 1_000_000) }));
     },
-    async purgeBucket(table, bucket, throughSeq): Promise<void> {
+    async purgeBucket(table, bucket, throughSeq, stream): Promise<void> {
       const t = id(table);
+      await guardStream(table, stream);
       await jsm.streams.purge(subjects.ingestStream(t), { filter: subjects.ingestBucket(t, bucket), seq: throughSeq + 1 });
     },
   };
@@ -443,8 +498,10 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       h.set(H_RAW_SEQ, String(rawSeq));
       await publishIdempotent(js, subjects.ingestBucket(id(table), bucket), encodeRowBatch(batch), msgId, h);
     },
-    async purgeRaw(table, throughSeq): Promise<void> {
+    liveStream: (table) => liveStream(table),
+    async purgeRaw(table, throughSeq, stream): Promise<void> {
       const t = id(table);
+      await guardStream(table, stream);
       await jsm.streams.purge(subjects.ingestStream(t), { filter: subjects.ingestRaw(t), seq: throughSeq + 1 });
     },
   };

@@ -6,6 +6,7 @@
  * | --------------------------------------- | ----------------------------------------------------------- |
  * | `<p>.in.<db>.<table>.<bucket>`          | row batches routed to a bucket (producer client, router)    |
  * | `<p>.in.<db>.<table>`                   | raw rows from publishers that do not route (JSON / msgpack) |
+ * | `<p>.in.<db>.<table>.stream-id`         | the ingest stream's identity marker (its first message)     |
  * | `<p>.dlq.<db>.<table>`                  | rejected rows with the reason and the original payload      |
  * | `<p>.commit.<db>.<table>`               | committables, writer → committer                            |
  * | `<p>.snap.<db>.<table>`                 | snapshot notifications (core NATS)                          |
@@ -50,6 +51,13 @@ export class Subjects {
   }
   ingestBucket(id: Identifier, bucket: number): string {
     return `${this.prefix}.in.${this.t(id)}.${bucket}`;
+  }
+  /**
+   * The ingest stream's identity marker: one message, written once into each new stream (src/commit/stream-identity.ts).
+   * Covered by the stream's `<table>.*` subject; no bucket is named so, and purges filter by bucket or raw subject.
+   */
+  ingestStreamId(id: Identifier): string {
+    return `${this.prefix}.in.${this.t(id)}.stream-id`;
   }
   ingestAllBuckets(id: Identifier): string {
     return `${this.prefix}.in.${this.t(id)}.*`;

@@ -1,8 +1,11 @@
 /**
  * The acceptance rule of natslake's commit protocol (design §5, rule R3), as a pure function.
  *
- * For each bucket, the snapshot being built on records the committed stream offset and owner epoch. A committable
- * for bucket b is, in stream order:
+ * For each bucket, the snapshot being built on records the committed stream offset and owner epoch, and for the table
+ * the stream those offsets belong to. A committable for bucket b is, in stream order:
+ * - **rejected (stream mismatch)** when it was read from another stream than the recorded one (the stream was deleted
+ *   and re-created, or its store lost): its sequence numbers cannot be compared with the committed offsets at all —
+ *   judged by them it could pass for a duplicate and be dropped silently. Checked first for that reason;
  * - a **duplicate** when its `lastOffset` is at or below b's running offset (it, or a retry of it, landed already):
  *   dropped silently — never applied twice;
  * - **rejected (stale owner)** when its owner epoch is not b's current owner epoch (the coordinator moved the bucket);
@@ -12,6 +15,8 @@
  * Buckets interleave in one stream, so a bucket's sequences are not contiguous numbers: only the chain matters.
  */
 export interface OffsetClaim {
+  /** Identity of the stream the offsets were read from (src/commit/stream-identity.ts); absent from older writers. */
+  stream?: string;
   bucket: number;
   ownerEpoch: number;
   prevOffset: number;
@@ -26,7 +31,7 @@ export interface BucketCommitState {
 export type Verdict<C> =
   | { kind: "accepted"; committable: C }
   | { kind: "duplicate"; committable: C }
-  | { kind: "rejected"; committable: C; reason: "stale-owner-epoch" | "broken-offset-chain"; committedOffset: number };
+  | { kind: "rejected"; committable: C; reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch"; committedOffset: number };
 
 export interface AcceptOutcome<C> {
   verdicts: Verdict<C>[];
@@ -35,6 +40,8 @@ export interface AcceptOutcome<C> {
   next: Map<number, BucketCommitState>;
   /** Whether any bucket's offset or owner epoch changed (a snapshot must record it even without files). */
   progressed: boolean;
+  /** The stream the next snapshot records: the base's, or (none recorded yet) that of the first accepted committable. */
+  stream: string | undefined;
 }
 
 /**
@@ -46,14 +53,21 @@ export function decideCommittables<C extends OffsetClaim>(
   base: ReadonlyMap<number, BucketCommitState>,
   currentOwnerEpoch: (bucket: number) => number | undefined,
   committables: readonly C[],
+  baseStream?: string,
 ): AcceptOutcome<C> {
   const next = new Map<number, BucketCommitState>();
   for (const [b, s] of base) next.set(b, { ...s });
   const verdicts: Verdict<C>[] = [];
   const accepted: C[] = [];
   let progressed = false;
+  let stream = baseStream;
   for (const c of committables) {
     const running = next.get(c.bucket) ?? { offset: 0, ownerEpoch: 0 };
+    // Once a stream is recorded (or adopted earlier in this round), every committable must come from it.
+    if (stream !== undefined && c.stream !== stream) {
+      verdicts.push({ kind: "rejected", committable: c, reason: "stream-mismatch", committedOffset: running.offset });
+      continue;
+    }
     if (c.lastOffset <= running.offset) {
       verdicts.push({ kind: "duplicate", committable: c });
       continue;
@@ -72,6 +86,10 @@ export function decideCommittables<C extends OffsetClaim>(
     verdicts.push({ kind: "accepted", committable: c });
     accepted.push(c);
     progressed = true;
+    if (stream === undefined && c.stream !== undefined) {
+      stream = c.stream;
+      progressed = true;
+    }
   }
-  return { verdicts, accepted, next, progressed };
+  return { verdicts, accepted, next, progressed, stream };
 }

@@ -21,6 +21,8 @@ import type { CommitMessage } from "./commit-message.ts";
 import { FileStoreCommit } from "./file-store-commit.ts";
 
 export interface StreamCommittable {
+  /** The stream the offsets were read from (src/commit/stream-identity.ts). */
+  stream?: string;
   bucket: number;
   ownerEpoch: number;
   prevOffset: number;
@@ -34,6 +36,8 @@ export interface RoundResult<C extends StreamCommittable> {
   verdicts: Verdict<C>[];
   /** Committed state after the round (bucket → offset, owner epoch). */
   state: Map<number, BucketCommitState>;
+  /** The stream the committed offsets belong to (undefined while none is recorded). */
+  stream: string | undefined;
 }
 
 export interface StreamCommitterOptions {
@@ -73,6 +77,7 @@ export class StreamCommitter<C extends StreamCommittable> {
   async commitRound(pending: readonly C[]): Promise<RoundResult<C>> {
     let verdicts: Verdict<C>[] = [];
     let state = new Map<number, BucketCommitState>();
+    let stream: string | undefined;
     const fenced = (why: string): LakeError => new LakeError(ErrorKind.Fenced, `${this.table.name}: ${why}; stepping down`, { retryable: false });
     const res = await this.fileCommit.commit({
       commitUser: this.opts.commitUser,
@@ -83,23 +88,32 @@ export class StreamCommitter<C extends StreamCommittable> {
         if (st !== null && st.epoch > this.opts.epoch) throw fenced(`snapshot ${base?.id} carries epoch ${st.epoch} > ours ${this.opts.epoch}`);
         const baseState = new Map<number, BucketCommitState>();
         for (const [b, p] of st?.buckets ?? []) baseState.set(b, { offset: Number(p.offset), ownerEpoch: p.ownerEpoch });
-        const out = decideCommittables(baseState, this.opts.ownerEpochOf, pending);
+        const out = decideCommittables(baseState, this.opts.ownerEpochOf, pending, st?.stream);
         verdicts = out.verdicts;
         state = out.next;
+        stream = out.stream;
         const buckets = new Map([...out.next].map(([b, s]) => [b, { offset: BigInt(s.offset), ownerEpoch: s.ownerEpoch }]));
         const epochChanged = st === null || st.epoch !== this.opts.epoch;
         // The last check before link(): a leader that lost its lease in the meantime must not land a snapshot.
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
         return {
-          properties: natslakeProperties({ epoch: this.opts.epoch, buckets }, base?.properties ?? null),
+          properties: natslakeProperties({ epoch: this.opts.epoch, buckets, ...streamOf(out.stream, st) }, base?.properties ?? null),
           messages: toMessages(out.accepted),
           commitIdentifier: BigInt((base?.id ?? 0) + 1),
           commitEmpty: out.progressed || (epochChanged && out.accepted.length > 0),
         };
       },
     });
-    return { snapshot: res.snapshot, linkedAt: res.linkedAt, verdicts, state };
+    return { snapshot: res.snapshot, linkedAt: res.linkedAt, verdicts, state, stream };
   }
+}
+
+/** The stream fields a snapshot carries forward: the stream decided for it, and the base's offset epoch. */
+function streamOf(stream: string | undefined, base: NatslakeState | null): Pick<NatslakeState, "stream" | "offsetEpoch"> {
+  const out: Pick<NatslakeState, "stream" | "offsetEpoch"> = {};
+  if (stream !== undefined) out.stream = stream;
+  if (base?.offsetEpoch !== undefined) out.offsetEpoch = base.offsetEpoch;
+  return out;
 }
 
 function toMessages(accepted: readonly StreamCommittable[]): CommitMessage[] {
@@ -116,4 +130,47 @@ function toMessages(accepted: readonly StreamCommittable[]): CommitMessage[] {
     }
   }
   return [...byKey.values()];
+}
+
+export interface OffsetReset {
+  /** The identity of the live stream the table moves onto. */
+  stream: string;
+  /** Where each bucket resumes in that stream: after this sequence. */
+  offsetOf: (bucket: number) => number;
+  /** The buckets of the table (those already on the chain are reset too). */
+  buckets: readonly number[];
+  commitUser: string;
+}
+
+/**
+ * Moves the table's offsets onto another stream: one snapshot (no data files) that records the new stream, a new
+ * offset for every bucket and an offset epoch one higher — the explicit, recorded recovery after a stream was
+ * deleted and re-created or its store lost. It keeps the leader's epoch and the owner epochs, so the running leader
+ * and writers are not fenced: the leader's next round builds on it (committables of the old stream are then rejected
+ * as `stream-mismatch`) and writers that refused the live stream find their offsets in it.
+ *
+ * Refused when the offsets already belong to the live stream: resetting them would read committed rows again.
+ * `check` is called with the natslake state of the base snapshot (and again on a retry after a lost race).
+ */
+export async function resetStreamOffsets(
+  table: Table,
+  reset: OffsetReset,
+  check: (base: NatslakeState | null) => void,
+): Promise<Snapshot> {
+  const commit = new FileStoreCommit(table);
+  let decided: NatslakeState | null = null;
+  const res = await commit.commit({
+    commitUser: reset.commitUser,
+    messages: [],
+    prepare: async (base) => {
+      const st = await natslakeStateAsOf(table, base);
+      check(st);
+      const buckets = new Map<number, { offset: bigint; ownerEpoch: number }>();
+      for (const b of new Set([...reset.buckets, ...(st?.buckets.keys() ?? [])])) buckets.set(b, { offset: BigInt(reset.offsetOf(b)), ownerEpoch: st?.buckets.get(b)?.ownerEpoch ?? 0 });
+      decided = { epoch: st?.epoch ?? 0, buckets, stream: reset.stream, offsetEpoch: (st?.offsetEpoch ?? 0) + 1 };
+      return { properties: natslakeProperties(decided, base?.properties ?? null), messages: [], commitIdentifier: BigInt((base?.id ?? 0) + 1), commitEmpty: true };
+    },
+  });
+  if (res.snapshot === null || decided === null) throw new LakeError(ErrorKind.Unexpected, `${table.name}: the offset reset committed no snapshot`);
+  return res.snapshot;
 }

@@ -5,6 +5,10 @@
  * `natslake.epoch` (the committing leader's fencing epoch), `natslake.offset.<bucket>` (the last stream sequence
  * committed for the bucket) and `natslake.owner-epoch.<bucket>`. Every snapshot natslake writes carries them all
  * forward, so the newest natslake snapshot alone tells where every bucket resumes.
+ *
+ * Offsets are sequence numbers of one JetStream stream, meaningless in any other: `natslake.stream` names the stream
+ * they belong to (its name and creation time, see src/commit/stream-identity.ts), and `natslake.offset-epoch` counts
+ * the explicit resets that moved the table onto another stream (`natslake table reset-offsets`).
  */
 import { dataInvalid } from "../errors.ts";
 
@@ -113,6 +117,8 @@ export function snapshotToJson(s: Snapshot): Record<string, unknown> {
 export const PROP_EPOCH = "natslake.epoch";
 export const PROP_OFFSET_PREFIX = "natslake.offset.";
 export const PROP_OWNER_EPOCH_PREFIX = "natslake.owner-epoch.";
+export const PROP_STREAM = "natslake.stream";
+export const PROP_OFFSET_EPOCH = "natslake.offset-epoch";
 
 export interface BucketProgress {
   /** Last stream sequence committed for the bucket. */
@@ -123,6 +129,13 @@ export interface BucketProgress {
 export interface NatslakeState {
   epoch: number;
   buckets: Map<number, BucketProgress>;
+  /**
+   * The identity of the stream the offsets belong to; undefined in snapshots of natslake versions that did not record
+   * it (and before the first committable of a table).
+   */
+  stream?: string;
+  /** How many times the offsets were reset onto another stream (0 when never). */
+  offsetEpoch?: number;
 }
 
 /** natslake's state in a snapshot, or null when the snapshot was committed by another engine. */
@@ -135,13 +148,18 @@ export function natslakeState(s: Snapshot): NatslakeState | null {
     const b = Number(k.slice(PROP_OFFSET_PREFIX.length));
     buckets.set(b, { offset: BigInt(v), ownerEpoch: Number(p[PROP_OWNER_EPOCH_PREFIX + b] ?? "0") });
   }
-  return { epoch: Number(p[PROP_EPOCH]), buckets };
+  const st: NatslakeState = { epoch: Number(p[PROP_EPOCH]), buckets };
+  if (p[PROP_STREAM] !== undefined) st.stream = p[PROP_STREAM];
+  if (p[PROP_OFFSET_EPOCH] !== undefined) st.offsetEpoch = Number(p[PROP_OFFSET_EPOCH]);
+  return st;
 }
 
 export function natslakeProperties(state: NatslakeState, base: Record<string, string> | null = null): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(base ?? {})) if (!k.startsWith("natslake.")) out[k] = v;
   out[PROP_EPOCH] = String(state.epoch);
+  if (state.stream !== undefined) out[PROP_STREAM] = state.stream;
+  if (state.offsetEpoch !== undefined && state.offsetEpoch > 0) out[PROP_OFFSET_EPOCH] = String(state.offsetEpoch);
   for (const [b, p] of [...state.buckets.entries()].sort((x, y) => x[0] - y[0])) {
     out[PROP_OFFSET_PREFIX + b] = p.offset.toString();
     out[PROP_OWNER_EPOCH_PREFIX + b] = String(p.ownerEpoch);

@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { metrics } from "@opentelemetry/api";
 import { ActorSystem, noopLogger } from "../../../actors/runtime/index.ts";
 import { RouterActor } from "../../../actors/router.ts";
 import { systemClock, type Bus, type RawLog, type RawMessage, type RouterProgress } from "../../../actors/ports.ts";
@@ -24,6 +25,7 @@ test("router - a failed routed publish does not stall the router: it restarts fr
     let failures = 1;
     const stored = new Map<string, RowBatch>(); // msgId → batch: the stream's de-duplication
     const rawLog: RawLog = {
+      liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 3 }),
       readProgress: () => Promise.resolve({ progress, revision }),
       writeProgress: (_t, p, rev) => {
         if (rev !== revision) return Promise.reject(new Error("wrong last sequence"));
@@ -51,7 +53,7 @@ test("router - a failed routed publish does not stall the router: it restarts fr
       purgeRaw: () => Promise.resolve(),
     };
     const bus: Bus = { publishRejection: () => {}, publishSnapshot: () => Promise.resolve(), lastSnapshotNotified: () => Promise.resolve(0), publishDeadLetters: () => Promise.resolve() };
-    system.spawn("router", () => new RouterActor({ table, raw: rawLog, bus, clock: systemClock, fetchBatch: 2 }), {
+    system.spawn("router", () => new RouterActor({ table, raw: rawLog, bus, clock: systemClock, meter: metrics.getMeter("test"), fetchBatch: 2 }), {
       supervision: { minBackoffMs: 10, maxBackoffMs: 50, maxRestarts: 20, withinMs: 60_000 },
     });
     const deadline = Date.now() + 10_000;
@@ -66,3 +68,44 @@ test("router - a failed routed publish does not stall the router: it restarts fr
     dir.cleanup();
   }
 });
+
+for (const [name, recorded] of [
+  ["progress recorded against another stream", { stream: "LAKE_IN_t_raw#old", through: 50, intent: null }],
+  ["progress of an older version (no stream) past the live stream's last sequence", { through: 50, intent: null }],
+] as const) {
+  test(`router - ${name}: it routes nothing and opens no reader (a re-created stream's messages would be skipped)`, async () => {
+    const dir = tempDir();
+    const system = new ActorSystem({ log: noopLogger });
+    try {
+      const table = await createTable(dir.path, "t.raw", "id BIGINT NOT NULL, n INT", { options: { bucket: "2", "bucket-key": "id" } });
+      let checks = 0;
+      let opened = 0;
+      let writes = 0;
+      const rawLog: RawLog = {
+        liveStream: () => {
+          checks++;
+          return Promise.resolve({ identity: "LAKE_IN_t_raw#new", firstSeq: 1, lastSeq: 3 });
+        },
+        readProgress: () => Promise.resolve({ progress: recorded, revision: 7 }),
+        writeProgress: () => Promise.resolve(++writes),
+        open: () => {
+          opened++;
+          return Promise.reject(new Error("must not open"));
+        },
+        publishRouted: () => Promise.resolve(),
+        purgeRaw: () => Promise.resolve(),
+      };
+      const bus: Bus = { publishRejection: () => {}, publishSnapshot: () => Promise.resolve(), lastSnapshotNotified: () => Promise.resolve(0), publishDeadLetters: () => Promise.resolve() };
+      system.spawn("router", () => new RouterActor({ table, raw: rawLog, bus, clock: systemClock, meter: metrics.getMeter("test"), fetchBatch: 2 }));
+      const deadline = Date.now() + 5000;
+      while (checks === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(checks >= 1, "the router checked the live stream");
+      assert.equal(opened, 0, "no reader opened on a stream the progress does not belong to");
+      assert.equal(writes, 0, "no progress written");
+    } finally {
+      await system.shutdown();
+      dir.cleanup();
+    }
+  });
+}

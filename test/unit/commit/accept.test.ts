@@ -58,3 +58,24 @@ test("accept - property: accepted committables form gap-free chains and offsets 
     ),
   );
 });
+
+test("accept - a committable read from another stream is rejected, never taken for a duplicate of the old stream's offsets", () => {
+  // The stream was re-created: its sequences start again at 1, far below the committed offset 500. Judged by offsets
+  // alone this committable looks committed already and would be dropped silently with its rows.
+  const fresh = { ...c(0, 1, 0, 40), stream: "S#new" };
+  const out = decideCommittables(base([[0, 500, 1]]), () => 1, [fresh], "S#old");
+  assert.deepEqual(out.verdicts, [{ kind: "rejected", committable: fresh, reason: "stream-mismatch", committedOffset: 500 }]);
+  assert.equal(out.stream, "S#old", "the recorded stream stays");
+  assert.equal(out.progressed, false);
+  // A committable that names no stream (an older writer) cannot prove it read the recorded one.
+  assert.equal(decideCommittables(base([[0, 10, 1]]), () => 1, [c(0, 1, 10, 20)], "S#old").verdicts[0]!.kind, "rejected");
+});
+
+test("accept - the first committable's stream is recorded when none is yet; later ones must match it", () => {
+  const a = { ...c(0, 1, 0, 10), stream: "S#a" };
+  const b = { ...c(1, 1, 0, 12), stream: "S#b" };
+  const out = decideCommittables(base([]), () => 1, [a, b]);
+  assert.deepEqual(out.verdicts.map((v) => v.kind), ["accepted", "rejected"]);
+  assert.equal(out.stream, "S#a");
+  assert.equal(decideCommittables(base([]), () => 1, [{ ...c(0, 1, 0, 10), stream: "S#a" }], "S#a").verdicts[0]!.kind, "accepted");
+});

@@ -57,3 +57,32 @@ test("stream-commit - a leader that lost its lease does not commit", async () =>
   await assert.rejects(leader(t, 1, { 0: 1 }, () => false).commitRound([await committable(t, 0, 1, 0, 3, [1])]), (e: unknown) => isLakeError(e, "Fenced"));
   assert.deepEqual(await t.snapshots.listIds(), []);
 });
+
+test("stream-commit - the stream of the offsets is recorded; a reset moves the table onto a new stream and is refused when nothing is wrong", async () => {
+  const { resetStreamOffsets } = await import("../../../src/commit/stream-commit.ts");
+  const t = await createTable(wh.path, "sc.stream", "id BIGINT, b INT");
+  const c = leader(t, 2, { 0: 1 });
+  await c.commitRound([{ ...(await committable(t, 0, 1, 0, 10, [1])), stream: "S#old" }]);
+  assert.equal(natslakeState((await t.snapshots.latest())!)!.stream, "S#old");
+  // The stream is re-created: a committable from it is rejected, and nothing lands.
+  const fresh = { ...(await committable(t, 0, 1, 0, 3, [2])), stream: "S#new" };
+  const r = await c.commitRound([fresh]);
+  assert.deepEqual(r.verdicts.map((v) => v.kind + (v.kind === "rejected" ? ":" + v.reason : "")), ["rejected:stream-mismatch"]);
+  assert.equal(r.snapshot, null);
+  // A reset that finds the offsets on the live stream already is refused by its check.
+  const refuse = (st: { stream?: string } | null): void => {
+    if (st?.stream === "S#new") throw new Error("already on the live stream");
+  };
+  const s = await resetStreamOffsets(t, { stream: "S#new", offsetOf: () => 0, buckets: [0], commitUser: "reset" }, refuse);
+  const st = natslakeState(s)!;
+  assert.equal(st.stream, "S#new");
+  assert.equal(st.offsetEpoch, 1);
+  assert.equal(st.epoch, 2, "the leader's epoch is kept: the running leader is not fenced");
+  assert.deepEqual(st.buckets.get(0), { offset: 0n, ownerEpoch: 1 });
+  await assert.rejects(resetStreamOffsets(t, { stream: "S#new", offsetOf: () => 0, buckets: [0], commitUser: "reset" }, refuse), /already on the live stream/);
+  // The leader builds on the reset: the new stream's committable now lands, and the offset epoch is carried forward.
+  const r2 = await c.commitRound([fresh]);
+  assert.equal(r2.verdicts[0]!.kind, "accepted");
+  assert.equal(natslakeState(r2.snapshot!)!.offsetEpoch, 1);
+  assert.deepEqual((await readJson(t)).map((x) => x["id"]).sort(), [1, 2]);
+});
