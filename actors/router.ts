@@ -21,6 +21,7 @@ import type { Actor, ActorContext } from "./runtime/index.ts";
 import type { Bus, Clock, Meter, RawLog, RawMessage, RawReader, RouterProgress } from "./ports.ts";
 import { checkStream, resetHint } from "../src/commit/stream-identity.ts";
 import { STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
+import { failIfSchemaMovedOn } from "./schema-check.ts";
 
 /** Rows per routed message: well below NATS's default 1 MiB payload for typical rows. */
 const ROWS_PER_MESSAGE = 1000;
@@ -215,6 +216,9 @@ export class RouterActor implements Actor<RouterMsg> {
         letters.push(letter(-1, ensureError(e).message, Buffer.from(m.data).toString("base64")));
       }
     }
+    // Before anything of the group is published: rows of a newer schema are re-routed whole once the node restarted
+    // this router on it (the intent stands, and nothing of it went out, so no id is reused for other content).
+    await failIfSchemaMovedOn(this.d.table, letters.map((l) => l.reason));
     const publishes: Array<Promise<void>> = [];
     for (const [bucket, rows] of perBucket) {
       for (let k = 0, chunk = 0; k < rows.length; k += ROWS_PER_MESSAGE, chunk++) {

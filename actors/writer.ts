@@ -26,6 +26,7 @@ import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 import { checkTableStream, STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
+import { failIfSchemaMovedOn } from "./schema-check.ts";
 
 export type WriterMsg =
   | { type: "opened"; generation: number; reader: BucketReader; offset: number; stream: string }
@@ -393,6 +394,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {
     if (rejected.length === 0) return;
+    await failIfSchemaMovedOn(this.d.table, rejected.map((r) => r.reason));
     this.deadLetters.add(rejected.length, this.labels);
     await this.d.bus.publishDeadLetters(
       this.d.table.name,

@@ -169,7 +169,11 @@ export class Node {
     for (const db of await this.catalog.listDatabases()) {
       for (const name of await this.catalog.listTables(db)) {
         const key = `${db}.${name}`;
-        if (this.services.has(key)) continue;
+        const running = this.services.get(key);
+        if (running !== undefined) {
+          await this.followSchema(running);
+          continue;
+        }
         const table = await this.catalog.getTable(parseIdentifier(key));
         if (table.isPrimaryKeyTable) continue; // primary-key tables come with the LSM writer
         this.services.set(key, { table, stops: [] });
@@ -186,6 +190,33 @@ export class Node {
           this.log.warn("table not started; retrying at the next scan", { table: key, error: ensureError(e).message });
         }
       }
+    }
+  }
+
+  /**
+   * Restarts a table's services on its latest schema once a newer one appears (a column added by `natslake table
+   * alter`, pypaimon or Java): writers, the router and the committer all hold the schema they started with. A
+   * restart is the recovery path every crash takes — writers resume from the committed offset, the lease moves, a new
+   * coordinator assigns with fresh owner epochs — so no acknowledged row is lost or doubled; rows already buffered
+   * are re-read under the new schema. `ensureInfra` then publishes the new schema to producers (KV metadata).
+   */
+  private async followSchema(svc: TableService): Promise<void> {
+    const key = svc.table.name;
+    const latest = await svc.table.schemas.latest();
+    if (latest === null || latest.id <= svc.table.schema.id || this.draining || this.services.get(key) !== svc) return;
+    this.log.info("table schema changed; restarting its services on the new schema", { table: key, from: svc.table.schema.id, to: latest.id });
+    this.services.delete(key);
+    await this.abandonTable(svc);
+    const table = await this.catalog.getTable(parseIdentifier(key));
+    const next: TableService = { table, stops: [] };
+    this.services.set(key, next);
+    try {
+      await this.ensureInfra(table);
+      await this.startTable(next);
+    } catch (e) {
+      this.services.delete(key);
+      await this.abandonTable(next);
+      this.log.warn("table not restarted on its new schema; retrying at the next scan", { table: key, error: ensureError(e).message });
     }
   }
 

@@ -38,7 +38,7 @@ import type { Value } from "../src/spec/values.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
-import { readTableMeta } from "./nats/table-infra.ts";
+import { readTableMeta, watchTableMeta } from "./nats/table-infra.ts";
 import { liveIngestStream } from "./nats/adapters.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
 import type { SnapshotNotification, TableMeta } from "../actors/wire/messages.ts";
@@ -211,7 +211,10 @@ export async function createProducer(opts: ProducerOptions): Promise<Producer> {
   const nc = opts.nc ?? (await connect({ servers: opts.servers! }));
   try {
     const meta = opts.meta ?? (await readTableMeta(nc, subjects, id));
-    return new Producer(nc, owned, subjects, id, meta, opts);
+    const producer = new Producer(nc, owned, subjects, id, meta, opts);
+    // A schema given by the caller is theirs to keep; otherwise follow the table's as the cluster publishes it.
+    if (opts.meta === undefined) producer.watchMeta(await watchTableMeta(nc, subjects, id, (m) => producer.followMeta(m)));
+    return producer;
   } catch (e) {
     if (owned) await nc.close();
     throw e;
@@ -220,24 +223,24 @@ export async function createProducer(opts: ProducerOptions): Promise<Producer> {
 
 export class Producer {
   readonly producerId: string;
-  readonly schema: TableSchema;
-  readonly numBuckets: number;
+  schema!: TableSchema;
+  numBuckets!: number;
   private readonly js: JetStreamClient;
   /** Per column: validates an input value and writes its wire form (msgpack) into `scratch`. */
-  private readonly packers: InputPacker[];
-  private readonly names: string[];
-  private readonly known: Set<string>;
+  private packers!: InputPacker[];
+  private names!: string[];
+  private known!: Set<string>;
   /** Per column: its position in the bucket key or −1; and the key values of the row being prepared. */
-  private readonly keySlot: Int32Array;
-  private readonly keyValues: Value[];
-  private readonly bucketFn: ((key: readonly Value[]) => number) | null;
+  private keySlot!: Int32Array;
+  private keyValues!: Value[];
+  private bucketFn!: ((key: readonly Value[]) => number) | null;
   /** The row being prepared, packed (bytes [0, pos)). */
   private readonly scratch = new MsgpackWriter(1024);
   /** `{v, schema, cols, rows:` — every batch message starts with it. */
-  private readonly prefix: Uint8Array;
+  private prefix!: Uint8Array;
   /** Typical bytes of a sealed batch (a new batch's first allocation). */
   private batchCapacity = 16 * 1024;
-  private readonly subjectOf: string[];
+  private subjectOf!: string[];
   private readonly pending = new Map<number, PendingBatch>();
   private readonly lanes = new Map<number, BucketLane>();
   private readonly ready = new Set<number>();
@@ -254,6 +257,9 @@ export class Producer {
   private preparedBucket = 0;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  private current!: TableMeta;
+  /** Stops the watch of the table's metadata (set by createProducer). */
+  private stopWatch: (() => void) | null = null;
 
   /** Use `createProducer`. */
   constructor(
@@ -261,11 +267,60 @@ export class Producer {
     private readonly ownsConnection: boolean,
     readonly subjects: Subjects,
     readonly identifier: Identifier,
-    readonly meta: TableMeta,
+    meta: TableMeta,
     opts: ProducerOptions,
   ) {
     this.producerId = opts.producerId ?? nuid.next();
     this.js = jetstream(nc);
+    this.meta = meta;
+    this.adopt(meta);
+    this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? 500);
+    const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+    this.maxRowBytes = Math.floor(maxPayload * 0.9);
+    this.maxBatchBytes = positive("maxBatchBytes", opts.maxBatchBytes ?? Math.floor(maxPayload / 4));
+    this.lingerMs = Math.max(0, opts.lingerMs ?? 5);
+    this.maxInFlight = positive("maxInFlight", opts.maxInFlight ?? 32);
+    this.perBucket = (opts.ordered ?? true) ? 1 : this.maxInFlight;
+    this.policy = {
+      timeoutMs: positive("publishTimeoutMs", opts.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS),
+      retries: Math.max(0, opts.retries ?? DEFAULT_RETRIES),
+      duplicateWindowMs: meta.duplicateWindowMs,
+    };
+  }
+
+  get table(): string {
+    return this.meta.table;
+  }
+
+  /** The table's metadata this producer validates and routes by (the newest schema it has seen). */
+  get meta(): TableMeta {
+    return this.current;
+  }
+  private set meta(m: TableMeta) {
+    this.current = m;
+  }
+
+  /**
+   * Follows a newer schema of the table (a column added while the producer runs; the cluster publishes it in KV once
+   * a node runs the table on it). Open batches are sealed first: a batch's prefix names its columns, and rows packed
+   * for the old columns must not travel under the new ones. Older or equal schemas are ignored.
+   */
+  followMeta(meta: TableMeta): boolean {
+    if (this.closed || schemaIdOf(meta) <= this.schema.id || meta.bucket !== this.current.bucket || meta.bucketKey.join(",") !== this.current.bucketKey.join(",")) return false;
+    this.sealAll();
+    this.meta = meta;
+    this.adopt(meta);
+    return true;
+  }
+
+  /** @internal createProducer hands over the stop of its metadata watch. */
+  watchMeta(stop: () => void): void {
+    if (this.closed) stop();
+    else this.stopWatch = stop;
+  }
+
+  /** Everything derived from the table's metadata: columns, packers, bucket routing, the batch prefix. */
+  private adopt(meta: TableMeta): void {
     this.schema = schemaFromJson(meta.schema);
     const fields = this.schema.fields;
     this.names = fields.map((f) => f.name);
@@ -283,23 +338,7 @@ export class Producer {
     }
     this.packers = fields.map((f, k) => compileInputPacker(f, this.keySlot[k]! >= 0));
     this.prefix = rowBatchPrefix(this.schema.id, this.names);
-    this.subjectOf = Array.from({ length: this.numBuckets }, (_, b) => subjects.ingestBucket(identifier, b));
-    this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? 500);
-    const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
-    this.maxRowBytes = Math.floor(maxPayload * 0.9);
-    this.maxBatchBytes = positive("maxBatchBytes", opts.maxBatchBytes ?? Math.floor(maxPayload / 4));
-    this.lingerMs = Math.max(0, opts.lingerMs ?? 5);
-    this.maxInFlight = positive("maxInFlight", opts.maxInFlight ?? 32);
-    this.perBucket = (opts.ordered ?? true) ? 1 : this.maxInFlight;
-    this.policy = {
-      timeoutMs: positive("publishTimeoutMs", opts.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS),
-      retries: Math.max(0, opts.retries ?? DEFAULT_RETRIES),
-      duplicateWindowMs: meta.duplicateWindowMs,
-    };
-  }
-
-  get table(): string {
-    return this.meta.table;
+    this.subjectOf = Array.from({ length: this.numBuckets }, (_, b) => this.subjects.ingestBucket(this.identifier, b));
   }
 
   /** Buffers one row; resolves with the outcome of its batch. Throws (synchronously) for a bad row. */
@@ -359,6 +398,7 @@ export class Producer {
     if (this.closed) return [];
     const outcomes = await this.flush();
     this.closed = true;
+    this.stopWatch?.();
     if (this.timer !== null) clearTimeout(this.timer);
     if (this.ownsConnection) await this.nc.close();
     return outcomes;
@@ -508,6 +548,11 @@ function positive(name: string, v: number): number {
 }
 
 /** The table's bucket function over the values of its bucket-key columns (named in bucket-key order). */
+/** The schema id a TableMeta carries. */
+function schemaIdOf(meta: TableMeta): number {
+  return schemaFromJson(meta.schema).id;
+}
+
 function routeByKey(fields: readonly DataField[], meta: TableMeta, schema: TableSchema): { fn: BucketFunction; names: string[] } {
   const keyFields = meta.bucketKey.map((k) => {
     const f = fields.find((x) => x.name === k);

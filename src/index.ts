@@ -8,6 +8,7 @@ export { Table, type Identifier } from "./table/table.ts";
 export { parseColumnList, parseSqlType, typeToSql, T, type DataType, type DataField } from "./spec/data-types.ts";
 export { Timestamp, toCanonical, toJsonValue, type Row, type Value } from "./spec/values.ts";
 export type { TableSchema, SchemaInput } from "./spec/schema.ts";
+export type { AddColumn } from "./spec/schema-change.ts";
 export type { Snapshot } from "./spec/snapshot.ts";
 export { BatchWriter, describeOverwrite, type OverwriteSpec } from "./write/batch-writer.ts";
 export { TableWrite } from "./write/table-write.ts";

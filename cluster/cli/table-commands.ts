@@ -1,5 +1,5 @@
 /**
- * `natslake table create|describe|reset-offsets|drop|list`, and `natslake snapshots`.
+ * `natslake table create|describe|alter|reset-offsets|drop|list`, and `natslake snapshots`.
  */
 import type { Command } from "commander";
 import { connect } from "@nats-io/transport-node";
@@ -124,6 +124,18 @@ export function registerTableCommands(program: Command, out: (s: string) => void
       } finally {
         await nc.close();
       }
+    });
+
+  table
+    .command("alter <table>")
+    .description("change a table's schema: add nullable columns (a running cluster and its producers follow within seconds)")
+    .requiredOption("--add-column <spec>", 'column(s) to add, e.g. "note STRING, score DOUBLE" (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .action(async (name: string, o: WarehouseOpts & { addColumn: string[] }) => {
+      const columns = o.addColumn.flatMap((spec) => parseColumnList(spec));
+      if (columns.length === 0) throw new UsageError("--add-column names no column");
+      const t = await catalogFrom(o).addColumns(parseIdentifier(name), columns);
+      out(`altered ${t.name}: schema ${t.schema.id} adds ${columns.map((c) => `${c.name} ${typeToSql(c.type)}`).join(", ")}`);
     });
 
   table

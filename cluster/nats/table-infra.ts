@@ -161,7 +161,9 @@ export async function ensureTableInfra(o: TableInfraOptions): Promise<TableInfra
   const text = JSON.stringify(meta);
   const key = subjects.tableKey(id);
   const current = await tablesKv.get(key);
-  if (current === null || current.operation !== "PUT" || current.string() !== text) await tablesKv.put(key, text);
+  // Forward only: a node still on an older schema (it follows a new one within a table scan) must not send
+  // producers back to it.
+  if (current === null || current.operation !== "PUT" || (current.string() !== text && storedSchemaId(current.string()) <= table.schema.id)) await tablesKv.put(key, text);
   return { meta, ingest, commit, dlq, warnings };
 }
 
@@ -169,6 +171,16 @@ export async function ensureTableInfra(o: TableInfraOptions): Promise<TableInfra
  * The cluster-wide KV buckets (tables, members, assignments, last notifications, router progress), created when
  * missing; an existing bucket keeps its settings. Nodes call this at start, before any table exists.
  */
+/** The schema id of a stored TableMeta (-1 when it cannot be read: it is then replaced). */
+function storedSchemaId(text: string): number {
+  try {
+    const id = (JSON.parse(text) as { schema?: { id?: unknown } }).schema?.id;
+    return typeof id === "number" ? id : -1;
+  } catch {
+    return -1;
+  }
+}
+
 export async function ensureClusterKv(nc: NatsConnection, subjects: Subjects, replicas: number, memberTtlMs?: number): Promise<{ tablesKv: KV }> {
   const kvm = new Kvm(nc);
   const kvOpts = { history: 1, replicas, storage: StorageType.File };
@@ -275,6 +287,27 @@ async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> &
 /** Opens a KV bucket that must exist (no creation). */
 export async function openKv(nc: NatsConnection, name: string): Promise<KV> {
   return new Kvm(nc).open(name);
+}
+
+/**
+ * Calls `onMeta` with every TableMeta of `id` stored from now on (the current one first): producers follow a table's
+ * schema through it. An entry that is not a TableMeta is skipped.
+ */
+export async function watchTableMeta(nc: NatsConnection, subjects: Subjects, id: Identifier, onMeta: (m: TableMeta) => void): Promise<() => void> {
+  const kv = await openKv(nc, subjects.tablesKv);
+  const w = await kv.watch({ key: subjects.tableKey(id) });
+  void (async () => {
+    for await (const e of w) {
+      if (e.operation !== "PUT") continue;
+      try {
+        const m = e.json<TableMeta>();
+        if (m?.v === 1 && m.schema !== undefined) onMeta(m);
+      } catch {
+        // not JSON: readTableMeta reports it to whoever reads it
+      }
+    }
+  })().catch(() => undefined);
+  return () => w.stop();
 }
 
 /**

@@ -10,6 +10,7 @@ import { LocalFileIO } from "../io/local.ts";
 import { PathFactory } from "../io/paths.ts";
 import { newTableSchema, type SchemaInput } from "../spec/schema.ts";
 import { SchemaManager } from "./schema-manager.ts";
+import { withAddedColumns, type AddColumn } from "../spec/schema-change.ts";
 import { type Identifier, Table } from "./table.ts";
 
 const DB_SUFFIX = ".db";
@@ -106,6 +107,23 @@ export class Catalog {
     const schema = await new SchemaManager(this.io, new PathFactory(root)).latest();
     if (schema === null) throw new LakeError(ErrorKind.NotFound, `table '${id.database}.${id.table}' does not exist`);
     return new Table(id, root, this.io, schema);
+  }
+
+  /**
+   * Adds columns: writes the next `schema-N` (exclusively, so of two concurrent changes each lands on its own version
+   * or is re-applied on top of the winner's). A running cluster follows it within a table scan (see README: Schema
+   * changes).
+   */
+  async addColumns(id: Identifier, columns: readonly AddColumn[]): Promise<Table> {
+    const root = this.tablePath(id);
+    const schemas = new SchemaManager(this.io, new PathFactory(root));
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const base = await schemas.latest();
+      if (base === null) throw new LakeError(ErrorKind.NotFound, `table '${id.database}.${id.table}' does not exist`);
+      const next = withAddedColumns(base, columns);
+      if (await schemas.tryCreate(next)) return new Table(id, root, this.io, next);
+    }
+    throw new LakeError(ErrorKind.Conflict, `table '${id.database}.${id.table}': its schema kept changing under this change; try again`);
   }
 
   async dropTable(id: Identifier, ignoreIfMissing = false): Promise<void> {
