@@ -9,6 +9,7 @@ import { registerDataCommands } from "./cli/data-commands.ts";
 import { registerTableCommands } from "./cli/table-commands.ts";
 import { registerClusterCommands } from "./cli/cluster-commands.ts";
 import { registerChaosCommands } from "./cli/chaos-commands.ts";
+import { registerMaintenanceCommands } from "./cli/maintenance-commands.ts";
 
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerTableCommands(program, out);
   registerDataCommands(program, out);
   registerClusterCommands(program, out);
+  registerMaintenanceCommands(program, out);
   registerChaosCommands(program);
   return program;
 }

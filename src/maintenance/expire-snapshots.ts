@@ -1,0 +1,199 @@
+/**
+ * Snapshot expiration, by the rules of Paimon's ExpireSnapshotsImpl (see ../shared/paimon-format.md §9.3).
+ *
+ * Which snapshots: keep at least `snapshot.num-retained.min`, at most `snapshot.num-retained.max`; a snapshot younger
+ * than `snapshot.time-retained` and every one after it is kept; at most `snapshot.expire.limit` go per run; nothing at
+ * or after `protectFrom` (the oldest snapshot a consumer still needs) goes, nor the newest snapshot that carries
+ * natslake's stream offsets (see below). The expired range is [earliest, end).
+ *
+ * What goes with them:
+ * 1. data files DELETEd by the deltas of snapshots (earliest, end] — no snapshot from `end` on holds them (a file name
+ *    is never added twice) — unless a tag holds them;
+ * 2. manifests and manifest lists of the expired snapshots that neither snapshot `end` nor a tag uses;
+ * 3. the snapshot files, oldest first, then the `EARLIEST` hint = end.
+ *
+ * Crash safety: in this order, a run killed at any point leaves every retained snapshot (≥ end) whole — they never
+ * reference what is deleted — and the snapshots of the expired range still on disk; the next run computes the same
+ * range from the same earliest snapshot and finishes it (deleting a file already gone is not an error). Only a
+ * time-travel read of a snapshot in the range being expired can meet a missing file, as with Paimon.
+ */
+import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
+import { failpoint } from "../failpoints.ts";
+import { deserializeBinaryRow } from "../spec/binary-row.ts";
+import { partitionPath } from "../spec/partition.ts";
+import { FileKind, type ManifestEntry } from "../spec/manifest.ts";
+import { natslakeState, type Snapshot } from "../spec/snapshot.ts";
+import { ManifestStore } from "../table/manifest-store.ts";
+import type { Table } from "../table/table.ts";
+import { listTags } from "../table/tags.ts";
+
+export interface ExpireOptions {
+  /** Now, in epoch ms (tests pass their own clock). */
+  now?: number;
+  /** Snapshots from this id on are never expired (a consumer's next snapshot). */
+  protectFrom?: number;
+  /** Compute and report what would go, delete nothing. */
+  dryRun?: boolean;
+  /** Overrides of the table's options (e.g. from the CLI). */
+  retainMin?: number;
+  retainMax?: number;
+  timeRetainedMs?: number;
+  limit?: number;
+}
+
+export interface ExpireResult {
+  /** The expired range [from, to); empty when from === to. */
+  from: number;
+  to: number;
+  snapshotsDeleted: number;
+  dataFilesDeleted: number;
+  manifestsDeleted: number;
+  dryRun: boolean;
+}
+
+interface RetentionPolicy {
+  retainMin: number;
+  retainMax: number;
+  timeRetainedMs: number;
+  limit: number;
+}
+
+function policyOf(table: Table, o: ExpireOptions): RetentionPolicy {
+  const p: RetentionPolicy = {
+    retainMin: o.retainMin ?? table.options.int("snapshot.num-retained.min"),
+    retainMax: o.retainMax ?? table.options.int("snapshot.num-retained.max"),
+    timeRetainedMs: o.timeRetainedMs ?? table.options.duration("snapshot.time-retained"),
+    limit: o.limit ?? table.options.int("snapshot.expire.limit"),
+  };
+  // Paimon's own checks: at least one snapshot is always retained, and min may not exceed max.
+  if (!(p.retainMin >= 1)) throw new LakeError(ErrorKind.DataInvalid, `snapshot.num-retained.min must be at least 1, got ${p.retainMin}`);
+  if (p.retainMax < p.retainMin) throw new LakeError(ErrorKind.DataInvalid, `snapshot.num-retained.min (${p.retainMin}) must not exceed snapshot.num-retained.max (${p.retainMax})`);
+  if (!(p.limit >= 1)) throw new LakeError(ErrorKind.DataInvalid, `snapshot.expire.limit must be at least 1, got ${p.limit}`);
+  return p;
+}
+
+/** The range [earliest, end) the policy expires now (end === earliest: nothing). */
+export async function expirableRange(table: Table, o: ExpireOptions = {}): Promise<{ earliest: number; end: number }> {
+  const p = policyOf(table, o);
+  const latest = await table.snapshots.latestId();
+  const earliest = await table.snapshots.earliestId();
+  if (latest === null || earliest === null) return { earliest: 0, end: 0 };
+  let maxExclusive = Math.min(latest - p.retainMin + 1, earliest + p.limit);
+  if (o.protectFrom !== undefined) maxExclusive = Math.min(maxExclusive, o.protectFrom);
+  // The newest snapshot that carries natslake's offsets must stay: commits by other engines do not carry them
+  // forward, and a cluster that finds no offsets on the chain would read its streams again from the start.
+  const carrier = await newestNatslakeSnapshot(table, latest, earliest);
+  if (carrier !== null) maxExclusive = Math.min(maxExclusive, carrier);
+  if (maxExclusive <= earliest) return { earliest, end: earliest };
+  const cutoff = (o.now ?? Date.now()) - p.timeRetainedMs;
+  // Snapshots beyond num-retained.max go whatever their age; from there, the first one young enough stops the range.
+  for (let id = Math.max(latest - p.retainMax + 1, earliest); id < maxExclusive; id++) {
+    if (!(await table.snapshots.snapshotExists(id))) continue;
+    if ((await table.snapshots.snapshot(id)).timeMillis >= cutoff) return { earliest, end: id };
+  }
+  return { earliest, end: maxExclusive };
+}
+
+/** Expires snapshots by the table's retention options; see the module comment for what goes and in which order. */
+export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Promise<ExpireResult> {
+  const { earliest, end } = await expirableRange(table, o);
+  const result: ExpireResult = { from: earliest, to: end, snapshotsDeleted: 0, dataFilesDeleted: 0, manifestsDeleted: 0, dryRun: o.dryRun === true };
+  if (end <= earliest) return result;
+  const store = new ManifestStore(table);
+  const retained = await table.snapshots.snapshot(end);
+  const tagged = await listTags(table);
+
+  // What the retained snapshot `end` and the tags still use.
+  const keepManifests = new Set<string>();
+  const keepFiles = new Set<string>();
+  for (const s of [retained, ...tagged.map((t) => t.snapshot)]) {
+    for (const list of manifestListsOf(s)) {
+      keepManifests.add(list);
+      for (const m of await store.readManifestList(list)) keepManifests.add(m.fileName);
+    }
+  }
+  for (const t of tagged) for (const e of await store.readLiveEntries(t.snapshot)) keepFiles.add(fileKey(e));
+
+  // 1. Data files deleted by the deltas of (earliest, end].
+  const dataFiles = new Map<string, string>();
+  for (let id = earliest + 1; id <= end; id++) {
+    const s = await snapshotIfExists(table, id);
+    if (s === null) continue;
+    for (const e of await ifPresent(store.readDeltaEntries(s), [])) {
+      if (e.kind !== FileKind.DELETE || keepFiles.has(fileKey(e))) continue;
+      dataFiles.set(fileKey(e), dataFilePath(table, e));
+    }
+  }
+  // 2. Manifests and manifest lists of the expired snapshots.
+  const manifests = new Set<string>();
+  for (let id = earliest; id < end; id++) {
+    const s = await snapshotIfExists(table, id);
+    if (s === null) continue;
+    for (const list of manifestListsOf(s)) {
+      if (!keepManifests.has(list)) manifests.add(list);
+      for (const m of await ifPresent(store.readManifestList(list), [])) if (!keepManifests.has(m.fileName)) manifests.add(m.fileName);
+    }
+  }
+  result.dataFilesDeleted = dataFiles.size;
+  result.manifestsDeleted = manifests.size;
+  result.snapshotsDeleted = end - earliest;
+  if (o.dryRun === true) return result;
+
+  for (const path of dataFiles.values()) {
+    await table.io.delete(path);
+    failpoint("expire.after-data-file");
+  }
+  for (const name of manifests) await table.io.delete(table.paths.manifestPath(name));
+  failpoint("expire.before-snapshots");
+  for (let id = earliest; id < end; id++) {
+    await table.io.delete(table.paths.snapshotPath(id));
+    failpoint("expire.after-snapshot");
+  }
+  await table.snapshots.writeEarliestHint(end);
+  return result;
+}
+
+/**
+ * A manifest of an expired snapshot that is gone was deleted by an earlier run killed before it deleted the snapshot
+ * files. That run had deleted every data file first (the order above), so what the manifest listed is handled.
+ */
+async function ifPresent<T>(read: Promise<T>, absent: T): Promise<T> {
+  try {
+    return await read;
+  } catch (e) {
+    if (isLakeError(e, ErrorKind.NotFound)) return absent;
+    throw e;
+  }
+}
+
+async function newestNatslakeSnapshot(table: Table, latest: number, earliest: number): Promise<number | null> {
+  for (let id = latest; id >= earliest; id--) {
+    const s = await snapshotIfExists(table, id);
+    if (s !== null && natslakeState(s) !== null) return id;
+  }
+  return null;
+}
+
+function manifestListsOf(s: Snapshot): string[] {
+  const out = [s.baseManifestList, s.deltaManifestList];
+  if (s.changelogManifestList) out.push(s.changelogManifestList);
+  return out;
+}
+
+async function snapshotIfExists(table: Table, id: number): Promise<Snapshot | null> {
+  return (await table.snapshots.snapshotExists(id)) ? table.snapshots.snapshot(id) : null;
+}
+
+/** A data file's identity across snapshots: partition, bucket and name. */
+function fileKey(e: ManifestEntry): string {
+  return `${Buffer.from(e.partition).toString("hex")}/${e.bucket}/${e.file.fileName}`;
+}
+
+function dataFilePath(table: Table, e: ManifestEntry): string {
+  const values = deserializeBinaryRow(table.partitionTypes, e.partition);
+  const ppath = partitionPath(table.partitionKeys, table.partitionTypes, values, {
+    defaultName: table.options.partitionDefaultName,
+    legacyName: table.options.partitionLegacyName,
+  });
+  return table.paths.dataFilePath(ppath, e.bucket, e.file.fileName, e.file.externalPath);
+}
