@@ -5,6 +5,7 @@
  * carry options natslake has never heard of.
  */
 import { dataInvalid } from "./errors.ts";
+import { parseStatsMode } from "./codec/stats-mode.ts";
 
 type OptionKind = "int" | "long" | "string" | "bool" | "duration" | "memory" | "enum";
 
@@ -64,7 +65,7 @@ export const OPTIONS: readonly OptionDef[] = [
   def("commit.min-retry-wait", "duration", "Minimum wait between commit retries", "10 ms"),
   def("commit.max-retry-wait", "duration", "Maximum wait between commit retries", "10 s"),
   def("commit.timeout", "duration", "Commit timeout"),
-  def("metadata.stats-mode", "string", "Value statistics: none, counts, full, truncate(N)", "full"),
+  def("metadata.stats-mode", "string", "Value statistics: none, counts, full, truncate(N) (strings and binaries cut to N characters/bytes)", "truncate(16)"),
   def("data-file.prefix", "string", "Data file name prefix", "data-"),
   def("changelog-file.prefix", "string", "Changelog file name prefix", "changelog-"),
   def("compaction.min.file-num", "int", "Small files that trigger append compaction", "5"),
@@ -175,6 +176,14 @@ function checkValue(o: OptionDef, value: string): void {
  */
 export function validateCreateOptions(options: Record<string, string>): void {
   for (const [key, value] of Object.entries(options)) {
+    if (key === "metadata.stats-mode" || /^fields\.[^.]+\.stats-mode$/.test(key)) {
+      // A misspelled mode would otherwise fail every flush of the table, long after it was created.
+      try {
+        parseStatsMode(value);
+      } catch {
+        throw dataInvalid(`option '${key}' = '${value}': expected none, counts, full or truncate(N) with N > 0`, { option: key });
+      }
+    }
     const o = BY_KEY.get(key);
     if (o === undefined) {
       if (FAMILIES.some((re) => re.test(key))) continue;

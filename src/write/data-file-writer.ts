@@ -13,6 +13,7 @@ import { recordBatchToRows, rowsToRecordBatch } from "../codec/columns.ts";
 import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { computeStats } from "../codec/stats.ts";
+import { applyStatsMode, columnStatsModes, type StatsMode } from "../codec/stats-mode.ts";
 import { serializeBinaryRow } from "../spec/binary-row.ts";
 import { hasOrder } from "../codec/stats.ts";
 import { EMPTY_STATS, FileSource, type DataFileMeta, type SimpleStats } from "../spec/manifest.ts";
@@ -46,25 +47,35 @@ export interface EncodedFile {
 
 /**
  * How a table's data files are encoded, as plain values (structured-cloneable, so a worker thread can encode them):
- * the Parquet settings, and the columns whose value statistics are kept (null: statistics off).
+ * the Parquet settings, the columns whose value statistics are kept (null: statistics off) and each one's
+ * statistics mode (`statsModes[i]` for `statsFields[i]`; absent: exact).
  */
 export interface DataFileEncodeSpec {
   parquet: ParquetWriteOptions;
   statsFields: DataField[] | null;
+  statsModes?: StatsMode[];
 }
 
 /** Encodes one data file as `DataFileWriter` does on its own thread: the same Parquet bytes and statistics. */
 export function encodeDataFile(data: arrow.RecordBatch | arrow.Table, spec: DataFileEncodeSpec): EncodedFile {
-  return { bytes: writeParquet(data, spec.parquet), rowCount: data.numRows, valueStats: valueStatsOf(spec.statsFields, data) };
+  return { bytes: writeParquet(data, spec.parquet), rowCount: data.numRows, valueStats: valueStatsOf(spec.statsFields, spec.statsModes, data) };
 }
 
 /**
- * Exact min/max/null counts over the columns that have an order. Nested columns (ARRAY, MAP, ROW) are left out
- * and the file lists the covered columns in `_VALUE_STATS_COLS` (Paimon's dense statistics mode).
+ * Min/max/null counts over the given columns, each kept as its statistics mode says (src/codec/stats-mode.ts:
+ * exact, truncated, counts only). Columns not given — nested ones (ARRAY, MAP, ROW) and those of mode `none` — are
+ * left out and the file lists the covered columns in `_VALUE_STATS_COLS` (Paimon's dense statistics mode).
  */
-function valueStatsOf(fields: readonly DataField[] | null, batch: arrow.RecordBatch | arrow.Table): SimpleStats {
-  if (fields === null) return EMPTY_STATS;
+function valueStatsOf(fields: readonly DataField[] | null, modes: readonly StatsMode[] | undefined, batch: arrow.RecordBatch | arrow.Table): SimpleStats {
+  if (fields === null || fields.length === 0) return EMPTY_STATS;
   const stats = computeStats(fields, batch);
+  if (modes !== undefined) {
+    fields.forEach((f, k) => {
+      const s = applyStatsMode(f.type, modes[k] ?? { kind: "full" }, stats.min[k] ?? null, stats.max[k] ?? null, stats.nullCounts[k] ?? 0);
+      stats.min[k] = s.min;
+      stats.max[k] = s.max;
+    });
+  }
   const types = fields.map((f) => f.type);
   return {
     minValues: serializeBinaryRow(types, stats.min),
@@ -75,7 +86,9 @@ function valueStatsOf(fields: readonly DataField[] | null, batch: arrow.RecordBa
 
 export class DataFileWriter {
   private readonly statsEnabled: boolean;
+  /** Columns with value statistics: those with an order whose mode is not `none`. */
   private readonly statsColumns: DataField[];
+  private readonly statsModes: StatsMode[];
   private readonly pool: ParquetEncoderPool | null;
   private readonly minRowsPerFile: number;
   private readonly poolMinRows: number;
@@ -85,9 +98,13 @@ export class DataFileWriter {
     private readonly table: Table,
     opts: DataFileWriterOptions = {},
   ) {
-    const mode = (table.options.get("metadata.stats-mode") ?? "full").toLowerCase();
-    this.statsEnabled = mode !== "none";
-    this.statsColumns = table.schema.fields.filter((f) => hasOrder(f.type));
+    // Paimon's default `truncate(16)` unless the table (or a column) says otherwise: exact statistics of a large
+    // string are the whole string, in every manifest entry and every committable (issue 9).
+    const ordered = table.schema.fields.filter((f) => hasOrder(f.type));
+    const modes = columnStatsModes(table.options, ordered.map((f) => f.name));
+    this.statsColumns = ordered.filter((_, k) => modes[k]!.kind !== "none");
+    this.statsModes = modes.filter((m) => m.kind !== "none");
+    this.statsEnabled = this.statsColumns.length > 0;
     this.pool = opts.pool ?? null;
     this.minRowsPerFile = Math.max(1, opts.minRowsPerFile ?? 250_000);
     this.poolMinRows = opts.poolMinRows ?? 8192;
@@ -103,7 +120,7 @@ export class DataFileWriter {
 
   /** This table's encoding settings, for encoding its files elsewhere (`encodeDataFile`). */
   get encodeSpec(): DataFileEncodeSpec {
-    return { parquet: this.parquetOptions, statsFields: this.statsEnabled ? this.statsColumns : null };
+    return { parquet: this.parquetOptions, statsFields: this.statsEnabled ? this.statsColumns : null, statsModes: this.statsModes };
   }
 
   /**
@@ -198,7 +215,7 @@ export class DataFileWriter {
   }
 
   private stats(batch: arrow.RecordBatch | arrow.Table): SimpleStats {
-    return valueStatsOf(this.statsEnabled ? this.statsColumns : null, batch);
+    return valueStatsOf(this.statsEnabled ? this.statsColumns : null, this.statsModes, batch);
   }
 
   private async persist(
