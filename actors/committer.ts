@@ -23,7 +23,8 @@ import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
 import { failpoint } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
-import type { Committable, SnapshotNotification } from "./wire/messages.ts";
+import type { CommitEntry, Committable, CommittableRef, SnapshotNotification } from "./wire/messages.ts";
+import { CommittableStore } from "./committable-store.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
@@ -67,7 +68,8 @@ interface Leadership {
   keeper: LeaseKeeperLike;
   reader: CommitReader;
   committer: StreamCommitter<Committable>;
-  pending: Array<{ seq: number; committable: Committable }>;
+  /** Read, not decided yet. A committable sent by reference is replaced by its body once loaded (`ref` kept). */
+  pending: Array<{ seq: number; committable: CommitEntry; ref?: CommittableRef }>;
   timer: Cancellable;
   /** The last snapshot id announced; null until this leadership read it (its first round). */
   notified: number | null;
@@ -88,6 +90,9 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private leader: Leadership | null = null;
   /** Purges in flight (by target), see `inBackground`. */
   private readonly purging = new Set<string>();
+  /** Bodies of committables sent by reference, decided for good: removed once the commit stream is purged past them. */
+  private removable: Array<{ seq: number; ref: CommittableRef }> = [];
+  private readonly store: CommittableStore;
   private busy = false;
   private tickTimer: Cancellable | null = null;
   private readonly commits;
@@ -103,6 +108,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
     this.leaderChanges = d.meter.createCounter("natslake_leader_changes_total", { description: "leadership gained" });
     this.streamMismatches = streamMismatchCounter(d.meter);
+    this.store = new CommittableStore(d.table);
     this.visibleLatency = d.meter.createHistogram("natslake_publish_to_visible_ms", { description: "first row arrival at a writer → snapshot link", unit: "ms" });
   }
 
@@ -228,7 +234,10 @@ export class CommitterActor implements Actor<CommitterMsg> {
     if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
     const started = this.d.clock.monotonic();
     const decided = l.pending;
-    const res = await l.committer.commitRound(decided.map((p) => p.committable));
+    const loaded = await this.loadBodies(l, ctx);
+    const refOf = new Map<Committable, CommittableRef>();
+    for (const p of loaded) if (p.ref !== undefined) refOf.set(p.committable, p.ref);
+    const res = await l.committer.commitRound(loaded.map((p) => p.committable));
     // Chaos: the snapshot is linked; rejections, the notification and the purges have not happened yet.
     if (res.snapshot) failpoint("committer.after-snapshot");
     l.pending = [];
@@ -278,9 +287,66 @@ export class CommitterActor implements Actor<CommitterMsg> {
         this.inBackground(`bucket-${b}`, () => this.d.ingestLog.purgeBucket(table, b, through, res.stream), (e) => ctx.log.warn("purge failed", { table, bucket: b, error: e.message }));
       }
     }
+    // Bodies sent by reference that nothing will apply again: accepted ones (the snapshot landed) and duplicates.
+    // Rejected ones stay (orphans) — a reader that took them before the purge may still look at them.
+    const seqOf = new Map(loaded.map((p) => [p.committable, p.seq]));
+    for (const v of res.verdicts) {
+      const ref = refOf.get(v.committable);
+      if (ref !== undefined && (v.kind === "duplicate" || (v.kind === "accepted" && res.snapshot))) this.removable.push({ seq: seqOf.get(v.committable)!, ref });
+    }
     // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
     const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
-    this.inBackground("commits", () => this.d.commitLog.purge(table, maxSeq), (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }));
+    this.inBackground(
+      "commits",
+      async () => {
+        await this.d.commitLog.purge(table, maxSeq);
+        await this.removeBodies(maxSeq);
+      },
+      (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }),
+    );
+  }
+
+  /**
+   * The pending committables with the bodies of those sent by reference loaded (each loaded once: a failed round
+   * keeps them). A body that is gone was removed after its committable was decided for good — or lost: a duplicate
+   * is dropped, anything else is refused (`body-missing`, its writer resumes from the committed offset and sends
+   * again); it is never applied without its files.
+   */
+  private async loadBodies(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<Array<{ seq: number; committable: Committable; ref?: CommittableRef }>> {
+    const out: Array<{ seq: number; committable: Committable; ref?: CommittableRef }> = [];
+    let committed: Awaited<ReturnType<typeof natslakeStateAsOf>> | undefined;
+    for (const p of l.pending) {
+      const e = p.committable;
+      if (e.type === "committable") {
+        out.push(p.ref !== undefined ? { seq: p.seq, committable: e, ref: p.ref } : { seq: p.seq, committable: e });
+        continue;
+      }
+      const body = await this.store.load(e);
+      if (body !== null) {
+        p.committable = body;
+        p.ref = e;
+        out.push({ seq: p.seq, committable: body, ref: e });
+        continue;
+      }
+      committed ??= await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest());
+      const offset = Number(committed?.buckets.get(e.bucket)?.offset ?? 0n);
+      const table = this.d.table.name;
+      if (e.lastOffset <= offset && committed?.stream === e.stream) {
+        ctx.log.info("committable body gone, its committable committed already: dropped as a duplicate", { table, bucket: e.bucket, path: e.path });
+        continue;
+      }
+      ctx.log.error("committable body missing; refusing it", { table, bucket: e.bucket, path: e.path, prevOffset: e.prevOffset, lastOffset: e.lastOffset });
+      this.rejected.add(1, { table, reason: "body-missing" });
+      this.d.bus.publishRejection(e.writerId, { type: "rejection", table, bucket: e.bucket, ownerEpoch: e.ownerEpoch, prevOffset: e.prevOffset, committedOffset: offset, reason: "body-missing" });
+    }
+    return out;
+  }
+
+  /** Removes the bodies of decided committables at or below `throughSeq` (purged from the commit stream). */
+  private async removeBodies(throughSeq: number): Promise<void> {
+    const now = this.removable.filter((r) => r.seq <= throughSeq);
+    this.removable = this.removable.filter((r) => r.seq > throughSeq);
+    for (const r of now) await this.store.remove(r.ref).catch(() => false);
   }
 
   /**

@@ -7,7 +7,7 @@
 import type { Meter } from "@opentelemetry/api";
 import type {
   BucketAssignment,
-  Committable,
+  CommitEntry,
   DeadLetter,
   MemberHeartbeat,
   Rejection,
@@ -52,8 +52,13 @@ export interface IngestLog {
 
 /** Committables: writers append, the leader reads them from the start of the (purged) stream. */
 export interface CommitLog {
+  /**
+   * The largest message the transport takes (NATS: the server's `max_payload`, headers included). A committable
+   * whose encoding would not fit is appended by reference (actors/committable-store.ts).
+   */
+  readonly maxPayload: number;
   /** Publishes durably; resolves when the server stored it (de-duplicated by `msgId`). */
-  append(c: Committable, msgId: string): Promise<void>;
+  append(c: CommitEntry, msgId: string): Promise<void>;
   /** A reader of every committable still in the stream, in order. */
   open(table: string): Promise<CommitReader>;
   /** Drops committables up to and including `throughSeq` (all of them were decided). */
@@ -61,7 +66,7 @@ export interface CommitLog {
 }
 
 export interface CommitReader {
-  fetch(max: number, waitMs: number): Promise<Array<{ seq: number; committable: Committable }>>;
+  fetch(max: number, waitMs: number): Promise<Array<{ seq: number; committable: CommitEntry }>>;
   close(): Promise<void>;
 }
 
@@ -72,6 +77,7 @@ export interface Bus {
   publishSnapshot(n: SnapshotNotification): Promise<void>;
   /** The snapshot id of the table's last recorded notification (0 when none). */
   lastSnapshotNotified(table: string): Promise<number>;
+  /** Publishes dead letters; one too large for a message carries only the start of its original (`fitDeadLetter`). */
   publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void>;
 }
 
@@ -116,6 +122,8 @@ export interface RouterProgress {
 
 /** The router's view of the ingest stream. */
 export interface RawLog {
+  /** The largest message the transport takes (as `CommitLog.maxPayload`): routed batches are split to fit it. */
+  readonly maxPayload: number;
   /** The table's live ingest stream (as `IngestLog.liveStream`). */
   liveStream(table: string): Promise<LiveStream>;
   /** The progress and its revision (0 when none was ever written). */

@@ -27,6 +27,8 @@ import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 import { checkTableStream, STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
+import { CommittableStore, toCommitEntry } from "./committable-store.ts";
+import { payloadLimit } from "./wire/limits.ts";
 
 export type WriterMsg =
   | { type: "opened"; generation: number; reader: BucketReader; offset: number; stream: string }
@@ -123,9 +125,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly streamMismatches;
   /** The table's `write-buffer-size`: one bucket's buffer in bytes at most. */
   private readonly writeBufferBytes: number;
+  /** Where committables too large for one message go (sent by reference). */
+  private readonly store: CommittableStore;
 
   constructor(private readonly d: WriterDeps) {
     this.writeBufferBytes = d.table.options.writeBufferSize;
+    this.store = new CommittableStore(d.table);
     this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
     this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
@@ -487,10 +492,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           flushId,
           firstArrivalMillis: firstArrival,
         };
+        // Too large for one message (many files, large statistics): sent by reference to a durable body.
+        const entry = await toCommitEntry(c, payloadLimit(this.d.commitLog.maxPayload), this.store);
         // The message id makes a retried append idempotent in the commit stream. It names the stream: after an offset
         // reset the same writer starts again at offset 0, and without it JetStream would drop that committable as a
         // duplicate of the old stream's first one (within its duplicate window).
-        await this.d.commitLog.append(c, `${this.d.writerId}-${this.d.table.name}-${this.d.bucket}-${this.d.ownerEpoch}-${stream}-${prevOffset}`);
+        await this.d.commitLog.append(entry, `${this.d.writerId}-${this.d.table.name}-${this.d.bucket}-${this.d.ownerEpoch}-${stream}-${prevOffset}`);
         failpoint("writer.after-committable");
         this.filesOut.add(files.length, this.labels);
       })(),

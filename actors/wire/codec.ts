@@ -5,11 +5,11 @@
  */
 import { Packr } from "msgpackr";
 import { dataInvalid } from "../../src/errors.ts";
-import type { Committable, Rejection } from "./messages.ts";
+import type { CommitEntry, Committable, CommittableRef, Rejection } from "./messages.ts";
 
 const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObjects: true });
 
-export const encodeMsg = (m: Committable | Rejection): Uint8Array => packr.pack(m);
+export const encodeMsg = (m: Committable | CommittableRef | Rejection): Uint8Array => packr.pack(m);
 
 const num = (v: unknown, what: string): number => {
   if (typeof v === "number") return v;
@@ -19,8 +19,34 @@ const num = (v: unknown, what: string): number => {
 const big = (v: unknown): bigint => (typeof v === "bigint" ? v : BigInt(v as number));
 const bytes = (v: unknown): Uint8Array => (v instanceof Uint8Array ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : new Uint8Array(0));
 
-export function decodeCommittable(data: Uint8Array): Committable {
+/** A message of the commit stream: a committable or a reference to one. */
+export function decodeCommitEntry(data: Uint8Array): CommitEntry {
   const o = packr.unpack(data) as Record<string, unknown>;
+  if (o?.["type"] === "committable-ref") {
+    if (o["v"] !== 1) throw dataInvalid("not a v1 committable reference");
+    return {
+      type: "committable-ref",
+      v: 1,
+      table: String(o["table"]),
+      ...(typeof o["stream"] === "string" ? { stream: o["stream"] } : {}),
+      bucket: num(o["bucket"], "bucket"),
+      ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
+      writerId: String(o["writerId"]),
+      prevOffset: num(o["prevOffset"], "prevOffset"),
+      lastOffset: num(o["lastOffset"], "lastOffset"),
+      flushId: num(o["flushId"], "flushId"),
+      path: String(o["path"]),
+      size: num(o["size"], "size"),
+    };
+  }
+  return committableOf(o);
+}
+
+export function decodeCommittable(data: Uint8Array): Committable {
+  return committableOf(packr.unpack(data) as Record<string, unknown>);
+}
+
+function committableOf(o: Record<string, unknown>): Committable {
   if (o?.["type"] !== "committable" || o["v"] !== 1) throw dataInvalid("not a v1 committable");
   const files = (o["files"] as Array<Record<string, unknown>>).map((f) => {
     const m = f["meta"] as Record<string, unknown>;

@@ -42,8 +42,14 @@ export interface DeadLetter {
   streamSeq: number;
   /** Index of the row in that message, or -1 when the whole message was unreadable. */
   rowIndex: number;
-  /** The original row (JSON-safe rendering) or the original payload as base64 when it could not be decoded. */
+  /**
+   * The original row (JSON-safe rendering) or the original payload as base64 when it could not be decoded. A
+   * letter that would not fit in one NATS message carries the first bytes of that rendering's JSON instead (a
+   * string) and `originalBytes` says how long the whole was (`fitDeadLetter`, actors/wire/limits.ts).
+   */
   original: unknown;
+  /** Set when `original` was cut to fit the server's max_payload: the size of the full JSON rendering. */
+  originalBytes?: number;
   at: number;
 }
 
@@ -86,6 +92,33 @@ export interface Committable {
   firstArrivalMillis: number;
 }
 
+/**
+ * A committable sent by reference, when its encoding would not fit in one NATS message (many files, large
+ * statistics): the writer first writes the committable's msgpack encoding, durably, to `<table>/<path>`, then
+ * appends this in its place. It is one message in the commit stream like any committable, so it is decided
+ * atomically, once, in stream order; it repeats the fields the acceptance rule reads, and the committer checks them
+ * against the body it loads. See actors/committable-store.ts.
+ */
+export interface CommittableRef {
+  type: "committable-ref";
+  v: 1;
+  table: string;
+  stream?: string;
+  bucket: number;
+  ownerEpoch: number;
+  writerId: string;
+  prevOffset: number;
+  lastOffset: number;
+  flushId: number;
+  /** The body's path relative to the table's directory (`natslake-committables/<uuid>`). */
+  path: string;
+  /** The body's size in bytes. */
+  size: number;
+}
+
+/** What the commit stream carries: a committable, or a reference to one. */
+export type CommitEntry = Committable | CommittableRef;
+
 /** committer → writer: a committable was not accepted; the writer resumes bucket `bucket` from `committedOffset`. */
 export interface Rejection {
   type: "rejection";
@@ -94,7 +127,8 @@ export interface Rejection {
   ownerEpoch: number;
   prevOffset: number;
   committedOffset: number;
-  reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch";
+  /** `body-missing`: a committable sent by reference whose body file is gone (it cannot be applied; re-send it). */
+  reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch" | "body-missing";
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureError, ErrorKind, LakeError } from "../../src/errors.ts";
 import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, LiveStream, RawLog, RouterProgress } from "../../actors/ports.ts";
 import { formatStreamIdentity } from "../../src/commit/stream-identity.ts";
-import type { Committable, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
-import { decodeCommittable, encodeMsg } from "../../actors/wire/codec.ts";
+import type { CommitEntry, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
+import { decodeCommitEntry, encodeMsg } from "../../actors/wire/codec.ts";
+import { fitDeadLetter, payloadLimit } from "../../actors/wire/limits.ts";
 import { encodeRowBatch } from "../../actors/wire/row-batch.ts";
 import { H_RAW_SEQ } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
@@ -384,14 +385,19 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     },
   };
 
+  // The server's limit as the connection learnt it (INFO); 1 MiB, NATS's default, before the first INFO.
+  const maxPayload = (): number => nc.info?.max_payload ?? 1024 * 1024;
   const commits: CommitLog = {
-    async append(c: Committable, msgId: string): Promise<void> {
+    get maxPayload() {
+      return maxPayload();
+    },
+    async append(c: CommitEntry, msgId: string): Promise<void> {
       await publishIdempotent(js, subjects.commit(id(c.table)), encodeMsg(c), msgId);
     },
     async open(table): Promise<CommitReader> {
       const t = id(table);
       const consumer = await orderedConsumer(() => js.consumers.get(subjects.commitStream(t), { deliver_policy: DeliverPolicy.All, filter_subjects: subjects.commit(t) }));
-      return bufferedReader(consumer, (m) => ({ seq: m.seq, committable: decodeCommittable(m.data) }), 4096);
+      return bufferedReader(consumer, (m) => ({ seq: m.seq, committable: decodeCommitEntry(m.data) }), 4096);
     },
     async purge(table, throughSeq): Promise<void> {
       await jsm.streams.purge(subjects.commitStream(id(table)), { seq: throughSeq + 1 });
@@ -415,7 +421,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       for (const l of letters) {
         const h = natsHeaders();
         h.set("Natslake-Reason", l.reason.slice(0, 200));
-        await js.publish(subject, enc.encode(JSON.stringify(l)), { headers: h, msgID: `dlq-${l.stage}-${l.table}-${l.streamSeq}-${l.rowIndex}` });
+        await js.publish(subject, fitDeadLetter(l, payloadLimit(maxPayload())), { headers: h, msgID: `dlq-${l.stage}-${l.table}-${l.streamSeq}-${l.rowIndex}` });
       }
     },
   };
@@ -471,6 +477,9 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
   };
 
   const raw: RawLog = {
+    get maxPayload() {
+      return maxPayload();
+    },
     async readProgress(table): Promise<{ progress: RouterProgress; revision: number }> {
       const e = await routerKv.get(subjects.tableKey(id(table)));
       if (!e || e.operation !== "PUT") return { progress: { through: 0, intent: null }, revision: e?.revision ?? 0 };

@@ -25,6 +25,7 @@ test("router - a failed routed publish does not stall the router: it restarts fr
     let failures = 1;
     const stored = new Map<string, RowBatch>(); // msgId → batch: the stream's de-duplication
     const rawLog: RawLog = {
+      maxPayload: 1024 * 1024,
       liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 3 }),
       readProgress: () => Promise.resolve({ progress, revision }),
       writeProgress: (_t, p, rev) => {
@@ -82,6 +83,7 @@ for (const [name, recorded] of [
       let opened = 0;
       let writes = 0;
       const rawLog: RawLog = {
+        maxPayload: 1024 * 1024,
         liveStream: () => {
           checks++;
           return Promise.resolve({ identity: "LAKE_IN_t_raw#new", firstSeq: 1, lastSeq: 3 });
