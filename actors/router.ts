@@ -12,7 +12,8 @@
  * writer accepts: checking them only at the writer would name the routed message instead, which no publisher knows.
  */
 import type { DeadLetter, RowBatch } from "./wire/messages.ts";
-import { batchRowConverter, jsonSafe, parseRawPayload } from "./wire/row-batch.ts";
+import { batchRowConverter, jsonSafe, packValue, parseRawPayload } from "./wire/row-batch.ts";
+import { packedSizeBound, payloadLimit } from "./wire/limits.ts";
 import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunctionType } from "../src/spec/bucket.ts";
 import { compileConverter } from "../src/spec/row-converter.ts";
@@ -23,8 +24,32 @@ import { checkStream, resetHint } from "../src/commit/stream-identity.ts";
 import { STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 
-/** Rows per routed message: well below NATS's default 1 MiB payload for typical rows. */
+/**
+ * Rows per routed message at most; a message is also cut before its encoding could exceed the server's
+ * max_payload (`splitByBytes`): a routed publish the server refuses would be retried forever (issue 9).
+ */
 const ROWS_PER_MESSAGE = 1000;
+
+/**
+ * Cuts a bucket's rows (with their size bounds) into runs of at most ROWS_PER_MESSAGE rows whose encodings fit in
+ * `limit` bytes after the batch's `prefix` bytes. Deterministic in the rows alone, so a group re-routed after a crash
+ * gets the same messages and hence the same message ids.
+ */
+export function splitByBytes(rows: readonly unknown[][], sizes: readonly number[], prefix: number, limit: number): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  let start = 0;
+  let bytes = prefix;
+  for (let i = 0; i < rows.length; i++) {
+    if (i > start && (i - start >= ROWS_PER_MESSAGE || bytes + sizes[i]! > limit)) {
+      out.push([start, i]);
+      start = i;
+      bytes = prefix;
+    }
+    bytes += sizes[i]!;
+  }
+  if (rows.length > start) out.push([start, rows.length]);
+  return out;
+}
 
 export type RouterMsg =
   | { type: "opened"; reader: RawReader; from: number }
@@ -187,7 +212,10 @@ export class RouterActor implements Actor<RouterMsg> {
       throw new LakeError(ErrorKind.Conflict, `${table}: the ingest stream changed under the router (progress in ${this.stream}, now ${live.identity})`);
     const { from, to } = this.intent;
     const letters: DeadLetter[] = [];
-    const perBucket = new Map<number, unknown[][]>();
+    const perBucket = new Map<number, { rows: unknown[][]; sizes: number[] }>();
+    // A row batch's bytes besides its rows: the keys, schema id and column names, and the rows array's header.
+    const prefix = packValue({ v: 1, schema: this.d.table.schema.id, cols: this.names, rows: [] }).length + 5;
+    const limit = payloadLimit(this.d.raw.maxPayload);
     for (const m of msgs) {
       const letter = (rowIndex: number, reason: string, original: unknown): DeadLetter => ({ type: "dead-letter", table, stage: "router", reason, streamSeq: m.seq, rowIndex, original, at: this.d.clock.now() });
       try {
@@ -208,9 +236,18 @@ export class RouterActor implements Actor<RouterMsg> {
             letters.push(letter(i, ensureError(e).message, jsonSafe(row)));
             return;
           }
+          // A raw message the server took may still not fit once re-encoded as a row batch (its own prefix, other
+          // encodings of its values): such a row goes alone, and one that does not fit even alone is dead-lettered.
+          let size = packedSizeBound(values);
+          if (prefix + size > limit) size = packValue(values).length;
+          if (prefix + size > limit) {
+            letters.push(letter(i, `row too large for one routed message (${prefix + size} bytes encoded; the server's max_payload allows ${limit})`, jsonSafe(row)));
+            return;
+          }
           let list = perBucket.get(bucket);
-          if (!list) perBucket.set(bucket, (list = []));
-          list.push(values);
+          if (!list) perBucket.set(bucket, (list = { rows: [], sizes: [] }));
+          list.rows.push(values);
+          list.sizes.push(size);
         });
       } catch (e) {
         letters.push(letter(-1, ensureError(e).message, Buffer.from(m.data).toString("base64")));
@@ -220,11 +257,11 @@ export class RouterActor implements Actor<RouterMsg> {
     // this router on it (the intent stands, and nothing of it went out, so no id is reused for other content).
     await failIfSchemaMovedOn(this.d.table, letters.map((l) => l.reason));
     const publishes: Array<Promise<void>> = [];
-    for (const [bucket, rows] of perBucket) {
-      for (let k = 0, chunk = 0; k < rows.length; k += ROWS_PER_MESSAGE, chunk++) {
-        const batch: RowBatch = { v: 1, schema: this.d.table.schema.id, cols: this.names, rows: rows.slice(k, k + ROWS_PER_MESSAGE) };
+    for (const [bucket, { rows, sizes }] of perBucket) {
+      splitByBytes(rows, sizes, prefix, limit).forEach(([a, b], chunk) => {
+        const batch: RowBatch = { v: 1, schema: this.d.table.schema.id, cols: this.names, rows: rows.slice(a, b) };
         publishes.push(this.d.raw.publishRouted(table, bucket, batch, `r-${from}-${to}-${bucket}-${chunk}`, to));
-      }
+      });
     }
     await Promise.all(publishes);
     if (letters.length > 0) await this.d.bus.publishDeadLetters(table, letters);

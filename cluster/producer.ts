@@ -10,7 +10,8 @@
  *
  * Semantics:
  * - `write(row)` converts the row synchronously; a bad row throws a DataInvalid LakeError naming the column and
- *   nothing of it is published. The returned promise resolves (never rejects) with the outcome of the batch that
+ *   nothing of it is published. So does a row too large for one NATS message (a batch of it alone would exceed the
+ *   server's max_payload): it is refused before anything is sent, never acknowledged. The returned promise resolves (never rejects) with the outcome of the batch that
  *   carried the row: `ok`; `duplicate` (the stream already held this message id — an earlier attempt landed, so the
  *   rows are stored once); `failed` (a definite refusal: the stream is full under `discard: new`, the message is too
  *   large, no stream listens — nothing of the batch is stored); `unknown` (no acknowledgement within the retry budget:
@@ -43,6 +44,7 @@ import { liveIngestStream } from "./nats/adapters.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
 import type { SnapshotNotification, TableMeta } from "../actors/wire/messages.ts";
 import { MsgpackWriter, compileInputPacker, packValue, rowBatchPrefix, type InputPacker } from "../actors/wire/row-batch.ts";
+import { payloadLimit } from "../actors/wire/limits.ts";
 import { withTimeout } from "../src/timeout.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -148,7 +150,10 @@ export interface ProducerOptions {
   producerId?: string;
   /** Rows per batch message (default 500). */
   maxBatchRows?: number;
-  /** Estimated bytes per batch message before it is sealed (default: a quarter of the server's max_payload). */
+  /**
+   * Bytes per batch message before it is sealed (default: a quarter of the server's max_payload; never more than
+   * what fits in one message). A batch is sealed before a row would take it past this.
+   */
   maxBatchBytes?: number;
   /** How long a partly filled batch waits for more rows (default 5 ms). */
   lingerMs?: number;
@@ -249,7 +254,7 @@ export class Producer {
   private readonly policy: RetryPolicy;
   private readonly maxBatchRows: number;
   private readonly maxBatchBytes: number;
-  private readonly maxRowBytes: number;
+  private maxRowBytes!: number;
   private readonly lingerMs: number;
   private readonly maxInFlight: number;
   private readonly perBucket: number;
@@ -275,9 +280,9 @@ export class Producer {
     this.meta = meta;
     this.adopt(meta);
     this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? 500);
+    // Batches are sealed by their encoded size too (issue 9).
     const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
-    this.maxRowBytes = Math.floor(maxPayload * 0.9);
-    this.maxBatchBytes = positive("maxBatchBytes", opts.maxBatchBytes ?? Math.floor(maxPayload / 4));
+    this.maxBatchBytes = Math.min(payloadLimit(maxPayload), positive("maxBatchBytes", opts.maxBatchBytes ?? Math.floor(maxPayload / 4)));
     this.lingerMs = Math.max(0, opts.lingerMs ?? 5);
     this.maxInFlight = positive("maxInFlight", opts.maxInFlight ?? 32);
     this.perBucket = (opts.ordered ?? true) ? 1 : this.maxInFlight;
@@ -339,6 +344,9 @@ export class Producer {
     this.packers = fields.map((f, k) => compileInputPacker(f, this.keySlot[k]! >= 0));
     this.prefix = rowBatchPrefix(this.schema.id, this.names);
     this.subjectOf = Array.from({ length: this.numBuckets }, (_, b) => this.subjects.ingestBucket(this.identifier, b));
+    // The server refuses a message over its max_payload (headers included), so a row is refused here, before it is
+    // buffered, when a batch of it alone would not fit (the prefix names the columns, so it follows the schema).
+    this.maxRowBytes = payloadLimit(this.nc.info?.max_payload ?? 1024 * 1024) - this.prefix.length - 5;
   }
 
   /** Buffers one row; resolves with the outcome of its batch. Throws (synchronously) for a bad row. */
@@ -443,7 +451,7 @@ export class Producer {
       const bytes = w.pos;
       w.pos = 0;
       if (w.buf.length > 1024 * 1024) w.resize(1024);
-      throw dataInvalid(`row is too large for one NATS message (about ${bytes} bytes; the server's max_payload is ${this.nc.info?.max_payload})`);
+      throw dataInvalid(`row is too large for one NATS message (${bytes} bytes encoded, at most ${this.maxRowBytes} fit; the server's max_payload is ${this.nc.info?.max_payload ?? "1048576"})`);
     }
     this.preparedBucket = this.bucketFn === null ? 0 : this.bucketFn(this.keyValues);
   }

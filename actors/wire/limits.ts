@@ -5,6 +5,7 @@
  * retried forever — a stalled bucket (issue 9) — so each such message is kept under the limit before it is sent.
  */
 import type { DeadLetter } from "./messages.ts";
+import { packValue } from "./row-batch.ts";
 
 /** Room left for headers (`Nats-Msg-Id`, `Natslake-Raw-Seq`, the dead-letter reason) and framing. */
 export const HEADER_ROOM = 1024;
@@ -31,4 +32,39 @@ export function fitDeadLetter(l: DeadLetter, limit: number): Uint8Array {
   const bytes = enc.encode(JSON.stringify(cut));
   // A reason longer than the limit (never produced here, but a letter must never fail): keep only its start.
   return bytes.length <= limit ? bytes : enc.encode(JSON.stringify({ ...cut, reason: l.reason.slice(0, 1000) }));
+}
+
+/**
+ * An upper bound of the msgpack encoding size of a decoded input value (what the router re-encodes: JSON or msgpack
+ * values, binaries, bigints), without encoding it: strings by their exact UTF-8 length plus the largest header.
+ * Anything else is encoded to be measured.
+ */
+export function packedSizeBound(v: unknown): number {
+  switch (typeof v) {
+    case "string":
+      return 5 + Buffer.byteLength(v, "utf8");
+    case "number":
+    case "bigint":
+      return 9;
+    case "boolean":
+    case "undefined":
+      return 1;
+    case "object": {
+      if (v === null) return 1;
+      if (v instanceof Uint8Array) return 5 + v.length;
+      if (Array.isArray(v)) {
+        let n = 5;
+        for (const x of v) n += packedSizeBound(x);
+        return n;
+      }
+      if (Object.getPrototypeOf(v) === Object.prototype) {
+        let n = 5;
+        for (const [k, x] of Object.entries(v)) n += 5 + Buffer.byteLength(k, "utf8") + packedSizeBound(x);
+        return n;
+      }
+      return packValue(v).length;
+    }
+    default:
+      return packValue(v).length;
+  }
 }
