@@ -494,6 +494,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         };
         // Too large for one message (many files, large statistics): sent by reference to a durable body.
         const entry = await toCommitEntry(c, payloadLimit(this.d.commitLog.maxPayload), this.store);
+        if (entry.type === "committable-ref") ctx.log.info("committable sent by reference", { ...this.labels, files: files.length, bytes: entry.size, path: entry.path });
         // The message id makes a retried append idempotent in the commit stream. It names the stream: after an offset
         // reset the same writer starts again at offset 0, and without it JetStream would drop that committable as a
         // duplicate of the old stream's first one (within its duplicate window).
