@@ -92,6 +92,8 @@ export interface PaimonReadOptions {
   withBucket?: boolean;
   /** Only these partitions, e.g. `{ dt: "2024-01-01" }` (values as the read renders them). */
   partition?: Record<string, string>;
+  /** A value filter pushed to pypaimon (it skips files by their statistics): `[op, column, literal]`, ANDed. */
+  filter?: Array<["equal" | "less_than" | "less_or_equal" | "greater_than" | "greater_or_equal", string, string | number]>;
   timeoutMs?: number;
 }
 
@@ -104,7 +106,11 @@ export async function paimonRead(warehouse: string, table: string, opts: PaimonR
   if (opts.partition !== undefined) {
     args.push("--partition", Object.entries(opts.partition).map(([k, v]) => `${k}=${v}`).join(","));
   }
-  const stdout = await runPython(PAIMON_READ_PY, args, opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs });
+  if (opts.filter !== undefined) args.push("--filter-stdin");
+  const stdout = await runPython(PAIMON_READ_PY, args, {
+    ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+    ...(opts.filter === undefined ? {} : { input: JSON.stringify(opts.filter) }),
+  });
   return parseJsonLines(stdout);
 }
 

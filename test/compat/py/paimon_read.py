@@ -2,6 +2,7 @@
 """Reads a Paimon table with pypaimon and prints one JSON object per row (the oracle side of compat tests).
 
 usage: paimon_read.py <warehouse> <db.table> [--snapshot N] [--columns a,b] [--with-bucket] [--partition k=v,...]
+                     [--filter-stdin]
 
   --snapshot N      time travel: read snapshot N (pypaimon option scan.snapshot-id); fails unless pypaimon's plan
                     reports exactly that snapshot
@@ -10,6 +11,10 @@ usage: paimon_read.py <warehouse> <db.table> [--snapshot N] [--columns a,b] [--w
                     rendered like the columns, null as the table's partition.default-name) to every row
   --partition k=v   only these partitions (pushed to pypaimon as a partition filter; every returned split is then
                     checked to match, so a bad pushdown shows up as an error rather than extra rows)
+  --filter-stdin    a value filter pushed to pypaimon (with_filter: it skips files by their value statistics, then
+                    filters rows), read from stdin as JSON: [[op, column, literal], ...] ANDed, op one of equal,
+                    less_than, less_or_equal, greater_than, greater_or_equal (stdin, since a literal may be larger
+                    than a command-line argument may be)
 
 Rows come split by split in pypaimon's plan order, and within a split in the order pypaimon reads its files.
 Values are rendered like src/spec/values.ts toJsonValue (see paimon_json.py). Output is UTF-8 JSON lines.
@@ -37,6 +42,7 @@ def main():
     ap.add_argument("--columns", default=None, help="comma-separated projection")
     ap.add_argument("--with-bucket", action="store_true")
     ap.add_argument("--partition", default=None, help="k=v[,k=v...]")
+    ap.add_argument("--filter-stdin", action="store_true")
     args = ap.parse_args()
 
     catalog = CatalogFactory.create({"warehouse": args.warehouse})
@@ -67,6 +73,17 @@ def main():
                 typed = partition_literal(types[k], v, k)
                 preds.append(pb.equal(k, typed))
         rb = rb.with_partition_filter(PredicateBuilder.and_predicates(preds))
+    if args.filter_stdin:
+        pb = PredicateBuilder(fields)
+        ops = {"equal": pb.equal, "less_than": pb.less_than, "less_or_equal": pb.less_or_equal,
+               "greater_than": pb.greater_than, "greater_or_equal": pb.greater_or_equal}
+        conds = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+        preds = []
+        for op, col, literal in conds:
+            if op not in ops or col not in types:
+                raise SystemExit("paimon_read: bad filter %r %r" % (op, col))
+            preds.append(ops[op](col, literal))
+        rb = rb.with_filter(PredicateBuilder.and_predicates(preds))
     if args.columns:
         columns = [c for c in args.columns.split(",") if c]
         for c in columns:
