@@ -308,8 +308,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
 
   /**
    * The pending committables with the bodies of those sent by reference loaded (each loaded once: a failed round
-   * keeps them). A body that is gone was removed after its committable was decided for good — or lost: a duplicate
-   * is dropped, anything else is refused (`body-missing`, its writer resumes from the committed offset and sends
+   * keeps them). A body that is gone was removed after its committable was decided for good — or lost, or is
+   * unreadable: a duplicate is dropped, anything else is refused (`body-missing`, its writer resumes from the committed offset and sends
    * again); it is never applied without its files.
    */
   private async loadBodies(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<Array<{ seq: number; committable: Committable; ref?: CommittableRef }>> {
@@ -321,7 +321,16 @@ export class CommitterActor implements Actor<CommitterMsg> {
         out.push(p.ref !== undefined ? { seq: p.seq, committable: e, ref: p.ref } : { seq: p.seq, committable: e });
         continue;
       }
-      const body = await this.store.load(e);
+      let body: Committable | null;
+      try {
+        body = await this.store.load(e);
+      } catch (err) {
+        // A body that is not the committable its reference describes (corrupted, another table's): refused like a
+        // missing one — failing the round instead would stall the table for good. IO errors fail the round (retried).
+        if (!isLakeError(err, ErrorKind.DataInvalid)) throw err;
+        ctx.log.error("committable body unreadable", { table: this.d.table.name, bucket: e.bucket, path: e.path, error: ensureError(err).message });
+        body = null;
+      }
       if (body !== null) {
         p.committable = body;
         p.ref = e;

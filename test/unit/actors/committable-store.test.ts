@@ -175,9 +175,15 @@ test("committer - applies a committable sent by reference as one, removes its bo
     const lost = await store.put(committable(10, 20));
     await store.remove(lost);
     queue.push({ seq: 3, committable: lost });
-    await until("the lost one refused", () => out.rejections.length >= 1);
-    assert.deepEqual(out.rejections, [{ type: "rejection", table: "t.refs", bucket: 0, ownerEpoch: 1, prevOffset: 10, committedOffset: 10, reason: "body-missing" }]);
-    await until("both purged", () => out.purgedThrough >= 3);
+    // A body that is not what its reference says (here: another committable's) is refused too, not applied.
+    const other = await store.put(committable(10, 30));
+    const wrong = await store.put(committable(10, 20));
+    await table.io.writeFile(`${table.root}/${wrong.path}`, await table.io.readFile(`${table.root}/${other.path}`));
+    queue.push({ seq: 4, committable: wrong });
+    await until("the lost and the wrong one refused", () => out.rejections.length >= 2);
+    const refused = { type: "rejection", table: "t.refs", bucket: 0, ownerEpoch: 1, prevOffset: 10, committedOffset: 10, reason: "body-missing" };
+    assert.deepEqual(out.rejections, [refused, refused]);
+    await until("all purged", () => out.purgedThrough >= 4);
     assert.equal(out.published.length, 1, "nothing committed for them");
     assert.equal((await table.snapshots.latest())!.id, 1);
   } finally {
