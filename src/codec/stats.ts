@@ -9,7 +9,8 @@
  *   everything, so a NaN makes max NaN, which only makes readers skip less); DECIMAL by unscaled value (one scale per
  *   column); CHAR/VARCHAR by unsigned UTF-8 bytes (= code point order, not JS's UTF-16 order); BINARY by unsigned
  *   bytes; BOOLEAN false < true; DATE, TIME, TIMESTAMP chronologically.
- * - Values are exact, never truncated: Java's default `truncate(16)` mode is the serializer's business.
+ * - Values are exact, never truncated: a table's statistics mode (`truncate(16)` by default) is applied to them
+ *   afterwards, once per file (stats-mode.ts).
  *
  * On Arrow data the scan runs over the raw buffers (strings compared as bytes without decoding, 64-bit values as
  * two 32-bit words) and only the winning min and max are converted to canonical values.
