@@ -31,7 +31,7 @@ import { Worker } from "node:worker_threads";
 import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { workerCountFromEnv } from "../env.ts";
-import { toIpcChunks, writerSpec, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
+import { encodeRequest, toIpcChunks, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
 import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
 
 export interface ParquetPoolOptions {
@@ -165,8 +165,9 @@ export class ParquetEncoderPool {
     let chunks: IpcChunks;
     let spec: ParquetWriterSpec;
     try {
-      spec = writerSpec(opts, data.numRows);
-      chunks = toIpcChunks(data);
+      const request = encodeRequest(data, opts);
+      spec = request.spec;
+      chunks = toIpcChunks(request.table);
     } catch (e) {
       return Promise.reject(e as Error);
     }

@@ -1,4 +1,5 @@
 /** Types of parquet-wasm-ops.mjs (plain JavaScript so worker threads need no TypeScript loader). */
+import type { FooterPlan } from "./parquet-footer.d.mts";
 
 /** Fully resolved Parquet writer settings: plain numbers and strings, so they can be posted to a worker. */
 export interface ParquetWriterSpec {
@@ -14,6 +15,12 @@ export interface ParquetWriterSpec {
   /** A `parquet-wasm` `WriterVersion` value (0 = 1.0, 1 = 2.0). */
   writerVersion: number;
   createdBy?: string | undefined;
+  /** Top-level columns written PLAIN without dictionary (INT96 stand-ins). */
+  plainColumns: string[];
+  /** PLAIN as every column's encoding (writer 2.0 with a nested INT96 stand-in). */
+  plainEverywhere: boolean;
+  /** Footer changes applied after arrow-rs wrote the file (parquet-footer.mjs); none when undefined. */
+  footer?: FooterPlan | undefined;
 }
 
 export interface ParquetDecodeSpec {

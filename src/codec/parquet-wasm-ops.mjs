@@ -9,6 +9,7 @@
  */
 import { Blob } from "node:buffer";
 import * as pw from "parquet-wasm";
+import { rewriteFooter } from "./parquet-footer.mjs";
 
 /** Writer properties from a resolved spec (every field set by `writerSpec` in parquet.ts). */
 function writerProperties(spec) {
@@ -19,12 +20,24 @@ function writerProperties(spec) {
     .setDictionaryEnabled(spec.dictionary)
     .setWriterVersion(spec.writerVersion);
   for (const column of spec.dictionaryColumns) b = b.setColumnDictionaryEnabled(column, true);
+  // INT96 stand-ins (parquet-footer.mjs) must be PLAIN: writer 2.0 would pick DELTA_BYTE_ARRAY for
+  // FIXED_LEN_BYTE_ARRAY, which INT96 does not allow. parquet-wasm names columns by a single path part, so a nested
+  // stand-in can only be reached through the file-wide default.
+  for (const column of spec.plainColumns) {
+    b = b.setColumnDictionaryEnabled(column, false).setColumnEncoding(column, pw.Encoding.PLAIN).setColumnStatisticsEnabled(column, pw.EnabledStatistics.None);
+  }
+  if (spec.plainEverywhere) b = b.setEncoding(pw.Encoding.PLAIN);
   if (spec.createdBy !== undefined) b = b.setCreatedBy(spec.createdBy);
   return b.build();
 }
 
-/** Encodes an Arrow IPC stream as one Parquet file. */
+/** Encodes an Arrow IPC stream as one Parquet file, its footer rewritten when `spec.footer` asks for it. */
 export function encodeIpcStream(ipc, spec) {
+  const bytes = encodeWithArrowRs(ipc, spec);
+  return spec.footer === undefined ? bytes : rewriteFooter(bytes, spec.footer);
+}
+
+function encodeWithArrowRs(ipc, spec) {
   const props = writerProperties(spec);
   let table;
   try {

@@ -6,7 +6,9 @@
  *   Compression names are Paimon's `file.compression` values. By default the whole input becomes one row group
  *   (measured: 64k-row groups cost ~40% more time and ~60% more bytes under ZSTD). Bound the rows per call: wasm
  *   memory grows to the largest write and never shrinks. `ParquetEncoderPool` (parquet-pool.ts) runs the same
- *   encoding in worker threads; `toIpcStream` + `writerSpec` are the request both paths share.
+ *   encoding in worker threads; `encodeRequest` (the data in Paimon's Parquet layout, parquet-layout.ts, and the
+ *   resolved writer settings, with the footer rewrite parquet-footer.mjs applies after arrow-rs) is the request
+ *   both paths share, so every encode path writes the same bytes.
  * - `readParquet(bytes, {columns})` → an apache-arrow Table (columns projected by name, in file order);
  *   `readParquetAsync` does the same but skips decoding unselected columns.
  * - `parquetRowCount(bytes)` / `parquetFooterInfo(bytes)` → `num_rows` (and the row-group count) from the footer,
@@ -36,12 +38,16 @@
  * pyarrow uses to restore exact Arrow types and Java ignores.
  *
  * Limits of parquet-wasm 0.8: the ZSTD level cannot be chosen (arrow-rs's default level 1 is used, which is also
- * Paimon's default `file.compression.zstd-level`); timestamps of precision 7–9 are INT64 NANOS, not Java's INT96.
+ * Paimon's default `file.compression.zstd-level`); arrow-rs writes no INT96, so timestamps of precision 7–9 are
+ * written as FIXED_LEN_BYTE_ARRAY(12) holding INT96 bytes and the footer is rewritten to say INT96, as Java Paimon
+ * writes and reads them (parquet-layout.ts, parquet-footer.mjs). arrow-rs leaves NaN out of FLOAT/DOUBLE min/max,
+ * so those are dropped from the footer for a column that holds NaN.
  */
 import * as arrow from "apache-arrow";
 import * as pw from "parquet-wasm";
 import { dataInvalid } from "../errors.ts";
 import { normalizeArrowSchema } from "./arrow-schema.ts";
+import { parquetLayout } from "./parquet-layout.ts";
 import { decodeToIpcStream, encodeIpcStream, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
 
 export type { ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
@@ -113,7 +119,22 @@ export function writerSpec(opts: ParquetWriteOptions, numRows: number): ParquetW
     dictionaryColumns: Array.isArray(dict) ? [...(dict as readonly string[])] : [],
     writerVersion: opts.writerVersion === "2.0" ? pw.WriterVersion.V2 : pw.WriterVersion.V1,
     createdBy: opts.createdBy,
+    plainColumns: [],
+    plainEverywhere: false,
   };
+}
+
+/**
+ * What an encoder needs for `data`: the data in Paimon's Parquet layout (nested names, INT96 stand-ins) and the
+ * writer settings, including the footer changes that layout calls for.
+ */
+export function encodeRequest(data: arrow.RecordBatch | arrow.Table, opts: ParquetWriteOptions): { table: arrow.Table; spec: ParquetWriterSpec } {
+  const layout = parquetLayout(normalized(data));
+  const spec = writerSpec(opts, data.numRows);
+  spec.plainColumns = layout.plainColumns;
+  spec.plainEverywhere = layout.nestedInt96;
+  spec.footer = layout.footer;
+  return { table: layout.table, spec };
 }
 
 /** The Arrow IPC stream parquet-wasm takes in: the data under Paimon's nested field names. */
@@ -154,8 +175,8 @@ export function toIpcChunks(data: arrow.RecordBatch | arrow.Table): IpcChunks {
 
 /** Encodes a batch or table as one Parquet file (on this thread; `ParquetEncoderPool.encode` in a worker). */
 export function writeParquet(data: arrow.RecordBatch | arrow.Table, opts: ParquetWriteOptions = {}): Uint8Array {
-  const spec = writerSpec(opts, data.numRows);
-  return encodeIpcStream(toIpcStream(data), spec);
+  const { table, spec } = encodeRequest(data, opts);
+  return encodeIpcStream(toIpcStream(table), spec);
 }
 
 /** Re-wraps the data under Paimon's nested field names when they differ (buffers are shared, not copied). */

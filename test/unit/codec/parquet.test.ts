@@ -8,10 +8,11 @@ import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
 import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns.ts";
 import { fromArrowSchema } from "../../../src/codec/arrow-schema.ts";
 import { parquetFooterInfo, parquetRowCount, readParquet, readParquetAsync, readParquetSchema, writeParquet } from "../../../src/codec/parquet.ts";
-import { T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
+import { parseColumnList, T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
 import { dateToString, unscaledToString, type Row, type Timestamp, type Value } from "../../../src/spec/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { ALL_ROWS, ALL_TYPES, ts } from "../../helpers/codec-fixtures.ts";
+import { runPython } from "../../helpers/python.ts";
 
 async function withDuck<R>(fn: (conn: DuckDBConnection, dir: string) => Promise<R>): Promise<R> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-parquet-"));
@@ -64,6 +65,8 @@ function duckJson(type: DataType, v: Value): unknown {
   }
 }
 
+const floorDiv = (a: bigint, b: bigint): bigint => (a % b < 0n ? a / b - 1n : a / b);
+
 const TEMPORAL = new Set(["DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "BINARY", "VARBINARY"]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -102,7 +105,13 @@ test("parquet - file layout matches Java Paimon: REQUIRED for NOT NULL, LIST/ele
     assert.equal(at("tm")["converted_type"], "TIME_MILLIS");
     assert.equal(at("ts3")["converted_type"], "TIMESTAMP_MILLIS");
     assert.equal(at("ts6")["converted_type"], "TIMESTAMP_MICROS");
-    assert.match(String(at("ts9")["logical_type"]), /isAdjustedToUTC=0.*NANOS=NanoSeconds/);
+    // Precision 7–9: INT96 without a logical type, as Java Paimon writes them (and the only form its reader takes).
+    for (const c of ["ts9", "ltz9"]) {
+      assert.equal(at(c)["type"], "INT96", c);
+      assert.equal(at(c)["type_length"], null, c);
+      assert.equal(at(c)["logical_type"], null, c);
+      assert.equal(at(c)["converted_type"], null, c);
+    }
     assert.match(String(at("ltz3")["logical_type"]), /isAdjustedToUTC=1/);
     assert.match(String(at("ts3")["logical_type"]), /isAdjustedToUTC=0/);
 
@@ -173,7 +182,7 @@ test("parquet - DuckDB reads back the values written", async () => {
 
     // Temporal and binary columns, as numbers / hex.
     const q = `select date_diff('day', DATE '1970-01-01', dt) as dt, epoch_ms(tm) as tm, epoch_ms(ts0) as ts0,
-      epoch_ms(ts3) as ts3, epoch_us(ts6) as ts6, epoch_ns(ts9) as ts9, epoch_ms(ltz3) as ltz3, epoch_us(ltz6) as ltz6,
+      epoch_ms(ts3) as ts3, epoch_us(ts6) as ts6, epoch_us(ts9) as ts9, epoch_ms(ltz3) as ltz3, epoch_us(ltz6) as ltz6,
       epoch_us(ltz9) as ltz9, hex(bin) as bin, hex(vbin) as vbin from read_parquet(${sqlPath(path)})`;
     const temporal = await rowsOf(conn, q);
     const big = (v: Value, f: (t: Timestamp) => bigint): bigint | null => (v === null ? null : f(v as Timestamp));
@@ -185,11 +194,11 @@ test("parquet - DuckDB reads back the values written", async () => {
         ts0: big(row["ts0"]!, (t) => BigInt(t.millis)),
         ts3: big(row["ts3"]!, (t) => BigInt(t.millis)),
         ts6: big(row["ts6"]!, (t) => t.toEpochMicros()),
-        ts9: big(row["ts9"]!, (t) => t.toEpochNanos()),
+        // DuckDB reads INT96 as a microsecond TIMESTAMP: days plus nanos of the day / 1000, so rounded down.
+        ts9: big(row["ts9"]!, (t) => floorDiv(t.toEpochNanos(), 1000n)),
         ltz3: big(row["ltz3"]!, (t) => BigInt(t.millis)),
         ltz6: big(row["ltz6"]!, (t) => t.toEpochMicros()),
-        // DuckDB's TIMESTAMPTZ is microseconds: it converts nanosecond instants truncating toward zero.
-        ltz9: big(row["ltz9"]!, (t) => t.toEpochNanos() / 1000n),
+        ltz9: big(row["ltz9"]!, (t) => floorDiv(t.toEpochNanos(), 1000n)),
         bin: hex(row["bin"]!),
         vbin: hex(row["vbin"]!),
       };
@@ -341,5 +350,86 @@ test("parquet - reads files written by DuckDB (another engine's layout and units
       f: 1.5,
     });
     assert.deepEqual(rows[1], { i: null, s: null, d: -1n, d38: -10000000000n, ts: null, tz: null, dt: null, tm: null, l: [], m: [], r: null, b: null, bo: null, f: null });
+  });
+});
+
+test("parquet - TIMESTAMP(7..9) nested and top-level are INT96 under every writer setting; pyarrow and DuckDB read the nanos", async () => {
+  const fields = parseColumnList("t7 TIMESTAMP(7), l9 TIMESTAMP_LTZ(9), arr ARRAY<TIMESTAMP(9)>, m MAP<STRING, TIMESTAMP_LTZ(8)>, r ROW<x TIMESTAMP(9)>");
+  const at = (iso: string, nanoOfMilli: number): Timestamp => ts(iso, nanoOfMilli);
+  const rows: Row[] = [
+    { t7: at("2024-01-02T03:04:05.678", 123400), l9: at("1969-12-31T23:59:59.999", 999999), arr: [at("1677-09-22T00:00:00.001", 1), null], m: [["k", at("2262-04-11T23:47:16.854", 775807)]], r: { x: at("2000-02-29T12:00:00", 1) } },
+    { t7: null, l9: null, arr: null, m: null, r: null },
+    { t7: at("1970-01-01T00:00:00", 100), l9: at("1900-01-01T00:00:00", 0), arr: [], m: [], r: { x: null } },
+  ];
+  const batch = rowsToRecordBatch(fields, rows);
+  const paths: string[] = [];
+  await withDuck(async (conn, dir) => {
+    for (const [k, opts] of [{}, { writerVersion: "2.0" as const }, { dictionary: true }, { statistics: "page" as const }].entries()) {
+      const file = writeParquet(batch, opts);
+      assert.deepEqual(recordBatchToRows(fields, readParquet(file)), rows, `natslake reads back (${JSON.stringify(opts)})`);
+      const p = join(dir, `int96-${k}.parquet`);
+      writeFileSync(p, file);
+      const meta = await rowsOf(conn, `select path_in_schema as col, type, encodings, stats_min_value as lo from parquet_metadata(${sqlPath(p)}) order by column_id`);
+      const int96 = meta.filter((c) => c["col"] !== "m, key_value, key");
+      assert.equal(int96.length, 5);
+      for (const c of int96) {
+        assert.equal(c["type"], "INT96", `${String(c["col"])} (${JSON.stringify(opts)})`);
+        assert.doesNotMatch(String(c["encodings"]), /DELTA/);
+        assert.equal(c["lo"], null, "no FLBA-ordered statistics");
+      }
+      paths.push(p);
+    }
+    // One interpreter for every file (each start costs seconds on a busy machine).
+    const py = await runPython("-", paths, {
+      input: `import sys, pyarrow.parquet as pq
+for p in sys.argv[1:]:
+    t = pq.read_table(p)
+    print([str(t.schema.field(n).type) for n in ("t7", "l9")])
+    print(t.column("t7").cast("int64").to_pylist())
+    print([None if v is None else [None if x is None else x.value for x in v] for v in t.column("arr").to_pylist()])`,
+    });
+    const lines = py.trim().split("\n");
+    assert.equal(lines.length, 3 * paths.length);
+    for (let k = 0; k < paths.length; k++) {
+      const [types, t7, arr] = lines.slice(3 * k, 3 * k + 3);
+      assert.match(types!, /'timestamp\[ns\]'/);
+      assert.equal(t7, `[${rows.map((r) => (r["t7"] === null ? "None" : (r["t7"] as Timestamp).toEpochNanos())).join(", ")}]`);
+      assert.equal(arr, "[[-9223286399998999999, None], None, []]");
+    }
+  });
+});
+
+test("parquet - a FLOAT/DOUBLE chunk holding NaN has no min/max in the footer (null count kept); others keep theirs", async () => {
+  const fields = parseColumnList("d DOUBLE, f FLOAT, ok DOUBLE");
+  const rows: Row[] = [
+    { d: 1, f: NaN, ok: 2 },
+    { d: NaN, f: 1.5, ok: null },
+    { d: null, f: -1, ok: 3 },
+  ];
+  await withDuck(async (conn, dir) => {
+    for (const [k, opts] of [{}, { statistics: "page" as const }, { maxRowGroupSize: 1 }].entries()) {
+      const file = writeParquet(rowsToRecordBatch(fields, rows), opts);
+      const p = join(dir, `nan-${k}.parquet`);
+      writeFileSync(p, file);
+      const meta = await rowsOf(conn, `select row_group_id as g, path_in_schema as col, stats_min_value as lo, stats_max_value as hi, stats_null_count as nulls from parquet_metadata(${sqlPath(p)}) where row_group_id = 0 order by column_id`);
+      if (k < 2) {
+        assert.deepEqual(meta.map((c) => [c["col"], c["lo"], c["hi"], c["nulls"]]), [
+          ["d", null, null, 1n],
+          ["f", null, null, 0n],
+          ["ok", "2.0", "3.0", 1n],
+        ]);
+      }
+      // DuckDB prunes row groups by those statistics: the NaN row must survive `d > 1e300` (NaN sorts above all).
+      const hits = await rowsOf(conn, `select count(*) as n from read_parquet(${sqlPath(p)}) where d > 1e300`);
+      assert.equal(hits[0]!["n"], 1n);
+      if (k === 1) {
+        const pyIndex = await runPython("-", [p], {
+          input: `import sys, pyarrow.parquet as pq
+rg = pq.ParquetFile(sys.argv[1]).metadata.row_group(0)
+print([rg.column(i).has_column_index for i in range(3)])`,
+        });
+        assert.equal(pyIndex.trim(), "[False, False, True]", "no column index for the NaN columns");
+      }
+    }
   });
 });
