@@ -6,7 +6,8 @@
  * - `min[i]` / `max[i]` are canonical values (spec/values.ts) of column i, or null when the column has no non-null
  *   value or its type has no order in Paimon's stats (ARRAY, MAP, MULTISET, ROW). `nullCounts[i]` counts nulls.
  * - Orders are Java Paimon's: numbers numerically; FLOAT/DOUBLE by `Double.compare` (−0.0 < 0.0, NaN above
- *   everything, so a NaN makes max NaN, which only makes readers skip less); DECIMAL by unscaled value (one scale per
+ *   everything, so a NaN makes max NaN; `safeFileBounds` then drops that column's bounds before they reach a
+ *   manifest, see there); DECIMAL by unscaled value (one scale per
  *   column); CHAR/VARCHAR by unsigned UTF-8 bytes (= code point order, not JS's UTF-16 order); BINARY by unsigned
  *   bytes; BOOLEAN false < true; DATE, TIME, TIMESTAMP chronologically.
  * - Values are exact, never truncated: a table's statistics mode (`truncate(16)` by default) is applied to them
@@ -325,6 +326,21 @@ export function statsFromRows(fields: readonly ColumnSpec[], rows: readonly Row[
     out.nullCounts[k] = nulls;
   });
   return out;
+}
+
+/**
+ * The bounds a manifest may carry for a file: a FLOAT/DOUBLE column holding NaN (its max is NaN in Java's order)
+ * gets null min and max (null count kept). Java Paimon prunes correctly on a NaN max (`Double.compareTo` puts NaN
+ * above every literal), but pypaimon compares with Python's `<`, for which `1e300 < nan` is false, so it would
+ * skip the file for `d > 1e300` and lose the NaN row; null bounds make every reader keep the file.
+ */
+export function safeFileBounds(fields: readonly ColumnSpec[], stats: ValueStats): ValueStats {
+  const nanAt = fields.flatMap((f, k) => ((f.type.root === "FLOAT" || f.type.root === "DOUBLE") && Number.isNaN(stats.max[k]) ? [k] : []));
+  if (nanAt.length === 0) return stats;
+  const min = [...stats.min];
+  const max = [...stats.max];
+  for (const k of nanAt) min[k] = max[k] = null;
+  return { min, max, nullCounts: stats.nullCounts };
 }
 
 /** Statistics with no rows: all min/max null, null counts 0. */

@@ -12,7 +12,7 @@ import { failpoint } from "../failpoints.ts";
 import { recordBatchToRows, rowsToRecordBatch } from "../codec/columns.ts";
 import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
-import { computeStats } from "../codec/stats.ts";
+import { computeStats, safeFileBounds } from "../codec/stats.ts";
 import { applyStatsMode, columnStatsModes, type StatsMode } from "../codec/stats-mode.ts";
 import { serializeBinaryRow } from "../spec/binary-row.ts";
 import { hasOrder } from "../codec/stats.ts";
@@ -63,12 +63,13 @@ export function encodeDataFile(data: arrow.RecordBatch | arrow.Table, spec: Data
 
 /**
  * Min/max/null counts over the given columns, each kept as its statistics mode says (src/codec/stats-mode.ts:
- * exact, truncated, counts only). Columns not given — nested ones (ARRAY, MAP, ROW) and those of mode `none` — are
+ * exact, truncated, counts only), except that a FLOAT/DOUBLE column holding NaN has null bounds (`safeFileBounds`:
+ * no reader may skip its NaN rows). Columns not given — nested ones (ARRAY, MAP, ROW) and those of mode `none` — are
  * left out and the file lists the covered columns in `_VALUE_STATS_COLS` (Paimon's dense statistics mode).
  */
 function valueStatsOf(fields: readonly DataField[] | null, modes: readonly StatsMode[] | undefined, batch: arrow.RecordBatch | arrow.Table): SimpleStats {
   if (fields === null || fields.length === 0) return EMPTY_STATS;
-  const stats = computeStats(fields, batch);
+  const stats = safeFileBounds(fields, computeStats(fields, batch));
   if (modes !== undefined) {
     fields.forEach((f, k) => {
       const s = applyStatsMode(f.type, modes[k] ?? { kind: "full" }, stats.min[k] ?? null, stats.max[k] ?? null, stats.nullCounts[k] ?? 0);

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import * as arrow from "apache-arrow";
 import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
 import { readParquet, writeParquet } from "../../../src/codec/parquet.ts";
-import { compareDoubles, compareStrings, compareValues, computeStats, emptyStats, mergeStats, statsFromRows } from "../../../src/codec/stats.ts";
+import { compareDoubles, compareStrings, compareValues, computeStats, emptyStats, mergeStats, safeFileBounds, statsFromRows } from "../../../src/codec/stats.ts";
 import { parseColumnList, T } from "../../../src/spec/data-types.ts";
 import { Timestamp, type Row, type Value } from "../../../src/spec/values.ts";
 import { ALL_ROWS, ALL_TYPES, bytes, ts } from "../../helpers/codec-fixtures.ts";
@@ -161,4 +161,13 @@ test("stats - property: the raw-buffer fast paths agree with canonical-value sta
     }),
     { numRuns: 300 },
   );
+});
+
+test("stats - safeFileBounds: a FLOAT/DOUBLE column whose max is NaN gets null bounds, null counts and other columns kept", () => {
+  const fields = parseColumnList("d DOUBLE, f FLOAT, x DOUBLE, s STRING");
+  const stats = computeStats(fields, rowsToRecordBatch(fields, [{ d: NaN, f: 1, x: 2, s: "a" }, { d: 1, f: NaN, x: null, s: null }, { d: null, f: null, x: 3, s: "b" }]));
+  assert.deepEqual(stats.max.slice(0, 2), [NaN, NaN], "Java's order, before the file-level guard");
+  assert.deepEqual(safeFileBounds(fields, stats), { min: [null, null, 2, "a"], max: [null, null, 3, "b"], nullCounts: [1, 1, 1, 1] });
+  const clean = computeStats(fields, rowsToRecordBatch(fields, [{ d: 1, f: 2, x: 3, s: "c" }]));
+  assert.equal(safeFileBounds(fields, clean), clean);
 });

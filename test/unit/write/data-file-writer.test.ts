@@ -93,3 +93,17 @@ test("scan - files decode in parallel in the pool (also by row groups), projecte
   assert.equal(n, 7500);
   assert.deepEqual(await readAllRows(t, { decoderPool: pool, limit: 0 }), []);
 });
+
+test("data files - a DOUBLE column holding NaN has null bounds in the file's value stats, on both encode paths", async () => {
+  const t = await createTable(wh.path, "w.nan", "id BIGINT, x DOUBLE");
+  const types = t.schema.fields.map((f) => f.type);
+  const rows: Row[] = [{ id: 1n, x: 1.5 }, { id: 2n, x: NaN }, { id: 3n, x: null }];
+  for (const opts of [{}, { pool, poolMinRows: 0 }]) {
+    const metas = await new DataFileWriter(t, opts).writeFiles("", 0, [rowsToRecordBatch(t.schema.fields, rows)], 1n, () => undefined);
+    assert.equal(metas.length, 1);
+    const m = metas[0];
+    assert.deepEqual(Buffer.from(m!.valueStats.minValues), Buffer.from(serializeBinaryRow(types, [1n, null])));
+    assert.deepEqual(Buffer.from(m!.valueStats.maxValues), Buffer.from(serializeBinaryRow(types, [3n, null])));
+    assert.deepEqual(m!.valueStats.nullCounts, [0n, 1n]);
+  }
+});
