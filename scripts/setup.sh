@@ -11,6 +11,10 @@
 #                       the tests fall back to Debian's nats-server
 #   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb); pip only when they are not
 #                       already installed at exactly these versions
+#   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied
+#                       by Maven from test/compat/java/pom.xml into $NATSLAKE_JAVA_ORACLE_DIR (default
+#                       ~/.cache/natslake/java-oracle)/lib, and test/compat/java/PaimonRead.java compiled into
+#                       .../classes; each step only when its input (the pom, the source) changed since (stamp files)
 #   3. npm ci           skipped when node_modules was installed by this script from the same package-lock.json
 #                       and Node version (stamp file node_modules/.natslake-ci-stamp)
 #
@@ -93,7 +97,9 @@ phase_begin "system packages"
 missing=()
 command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-for p in faketime strace gcc; do command -v "$p" >/dev/null 2>&1 || missing+=("$p"); done  # chaos nemeses (chaos/nemesis/): libfaketime (clock skew), strace (slow fsync of Go processes), gcc (builds the slow-fsync LD_PRELOAD shim)
+for p in faketime strace gcc; do command -v "$p" >/dev/null 2>&1 || missing+=("$p"); done
+command -v mvn >/dev/null 2>&1 || missing+=(maven)  # the Java Paimon oracle (phase "java oracle")
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)  # chaos nemeses (chaos/nemesis/): libfaketime (clock skew), strace (slow fsync of Go processes), gcc (builds the slow-fsync LD_PRELOAD shim)
 if ! venv_ok; then
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
@@ -169,6 +175,43 @@ if ! pins_ok; then
 fi
 export NATSLAKE_PYTHON="$VENV/bin/python"
 phase_end "$venv_note; $("$NATSLAKE_PYTHON" --version 2>&1)"
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "java oracle"
+# Not optional: the compat tests read natslake's tables with released Java Paimon. test/helpers/java.ts finds the
+# result at the same default directory (or $NATSLAKE_JAVA_ORACLE_DIR).
+JAVA_ORACLE_DIR="${NATSLAKE_JAVA_ORACLE_DIR:-$HOME/.cache/natslake/java-oracle}"
+JAVA_POM="$ROOT/test/compat/java/pom.xml"
+JAVA_SRC="$ROOT/test/compat/java/PaimonRead.java"
+lib_stamp="$(sha256sum "$JAVA_POM" | cut -d' ' -f1)"
+classes_stamp="$(cat "$JAVA_SRC" "$JAVA_POM" | sha256sum | cut -d' ' -f1) $(javac -version 2>&1)"
+java_note=""
+if [[ -f "$JAVA_ORACLE_DIR/lib/.stamp" && "$(cat "$JAVA_ORACLE_DIR/lib/.stamp")" == "$lib_stamp" ]]; then
+  java_note="classpath present"
+else
+  log "mvn dependency:copy-dependencies ($JAVA_POM) -> $JAVA_ORACLE_DIR/lib"
+  rm -rf "$JAVA_ORACLE_DIR/lib" "$JAVA_ORACLE_DIR/lib.tmp"
+  mkdir -p "$JAVA_ORACLE_DIR"
+  mvn_log="$JAVA_ORACLE_DIR/mvn.log"
+  mvn -B -q -Dstyle.color=never -f "$JAVA_POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$JAVA_ORACLE_DIR/lib.tmp" >"$mvn_log" 2>&1 \
+    || { cat "$mvn_log" >&2; die "Maven could not fetch the Java Paimon oracle (org.apache.paimon:paimon-bundle:1.4.2, hadoop-common and hadoop-mapreduce-client-core 3.3.6) from Maven Central; see its output above (network or proxy settings in ~/.m2/settings.xml). The compat tests cannot run without it"; }
+  ls "$JAVA_ORACLE_DIR/lib.tmp"/paimon-bundle-*.jar >/dev/null 2>&1 || die "mvn finished but $JAVA_ORACLE_DIR/lib.tmp has no paimon-bundle jar"
+  mv "$JAVA_ORACLE_DIR/lib.tmp" "$JAVA_ORACLE_DIR/lib"
+  printf '%s' "$lib_stamp" > "$JAVA_ORACLE_DIR/lib/.stamp"
+  java_note="fetched $(find "$JAVA_ORACLE_DIR/lib" -name '*.jar' | wc -l) jars ($(du -sh "$JAVA_ORACLE_DIR/lib" | cut -f1))"
+fi
+if [[ -f "$JAVA_ORACLE_DIR/classes/.stamp" && "$(cat "$JAVA_ORACLE_DIR/classes/.stamp")" == "$classes_stamp" ]]; then
+  java_note="$java_note, PaimonRead compiled"
+else
+  rm -rf "$JAVA_ORACLE_DIR/classes"
+  mkdir -p "$JAVA_ORACLE_DIR/classes"
+  javac -nowarn -encoding UTF-8 -d "$JAVA_ORACLE_DIR/classes" -cp "$JAVA_ORACLE_DIR/lib/*" "$JAVA_SRC" \
+    || die "javac could not compile $JAVA_SRC against $JAVA_ORACLE_DIR/lib"
+  printf '%s' "$classes_stamp" > "$JAVA_ORACLE_DIR/classes/.stamp"
+  java_note="$java_note, PaimonRead compiled now"
+fi
+export NATSLAKE_JAVA_ORACLE_DIR="$JAVA_ORACLE_DIR"
+phase_end "$java_note; $(java -version 2>&1 | head -n1)"
 
 # ---------------------------------------------------------------------------------------------------------------
 phase_begin "npm ci"

@@ -1,0 +1,130 @@
+/**
+ * Runs the Java Paimon oracle (test/compat/java/PaimonRead.java against paimon-bundle 1.4.2), which scripts/setup.sh
+ * fetches and compiles into `$NATSLAKE_JAVA_ORACLE_DIR` (default `~/.cache/natslake/java-oracle`). A missing
+ * oracle is an error, never a skip. One JVM start reads every request of a call (a start costs seconds).
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import type { DataType } from "../../src/spec/data-types.ts";
+import type { Table } from "../../src/table/table.ts";
+import { decimalToUnscaled, Timestamp, toJsonValue, type Value } from "../../src/spec/values.ts";
+
+export function javaOracleDir(): string {
+  const fromEnv = process.env.NATSLAKE_JAVA_ORACLE_DIR;
+  return fromEnv !== undefined && fromEnv !== "" ? fromEnv : join(homedir(), ".cache/natslake/java-oracle");
+}
+
+/** The classpath of the oracle; throws (never skips) when setup.sh has not prepared it. */
+function classpath(): string {
+  const dir = javaOracleDir();
+  for (const stamp of ["lib/.stamp", "classes/PaimonRead.class"]) {
+    if (!existsSync(join(dir, stamp))) throw new Error(`the Java Paimon oracle is missing (${join(dir, stamp)}); run scripts/setup.sh (or point NATSLAKE_JAVA_ORACLE_DIR at its directory)`);
+  }
+  return `${join(dir, "lib")}/*:${join(dir, "classes")}`;
+}
+
+export interface JavaReadRequest {
+  /** `db.table` */
+  table: string;
+  /** Projection, in this order. */
+  columns?: string[];
+  /** A Paimon predicate `column op literal` (op: gt, ge, lt, le, eq), pushed down and applied to rows. */
+  filter?: { column: string; op: "gt" | "ge" | "lt" | "le" | "eq"; literal: string };
+}
+
+/** What Java returned for one request: its rows, or the exception chain that ended it. */
+export type JavaResult<R> = { rows: R[]; error?: undefined } | { rows?: undefined; error: string };
+
+/** Rows of each request as PaimonRead.java renders them (see its class comment), in Java's split order. */
+export function javaPaimonReadRaw(warehouse: string, requests: readonly JavaReadRequest[], timeoutMs = 180_000): Promise<Array<JavaResult<Record<string, unknown>>>> {
+  const args = requests.map((r) => {
+    let a = r.table;
+    if (r.columns !== undefined) a += `;columns=${r.columns.join(",")}`;
+    if (r.filter !== undefined) a += `;filter=${r.filter.column},${r.filter.op},${r.filter.literal}`;
+    return a;
+  });
+  const cmd = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath(), "PaimonRead", warehouse, ...args];
+  return new Promise((resolve, reject) => {
+    const child = spawn("java", cmd, { stdio: ["ignore", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => err.push(b));
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start java: ${e.message}`));
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString("utf8");
+      if (code !== 0) return reject(new Error(`PaimonRead ${args.join(" ")} exited with ${code ?? signal}\n${stderr}`));
+      const lines = Buffer.concat(out).toString("utf8").split("\n").filter((l) => l.trim() !== "");
+      if (lines.length !== requests.length) return reject(new Error(`PaimonRead printed ${lines.length} results for ${requests.length} requests\n${stderr}`));
+      resolve(lines.map((l) => JSON.parse(l) as JavaResult<Record<string, unknown>>));
+    });
+  });
+}
+
+/**
+ * Reads with Java Paimon and renders the rows like `toJsonValue` (as `readJson` and the pypaimon oracle do), using
+ * each table's schema. `tables[i]` is the table of `requests[i]`; a failed request keeps its error.
+ */
+export async function javaPaimonRead(warehouse: string, tables: readonly Table[], requests: readonly JavaReadRequest[]): Promise<Array<JavaResult<Record<string, unknown>>>> {
+  const raw = await javaPaimonReadRaw(warehouse, requests);
+  return raw.map((res, i) => {
+    if (res.rows === undefined) return res;
+    const fields = tables[i]!.schema.fields;
+    const wanted = requests[i]!.columns ?? fields.map((f) => f.name);
+    const rows = res.rows.map((r) =>
+      Object.fromEntries(
+        wanted.map((name) => {
+          const f = fields.find((x) => x.name === name)!;
+          return [name, toJsonValue(f.type, fromJava(f.type, r[name]))];
+        }),
+      ),
+    );
+    return { rows };
+  });
+}
+
+/** The rows of a result; throws Java's error for a failed request. */
+export function javaRows<R>(res: JavaResult<R> | undefined): R[] {
+  if (res === undefined) throw new Error("no Java result (did the reading hook run?)");
+  if (res.rows === undefined) throw new Error(`Java Paimon failed: ${res.error}`);
+  return res.rows;
+}
+
+/** PaimonRead's rendering → natslake's canonical value. */
+export function fromJava(type: DataType, v: unknown): Value {
+  if (v === null || v === undefined) return null;
+  switch (type.root) {
+    case "BIGINT":
+      return BigInt(v as string);
+    case "DECIMAL":
+      return decimalToUnscaled(v as string, type.precision, type.scale, "java");
+    case "FLOAT":
+    case "DOUBLE":
+      return typeof v === "number" ? v : v === "-0.0" ? -0 : Number(v as string);
+    case "BINARY":
+    case "VARBINARY":
+      return Uint8Array.from(Buffer.from(v as string, "hex"));
+    case "TIMESTAMP":
+    case "TIMESTAMP_LTZ":
+      return Timestamp.fromEpochNanos(BigInt(v as string));
+    case "ARRAY":
+      return (v as unknown[]).map((x) => fromJava(type.element, x));
+    case "MULTISET":
+      return (v as Array<[unknown, number]>).flatMap(([x, n]) => Array.from({ length: n }, () => fromJava(type.element, x)));
+    case "MAP":
+      return (v as Array<[unknown, unknown]>).map(([k, x]) => [fromJava(type.key, k), fromJava(type.value, x)]);
+    case "ROW": {
+      const o = v as Record<string, unknown>;
+      return Object.fromEntries(type.fields.map((f) => [f.name, fromJava(f.type, o[f.name])]));
+    }
+    default:
+      return v as Value;
+  }
+}
