@@ -108,27 +108,32 @@ function int96Data(d: arrow.Data): arrow.Data {
   return d.clone(type, d.offset, d.length, d.nullCount, undefined, d.children.map(int96Data));
 }
 
-const NANOS_PER_DAY = 86_400_000_000_000n;
 /** The Julian day number of 1970-01-01. */
 const JULIAN_EPOCH_DAY = 2_440_588;
+/** Nanoseconds per day = 2^16 · 1318359375: the odd factor below. */
+const DAY_ODD = 1_318_359_375;
 
 /**
  * INT96 bytes of epoch nanoseconds (apache-arrow's values buffers are already sliced to the data's offset). Null
  * slots convert like any value: their bytes are never read.
+ *
+ * Without BigInts (measured ~6x faster): with ns = hi·2^32 + lo, M = hi·2^16 + (lo >>> 16) is exact in a double
+ * (|M| < 2^47) and ns = 2^16·M + (lo & 0xffff); as a day is 2^16·DAY_ODD nanoseconds, the day is floor(M / DAY_ODD)
+ * (the low 16 bits cannot carry into it) and the nanos of the day 2^16·(M mod DAY_ODD) + (lo & 0xffff) < 2^47.
  */
 export function int96Bytes(nanos: BigInt64Array): Uint8Array {
+  const words = new Int32Array(nanos.buffer, nanos.byteOffset, nanos.length * 2);
   const out = new Uint8Array(nanos.length * 12);
   const dv = new DataView(out.buffer);
   for (let i = 0; i < nanos.length; i++) {
-    const ns = nanos[i]!;
-    let day = ns / NANOS_PER_DAY;
-    let ofDay = ns % NANOS_PER_DAY;
-    if (ofDay < 0n) {
-      ofDay += NANOS_PER_DAY;
-      day -= 1n;
-    }
-    dv.setBigInt64(i * 12, ofDay, true);
-    dv.setInt32(i * 12 + 8, Number(day) + JULIAN_EPOCH_DAY, true);
+    const lo = words[2 * i]! >>> 0;
+    const hi = words[2 * i + 1]!;
+    const m = hi * 65536 + (lo >>> 16);
+    const day = Math.floor(m / DAY_ODD);
+    const ofDay = (m - day * DAY_ODD) * 65536 + (lo & 0xffff);
+    dv.setUint32(i * 12, ofDay % 4294967296, true);
+    dv.setUint32(i * 12 + 4, Math.floor(ofDay / 4294967296), true);
+    dv.setInt32(i * 12 + 8, day + JULIAN_EPOCH_DAY, true);
   }
   return out;
 }

@@ -2,6 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as arrow from "apache-arrow";
 import * as pw from "parquet-wasm";
+import fc from "fast-check";
+import { int96Bytes } from "../../../src/codec/parquet-layout.ts";
 import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
 import {
   decodeStruct,
@@ -127,4 +129,34 @@ test("parquet footer - a longer ARROW:schema moves the footer into a copy; refus
   );
   assert.throws(() => rewriteFooter(v2, { int96Leaves: [0] }), /encoding 7, which INT96 does not allow/);
   assert.throws(() => readFileMetaData(file.subarray(0, file.length - 2)), /magic/);
+});
+
+/** The INT96 definition, in BigInts: nanos of the day in [0, 86400·10⁹), then the Julian day. */
+function int96Reference(ns: bigint): Uint8Array {
+  const dayNs = 86_400_000_000_000n;
+  let day = ns / dayNs;
+  let ofDay = ns % dayNs;
+  if (ofDay < 0n) {
+    ofDay += dayNs;
+    day -= 1n;
+  }
+  const out = new Uint8Array(12);
+  const dv = new DataView(out.buffer);
+  dv.setBigInt64(0, ofDay, true);
+  dv.setInt32(8, Number(day) + 2_440_588, true);
+  return out;
+}
+
+test("parquet layout - int96Bytes matches the BigInt definition over the whole int64 range", () => {
+  const edges = [0n, 1n, -1n, 86_399_999_999_999n, 86_400_000_000_000n, -86_400_000_000_000n, -86_400_000_000_001n, 2n ** 63n - 1n, -(2n ** 63n)];
+  fc.assert(
+    fc.property(fc.array(fc.oneof(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.constantFrom(...edges)), { maxLength: 50 }), (values) => {
+      const got = int96Bytes(BigInt64Array.from(values));
+      values.forEach((v, i) => assert.deepEqual(got.subarray(i * 12, i * 12 + 12), int96Reference(v), String(v)));
+    }),
+    { numRuns: 300 },
+  );
+  // A sliced column (apache-arrow slices values to the data's offset).
+  const all = BigInt64Array.from(edges);
+  assert.deepEqual(int96Bytes(all.subarray(3)), Uint8Array.from(edges.slice(3).flatMap((v) => [...int96Reference(v)])));
 });
