@@ -13,8 +13,8 @@
  * | BINARY(n) / VARBINARY / BYTES  | Binary                                  | BYTE_ARRAY                                    |
  * | DATE                           | DateDay                                 | INT32 (DATE)                                  |
  * | TIME(p)                        | TimeMillisecond                         | INT32 (TIME(MILLIS))                          |
- * | TIMESTAMP(p)                   | Timestamp ms p≤3, µs p≤6, ns p≤9; no tz | INT64 TIMESTAMP(unit, isAdjustedToUTC=false)  |
- * | TIMESTAMP_LTZ(p)               | same units, timezone "UTC"              | INT64 TIMESTAMP(unit, isAdjustedToUTC=true)   |
+ * | TIMESTAMP(p)                   | Timestamp ms p≤3, µs p≤6, ns p≤9; no tz | INT64 TIMESTAMP(unit, isAdjustedToUTC=false); INT96 p≥7 |
+ * | TIMESTAMP_LTZ(p)               | same units, timezone "UTC"              | INT64 TIMESTAMP(unit, isAdjustedToUTC=true); INT96 p≥7 |
  * | ARRAY<T>                       | List, child field "element"             | 3-level LIST: `list` / `element`              |
  * | MAP<K, V>                      | Map, entries "key_value" {key NOT NULL, value} | MAP: repeated group `key_value` {key required, value} |
  * | MULTISET<T>                    | Map<T NOT NULL, Int32 NOT NULL>         | as MAP (Java stores a multiset as element → count) |
@@ -26,8 +26,10 @@
  * BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY for BINARY; pyarrow reads BYTE_ARRAY back as `binary`, which pypaimon accepts for
  * BINARY columns. Fixed width would also reject shorter values, which Paimon allows.
  *
- * Known divergence from Java: Java writes TIMESTAMP(7..9) as INT96; arrow-rs cannot, so they are INT64 NANOS. Java
- * master reads INT64 timestamps in the unit their annotation states; pyarrow and DuckDB read both.
+ * TIMESTAMP(7..9) / TIMESTAMP_LTZ(7..9) are Timestamp(ns) in Arrow but INT96 in the file, as Java writes them and
+ * released Java Paimon (1.4.2) requires (it reads INT64 there as millis, or fails for LTZ). arrow-rs writes no INT96,
+ * so the encoder substitutes FixedSizeBinary(12) holding the INT96 bytes and rewrites the footer (parquet-layout.ts,
+ * parquet-footer.mjs); arrow-rs, pyarrow and DuckDB read INT96 back as nanosecond (DuckDB: microsecond) timestamps.
  *
  * The reverse mapping (`fromArrowType`, `fromArrowSchema`) reads what pyarrow, pypaimon, Java (via arrow-rs) and
  * DuckDB produce, and lets callers write arbitrary Arrow data into a Paimon table. It is lossy where Paimon has no
