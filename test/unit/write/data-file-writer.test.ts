@@ -9,7 +9,7 @@ import { serializeBinaryRow } from "../../../src/spec/binary-row.ts";
 import type { Row } from "../../../src/spec/values.ts";
 import { FileStoreCommit } from "../../../src/commit/file-store-commit.ts";
 import { readAllRows, readBatches } from "../../../src/scan/read.ts";
-import { DataFileWriter } from "../../../src/write/data-file-writer.ts";
+import { DataFileWriter, encodeDataFile } from "../../../src/write/data-file-writer.ts";
 import { createTable, tempDir } from "../../helpers/tables.ts";
 
 const wh = tempDir();
@@ -94,7 +94,7 @@ test("scan - files decode in parallel in the pool (also by row groups), projecte
   assert.deepEqual(await readAllRows(t, { decoderPool: pool, limit: 0 }), []);
 });
 
-test("data files - a DOUBLE column holding NaN has null bounds in the file's value stats, on both encode paths", async () => {
+test("data files - a DOUBLE column holding NaN has null bounds in the file's value stats, on every encode path", async () => {
   const t = await createTable(wh.path, "w.nan", "id BIGINT, x DOUBLE");
   const types = t.schema.fields.map((f) => f.type);
   const rows: Row[] = [{ id: 1n, x: 1.5 }, { id: 2n, x: NaN }, { id: 3n, x: null }];
@@ -106,4 +106,7 @@ test("data files - a DOUBLE column holding NaN has null bounds in the file's val
     assert.deepEqual(Buffer.from(m!.valueStats.maxValues), Buffer.from(serializeBinaryRow(types, [3n, null])));
     assert.deepEqual(m!.valueStats.nullCounts, [0n, 1n]);
   }
+  // encodeDataFile: the ingest bucket workers' path.
+  const encoded = encodeDataFile(rowsToRecordBatch(t.schema.fields, rows), new DataFileWriter(t).encodeSpec);
+  assert.deepEqual(Buffer.from(encoded.valueStats.maxValues), Buffer.from(serializeBinaryRow(types, [3n, null])));
 });
