@@ -9,7 +9,7 @@
  */
 import { before, after, test } from "node:test";
 import assert from "node:assert/strict";
-import { javaPaimonRead, javaRows, type JavaReadRequest, type JavaResult } from "../helpers/java.ts";
+import { javaPaimonRead, javaPaimonReadRaw, javaRows, type JavaReadRequest, type JavaResult } from "../helpers/java.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { createTable, expectedJson, readJson, sortRows, tempDir, writeRows } from "../helpers/tables.ts";
 import type { Table } from "../../src/table/table.ts";
@@ -154,4 +154,19 @@ test("natslake → Java Paimon - NaN: `d > 1e300` and `f > 1e30` return the NaN 
   assert.deepEqual(sortRows(java("nanLt")), sortRows([rows[2]!, rows[4]!]));
   assert.deepEqual(sortRows(await paimonRead(wh.path, "java.nan")), sortRows(rows), "pypaimon reads the file");
   assert.deepEqual(await readJson(c.table), rows, "natslake reads it");
+});
+
+test("Java oracle - a missing oracle is an error that names scripts/setup.sh, never a skip", async () => {
+  const saved = process.env.NATSLAKE_JAVA_ORACLE_DIR;
+  process.env.NATSLAKE_JAVA_ORACLE_DIR = `${wh.path}/no-oracle-here`;
+  try {
+    await assert.rejects(javaPaimonReadRaw(wh.path, [{ table: "java.nan" }]), /Java Paimon oracle is missing .*scripts\/setup\.sh/);
+  } finally {
+    if (saved === undefined) delete process.env.NATSLAKE_JAVA_ORACLE_DIR;
+    else process.env.NATSLAKE_JAVA_ORACLE_DIR = saved;
+  }
+  // A request Java cannot serve fails alone; the others in the same JVM still answer.
+  const [bad, good] = await javaPaimonReadRaw(wh.path, [{ table: "java.no_such_table" }, { table: "java.nan", columns: ["id"] }]);
+  assert.match(bad!.error ?? "", /no_such_table/);
+  assert.equal(good!.rows?.length, NAN_ROWS.length);
 });

@@ -45,8 +45,9 @@ export function javaPaimonReadRaw(warehouse: string, requests: readonly JavaRead
     if (r.filter !== undefined) a += `;filter=${r.filter.column},${r.filter.op},${r.filter.literal}`;
     return a;
   });
-  const cmd = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath(), "PaimonRead", warehouse, ...args];
   return new Promise((resolve, reject) => {
+    // Inside the executor, so a missing oracle rejects like any other failure.
+    const cmd = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath(), "PaimonRead", warehouse, ...args];
     const child = spawn("java", cmd, { stdio: ["ignore", "pipe", "pipe"] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
