@@ -17,6 +17,21 @@ export interface AdminDeps {
   resetOffsets: (t: Table, from: "earliest" | "latest") => Promise<unknown>;
 }
 
+/**
+ * Retention for tables created through the cluster, which commits 4–10 times a second. Paimon's defaults (at least
+ * 10, at most 2^31 snapshots, kept 1 h) would keep 14k–36k snapshots — each with two manifest lists — and make every
+ * listing of the table's metadata slow. These keep 10 minutes (enough for a consumer or a reader of an older snapshot
+ * to finish and for time travel over a deploy), capped at 3,000 snapshots (5–12 minutes at those rates), and let a
+ * run (once a second) expire up to 100, so expiration catches up after a pause. Written into the table's options, so
+ * Java and pypaimon see the same retention; explicit options win.
+ */
+export const CLUSTER_TABLE_DEFAULTS: Readonly<Record<string, string>> = {
+  "snapshot.time-retained": "10 min",
+  "snapshot.num-retained.min": "10",
+  "snapshot.num-retained.max": "3000",
+  "snapshot.expire.limit": "100",
+};
+
 function parseRequest(data: Uint8Array): AdminRequest {
   const o = JSON.parse(new TextDecoder().decode(data)) as AdminRequest;
   if (typeof o !== "object" || o === null || typeof (o as { type?: unknown }).type !== "string") throw new Error("an admin request is a JSON object with a 'type'");
@@ -33,7 +48,7 @@ export async function handleAdmin(data: Uint8Array, d: AdminDeps): Promise<Admin
           columns: parseColumnList(req.columns),
           partitionKeys: req.partitionKeys ?? [],
           primaryKeys: req.primaryKeys ?? [],
-          options: req.options ?? {},
+          options: { ...CLUSTER_TABLE_DEFAULTS, ...(req.options ?? {}) },
         });
         await d.ensure(t);
         return { ok: true, result: { table: t.name, path: t.root } };
