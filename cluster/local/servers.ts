@@ -10,12 +10,13 @@
  * `NATSLAKE_NATS_SERVER` / `NATSLAKE_REDIS_SERVER` point at other binaries (e.g. a current nats-server built with
  * `go install`). A missing binary is an error that says how to install it (tests never skip).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { REPO_ROOT } from "../repo-root.ts";
 
 export interface ServerHandle {
   url: string;
@@ -143,11 +144,13 @@ interface LaunchSpec {
   url: string;
   hint: string;
   identify: (pid: () => number | undefined) => (port: number) => Promise<Identity | undefined>;
+  /** In a process group of its own: a Ctrl-C at the terminal does not reach it (its owner stops it). */
+  detached?: boolean;
 }
 
 async function launch(spec: LaunchSpec): Promise<ServerHandle> {
   const { bin, args, port, dir, url, hint } = spec;
-  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir });
+  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir, detached: spec.detached ?? false });
   let out = "";
   const keep = (b: Buffer): void => {
     out = (out + b.toString()).slice(-8000);
@@ -208,6 +211,10 @@ export interface NatsOptions {
   extraArgs?: string[];
   /** The nats-server binary (default `NATSLAKE_NATS_SERVER` or `nats-server` on PATH); see `natsServerBin` in nats-cluster.ts. */
   bin?: string;
+  /** The JetStream store directory (default `<dir>/js`); `stop()` removes `dir`, never a store outside it. */
+  storeDir?: string;
+  /** Start it in its own process group (see LaunchSpec.detached). */
+  detached?: boolean;
 }
 
 export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
@@ -220,18 +227,21 @@ export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
   const nameArgs = named >= 0 ? [] : ["-n", name];
   return launchOnFreePort(opts.port, (port) => ({
     bin,
-    args: ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", join(dir, "js"), ...nameArgs, ...extra],
+    args: ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", opts.storeDir ?? join(dir, "js"), ...nameArgs, ...extra],
     port,
     dir,
     url: `nats://127.0.0.1:${port}`,
     hint: "install it with `apt-get install nats-server` (or run .ci/run)",
     identify: () => natsIdentity(name),
+    detached: opts.detached ?? false,
   }));
 }
 
 export interface RedisOptions {
   port?: number;
   dir?: string;
+  /** Start it in its own process group (see LaunchSpec.detached). */
+  detached?: boolean;
 }
 
 export async function startRedis(opts: RedisOptions = {}): Promise<ServerHandle> {
@@ -246,5 +256,53 @@ export async function startRedis(opts: RedisOptions = {}): Promise<ServerHandle>
     url: `redis://127.0.0.1:${port}`,
     hint: "install it with `apt-get install redis-server` (or run .ci/run)",
     identify: redisIdentity,
+    detached: opts.detached ?? false,
   }));
+}
+
+export interface NatsServerChoice {
+  bin: string;
+  /** Why this one: which setting or place it came from. */
+  source: string;
+  /** e.g. "2.12.15", or undefined when `--version` printed none. */
+  version: string | undefined;
+  /** Older than 2.10 (2.9's JetStream can lose acknowledged rows near max_bytes, nats-io/nats-server#4771). */
+  old: boolean;
+}
+
+/** The version a nats-server binary reports (`nats-server: v2.12.15`), or undefined. */
+export function natsServerVersionOf(bin: string): string | undefined {
+  const r = spawnSync(bin, ["--version"], { encoding: "utf8", timeout: 10_000 });
+  if (r.error) return undefined;
+  return /v?(\d+\.\d+\.\d+)/.exec(`${r.stdout}${r.stderr}`)?.[1];
+}
+
+/** Where scripts/setup.sh builds the current nats-server (the path scripts/run-tests.mjs computes too). */
+export function setupBuiltNatsServer(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  let version: string;
+  try {
+    version = readFileSync(join(REPO_ROOT, "scripts", "nats-server-version"), "utf8").trim();
+  } catch {
+    return undefined;
+  }
+  const bin = join(env["NATSLAKE_TOOLS_DIR"] || join(homedir(), "go", "natslake-bin"), `nats-server-${version}`, "nats-server");
+  return existsSync(bin) ? bin : undefined;
+}
+
+/**
+ * The nats-server `natslake up` runs: `NATSLAKE_NATS_SERVER` when set (an explicit choice), else the current one
+ * (`NATSLAKE_NATS_SERVER_CURRENT`, else the one scripts/setup.sh built under ~/go/natslake-bin), else `nats-server`
+ * on PATH (Debian's is 2.9.10).
+ */
+export function chooseNatsServer(env: NodeJS.ProcessEnv = process.env): NatsServerChoice {
+  const pick = (bin: string, source: string): NatsServerChoice => {
+    const version = natsServerVersionOf(bin);
+    const [major, minor] = (version ?? "0.0").split(".").map(Number) as [number, number];
+    return { bin, source, version, old: version !== undefined && (major < 2 || (major === 2 && minor < 10)) };
+  };
+  if (env["NATSLAKE_NATS_SERVER"]) return pick(env["NATSLAKE_NATS_SERVER"], "NATSLAKE_NATS_SERVER");
+  if (env["NATSLAKE_NATS_SERVER_CURRENT"]) return pick(env["NATSLAKE_NATS_SERVER_CURRENT"], "NATSLAKE_NATS_SERVER_CURRENT");
+  const built = setupBuiltNatsServer(env);
+  if (built !== undefined) return pick(built, "built by scripts/setup.sh");
+  return pick("nats-server", "PATH");
 }
