@@ -1,0 +1,208 @@
+/**
+ * `natslake up`: a local cluster — nats-server (JetStream) and redis-server unless URLs are given, and N nodes.
+ *
+ * - nats-server: `chooseNatsServer` (NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built, else PATH);
+ *   which binary and version runs is printed, with a warning for one older than 2.10.
+ * - State: with `--warehouse DIR`, the JetStream store and the node logs live in `DIR/.natslake-up/` and are kept,
+ *   so rows acknowledged but not yet committed when `up` stops are still in the stream when `up` starts again on
+ *   the same warehouse. With a temporary warehouse, everything is removed at stop (after the nodes drained), unless a
+ *   node failed: then it is kept for the logs. Redis holds only the committer lease (no persistence is needed).
+ * - Servers run in a process group of their own, so a Ctrl-C at the terminal reaches the nodes (which drain) but not
+ *   the servers; `up` stops the servers only after every node exited.
+ * - A node that exits during the run (killed by a signal, or a non-zero exit) is reported at once; the others keep
+ *   running and take over its buckets. `up` then exits 1 when it stops. When no node is left, `up` stops.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ErrorKind, LakeError } from "../../src/errors.ts";
+import { adminRequest } from "../admin-client.ts";
+import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../local/servers.ts";
+import { createProducer } from "../producer.ts";
+import { REPO_ROOT } from "../repo-root.ts";
+import { connectNats } from "./nats-connect.ts";
+
+const BIN = join(REPO_ROOT, "bin", "natslake.mjs");
+/** A node drains within its drain timeout (15 s) and exits by its watchdog 10 s later; past this it is killed. */
+const NODE_STOP_BOUND_MS = 35_000;
+
+export interface UpFlags {
+  nodes: number;
+  warehouse?: string;
+  nats?: string;
+  redis?: string;
+  commitInterval: string;
+  duration?: number;
+  demo?: boolean;
+}
+
+interface UpNode {
+  id: string;
+  proc: ChildProcess;
+  log: string;
+  exited: Promise<void>;
+}
+
+const gone = (p: ChildProcess): boolean => p.exitCode !== null || p.signalCode !== null;
+
+export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void> {
+  const temporary = o.warehouse === undefined;
+  const runDir = temporary ? mkdtempSync(join(tmpdir(), "natslake-up-")) : join(resolve(o.warehouse!), ".natslake-up");
+  const warehouse = temporary ? join(runDir, "warehouse") : resolve(o.warehouse!);
+  const logs = join(runDir, "logs");
+  mkdirSync(warehouse, { recursive: true });
+  mkdirSync(logs, { recursive: true });
+  const servers: ServerHandle[] = [];
+  const nodes: UpNode[] = [];
+  const failures: string[] = [];
+  let stopping = false;
+  let demoNc: NatsConnection | undefined;
+
+  let requestStop: (why: string) => void = () => undefined;
+  const stopRequested = new Promise<string>((r) => (requestStop = r));
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (stopping) out(`${sig} again: still stopping (the nodes are draining; at most ${NODE_STOP_BOUND_MS / 1000} s)…`);
+    else requestStop(sig);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  const shutdown = async (): Promise<void> => {
+    stopping = true;
+    await demoNc?.close().catch(() => undefined);
+    const running = nodes.filter((n) => !gone(n.proc));
+    if (running.length > 0) out(`draining ${running.map((n) => n.id).join(", ")}…`);
+    for (const n of running) n.proc.kill("SIGTERM");
+    const bound = setTimeout(() => {
+      for (const n of nodes) {
+        if (!gone(n.proc)) {
+          out(`node ${n.id} did not stop within ${NODE_STOP_BOUND_MS / 1000} s; killing it (log: ${n.log})`);
+          failures.push(`node ${n.id} did not drain`);
+          n.proc.kill("SIGKILL");
+        }
+      }
+    }, NODE_STOP_BOUND_MS);
+    await Promise.all(nodes.map((n) => n.exited));
+    clearTimeout(bound);
+    // Only now, with every node gone, the servers: a draining node still needs NATS (and Redis for its lease).
+    for (const s of servers.reverse()) await s.stop();
+    if (temporary) {
+      if (failures.length === 0) rmSync(runDir, { recursive: true, force: true });
+      else out(`kept ${runDir} (warehouse and node logs) after the failure`);
+    } else {
+      out(`kept the JetStream store and logs in ${runDir}; \`natslake up --warehouse ${o.warehouse}\` resumes from them`);
+    }
+  };
+
+  try {
+    let natsUrl = o.nats;
+    let redisUrl = o.redis;
+    if (!natsUrl) {
+      const choice = chooseNatsServer();
+      if (choice.old) {
+        process.stderr.write(
+          `warning: nats-server ${choice.version} (${choice.bin}) is older than 2.10: near a stream's max_bytes it can delete ` +
+            `acknowledged rows (nats-io/nats-server#4771); run scripts/setup.sh to build a current one, or set NATSLAKE_NATS_SERVER\n`,
+        );
+      }
+      const s = await startNats({ bin: choice.bin, storeDir: join(runDir, "jetstream"), detached: true });
+      servers.push(s);
+      natsUrl = s.url;
+      out(`nats-server ${choice.version ? `v${choice.version}` : "(version unknown)"}: ${choice.bin} (${choice.source}), pid ${s.pid}, JetStream store ${join(runDir, "jetstream")}`);
+    }
+    if (!redisUrl) {
+      const s = await startRedis({ detached: true });
+      servers.push(s);
+      redisUrl = s.url;
+      out(`redis-server: pid ${s.pid}`);
+    }
+    for (let i = 1; i <= o.nodes; i++) {
+      const id = `node-${i}`;
+      const log = join(logs, `${id}.log`);
+      const fd = openSync(log, "a");
+      let proc: ChildProcess;
+      try {
+        proc = spawn(process.execPath, [BIN, "node", "--nats", natsUrl, "--redis", redisUrl, "--warehouse", warehouse, "--node-id", id, "--commit-interval", o.commitInterval], {
+          stdio: ["ignore", fd, fd],
+        });
+      } finally {
+        closeSync(fd);
+      }
+      const exited = new Promise<void>((r) =>
+        proc.once("exit", (code, signal) => {
+          r();
+          if (stopping && signal === null && code === 0) return;
+          const what = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+          if (stopping && signal === null) {
+            out(`node ${id} ${what} while draining (log: ${log})`);
+            failures.push(`node ${id} ${what}`);
+            return;
+          }
+          if (stopping) return; // killed by the stop bound: said so already
+          failures.push(`node ${id} ${what}`);
+          const left = nodes.filter((n) => !gone(n.proc)).length;
+          out(`node ${id} ${what} (log: ${log}); ${left > 0 ? `${left} node(s) still running take over its buckets; Ctrl-C stops the cluster` : "no node is left: stopping"}`);
+          if (left === 0) requestStop("no node left");
+        }),
+      );
+      nodes.push({ id, proc, log, exited });
+    }
+    out(`natslake local cluster: ${o.nodes} nodes, warehouse ${warehouse}`);
+    out(`  NATS  ${natsUrl}    Redis ${redisUrl}    logs ${logs}/node-*.log`);
+    out(`  nodes ${nodes.map((n) => `${n.id} (pid ${n.proc.pid})`).join(", ")}`);
+    out(`create a table:   natslake table create db.events --nats ${natsUrl} --columns "id BIGINT NOT NULL, msg STRING" --option bucket=4 --option bucket-key=id`);
+    out(`publish rows:     natslake publish db.events rows.jsonl --nats ${natsUrl}`);
+    out(`                  (or raw JSON/msgpack rows to subject lake.in.db.events, e.g. nats pub lake.in.db.events '{"id":1,"msg":"hi"}')`);
+    out(`subscribe:        natslake subscribe db.events --nats ${natsUrl}`);
+    out(`read the table:   natslake read db.events --warehouse ${warehouse}`);
+    if (o.demo) {
+      demoNc = await connectNats(natsUrl);
+      const demo = runDemo(demoNc, out).catch((e: unknown) => {
+        if (!stopping) throw e;
+      });
+      await Promise.race([demo, stopRequested]);
+    }
+    // --duration counts from here (after the demo, as before).
+    const timer = o.duration ? setTimeout(() => requestStop("duration"), o.duration * 1000) : undefined;
+    try {
+      await stopRequested;
+    } finally {
+      clearTimeout(timer);
+    }
+  } finally {
+    out("stopping the local cluster…");
+    try {
+      await shutdown();
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+  }
+  if (failures.length > 0) throw new LakeError(ErrorKind.Io, `the local cluster had failures: ${failures.join("; ")}`);
+}
+
+/** `up --demo`: create a table through the cluster and publish rows, so the first run shows something. */
+async function runDemo(nc: NatsConnection, out: (s: string) => void): Promise<void> {
+  // The nodes are still starting: retry until one answers (bounded).
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await adminRequest(nc, "lake", { type: "create-table", table: "demo.events", columns: "id BIGINT NOT NULL, msg STRING, at TIMESTAMP(3)", options: { bucket: "4", "bucket-key": "id" } }, 5_000);
+      break;
+    } catch (e) {
+      if (/already exists/.test(String(e))) break;
+      if (Date.now() > deadline || nc.isClosed()) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  const producer = await createProducer({ nc, table: "demo.events" });
+  for (let i = 0; i < 1000; i++) void producer.write({ id: i, msg: `hello ${i}`, at: Date.now() });
+  await producer.flush();
+  const started = Date.now();
+  await producer.waitVisible(producer.token(), 60_000);
+  out(`demo: created demo.events and published 1000 rows; visible in a snapshot ${Date.now() - started} ms after the last ack`);
+  out("demo: read them with  natslake read demo.events --warehouse <the warehouse above> --limit 5");
+  await producer.close();
+}
