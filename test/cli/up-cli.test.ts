@@ -1,0 +1,165 @@
+/**
+ * `natslake up` as an SRE runs it (issue 9): which nats-server runs (the current one, a warning for one older than
+ * 2.10); a node killed by a signal is reported; Ctrl-C drains the nodes and then stops the servers, within a bound,
+ * leaving no process behind; with `--warehouse` the JetStream store is kept, so a restart finds the same stream.
+ */
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { waitFor } from "../helpers/cluster.ts";
+
+const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
+const warehouse = mkdtempSync(join(tmpdir(), "natslake-up-test-"));
+/** Every process a test saw (up's children included), killed at the end whatever happened. */
+const seen = new Set<number>();
+after(() => {
+  for (const pid of seen) if (alive(pid)) process.kill(pid, "SIGKILL");
+  rmSync(warehouse, { recursive: true, force: true });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The descendants of `pid` now (from ps), so that a cleanup reaches them even if `up` never printed their ids. */
+function descendants(pid: number): number[] {
+  const rows = spawnSync("ps", ["-e", "-o", "pid=,ppid="], { encoding: "utf8" }).stdout.trim().split("\n").map((l) => l.trim().split(/\s+/).map(Number) as [number, number]);
+  const found: number[] = [];
+  const walk = (p: number): void => {
+    for (const [child, parent] of rows) {
+      if (parent === p) {
+        found.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+interface Up {
+  proc: ChildProcess;
+  out: () => string;
+  err: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function startUp(args: string[]): Up {
+  const proc = spawn(process.execPath, [BIN, "up", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  seen.add(proc.pid!);
+  let out = "";
+  let err = "";
+  proc.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+  proc.stderr!.on("data", (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.once("exit", (code, signal) => r({ code, signal })));
+  return { proc, out: () => out, err: () => err, exited };
+}
+
+/** Resolves with `up`'s exit, or throws after `ms` (the test then fails; the cleanup kills what is left). */
+async function exitWithin(up: Up, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      up.exited,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`up did not exit within ${ms} ms after SIGINT:\n${up.out()}\n${up.err()}`)), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const match = (up: Up, re: RegExp, what: string, ms: number): Promise<RegExpExecArray> =>
+  waitFor(what, () => {
+    for (const pid of descendants(up.proc.pid!)) seen.add(pid);
+    const m = re.exec(up.out());
+    if (m === null && up.proc.exitCode !== null) throw new Error(`up exited (${up.proc.exitCode}) before ${what}:\n${up.out()}\n${up.err()}`);
+    return m ?? undefined;
+  }, ms, 200).catch((e: unknown) => {
+    throw new Error(`${String(e)}\n--- up's stdout ---\n${up.out()}\n--- stderr ---\n${up.err()}`);
+  });
+
+let lastSeqBeforeStop = 0;
+
+test("up - runs the current nats-server; a node killed by SIGKILL is reported; Ctrl-C drains and stops everything", { timeout: 240_000 }, async () => {
+  const up = startUp(["--nodes", "2", "--warehouse", warehouse, "--demo"]);
+  await match(up, /demo: created demo\.events and published 1000 rows/, "the demo rows visible", 150_000);
+  const nats = /^nats-server v(\S+): (.+) \((.+)\), pid (\d+), JetStream store (.+)$/m.exec(up.out());
+  assert.ok(nats, `up says which nats-server runs:\n${up.out()}`);
+  const current = process.env["NATSLAKE_NATS_SERVER_CURRENT"];
+  if (current) {
+    assert.equal(nats[2], current, "the current nats-server, not Debian's 2.9");
+    assert.doesNotMatch(nats[1]!, /^2\.9\./);
+  }
+  assert.equal(nats[5], join(warehouse, ".natslake-up", "jetstream"));
+  const natsPid = Number(nats[4]);
+  const redisPid = Number(/^redis-server: pid (\d+)$/m.exec(up.out())![1]);
+  const nodes = /nodes node-1 \(pid (\d+)\), node-2 \(pid (\d+)\)/.exec(up.out());
+  assert.ok(nodes, up.out());
+  const [n1, n2] = [Number(nodes[1]), Number(nodes[2])];
+  for (const pid of [natsPid, redisPid, n1, n2]) seen.add(pid);
+  // What the stream holds before the stop (a restart must find it).
+  const url = /NATS {2}(nats:\/\/\S+)/.exec(up.out())![1]!;
+  const nc = await connect({ servers: url });
+  lastSeqBeforeStop = (await (await jetstreamManager(nc)).streams.info("LAKE_IN_demo_events")).state.last_seq;
+  await nc.close();
+  assert.ok(lastSeqBeforeStop > 0);
+
+  process.kill(n2, "SIGKILL");
+  await match(up, /node node-2 was killed by SIGKILL/, "the killed node reported", 15_000);
+  assert.ok(alive(natsPid) && alive(redisPid) && alive(n1), "the cluster keeps running without node-2");
+
+  const stopAt = Date.now();
+  up.proc.kill("SIGINT");
+  const r = await exitWithin(up, 60_000);
+  assert.equal(r.signal, null);
+  assert.equal(r.code, 1, "a node failed during the run: exit 1");
+  assert.match(up.err(), /node node-2 was killed by SIGKILL/);
+  assert.match(up.out(), /draining node-1…/);
+  assert.ok(Date.now() - stopAt < 60_000);
+  for (const [what, pid] of [["nats-server", natsPid], ["redis-server", redisPid], ["node-1", n1]] as const) assert.ok(!alive(pid), `${what} (pid ${pid}) is gone`);
+});
+
+test("up - a restart on the same --warehouse finds the kept JetStream store (same stream, same messages)", { timeout: 180_000 }, async () => {
+  assert.ok(lastSeqBeforeStop > 0, "the first test ran");
+  const up = startUp(["--nodes", "1", "--warehouse", warehouse]);
+  const url = (await match(up, /NATS {2}(nats:\/\/\S+)/, "the NATS URL", 60_000))[1]!;
+  const nc = await connect({ servers: url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    // The old `up` started from an empty store: the stream appeared only once the node recreated it, empty.
+    const info = await waitFor("the demo stream", async () => await jsm.streams.info("LAKE_IN_demo_events"), 60_000, 200);
+    assert.ok(info.state.last_seq >= lastSeqBeforeStop, `the stream kept its messages: last_seq ${info.state.last_seq}, before the stop ${lastSeqBeforeStop}`);
+  } finally {
+    await nc.close();
+  }
+  await match(up, /nodes node-1 \(pid \d+\)/, "the node", 10_000);
+  up.proc.kill("SIGINT");
+  const r = await exitWithin(up, 60_000);
+  assert.equal(r.code, 0, up.err());
+  assert.match(up.out(), /kept the JetStream store and logs in .*\.natslake-up/);
+});
+
+test("up - warns when the nats-server it runs is older than 2.10", { timeout: 120_000 }, () => {
+  const r = spawnSync(process.execPath, [BIN, "up", "--nodes", "1", "--duration", "1"], {
+    encoding: "utf8",
+    timeout: 90_000,
+    // No current server anywhere: Debian's nats-server on PATH.
+    env: { ...process.env, NATSLAKE_NATS_SERVER_CURRENT: "", NATSLAKE_NATS_SERVER: "", NATSLAKE_TOOLS_DIR: join(warehouse, "no-tools-here") },
+  });
+  assert.equal(r.signal, null, "up stopped by itself");
+  const version = spawnSync("nats-server", ["--version"], { encoding: "utf8" }).stdout;
+  assert.match(r.stdout, /^nats-server v\S+: nats-server \(PATH\), pid \d+/m);
+  if (/v2\.[0-9]\./.test(version)) assert.match(r.stderr, /warning: nats-server 2\.\d\.\d+ \(nats-server\) is older than 2\.10: .*nats-io\/nats-server#4771/);
+  assert.equal(r.status, 0, r.stderr);
+});
