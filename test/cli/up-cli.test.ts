@@ -6,7 +6,7 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,8 +55,9 @@ interface Up {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function startUp(args: string[]): Up {
-  const proc = spawn(process.execPath, [BIN, "up", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+/** `group`: `up` leads a process group of its own, so a test can signal the group as a terminal's Ctrl-C does. */
+function startUp(args: string[], group = false): Up {
+  const proc = spawn(process.execPath, [BIN, "up", ...args], { stdio: ["ignore", "pipe", "pipe"], detached: group });
   seen.add(proc.pid!);
   let out = "";
   let err = "";
@@ -166,6 +167,33 @@ test("up - a restart on the same --warehouse finds the kept JetStream store (sam
   const r = await exitWithin(up, 60_000);
   assert.equal(r.code, 0, up.err());
   assert.match(up.out(), /kept the JetStream store and logs in .*\.natslake-up/);
+});
+
+test("up - a Ctrl-C at the terminal (SIGINT to the whole process group) drains the nodes while NATS still runs", { timeout: 180_000 }, async () => {
+  const wh = mkdtempSync(join(tmpdir(), "natslake-up-group-"));
+  try {
+    const up = startUp(["--nodes", "1", "--warehouse", wh, "--demo"], true);
+    await match(up, /demo: created demo\.events and published 1000 rows/, "the demo rows visible", 150_000);
+    const kids = children(up.proc.pid!);
+    for (const pid of [kids.nats, kids.redis, ...kids.nodes.values()]) seen.add(pid);
+    // What a terminal does at Ctrl-C: SIGINT to every process of the foreground group. The old `up` had its servers
+    // in that group, so NATS died at once while the nodes were still draining through it.
+    process.kill(-up.proc.pid!, "SIGINT");
+    const r = await exitWithin(up, 60_000);
+    const logs = /logs (\S+)\/node-\*\.log/.exec(up.out())![1]!;
+    const whole = readFileSync(join(logs, "node-1.log"), "utf8");
+    const log = whole.slice(whole.indexOf('"msg":"signal received; draining"'));
+    assert.ok(whole.includes('"msg":"signal received; draining"'), "the node got the Ctrl-C");
+    // The old `up`: "lease lost" (Redis gone), "heartbeat failed" and writer timeouts (NATS gone) during the drain.
+    assert.doesNotMatch(log, /"level":50|heartbeat failed|lease lost|drain failed|shutdown did not finish/, "NATS and Redis were there all through the drain");
+    assert.match(log, /"msg":"node stopped"/, "the node finished its drain");
+    assert.doesNotMatch(up.out(), /exited with|killed by|while draining|did not stop/);
+    assert.equal(r.code, 0, `${up.out()}\n${up.err()}`);
+    assert.equal(logs, join(wh, ".natslake-up", "logs"));
+    for (const pid of [kids.nats, kids.redis]) assert.ok(!alive(pid), `server pid ${pid} is gone`);
+  } finally {
+    rmSync(wh, { recursive: true, force: true });
+  }
 });
 
 test("up - warns when the nats-server it runs is older than 2.10", { timeout: 120_000 }, () => {
