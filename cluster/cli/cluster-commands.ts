@@ -178,7 +178,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
           await readTableMeta(nc, new Subjects(o.prefix), table);
         } catch (e) {
           if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `unknown table '${table}': ${e.message}`, { cause: e });
-          throw e;
+          if (isLakeError(e)) throw e;
+          throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${table}' from NATS at ${o.nats}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
         }
         let seen = 0;
         let sub: SnapshotSubscription | undefined;

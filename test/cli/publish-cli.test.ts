@@ -125,3 +125,22 @@ test("subscribe - a known table still prints its notifications and stops at --co
   assert.equal(code, 0);
   assert.equal((JSON.parse(out.trim().split("\n")[0]!) as { table: string }).table, "pub.idem");
 });
+
+test("publish, subscribe - a NATS server without JetStream: one line naming the server, exit 1, no stack", { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  const plain = spawn(process.env["NATSLAKE_NATS_SERVER"] || "nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
+  try {
+    const url = `nats://127.0.0.1:${port}`;
+    await waitFor("the plain nats-server", () => (nl(["subscribe", "pub.x", "--nats", url], 20_000).stderr.includes("cannot reach NATS") ? undefined : true), 15_000, 200);
+    const file = rowsFile("plain.jsonl", 1);
+    for (const args of [["publish", "pub.x", file, "--nats", url], ["subscribe", "pub.x", "--nats", url]]) {
+      const r = nl(args, 30_000);
+      assert.equal(r.signal, null, `${args[0]} ended by itself`);
+      assert.notEqual(r.status, 0, r.stderr);
+      assert.match(r.stderr, new RegExp(`(cannot read the metadata of 'pub\\.x' from NATS at ${url}|unknown table 'pub\\.x')`), r.stderr);
+      assert.doesNotMatch(r.stderr, /\n\s+at /, `${args[0]}: no stack trace`);
+    }
+  } finally {
+    plain.kill("SIGKILL");
+  }
+});
