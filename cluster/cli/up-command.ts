@@ -92,7 +92,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       if (failures.length === 0) rmSync(runDir, { recursive: true, force: true });
       else out(`kept ${runDir} (warehouse and node logs) after the failure`);
     } else {
-      out(`kept the JetStream store and logs in ${runDir}; \`natslake up --warehouse ${o.warehouse}\` resumes from them`);
+      out(o.nats ? `kept the node logs in ${logs}` : `kept the JetStream store and logs in ${runDir}; \`natslake up --warehouse ${o.warehouse}\` resumes from them`);
     }
   };
 
