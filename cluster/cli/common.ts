@@ -5,6 +5,7 @@
 import { InvalidArgumentError } from "commander";
 import { ErrorKind, isLakeError } from "../../src/errors.ts";
 import { Catalog } from "../../src/table/catalog.ts";
+import { toJsonText } from "../../src/spec/values.ts";
 
 export interface WarehouseOpts {
   warehouse?: string;
@@ -63,7 +64,7 @@ export function collectKeyValue(v: string, acc: Record<string, string>): Record<
 
 /** Renders rows as an aligned text table. */
 export function renderTable(columns: string[], rows: unknown[][]): string {
-  const cell = (v: unknown): string => (v === null || v === undefined ? "NULL" : typeof v === "object" ? JSON.stringify(v) : String(v));
+  const cell = (v: unknown): string => (v === null || v === undefined ? "NULL" : typeof v === "object" ? toJsonText(v) : Object.is(v, -0) ? "-0.0" : String(v));
   const cells = rows.map((r) => r.map(cell));
   const widths = columns.map((c, i) => Math.min(60, Math.max(c.length, ...cells.map((r) => r[i]!.length))));
   const fit = (s: string, w: number): string => (s.length > w ? s.slice(0, w - 1) + "…" : s.padEnd(w));

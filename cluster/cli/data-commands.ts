@@ -8,7 +8,7 @@ import { SingleBar, Presets } from "cli-progress";
 import { parse as parseCsv } from "csv-parse";
 import type { Command } from "commander";
 import { parsePartitionSpec } from "../../src/spec/partition.ts";
-import { toJsonValue } from "../../src/spec/values.ts";
+import { toJsonText, toJsonValue } from "../../src/spec/values.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { BatchWriter, describeOverwrite } from "../../src/write/batch-writer.ts";
 import { readRows } from "../../src/scan/read.ts";
@@ -160,7 +160,7 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
         if (o.format === "jsonl") {
           const obj: Record<string, unknown> = {};
           for (const f of fields) obj[f.name] = toJsonValue(f.type, row[f.name] ?? null);
-          out(JSON.stringify(obj));
+          out(toJsonText(obj));
         } else {
           rows.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
         }

@@ -111,6 +111,10 @@ export function toCanonical(type: DataType, input: unknown, where: Where): Value
   const bad = (expected: string): never => {
     throw dataInvalid(`column ${where}: expected ${expected}, got ${describe(input)}`, { column: where });
   };
+  // Text of the right shape that names no real date or time (2026-02-30, 25:00): said as such, never rolled over.
+  const notReal = (what: string, why: string): never => {
+    throw dataInvalid(`column ${where}: ${describe(input)} is not a valid ${what}: ${why}`, { column: where });
+  };
   switch (type.root) {
     case "BOOLEAN":
       if (typeof input === "boolean") return input;
@@ -159,9 +163,14 @@ export function toCanonical(type: DataType, input: unknown, where: Where): Value
     case "DATE": {
       if (typeof input === "number" && Number.isInteger(input)) return input;
       if (input instanceof Date) return Math.floor(input.getTime() / MS_PER_DAY);
-      if (typeof input === "string" && /^-?\d{4,}-\d{2}-\d{2}$/.test(input)) {
-        const ms = Date.parse(input + "T00:00:00Z");
-        if (!Number.isNaN(ms)) return Math.floor(ms / MS_PER_DAY);
+      if (typeof input === "string") {
+        const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(input);
+        if (m) {
+          // Only a real calendar day: Date.parse would roll 2026-02-30 over to March 2nd.
+          const why = invalidDate(Number(m[1]), Number(m[2]), Number(m[3]));
+          if (why !== undefined) return notReal("date", why);
+          return Math.floor(Date.parse(input + "T00:00:00Z") / MS_PER_DAY);
+        }
       }
       return bad("a date ('YYYY-MM-DD' or days since 1970-01-01)");
     }
@@ -169,13 +178,17 @@ export function toCanonical(type: DataType, input: unknown, where: Where): Value
       if (typeof input === "number" && Number.isInteger(input) && input >= 0 && input < MS_PER_DAY) return input;
       if (typeof input === "string") {
         const m = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$/.exec(input);
-        if (m) return ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3] ?? 0)) * 1000 + Number((m[4] ?? "0").padEnd(3, "0").slice(0, 3));
+        if (m) {
+          const why = invalidTime(Number(m[1]), Number(m[2]), Number(m[3] ?? 0));
+          if (why !== undefined) return notReal("time", why);
+          return ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3] ?? 0)) * 1000 + Number((m[4] ?? "0").padEnd(3, "0").slice(0, 3));
+        }
       }
       return bad("a time ('HH:MM:SS[.fff]' or milliseconds of the day)");
     }
     case "TIMESTAMP":
     case "TIMESTAMP_LTZ": {
-      const ts = toTimestamp(input);
+      const ts = toTimestamp(input, (why) => notReal("timestamp", why));
       if (ts === undefined) return bad("a timestamp (ISO-8601 text, epoch milliseconds, a Date or a Timestamp)");
       return ts.truncate(type.precision);
     }
@@ -206,7 +219,27 @@ export function toCanonical(type: DataType, input: unknown, where: Where): Value
   }
 }
 
-function toTimestamp(input: unknown): Timestamp | undefined {
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const isLeap = (y: number): boolean => y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+
+/** Why year-month-day is not a calendar day (`undefined`: it is one). */
+function invalidDate(y: number, m: number, d: number): string | undefined {
+  if (m < 1 || m > 12) return `there is no month ${m}`;
+  const days = m === 2 && isLeap(y) ? 29 : DAYS_IN_MONTH[m - 1]!;
+  if (d < 1 || d > days) return `${y}-${String(m).padStart(2, "0")} has no day ${d} (it has ${days} days)`;
+  return undefined;
+}
+
+/** Why hour:minute:second is not a time of day (24:00 included, as Java's LocalTime refuses it). */
+function invalidTime(h: number, min: number, s: number): string | undefined {
+  if (h > 23) return `hour ${h} is beyond 23`;
+  if (min > 59) return `minute ${min} is beyond 59`;
+  if (s > 59) return `second ${s} is beyond 59`;
+  return undefined;
+}
+
+/** `invalid` is called (and must throw) when the text has the shape of a timestamp but is not a real one. */
+function toTimestamp(input: unknown, invalid: (why: string) => never): Timestamp | undefined {
   if (input instanceof Timestamp) return input;
   if (input instanceof Date) return Number.isNaN(input.getTime()) ? undefined : new Timestamp(input.getTime(), 0);
   if (typeof input === "number" && Number.isFinite(input)) return new Timestamp(Math.floor(input), Math.round((input - Math.floor(input)) * 1e6));
@@ -214,6 +247,11 @@ function toTimestamp(input: unknown): Timestamp | undefined {
     // yyyy-mm-dd[T ]hh:mm[:ss[.fraction]][Z|±hh:mm]; a zone, when given, is applied (the result is UTC).
     const m = /^(\d{4,})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$/.exec(input.trim());
     if (!m) return undefined;
+    const why =
+      invalidDate(Number(m[1]), Number(m[2]), Number(m[3])) ??
+      invalidTime(Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)) ??
+      (m[8] !== undefined && m[8] !== "Z" && (Number(m[8].slice(1, 3)) > 18 || Number(m[8].slice(-2)) > 59) ? `zone offset ${m[8]} is beyond ±18:00` : undefined);
+    if (why !== undefined) invalid(why);
     const frac = (m[7] ?? "").padEnd(9, "0");
     const zone = m[8] === undefined || m[8] === "Z" ? "Z" : m[8];
     const ms = Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4] ?? "00"}:${m[5] ?? "00"}:${m[6] ?? "00"}.${frac.slice(0, 3)}${zone}`);
@@ -223,7 +261,7 @@ function toTimestamp(input: unknown): Timestamp | undefined {
   return undefined;
 }
 
-/** Parses a decimal (string, number or bigint) into its unscaled value, checking precision and scale. */
+/** Parses a decimal (string, number or bigint) into its unscaled value, checking precision and scale (never rounding). */
 export function decimalToUnscaled(input: unknown, precision: number, scale: number, where: Where): bigint {
   let text: string;
   if (typeof input === "bigint") text = input.toString();
@@ -235,12 +273,12 @@ export function decimalToUnscaled(input: unknown, precision: number, scale: numb
   const intPart = m[2] || "0";
   let frac = m[3] ?? "";
   if (frac.length > scale) {
-    // Round half up, as Java's BigDecimal.setScale(scale, HALF_UP) would for a cast.
-    const keep = frac.slice(0, scale);
-    const roundUp = Number(frac[scale]) >= 5;
-    let unscaled = BigInt(intPart + keep);
-    if (roundUp) unscaled += 1n;
-    return checkDecimal(m[1] === "-" ? -unscaled : unscaled, precision, where);
+    // More fraction digits than the column keeps: refused, as Paimon's strict casts refuse them, rather than
+    // silently rounded (1.239 into DECIMAL(5,2) is not 1.24). Trailing zeros change nothing and are dropped.
+    if (!/^0*$/.test(frac.slice(scale))) {
+      throw dataInvalid(`column ${where}: '${text}' has ${frac.replace(/0+$/, "").length} digits after the decimal point; DECIMAL(${precision}, ${scale}) keeps ${scale} (round it before writing)`, { column: where });
+    }
+    frac = frac.slice(0, scale);
   }
   frac = frac.padEnd(scale, "0");
   const unscaled = BigInt(intPart + frac);
@@ -319,6 +357,21 @@ export function toJsonValue(type: DataType, v: Value): unknown {
     default:
       return v;
   }
+}
+
+/**
+ * JSON text of a `toJsonValue` result. Unlike `JSON.stringify` it keeps the sign of negative zero: -0.0 is written
+ * as `-0.0` (valid JSON, which parses back to -0), not as `0`.
+ */
+export function toJsonText(v: unknown): string {
+  if (typeof v === "number") return Object.is(v, -0) ? "-0.0" : JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map((x) => toJsonText(x === undefined ? null : x)).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const parts: string[] = [];
+    for (const [k, x] of Object.entries(v)) if (x !== undefined) parts.push(`${JSON.stringify(k)}:${toJsonText(x)}`);
+    return `{${parts.join(",")}}`;
+  }
+  return JSON.stringify(v) ?? "null";
 }
 
 function describe(v: unknown): string {

@@ -35,6 +35,8 @@ const value = fc.oneof(
   fc.string(),
   fc.string({ unit: "grapheme" }),
   fc.constantFrom("\uFEFFbom", "", "ü", "😀", "2024-01-01"),
+  // Text of a date or timestamp's shape that names no real one: refused on both paths, never rolled over.
+  fc.constantFrom("2026-02-30", "2026-02-30T10:00:00", "2026-01-01T25:00:00", "2026-01-01T24:00:00", "2024-02-29T23:59:59.5"),
   fc.uint8Array({ maxLength: 4 }),
   fc.array(fc.integer(), { maxLength: 2 }),
   fc.dictionary(fc.string({ maxLength: 3 }), fc.integer(), { maxKeys: 2 }),
@@ -117,6 +119,23 @@ test("direct decoding - well-formed rows land without the generic path; bad ones
   assert.equal(got[0]!["str"], "héllo");
   assert.equal(got[0]!["b"], 2n ** 40n);
   assert.equal(got[1]!["i"], null);
+});
+
+test("direct decoding - a date or timestamp that is no real day is rejected on both paths, naming the row and column", () => {
+  const p = packers[0]!;
+  const cases: Array<[DataField[], string[], unknown[][], RegExp]> = [
+    [DIRECT, ["ts", "nn", "ns"], [[1_700_000_000_000, 1, "a"], ["2026-02-30T10:00:00", 2, "b"], ["2026-01-01T25:00:00", 3, "c"], ["2024-02-29T10:00:00", 4, "d"]], /column ts: '2026-02-30T10:00:00' is not a valid timestamp/],
+    [MIXED, ["id", "day"], [[1, "2026-02-28"], [2, "2026-02-30"], [3, "2026-13-01"], [4, "2024-02-29"]], /column day: '2026-02-30' is not a valid date: 2026-02 has no day 30/],
+  ];
+  for (const [fields, cols, rows, first] of cases) {
+    const payload = packPayloads([{ seq: 3, data: p.pack({ v: 1, schema: 0, cols, rows }) }]);
+    for (const direct of [true, false]) {
+      const out = decodeSized(fields, payload, { direct });
+      assert.deepStrictEqual(out.rejected.map((r) => r.rowIndex), [1, 2], `direct=${direct}`);
+      assert.match(out.rejected[0]!.reason, first);
+      assert.equal(out.rows, 2);
+    }
+  }
 });
 
 test("DirectReader.skip - finds the end of any msgpack value, and −1 for truncated input", () => {
