@@ -14,6 +14,17 @@ import type { FileIO, WriteOptions } from "./file-io.ts";
 
 const isCode = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException | undefined)?.code === code;
 
+/** The errno codes a user meets on a bad warehouse, in words. */
+const ERRNO_WORDS: Record<string, string> = {
+  EROFS: "read-only file system",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+  ENOTDIR: "a parent is not a directory",
+  EISDIR: "is a directory",
+};
+
 export const tempPathFor = (path: string): string => join(dirname(path), `.${basename(path)}.${randomUUID()}.tmp`);
 
 export class LocalFileIO implements FileIO {
@@ -89,8 +100,44 @@ export class LocalFileIO implements FileIO {
     await fs.rm(path, { recursive: true, force: true });
   }
 
+  /**
+   * `mkdir -p`, one level at a time. Not `fs.mkdir(path, { recursive: true })`: under /proc (and other virtual
+   * filesystems) mkdir answers ENOENT while the parent exists, and Node's recursive mkdir then re-creates the parent
+   * (EEXIST) and retries the child forever, at 100% CPU. Here each level is tried at most twice: once, and once more
+   * after its parent was made (or found: a concurrent creator may have made it); an ENOENT then is the answer.
+   */
   async mkdirs(path: string): Promise<void> {
-    await fs.mkdir(path, { recursive: true });
+    const first = await this.mkdirOnce(path);
+    if (first === undefined) return;
+    const parent = dirname(path);
+    if (!isCode(first, "ENOENT") || parent === path) throw this.wrapMkdir(first, path);
+    await this.mkdirs(parent); // the parent exists afterwards (made here or by a concurrent creator), or this threw
+    const second = await this.mkdirOnce(path); // once: an ENOENT now, with the parent there, is the answer
+    if (second !== undefined) throw this.wrapMkdir(second, path);
+  }
+
+  /** mkdir without `recursive`: undefined when the directory exists afterwards, else the error. */
+  private async mkdirOnce(path: string): Promise<unknown> {
+    try {
+      await fs.mkdir(path);
+      return undefined;
+    } catch (e) {
+      if (!isCode(e, "EEXIST")) return e;
+      await this.mustBeDirectory(path, e);
+      return undefined;
+    }
+  }
+
+  private async mustBeDirectory(path: string, e: unknown): Promise<void> {
+    if (!(await fs.stat(path)).isDirectory()) throw new LakeError(ErrorKind.Io, `cannot create directory ${path}: a file of that name exists`, { cause: e, context: { path }, retryable: false });
+  }
+
+  /** A directory that cannot be made: the reason in words, never retryable (a read-only or virtual filesystem). */
+  private wrapMkdir(e: unknown, path: string): LakeError {
+    const code = (e as NodeJS.ErrnoException | undefined)?.code;
+    const why =
+      code === "ENOENT" ? "the parent directory refuses new entries (read-only or virtual file system?)" : code !== undefined && code in ERRNO_WORDS ? ERRNO_WORDS[code]! : (e as Error).message;
+    return new LakeError(ErrorKind.Io, `cannot create directory ${path}: ${why}${code ? ` (${code})` : ""}`, { cause: e, context: { path, op: "mkdir" }, retryable: false });
   }
 
   async size(path: string): Promise<number> {
@@ -108,8 +155,12 @@ export class LocalFileIO implements FileIO {
       fh = await fs.open(tmp, "wx");
     } catch (e) {
       if (!isCode(e, "ENOENT")) throw this.wrap(e, "create", tmp);
-      await fs.mkdir(dirname(path), { recursive: true });
-      fh = await fs.open(tmp, "wx");
+      await this.mkdirs(dirname(path));
+      try {
+        fh = await fs.open(tmp, "wx");
+      } catch (e2) {
+        throw this.wrap(e2, "create", tmp);
+      }
     }
     try {
       if (failpointArmed("io.write.mid")) {
@@ -145,7 +196,8 @@ export class LocalFileIO implements FileIO {
   private wrap(e: unknown, op: string, path: string): LakeError {
     if (isCode(e, "ENOENT")) return new LakeError(ErrorKind.NotFound, `${op} ${path}: no such file`, { cause: e, context: { path } });
     const code = (e as NodeJS.ErrnoException | undefined)?.code;
-    return new LakeError(ErrorKind.Io, `${op} ${path} failed${code ? ` (${code})` : ""}`, {
+    const why = code !== undefined && code in ERRNO_WORDS ? `: ${ERRNO_WORDS[code]}` : "";
+    return new LakeError(ErrorKind.Io, `${op} ${path} failed${why}${code ? ` (${code})` : ""}`, {
       cause: e,
       context: { path, op },
       retryable: code !== "ENOSPC" && code !== "EACCES" && code !== "EROFS",
