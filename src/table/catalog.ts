@@ -38,6 +38,18 @@ export function parseIdentifier(text: string): Identifier {
   return id;
 }
 
+/**
+ * natslake neither writes nor reads primary-key tables yet (every write and read of one fails), so creating one is
+ * refused up front rather than leaving a table nothing can use. Primary-key tables made by Paimon itself still open.
+ */
+export function refusePrimaryKey(table: string, primaryKeys: readonly string[] | undefined): void {
+  if (primaryKeys === undefined || primaryKeys.length === 0) return;
+  throw new LakeError(
+    ErrorKind.Unsupported,
+    `cannot create ${table} with a primary key (${primaryKeys.join(", ")}): natslake cannot write or read primary-key tables yet; create an append table (no primary key) instead`,
+  );
+}
+
 export class Catalog {
   readonly warehouse: string;
 
@@ -91,6 +103,7 @@ export class Catalog {
 
   /** Creates the table (and its database). Two concurrent creators: exactly one wins, the other gets AlreadyExists. */
   async createTable(id: Identifier, input: SchemaInput, opts: { ignoreIfExists?: boolean } = {}): Promise<Table> {
+    refusePrimaryKey(`${id.database}.${id.table}`, input.primaryKeys);
     const schema = newTableSchema(input);
     await this.createDatabase(id.database, true);
     const root = this.tablePath(id);

@@ -6,6 +6,7 @@ import { Catalog, parseIdentifier, validateName } from "../../../src/table/catal
 import { parseColumnList } from "../../../src/spec/data-types.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { tempDir } from "../../helpers/tables.ts";
+import { handleAdmin } from "../../../cluster/admin.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -45,4 +46,25 @@ test("catalog - two concurrent creators of one table: exactly one wins", async (
   const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => c.createTable(id, { columns: parseColumnList(`c${i} INT`) })));
   assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
   assert.ok(results.filter((r) => r.status === "rejected").every((r) => isLakeError((r as PromiseRejectedResult).reason, "AlreadyExists")));
+});
+
+test("catalog - a primary-key table is refused at create (natslake cannot write or read one yet); nothing is made", async () => {
+  const c = new Catalog(wh.path);
+  const id = parseIdentifier("pk.orders");
+  await assert.rejects(
+    c.createTable(id, { columns: parseColumnList("id BIGINT NOT NULL, v STRING"), primaryKeys: ["id"], options: { bucket: "2" } }),
+    (e: unknown) => isLakeError(e, "Unsupported") && /cannot create pk\.orders with a primary key \(id\): natslake cannot write or read primary-key tables yet/.test((e as Error).message),
+  );
+  assert.equal(existsSync(join(wh.path, "pk.db")), false, "not even the database directory");
+  // The cluster's admin create-table says the same (it creates through the catalog).
+  const ensured: string[] = [];
+  const reply = await handleAdmin(new TextEncoder().encode(JSON.stringify({ type: "create-table", table: "pk.orders", columns: "id BIGINT NOT NULL", primaryKeys: ["id"] })), {
+    catalog: c,
+    ensure: async (t) => void ensured.push(t.name),
+  });
+  assert.equal(reply.ok, false);
+  assert.match((reply as { error: string }).error, /cannot create pk\.orders with a primary key/);
+  assert.equal((reply as { kind: string }).kind, "Unsupported");
+  assert.deepEqual(ensured, [], "no stream is made for it");
+  assert.equal(await c.tableExists(id), false);
 });
