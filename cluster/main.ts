@@ -3,8 +3,7 @@
  * into a one-line message on stderr and a non-zero exit code (2 = bad input, 3 = conflict, 1 = other).
  */
 import { Command, CommanderError } from "commander";
-import { LakeError } from "../src/errors.ts";
-import { exitCodeOf } from "./cli/common.ts";
+import { describeFailure, exitCodeOf } from "./cli/common.ts";
 import { registerDataCommands } from "./cli/data-commands.ts";
 import { registerTableCommands } from "./cli/table-commands.ts";
 import { registerClusterCommands } from "./cli/cluster-commands.ts";
@@ -14,6 +13,13 @@ import { registerMaintenanceCommands } from "./cli/maintenance-commands.ts";
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
 };
+
+// `natslake read … | head`: once the reader of stdout is gone, the output is not wanted any more. Exit quietly
+// (status 0, as the pipeline's reader chose to stop) instead of dying on an unhandled EPIPE with a stack.
+process.stdout.on("error", (e: NodeJS.ErrnoException) => {
+  if (e.code === "EPIPE") process.exit(0);
+  throw e;
+});
 
 export function buildProgram(): Command {
   const program = new Command("natslake")
@@ -39,8 +45,7 @@ export async function main(argv: string[]): Promise<number> {
       // commander has printed its message already; help and version exit 0.
       return e.exitCode === 0 ? 0 : 2;
     }
-    const msg = e instanceof LakeError || (e instanceof Error && e.name === "UsageError") ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
-    process.stderr.write(`error: ${msg}\n`);
+    process.stderr.write(`error: ${describeFailure(e)}\n`);
     return exitCodeOf(e);
   }
 }

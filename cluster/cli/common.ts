@@ -2,8 +2,10 @@
  * What every CLI command shares: resolving the warehouse (flag > NATSLAKE_WAREHOUSE), turning errors into a clear
  * message and a non-zero exit code, and small output helpers.
  */
+import { statSync } from "node:fs";
 import { InvalidArgumentError } from "commander";
-import { ErrorKind, isLakeError } from "../../src/errors.ts";
+import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
+import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { Catalog } from "../../src/table/catalog.ts";
 import { toJsonText } from "../../src/spec/values.ts";
 
@@ -11,10 +13,69 @@ export interface WarehouseOpts {
   warehouse?: string;
 }
 
-export function catalogFrom(opts: WarehouseOpts): Catalog {
+/**
+ * The catalog of the warehouse the command names. Commands that only read or change existing tables pass
+ * `mustExist`: a warehouse that is not there is said to be missing (exit 2), not shown as an empty one. `table create`
+ * makes the warehouse directory when it is missing.
+ */
+export function catalogFrom(opts: WarehouseOpts, { mustExist = false }: { mustExist?: boolean } = {}): Catalog {
   const wh = opts.warehouse ?? process.env["NATSLAKE_WAREHOUSE"];
   if (!wh) throw new UsageError("no warehouse: pass --warehouse DIR or set NATSLAKE_WAREHOUSE");
-  return new Catalog(wh);
+  const catalog = new Catalog(wh);
+  if (mustExist) {
+    let st: ReturnType<typeof statSync> | undefined;
+    try {
+      st = statSync(catalog.warehouse);
+    } catch (e) {
+      if (errnoCode(e) !== "ENOENT" && errnoCode(e) !== "ENOTDIR") throw e;
+    }
+    if (st === undefined) throw new LakeError(ErrorKind.NotFound, `warehouse ${catalog.warehouse} does not exist (check --warehouse / NATSLAKE_WAREHOUSE; 'table create' makes it)`);
+    if (!st.isDirectory()) throw new LakeError(ErrorKind.NotFound, `warehouse ${catalog.warehouse} is not a directory`);
+  }
+  return catalog;
+}
+
+/** The errno code (`EROFS`, `EPIPE`, …) of an error or of the first cause in its chain that has one. */
+export function errnoCode(e: unknown): string | undefined {
+  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 8; x = x.cause, depth++) {
+    const code = (x as NodeJS.ErrnoException).code;
+    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/**
+ * Connects to NATS, or throws a CliError `cannot reach NATS at <url>: <reason>` (exit code 1, no stack) — for
+ * every command that talks to a cluster (`table create --nats`, and meant for publish/subscribe too).
+ * `timeout` bounds the initial connection attempt (a host that accepts TCP but speaks no NATS).
+ */
+export async function connectOrExplain(url: string, opts: Omit<ConnectionOptions, "servers"> = {}): Promise<NatsConnection> {
+  try {
+    return await connect({ timeout: 5000, ...opts, servers: url });
+  } catch (e) {
+    const reason = e instanceof Error ? e.message || e.name : String(e);
+    throw new CliError(`cannot reach NATS at ${url}: ${reason}`, { cause: e });
+  }
+}
+
+/** An expected failure with a complete message (printed without a stack; exit code 1 unless given). */
+export class CliError extends Error {
+  override readonly name = "CliError";
+  readonly exitCode: number;
+  constructor(message: string, opts: { cause?: unknown; exitCode?: number } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.exitCode = opts.exitCode ?? 1;
+  }
+}
+
+/**
+ * The one line a failed command prints: the message of an error that explains itself (LakeError, UsageError,
+ * CliError, a filesystem errno such as EROFS or EACCES); a stack only for the unexpected (a bug).
+ */
+export function describeFailure(e: unknown): string {
+  if (isLakeError(e) || e instanceof UsageError || e instanceof CliError || e instanceof InvalidArgumentError) return e.message;
+  if (e instanceof Error && errnoCode(e) !== undefined && (e as NodeJS.ErrnoException).syscall !== undefined) return e.message;
+  return e instanceof Error ? (e.stack ?? e.message) : String(e);
 }
 
 /** A wrong command line: printed without a stack, exit code 2. */
@@ -24,6 +85,7 @@ export class UsageError extends Error {
 
 /** Exit codes: 2 for bad input (arguments, data, names), 3 for a conflict, 1 for everything else. */
 export function exitCodeOf(e: unknown): number {
+  if (e instanceof CliError) return e.exitCode;
   if (e instanceof UsageError || e instanceof InvalidArgumentError) return 2;
   if (isLakeError(e)) {
     if (e.kind === ErrorKind.DataInvalid || e.kind === ErrorKind.NotFound || e.kind === ErrorKind.AlreadyExists || e.kind === ErrorKind.Unsupported) return 2;

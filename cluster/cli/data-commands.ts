@@ -12,7 +12,7 @@ import { toJsonText, toJsonValue } from "../../src/spec/values.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { BatchWriter, describeOverwrite } from "../../src/write/batch-writer.ts";
 import { readRows } from "../../src/scan/read.ts";
-import { catalogFrom, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
 import type { Table } from "../../src/table/table.ts";
 
 const BATCH_ROWS = 50_000;
@@ -94,7 +94,7 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
     .option("--no-progress", "no progress bar")
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
     .action(async (name: string, file: string, o: WriteOpts) => {
-      const t = await catalogFrom(o).getTable(parseIdentifier(name));
+      const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const format = inputFormat(file, o.format);
       const overwrite = await overwriteSpec(t, o);
       let size: number;
@@ -127,7 +127,12 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
         out(res.snapshot ? `wrote ${rows} rows to ${t.name} in ${res.files} files; snapshot ${res.snapshot.id}${res.replacedFiles ? ` (replaced ${res.replacedFiles} files)` : ""}` : `wrote 0 rows to ${t.name}; no snapshot`);
       } catch (e) {
         if (showBar) bar.stop();
-        await writer.abort();
+        // The cause is what the user needs; a cleanup that fails as well (a read-only warehouse) must not hide it.
+        try {
+          await writer.abort();
+        } catch (cleanup) {
+          if (errnoCode(cleanup) !== errnoCode(e)) process.stderr.write(`note: removing the uncommitted data files failed too: ${cleanup instanceof Error ? cleanup.message : String(cleanup)}\n`);
+        }
         throw e;
       }
     });
@@ -145,7 +150,7 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
     .action(async (name: string, o: WarehouseOpts & { snapshot?: number; at?: number; limit?: number; columns?: string; partition?: string; format: string }) => {
       if (o.format !== "table" && o.format !== "jsonl") throw new UsageError(`--format must be table or jsonl, got '${o.format}'`);
       if (o.snapshot !== undefined && o.at !== undefined) throw new UsageError("use either --snapshot or --at, not both");
-      const t = await catalogFrom(o).getTable(parseIdentifier(name));
+      const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const projection = o.columns?.split(",").map((s) => s.trim()).filter(Boolean);
       const partition = o.partition ? parsePartitionSpec(o.partition, t.partitionKeys, t.partitionTypes) : undefined;
       const fields = projection ? projection.map((c) => ({ name: c, type: t.typeOf(c) })) : t.schema.fields.map((f) => ({ name: f.name, type: f.type }));
