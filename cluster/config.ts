@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { parseDuration, parseMemory } from "../src/options.ts";
+import { nearestName, parseDuration, parseMemory } from "../src/options.ts";
 import type { NodeRole } from "../actors/wire/messages.ts";
 
 const ROLES = ["writer", "committer", "reader"] as const;
@@ -103,11 +103,24 @@ export function loadNodeConfig(src: ConfigSources): NodeConfig {
     } catch {
       throw new Error(`cannot read config file '${src.file}'`);
     }
+    let parsed: unknown;
     try {
-      Object.assign(merged, JSON.parse(text) as Record<string, unknown>);
+      parsed = JSON.parse(text);
     } catch (e) {
       throw new Error(`config file '${src.file}' is not valid JSON: ${(e as Error).message}`);
     }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error(`config file '${src.file}' must hold a JSON object of settings`);
+    // A misspelt setting would otherwise be dropped silently and its default used: refuse it, naming the nearest.
+    const known = Object.keys(NodeConfigSchema.shape);
+    const unknown = Object.keys(parsed).filter((k) => !known.includes(k));
+    if (unknown.length > 0) {
+      const lines = unknown.map((k) => {
+        const near = nearestName(k, known);
+        return `  ${k}: unknown setting${near ? ` (did you mean '${near}'?)` : ""}`;
+      });
+      throw new Error(`invalid node configuration in '${src.file}':\n${lines.join("\n")}\n  (settings: ${known.join(", ")})`);
+    }
+    Object.assign(merged, parsed);
   }
   for (const [key, name] of Object.entries(ENV)) {
     const v = src.env[name];

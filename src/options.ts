@@ -113,13 +113,18 @@ function distance(a: string, b: string): number {
 }
 
 export function nearestOption(key: string): string | undefined {
+  return nearestName(key, OPTIONS.map((o) => o.key));
+}
+
+/** The name among `names` nearest to `key` (for "did you mean …"), or undefined when none is near. */
+export function nearestName(key: string, names: Iterable<string>): string | undefined {
   let best: string | undefined;
   let bestD = Infinity;
-  for (const o of OPTIONS) {
-    const d = distance(key, o.key);
+  for (const name of names) {
+    const d = Math.min(distance(key, name), distance(key.toLowerCase(), name.toLowerCase()) + 0.5);
     if (d < bestD) {
       bestD = d;
-      best = o.key;
+      best = name;
     }
   }
   return bestD <= Math.max(3, Math.floor(key.length / 3)) ? best : undefined;

@@ -132,3 +132,12 @@ test("cli failures - --primary-key is refused at create (nothing could write or 
   // Refused before connecting, so also against a cluster (here: none).
   fails(nl(["table", "create", "pk.t", "--columns", "id BIGINT NOT NULL", "--primary-key", "id", "--nats", "nats://127.0.0.1:1"]), 2, /cannot create pk\.t with a primary key/, "--primary-key --nats");
 });
+
+test("cli failures - natslake node --config with an unknown key: refused naming the nearest setting, exit 2", () => {
+  const file = join(wh.path, "node.json");
+  writeFileSync(file, JSON.stringify({ nats: "nats://127.0.0.1:1", warehouse: wh.path, roles: ["writer"], comitInterval: "1s" }));
+  const r = nl(["node", "--config", file], { timeoutMs: 30_000 });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /comitInterval: unknown setting \(did you mean 'commitInterval'\?\)/);
+  assert.doesNotMatch(r.stderr, NO_STACK);
+});

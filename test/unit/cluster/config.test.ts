@@ -40,3 +40,25 @@ test("config - the writers' memory budget takes a size from a flag, the environm
   assert.throws(() => loadNodeConfig({ flags: { ...base, writerMemory: "lots" }, env: {} }), /writerMemory: 'lots' is not a memory size/);
   assert.throws(() => loadNodeConfig({ flags: { ...base, writerMemory: "0mb" }, env: {} }), /writerMemory: expected a size above zero/);
 });
+
+test("config - an unknown key in the config file is refused, naming the nearest known setting", () => {
+  const d = tempDir();
+  try {
+    const file = join(d.path, "node.json");
+    writeFileSync(file, JSON.stringify({ nats: "nats://x", warehouse: "/w", roles: ["writer"], commitIntervall: "1s", leasettl: "5s", zzzz: 1 }));
+    assert.throws(
+      () => loadNodeConfig({ flags: {}, env: {}, file }),
+      (e: Error) =>
+        /commitIntervall: unknown setting \(did you mean 'commitInterval'\?\)/.test(e.message) &&
+        /leasettl: unknown setting \(did you mean 'leaseTtl'\?\)/.test(e.message) &&
+        /zzzz: unknown setting\n/.test(e.message) &&
+        /settings: nodeId, roles, nats/.test(e.message),
+    );
+    writeFileSync(file, JSON.stringify(["writer"]));
+    assert.throws(() => loadNodeConfig({ flags: {}, env: {}, file }), /must hold a JSON object/);
+    writeFileSync(file, JSON.stringify({ nats: "nats://x", warehouse: "/w", roles: ["writer"], commitInterval: "1s" }));
+    assert.equal(loadNodeConfig({ flags: {}, env: {}, file }).commitInterval, 1000, "known keys still load");
+  } finally {
+    d.cleanup();
+  }
+});
