@@ -35,7 +35,7 @@ import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError } from "./nats/table-infra.ts";
-import { connectLeaseRedis, RedisLease } from "./redis/lease.ts";
+import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
@@ -72,6 +72,8 @@ export class Node {
   /** One memory budget for the write buffers of every bucket writer on this node. */
   private writeBudget: WriteBudget | null = null;
   private readonly meter: Meter;
+  /** Lease failures of every table, logged as `redis at <url>: <reason>` (rate-limited), and the recovery. */
+  private readonly redisReporter: RedisErrorReporter;
   readonly catalog: Catalog;
   readonly subjects: Subjects;
 
@@ -83,6 +85,7 @@ export class Node {
     private readonly log: Logger,
   ) {
     this.system = new ActorSystem({ log });
+    this.redisReporter = new RedisErrorReporter((e, ok) => (ok ? log.info(e.message) : log.warn(e.message, { redis: cfg.redis ? redactRedisUrl(cfg.redis) : undefined })));
     this.catalog = new Catalog(cfg.warehouse);
     this.subjects = new Subjects(cfg.prefix);
     this.meter = metrics.getMeter("natslake");
@@ -279,7 +282,12 @@ export class Node {
       svc.stops.push(() => sub.unsubscribe());
     }
     if (this.cfg.roles.includes("committer") && this.redis) {
-      const lease = new RedisLease(this.redis, `natslake:${this.cfg.prefix}:lease:${name}`, { ttlMs: this.cfg.leaseTtl, safetyMarginMs: Math.floor(this.cfg.leaseTtl / 10) });
+      const lease = new RedisLease(this.redis, `natslake:${this.cfg.prefix}:lease:${name}`, {
+        ttlMs: this.cfg.leaseTtl,
+        safetyMarginMs: Math.floor(this.cfg.leaseTtl / 10),
+        ...(this.cfg.redis ? { url: this.cfg.redis } : {}),
+        reporter: this.redisReporter,
+      });
       svc.committer = this.system.spawn(
         `committer-${name}`,
         () =>

@@ -66,6 +66,13 @@ export interface RedisLeaseOptions {
   holderId?: string;
   /** Monotonic clock in ms; `performance.now()` unless a test injects one. */
   now?: () => number;
+  /** The Redis URL, for messages (default: the client's host and port). */
+  url?: string;
+  /**
+   * Hears about Redis failures (each an Error reading `redis at <url>: <reason>`) and the recovery, so the node's
+   * log names Redis when it is down. One reporter may serve every lease of a node (it rate-limits across them).
+   */
+  reporter?: RedisErrorReporter;
 }
 
 export class RedisLease implements Lease {
@@ -86,6 +93,8 @@ export class RedisLease implements Lease {
   private voidedToken: string | undefined;
   private voidedAtSeq = 0;
   private lastErr: Error | undefined;
+  readonly url: string;
+  private readonly reporter: RedisErrorReporter | undefined;
 
   constructor(
     private readonly redis: Redis,
@@ -104,6 +113,8 @@ export class RedisLease implements Lease {
     this.epochKey = `${key}:epoch`;
     this.holderId = opts.holderId ?? "natslake";
     this.now = opts.now ?? (() => performance.now());
+    this.url = opts.url ?? clientUrl(redis);
+    this.reporter = opts.reporter;
   }
 
   async tryAcquire(): Promise<LeaseGrant | null> {
@@ -114,15 +125,16 @@ export class RedisLease implements Lease {
     try {
       reply = await this.bounded("acquire", this.redis.eval(ACQUIRE_LUA, 2, this.key, this.epochKey, token, this.ttlMs));
     } catch (e) {
-      this.fail(e);
+      this.fail("acquire", e);
       // Unknown outcome: the SET may have landed. Delete our token (if it is there) so that nobody waits out a ttl
       // for a lease nobody believes it holds.
       void this.deleteIfOwned(token).catch(() => undefined);
       return null;
     }
+    this.reporter?.ok(this.url);
     if (reply === 0) return null;
     if (typeof reply !== "number" || !Number.isSafeInteger(reply) || reply < 1) {
-      this.fail(new Error(`redis lease acquire: unexpected reply ${String(reply)}`));
+      this.fail("acquire", new Error(`unexpected reply ${String(reply)}`));
       void this.deleteIfOwned(token).catch(() => undefined);
       return null;
     }
@@ -137,10 +149,11 @@ export class RedisLease implements Lease {
     try {
       reply = await this.bounded("renew", this.redis.eval(RENEW_LUA, 1, this.key, grant.token, this.ttlMs));
     } catch (e) {
-      this.fail(e);
+      this.fail("renew", e);
       this.voidDeadline(grant.token, seq);
       return false;
     }
+    this.reporter?.ok(this.url);
     if (reply !== 1) {
       // Definitely not ours any more (expired, taken over, or Redis lost it).
       this.voidDeadline(grant.token, seq);
@@ -157,7 +170,7 @@ export class RedisLease implements Lease {
     try {
       await this.deleteIfOwned(grant.token);
     } catch (e) {
-      this.fail(e);
+      this.fail("release", e);
     }
   }
 
@@ -195,14 +208,79 @@ export class RedisLease implements Lease {
     }
   }
 
-  private fail(e: unknown): void {
-    this.lastErr = e instanceof Error ? e : new Error(String(e));
+  /** Records (and reports) a failed Redis call as `redis at <url>: lease <op> of <key>: <reason>`. */
+  private fail(op: string, e: unknown): void {
+    this.lastErr = redisError(this.url, e, `lease ${op} of ${this.key}`);
+    this.reporter?.report(this.lastErr);
   }
 
   private bounded<T>(op: string, p: Promise<T>): Promise<T> {
     return withTimeout(p, this.commandTimeoutMs, () => {
       throw new LeaseTimeoutError(op, this.commandTimeoutMs);
     });
+  }
+}
+
+/** A Redis URL without its password, for messages and logs. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString().replace(/\/$/, "");
+  } catch {
+    return url;
+  }
+}
+
+function clientUrl(redis: Redis): string {
+  const o = (redis as { options?: { host?: string; port?: number; path?: string } }).options;
+  if (o?.path) return `unix:${o.path}`;
+  return `redis://${o?.host ?? "localhost"}:${o?.port ?? 6379}`;
+}
+
+/**
+ * The one form every Redis failure takes in natslake's messages and logs: `redis at <url>: <reason>` (the
+ * connection refused, a timeout …), so an operator reading a node's log sees at once that Redis is the problem.
+ */
+export function redisError(url: string, e: unknown, what?: string): Error {
+  const reason = e instanceof Error ? e.message || e.name : String(e);
+  const err = new Error(`redis at ${redactRedisUrl(url)}: ${what ? `${what}: ` : ""}${reason}`, { cause: e });
+  err.name = "RedisError";
+  return err;
+}
+
+/**
+ * Rate-limits Redis failure reports: the first failure at once, then a changed reason at once, the same reason at
+ * most every `repeatMs` (Redis down means a failure per lease call, several a second); one report when Redis answers
+ * again after failing.
+ */
+export class RedisErrorReporter {
+  private failing = false;
+  private lastMessage = "";
+  private lastAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly sink: (e: Error, ok: boolean) => void,
+    private readonly now: () => number = () => performance.now(),
+    private readonly repeatMs = 10_000,
+  ) {}
+
+  report(e: Error): void {
+    const t = this.now();
+    // Lease ops differ by op and key; the underlying reason is what changes when Redis' state does.
+    const reason = e.cause instanceof Error ? e.cause.message : e.message;
+    if (this.failing && reason === this.lastMessage && t - this.lastAt < this.repeatMs) return;
+    this.failing = true;
+    this.lastMessage = reason;
+    this.lastAt = t;
+    this.sink(e, false);
+  }
+
+  ok(url: string): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.lastMessage = "";
+    this.sink(new Error(`redis at ${redactRedisUrl(url)}: answering again`), true);
   }
 }
 
@@ -224,20 +302,26 @@ export function leaseRedisOptions(commandTimeoutMs: number): RedisOptions {
 }
 
 /**
- * Opens a lease connection (see `leaseRedisOptions`) and waits until it is ready. Connection errors while it
- * reconnects go to `onError` (default: ignored, since the lease reports them as lost/unknown and in `lastError()`).
+ * Opens a lease connection (see `leaseRedisOptions`) and waits until it is ready; a failure to connect throws
+ * `redis at <url>: cannot connect: <reason>`. Connection errors while it reconnects go to `onError` in the same form
+ * (default: ignored, since the lease reports them as lost/unknown, in `lastError()` and to `onRedisError`).
  */
 export async function connectLeaseRedis(
   url: string,
   opts: { commandTimeoutMs?: number; onError?: (e: Error) => void } = {},
 ): Promise<Redis> {
   const redis = new Redis(url, leaseRedisOptions(opts.commandTimeoutMs ?? 500));
-  redis.on("error", opts.onError ?? (() => undefined));
+  const onError = opts.onError;
+  let lastSocketError: Error | undefined; // connect() itself only says "Connection is closed."
+  redis.on("error", (e: Error) => {
+    lastSocketError = e;
+    onError?.(redisError(url, e));
+  });
   try {
     await redis.connect();
   } catch (e) {
     redis.disconnect();
-    throw e;
+    throw redisError(url, lastSocketError ?? e, "cannot connect");
   }
   return redis;
 }

@@ -6,7 +6,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { Redis } from "ioredis";
-import { connectLeaseRedis, RedisLease } from "../../cluster/redis/lease.ts";
+import { connectLeaseRedis, RedisErrorReporter, RedisLease } from "../../cluster/redis/lease.ts";
+import { freePort } from "../helpers/servers.ts";
 import { LeaseKeeper, type LeaseLostReason } from "../../actors/lease-keeper.ts";
 import type { LeaseGrant } from "../../actors/lease-port.ts";
 import { startRedis, type ServerHandle } from "../helpers/servers.ts";
@@ -309,3 +310,32 @@ test("lease - Redis down or hung: renew reports false within the command timeout
     await r.stop();
   }
 });
+
+test("lease - Redis failures name Redis: 'redis at <url>: <reason>' when connecting, in lastError() and to the reporter", async () => {
+  const port = await freePort();
+  await assert.rejects(connectLeaseRedis(`redis://127.0.0.1:${port}`, { commandTimeoutMs: 200 }), (e: Error) => e.message === `redis at redis://127.0.0.1:${port}: cannot connect: connect ECONNREFUSED 127.0.0.1:${port}`);
+  const r = await startRedis();
+  const reports: string[] = [];
+  const reconnectErrors: string[] = [];
+  const c = await connectLeaseRedis(r.url, { commandTimeoutMs: 200, onError: (e) => reconnectErrors.push(e.message) });
+  clients.push(c);
+  const lease = new RedisLease(c, freshKey(), { ttlMs: 2000, safetyMarginMs: 50, commandTimeoutMs: 200, reporter: new RedisErrorReporter((e, ok) => reports.push(`${ok}:${e.message}`)) });
+  const g = await lease.tryAcquire();
+  assert.ok(g);
+  await r.stop();
+  assert.equal(await lease.renew(g), false);
+  assert.equal(await lease.tryAcquire(), null);
+  const where = `redis at ${r.url.replace(/\/$/, "")}: `;
+  assert.ok(lease.lastError()?.message.startsWith(where), lease.lastError()?.message);
+  assert.ok(reports.length >= 1 && reports.every((m) => m.startsWith(`false:${where}lease `)), reports.join("\n"));
+  await waitUntil(() => reconnectErrors.length > 0, 5000);
+  assert.ok(reconnectErrors.every((m) => m.startsWith(where)), reconnectErrors.join("\n"));
+});
+
+async function waitUntil(cond: () => boolean, ms: number): Promise<void> {
+  const t0 = performance.now();
+  while (!cond()) {
+    if (performance.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
+    await sleep(50);
+  }
+}
