@@ -34,7 +34,7 @@ import { parseDuration } from "../src/options.ts";
 import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
-import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError } from "./nats/table-infra.ts";
+import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -93,6 +93,7 @@ export class Node {
     lag.addCallback((r) => {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
     });
+    registerDlqDroppedMetric(this.meter, nc, this.subjects);
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {

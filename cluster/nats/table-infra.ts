@@ -10,7 +10,8 @@
  *   it), file storage, `num_replicas`.
  * - commit `<P>_COMMIT_<db>_<table>`: the committables subject, file storage, `discard: new`, no size limit.
  * - dead letters `<P>_DLQ`: `<p>.dlq.>`, limits of 7 days and `dlqMaxBytes`, `discard: old` (the newest dead letters
- *   matter most).
+ *   matter most). Letters dropped that way are counted, not silent: `dlqDropped` (the node's
+ *   `natslake_dlq_dropped_total`).
  * - KV buckets: tables, members (history 1, `max_age` = member TTL, so a silent member's key disappears), assign,
  *   snap, router.
  *
@@ -35,6 +36,7 @@ import {
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { errors, nanos, type NatsConnection } from "@nats-io/transport-node";
+import type { Meter } from "@opentelemetry/api";
 import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { identifierText, type Identifier, type Table } from "../../src/table/table.ts";
@@ -165,6 +167,57 @@ export async function ensureTableInfra(o: TableInfraOptions): Promise<TableInfra
   // producers back to it.
   if (current === null || current.operation !== "PUT" || (current.string() !== text && storedSchemaId(current.string()) <= table.schema.id)) await tablesKv.put(key, text);
   return { meta, ingest, commit, dlq, warnings };
+}
+
+/** The parts of a stream's state `dlqDroppedOf` reads. */
+export interface StreamSeqState {
+  first_seq: number;
+  last_seq: number;
+  messages: number;
+}
+
+/**
+ * Dead letters the DLQ stream no longer holds from its head: the stream is `discard: old` with `max_bytes` and a 7-day
+ * `max_age`, so when it is full (or a letter is a week old) the server deletes its oldest letters, and nothing else
+ * says so. JetStream numbers messages 1, 2, …; a limit discard removes from the head and moves `first_seq` past
+ * them. So `first_seq - 1` is exactly the number of letters dropped by the limits — as long as nobody else removed
+ * letters from the head (`nats stream purge`, or deleting the first letters by hand): those are counted too, so in
+ * general it is an upper bound of the drops, and exact for a DLQ that operators only read. (Deleting letters from
+ * the middle, `num_deleted`, does not move `first_seq` and is not counted.) Recreating the stream starts it at 0.
+ */
+export function dlqDroppedOf(state: StreamSeqState): number {
+  if (state.last_seq === 0) return 0;
+  return Math.max(0, state.first_seq - 1);
+}
+
+/** `dlqDroppedOf` of the live DLQ stream; null when it does not exist (yet). */
+export async function dlqDropped(jsm: JetStreamManager, subjects: Subjects): Promise<number | null> {
+  try {
+    return dlqDroppedOf((await jsm.streams.info(subjects.dlqStream)).state);
+  } catch (e) {
+    if (isApiError(e, STREAM_NOT_FOUND)) return null;
+    throw e;
+  }
+}
+
+/**
+ * Registers `natslake_dlq_dropped_total` on `meter`: an observable counter read from the DLQ stream's state at each
+ * collection (`dlqDropped`; see there for when it is exact). Every node reports the same cluster-wide value, so
+ * aggregate it with max, not sum. A collection that cannot reach JetStream reports nothing (no stale value).
+ */
+export function registerDlqDroppedMetric(meter: Meter, nc: NatsConnection, subjects: Subjects): void {
+  let jsm: Promise<JetStreamManager> | undefined;
+  meter
+    .createObservableCounter("natslake_dlq_dropped_total", { description: "dead letters the full (or 7-day old) DLQ stream discarded, oldest first" })
+    .addCallback(async (r) => {
+      try {
+        jsm ??= jetstreamManager(nc);
+        const n = await dlqDropped(await jsm, subjects);
+        if (n !== null) r.observe(n, { stream: subjects.dlqStream });
+      } catch {
+        jsm = undefined;
+      }
+    });
 }
 
 /**
