@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { parseColumnList, type DataType } from "../../../src/spec/data-types.ts";
 import { compileRowConverter } from "../../../src/spec/row-converter.ts";
 import { Timestamp, toCanonical, toJsonText, toJsonValue } from "../../../src/spec/values.ts";
+import { batchRowConverter } from "../../../actors/wire/row-batch.ts";
 
 const typeOf = (sql: string): DataType => parseColumnList(`c ${sql}`)[0]!.type;
 const days = (iso: string): number => Date.parse(iso + "T00:00:00Z") / 86_400_000;
@@ -76,4 +77,13 @@ test("values - JSON text keeps -0.0 (JSON.stringify would print 0), everything e
   const sample = { a: 1, b: [0, -1.5, null, "x\"y"], c: { d: true, e: "NaN" }, "k\n": null };
   assert.equal(toJsonText(sample), JSON.stringify(sample));
   assert.equal(toJsonText([-0, { z: -0 }]), '[-0.0,{"z":-0.0}]');
+});
+
+test("values - the cluster's row check (the router's, for raw publishes; the writers' generic path) refuses the same", () => {
+  const fields = parseColumnList("d DATE, ts TIMESTAMP(3), x DECIMAL(5, 2)").map((c, i) => ({ id: i, ...c }));
+  const { convert } = batchRowConverter(fields, ["d", "ts", "x"]);
+  assert.deepEqual(convert(["2024-02-29", "2024-02-29T23:59:59", "1.5"]), { d: days("2024-02-29"), ts: new Timestamp(Date.parse("2024-02-29T23:59:59Z"), 0), x: 150n });
+  assert.throws(() => convert(["2026-02-30", null, null]), /column d: '2026-02-30' is not a valid date/);
+  assert.throws(() => convert([null, "2026-01-01T25:00:00", null]), /column ts: .* hour 25/);
+  assert.throws(() => convert([null, null, "1.239"]), /column x: '1\.239' has 3 digits/);
 });
