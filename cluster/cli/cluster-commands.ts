@@ -11,8 +11,7 @@ import { Node } from "../node.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
-import { parsePositiveInt, UsageError } from "./common.ts";
-import { connectNats } from "./nats-connect.ts";
+import { connectOrExplain, parsePositiveInt, UsageError } from "./common.ts";
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
 
@@ -171,7 +170,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--prefix <p>", "subject prefix", "lake")
     .option("--count <n>", "stop after n notifications", parsePositiveInt("--count"))
     .action(async (table: string, o: { nats: string; prefix: string; count?: number }) => {
-      const nc = await connectNats(o.nats);
+      const nc = await connectOrExplain(o.nats);
       try {
         // An unknown table would wait forever for notifications that never come: refuse it.
         try {

@@ -46,12 +46,13 @@ export function errnoCode(e: unknown): string | undefined {
 
 /**
  * Connects to NATS, or throws a CliError `cannot reach NATS at <url>: <reason>` (exit code 1, no stack) — for
- * every command that talks to a cluster (`table create --nats`, and meant for publish/subscribe too).
+ * every command that talks to a cluster (`table create --nats`, `publish`, `subscribe`, `up --nats`).
  * `timeout` bounds the initial connection attempt (a host that accepts TCP but speaks no NATS).
  */
 export async function connectOrExplain(url: string, opts: Omit<ConnectionOptions, "servers"> = {}): Promise<NatsConnection> {
   try {
-    return await connect({ timeout: 5000, ...opts, servers: url });
+    // A cluster's servers may be given comma-separated, as to `natslake node --nats`.
+    return await connect({ timeout: 5000, ...opts, servers: url.split(",").map((u) => u.trim()).filter(Boolean) });
   } catch (e) {
     const reason = e instanceof Error ? e.message || e.name : String(e);
     throw new CliError(`cannot reach NATS at ${url}: ${reason}`, { cause: e });

@@ -16,9 +16,8 @@ import { SingleBar, Presets } from "cli-progress";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError, isLakeError } from "../../src/errors.ts";
 import { createProducer, type BatchOutcome, type OutcomeStatus, type Producer } from "../producer.ts";
-import { UsageError } from "./common.ts";
+import { connectOrExplain, UsageError } from "./common.ts";
 import { publishFormat, readRecords } from "./input.ts";
-import { connectNats } from "./nats-connect.ts";
 
 export interface PublishFlags {
   nats: string;
@@ -65,7 +64,7 @@ export async function publishFile(table: string, file: string, o: PublishFlags, 
     throw new UsageError(`cannot read input file '${file}'`);
   }
   const producerId = o.idempotent ? `pub-${await fileIdentity(table, file)}` : undefined;
-  const nc = await connectNats(o.nats);
+  const nc = await connectOrExplain(o.nats);
   const bar = new SingleBar({ format: "publishing |{bar}| {percentage}% | {rows} rows", stream: process.stderr }, Presets.shades_classic);
   const tty = o.progress && process.stderr.isTTY === true;
   let barRunning = false;

@@ -115,7 +115,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .action(async (name: string, o: { nats: string; from: string; prefix: string }) => {
       parseIdentifier(name);
       if (o.from !== "earliest" && o.from !== "latest") throw new UsageError(`--from is earliest or latest, not '${o.from}'`);
-      const nc = await connect({ servers: o.nats });
+      const nc = await connectOrExplain(o.nats);
       try {
         const r = (await adminRequest(nc, o.prefix, { type: "reset-offsets", table: name, from: o.from }, 30_000)) as { snapshotId: number; stream: string; offset: number; offsetEpoch: number; routerReset: boolean };
         out(

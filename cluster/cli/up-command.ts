@@ -22,7 +22,7 @@ import { adminRequest } from "../admin-client.ts";
 import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../local/servers.ts";
 import { createProducer } from "../producer.ts";
 import { REPO_ROOT } from "../repo-root.ts";
-import { connectNats } from "./nats-connect.ts";
+import { connectOrExplain } from "./common.ts";
 
 const BIN = join(REPO_ROOT, "bin", "natslake.mjs");
 /** A node drains within its drain timeout (15 s) and exits by its watchdog 10 s later; past this it is killed. */
@@ -158,7 +158,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     out(`subscribe:        natslake subscribe db.events --nats ${natsUrl}`);
     out(`read the table:   natslake read db.events --warehouse ${warehouse}`);
     if (o.demo) {
-      demoNc = await connectNats(natsUrl);
+      demoNc = await connectOrExplain(natsUrl);
       const demo = runDemo(demoNc, out).catch((e: unknown) => {
         if (!stopping) throw e;
       });

@@ -61,6 +61,7 @@ test("catalog - a primary-key table is refused at create (natslake cannot write 
   const reply = await handleAdmin(new TextEncoder().encode(JSON.stringify({ type: "create-table", table: "pk.orders", columns: "id BIGINT NOT NULL", primaryKeys: ["id"] })), {
     catalog: c,
     ensure: async (t) => void ensured.push(t.name),
+    resetOffsets: () => Promise.reject(new Error("not used")),
   });
   assert.equal(reply.ok, false);
   assert.match((reply as { error: string }).error, /cannot create pk\.orders with a primary key/);
