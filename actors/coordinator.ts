@@ -142,12 +142,22 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
       this.maxEpoch.set(b, epoch);
       ctx.log.info("bucket assigned", { table, bucket: b, node, epoch });
     }
-    // Buckets of draining nodes are revoked too (their owner is alive but takes no buckets).
+    // Buckets of draining nodes are revoked too (their owner is alive but takes no buckets) — also when no node
+    // accepts them (the last node, or a whole cluster stopping): the writer then still flushes and sends its last
+    // committable, so what was acknowledged is committed before it exits, and the bucket is left unassigned.
+    const drainOnly = new Set<number>();
     for (let b = 0; b < this.bucketCount; b++) {
       const a = next.buckets[String(b)];
-      if (a !== undefined && a.state === "active" && alive.has(a.node) && !accepting.includes(a.node) && accepting.length > 0) {
-        plan.move.set(b, accepting[b % accepting.length]!);
+      if (a !== undefined && a.state === "active" && alive.has(a.node) && !accepting.includes(a.node)) {
+        if (accepting.length > 0) plan.move.set(b, accepting[b % accepting.length]!);
+        else drainOnly.add(b);
       }
+    }
+    for (const b of drainOnly) {
+      const a = next.buckets[String(b)]!;
+      set(b, { node: a.node, epoch: a.epoch, state: "revoking" });
+      this.revokedAt.set(b, this.d.clock.monotonic());
+      ctx.log.info("bucket revoked: its owner drains and no node takes buckets", { table, bucket: b, from: a.node });
     }
     for (const [b, target] of plan.move) {
       const a = next.buckets[String(b)];

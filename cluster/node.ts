@@ -41,6 +41,7 @@ import { decodeRejection } from "../actors/wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import { handleAdmin } from "./admin.ts";
 import { resetOffsets } from "./stream-reset.ts";
+import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 
 interface TableService {
   table: Table;
@@ -387,7 +388,35 @@ export class Node {
     const deadline = Date.now() + this.cfg.drainTimeout;
     while (this.ownedBuckets() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     if (this.ownedBuckets() > 0) this.log.warn("drain timed out with buckets still owned; their leases will expire", { buckets: this.ownedBuckets() });
+    else await this.waitHandedOffCommitted(deadline);
     await this.stop();
+  }
+
+  /**
+   * Waits (until `deadline`) for the last committables of the buckets this node released to be committed — by this
+   * node's committer if it leads the table, which must not stop before — so a drain that hands a bucket to nobody
+   * (the last node, or a whole cluster stopping) leaves what was acknowledged committed, not only in the streams.
+   */
+  private async waitHandedOffCommitted(deadline: number): Promise<void> {
+    const pending = async (): Promise<number> => {
+      let n = 0;
+      for (const svc of this.services.values()) {
+        const released = (await this.ports.cluster.releasedBuckets(svc.table.name)).filter((r) => r.node === this.cfg.nodeId);
+        if (released.length === 0) continue;
+        const st = await natslakeStateAsOf(svc.table, await svc.table.snapshots.latest());
+        for (const r of released) if (Number(st?.buckets.get(r.bucket)?.offset ?? 0n) < r.lastOffset) n++;
+      }
+      return n;
+    };
+    for (;;) {
+      const left = await pending().catch(() => 0);
+      if (left === 0) return;
+      if (Date.now() >= deadline) {
+        this.log.warn("drain timed out before the last committables were committed; they stay in the commit stream for the next leader", { buckets: left });
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   async stop(): Promise<void> {
