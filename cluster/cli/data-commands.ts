@@ -1,11 +1,9 @@
 /**
  * `natslake write` (JSONL or CSV into a table, with progress) and `natslake read` (rows out as a table or JSONL).
  */
-import { createReadStream, statSync } from "node:fs";
-import { createInterface } from "node:readline";
+import { statSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { SingleBar, Presets } from "cli-progress";
-import { parse as parseCsv } from "csv-parse";
 import type { Command } from "commander";
 import { parsePartitionSpec } from "../../src/spec/partition.ts";
 import { toJsonText, toJsonValue } from "../../src/spec/values.ts";
@@ -14,6 +12,7 @@ import { BatchWriter, describeOverwrite } from "../../src/write/batch-writer.ts"
 import { readRows } from "../../src/scan/read.ts";
 import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
 import type { Table } from "../../src/table/table.ts";
+import { readRecords } from "./input.ts";
 
 const BATCH_ROWS = 50_000;
 
@@ -26,38 +25,14 @@ interface WriteOpts extends WarehouseOpts {
   progress?: boolean;
 }
 
-/** Yields parsed input records in batches; the byte position drives the progress bar. */
+/** Yields parsed input records in batches (the one reader `publish` uses too); the byte position drives the progress bar. */
 async function* readInput(file: string, format: "jsonl" | "csv", onBytes: (n: number) => void): AsyncGenerator<Record<string, unknown>[]> {
-  const stream = createReadStream(file);
-  stream.on("data", (chunk) => onBytes(chunk.length));
   let batch: Record<string, unknown>[] = [];
-  if (format === "jsonl") {
-    let lineNo = 0;
-    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
-      lineNo++;
-      if (line.trim() === "") continue;
-      let rec: unknown;
-      try {
-        rec = JSON.parse(line);
-      } catch (e) {
-        throw new UsageError(`${file}:${lineNo}: not valid JSON (${(e as Error).message})`);
-      }
-      if (rec === null || typeof rec !== "object" || Array.isArray(rec)) throw new UsageError(`${file}:${lineNo}: each line must be a JSON object`);
-      batch.push(rec as Record<string, unknown>);
-      if (batch.length >= BATCH_ROWS) {
-        yield batch;
-        batch = [];
-      }
-    }
-  } else {
-    // CSV: a header row names the columns; empty fields are nulls.
-    const parser = stream.pipe(parseCsv({ columns: true, skip_empty_lines: true, cast: (v) => (v === "" ? null : v) }));
-    for await (const rec of parser) {
-      batch.push(rec as Record<string, unknown>);
-      if (batch.length >= BATCH_ROWS) {
-        yield batch;
-        batch = [];
-      }
+  for await (const { record } of readRecords(file, format, onBytes)) {
+    batch.push(record);
+    if (batch.length >= BATCH_ROWS) {
+      yield batch;
+      batch = [];
     }
   }
   if (batch.length > 0) yield batch;

@@ -1,7 +1,7 @@
 /**
- * Input records of a JSONL or CSV file with the line they came from, for `natslake publish`: a malformed line is
- * `<file>:<line>: not valid JSON (…)`, a line that is not an object `<file>:<line>: each line must be a JSON
- * object` — the messages `natslake write` gives (its reader in data-commands.ts; the two can be merged).
+ * Input records of a JSONL or CSV file with the line they came from, for `natslake write` and `natslake publish`: a
+ * malformed line is `<file>:<line>: not valid JSON (…)`, a line that is not an object `<file>:<line>: each line must
+ * be a JSON object`.
  */
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
