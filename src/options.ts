@@ -6,6 +6,7 @@
  */
 import { dataInvalid } from "./errors.ts";
 import { parseStatsMode } from "./codec/stats-mode.ts";
+import { compileFormatter } from "./maintenance/partition-time.ts";
 
 type OptionKind = "int" | "long" | "string" | "bool" | "duration" | "memory" | "enum";
 
@@ -48,8 +49,11 @@ export const OPTIONS: readonly OptionDef[] = [
   def("partition.legacy-name", "bool", "Render partition values from their internal form", "true"),
   def("partition.expiration-time", "duration", "Expire partitions older than this"),
   def("partition.expiration-check-interval", "duration", "Interval of partition expiration", "1 h"),
-  def("partition.timestamp-formatter", "string", "Formatter of partition values into timestamps"),
-  def("partition.timestamp-pattern", "string", "Pattern building a timestamp from partition values"),
+  def("partition.expiration-strategy", "enum", "How a partition's time is found: from its values, or its newest file", "values-time", ["values-time", "update-time"]),
+  def("partition.expiration-max-num", "int", "Partitions expired per run at most", "100"),
+  def("partition.expiration-batch-size", "int", "Expired partitions per drop commit (default: all in one)"),
+  def("partition.timestamp-formatter", "string", "Java DateTimeFormatter pattern of partition times, e.g. yyyy-MM-dd, yyyyMMddHH"),
+  def("partition.timestamp-pattern", "string", "Pattern building a partition time from partition values, e.g. $dt or $dt $hour:00:00"),
   def("scan.mode", "enum", "Where a scan starts", "default", [
     "default", "latest-full", "full", "latest", "latest-delta", "compacted-full", "from-timestamp",
     "from-creation-timestamp", "from-file-creation-time", "from-snapshot", "from-snapshot-full", "incremental",
@@ -188,6 +192,11 @@ export function validateCreateOptions(options: Record<string, string>): void {
       } catch {
         throw dataInvalid(`option '${key}' = '${value}': expected none, counts, full or truncate(N) with N > 0`, { option: key });
       }
+    }
+    // A formatter that cannot parse anything would only show up when partitions are expired, days later.
+    if (key === "partition.timestamp-formatter") compileFormatter(value);
+    if ((key === "partition.expiration-max-num" || key === "partition.expiration-batch-size") && /^-?\d+$/.test(value.trim()) && Number(value) < 1) {
+      throw dataInvalid(`option '${key}' = '${value}': must be at least 1`, { option: key });
     }
     const o = BY_KEY.get(key);
     if (o === undefined) {
