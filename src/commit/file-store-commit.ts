@@ -30,7 +30,15 @@ export interface CommitRequest {
    * the snapshot the overwrite was planned against: a commit after it that touched a matching partition is a
    * conflict (the overwrite would silently drop rows it never saw).
    */
-  overwrite?: { matches: (partition: Uint8Array) => boolean; readSnapshotId: number | null };
+  overwrite?: {
+    matches: (partition: Uint8Array) => boolean;
+    readSnapshotId: number | null;
+    /**
+     * Paimon's `dropPartitions` (partition expiration): delete whatever is live in the matching partitions at commit
+     * time, files that landed after planning included, without the conflict check (there is nothing to replace).
+     */
+    atCommitTime?: boolean;
+  };
   /**
    * Runs against the snapshot this attempt builds on, before anything is written, and decides what this attempt
    * commits: the new snapshot's properties and, when given, the messages and commit identifier (replacing those of
@@ -86,7 +94,7 @@ export class FileStoreCommit {
         const landed = await this.findCommitted(req.commitUser, identifier, kind, lastTriedId, latest);
         if (landed) return { snapshot: landed, alreadyCommitted: true, attempts: attempt, linkedAt: Date.now() };
       }
-      if (req.overwrite) await this.checkOverwriteConflict(req.overwrite, latest);
+      if (req.overwrite && req.overwrite.atCommitTime !== true) await this.checkOverwriteConflict(req.overwrite, latest);
       const prepared: PrepareResult = req.prepare ? await req.prepare(latest) : { properties: latest?.properties ?? null };
       const messages = prepared.messages ?? req.messages;
       const commitIdentifier = prepared.commitIdentifier ?? identifier;
