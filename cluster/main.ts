@@ -9,6 +9,7 @@ import { registerTableCommands } from "./cli/table-commands.ts";
 import { registerClusterCommands } from "./cli/cluster-commands.ts";
 import { registerChaosCommands } from "./cli/chaos-commands.ts";
 import { registerMaintenanceCommands } from "./cli/maintenance-commands.ts";
+import { registerExpirePartitionsCommand } from "./cli/expire-partitions-command.ts";
 
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerDataCommands(program, out);
   registerClusterCommands(program, out);
   registerMaintenanceCommands(program, out);
+  registerExpirePartitionsCommand(program, out);
   registerChaosCommands(program);
   return program;
 }
