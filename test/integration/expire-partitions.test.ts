@@ -165,6 +165,13 @@ test("expire partitions - max-num, update-time, the check interval and the overr
   const r2 = await expirePartitions(t, { now: NOW });
   assert.deepEqual([r2.partitions.map((p) => p.path), r2.deferred], [[`dt=${dayBack(3)}`, `dt=${dayBack(2)}`], 0]);
   assert.deepEqual((await readJson(t)).map((x) => x["dt"]), [dayBack(0)]);
+  // partition.expiration-batch-size: one OVERWRITE snapshot per batch.
+  const b = await createTable(wh.path, "exp.batch", "id BIGINT NOT NULL, dt STRING NOT NULL", { partitionKeys: ["dt"], options: { "partition.expiration-time": "1 d", "partition.expiration-batch-size": "2" } });
+  await writeRows(b, [2, 3, 4].map((i) => ({ id: i, dt: dayBack(i) })));
+  const rb = await expirePartitions(await reopen(wh.path, "exp.batch"), { now: NOW });
+  assert.deepEqual([rb.snapshotIds, rb.rows], [[2, 3], 3]);
+  const bs = await reopen(wh.path, "exp.batch");
+  assert.deepEqual([(await bs.snapshots.snapshot(2)).deltaRecordCount, (await bs.snapshots.snapshot(3)).deltaRecordCount], [-2, -1]);
 
   // update-time: by the newest file's creation time, whatever the values say.
   await writeRows(t, [{ id: 9, dt: "not-a-date" }]);
