@@ -41,6 +41,8 @@ import { decodeRejection } from "../actors/wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import { handleAdmin } from "./admin.ts";
 import { resetOffsets } from "./stream-reset.ts";
+import { MaintenanceActor, type MaintenanceMsg } from "../actors/maintenance.ts";
+import { MAINTENANCE_TASKS } from "../actors/maintenance-tasks.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 
 interface TableService {
@@ -52,6 +54,8 @@ interface TableService {
   /** The leader epoch of the running coordinator (undefined when this node does not lead the table). */
   coordinatorEpoch?: number;
   router?: ActorRef<RouterMsg>;
+  /** Scheduled maintenance while this node leads the table. */
+  maintenance?: ActorRef<MaintenanceMsg>;
   stops: Array<() => void>;
 }
 
@@ -233,7 +237,7 @@ export class Node {
   /** Stops whatever a failed `startTable` got running, so a later attempt starts from nothing. */
   private async abandonTable(svc: TableService): Promise<void> {
     for (const f of svc.stops) f();
-    for (const ref of [svc.host, svc.committer, svc.coordinator, svc.router]) if (ref) await this.system.stop(ref).catch(() => undefined);
+    for (const ref of [svc.host, svc.committer, svc.coordinator, svc.router, svc.maintenance]) if (ref) await this.system.stop(ref).catch(() => undefined);
   }
 
   private commitIntervalOf(t: Table): number {
@@ -358,6 +362,11 @@ export class Node {
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
+      svc.maintenance = this.system.spawn(
+        `maintenance-${name}-${epoch}`,
+        () => new MaintenanceActor({ table: svc.table, tasks: MAINTENANCE_TASKS, clock: systemClock, meter: this.meter }),
+        { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
+      );
       svc.router = this.system.spawn(
         `router-${name}-${epoch}`,
         () => new RouterActor({ table: svc.table, raw: this.ports.raw, bus: this.ports.bus, clock: systemClock, meter: this.meter, fetchBatch: 256 }),
@@ -366,9 +375,10 @@ export class Node {
     } else {
       this.assignments.delete(name);
       svc.coordinatorEpoch = undefined;
-      for (const ref of [svc.coordinator, svc.router]) if (ref) void this.system.stop(ref);
+      for (const ref of [svc.coordinator, svc.router, svc.maintenance]) if (ref) void this.system.stop(ref);
       svc.coordinator = undefined;
       svc.router = undefined;
+      svc.maintenance = undefined;
     }
   }
 
