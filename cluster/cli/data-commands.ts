@@ -13,6 +13,7 @@ import { readRows } from "../../src/scan/read.ts";
 import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
 import type { Table } from "../../src/table/table.ts";
 import { readRecords } from "./input.ts";
+import { parseIncrementalRange, type IncrementalRange } from "../../src/scan/incremental.ts";
 
 const BATCH_ROWS = 50_000;
 
@@ -121,28 +122,46 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
     .option("--columns <cols>", "comma-separated columns to read")
     .option("--partition <k=v,...>", "read only this partition")
     .option("--format <table|jsonl>", "output format", "table")
+    .option("--incremental <A..B>", "only the rows added after snapshot A, up to and including B (APPEND snapshots; see README)", (v: string) => parseIncrementalRange(v))
+    .option("--incremental-since <time>", "only the rows added after the snapshot current at this time, up to the latest", parseTime)
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
-    .action(async (name: string, o: WarehouseOpts & { snapshot?: number; at?: number; limit?: number; columns?: string; partition?: string; format: string }) => {
+    .addHelpText("after", "\nExamples:\n  natslake read shop.orders --limit 10\n  natslake read shop.orders --incremental 41..57 --format jsonl\n")
+    .action(async (name: string, o: WarehouseOpts & { snapshot?: number; at?: number; limit?: number; columns?: string; partition?: string; format: string; incremental?: IncrementalRange; incrementalSince?: number }) => {
       if (o.format !== "table" && o.format !== "jsonl") throw new UsageError(`--format must be table or jsonl, got '${o.format}'`);
       if (o.snapshot !== undefined && o.at !== undefined) throw new UsageError("use either --snapshot or --at, not both");
+      const incrementalFlags = [o.incremental, o.incrementalSince].filter((x) => x !== undefined).length;
+      if (incrementalFlags > 1 || (incrementalFlags === 1 && (o.snapshot !== undefined || o.at !== undefined)))
+        throw new UsageError("--incremental and --incremental-since read a range of snapshots: use one of them, without --snapshot or --at");
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
+      let incremental = o.incremental;
+      if (o.incrementalSince !== undefined) {
+        const base = await t.snapshots.atOrBefore(o.incrementalSince);
+        const latest = await t.snapshots.latestId();
+        if (latest === null) throw new UsageError(`${t.name} has no snapshots`);
+        incremental = { from: base?.id ?? 0, to: latest };
+      }
       const projection = o.columns?.split(",").map((s) => s.trim()).filter(Boolean);
       const partition = o.partition ? parsePartitionSpec(o.partition, t.partitionKeys, t.partitionTypes) : undefined;
       const fields = projection ? projection.map((c) => ({ name: c, type: t.typeOf(c) })) : t.schema.fields.map((f) => ({ name: f.name, type: f.type }));
       const rows: unknown[][] = [];
-      for await (const row of readRows(t, {
-        ...(o.snapshot !== undefined ? { snapshotId: o.snapshot } : {}),
-        ...(o.at !== undefined ? { atTimeMillis: o.at } : {}),
-        ...(projection ? { projection } : {}),
-        ...(partition ? { partition } : {}),
-        ...(o.limit !== undefined ? { limit: o.limit } : {}),
-      })) {
-        if (o.format === "jsonl") {
-          const obj: Record<string, unknown> = {};
-          for (const f of fields) obj[f.name] = toJsonValue(f.type, row[f.name] ?? null);
-          out(toJsonText(obj));
-        } else {
-          rows.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
+      // `--incremental-since` a time at or after the latest snapshot: nothing was added since.
+      const nothingNew = incremental !== undefined && incremental.from >= incremental.to;
+      if (!nothingNew) {
+        for await (const row of readRows(t, {
+          ...(o.snapshot !== undefined ? { snapshotId: o.snapshot } : {}),
+          ...(o.at !== undefined ? { atTimeMillis: o.at } : {}),
+          ...(projection ? { projection } : {}),
+          ...(partition ? { partition } : {}),
+          ...(o.limit !== undefined ? { limit: o.limit } : {}),
+          ...(incremental !== undefined ? { incremental } : {}),
+        })) {
+          if (o.format === "jsonl") {
+            const obj: Record<string, unknown> = {};
+            for (const f of fields) obj[f.name] = toJsonValue(f.type, row[f.name] ?? null);
+            out(toJsonText(obj));
+          } else {
+            rows.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
+          }
         }
       }
       if (o.format === "table") {

@@ -25,6 +25,7 @@ import type { TableSchema } from "../spec/schema.ts";
 import { toCanonical, type Row, type Value } from "../spec/values.ts";
 import type { Table } from "../table/table.ts";
 import { planScan, type DataSplit, type ScanSpec } from "./plan.ts";
+import { planIncremental, type IncrementalRange } from "./incremental.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -35,6 +36,8 @@ export interface ReadSpec extends ScanSpec {
   limit?: number;
   /** Worker threads that decode Parquet; default the process-wide pool (`sharedParquetPool`); null: this thread. */
   decoderPool?: ParquetEncoderPool | null;
+  /** Only the rows APPEND snapshots in (from, to] added (src/scan/incremental.ts), instead of a snapshot's rows. */
+  incremental?: IncrementalRange;
 }
 
 /** Files smaller than this are decoded on the calling thread: a worker round trip would cost more than it saves. */
@@ -137,10 +140,8 @@ export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGene
   const fields = projectedFields(table, spec.projection);
   const ptypes = table.partitionTypes;
   const wantPartition = spec.partition ? Buffer.from(serializeBinaryRow(ptypes, spec.partition)).toString("hex") : null;
-  const plan = await planScan(table, {
-    ...spec,
-    ...(wantPartition !== null ? { partitionFilter: (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === wantPartition } : {}),
-  });
+  const filter = wantPartition !== null ? { partitionFilter: (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === wantPartition } : {};
+  const plan = spec.incremental !== undefined ? await planIncremental(table, spec.incremental, filter.partitionFilter ?? spec.partitionFilter) : await planScan(table, { ...spec, ...filter });
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
   // Files read ahead of the one being consumed: enough to keep every worker busy.
