@@ -17,6 +17,15 @@ export interface WriteOptions {
   syncDir?: boolean;
 }
 
+/** One entry of a directory listing (`listStatus`). Symbolic links and other special files are `other`. */
+export interface FileStatus {
+  name: string;
+  kind: "file" | "directory" | "other";
+  size: number;
+  /** Modification time in epoch ms. */
+  mtime: number;
+}
+
 export interface FileIO {
   readFile(path: string): Promise<Uint8Array>;
   readText(path: string): Promise<string>;
@@ -27,6 +36,10 @@ export interface FileIO {
   exists(path: string): Promise<boolean>;
   /** Names (not paths) of the entries of a directory; [] when the directory does not exist. */
   list(dir: string): Promise<string[]>;
+  /** Entries of a directory with their kind, size and mtime; [] when the directory does not exist. */
+  listStatus(dir: string): Promise<FileStatus[]>;
+  /** Removes a directory only if it is empty; false when it is not empty or not there. */
+  deleteEmptyDir(path: string): Promise<boolean>;
   /** Removes a file; false when it did not exist. */
   delete(path: string): Promise<boolean>;
   /** Removes a directory tree. */

@@ -10,7 +10,7 @@ import { constants as fsc, promises as fs } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpoint, failpointArmed } from "../failpoints.ts";
-import type { FileIO, WriteOptions } from "./file-io.ts";
+import type { FileIO, FileStatus, WriteOptions } from "./file-io.ts";
 
 const isCode = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException | undefined)?.code === code;
 
@@ -83,6 +83,31 @@ export class LocalFileIO implements FileIO {
     } catch (e) {
       if (isCode(e, "ENOENT")) return [];
       throw this.wrap(e, "list", dir);
+    }
+  }
+
+  async listStatus(dir: string): Promise<FileStatus[]> {
+    const out: FileStatus[] = [];
+    for (const name of await this.list(dir)) {
+      let st: Awaited<ReturnType<typeof fs.lstat>>;
+      try {
+        st = await fs.lstat(join(dir, name));
+      } catch (e) {
+        if (isCode(e, "ENOENT")) continue; // removed while listed
+        throw this.wrap(e, "stat", join(dir, name));
+      }
+      out.push({ name, kind: st.isFile() ? "file" : st.isDirectory() ? "directory" : "other", size: st.size, mtime: st.mtimeMs });
+    }
+    return out;
+  }
+
+  async deleteEmptyDir(path: string): Promise<boolean> {
+    try {
+      await fs.rmdir(path);
+      return true;
+    } catch (e) {
+      if (isCode(e, "ENOENT") || isCode(e, "ENOTEMPTY") || isCode(e, "EEXIST")) return false;
+      throw this.wrap(e, "rmdir", path);
     }
   }
 
