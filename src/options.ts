@@ -95,6 +95,12 @@ export const OPTIONS: readonly OptionDef[] = [
   def("natslake.stream.max-bytes", "memory", "Ingest stream size bound (discard new when full)", "1 gb"),
   def("natslake.stream.duplicate-window", "duration", "Ingest stream de-duplication window", "2 min"),
   def("natslake.stream.replicas", "int", "Ingest stream replicas (1 on a single server, 3 in a cluster)"),
+  def(
+    "natslake.orphan-older-than",
+    "duration",
+    "Orphan-file cleanup deletes only unreferenced files older than this; it must exceed the longest time from a data file's write to its commit",
+    "1 d",
+  ),
 ];
 
 const BY_KEY = new Map(OPTIONS.map((o) => [o.key, o]));
@@ -166,10 +172,18 @@ function checkValue(o: OptionDef, value: string): void {
       if (!/^(true|false)$/i.test(value)) fail("expected true or false");
       break;
     case "duration":
-      parseDuration(value);
+      try {
+        parseDuration(value);
+      } catch {
+        fail("not a duration (examples: 250 ms, 10 s, 2 min, 1 h, 1 d)");
+      }
       break;
     case "memory":
-      parseMemory(value);
+      try {
+        parseMemory(value);
+      } catch {
+        fail("not a memory size (examples: 64 kb, 8 mb, 1 gb)");
+      }
       break;
     case "enum":
       if (!o.values!.includes(value)) fail(`expected one of ${o.values!.join(", ")}`);
