@@ -17,7 +17,10 @@
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
  *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges);
  * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
- *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts).
+ *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts);
+ * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
+ *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (src/maintenance/remove-orphans.ts: after each
+ *   orphan file deleted).
  */
 import { writeSync } from "node:fs";
 
