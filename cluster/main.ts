@@ -10,6 +10,7 @@ import { registerClusterCommands } from "./cli/cluster-commands.ts";
 import { registerChaosCommands } from "./cli/chaos-commands.ts";
 import { registerMaintenanceCommands } from "./cli/maintenance-commands.ts";
 import { registerExpirePartitionsCommand } from "./cli/expire-partitions-command.ts";
+import { registerRemoveOrphansCommand } from "./cli/remove-orphans-command.ts";
 
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerClusterCommands(program, out);
   registerMaintenanceCommands(program, out);
   registerExpirePartitionsCommand(program, out);
+  registerRemoveOrphansCommand(program, out);
   registerChaosCommands(program);
   return program;
 }
