@@ -90,7 +90,7 @@ export interface RemoveOrphansResult {
   /** Files modified before this (epoch ms) were old enough. */
   cutoff: number;
   dryRun: boolean;
-  /** The orphans deleted (or, in a dry run, that would be), sorted by path. */
+  /** The orphans deleted by this run (or, in a dry run, that would be), sorted by path. */
   files: OrphanFile[];
   byKind: Record<OrphanKind, { files: number; bytes: number }>;
   totalFiles: number;
@@ -140,11 +140,30 @@ export async function removeOrphans(table: Table, o: RemoveOrphansOptions = {}):
     snapshotsRead: refs.snapshotsRead,
     tagsRead: refs.tagsRead,
   };
+  const orphans: OrphanFile[] = [];
   for (const f of listed.files) {
     if (refs.paths.has(f.path)) continue;
-    if (f.mtime >= cutoff) {
-      result.youngKept++;
-      continue;
+    if (f.mtime >= cutoff) result.youngKept++;
+    else orphans.push(f);
+  }
+
+  // 3. Delete. Data files first, then manifests, bodies and temp files (any order is safe: none is referenced). A
+  // file gone already (deleted by a concurrent expiration, or by another cleanup) is not counted.
+  orphans.sort((a, b) => ORPHAN_KINDS.indexOf(a.kind) - ORPHAN_KINDS.indexOf(b.kind) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const touchedDirs = new Set<string>(listed.emptyDirs);
+  const orphansIn = new Map<string, number>();
+  let done = 0;
+  for (const f of orphans) {
+    o.onProgress?.(++done, orphans.length);
+    const dir = parentOf(f.path);
+    if (listed.dataDirs.has(dir)) {
+      touchedDirs.add(dir);
+      orphansIn.set(dir, (orphansIn.get(dir) ?? 0) + 1);
+    }
+    if (!result.dryRun) {
+      const deleted = await table.io.delete(join(table.root, f.path));
+      failpoint("orphans.after-delete");
+      if (!deleted) continue;
     }
     result.files.push(f);
     result.byKind[f.kind].files++;
@@ -153,24 +172,6 @@ export async function removeOrphans(table: Table, o: RemoveOrphansOptions = {}):
     result.totalBytes += f.size;
   }
   result.files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-
-  // 3. Delete. Data files first, then manifests, bodies and temp files (any order is safe: none is referenced).
-  const order = [...result.files].sort((a, b) => ORPHAN_KINDS.indexOf(a.kind) - ORPHAN_KINDS.indexOf(b.kind));
-  const touchedDirs = new Set<string>(listed.emptyDirs);
-  const orphansIn = new Map<string, number>();
-  let done = 0;
-  for (const f of order) {
-    if (!result.dryRun) {
-      await table.io.delete(join(table.root, f.path));
-      failpoint("orphans.after-delete");
-    }
-    const dir = parentOf(f.path);
-    if (listed.dataDirs.has(dir)) {
-      touchedDirs.add(dir);
-      orphansIn.set(dir, (orphansIn.get(dir) ?? 0) + 1);
-    }
-    o.onProgress?.(++done, order.length);
-  }
 
   // 4. Empty bucket and partition directories left behind, deepest first, never the root or a metadata directory.
   result.dirsRemoved = await removeEmptyDirs(table, touchedDirs, listed, orphansIn, result.dryRun);
@@ -194,7 +195,7 @@ export function dataFilePathOf(table: Table, partition: Uint8Array, bucket: numb
 
 interface Listing {
   files: OrphanFile[];
-    /** Directories of the data tree (relative), with how many entries each had when listed. */
+  /** Directories of the data tree (relative), with how many entries each had when listed. */
   dataDirs: Map<string, number>;
   /** Data-tree directories that were empty when listed. */
   emptyDirs: string[];

@@ -23,6 +23,8 @@ import { parseJson } from "../../src/spec/wire/json.ts";
 import { encodeMsg } from "../../actors/wire/codec.ts";
 import type { Committable } from "../../actors/wire/messages.ts";
 import type { Table } from "../../src/table/table.ts";
+import { LocalFileIO } from "../../src/io/local.ts";
+import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -268,6 +270,69 @@ test("remove-orphans - deletes nothing when a tag's manifest is missing or the l
   for (const p of Object.keys(old)) assert.ok(existsSync(join(t.root, p)));
   renameSync(moved, join(t.root, live));
   assert.equal((await removeOrphans(t)).totalFiles, Object.keys(old).length);
+});
+
+/** A filesystem where something happens (an expiration, a commit) just before the scan reads its first snapshot. */
+class RacingIO extends LocalFileIO {
+  hook: (() => Promise<void>) | null = null;
+  override async readText(path: string): Promise<string> {
+    const h = this.hook;
+    if (h !== null && /[/\\]snapshot[/\\]snapshot-\d+$/.test(path)) {
+      this.hook = null;
+      await h();
+    }
+    return super.readText(path);
+  }
+}
+
+test("remove-orphans - expiration and a commit during the scan: vanished snapshots are skipped, the new one is read, nothing referenced goes", async () => {
+  const name = "orph.race";
+  const t = await history(name, 6, 3);
+  const before = sortRows(await readJson(t));
+  const { old, young } = await plant(t);
+  const io = new RacingIO();
+  const racing = await new Catalog(wh.path, io).getTable(parseIdentifier(name));
+  io.hook = async () => {
+    // Between the listing and the reading of snapshots: snapshots 1..4 expire (with their files), 7 is committed.
+    const other = await reopen(wh.path, name);
+    const e = await expireSnapshots(other, { retainMin: 2, timeRetainedMs: 0, limit: 100 });
+    assert.deepEqual([e.from, e.to], [1, 5]);
+    assert.ok(e.dataFilesDeleted > 0);
+    await writeRows(other, [{ id: 1000, dt: "c" }]);
+  };
+  const r = await removeOrphans(racing);
+  assert.equal(io.hook, null, "the race happened");
+  assert.equal(r.snapshotsRead, 3, "snapshots 5, 6 and the one committed during the scan");
+  assert.deepEqual(r.files.map((f) => f.path), Object.keys(old).sort());
+  for (const p of young) assert.ok(existsSync(join(t.root, p)));
+  const after = await reopen(wh.path, name);
+  assert.deepEqual(await after.snapshots.listIds(), [5, 6, 7]);
+  await assertAllWhole(after);
+  const rows = sortRows(await readJson(after));
+  assert.deepEqual(rows, sortRows([...before, { id: 1000, dt: "c" }]));
+  assert.deepEqual(sortRows(await paimonRead(wh.path, name)), rows);
+});
+
+test("remove-orphans - after an expiration killed before it deleted its snapshots (their manifests gone): skipped, nothing retained goes", async () => {
+  const name = "orph.halfexpired";
+  const t = await history(name, 6, 3);
+  const before = sortRows(await readJson(t));
+  const killed = await new Promise<NodeJS.Signals | null>((resolve) => {
+    const p = spawn(process.execPath, [BIN, "expire-snapshots", name, "--retain-min", "2", "--older-than", "0 s", "--warehouse", wh.path], {
+      env: { ...process.env, FAILPOINTS: "expire.before-snapshots:kill" },
+      stdio: "ignore",
+    });
+    p.on("close", (_code, signal) => resolve(signal));
+  });
+  assert.equal(killed, "SIGKILL");
+  const mid = await reopen(wh.path, name);
+  assert.deepEqual(await mid.snapshots.listIds(), [1, 2, 3, 4, 5, 6], "the snapshots are still there, some of their manifests not");
+  const { old } = await plant(mid);
+  const r = await removeOrphans(mid);
+  assert.deepEqual(r.files.map((f) => f.path), Object.keys(old).sort());
+  for (const id of [5, 6]) await assertWhole(mid, await mid.snapshots.snapshot(id), `snapshot ${id}`);
+  assert.deepEqual(sortRows(await readJson(mid)), before);
+  assert.deepEqual(sortRows(await paimonRead(wh.path, name)), before);
 });
 
 test("remove-orphans - SIGKILL mid-run leaves the table readable; the next run finishes", async () => {
