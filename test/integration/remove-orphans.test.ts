@@ -191,6 +191,32 @@ test("remove-orphans - a tag holds its files after its snapshot was expired; con
   assert.deepEqual(sortRows(await readJson(await reopen(wh.path, name), { snapshotId: 3 })), tagRows);
 });
 
+test("remove-orphans - a branch's snapshots and tags hold the shared manifests and data files they reference", async () => {
+  const name = "orph.branch";
+  const t = await history(name, 6, 2);
+  const bdir = join(t.root, "branch", "branch-b");
+  mkdirSync(join(bdir, "snapshot"), { recursive: true });
+  mkdirSync(join(bdir, "tag"), { recursive: true });
+  copyFileSync(join(t.root, "snapshot", "snapshot-3"), join(bdir, "snapshot", "snapshot-3"));
+  copyFileSync(join(t.root, "snapshot", "snapshot-2"), join(bdir, "tag", "tag-t"));
+  const onBranch = snapshotFromJson(parseJson(readFileSync(join(bdir, "snapshot", "snapshot-3"), "utf8")));
+  const branchTag = snapshotFromJson(parseJson(readFileSync(join(bdir, "tag", "tag-t"), "utf8")));
+  // Main's snapshots 1..3 go (their files stay), so only the branch references the lists of 2 and 3; snapshot 1's
+  // lists are referenced by nothing now.
+  const first = await t.snapshots.snapshot(1);
+  const { rmSync } = await import("node:fs");
+  for (const id of [1, 2, 3]) rmSync(join(t.root, "snapshot", `snapshot-${id}`));
+  writeFileSync(join(t.root, "snapshot", "EARLIEST"), "4");
+  const { old } = await plant(t);
+  const r = await removeOrphans(await reopen(wh.path, name));
+  assert.deepEqual(r.files.map((f) => f.path), [...Object.keys(old), `manifest/${first.baseManifestList}`, `manifest/${first.deltaManifestList}`].sort());
+  assert.equal(r.tagsRead, 1);
+  const t2 = await reopen(wh.path, name);
+  await assertWhole(t2, onBranch, "branch b snapshot 3");
+  await assertWhole(t2, branchTag, "branch b tag t");
+  await assertAllWhole(t2);
+});
+
 test("remove-orphans - files of in-flight committables and of young committable bodies are kept", async () => {
   const name = "orph.inflight";
   const t = await history(name, 3, 99);
