@@ -115,9 +115,10 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
 
   program
     .command("read <table>")
-    .description("read rows from the latest snapshot, a given snapshot or a point in time")
+    .description("read rows from the latest snapshot, a given snapshot, a point in time or a tag")
     .option("--snapshot <id>", "read this snapshot", parseNonNegativeInt("--snapshot"))
     .option("--at <time>", "read the snapshot current at this time (ISO-8601 or epoch ms)", parseTime)
+    .option("--tag <name>", "read the snapshot this tag holds")
     .option("--limit <n>", "at most n rows", parseNonNegativeInt("--limit"))
     .option("--columns <cols>", "comma-separated columns to read")
     .option("--partition <k=v,...>", "read only this partition")
@@ -125,13 +126,13 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
     .option("--incremental <A..B>", "only the rows added after snapshot A, up to and including B (APPEND snapshots; see README)", (v: string) => parseIncrementalRange(v))
     .option("--incremental-since <time>", "only the rows added after the snapshot current at this time, up to the latest", parseTime)
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
-    .addHelpText("after", "\nExamples:\n  natslake read shop.orders --limit 10\n  natslake read shop.orders --incremental 41..57 --format jsonl\n")
-    .action(async (name: string, o: WarehouseOpts & { snapshot?: number; at?: number; limit?: number; columns?: string; partition?: string; format: string; incremental?: IncrementalRange; incrementalSince?: number }) => {
+    .addHelpText("after", "\nExamples:\n  natslake read shop.orders --limit 10\n  natslake read shop.orders --incremental 41..57 --format jsonl\n  natslake read shop.orders --tag before-backfill\n")
+    .action(async (name: string, o: WarehouseOpts & { snapshot?: number; at?: number; tag?: string; limit?: number; columns?: string; partition?: string; format: string; incremental?: IncrementalRange; incrementalSince?: number }) => {
       if (o.format !== "table" && o.format !== "jsonl") throw new UsageError(`--format must be table or jsonl, got '${o.format}'`);
-      if (o.snapshot !== undefined && o.at !== undefined) throw new UsageError("use either --snapshot or --at, not both");
+      if ([o.snapshot, o.at, o.tag].filter((x) => x !== undefined).length > 1) throw new UsageError("use one of --snapshot, --at and --tag");
       const incrementalFlags = [o.incremental, o.incrementalSince].filter((x) => x !== undefined).length;
-      if (incrementalFlags > 1 || (incrementalFlags === 1 && (o.snapshot !== undefined || o.at !== undefined)))
-        throw new UsageError("--incremental and --incremental-since read a range of snapshots: use one of them, without --snapshot or --at");
+      if (incrementalFlags > 1 || (incrementalFlags === 1 && (o.snapshot !== undefined || o.at !== undefined || o.tag !== undefined)))
+        throw new UsageError("--incremental and --incremental-since read a range of snapshots: use one of them, without --snapshot, --at or --tag");
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       let incremental = o.incremental;
       if (o.incrementalSince !== undefined) {
@@ -150,6 +151,7 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
         for await (const row of readRows(t, {
           ...(o.snapshot !== undefined ? { snapshotId: o.snapshot } : {}),
           ...(o.at !== undefined ? { atTimeMillis: o.at } : {}),
+          ...(o.tag !== undefined ? { tag: o.tag } : {}),
           ...(projection ? { projection } : {}),
           ...(partition ? { partition } : {}),
           ...(o.limit !== undefined ? { limit: o.limit } : {}),

@@ -10,6 +10,7 @@ import type { Snapshot } from "../spec/snapshot.ts";
 import type { Value } from "../spec/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
+import { getTagOrThrow } from "../table/tags.ts";
 
 export interface DataSplit {
   snapshotId: number;
@@ -25,6 +26,8 @@ export interface ScanSpec {
   snapshotId?: number;
   /** Read the newest snapshot committed at or before this time (epoch ms). */
   atTimeMillis?: number;
+  /** Read the snapshot this tag holds (`tag/tag-<name>`; its snapshot file may have been expired). */
+  tag?: string;
   /** Keep only partitions for which this returns true (values in partition-key order). */
   partitionFilter?: (values: Value[]) => boolean;
   buckets?: number[];
@@ -36,9 +39,10 @@ export interface ScanPlan {
 }
 
 export async function resolveSnapshot(table: Table, spec: ScanSpec): Promise<Snapshot | null> {
-  if (spec.snapshotId !== undefined && spec.atTimeMillis !== undefined) {
-    throw new LakeError(ErrorKind.DataInvalid, "choose either a snapshot id or a point in time, not both");
+  if ([spec.snapshotId, spec.atTimeMillis, spec.tag].filter((x) => x !== undefined).length > 1) {
+    throw new LakeError(ErrorKind.DataInvalid, "choose one of a snapshot id, a point in time or a tag");
   }
+  if (spec.tag !== undefined) return (await getTagOrThrow(table, spec.tag)).snapshot;
   if (spec.snapshotId !== undefined) {
     if (!(await table.snapshots.snapshotExists(spec.snapshotId))) {
       const ids = await table.snapshots.listIds();
