@@ -11,6 +11,8 @@ import { registerChaosCommands } from "./cli/chaos-commands.ts";
 import { registerMaintenanceCommands } from "./cli/maintenance-commands.ts";
 import { registerExpirePartitionsCommand } from "./cli/expire-partitions-command.ts";
 import { registerRemoveOrphansCommand } from "./cli/remove-orphans-command.ts";
+import { registerTagCommands } from "./cli/tag-commands.ts";
+import { registerRollbackCommand } from "./cli/rollback-command.ts";
 
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
@@ -36,6 +38,8 @@ export function buildProgram(): Command {
   registerMaintenanceCommands(program, out);
   registerExpirePartitionsCommand(program, out);
   registerRemoveOrphansCommand(program, out);
+  registerTagCommands(program, out);
+  registerRollbackCommand(program, out);
   registerChaosCommands(program);
   return program;
 }
