@@ -108,6 +108,7 @@ export async function rollback(table: Table, o: RollbackOptions): Promise<Rollba
   if (latestId === null) throw new LakeError(ErrorKind.NotFound, `${table.name} has no snapshots`);
   if (target.id > latestId) throw new LakeError(ErrorKind.DataInvalid, `${table.name}: snapshot ${target.id} is after the latest snapshot ${latestId}`);
   const latest = await table.snapshots.snapshot(latestId);
+  if (target.id === latestId) return resultOf({ target: latestId, latest: latestId, recreate: null, snapshots: [], tags: [], dataFiles: [], manifests: [] }, false, o.dryRun === true);
   guard(table, latest, o);
   const plan = await planRollback(table, target, latestId);
   if (o.dryRun === true) return resultOf(plan, false, true);
