@@ -146,3 +146,24 @@ export async function paimonWrite(spec: PaimonWriteSpec, timeoutMs?: number): Pr
   const stdout = await runPython(PAIMON_WRITE_PY, [], { input: JSON.stringify(spec), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
   return JSON.parse(stdout) as PaimonWriteResult;
 }
+
+/** `paimon_tag.py create|read|list` (see the script's docstring): tags made and read by pypaimon. */
+export const PAIMON_TAG_PY = join(REPO_ROOT, "test/compat/py/paimon_tag.py");
+
+/** pypaimon's `table.create_tag`; returns the tagged snapshot id. */
+export async function paimonCreateTag(warehouse: string, table: string, name: string, opts: { snapshot?: number; timeRetained?: string } = {}): Promise<number> {
+  const args = ["create", warehouse, table, name];
+  if (opts.snapshot !== undefined) args.push("--snapshot", String(opts.snapshot));
+  if (opts.timeRetained !== undefined) args.push("--time-retained", opts.timeRetained);
+  return (JSON.parse(await runPython(PAIMON_TAG_PY, args)) as { snapshot: number }).snapshot;
+}
+
+/** Rows of the table at a tag, read by pypaimon (`scan.tag-name`). */
+export async function paimonReadTag(warehouse: string, table: string, name: string): Promise<Array<Record<string, unknown>>> {
+  return parseJsonLines(await runPython(PAIMON_TAG_PY, ["read", warehouse, table, name]));
+}
+
+/** pypaimon's view of the tags: name, snapshot, create time (ISO local), retention in seconds. */
+export async function paimonListTags(warehouse: string, table: string): Promise<Array<{ name: string; snapshot: number; createTime: string | null; timeRetainedSeconds: number | null }>> {
+  return parseJsonLines(await runPython(PAIMON_TAG_PY, ["list", warehouse, table])) as Array<{ name: string; snapshot: number; createTime: string | null; timeRetainedSeconds: number | null }>;
+}
