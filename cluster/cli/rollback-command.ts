@@ -53,7 +53,7 @@ export function registerRollbackCommand(program: Command, out: (s: string) => vo
         out(JSON.stringify({ table: t.name, ...r }));
         return;
       }
-      const would = r.dryRun ? "would " : "";
+      const [recreate, del] = r.dryRun ? ["would re-create", "would delete"] : ["re-created", "deleted"];
       if (r.snapshotsDeleted.length === 0 && r.tagsDeleted.length === 0 && !r.recreatedSnapshot) {
         out(`${t.name}: already at snapshot ${r.target}; nothing to roll back`);
         return;
@@ -61,7 +61,7 @@ export function registerRollbackCommand(program: Command, out: (s: string) => vo
       const snaps = r.snapshotsDeleted.length ? `${r.snapshotsDeleted[0]}..${r.snapshotsDeleted[r.snapshotsDeleted.length - 1]} (${r.snapshotsDeleted.length})` : "none";
       out(
         `${t.name}: ${r.resumed ? "finishing an interrupted rollback: " : ""}${r.dryRun ? "would roll back" : "rolled back"} from snapshot ${r.fromLatest} to ${r.target}` +
-          `${r.recreatedSnapshot ? ` (${would}re-create snapshot ${r.target} from its tag)` : ""}; ${would}delete snapshots ${snaps}, ` +
+          `${r.recreatedSnapshot ? ` (${recreate} snapshot ${r.target} from its tag)` : ""}; ${del} snapshots ${snaps}, ` +
           `${r.tagsDeleted.length} tags${r.tagsDeleted.length ? ` (${r.tagsDeleted.join(", ")})` : ""}, ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files`,
       );
     });

@@ -255,7 +255,7 @@ test("rollback - to a tag whose snapshot was expired: the snapshot is written ba
   const at2 = sortRows(await readJson(t, { snapshotId: 2 }));
   await ok(["expire-snapshots", name, "--retain-min", "2", "--older-than", "0 s"]);
   assert.deepEqual(await (await reopen(wh.path, name)).snapshots.listIds(), [5, 6]);
-  assert.match(await ok(["rollback", name, "--to-tag", "base"]), /rolled back from snapshot 6 to 2 \(re-create snapshot 2 from its tag\); delete snapshots 5\.\.6 \(2\), 0 tags/);
+  assert.match(await ok(["rollback", name, "--to-tag", "base"]), /rolled back from snapshot 6 to 2 \(re-created snapshot 2 from its tag\); deleted snapshots 5\.\.6 \(2\), 0 tags, \d+ data files/);
   const t2 = await reopen(wh.path, name);
   assert.deepEqual(await t2.snapshots.listIds(), [2]);
   assert.equal(readFileSync(join(t2.root, "snapshot", "EARLIEST"), "utf8"), "2");
