@@ -16,6 +16,9 @@
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
  *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges);
+ * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
+ *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (remove-orphans.ts), `rollback.after-recreate`,
+ *   `rollback.after-tag`, `rollback.after-snapshot`, `rollback.after-data-file` (rollback.ts);
  * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
  *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts);
  * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`

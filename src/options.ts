@@ -101,6 +101,7 @@ export const OPTIONS: readonly OptionDef[] = [
     "Orphan-file cleanup deletes only unreferenced files older than this; it must exceed the longest time from a data file's write to its commit",
     "1 d",
   ),
+  def("natslake.orphan-check-interval", "duration", "How often the leader of a table served by the cluster looks for orphan files", "1 h"),
 ];
 
 const BY_KEY = new Map(OPTIONS.map((o) => [o.key, o]));

@@ -19,13 +19,12 @@
  */
 import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
-import { deserializeBinaryRow } from "../spec/binary-row.ts";
-import { partitionPath } from "../spec/partition.ts";
-import { FileKind, type ManifestEntry } from "../spec/manifest.ts";
+import { FileKind } from "../spec/manifest.ts";
 import { natslakeState, type Snapshot } from "../spec/snapshot.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { listTags } from "../table/tags.ts";
+import { dataFilePath, fileKey, manifestListsOf } from "../table/file-refs.ts";
 
 export interface ExpireOptions {
   /** Now, in epoch ms (tests pass their own clock). */
@@ -174,26 +173,9 @@ async function newestNatslakeSnapshot(table: Table, latest: number, earliest: nu
   return null;
 }
 
-function manifestListsOf(s: Snapshot): string[] {
-  const out = [s.baseManifestList, s.deltaManifestList];
-  if (s.changelogManifestList) out.push(s.changelogManifestList);
-  return out;
-}
 
 async function snapshotIfExists(table: Table, id: number): Promise<Snapshot | null> {
   return (await table.snapshots.snapshotExists(id)) ? table.snapshots.snapshot(id) : null;
 }
 
-/** A data file's identity across snapshots: partition, bucket and name. */
-function fileKey(e: ManifestEntry): string {
-  return `${Buffer.from(e.partition).toString("hex")}/${e.bucket}/${e.file.fileName}`;
-}
 
-function dataFilePath(table: Table, e: ManifestEntry): string {
-  const values = deserializeBinaryRow(table.partitionTypes, e.partition);
-  const ppath = partitionPath(table.partitionKeys, table.partitionTypes, values, {
-    defaultName: table.options.partitionDefaultName,
-    legacyName: table.options.partitionLegacyName,
-  });
-  return table.paths.dataFilePath(ppath, e.bucket, e.file.fileName, e.file.externalPath);
-}

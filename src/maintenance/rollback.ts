@@ -41,7 +41,8 @@ import { snapshotFromJson, snapshotToJson, type Snapshot } from "../spec/snapsho
 import { parseJson, stringifyJson } from "../spec/wire/json.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
-import { dataFilePath, fileKey, getTagOrThrow, listTags, manifestListsOf } from "../table/tags.ts";
+import { getTagOrThrow, listTags } from "../table/tags.ts";
+import { dataFilePath, fileKey, manifestListsOf } from "../table/file-refs.ts";
 
 /** The prefix of the commit users of the cluster's committer (actors/committer.ts) and offset resets. */
 export const CLUSTER_COMMIT_USER_PREFIX = "natslake-";

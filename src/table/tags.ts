@@ -18,13 +18,11 @@
 import { join } from "node:path";
 import { LosslessNumber } from "lossless-json";
 import { dataInvalid, ErrorKind, isLakeError, LakeError } from "../errors.ts";
-import { deserializeBinaryRow } from "../spec/binary-row.ts";
-import type { ManifestEntry } from "../spec/manifest.ts";
-import { partitionPath } from "../spec/partition.ts";
 import { snapshotFromJson, snapshotToJson, type Snapshot } from "../spec/snapshot.ts";
 import { parseJson, stringifyJson } from "../spec/wire/json.ts";
 import { ManifestStore } from "./manifest-store.ts";
 import type { Table } from "./table.ts";
+import { dataFilePath, fileKey, manifestListsOf } from "./file-refs.ts";
 
 const TAG_PREFIX = "tag-";
 
@@ -216,24 +214,4 @@ export async function deleteTag(table: Table, name: string): Promise<DeleteTagRe
     if (!keepManifests.has(list) && (await table.io.delete(table.paths.manifestPath(list)))) result.manifestsDeleted++;
   }
   return result;
-}
-
-export function manifestListsOf(s: Snapshot): string[] {
-  const out = [s.baseManifestList, s.deltaManifestList];
-  if (s.changelogManifestList) out.push(s.changelogManifestList);
-  return out;
-}
-
-/** A data file's identity across snapshots: partition, bucket and name. */
-export function fileKey(e: ManifestEntry): string {
-  return `${Buffer.from(e.partition).toString("hex")}/${e.bucket}/${e.file.fileName}`;
-}
-
-export function dataFilePath(table: Table, e: ManifestEntry): string {
-  const values = deserializeBinaryRow(table.partitionTypes, e.partition);
-  const ppath = partitionPath(table.partitionKeys, table.partitionTypes, values, {
-    defaultName: table.options.partitionDefaultName,
-    legacyName: table.options.partitionLegacyName,
-  });
-  return table.paths.dataFilePath(ppath, e.bucket, e.file.fileName, e.file.externalPath);
 }
