@@ -81,5 +81,5 @@ test("incremental - the CLI: --incremental A..B, --incremental-since, and what i
   assert.match(bad.stderr, /A must be below B/);
   const both = run("--incremental", "0..1", "--snapshot", "2");
   assert.equal(both.status, 2);
-  assert.match(both.stderr, /without --snapshot or --at/);
+  assert.match(both.stderr, /without --snapshot, --at or --tag/);
 });
