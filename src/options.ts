@@ -8,7 +8,7 @@ import { dataInvalid } from "./errors.ts";
 import { parseStatsMode } from "./codec/stats-mode.ts";
 import { compileFormatter } from "./maintenance/partition-time.ts";
 
-type OptionKind = "int" | "long" | "string" | "bool" | "duration" | "memory" | "enum";
+type OptionKind = "int" | "long" | "double" | "string" | "bool" | "duration" | "memory" | "enum";
 
 export interface OptionDef {
   key: string;
@@ -73,7 +73,8 @@ export const OPTIONS: readonly OptionDef[] = [
   def("data-file.prefix", "string", "Data file name prefix", "data-"),
   def("changelog-file.prefix", "string", "Changelog file name prefix", "changelog-"),
   def("compaction.min.file-num", "int", "Small files that trigger append compaction", "5"),
-  def("compaction.max.file-num", "int", "Files compacted together at most", "50"),
+  def("compaction.max.file-num", "int", "Files compacted together at most (Paimon ≤ 1.0's option; natslake's cap per compaction task)", "50"),
+  def("compaction.small-file-ratio", "double", "Files below target-file-size × this ratio are small (compaction inputs)", "0.7"),
   def("num-sorted-run.compaction-trigger", "int", "Sorted runs that trigger compaction", "5"),
   def("num-sorted-run.stop-trigger", "int", "Sorted runs that stall writes"),
   def("num-levels", "int", "LSM levels"),
@@ -169,6 +170,9 @@ function checkValue(o: OptionDef, value: string): void {
     case "long":
       if (!/^-?\d+$/.test(value.trim())) fail("expected an integer");
       break;
+    case "double":
+      if (value.trim() === "" || !Number.isFinite(Number(value))) fail("expected a number");
+      break;
     case "bool":
       if (!/^(true|false)$/i.test(value)) fail("expected true or false");
       break;
@@ -234,6 +238,11 @@ export class TableOptions {
     const v = this.get(key);
     if (v === undefined) throw dataInvalid(`option '${key}' is not set`);
     return Number.parseInt(v, 10);
+  }
+  double(key: string): number {
+    const v = this.get(key);
+    if (v === undefined) throw dataInvalid(`option '${key}' is not set`);
+    return Number(v);
   }
   bool(key: string): boolean {
     return (this.get(key) ?? "false").toLowerCase() === "true";

@@ -76,8 +76,17 @@ async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool
 
 type ColumnSource = { kind: "take"; index: number } | { kind: "convert"; index: number; from: DataType } | { kind: "null" };
 
-/** Reads one data file and returns its batches with the target fields (by id), renamed and evolved. */
-async function readFile(table: Table, split: DataSplit, file: DataFileMeta, fields: DataField[], pool: ParquetEncoderPool | null): Promise<arrow.RecordBatch[]> {
+/**
+ * Reads one data file and returns its batches with the target fields (by id), renamed and evolved. `split` gives the
+ * file's partition and bucket (its directory); compaction reads its inputs through this too.
+ */
+export async function readDataFile(
+  table: Table,
+  split: Pick<DataSplit, "partitionValues" | "bucket">,
+  file: DataFileMeta,
+  fields: DataField[] = table.schema.fields,
+  pool: ParquetEncoderPool | null = sharedParquetPool(),
+): Promise<arrow.RecordBatch[]> {
   const fileSchema: TableSchema = file.schemaId === table.schema.id ? table.schema : await table.schemas.schema(file.schemaId);
   const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
     defaultName: table.options.partitionDefaultName,
@@ -154,7 +163,7 @@ export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGene
     while (next < tasks.length && pending.length < window && startedRows < limit) {
       const { split, file } = tasks[next++]!;
       startedRows += file.rowCount;
-      const read = readFile(table, split, file, fields, pool);
+      const read = readDataFile(table, split, file, fields, pool);
       // Observed here so a read abandoned by an early return never becomes an unhandled rejection.
       read.catch(() => undefined);
       pending.push(read);

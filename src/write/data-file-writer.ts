@@ -36,6 +36,8 @@ export interface DataFileWriterOptions {
   poolMinRows?: number;
   /** Parquet writer settings over the table's (e.g. `maxRowGroupSize`, `writerVersion`). */
   parquet?: ParquetWriteOptions;
+  /** `_FILE_SOURCE` of the files written: APPEND (default) or COMPACT (compaction outputs). */
+  fileSource?: FileSource;
 }
 
 /** A data file encoded away from its writer (a decoding worker's bucket buffer): bytes, rows and value statistics. */
@@ -94,6 +96,7 @@ export class DataFileWriter {
   private readonly minRowsPerFile: number;
   private readonly poolMinRows: number;
   private readonly parquetOptions: ParquetWriteOptions;
+  private readonly fileSource: FileSource;
 
   constructor(
     private readonly table: Table,
@@ -109,6 +112,7 @@ export class DataFileWriter {
     this.pool = opts.pool ?? null;
     this.minRowsPerFile = Math.max(1, opts.minRowsPerFile ?? 250_000);
     this.poolMinRows = opts.poolMinRows ?? 8192;
+    this.fileSource = opts.fileSource ?? FileSource.APPEND;
     // Parquet-format options pass through as in Java Paimon (`parquet.enable.dictionary` is parquet-mr's key).
     const dictionary = table.options.get("parquet.enable.dictionary");
     this.parquetOptions = {
@@ -251,7 +255,7 @@ export class DataFileWriter {
       creationTimeMillis: localWallClockMillis(),
       deleteRowCount: 0,
       embeddedIndex: null,
-      fileSource: FileSource.APPEND,
+      fileSource: this.fileSource,
       // null = stats cover every column; a list = only these (dense mode); [] = none.
       valueStatsCols: !this.statsEnabled ? [] : this.statsColumns.length === fields.length ? null : this.statsColumns.map((f) => f.name),
       externalPath: null,
