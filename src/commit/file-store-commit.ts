@@ -15,7 +15,7 @@ import { randomUUID } from "node:crypto";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
 import { BATCH_COMMIT_IDENTIFIER, CommitKind, type Snapshot } from "../spec/snapshot.ts";
-import { FileKind, type ManifestEntry, type ManifestFileMeta } from "../spec/manifest.ts";
+import { FileKind, fileIdentifier, type ManifestEntry, type ManifestFileMeta } from "../spec/manifest.ts";
 import type { Table } from "../table/table.ts";
 import type { CommitMessage } from "./commit-message.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
@@ -102,6 +102,7 @@ export class FileStoreCommit {
       if (!hasFiles && !req.overwrite && (req.skipEmpty ?? true) && !prepared.commitEmpty) {
         return { snapshot: null, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
       }
+      await this.checkDeletesLive(messages, latest, kind);
 
       const written: string[] = [];
       const delta = await this.deltaEntries(messages, req.overwrite, latest);
@@ -133,11 +134,33 @@ export class FileStoreCommit {
     return null;
   }
 
+  /**
+   * Every file a commit DELETEs (compaction inputs) must still be live in the snapshot it builds on (Paimon's
+   * `checkDeleteInEntries`): a file an overwrite replaced or another compaction took since is a Conflict, not retried —
+   * committing anyway would add its rows a second time (the outputs) or delete a file that is gone.
+   */
+  private async checkDeletesLive(messages: CommitMessage[], latest: Snapshot | null, kind: CommitKind): Promise<void> {
+    const deletes: ManifestEntry[] = [];
+    for (const m of messages) for (const f of m.deletedFiles) deletes.push({ kind: FileKind.DELETE, partition: m.partition, bucket: m.bucket, totalBuckets: m.totalBuckets, file: f });
+    if (deletes.length === 0) return;
+    const live = new Set(latest === null ? [] : (await this.manifests.readLiveEntries(latest)).map(fileIdentifier));
+    const gone = deletes.find((e) => !live.has(fileIdentifier(e)));
+    if (gone === undefined) return;
+    throw new LakeError(
+      ErrorKind.Conflict,
+      `${kind} commit to ${this.table.name} conflicts with snapshot ${latest?.id ?? "(none)"}: file ${gone.file.fileName} (bucket ${gone.bucket}) it would delete is no longer live (an overwrite replaced it or another compaction took it); nothing was committed`,
+      { context: { snapshotId: latest?.id ?? null, fileName: gone.file.fileName }, retryable: false },
+    );
+  }
+
   private async checkOverwriteConflict(ow: NonNullable<CommitRequest["overwrite"]>, latest: Snapshot | null): Promise<void> {
     if (latest === null) return;
     const from = (ow.readSnapshotId ?? 0) + 1;
     for (let id = from; id <= latest.id; id++) {
       const s = await this.table.snapshots.snapshot(id);
+      // A compaction only rewrites rows into other files: the overwrite deletes what is live at its commit, outputs
+      // included, and drops no row it never saw.
+      if (s.commitKind === CommitKind.COMPACT) continue;
       const entries = await this.manifests.readDeltaEntries(s);
       const hit = entries.find((e) => ow.matches(e.partition));
       if (hit) {
