@@ -4,7 +4,7 @@
  * manifests and lists, and merges small manifests so the list does not grow by one per commit.
  */
 import type { Snapshot } from "../spec/snapshot.ts";
-import { EMPTY_STATS, FileKind, type ManifestEntry, type ManifestFileMeta, mergeEntries, type SimpleStats } from "../spec/manifest.ts";
+import { EMPTY_STATS, FileKind, fileIdentifier, type ManifestEntry, type ManifestFileMeta, mergeEntries, type SimpleStats } from "../spec/manifest.ts";
 import { decodeManifest, decodeManifestList, encodeManifest, encodeManifestList } from "../spec/wire/manifest-avro.ts";
 import { deserializeBinaryRow, serializeBinaryRow } from "../spec/binary-row.ts";
 import { compareValues } from "../codec/stats.ts";
@@ -111,13 +111,17 @@ export class ManifestStore {
   }
 
   /**
-   * Merges small manifests once at least `manifest.merge-min-count` of them exist: their entries are merged
-   * (ADD/DELETE pairs cancel) and rewritten into as few manifests as the target size allows. Full manifests are
-   * kept as they are, ahead of the merged ones, so entry order (older first) is preserved for the DELETEs they hold.
+   * Merges a snapshot's manifests (base + delta) into the next base list, as Paimon's ManifestFileMerger: a full
+   * compaction when it is due (`tryFullCompaction`), else a merge of small manifests once at least
+   * `manifest.merge-min-count` of them exist: their entries are merged (ADD/DELETE pairs cancel) and rewritten into
+   * as few manifests as the target size allows. Full manifests are kept as they are, ahead of the merged ones, so
+   * entry order (older first) is preserved for the DELETEs they hold.
    */
   async maybeMerge(metas: ManifestFileMeta[], written: string[]): Promise<ManifestFileMeta[]> {
     const minCount = this.table.options.manifestMergeMinCount;
     const target = this.table.options.memory("manifest.target-file-size") || DEFAULT_TARGET_SIZE;
+    const full = await this.tryFullCompaction(metas, target, written);
+    if (full !== null) return full;
     const small = metas.filter((m) => m.fileSize < target);
     if (small.length < minCount) return metas;
     // Merging only a suffix of small manifests keeps order: every manifest before the first merged one stays first.
@@ -126,11 +130,85 @@ export class ManifestStore {
     const toMerge = metas.slice(firstSmall);
     const live = mergeEntries(await this.readEntries(toMerge), { keepUnmatchedDeletes: true });
     if (live.length === 0) return keep;
-    const out = [...keep];
+    return [...keep, ...(await this.writeRolled(live, target, written))];
+  }
+
+  /** Entries written into manifests of about `target` bytes each, in order. */
+  private async writeRolled(entries: ManifestEntry[], target: number, written: string[]): Promise<ManifestFileMeta[]> {
+    const out: ManifestFileMeta[] = [];
     // Roll by entry count as a proxy for size: an append entry encodes to roughly 200-400 bytes.
     const perFile = Math.max(1000, Math.floor(target / 400));
-    for (let i = 0; i < live.length; i += perFile) out.push(await this.writeManifest(live.slice(i, i + perFile), written));
+    for (let i = 0; i < entries.length; i += perFile) out.push(await this.writeManifest(entries.slice(i, i + perFile), written));
     return out;
+  }
+
+  /**
+   * Paimon's manifest full compaction (ManifestFileMerger.tryFullCompaction): once the manifests that must change —
+   * those holding DELETE entries, and small ones (below `manifest.target-file-size`) — add up to
+   * `manifest.full-compaction-threshold-size`, every DELETE is folded away with the ADD it cancels. Manifests that
+   * hold neither a DELETE nor a deleted file (large ones of untouched partitions, told by their partition statistics
+   * without reading them) are kept as they are; the rest are rewritten with only their surviving ADDs. The result
+   * holds no DELETE at all, so planning a scan reads the live files only, however old the table. Null: not due.
+   */
+  private async tryFullCompaction(metas: ManifestFileMeta[], target: number, written: string[]): Promise<ManifestFileMeta[] | null> {
+    const threshold = this.table.options.memory("manifest.full-compaction-threshold-size");
+    if (!(threshold > 0)) return null;
+    const mustChange = (m: ManifestFileMeta): boolean => m.numDeletedFiles > 0 || m.fileSize < target;
+    let deltaSize = 0;
+    for (const m of metas) if (mustChange(m)) deltaSize += m.fileSize;
+    if (deltaSize < threshold) return null;
+
+    const deleted = new Set<string>();
+    const deletedPartitions = new Map<string, Uint8Array>();
+    for (const m of metas) {
+      if (m.numDeletedFiles === 0) continue;
+      for (const e of await this.readManifest(m.fileName)) {
+        if (e.kind !== FileKind.DELETE) continue;
+        deleted.add(fileIdentifier(e));
+        deletedPartitions.set(Buffer.from(e.partition).toString("hex"), e.partition);
+      }
+    }
+    const kept: ManifestFileMeta[] = [];
+    const toMerge: ManifestFileMeta[] = [];
+    for (const m of metas) {
+      if (!mustChange(m) && !this.mayHoldPartition(m, [...deletedPartitions.values()])) kept.push(m);
+      else toMerge.push(m);
+    }
+    if (toMerge.length <= 1) return null;
+    const rewritten: ManifestEntry[] = [];
+    for (const m of toMerge) {
+      const entries = await this.readManifest(m.fileName);
+      const adds = entries.filter((e) => e.kind === FileKind.ADD && !deleted.has(fileIdentifier(e)));
+      if (!mustChange(m) && adds.length === entries.length) kept.push(m);
+      else rewritten.push(...adds);
+    }
+    return [...kept, ...(await this.writeRolled(rewritten, target, written))];
+  }
+
+  /** Whether a manifest's partition statistics admit any of these partitions (always true when unpartitioned). */
+  private mayHoldPartition(m: ManifestFileMeta, partitions: Uint8Array[]): boolean {
+    if (partitions.length === 0) return false;
+    const types = this.table.partitionTypes;
+    if (types.length === 0) return true;
+    const stats = m.partitionStats;
+    let min: Value[];
+    let max: Value[];
+    try {
+      min = deserializeBinaryRow(types, stats.minValues);
+      max = deserializeBinaryRow(types, stats.maxValues);
+    } catch {
+      return true;
+    }
+    return partitions.some((p) => {
+      const values = deserializeBinaryRow(types, p);
+      return values.every((v, i) => {
+        if (v === null) return (stats.nullCounts[i] ?? 1n) !== 0n;
+        const lo = min[i] ?? null;
+        const hi = max[i] ?? null;
+        if (lo === null || hi === null) return true;
+        return compareValues(types[i]!, v, lo) >= 0 && compareValues(types[i]!, v, hi) <= 0;
+      });
+    });
   }
 
   /** min/max/null counts over the partition fields of the entries (Java's `_PARTITION_STATS`). */
