@@ -13,6 +13,7 @@ import { registerExpirePartitionsCommand } from "./cli/expire-partitions-command
 import { registerRemoveOrphansCommand } from "./cli/remove-orphans-command.ts";
 import { registerTagCommands } from "./cli/tag-commands.ts";
 import { registerRollbackCommand } from "./cli/rollback-command.ts";
+import { registerCompactCommand } from "./cli/compact-command.ts";
 
 const out = (s: string): void => {
   process.stdout.write(s + "\n");
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   registerRemoveOrphansCommand(program, out);
   registerTagCommands(program, out);
   registerRollbackCommand(program, out);
+  registerCompactCommand(program, out);
   registerChaosCommands(program);
   return program;
 }
