@@ -23,3 +23,4 @@ export { expirePartitions } from "./maintenance/expire-partitions.ts";
 export { removeOrphans } from "./maintenance/remove-orphans.ts";
 export { rollback } from "./maintenance/rollback.ts";
 export { parseIncrementalRange, planIncremental, type IncrementalRange } from "./scan/incremental.ts";
+export { compactTable, planCompaction, rewrite, commitCompaction, abortCompaction, type CompactionTask, type CompactResult, type CompactSummary } from "./maintenance/compact.ts";
