@@ -1,0 +1,63 @@
+/**
+ * Compaction planning rules (pure): fixed-bucket runs of small files in sequence order, cut by large files and by
+ * compaction.max.file-num; unaware-bucket bin packing as Paimon's AppendCompactCoordinator.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { packUnaware, pickBucketed, type CompactionRules } from "../../../src/maintenance/compact.ts";
+import { EMPTY_STATS, type DataFileMeta } from "../../../src/spec/manifest.ts";
+
+const MB = 1024 * 1024;
+const rules: CompactionRules = { smallFileSize: 70 * MB, targetFileSize: 100 * MB, minFileNum: 3, maxFileNum: 6, maxRowsPerFile: 1_000_000 };
+
+let nextSeq = 0n;
+function file(name: string, size: number, rows = 10): DataFileMeta {
+  const min = nextSeq;
+  nextSeq += BigInt(rows);
+  return {
+    fileName: name, fileSize: size, rowCount: rows, minKey: EMPTY_STATS.minValues, maxKey: EMPTY_STATS.maxValues, keyStats: EMPTY_STATS, valueStats: EMPTY_STATS,
+    minSequenceNumber: min, maxSequenceNumber: min + BigInt(rows) - 1n, schemaId: 0, level: 0, extraFiles: [], creationTimeMillis: 0, deleteRowCount: 0,
+    embeddedIndex: null, fileSource: 0, valueStatsCols: null, externalPath: null, firstRowId: null, writeCols: null,
+  };
+}
+const names = (groups: DataFileMeta[][]): string[][] => groups.map((g) => g.map((f) => f.fileName));
+
+test("pickBucketed - runs of consecutive small files in sequence order; a large file ends a run; short runs stay", () => {
+  nextSeq = 0n;
+  const fs = [file("s1", MB), file("s2", MB), file("s3", MB), file("L", 80 * MB), file("s4", MB), file("s5", MB), file("s6", MB), file("s7", MB)];
+  // Given in any order: planning sorts by sequence number.
+  assert.deepEqual(names(pickBucketed([...fs].reverse(), rules)), [["s1", "s2", "s3"], ["s4", "s5", "s6", "s7"]]);
+  assert.deepEqual(names(pickBucketed(fs.slice(0, 5), rules)), [["s1", "s2", "s3"]], "the run after the large file is too short");
+  // A file at the row bound is not small even when its bytes are.
+  nextSeq = 0n;
+  const rowFull = [file("a", MB), file("b", MB, 1_000_000), file("c", MB), file("d", MB), file("e", MB)];
+  assert.deepEqual(names(pickBucketed(rowFull, rules)), [["c", "d", "e"]]);
+});
+
+test("pickBucketed - a run longer than max.file-num is cut into near-equal contiguous chunks", () => {
+  nextSeq = 0n;
+  const fs = Array.from({ length: 14 }, (_, i) => file(`f${i}`, MB));
+  const got = pickBucketed(fs, rules);
+  assert.deepEqual(got.map((g) => g.length), [4, 5, 5]);
+  assert.deepEqual(got.flat().map((f) => f.fileName), fs.map((f) => f.fileName), "every file once, in order");
+});
+
+test("pickBucketed - a task whose files would not come out fewer is dropped", () => {
+  nextSeq = 0n;
+  // Each 60 MB: any two exceed the 100 MB target, so they would be written back one by one.
+  assert.deepEqual(pickBucketed(Array.from({ length: 5 }, (_, i) => file(`f${i}`, 60 * MB)), rules), []);
+});
+
+test("packUnaware - small files by size into bins closed at 2 × target (4 MB open cost each) or max.file-num; a last bin needs min.file-num", () => {
+  nextSeq = 0n;
+  const big = [file("b1", 60 * MB), file("b2", 60 * MB), file("b3", 60 * MB), file("b4", 60 * MB)];
+  const tiny = [file("t1", MB), file("t2", MB)];
+  const large = file("L", 90 * MB);
+  const got = packUnaware([...big, large, ...tiny], rules);
+  // By size: t1, t2 (5 MB each with the open cost), b1, b2 (138 MB), b3 → 202 MB ≥ 200: a bin, rewritten in sequence
+  // order; b4 alone is fewer than min.file-num; the large file is not small.
+  assert.deepEqual(names(got), [["b1", "b2", "b3", "t1", "t2"]]);
+  nextSeq = 0n;
+  const many = Array.from({ length: 8 }, (_, i) => file(`m${i}`, MB));
+  assert.deepEqual(packUnaware(many, rules).map((g) => g.length), [6], "closed at max.file-num; the 2 left are fewer than min.file-num");
+});
