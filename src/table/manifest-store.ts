@@ -64,9 +64,10 @@ export class ManifestStore {
     return this.readEntries(await this.readManifestList(s.deltaManifestList));
   }
 
-  async writeManifest(entries: ManifestEntry[], written: string[]): Promise<ManifestFileMeta> {
+  /** Writes one manifest of these entries (`encoded`: their bytes, when already encoded). */
+  async writeManifest(entries: ManifestEntry[], written: string[], encoded?: Uint8Array): Promise<ManifestFileMeta> {
     const name = this.table.paths.newManifestName();
-    const bytes = encodeManifest(entries);
+    const bytes = encoded ?? encodeManifest(entries);
     // The directory is synced once by the commit, before the snapshot that names these files.
     await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes, { syncDir: false });
     written.push(name);
@@ -133,12 +134,27 @@ export class ManifestStore {
     return [...keep, ...(await this.writeRolled(live, target, written))];
   }
 
-  /** Entries written into manifests of about `target` bytes each, in order. */
+  /**
+   * Entries written, in order, into manifests that reach `target` bytes (all but the last), as Paimon's rolling
+   * writer does: a manifest below the target counts as small, and small ones are merged again and again. An entry's
+   * encoded size varies a lot (deflate folds similar entries to ~30 bytes; names and statistics make hundreds), so
+   * each manifest's entry count is estimated from the bytes of the previous encoding and corrected at most 3 times.
+   */
   private async writeRolled(entries: ManifestEntry[], target: number, written: string[]): Promise<ManifestFileMeta[]> {
     const out: ManifestFileMeta[] = [];
-    // Roll by entry count as a proxy for size: an append entry encodes to roughly 200-400 bytes.
-    const perFile = Math.max(1000, Math.floor(target / 400));
-    for (let i = 0; i < entries.length; i += perFile) out.push(await this.writeManifest(entries.slice(i, i + perFile), written));
+    let perEntry = 400;
+    for (let i = 0; i < entries.length; ) {
+      let n = Math.min(entries.length - i, Math.max(1, Math.ceil(target / perEntry)));
+      let bytes = encodeManifest(entries.slice(i, i + n));
+      for (let k = 0; k < 3 && bytes.length < target && i + n < entries.length; k++) {
+        perEntry = bytes.length / n;
+        n = Math.min(entries.length - i, Math.max(n + 1, Math.ceil((target / perEntry) * 1.05)));
+        bytes = encodeManifest(entries.slice(i, i + n));
+      }
+      perEntry = bytes.length / n;
+      out.push(await this.writeManifest(entries.slice(i, i + n), written, bytes));
+      i += n;
+    }
     return out;
   }
 
