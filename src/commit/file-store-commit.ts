@@ -2,7 +2,7 @@
  * FileStoreCommit: turns commit messages into manifests, manifest lists and `snapshot-N`, atomically.
  *
  * One attempt: read the latest snapshot → run the caller's precondition against it (leader fencing, offset chain,
- * overwrite conflicts) → write the delta manifest, the base list (merged per `manifest.merge-min-count`) and the
+ * overwrite conflicts; every file the commit DELETEs — compaction inputs — still live, else a Conflict) → write the delta manifest, the base list (merged per `manifest.merge-min-count`) and the
  * delta list → create `snapshot-N` exclusively. When another committer created `snapshot-N` first, the attempt's
  * manifests are removed and the commit retries on top of the winner, after checking that the same commit
  * (commitUser + commitIdentifier) did not land already. Data files are never deleted here: if the outcome is unknown

@@ -32,7 +32,7 @@
 import { randomUUID } from "node:crypto";
 import * as arrow from "apache-arrow";
 import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
-import { failpoint } from "../failpoints.ts";
+import { failpointAsync } from "../failpoints.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
 import { FileStoreCommit } from "../commit/file-store-commit.ts";
 import { sharedParquetPool } from "../codec/parquet-pool.ts";
@@ -360,7 +360,7 @@ export async function compactTable(table: Table, o: CompactOptions = {}): Promis
     await abortCompaction(table, results);
     throw e;
   }
-  failpoint("compact.after-rewrite");
+  await failpointAsync("compact.after-rewrite");
   const snapshot = await commitCompaction(table, results, o.commitUser === undefined ? {} : { commitUser: o.commitUser });
   const outputs = results.flatMap((r) => r.outputs);
   summary.snapshotId = snapshot?.id ?? null;
