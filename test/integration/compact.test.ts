@@ -127,6 +127,7 @@ test("compact - fixed buckets: fewer files, same rows in the same bucket order, 
   assert.deepEqual(sortRows(await readJson(t)), rowsBefore);
   const py = await paimonRead(wh.path, name, { withBucket: true });
   assert.deepEqual(sortRows(py.map(({ id, who }) => ({ id, who }))), rowsBefore);
+  // pypaimon does not read a bucket's files in sequence order (its splits are not the append queue): same rows per bucket.
   for (const [b, ids] of orderBefore) assert.deepEqual(py.filter((r) => r["_bucket"] === b).map((r) => r["id"]).sort((x, y) => Number(x) - Number(y)), [...ids].sort((x, y) => Number(x) - Number(y)));
 
   // A write after the compaction continues each bucket's sequence, and Java (which orders a bucket's files by
@@ -277,6 +278,26 @@ for (const point of ["compact.after-rewrite", "commit.before-snapshot"]) {
   });
 }
 
+test("compact - CLI: an overwrite while the compaction runs is a conflict (exit 3), its outputs removed", async () => {
+  const name = "c.cli_conflict";
+  let t = await createTable(wh.path, name, "id BIGINT NOT NULL, who STRING", { options: { bucket: "1", "bucket-key": "id" } });
+  await appends(t, 5, 3);
+  t = await reopen(wh.path, name);
+  const files = parquetOnDisk(t.root);
+  // The compaction pauses after writing its outputs; the overwrite lands meanwhile.
+  const run = cli(["compact", name, "--warehouse", wh.path], { FAILPOINTS: "compact.after-rewrite:sleep(4000)" });
+  const deadline = Date.now() + 30_000;
+  while (parquetOnDisk(t.root).length === files.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+  assert.equal(parquetOnDisk(t.root).length, files.length + 1, "the compaction wrote its output");
+  await writeRows(t, [{ id: 99, who: "ow" }], { partition: null });
+  const r = await run;
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(r.stderr, /^error: COMPACT commit to c\.cli_conflict conflicts with snapshot 6: file .* no longer live/);
+  const left = parquetOnDisk(t.root).filter((f) => !files.includes(f));
+  assert.equal(left.length, 1, "only the overwrite's file is new: the compaction's output is removed");
+  assert.deepEqual(await readJson(await reopen(wh.path, name)), [{ id: 99, who: "ow" }]);
+});
+
 test("compact - manifest full compaction folds ADD/DELETE pairs: planning reads a bounded number of entries", async () => {
   const rounds = 12;
   const entriesRead = async (t: Table): Promise<number> => {
@@ -319,6 +340,8 @@ test("compact - CLI: summary, dry run and refusals (exit 2)", async () => {
   const run = await cli(["compact", name, "--warehouse", wh.path]);
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stdout, /compacted 5 files into 1 in 1 task\(s\): 5 → 1 files, .* snapshot 6$/m);
+  assert.equal(run.stderr, "", "no progress output without a terminal");
+  await createTable(wh.path, "c.cli_flat", "id BIGINT NOT NULL");
   const none = await cli(["compact", name, "--warehouse", wh.path]);
   assert.match(none.stdout, /nothing to compact \(1 files/);
   const bad: Array<[string[], RegExp]> = [
@@ -327,7 +350,8 @@ test("compact - CLI: summary, dry run and refusals (exit 2)", async () => {
     [["compact", name, "--warehouse", wh.path, "--bucket", "1"], /has buckets 0\.\.0/],
     [["compact", "c.missing", "--warehouse", wh.path], /does not exist/],
     [["compact", name, "--warehouse", join(wh.path, "nowhere")], /warehouse .* does not exist/],
-    [["compact", "c.fixed", "--warehouse", wh.path, "--partition", "dt=1"], /not partitioned/],
+    [["compact", "c.cli_flat", "--warehouse", wh.path, "--partition", "dt=1"], /not partitioned/],
+    [["compact", "c.cli_flat", "--warehouse", wh.path, "--bucket", "0"], /no fixed buckets/],
     [["compact", name, "--warehouse", wh.path, "--frobnicate"], /unknown option/],
   ];
   for (const [args, re] of bad) {
