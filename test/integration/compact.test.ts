@@ -341,9 +341,20 @@ test("compact - CLI: summary, dry run and refusals (exit 2)", async () => {
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stdout, /compacted 5 files into 1 in 1 task\(s\): 5 → 1 files, .* snapshot 6$/m);
   assert.equal(run.stderr, "", "no progress output without a terminal");
+  // On a terminal (a pty from script(1)) a progress bar counts the tasks.
+  await appends(t, 5, 4, 100, () => ({ dt: "d2" }));
+  const tty = await new Promise<string>((resolve) => {
+    const cmd = [process.execPath, BIN, "compact", name, "--warehouse", wh.path].map((a) => `'${a}'`).join(" ");
+    const p = spawn("script", ["-qec", cmd, "/dev/null"], { env: { ...process.env, NATSLAKE_FROM_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    let text = "";
+    p.stdout.on("data", (b: Buffer) => (text += b.toString()));
+    p.on("close", () => resolve(text));
+  });
+  assert.match(tty, /compacting \|.*\| 1\/1 tasks \| 5 files/);
+  assert.match(tty, /compacted 5 files into 1 in 1 task\(s\): 6 → 2 files/);
   await createTable(wh.path, "c.cli_flat", "id BIGINT NOT NULL");
   const none = await cli(["compact", name, "--warehouse", wh.path]);
-  assert.match(none.stdout, /nothing to compact \(1 files/);
+  assert.match(none.stdout, /nothing to compact \(2 files/);
   const bad: Array<[string[], RegExp]> = [
     [["compact", name, "--warehouse", wh.path, "--partition", "nope=1"], /unknown partition key 'nope'/],
     [["compact", name, "--warehouse", wh.path, "--bucket", "x"], /--bucket must be a non-negative integer/],
