@@ -59,6 +59,11 @@ export interface CompactionRules {
   minFileNum: number;
   maxFileNum: number;
   maxRowsPerFile: number;
+  /**
+   * Files written with a newer schema than this are never inputs (the table handle's schema: rewriting them through
+   * an older schema would drop the columns added since). Default: no bound.
+   */
+  maxSchemaId?: number;
 }
 
 export function compactionRules(table: Table, over: Partial<CompactionRules> = {}): CompactionRules {
@@ -131,7 +136,8 @@ function outputGroups(files: readonly DataFileMeta[], rules: CompactionRules): D
 /** Worth doing: fewer files come out than go in. */
 const reduces = (files: readonly DataFileMeta[], rules: CompactionRules): boolean => files.length >= 2 && outputGroups(files, rules).length < files.length;
 
-const isSmall = (f: DataFileMeta, rules: CompactionRules): boolean => f.fileSize < rules.smallFileSize && f.rowCount < rules.maxRowsPerFile;
+const isSmall = (f: DataFileMeta, rules: CompactionRules): boolean =>
+  f.fileSize < rules.smallFileSize && f.rowCount < rules.maxRowsPerFile && (rules.maxSchemaId === undefined || f.schemaId <= rules.maxSchemaId);
 
 /**
  * The tasks for the files of one fixed bucket (any order given): runs of consecutive small files in sequence order,
@@ -191,7 +197,7 @@ function checkCompactable(table: Table): void {
 /** Plans the compaction of a table at its latest snapshot (or of one partition or bucket). */
 export async function planCompaction(table: Table, o: PlanOptions = {}, store = new ManifestStore(table)): Promise<CompactionPlan> {
   checkCompactable(table);
-  const rules = compactionRules(table, o.rules);
+  const rules = compactionRules(table, { maxSchemaId: table.schema.id, ...o.rules });
   const latest: Snapshot | null = await table.snapshots.latest();
   const plan: CompactionPlan = { snapshotId: latest?.id ?? null, tasks: [], filesBefore: 0, bytesBefore: 0 };
   if (latest === null) return plan;
@@ -244,6 +250,10 @@ export async function rewrite(table: Table, task: CompactionTask, o: { rules?: P
     defaultName: table.options.partitionDefaultName,
     legacyName: table.options.partitionLegacyName,
   });
+  const newer = task.files.find((f) => f.schemaId > table.schema.id);
+  if (newer !== undefined) {
+    throw new LakeError(ErrorKind.Conflict, `${newer.fileName} of ${table.name} was written with schema ${newer.schemaId}, newer than this handle's ${table.schema.id}: reopen the table to compact it`, { retryable: false });
+  }
   const result: CompactResult = { task, inputs: task.files, outputs: [], writtenPaths: [] };
   let seq = task.files.reduce((min, f) => (f.minSequenceNumber < min ? f.minSequenceNumber : min), task.files[0]!.minSequenceNumber);
   try {

@@ -393,6 +393,19 @@ test("compact - files of an older schema come out in the current one; files pypa
   assert.deepEqual(await readJson(t), rows, "same rows, same order; old rows read the new column as null");
   assert.deepEqual(sortRows(await paimonRead(wh.path, name)), sortRows(rows));
 
+  // A handle opened before another column was added never rewrites files of the newer schema (it would drop the
+  // column): they end the run like large files.
+  const stale = t;
+  await new Catalog(wh.path).addColumns(parseIdentifier(name), parseColumnList("extra INT").map((f) => ({ name: f.name, type: f.type })));
+  t = await reopen(wh.path, name);
+  await appends(t, 5, 2, 100, (id) => ({ note: `m${id}`, extra: id }));
+  const withExtra = await readJson(await reopen(wh.path, name));
+  assert.equal((await compactTable(stale)).tasks, 0, "the stale handle finds nothing it may compact");
+  assert.deepEqual(await readJson(await reopen(wh.path, name)), withExtra);
+  const fresh = await compactTable(await reopen(wh.path, name));
+  assert.deepEqual([fresh.filesBefore, fresh.filesAfter], [6, 1]);
+  assert.deepEqual(await readJson(await reopen(wh.path, name)), withExtra, "the fresh handle keeps the new column's values");
+
   // A fixed-bucket table written by pypaimon (its DataFileMeta, its sequence numbers): natslake's DELETEs must match
   // pypaimon's ADDs exactly, or the commit would conflict (or both copies would be live).
   const py = "c.bypy";
