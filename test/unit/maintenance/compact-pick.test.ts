@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { packUnaware, pickBucketed, type CompactionRules } from "../../../src/maintenance/compact.ts";
 import { EMPTY_STATS, type DataFileMeta } from "../../../src/spec/manifest.ts";
+import { TableOptions, validateCreateOptions } from "../../../src/options.ts";
 
 const MB = 1024 * 1024;
 const rules: CompactionRules = { smallFileSize: 70 * MB, targetFileSize: 100 * MB, minFileNum: 3, maxFileNum: 6, maxRowsPerFile: 1_000_000 };
@@ -60,4 +61,11 @@ test("packUnaware - small files by size into bins closed at 2 × target (4 MB op
   nextSeq = 0n;
   const many = Array.from({ length: 8 }, (_, i) => file(`m${i}`, MB));
   assert.deepEqual(packUnaware(many, rules).map((g) => g.length), [6], "closed at max.file-num; the 2 left are fewer than min.file-num");
+});
+
+test("options - compaction.small-file-ratio is a number (default 0.7)", () => {
+  validateCreateOptions({ "compaction.small-file-ratio": "0.5", "compaction.min.file-num": "3" });
+  assert.throws(() => validateCreateOptions({ "compaction.small-file-ratio": "half" }), /expected a number/);
+  assert.equal(new TableOptions({}).double("compaction.small-file-ratio"), 0.7);
+  assert.equal(new TableOptions({ "compaction.small-file-ratio": "0.25" }).double("compaction.small-file-ratio"), 0.25);
 });
