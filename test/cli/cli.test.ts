@@ -73,7 +73,7 @@ test("cli - bad arguments print what is wrong and exit non-zero", () => {
     [["table", "describe", "cli.missing"], /does not exist/],
     [["read", "cli.events", "--limit", "-1"], /non-negative integer/],
     [["read", "cli.events", "--snapshot", "99"], /snapshot 99 of cli\.events does not exist/],
-    [["read", "cli.events", "--snapshot", "1", "--at", "2020-01-01"], /either --snapshot or --at/],
+    [["read", "cli.events", "--snapshot", "1", "--at", "2020-01-01"], /use one of --snapshot, --at and --tag/],
     [["read", "cli.events", "--at", "yesterday"], /is not a time/],
     [["read", "cli.events", "--format", "xml"], /--format must be table or jsonl/],
     [["read", "cli.events", "--columns", "nope"], /no column 'nope'/],
