@@ -31,10 +31,14 @@ test("build fingerprint - changes when a product file is edited, added or touche
 });
 
 test("bin/natslake.mjs - runs the build only while it matches the sources; NATSLAKE_FROM_SOURCE=1 runs the sources", () => {
-  const build = spawnSync(process.execPath, [join(REPO, "scripts/build.mjs")], { encoding: "utf8" });
-  assert.equal(build.status, 0, build.stderr);
   const version = (env: Record<string, string>): string =>
     spawnSync(process.execPath, [join(REPO, "bin/natslake.mjs"), "--version"], { encoding: "utf8", env: { ...process.env, ...env } }).stdout.trim();
+  // Built only when stale (setup.sh builds before the tests): a rebuild replaces dist/ under the CLI processes that
+  // other test files start meanwhile, which then fail to find modules (seen in a full run).
+  if (version({}) !== "0.1.0 (dist)") {
+    const build = spawnSync(process.execPath, [join(REPO, "scripts/build.mjs")], { encoding: "utf8" });
+    assert.equal(build.status, 0, build.stderr);
+  }
   assert.equal(version({}), "0.1.0 (dist)");
   assert.equal(version({ NATSLAKE_FROM_SOURCE: "1" }), "0.1.0 (sources)");
 });
