@@ -54,3 +54,13 @@ export function ensureError(e: unknown): Error {
   if (e instanceof Error) return e;
   return new LakeError(ErrorKind.Unexpected, typeof e === "string" ? e : JSON.stringify(e));
 }
+
+/** `read`'s value, or `absent` when it fails because what it reads does not exist (NotFound); other errors pass. */
+export async function ifPresent<T>(read: Promise<T>, absent: T): Promise<T> {
+  try {
+    return await read;
+  } catch (e) {
+    if (isLakeError(e, ErrorKind.NotFound)) return absent;
+    throw e;
+  }
+}

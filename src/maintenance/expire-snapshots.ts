@@ -17,7 +17,7 @@
  * range from the same earliest snapshot and finishes it (deleting a file already gone is not an error). Only a
  * time-travel read of a snapshot in the range being expired can meet a missing file, as with Paimon.
  */
-import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
+import { ErrorKind, ifPresent, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
 import { FileKind } from "../spec/manifest.ts";
 import { natslakeState, type Snapshot } from "../spec/snapshot.ts";
@@ -113,7 +113,9 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
   }
   for (const t of tagged) for (const e of await store.readLiveEntries(t.snapshot)) keepFiles.add(fileKey(e));
 
-  // 1. Data files deleted by the deltas of (earliest, end].
+  // 1. Data files deleted by the deltas of (earliest, end]. A manifest of an expired snapshot that is gone was
+  // deleted by an earlier run killed before it deleted the snapshot files; that run had deleted every data file
+  // first (the order above), so what the manifest listed is handled.
   const dataFiles = new Map<string, string>();
   for (let id = earliest + 1; id <= end; id++) {
     const s = await snapshotIfExists(table, id);
@@ -152,18 +154,6 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
   return result;
 }
 
-/**
- * A manifest of an expired snapshot that is gone was deleted by an earlier run killed before it deleted the snapshot
- * files. That run had deleted every data file first (the order above), so what the manifest listed is handled.
- */
-async function ifPresent<T>(read: Promise<T>, absent: T): Promise<T> {
-  try {
-    return await read;
-  } catch (e) {
-    if (isLakeError(e, ErrorKind.NotFound)) return absent;
-    throw e;
-  }
-}
 
 async function newestNatslakeSnapshot(table: Table, latest: number, earliest: number): Promise<number | null> {
   for (let id = latest; id >= earliest; id--) {

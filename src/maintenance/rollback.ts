@@ -34,7 +34,7 @@
  * actors/committer.ts, or `natslake-reset-…` of `table reset-offsets`) less than `guardMs` ago, unless forced.
  */
 import { join } from "node:path";
-import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
+import { ErrorKind, ifPresent, isLakeError, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
 import { FileKind, type ManifestEntry } from "../spec/manifest.ts";
 import { snapshotFromJson, snapshotToJson, type Snapshot } from "../spec/snapshot.ts";
@@ -266,11 +266,3 @@ async function readJournal(table: Table): Promise<Plan | null> {
   };
 }
 
-async function ifPresent<T>(read: Promise<T>, absent: T): Promise<T> {
-  try {
-    return await read;
-  } catch (e) {
-    if (isLakeError(e, ErrorKind.NotFound)) return absent;
-    throw e;
-  }
-}
