@@ -28,6 +28,8 @@ export interface ServerHandle {
   /** SIGKILL now (a crash); the data directory is kept for a restart. */
   kill(): Promise<void>;
   process: ChildProcess;
+  /** The last 8 KB the server printed (stdout and stderr), e.g. to say why it exited. */
+  output(): string;
 }
 
 /** A free TCP port on 127.0.0.1, picked by the OS. Another process may take it before the caller binds it (see launchOnFreePort). */
@@ -185,6 +187,7 @@ async function launch(spec: LaunchSpec): Promise<ServerHandle> {
     pid: proc.pid!,
     dir,
     process: proc,
+    output: () => out,
     stop: (opts?: { keepData?: boolean }) => stopWith("SIGTERM", opts?.keepData ?? false),
     kill: () => stopWith("SIGKILL", true),
   };

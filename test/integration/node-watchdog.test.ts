@@ -25,7 +25,7 @@ test("node - a drain that hangs ends in the watchdog: the node logs it and exits
     }
     // Said plainly when it happens (seen once under heavier test load than CI's: the server was gone by now).
     const natsProc = c.nats.process;
-    assert.equal(natsProc.exitCode ?? natsProc.signalCode, null, "the test's nats-server is still running");
+    assert.equal(natsProc.exitCode ?? natsProc.signalCode, null, `the test's nats-server is still running; it printed:\n${c.nats.output().slice(-3000)}`);
     assert.ok(up, "n1 heartbeated within 30 s");
     process.kill(c.nats.pid, "SIGSTOP");
     frozen = true;
