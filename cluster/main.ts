@@ -9,6 +9,7 @@ import { registerTableCommands } from "./cli/table-commands.ts";
 import { registerClusterCommands } from "./cli/cluster-commands.ts";
 import { registerChaosCommands } from "./cli/chaos-commands.ts";
 import { registerMaintenanceCommands } from "./cli/maintenance-commands.ts";
+import { registerConsumerCommands } from "./cli/consumer-commands.ts";
 import { registerExpirePartitionsCommand } from "./cli/expire-partitions-command.ts";
 import { registerRemoveOrphansCommand } from "./cli/remove-orphans-command.ts";
 import { registerTagCommands } from "./cli/tag-commands.ts";
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerDataCommands(program, out);
   registerClusterCommands(program, out);
   registerMaintenanceCommands(program, out);
+  registerConsumerCommands(program, out);
   registerExpirePartitionsCommand(program, out);
   registerRemoveOrphansCommand(program, out);
   registerTagCommands(program, out);

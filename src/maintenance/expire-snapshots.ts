@@ -3,7 +3,8 @@
  *
  * Which snapshots: keep at least `snapshot.num-retained.min`, at most `snapshot.num-retained.max`; a snapshot younger
  * than `snapshot.time-retained` and every one after it is kept; at most `snapshot.expire.limit` go per run; nothing at
- * or after `protectFrom` (the oldest snapshot a consumer still needs) goes, nor the newest snapshot that carries
+ * or after `protectFrom` or the smallest `nextSnapshot` of the table's consumers (src/table/consumers.ts;
+ * consumers idle for `consumer.expiration-time` are removed first) goes, nor the newest snapshot that carries
  * natslake's stream offsets (see below). The expired range is [earliest, end).
  *
  * What goes with them:
@@ -24,6 +25,7 @@ import { natslakeState, type Snapshot } from "../spec/snapshot.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { listTags } from "../table/tags.ts";
+import { consumerProtection } from "../table/consumers.ts";
 import { dataFilePath, fileKey, manifestListsOf } from "../table/file-refs.ts";
 
 export interface ExpireOptions {
@@ -79,6 +81,9 @@ export async function expirableRange(table: Table, o: ExpireOptions = {}): Promi
   if (latest === null || earliest === null) return { earliest: 0, end: 0 };
   let maxExclusive = Math.min(latest - p.retainMin + 1, earliest + p.limit);
   if (o.protectFrom !== undefined) maxExclusive = Math.min(maxExclusive, o.protectFrom);
+  // Consumers keep every snapshot from their next one on; idle ones (consumer.expiration-time) are removed first.
+  const consumers = await consumerProtection(table, o.now ?? Date.now(), { dryRun: o.dryRun === true });
+  if (consumers.minNextSnapshot !== null) maxExclusive = Math.min(maxExclusive, consumers.minNextSnapshot);
   // The newest snapshot that carries natslake's offsets must stay: commits by other engines do not carry them
   // forward, and a cluster that finds no offsets on the chain would read its streams again from the start.
   const carrier = await newestNatslakeSnapshot(table, latest, earliest);

@@ -1,0 +1,93 @@
+/**
+ * Consumers (`consumer/consumer-<id>`, Paimon's ConsumerManager format: `{"nextSnapshot": N}`): a consumer's read
+ * progress — the first snapshot it has not processed yet. Snapshot expiration never removes a snapshot at or after
+ * the smallest `nextSnapshot` of the table's consumers, so a consumer that restarts finds what it still needs; an
+ * idle consumer (its file not written for `consumer.expiration-time`) stops protecting anything and is removed, as
+ * in Paimon, where the file's modification time is the consumer's last activity.
+ */
+import { join } from "node:path";
+import { dataInvalid, ErrorKind, isLakeError } from "../errors.ts";
+import { parseJson } from "../spec/wire/json.ts";
+import type { Table } from "./table.ts";
+
+const CONSUMER_FILE = /^consumer-(.+)$/;
+
+export interface Consumer {
+  id: string;
+  nextSnapshot: number;
+  /** The file's modification time (epoch ms): the consumer's last recorded progress. */
+  updatedAtMillis: number;
+}
+
+/** A consumer id names a file: no path separators, no control characters, not empty, not starting with a dot. */
+export function validateConsumerId(id: string): void {
+  // eslint-disable-next-line no-control-regex
+  if (id.length === 0 || id.length > 200 || /[/\\\u0000-\u001f]/.test(id) || id.startsWith(".")) {
+    throw dataInvalid(`consumer id '${id}' is not valid (1-200 characters, no '/', '\\', control characters or leading '.')`);
+  }
+}
+
+const pathOf = (table: Table, id: string): string => join(table.paths.consumerDir, `consumer-${id}`);
+
+/** Every consumer of the table, by id. */
+export async function listConsumers(table: Table): Promise<Consumer[]> {
+  const out: Consumer[] = [];
+  for (const name of (await table.io.list(table.paths.consumerDir)).sort()) {
+    const m = CONSUMER_FILE.exec(name);
+    if (m === null) continue;
+    const c = await getConsumer(table, m[1]!);
+    if (c !== null) out.push(c);
+  }
+  return out;
+}
+
+/** The consumer, or null when it does not exist (or vanished while being read). */
+export async function getConsumer(table: Table, id: string): Promise<Consumer | null> {
+  validateConsumerId(id);
+  const path = pathOf(table, id);
+  let text: string;
+  let mtime: number;
+  try {
+    text = await table.io.readText(path);
+    mtime = await table.io.mtime(path);
+  } catch (e) {
+    if (isLakeError(e, ErrorKind.NotFound)) return null;
+    throw e;
+  }
+  const o = parseJson(text) as { nextSnapshot?: unknown } | null;
+  const next = Number(o?.nextSnapshot);
+  if (!Number.isSafeInteger(next) || next < 0) throw dataInvalid(`consumer file ${path} has no valid nextSnapshot`);
+  return { id, nextSnapshot: next, updatedAtMillis: mtime };
+}
+
+/** Records that the consumer's next snapshot is `nextSnapshot` (atomic replace; its time is the consumer's activity). */
+export async function writeConsumer(table: Table, id: string, nextSnapshot: number): Promise<void> {
+  validateConsumerId(id);
+  if (!Number.isSafeInteger(nextSnapshot) || nextSnapshot < 0) throw dataInvalid(`nextSnapshot must be a snapshot id, got ${nextSnapshot}`);
+  await table.io.mkdirs(table.paths.consumerDir);
+  await table.io.writeFile(pathOf(table, id), JSON.stringify({ nextSnapshot }));
+}
+
+/** Removes the consumer; false when it did not exist. */
+export async function deleteConsumer(table: Table, id: string): Promise<boolean> {
+  validateConsumerId(id);
+  return table.io.delete(pathOf(table, id));
+}
+
+/**
+ * Removes consumers idle for longer than `consumer.expiration-time` (nothing when the option is not set), then returns
+ * the smallest `nextSnapshot` of those left — the first snapshot expiration must keep — or null when none is left.
+ */
+export async function consumerProtection(table: Table, now = Date.now(), opts: { dryRun?: boolean } = {}): Promise<{ minNextSnapshot: number | null; expired: string[] }> {
+  const expiration = table.options.raw["consumer.expiration-time"] === undefined ? null : table.options.duration("consumer.expiration-time");
+  const expired: string[] = [];
+  let min: number | null = null;
+  for (const c of await listConsumers(table)) {
+    if (expiration !== null && c.updatedAtMillis < now - expiration) {
+      if (opts.dryRun === true || (await deleteConsumer(table, c.id))) expired.push(c.id);
+      continue;
+    }
+    min = min === null ? c.nextSnapshot : Math.min(min, c.nextSnapshot);
+  }
+  return { minNextSnapshot: min, expired };
+}
