@@ -24,6 +24,8 @@ export const FAILPOINT_MEANING: Record<string, string> = {
   "writer.parquet.encoded": "Parquet encoded, before the file is written",
   "writer.file.written": "after the data file, before the committable",
   "writer.after-committable": "after the committable is in the commit stream, before the writer records it",
+  "expire.after-snapshot": "snapshot expiration, after deleting one expired snapshot file (data files and manifests already gone)",
+  "expire.before-snapshots": "snapshot expiration, after the expired snapshots' files, before their snapshot files",
   "commit.after-manifests": "after the manifests, before the manifest lists",
   "commit.after-manifest-lists": "after the manifest lists, before the snapshot",
   "commit.before-snapshot": "right before snapshot-N is linked",

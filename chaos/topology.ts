@@ -317,7 +317,7 @@ export class Topology implements TopologyHandle {
     const deadline = Date.now() + 30_000;
     for (let attempt = 1; ; attempt++) {
       try {
-        await adminRequest(this.nc, "lake", { type: "create-table", table: TABLE, columns: TABLE_COLUMNS, options: { bucket: String(buckets), "bucket-key": "id" } });
+        await adminRequest(this.nc, "lake", { type: "create-table", table: TABLE, columns: TABLE_COLUMNS, options: { ...(this.cfg.overrides?.tableOptions ?? {}), bucket: String(buckets), "bucket-key": "id" } });
         this.event("table created", { table: TABLE, buckets });
         return;
       } catch (e) {

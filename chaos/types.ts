@@ -171,6 +171,8 @@ export interface TopologyOverrides {
   leaseTtl?: string;
   /** Warehouse directory (default: inside the run directory). */
   warehouse?: string;
+  /** Options of the table the load writes (beside its bucket count and key), e.g. aggressive retention. */
+  tableOptions?: Record<string, string>;
   /** Environment per node id at its first start (e.g. `{ w1: { FAILPOINTS: "io.write.mid:kill@5" } }`). */
   nodeEnv?: Record<string, Record<string, string>>;
   /** The NATS URL(s) a node connects to (default: every server of the cluster). */

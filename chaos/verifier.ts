@@ -489,7 +489,8 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
   const liveRows = latest ? (await store.readLiveEntries(latest)).reduce((n, e) => n + e.file.rowCount, 0) : 0;
   const subscriber = readSubscriber(v.subscriberFile);
   const idSet = new Set(ids);
-  const ghost = subscriber.ids.filter((x) => !idSet.has(x));
+  // Ids below the earliest snapshot on disk were expired by the leader, not made up.
+  const ghost = subscriber.ids.filter((x) => !idSet.has(x) && x >= (ids[0] ?? 1));
   const i4: string[] = [];
   if (latest && natslakeRows !== latest.totalRecordCount) i4.push(`natslake reads ${natslakeRows} rows, the latest snapshot counts ${latest.totalRecordCount}`);
   if (natslakeRows !== liveRows) i4.push(`natslake reads ${natslakeRows} rows, the latest snapshot's files hold ${liveRows}`);
@@ -502,6 +503,15 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
   // Events of the other faults (a crash's own restart does not restart its clock).
   const eventsOf = (f: FaultRecord): number[] => [f.injectedAt, ...(f.healedAt === undefined ? [] : [f.healedAt])];
   const buckets = [...new Set([...rows.values()].filter((r) => r.bucket >= 0).map((r) => r.bucket))];
+  // Snapshots the leader expired are known from their notifications (offsets and link time), so recovery is measured
+  // to the first snapshot that committed a post-fault row even when its file is gone.
+  const onDisk = new Set(snaps.map((x) => x.id));
+  const recoverySnaps = [
+    ...subscriber.notifications
+      .filter((n) => !onDisk.has(n.snapshotId) && n.snapshotId < (ids[0] ?? 1))
+      .map((n) => ({ id: n.snapshotId, timeMillis: n.linkedAtMillis, epoch: n.epoch, offsets: new Map(Object.entries(n.offsets).map(([b, o]) => [Number(b), o])) })),
+    ...snaps,
+  ].sort((a, b) => a.id - b.id);
   for (const f of v.faults) {
     if (f.fired === false) continue;
     const ref = refTime(f);
@@ -514,7 +524,7 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
         if (!first || r.at < first.at || (r.at === first.at && r.seq < first.seq!)) first = r;
       }
       if (!first) continue;
-      const s = snaps.find((x) => (x.offsets.get(b) ?? 0) >= first.seq!);
+      const s = recoverySnaps.find((x) => (x.offsets.get(b) ?? 0) >= first.seq!);
       if (!s) continue;
       measured++;
       end = Math.max(end, s.timeMillis);
@@ -567,6 +577,8 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
 
   // ---- orphans (reported only)
   const referencedFiles = new Set(added.map((a) => a.path));
+  // Files added by snapshots the leader expired are still live: the latest snapshot references them.
+  if (latest) for (const e of await store.readLiveEntries(latest)) referencedFiles.add(table.paths.dataFilePath("", e.bucket, e.file.fileName, e.file.externalPath));
   let orphanFiles = 0;
   let tempFiles = 0;
   for (const p of listRecursive(table.root)) {
@@ -612,22 +624,26 @@ export function refTime(f: FaultRecord): number {
   return f.recoveryFrom === "healed" && f.healedAt !== undefined ? f.healedAt : f.injectedAt;
 }
 
-function readSubscriber(file: string): { ids: number[] } {
+function readSubscriber(file: string): { ids: number[]; notifications: SnapshotNotification[] } {
   let text = "";
   try {
     text = readFileSync(file, "utf8");
   } catch {
-    return { ids: [] };
+    return { ids: [], notifications: [] };
   }
   const ids: number[] = [];
+  const notifications: SnapshotNotification[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
     try {
       const o = JSON.parse(line) as { n?: SnapshotNotification };
-      if (o.n && typeof o.n.snapshotId === "number") ids.push(o.n.snapshotId);
+      if (o.n && typeof o.n.snapshotId === "number") {
+        ids.push(o.n.snapshotId);
+        notifications.push(o.n);
+      }
     } catch {
       // a torn last line (the subscriber is stopped by signal)
     }
   }
-  return { ids };
+  return { ids, notifications };
 }
