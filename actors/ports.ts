@@ -40,6 +40,11 @@ export interface BucketReader {
 export interface IngestLog {
   /** The table's live ingest stream: its identity and sequence range (asked afresh on every call). */
   liveStream(table: string): Promise<LiveStream>;
+  /**
+   * Only the live stream's identity (one request, no sequence range): the check before every committable, where the
+   * stream was already identified at open. A stream without a marker has a `#none` identity, which matches no table.
+   */
+  streamIdentity(table: string): Promise<string>;
   /** A fresh reader of `bucket` starting after `afterSeq` (the committed offset). */
   openBucket(table: string, bucket: number, afterSeq: number): Promise<BucketReader>;
   /**
@@ -126,6 +131,8 @@ export interface RawLog {
   readonly maxPayload: number;
   /** The table's live ingest stream (as `IngestLog.liveStream`). */
   liveStream(table: string): Promise<LiveStream>;
+  /** Its identity only (as `IngestLog.streamIdentity`): the check before routing each group. */
+  streamIdentity(table: string): Promise<string>;
   /** The progress and its revision (0 when none was ever written). */
   readProgress(table: string): Promise<{ progress: RouterProgress; revision: number }>;
   /**

@@ -207,9 +207,9 @@ export class RouterActor implements Actor<RouterMsg> {
     }
     // The raw reader follows its subject onto a re-created stream without a word: messages numbered in another stream
     // than the progress must not be routed (a reset from the earliest offset would route them a second time).
-    const live = await this.d.raw.liveStream(table);
-    if (this.stream !== undefined && live.identity !== this.stream)
-      throw new LakeError(ErrorKind.Conflict, `${table}: the ingest stream changed under the router (progress in ${this.stream}, now ${live.identity})`);
+    const live = await this.d.raw.streamIdentity(table);
+    if (this.stream !== undefined && live !== this.stream)
+      throw new LakeError(ErrorKind.Conflict, `${table}: the ingest stream changed under the router (progress in ${this.stream}, now ${live})`);
     const { from, to } = this.intent;
     const letters: DeadLetter[] = [];
     const perBucket = new Map<number, { rows: unknown[][]; sizes: number[] }>();

@@ -475,8 +475,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         const files = messages.flatMap((m) => m.newFiles.map((meta) => ({ partition: m.partition, totalBuckets: m.totalBuckets, meta })));
         // The files hold messages read since the open; if the live stream is still the one checked then, every one
         // of them came from it (a stream replaced in between has another identity now, and stays replaced).
-        const live = await this.d.ingestLog.liveStream(this.d.table.name);
-        if (live.identity !== stream) throw new LakeError(ErrorKind.Conflict, `${this.d.table.name}: the ingest stream changed under the writer (read ${stream}, now ${live.identity})`);
+        const live = await this.d.ingestLog.streamIdentity(this.d.table.name);
+        if (live !== stream) throw new LakeError(ErrorKind.Conflict, `${this.d.table.name}: the ingest stream changed under the writer (read ${stream}, now ${live})`);
         const c: Committable = {
           type: "committable",
           v: 1,

@@ -320,13 +320,8 @@ async function readLiveStream(js: JetStreamClient, jsm: JetStreamManager, subjec
   const name = subjects.ingestStream(t);
   const subject = subjects.ingestStreamId(t);
   for (let attempt = 0; ; attempt++) {
-    const info = await jsm.streams.info(name);
-    const stored = await jsm.streams.getMessage(name, { last_by_subj: subject });
-    if (stored !== null) {
-      const m = stored.json<Partial<StreamIdMarker>>();
-      if (m?.type !== "stream-id" || typeof m.id !== "string") throw new LakeError(ErrorKind.DataInvalid, `${name}: the message on ${subject} is not a stream-id marker`);
-      return { identity: formatStreamIdentity(name, m.id), firstSeq: info.state.first_seq, lastSeq: info.state.last_seq };
-    }
+    const [info, identity] = await Promise.all([jsm.streams.info(name), readStreamIdentity(jsm, subjects, t)]);
+    if (identity !== null) return { identity, firstSeq: info.state.first_seq, lastSeq: info.state.last_seq };
     if (!create) return { identity: formatStreamIdentity(name, "none"), firstSeq: info.state.first_seq, lastSeq: info.state.last_seq };
     const marker: StreamIdMarker = { type: "stream-id", v: 1, id: `${new Date().toISOString()}.${randomBytes(4).toString("hex")}` };
     try {
@@ -337,6 +332,17 @@ async function readLiveStream(js: JetStreamClient, jsm: JetStreamManager, subjec
       throw e;
     }
   }
+}
+
+/** The identity the stream's marker gives it, or null when it has no marker yet (one request). */
+async function readStreamIdentity(jsm: JetStreamManager, subjects: Subjects, t: Identifier): Promise<string | null> {
+  const name = subjects.ingestStream(t);
+  const subject = subjects.ingestStreamId(t);
+  const stored = await jsm.streams.getMessage(name, { last_by_subj: subject });
+  if (stored === null) return null;
+  const m = stored.json<Partial<StreamIdMarker>>();
+  if (m?.type !== "stream-id" || typeof m.id !== "string") throw new LakeError(ErrorKind.DataInvalid, `${name}: the message on ${subject} is not a stream-id marker`);
+  return formatStreamIdentity(name, m.id);
 }
 
 /** The live ingest stream of `table` (creating its marker if the stream has none yet), for clients outside a node. */
@@ -357,14 +363,16 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
   const id = (table: string): Identifier => parseIdentifier(table);
   const liveStream = (table: string, create = true): Promise<LiveStream> => readLiveStream(js, jsm, subjects, id(table), create);
   /** Refuses (throws) unless the live ingest stream is `stream`: offsets of one stream must never purge another's messages. */
+  const streamIdentity = async (table: string): Promise<string> => (await readStreamIdentity(jsm, subjects, id(table))) ?? formatStreamIdentity(subjects.ingestStream(id(table)), "none");
   const guardStream = async (table: string, stream: string | undefined): Promise<void> => {
     if (stream === undefined) return;
-    const live = await liveStream(table, false);
-    if (live.identity !== stream) throw new LakeError(ErrorKind.Conflict, `${table}: not purging: the offsets belong to stream ${stream}, the live stream is ${live.identity}`);
+    const live = await streamIdentity(table);
+    if (live !== stream) throw new LakeError(ErrorKind.Conflict, `${table}: not purging: the offsets belong to stream ${stream}, the live stream is ${live}`);
   };
 
   const ingest: IngestLog = {
     liveStream: (table) => liveStream(table),
+    streamIdentity,
     async openBucket(table, bucket, afterSeq): Promise<BucketReader> {
       const t = id(table);
       const consumer = await orderedConsumer(() =>
@@ -508,6 +516,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       await publishIdempotent(js, subjects.ingestBucket(id(table), bucket), encodeRowBatch(batch), msgId, h);
     },
     liveStream: (table) => liveStream(table),
+    streamIdentity,
     async purgeRaw(table, throughSeq, stream): Promise<void> {
       const t = id(table);
       await guardStream(table, stream);

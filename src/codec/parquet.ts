@@ -49,6 +49,7 @@ import { dataInvalid } from "../errors.ts";
 import { normalizeArrowSchema } from "./arrow-schema.ts";
 import { parquetLayout } from "./parquet-layout.ts";
 import { decodeToIpcStream, encodeIpcStream, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
+import { readFileMetaData, type ThriftField, type ThriftList } from "./parquet-footer.mjs";
 
 export type { ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
 
@@ -232,142 +233,16 @@ export function parquetRowCount(bytes: Uint8Array): number {
   return parquetFooterInfo(bytes).numRows;
 }
 
-/** `num_rows` and the number of row groups, from the footer. */
+/** `num_rows` and the number of row groups, from the footer (decoded by parquet-footer.mjs, as the writer's rewrite). */
 export function parquetFooterInfo(bytes: Uint8Array): { numRows: number; numRowGroups: number } {
-  const n = bytes.length;
-  if (n < 12 || !isMagic(bytes, 0) || !isMagic(bytes, n - 4)) throw dataInvalid("not a Parquet file (missing PAR1 magic)");
-  const footerLen = bytes[n - 8]! | (bytes[n - 7]! << 8) | (bytes[n - 6]! << 16) | (bytes[n - 5]! << 24);
-  const start = n - 8 - footerLen;
-  if (footerLen <= 0 || start < 4) throw dataInvalid("corrupt Parquet footer length");
-  const r = new CompactReader(bytes, start, n - 8);
-  let lastId = 0;
-  let numRows: number | undefined;
-  let numRowGroups = 0;
-  for (;;) {
-    const header = r.byte();
-    const type = header & 0x0f;
-    if (type === T_STOP) break;
-    const delta = header >> 4;
-    const id = delta === 0 ? r.zigzag() : lastId + delta;
-    lastId = id;
-    if (id === 3 && type === T_I64) numRows = r.zigzag();
-    else if (id === 4 && type === T_LIST) {
-      numRowGroups = r.listSize();
-      break; // the fields after row_groups are not needed
-    } else r.skip(type);
+  let fields: ThriftField[];
+  try {
+    fields = readFileMetaData(bytes);
+  } catch (e) {
+    throw dataInvalid(`not a readable Parquet file: ${e instanceof Error ? e.message : String(e)}`);
   }
-  if (numRows === undefined) throw dataInvalid("Parquet footer has no num_rows");
-  return { numRows, numRowGroups };
-}
-
-const isMagic = (b: Uint8Array, at: number): boolean => b[at] === 0x50 && b[at + 1] === 0x41 && b[at + 2] === 0x52 && b[at + 3] === 0x31;
-
-const T_STOP = 0;
-const T_TRUE = 1;
-const T_FALSE = 2;
-const T_BYTE = 3;
-const T_I16 = 4;
-const T_I32 = 5;
-const T_I64 = 6;
-const T_DOUBLE = 7;
-const T_BINARY = 8;
-const T_LIST = 9;
-const T_SET = 10;
-const T_MAP = 11;
-const T_STRUCT = 12;
-
-/** Just enough of the Thrift compact protocol to skip to a top-level field. */
-class CompactReader {
-  constructor(
-    private readonly b: Uint8Array,
-    private pos: number,
-    private readonly end: number,
-  ) {}
-
-  byte(): number {
-    if (this.pos >= this.end) throw dataInvalid("truncated Parquet footer");
-    return this.b[this.pos++]!;
-  }
-
-  /** Unsigned varint as a number (exact below 2^53, plenty for counts and lengths). */
-  varint(): number {
-    let result = 0;
-    let mul = 1;
-    for (;;) {
-      const x = this.byte();
-      result += (x & 0x7f) * mul;
-      if ((x & 0x80) === 0) return result;
-      mul *= 128;
-    }
-  }
-
-  /** The element count of a list header (the elements follow, unread). */
-  listSize(): number {
-    const h = this.byte();
-    return h >> 4 === 15 ? this.varint() : h >> 4;
-  }
-
-  zigzag(): number {
-    const u = this.varint();
-    return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
-  }
-
-  skip(type: number): void {
-    switch (type) {
-      case T_TRUE:
-      case T_FALSE:
-        return; // a struct field's bool lives in its header
-      case T_BYTE:
-        this.pos++;
-        return;
-      case T_I16:
-      case T_I32:
-      case T_I64:
-        this.varint();
-        return;
-      case T_DOUBLE:
-        this.pos += 8;
-        return;
-      case T_BINARY: {
-        // Not `this.pos += this.varint()`: that reads `pos` before the varint advances it.
-        const len = this.varint();
-        this.pos += len;
-        return;
-      }
-      case T_LIST:
-      case T_SET: {
-        const h = this.byte();
-        const size = h >> 4 === 15 ? this.varint() : h >> 4;
-        const elem = h & 0x0f;
-        for (let k = 0; k < size; k++) this.skipElement(elem);
-        return;
-      }
-      case T_MAP: {
-        const size = this.varint();
-        if (size === 0) return;
-        const kv = this.byte();
-        for (let k = 0; k < size; k++) {
-          this.skipElement(kv >> 4);
-          this.skipElement(kv & 0x0f);
-        }
-        return;
-      }
-      case T_STRUCT:
-        for (;;) {
-          const header = this.byte();
-          const t = header & 0x0f;
-          if (t === T_STOP) return;
-          if (header >> 4 === 0) this.zigzag(); // a long-form field id
-          this.skip(t);
-        }
-      default:
-        throw dataInvalid(`corrupt Parquet footer (Thrift type ${type})`);
-    }
-  }
-
-  /** Collection elements: booleans take a whole byte there, unlike struct fields. */
-  private skipElement(type: number): void {
-    if (type === T_TRUE || type === T_FALSE) this.pos++;
-    else this.skip(type);
-  }
+  const numRows = fields.find((f) => f.id === 3)?.value;
+  if (typeof numRows !== "bigint") throw dataInvalid("Parquet footer has no num_rows");
+  const rowGroups = fields.find((f) => f.id === 4)?.value as ThriftList | undefined;
+  return { numRows: Number(numRows), numRowGroups: rowGroups?.items.length ?? 0 };
 }

@@ -129,7 +129,7 @@ function leader(table: Table, queue: Array<{ seq: number; committable: CommitEnt
     open: () => Promise.resolve(reader),
     purge: (_t, through) => Promise.resolve(void (out.purgedThrough = through)),
   };
-  const ingestLog: IngestLog = { liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 1 }), openBucket: () => Promise.reject(new Error("unused")), purgeBucket: () => Promise.resolve() };
+  const ingestLog: IngestLog = { liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 1 }), streamIdentity: () => Promise.resolve("S#1"), openBucket: () => Promise.reject(new Error("unused")), purgeBucket: () => Promise.resolve() };
   const grant: LeaseGrant = { token: "x", fencingEpoch: 1, acquiredAtMono: performance.now() };
   let acquired = false;
   const lease: Lease = {

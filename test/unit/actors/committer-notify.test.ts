@@ -68,7 +68,7 @@ test("committer - a new leader announces the snapshots an earlier leader linked 
       close: () => Promise.resolve(),
     };
     const commitLog: CommitLog = { maxPayload: 1024 * 1024, append: () => Promise.resolve(), open: () => Promise.resolve(reader), purge: () => Promise.resolve() };
-    const ingestLog: IngestLog = { liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 1 }), openBucket: () => Promise.reject(new Error("unused")), purgeBucket: () => Promise.resolve() };
+    const ingestLog: IngestLog = { liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 1 }), streamIdentity: () => Promise.resolve("S#1"), openBucket: () => Promise.reject(new Error("unused")), purgeBucket: () => Promise.resolve() };
     const grant: LeaseGrant = { token: "x", fencingEpoch: 1, acquiredAtMono: performance.now() };
     let acquired = false;
     const lease: Lease = {

@@ -27,6 +27,7 @@ test("router - a failed routed publish does not stall the router: it restarts fr
     const rawLog: RawLog = {
       maxPayload: 1024 * 1024,
       liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 3 }),
+      streamIdentity: () => Promise.resolve("S#1"),
       readProgress: () => Promise.resolve({ progress, revision }),
       writeProgress: (_t, p, rev) => {
         if (rev !== revision) return Promise.reject(new Error("wrong last sequence"));
@@ -88,6 +89,7 @@ for (const [name, recorded] of [
           checks++;
           return Promise.resolve({ identity: "LAKE_IN_t_raw#new", firstSeq: 1, lastSeq: 3 });
         },
+        streamIdentity: () => Promise.resolve("LAKE_IN_t_raw#new"),
         readProgress: () => Promise.resolve({ progress: recorded, revision: 7 }),
         writeProgress: () => Promise.resolve(++writes),
         open: () => {

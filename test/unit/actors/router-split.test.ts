@@ -41,6 +41,7 @@ test("router - large raw rows are routed in messages under max_payload; a row to
     const rawLog: RawLog = {
       maxPayload,
       liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 2 }),
+      streamIdentity: () => Promise.resolve("S#1"),
       readProgress: () => Promise.resolve({ progress, revision }),
       writeProgress: (_t, p) => {
         progress = p;
