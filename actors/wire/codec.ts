@@ -5,7 +5,7 @@
  */
 import { Packr } from "msgpackr";
 import { dataInvalid } from "../../src/errors.ts";
-import type { CommitEntry, Committable, CommittableRef, Rejection } from "./messages.ts";
+import type { CommitEntry, Committable, CommittableClaim, CommittableRef, Rejection } from "./messages.ts";
 
 const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObjects: true });
 
@@ -19,6 +19,20 @@ const num = (v: unknown, what: string): number => {
 const big = (v: unknown): bigint => (typeof v === "bigint" ? v : BigInt(v as number));
 const bytes = (v: unknown): Uint8Array => (v instanceof Uint8Array ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : new Uint8Array(0));
 
+/** The fields a committable and a reference to one share (see CommittableClaim). */
+function decodeClaim(o: Record<string, unknown>): CommittableClaim {
+  return {
+    table: String(o["table"]),
+    ...(typeof o["stream"] === "string" ? { stream: o["stream"] } : {}),
+    bucket: num(o["bucket"], "bucket"),
+    ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
+    writerId: String(o["writerId"]),
+    prevOffset: num(o["prevOffset"], "prevOffset"),
+    lastOffset: num(o["lastOffset"], "lastOffset"),
+    flushId: num(o["flushId"], "flushId"),
+  };
+}
+
 /** A message of the commit stream: a committable or a reference to one. */
 export function decodeCommitEntry(data: Uint8Array): CommitEntry {
   const o = packr.unpack(data) as Record<string, unknown>;
@@ -27,14 +41,7 @@ export function decodeCommitEntry(data: Uint8Array): CommitEntry {
     return {
       type: "committable-ref",
       v: 1,
-      table: String(o["table"]),
-      ...(typeof o["stream"] === "string" ? { stream: o["stream"] } : {}),
-      bucket: num(o["bucket"], "bucket"),
-      ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
-      writerId: String(o["writerId"]),
-      prevOffset: num(o["prevOffset"], "prevOffset"),
-      lastOffset: num(o["lastOffset"], "lastOffset"),
-      flushId: num(o["flushId"], "flushId"),
+      ...decodeClaim(o),
       path: String(o["path"]),
       size: num(o["size"], "size"),
     };
@@ -84,16 +91,9 @@ function committableOf(o: Record<string, unknown>): Committable {
   return {
     type: "committable",
     v: 1,
-    table: String(o["table"]),
-    ...(typeof o["stream"] === "string" ? { stream: o["stream"] } : {}),
-    bucket: num(o["bucket"], "bucket"),
-    ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
-    writerId: String(o["writerId"]),
-    prevOffset: num(o["prevOffset"], "prevOffset"),
-    lastOffset: num(o["lastOffset"], "lastOffset"),
+    ...decodeClaim(o),
     rowCount: num(o["rowCount"], "rowCount"),
     files,
-    flushId: num(o["flushId"], "flushId"),
     firstArrivalMillis: num(o["firstArrivalMillis"], "firstArrivalMillis"),
   };
 }

@@ -66,16 +66,14 @@ export interface WireDataFile {
 }
 
 /**
- * One committable per (bucket, flush): writer → committer over JetStream `<p>.commit.<db>.<table>`.
+ * What a committable and a reference to one both carry: the fields the leader's acceptance rule reads.
  * `prevOffset` is the stream sequence the writer resumed after (the committed offset when it took the bucket, then
  * the `lastOffset` of its previous committable); `lastOffset` the last stream sequence its files cover.
  */
-export interface Committable {
-  type: "committable";
-  v: 1;
+export interface CommittableClaim {
   table: string;
   /**
-   * Identity of the ingest stream the offsets were read from (`<name>@<created>`, src/commit/stream-identity.ts):
+   * Identity of the ingest stream the offsets were read from (`<name>#<marker>`, src/commit/stream-identity.ts):
    * the leader accepts it only while the table's snapshots record the same stream.
    */
   stream?: string;
@@ -84,10 +82,16 @@ export interface Committable {
   writerId: string;
   prevOffset: number;
   lastOffset: number;
-  rowCount: number;
-  files: WireDataFile[];
   /** Writer-local flush counter, for logs and dedupe of republished committables. */
   flushId: number;
+}
+
+/** One committable per (bucket, flush): writer → committer over JetStream `<p>.commit.<db>.<table>`. */
+export interface Committable extends CommittableClaim {
+  type: "committable";
+  v: 1;
+  rowCount: number;
+  files: WireDataFile[];
   /** Wall-clock ms of the oldest row's arrival at the writer (publish → visible latency). */
   firstArrivalMillis: number;
 }
@@ -99,17 +103,9 @@ export interface Committable {
  * atomically, once, in stream order; it repeats the fields the acceptance rule reads, and the committer checks them
  * against the body it loads. See actors/committable-store.ts.
  */
-export interface CommittableRef {
+export interface CommittableRef extends CommittableClaim {
   type: "committable-ref";
   v: 1;
-  table: string;
-  stream?: string;
-  bucket: number;
-  ownerEpoch: number;
-  writerId: string;
-  prevOffset: number;
-  lastOffset: number;
-  flushId: number;
   /** The body's path relative to the table's directory (`natslake-committables/<uuid>`). */
   path: string;
   /** The body's size in bytes. */
@@ -150,7 +146,7 @@ export interface SnapshotNotification {
   /** Committed stream offset per bucket (bucket → sequence). */
   offsets: Record<string, number>;
   /**
-   * The stream those offsets belong to (`<name>@<created>`); absent before the table's first committable. A
+   * The stream those offsets belong to (`<name>#<marker>`); absent before the table's first committable. A
    * read-your-writes wait compares offsets only with notifications of the stream it published to.
    */
   stream?: string;
