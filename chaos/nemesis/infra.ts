@@ -105,7 +105,9 @@ export const writerPartition =
       async heal(r: FaultRecord): Promise<void> {
         await withTimeout(
           (async () => {
-            await sleep(Math.max(0, r.injectedAt + cutMs - Date.now()));
+            // A timer may fire a millisecond early by the wall clock: wait until the cut has really lasted cutMs.
+            const until = r.injectedAt + cutMs;
+            while (Date.now() < until) await sleep(until - Date.now());
             const p = proxy;
             p?.heal();
             r.healedAt = Date.now();
