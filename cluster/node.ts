@@ -34,6 +34,7 @@ import { parseDuration } from "../src/options.ts";
 import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
+import { unsupportedNatsServer } from "./nats/server-version.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
@@ -105,6 +106,8 @@ export class Node {
     // A comma-separated list names several servers of a NATS cluster: the node starts while any of them is up.
     const servers = cfg.nats.split(",").map((s) => s.trim()).filter((s) => s !== "");
     const nc = await connect({ servers, name: `natslake-${cfg.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const oldServer = unsupportedNatsServer(nc.info?.version);
+    if (oldServer !== undefined) log.warn(oldServer, { nats: cfg.nats });
     const subjects = new Subjects(cfg.prefix);
     let redis: Redis | null = null;
     let node: Node | null = null;

@@ -4,11 +4,11 @@
 #
 #   1. system packages  nats-server, redis-server (and python3 / python3-venv when a venv must be created),
 #                       via apt-get when missing; `apt-get update` runs at most once
-#   1b. nats-server current  optional: a current nats-server (NATS_CURRENT_VERSION) built with `go install` into
+#   1b. nats-server current  required: a current nats-server (NATS_CURRENT_VERSION) built with `go install` into
 #                       $NATSLAKE_TOOLS_DIR (default ~/go/natslake-bin), only when missing or at another version, within
-#                       NATSLAKE_GO_INSTALL_TIMEOUT seconds; exported as NATSLAKE_NATS_SERVER_CURRENT (the chaos suite
-#                       prefers it: `sync_interval: always`, post-2.10.23 fixes). On failure a WARNING is printed and
-#                       the tests fall back to Debian's nats-server
+#                       NATSLAKE_GO_INSTALL_TIMEOUT seconds; exported as NATSLAKE_NATS_SERVER_CURRENT. Every test runs
+#                       against it: Debian's 2.9.10 is below the supported minimum (2.10) and panics (SIGSEGV in
+#                       jsMsgGetRequest) when a message is read from a stream another client is still creating
 #   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb); pip only when they are not
 #                       already installed at exactly these versions
 #   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied
@@ -121,7 +121,8 @@ log "node $(node --version), npm $(npm --version), $(nats-server --version 2>&1 
 
 # ---------------------------------------------------------------------------------------------------------------
 phase_begin "nats-server current"
-# Optional: a failure here is reported (and repeated at the end), never fatal.
+# Required: Debian's 2.9.10 registers a new stream before its store exists, so a message read racing a stream
+# create kills the server (seen in CI: node-watchdog, stale-coordinator). The tests never fall back to it.
 NATS_CURRENT_DIR="${NATSLAKE_TOOLS_DIR:-$HOME/go/natslake-bin}/nats-server-$NATS_CURRENT_VERSION"
 NATS_CURRENT_BIN="$NATS_CURRENT_DIR/nats-server"
 nats_current_ok() { [[ -x "$NATS_CURRENT_BIN" ]] && "$NATS_CURRENT_BIN" --version 2>&1 | grep -qx "nats-server: $NATS_CURRENT_VERSION"; }
@@ -153,9 +154,7 @@ if nats_current_ok; then
   export NATSLAKE_NATS_SERVER_CURRENT="$NATS_CURRENT_BIN"
   phase_end "$nats_note: $NATS_CURRENT_BIN"
 else
-  unset NATSLAKE_NATS_SERVER_CURRENT
-  warn "no current nats-server ($NATS_CURRENT_VERSION, $nats_note); tests fall back to $(nats-server --version 2>&1 | head -n1), which lacks jetstream sync_interval"
-  phase_end "$nats_note; falling back to Debian's nats-server"
+  die "no current nats-server ($NATS_CURRENT_VERSION, $nats_note); the tests need it (Debian's $(nats-server --version 2>&1 | head -n1) is below the supported 2.10). Install Go >= 1.24 or set NATSLAKE_TOOLS_DIR to where nats-server-$NATS_CURRENT_VERSION/nats-server is"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------

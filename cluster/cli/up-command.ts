@@ -23,6 +23,7 @@ import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../l
 import { createProducer } from "../producer.ts";
 import { REPO_ROOT } from "../repo-root.ts";
 import { connectOrExplain } from "./common.ts";
+import { unsupportedNatsServer } from "../nats/server-version.ts";
 
 const BIN = join(REPO_ROOT, "bin", "natslake.mjs");
 /** A node drains within its drain timeout (15 s) and exits by its watchdog 10 s later; past this it is killed. */
@@ -103,8 +104,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       const choice = chooseNatsServer();
       if (choice.old) {
         process.stderr.write(
-          `warning: nats-server ${choice.version} (${choice.bin}) is older than 2.10: near a stream's max_bytes it can delete ` +
-            `acknowledged rows (nats-io/nats-server#4771); run scripts/setup.sh to build a current one, or set NATSLAKE_NATS_SERVER\n`,
+          `warning: ${unsupportedNatsServer(choice.version)}. It is ${choice.bin}; run scripts/setup.sh to build a current one, or set NATSLAKE_NATS_SERVER\n`,
         );
       }
       const s = await startNats({ bin: choice.bin, storeDir: join(runDir, "jetstream"), detached: true });

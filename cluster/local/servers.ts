@@ -17,6 +17,7 @@ import { createConnection, createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../repo-root.ts";
+import { unsupportedNatsServer } from "../nats/server-version.ts";
 
 export interface ServerHandle {
   url: string;
@@ -300,8 +301,7 @@ export function setupBuiltNatsServer(env: NodeJS.ProcessEnv = process.env): stri
 export function chooseNatsServer(env: NodeJS.ProcessEnv = process.env): NatsServerChoice {
   const pick = (bin: string, source: string): NatsServerChoice => {
     const version = natsServerVersionOf(bin);
-    const [major, minor] = (version ?? "0.0").split(".").map(Number) as [number, number];
-    return { bin, source, version, old: version !== undefined && (major < 2 || (major === 2 && minor < 10)) };
+    return { bin, source, version, old: unsupportedNatsServer(version) !== undefined };
   };
   if (env["NATSLAKE_NATS_SERVER"]) return pick(env["NATSLAKE_NATS_SERVER"], "NATSLAKE_NATS_SERVER");
   if (env["NATSLAKE_NATS_SERVER_CURRENT"]) return pick(env["NATSLAKE_NATS_SERVER_CURRENT"], "NATSLAKE_NATS_SERVER_CURRENT");

@@ -24,7 +24,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort, startNats, type ServerHandle } from "./servers.ts";
 
 /**
- * The nats-server binary to use. "default": `NATSLAKE_NATS_SERVER` or `nats-server` on PATH (Debian's 2.9.10 here).
+ * The nats-server binary to use. "default": `NATSLAKE_NATS_SERVER` (scripts/run-tests.mjs sets it to the current one) or `nats-server` on PATH.
  * "current": `NATSLAKE_NATS_SERVER_CURRENT` (a current server from `go install`, set by .ci/run) when set, else the
  * default; check `natsServerVersion` / `supportsSyncInterval` before relying on features of the current one.
  */
