@@ -23,7 +23,9 @@ import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
 import { failpoint } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
-import type { CommitEntry, Committable, CommittableRef, SnapshotNotification } from "./wire/messages.ts";
+import type { CommitEntry, Committable, CommittableRef, CompactionEntry, SnapshotNotification } from "./wire/messages.ts";
+import { StreamCompactionCommitter, type PendingCompaction } from "../src/commit/compaction-commit.ts";
+import { natslakeState, type Snapshot } from "../src/spec/snapshot.ts";
 import { CommittableStore } from "./committable-store.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
@@ -69,6 +71,8 @@ interface Leadership {
   keeper: LeaseKeeperLike;
   reader: CommitReader;
   committer: StreamCommitter<Committable>;
+  /** Lands the writers' compactions (a COMPACT snapshot after the round's APPEND one). */
+  compactor: StreamCompactionCommitter<CompactionEntry>;
   /** Read, not decided yet. A committable sent by reference is replaced by its body once loaded (`ref` kept). */
   pending: Array<{ seq: number; committable: CommitEntry; ref?: CommittableRef }>;
   timer: Cancellable;
@@ -105,6 +109,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private readonly leaderChanges;
   private readonly visibleLatency;
   private readonly streamMismatches;
+  private readonly compactions;
 
   private lastExpireAt = -Infinity;
   private readonly expired;
@@ -118,6 +123,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
     this.leaderChanges = d.meter.createCounter("natslake_leader_changes_total", { description: "leadership gained" });
     this.streamMismatches = streamMismatchCounter(d.meter);
+    this.compactions = d.meter.createCounter("natslake_compactions_total", { description: "writers' compactions decided by the leader, by result (accepted, duplicate, rejected) and reason" });
     this.store = new CommittableStore(d.table);
     this.visibleLatency = d.meter.createHistogram("natslake_publish_to_visible_ms", { description: "first row arrival at a writer → snapshot link", unit: "ms" });
   }
@@ -158,7 +164,14 @@ export class CommitterActor implements Actor<CommitterMsg> {
           stillLeader: () => keeper.isValid(),
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
         });
-        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null };
+        const compactor = new StreamCompactionCommitter<CompactionEntry>(this.d.table, {
+          commitUser: `natslake-${this.d.table.name}`,
+          epoch: msg.epoch,
+          commitStream: msg.reader.streamId,
+          stillLeader: () => keeper.isValid(),
+          ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
+        });
+        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null };
         this.leaderChanges.add(1, { table: this.d.table.name });
         ctx.log.info("became leader", { table: this.d.table.name, epoch: msg.epoch, node: this.d.nodeId });
         this.d.onLeadership?.(true, msg.epoch);
@@ -242,15 +255,77 @@ export class CommitterActor implements Actor<CommitterMsg> {
     }
     if (l.pending.length === 0) return;
     if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
-    const started = this.d.clock.monotonic();
     const decided = l.pending;
+    const compactions: PendingCompaction<CompactionEntry>[] = [];
+    for (const p of decided) if (p.committable.type === "compaction") compactions.push({ seq: p.seq, compaction: p.committable });
+    if (compactions.length < decided.length) await this.appendRound(l, ctx);
+    // Compactions only after the round's appends are decided and announced, so a failed compaction commit never
+    // holds rows back; until it succeeds they stay pending (and unpurged) for the next round.
+    l.pending = decided.filter((p) => p.committable.type === "compaction");
+    if (compactions.length > 0) await this.compactionRound(l, compactions, ctx);
+    l.pending = [];
+    // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
+    const table = this.d.table.name;
+    const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
+    this.inBackground(
+      "commits",
+      async () => {
+        await this.d.commitLog.purge(table, maxSeq);
+        await this.removeBodies(maxSeq);
+      },
+      (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }),
+    );
+  }
+
+  /**
+   * Lands the writers' compactions as one COMPACT snapshot (src/commit/compaction-commit.ts) and announces it. The
+   * outputs of rejected ones are deleted by then; their writers plan again from a later snapshot.
+   */
+  private async compactionRound(l: Leadership, pending: PendingCompaction<CompactionEntry>[], ctx: ActorContext<CommitterMsg>): Promise<void> {
+    const table = this.d.table.name;
+    const res = await l.compactor.commit(pending);
+    if (res.snapshot) failpoint("committer.after-compact-snapshot");
+    for (const v of res.verdicts) {
+      const c = v.compaction;
+      this.compactions.add(1, { table, result: v.kind, ...(v.kind === "rejected" ? { reason: v.reason } : {}) });
+      if (v.kind === "rejected") ctx.log.warn("compaction rejected; its outputs were deleted", { table, bucket: c.bucket, compactionId: c.compactionId, writer: c.writerId, reason: v.reason, detail: v.detail });
+    }
+    if (res.snapshot === null) return;
+    this.commits.add(1, { table });
+    await this.announceThrough(l, res.snapshot.id - 1);
+    await this.d.bus.publishSnapshot(this.notificationOf(res.snapshot, res.linkedAt));
+    l.notified = res.snapshot.id;
+    this.maybeExpire(ctx);
+  }
+
+  /** The notification of a snapshot, rebuilt from it and natslake's state as of it (its own properties by default). */
+  private notificationOf(s: Snapshot, linkedAtMillis: number, st = natslakeState(s)): SnapshotNotification {
+    const offsets: Record<string, number> = {};
+    for (const [b, p] of st?.buckets ?? []) offsets[String(b)] = Number(p.offset);
+    return {
+      type: "snapshot",
+      table: this.d.table.name,
+      snapshotId: s.id,
+      kind: s.commitKind,
+      timeMillis: s.timeMillis,
+      linkedAtMillis,
+      totalRecordCount: s.totalRecordCount,
+      deltaRecordCount: s.deltaRecordCount,
+      epoch: st?.epoch ?? 0,
+      offsets,
+      ...(st?.stream !== undefined ? { stream: st.stream } : {}),
+    };
+  }
+
+  /** Decides the pending committables (not compactions) as one APPEND snapshot; tells writers about rejections. */
+  private async appendRound(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
+    const started = this.d.clock.monotonic();
     const loaded = await this.loadBodies(l, ctx);
     const refOf = new Map<Committable, CommittableRef>();
     for (const p of loaded) if (p.ref !== undefined) refOf.set(p.committable, p.ref);
     const res = await l.committer.commitRound(loaded.map((p) => p.committable));
     // Chaos: the snapshot is linked; rejections, the notification and the purges have not happened yet.
     if (res.snapshot) failpoint("committer.after-snapshot");
-    l.pending = [];
     const table = this.d.table.name;
     this.commitLatency.record(this.d.clock.monotonic() - started, { table });
     const fromOtherStreams = res.verdicts.filter((v) => v.kind === "rejected" && v.reason === "stream-mismatch");
@@ -305,16 +380,6 @@ export class CommitterActor implements Actor<CommitterMsg> {
       const ref = refOf.get(v.committable);
       if (ref !== undefined && (v.kind === "duplicate" || (v.kind === "accepted" && res.snapshot))) this.removable.push({ seq: seqOf.get(v.committable)!, ref });
     }
-    // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
-    const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
-    this.inBackground(
-      "commits",
-      async () => {
-        await this.d.commitLog.purge(table, maxSeq);
-        await this.removeBodies(maxSeq);
-      },
-      (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }),
-    );
   }
 
   /**
@@ -328,6 +393,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     let committed: Awaited<ReturnType<typeof natslakeStateAsOf>> | undefined;
     for (const p of l.pending) {
       const e = p.committable;
+      if (e.type === "compaction") continue;
       if (e.type === "committable") {
         out.push(p.ref !== undefined ? { seq: p.seq, committable: e, ref: p.ref } : { seq: p.seq, committable: e });
         continue;
@@ -410,29 +476,13 @@ export class CommitterActor implements Actor<CommitterMsg> {
 
   /** Publishes the notifications of snapshots after `l.notified` up to `id`, rebuilt from the snapshot files. */
   private async announceThrough(l: Leadership, id: number): Promise<void> {
-    const table = this.d.table.name;
     let from = Math.max((l.notified ?? 0) + 1, id - CATCH_UP_MAX + 1);
     if (from > id) return;
     // Snapshots expired meanwhile are not announced late (their successors' notifications cover their offsets).
     from = Math.max(from, (await this.d.table.snapshots.earliestId()) ?? 1);
     for (let k = from; k <= id; k++) {
       const s = await this.d.table.snapshots.snapshot(k);
-      const st = await natslakeStateAsOf(this.d.table, s);
-      const offsets: Record<string, number> = {};
-      for (const [b, p] of st?.buckets ?? []) offsets[String(b)] = Number(p.offset);
-      await this.d.bus.publishSnapshot({
-        type: "snapshot",
-        table,
-        snapshotId: s.id,
-        kind: s.commitKind,
-        timeMillis: s.timeMillis,
-        linkedAtMillis: s.timeMillis,
-        totalRecordCount: s.totalRecordCount,
-        deltaRecordCount: s.deltaRecordCount,
-        epoch: st?.epoch ?? 0,
-        offsets,
-        ...(st?.stream !== undefined ? { stream: st.stream } : {}),
-      });
+      await this.d.bus.publishSnapshot(this.notificationOf(s, s.timeMillis, await natslakeStateAsOf(this.d.table, s)));
       l.notified = k;
     }
   }

@@ -71,6 +71,11 @@ export interface CommitLog {
 }
 
 export interface CommitReader {
+  /**
+   * Identity of the commit stream the sequences count in (its creation time: a re-created stream numbers from 1
+   * again). Compaction watermarks name it (src/commit/compaction-commit.ts).
+   */
+  readonly streamId: string;
   fetch(max: number, waitMs: number): Promise<Array<{ seq: number; committable: CommitEntry }>>;
   close(): Promise<void>;
 }

@@ -29,6 +29,8 @@ import { checkTableStream, STREAM_RECHECK_MS, streamMismatchCounter } from "./st
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
+import { BucketCompactor, type CompactionJobResult } from "./bucket-compactor.ts";
+import type { CompactionSlots } from "./compaction-slots.ts";
 
 export type WriterMsg =
   | { type: "opened"; generation: number; reader: BucketReader; offset: number; stream: string }
@@ -46,6 +48,8 @@ export type WriterMsg =
   | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number }
   | { type: "flush-failed"; generation: number; error: Error }
   | { type: "rejected"; rejection: Rejection }
+  | { type: "compacted"; result: CompactionJobResult }
+  | { type: "compaction-failed"; error: Error }
   | { type: "revoke"; reply: (lastOffset: number) => void }
   /**
    * Re-open the bucket: from the committed offset (after a failed flush, whose committable may or may not have
@@ -79,6 +83,11 @@ export interface WriterDeps {
    * threads on a node): those rows never reach this thread. A partitioned table's rows are routed here instead.
    */
   buffers: BucketBuffers;
+  /**
+   * Writer-side compaction of the bucket's small files (actors/bucket-compactor.ts): a job at most every
+   * `checkIntervalMs`, under the node's `slots`. Absent, or the table's `write-only = true`: none.
+   */
+  compaction?: { slots: CompactionSlots; checkIntervalMs: number };
 }
 
 let nextBudgetId = 0;
@@ -127,6 +136,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly writeBufferBytes: number;
   /** Where committables too large for one message go (sent by reference). */
   private readonly store: CommittableStore;
+  private readonly compactor: BucketCompactor | null;
+  private compacting = false;
+  /** Monotonic ms before which no compaction job starts. */
+  private nextCompactionAt = 0;
+  private readonly compactionJobs;
+  private readonly compactionFiles;
 
   constructor(private readonly d: WriterDeps) {
     this.writeBufferBytes = d.table.options.writeBufferSize;
@@ -135,6 +150,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
     this.streamMismatches = streamMismatchCounter(d.meter);
+    this.compactor =
+      d.compaction !== undefined && !d.table.options.bool("write-only")
+        ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, now: () => d.clock.monotonic() })
+        : null;
+    this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
+    this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });
     this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
   }
 
@@ -149,6 +170,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   async postStop(): Promise<void> {
     this.tick?.cancel();
+    this.compactor?.stop();
     this.d.budget?.release(this.budgetId);
     this.session?.close();
     this.session = null;
@@ -300,6 +322,25 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         return;
       case "flush-tick":
         this.flush(ctx);
+        this.maybeCompact(ctx);
+        return;
+      case "compacted": {
+        this.compacting = false;
+        const r = msg.result;
+        this.compactionJobs.add(1, { ...this.labels, result: r.entry === null ? "idle" : "sent" });
+        if (r.entry !== null) {
+          this.compactionFiles.add(r.inputFiles, { ...this.labels, role: "input" });
+          this.compactionFiles.add(r.outputFiles, { ...this.labels, role: "output" });
+          ctx.log.debug("compaction sent", { ...this.labels, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes });
+        }
+        return;
+      }
+      case "compaction-failed":
+        this.compacting = false;
+        this.compactionJobs.add(1, { ...this.labels, result: "failed" });
+        // Ingest goes on; the next job plans afresh after a pause (a full disk must not become a retry loop).
+        this.nextCompactionAt = this.d.clock.monotonic() + Math.max(10_000, this.d.compaction?.checkIntervalMs ?? 0);
+        ctx.log.warn("compaction failed; ingest continues, trying again later", { ...this.labels, error: msg.error.message });
         return;
       case "preempted":
         if (this.flushPending() || this.write === null || this.bufferedRows() === 0) return;
@@ -340,6 +381,21 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (!this.flushPending()) this.finishRevoke(ctx);
         return;
     }
+  }
+
+  /** Starts a compaction job when one is due and none runs; it never waits for, or holds up, ingest. */
+  private maybeCompact(ctx: ActorContext<WriterMsg>): void {
+    const c = this.compactor;
+    if (c === null || this.compacting || this.revoking) return;
+    const now = this.d.clock.monotonic();
+    if (now < this.nextCompactionAt) return;
+    this.nextCompactionAt = now + (this.d.compaction?.checkIntervalMs ?? 0);
+    this.compacting = true;
+    ctx.pipeToSelf(
+      c.runOnce(),
+      (result) => ({ type: "compacted", result }),
+      (e) => ({ type: "compaction-failed", error: ensureError(e) }),
+    );
   }
 
   private finishRevoke(ctx: ActorContext<WriterMsg>): void {

@@ -63,6 +63,13 @@ export const NodeConfigSchema = z.object({
   writerMemory: memory.default(128 * 1024 * 1024),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
   drainTimeout: duration.default(15_000),
+  /**
+   * Writer-side compactions this node runs at once (each holds its inputs' rows while rewriting them); 0 turns
+   * writer-side compaction off on this node (the table's `write-only = true` turns it off for a table).
+   */
+  compactionSlots: z.number().int().min(0).max(16).default(1),
+  /** How often a bucket writer plans a compaction (default: 4 commit intervals, at least 1 s). */
+  compactionInterval: duration.optional(),
 });
 
 export type NodeConfig = z.infer<typeof NodeConfigSchema>;
@@ -85,9 +92,11 @@ const ENV: Record<string, string> = {
   replicas: "NATSLAKE_REPLICAS",
   logLevel: "NATSLAKE_LOG_LEVEL",
   writerMemory: "NATSLAKE_WRITER_MEMORY",
+  compactionSlots: "NATSLAKE_COMPACTION_SLOTS",
+  compactionInterval: "NATSLAKE_COMPACTION_INTERVAL",
 };
 
-const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows"]);
+const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows", "compactionSlots"]);
 
 export function defaultNodeId(): string {
   return `${hostname().replace(/[^A-Za-z0-9_-]/g, "-")}-${process.pid}-${randomBytes(2).toString("hex")}`;

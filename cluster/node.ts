@@ -35,6 +35,7 @@ import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
 import { unsupportedNatsServer } from "./nats/server-version.ts";
+import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
@@ -77,6 +78,8 @@ export class Node {
   private bucketBuffers: BucketBuffers | null = null;
   /** One memory budget for the write buffers of every bucket writer on this node. */
   private writeBudget: WriteBudget | null = null;
+  /** How many writer-side compactions run at once on this node (null: compaction off, `compactionSlots: 0`). */
+  private readonly compactionSlots: CompactionSlots | null;
   private readonly meter: Meter;
   /** Lease failures of every table, logged as `redis at <url>: <reason>` (rate-limited), and the recovery. */
   private readonly redisReporter: RedisErrorReporter;
@@ -94,6 +97,7 @@ export class Node {
     this.redisReporter = new RedisErrorReporter((e, ok) => (ok ? log.info(e.message) : log.warn(e.message, { redis: cfg.redis ? redactRedisUrl(cfg.redis) : undefined })));
     this.catalog = new Catalog(cfg.warehouse);
     this.subjects = new Subjects(cfg.prefix);
+    this.compactionSlots = cfg.compactionSlots > 0 ? new CompactionSlots(cfg.compactionSlots) : null;
     this.meter = metrics.getMeter("natslake");
     const lag = this.meter.createObservableGauge("natslake_lease_renew_lag_ms", { description: "max lease renew lag of active leaders", unit: "ms" });
     lag.addCallback((r) => {
@@ -269,6 +273,7 @@ export class Node {
           budget: (this.writeBudget ??= new WriteBudget(this.cfg.writerMemory)),
           fetchBatch: 64,
           buffers: this.buffers(),
+          ...(this.compactionSlots !== null ? { compaction: { slots: this.compactionSlots, checkIntervalMs: this.cfg.compactionInterval ?? Math.max(1000, 4 * commitIntervalMs) } } : {}),
         },
         spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
         stopWriter: (ref) => this.system.stop(ref),

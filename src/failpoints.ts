@@ -15,7 +15,10 @@
  *   there `exit` ends that thread only, and `kill` the whole node);
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
- *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges);
+ *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges),
+ *   `committer.after-compact-snapshot` (the writers' COMPACT snapshot linked, the commit stream not purged);
+ * - writer-side compaction: `writer.compaction-before-send` (actors/bucket-compactor.ts: outputs written, the change
+ *   not yet in the commit stream);
  * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
  *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (remove-orphans.ts), `rollback.after-recreate`,
  *   `rollback.after-tag`, `rollback.after-snapshot`, `rollback.after-data-file` (rollback.ts);

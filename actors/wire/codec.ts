@@ -5,11 +5,12 @@
  */
 import { Packr } from "msgpackr";
 import { dataInvalid } from "../../src/errors.ts";
-import type { CommitEntry, Committable, CommittableClaim, CommittableRef, Rejection } from "./messages.ts";
+import type { DataFileMeta } from "../../src/spec/manifest.ts";
+import type { CommitEntry, Committable, CommittableClaim, CommittableRef, CompactionEntry, Rejection } from "./messages.ts";
 
 const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObjects: true });
 
-export const encodeMsg = (m: Committable | CommittableRef | Rejection): Uint8Array => packr.pack(m);
+export const encodeMsg = (m: CommitEntry | Rejection): Uint8Array => packr.pack(m);
 
 const num = (v: unknown, what: string): number => {
   if (typeof v === "number") return v;
@@ -46,7 +47,29 @@ export function decodeCommitEntry(data: Uint8Array): CommitEntry {
       size: num(o["size"], "size"),
     };
   }
+  if (o?.["type"] === "compaction") return compactionOf(o);
   return committableOf(o);
+}
+
+function compactionOf(o: Record<string, unknown>): CompactionEntry {
+  if (o["v"] !== 1) throw dataInvalid("not a v1 compaction");
+  if (!Array.isArray(o["changes"])) throw dataInvalid("a compaction without changes");
+  return {
+    type: "compaction",
+    v: 1,
+    table: String(o["table"]),
+    bucket: num(o["bucket"], "bucket"),
+    ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
+    writerId: String(o["writerId"]),
+    compactionId: String(o["compactionId"]),
+    planSnapshotId: num(o["planSnapshotId"], "planSnapshotId"),
+    changes: (o["changes"] as Array<Record<string, unknown>>).map((ch) => ({
+      partition: bytes(ch["partition"]),
+      totalBuckets: num(ch["totalBuckets"], "totalBuckets"),
+      before: (ch["before"] as unknown[]).map((m) => fileMetaOf(m as Record<string, unknown>)),
+      after: (ch["after"] as unknown[]).map((m) => fileMetaOf(m as Record<string, unknown>)),
+    })),
+  };
 }
 
 export function decodeCommittable(data: Uint8Array): Committable {
@@ -55,16 +78,28 @@ export function decodeCommittable(data: Uint8Array): Committable {
 
 function committableOf(o: Record<string, unknown>): Committable {
   if (o?.["type"] !== "committable" || o["v"] !== 1) throw dataInvalid("not a v1 committable");
-  const files = (o["files"] as Array<Record<string, unknown>>).map((f) => {
-    const m = f["meta"] as Record<string, unknown>;
-    const stats = (s: unknown) => {
-      const x = s as Record<string, unknown>;
-      return { minValues: bytes(x["minValues"]), maxValues: bytes(x["maxValues"]), nullCounts: (x["nullCounts"] as unknown[]).map((n) => (n === null ? null : big(n))) };
-    };
-    return {
-      partition: bytes(f["partition"]),
-      totalBuckets: num(f["totalBuckets"], "totalBuckets"),
-      meta: {
+  const files = (o["files"] as Array<Record<string, unknown>>).map((f) => ({
+    partition: bytes(f["partition"]),
+    totalBuckets: num(f["totalBuckets"], "totalBuckets"),
+    meta: fileMetaOf(f["meta"] as Record<string, unknown>),
+  }));
+  return {
+    type: "committable",
+    v: 1,
+    ...decodeClaim(o),
+    rowCount: num(o["rowCount"], "rowCount"),
+    files,
+    firstArrivalMillis: num(o["firstArrivalMillis"], "firstArrivalMillis"),
+  };
+}
+
+/** A DataFileMeta as msgpack carries it (bigints as int64, bytes as bin). */
+function fileMetaOf(m: Record<string, unknown>): DataFileMeta {
+  const stats = (s: unknown) => {
+    const x = s as Record<string, unknown>;
+    return { minValues: bytes(x["minValues"]), maxValues: bytes(x["maxValues"]), nullCounts: (x["nullCounts"] as unknown[]).map((n) => (n === null ? null : big(n))) };
+  };
+  return {
         fileName: String(m["fileName"]),
         fileSize: num(m["fileSize"], "fileSize"),
         rowCount: num(m["rowCount"], "rowCount"),
@@ -85,16 +120,6 @@ function committableOf(o: Record<string, unknown>): Committable {
         externalPath: (m["externalPath"] as string | null) ?? null,
         firstRowId: m["firstRowId"] === null || m["firstRowId"] === undefined ? null : big(m["firstRowId"]),
         writeCols: (m["writeCols"] as string[] | null) ?? null,
-      },
-    };
-  });
-  return {
-    type: "committable",
-    v: 1,
-    ...decodeClaim(o),
-    rowCount: num(o["rowCount"], "rowCount"),
-    files,
-    firstArrivalMillis: num(o["firstArrivalMillis"], "firstArrivalMillis"),
   };
 }
 

@@ -112,8 +112,38 @@ export interface CommittableRef extends CommittableClaim {
   size: number;
 }
 
-/** What the commit stream carries: a committable, or a reference to one. */
-export type CommitEntry = Committable | CommittableRef;
+/** The files one compaction replaced in one partition of its bucket (both lists as their manifest entries carry them). */
+export interface CompactionChange {
+  /** Framed BinaryRow of the partition. */
+  partition: Uint8Array;
+  totalBuckets: number;
+  /** The inputs: live files of the bucket, in the sequence order their rows were rewritten in. */
+  before: DataFileMeta[];
+  /** The outputs, written under the bucket's directory, referenced by no snapshot until accepted. */
+  after: DataFileMeta[];
+}
+
+/**
+ * A writer's compaction of small files of its bucket: writer → committer over the commit stream, like a committable.
+ * It carries no offsets (it moves no progress); the leader lands accepted ones as a COMPACT snapshot and deletes the
+ * outputs of rejected ones (src/commit/compaction-commit.ts: duplicate / stale owner / inputs gone / outputs missing).
+ */
+export interface CompactionEntry {
+  type: "compaction";
+  v: 1;
+  table: string;
+  bucket: number;
+  ownerEpoch: number;
+  writerId: string;
+  /** Unique per compaction (logs, the message id). */
+  compactionId: string;
+  /** The snapshot the writer planned against. */
+  planSnapshotId: number;
+  changes: CompactionChange[];
+}
+
+/** What the commit stream carries: a committable, a reference to one, or a writer's compaction. */
+export type CommitEntry = Committable | CommittableRef | CompactionEntry;
 
 /** committer → writer: a committable was not accepted; the writer resumes bucket `bucket` from `committedOffset`. */
 export interface Rejection {

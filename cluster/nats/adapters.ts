@@ -404,8 +404,10 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     },
     async open(table): Promise<CommitReader> {
       const t = id(table);
+      const info = await jsm.streams.info(subjects.commitStream(t));
       const consumer = await orderedConsumer(() => js.consumers.get(subjects.commitStream(t), { deliver_policy: DeliverPolicy.All, filter_subjects: subjects.commit(t) }));
-      return bufferedReader(consumer, (m) => ({ seq: m.seq, committable: decodeCommitEntry(m.data) }), 4096);
+      const reader = bufferedReader(consumer, (m) => ({ seq: m.seq, committable: decodeCommitEntry(m.data) }), 4096);
+      return { streamId: `${subjects.commitStream(t)}@${info.created}`, fetch: (max, waitMs) => reader.fetch(max, waitMs), close: () => reader.close() };
     },
     async purge(table, throughSeq): Promise<void> {
       await jsm.streams.purge(subjects.commitStream(id(table)), { seq: throughSeq + 1 });

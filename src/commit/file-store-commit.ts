@@ -75,8 +75,12 @@ export interface CommitResult {
 export class FileStoreCommit {
   private readonly manifests: ManifestStore;
 
-  constructor(private readonly table: Table) {
-    this.manifests = new ManifestStore(table);
+  /** `manifests`: a store to share (and its cache) with the caller, e.g. a precondition that reads live files. */
+  constructor(
+    private readonly table: Table,
+    manifests?: ManifestStore,
+  ) {
+    this.manifests = manifests ?? new ManifestStore(table);
   }
 
   async commit(req: CommitRequest): Promise<CommitResult> {

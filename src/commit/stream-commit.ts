@@ -108,11 +108,15 @@ export class StreamCommitter<C extends StreamCommittable> {
   }
 }
 
-/** The stream fields a snapshot carries forward: the stream decided for it, and the base's offset epoch. */
-function streamOf(stream: string | undefined, base: NatslakeState | null): Pick<NatslakeState, "stream" | "offsetEpoch"> {
-  const out: Pick<NatslakeState, "stream" | "offsetEpoch"> = {};
+/**
+ * The fields a snapshot carries forward besides epoch and offsets: the stream decided for it, the base's offset
+ * epoch and the base's compaction watermark.
+ */
+function streamOf(stream: string | undefined, base: NatslakeState | null): Pick<NatslakeState, "stream" | "offsetEpoch" | "compactionsDecided"> {
+  const out: Pick<NatslakeState, "stream" | "offsetEpoch" | "compactionsDecided"> = {};
   if (stream !== undefined) out.stream = stream;
   if (base?.offsetEpoch !== undefined) out.offsetEpoch = base.offsetEpoch;
+  if (base?.compactionsDecided !== undefined) out.compactionsDecided = base.compactionsDecided;
   return out;
 }
 
@@ -167,7 +171,7 @@ export async function resetStreamOffsets(
       check(st);
       const buckets = new Map<number, { offset: bigint; ownerEpoch: number }>();
       for (const b of new Set([...reset.buckets, ...(st?.buckets.keys() ?? [])])) buckets.set(b, { offset: BigInt(reset.offsetOf(b)), ownerEpoch: st?.buckets.get(b)?.ownerEpoch ?? 0 });
-      decided = { epoch: st?.epoch ?? 0, buckets, stream: reset.stream, offsetEpoch: (st?.offsetEpoch ?? 0) + 1 };
+      decided = { epoch: st?.epoch ?? 0, buckets, stream: reset.stream, offsetEpoch: (st?.offsetEpoch ?? 0) + 1, ...(st?.compactionsDecided !== undefined ? { compactionsDecided: st.compactionsDecided } : {}) };
       return { properties: natslakeProperties(decided, base?.properties ?? null), messages: [], commitIdentifier: BigInt((base?.id ?? 0) + 1), commitEmpty: true };
     },
   });

@@ -60,6 +60,16 @@ export interface CompactionRules {
   maxFileNum: number;
   maxRowsPerFile: number;
   /**
+   * Set: pick only the newest files of a run, as Paimon's universal compaction picks sorted runs
+   * (`compaction.size-ratio`, a percentage): the newest `run length − compaction.min.file-num + 1` files are taken,
+   * then each older neighbour joins while it is at most (100 + ratio)% of what was taken so far. A run then stays
+   * near `compaction.min.file-num` files whose sizes grow geometrically, and a row is rewritten a few times, instead
+   * of every compaction rewriting the whole run again. Unset: whole runs (an explicit `natslake compact`).
+   */
+  sizeRatio?: number;
+  /** Files never taken as inputs (and, in a fixed bucket, ending a run): e.g. inputs of compactions in flight. */
+  exclude?: (f: DataFileMeta) => boolean;
+  /**
    * Files written with a newer schema than this are never inputs (the table handle's schema: rewriting them through
    * an older schema would drop the columns added since). Default: no bound.
    */
@@ -100,6 +110,8 @@ export interface CompactionPlan {
   /** Live files and bytes in the (partition, bucket)s considered. */
   filesBefore: number;
   bytesBefore: number;
+  /** The names of those live files. */
+  liveFileNames: Set<string>;
 }
 
 export interface PlanOptions {
@@ -137,7 +149,28 @@ function outputGroups(files: readonly DataFileMeta[], rules: CompactionRules): D
 const reduces = (files: readonly DataFileMeta[], rules: CompactionRules): boolean => files.length >= 2 && outputGroups(files, rules).length < files.length;
 
 const isSmall = (f: DataFileMeta, rules: CompactionRules): boolean =>
-  f.fileSize < rules.smallFileSize && f.rowCount < rules.maxRowsPerFile && (rules.maxSchemaId === undefined || f.schemaId <= rules.maxSchemaId);
+  f.fileSize < rules.smallFileSize &&
+  f.rowCount < rules.maxRowsPerFile &&
+  (rules.maxSchemaId === undefined || f.schemaId <= rules.maxSchemaId) &&
+  rules.exclude?.(f) !== true;
+
+/**
+ * The files to rewrite of `files` (oldest first, at least `minFileNum` of them): all, or with a size ratio the newest
+ * ones it admits (see `sizeRatio`), oldest first.
+ */
+function bySizeRatio(files: readonly DataFileMeta[], rules: CompactionRules): DataFileMeta[] {
+  if (rules.sizeRatio === undefined) return [...files];
+  // Forced: as many of the newest as the run is over its trigger (so a run never grows past it), at least one.
+  let count = Math.min(files.length, Math.max(1, files.length - Math.max(2, rules.minFileNum) + 1));
+  let size = files.slice(files.length - count).reduce((n, f) => n + f.fileSize, 0);
+  while (count < files.length && count < rules.maxFileNum) {
+    const older = files[files.length - 1 - count]!;
+    if ((size * (100 + rules.sizeRatio)) / 100 < older.fileSize) break;
+    size += older.fileSize;
+    count++;
+  }
+  return files.slice(files.length - count);
+}
 
 /**
  * The tasks for the files of one fixed bucket (any order given): runs of consecutive small files in sequence order,
@@ -157,8 +190,9 @@ export function pickBucketed(files: readonly DataFileMeta[], rules: CompactionRu
   }
   runs.push(run);
   const out: DataFileMeta[][] = [];
-  for (const r of runs) {
-    if (r.length < Math.max(2, rules.minFileNum)) continue;
+  for (const whole of runs) {
+    if (whole.length < Math.max(2, rules.minFileNum)) continue;
+    const r = bySizeRatio(whole, rules);
     const chunks = Math.ceil(r.length / rules.maxFileNum);
     for (let i = 0; i < chunks; i++) {
       const chunk = r.slice(Math.floor((i * r.length) / chunks), Math.floor(((i + 1) * r.length) / chunks));
@@ -170,7 +204,10 @@ export function pickBucketed(files: readonly DataFileMeta[], rules: CompactionRu
 
 /** The tasks for the files of one partition of an unaware-bucket table: Paimon's size-ordered bin packing. */
 export function packUnaware(files: readonly DataFileMeta[], rules: CompactionRules): DataFileMeta[][] {
-  const small = files.filter((f) => isSmall(f, rules)).sort((a, b) => a.fileSize - b.fileSize || bySequence(a, b));
+  const all = files.filter((f) => isSmall(f, rules)).sort((a, b) => a.fileSize - b.fileSize || bySequence(a, b));
+  if (rules.sizeRatio !== undefined && all.length < Math.max(2, rules.minFileNum)) return [];
+  // With a size ratio: the smallest files, each next one admitted while it is not much larger than those before.
+  const small = rules.sizeRatio === undefined ? all : bySizeRatio([...all].reverse(), rules).reverse();
   const out: DataFileMeta[][] = [];
   let bin: DataFileMeta[] = [];
   let size = 0;
@@ -199,7 +236,7 @@ export async function planCompaction(table: Table, o: PlanOptions = {}, store = 
   checkCompactable(table);
   const rules = compactionRules(table, { maxSchemaId: table.schema.id, ...o.rules });
   const latest: Snapshot | null = await table.snapshots.latest();
-  const plan: CompactionPlan = { snapshotId: latest?.id ?? null, tasks: [], filesBefore: 0, bytesBefore: 0 };
+  const plan: CompactionPlan = { snapshotId: latest?.id ?? null, tasks: [], filesBefore: 0, bytesBefore: 0, liveFileNames: new Set() };
   if (latest === null) return plan;
   const types = table.partitionTypes;
   const want = o.partition === undefined ? null : Buffer.from(serializeBinaryRow(types, o.partition)).toString("hex");
@@ -216,6 +253,7 @@ export async function planCompaction(table: Table, o: PlanOptions = {}, store = 
       groups.set(key, g);
     }
     g.files.push(e.file);
+    plan.liveFileNames.add(e.file.fileName);
     plan.filesBefore++;
     plan.bytesBefore += e.file.fileSize;
   }

@@ -119,6 +119,7 @@ export const PROP_OFFSET_PREFIX = "natslake.offset.";
 export const PROP_OWNER_EPOCH_PREFIX = "natslake.owner-epoch.";
 export const PROP_STREAM = "natslake.stream";
 export const PROP_OFFSET_EPOCH = "natslake.offset-epoch";
+export const PROP_COMPACTIONS_DECIDED = "natslake.compactions-decided";
 
 export interface BucketProgress {
   /** Last stream sequence committed for the bucket. */
@@ -136,6 +137,12 @@ export interface NatslakeState {
   stream?: string;
   /** How many times the offsets were reset onto another stream (0 when never). */
   offsetEpoch?: number;
+  /**
+   * The last commit-stream entry of a writer's compaction that a COMPACT snapshot decided, as
+   * `<commit stream identity>/<sequence>` (src/commit/compaction-commit.ts): a compaction read again at or below it
+   * (a leader died before purging it) is a duplicate, even when its outputs were compacted away since.
+   */
+  compactionsDecided?: string;
 }
 
 /** natslake's state in a snapshot, or null when the snapshot was committed by another engine. */
@@ -151,6 +158,7 @@ export function natslakeState(s: Snapshot): NatslakeState | null {
   const st: NatslakeState = { epoch: Number(p[PROP_EPOCH]), buckets };
   if (p[PROP_STREAM] !== undefined) st.stream = p[PROP_STREAM];
   if (p[PROP_OFFSET_EPOCH] !== undefined) st.offsetEpoch = Number(p[PROP_OFFSET_EPOCH]);
+  if (p[PROP_COMPACTIONS_DECIDED] !== undefined) st.compactionsDecided = p[PROP_COMPACTIONS_DECIDED];
   return st;
 }
 
@@ -160,6 +168,7 @@ export function natslakeProperties(state: NatslakeState, base: Record<string, st
   out[PROP_EPOCH] = String(state.epoch);
   if (state.stream !== undefined) out[PROP_STREAM] = state.stream;
   if (state.offsetEpoch !== undefined && state.offsetEpoch > 0) out[PROP_OFFSET_EPOCH] = String(state.offsetEpoch);
+  if (state.compactionsDecided !== undefined) out[PROP_COMPACTIONS_DECIDED] = state.compactionsDecided;
   for (const [b, p] of [...state.buckets.entries()].sort((x, y) => x[0] - y[0])) {
     out[PROP_OFFSET_PREFIX + b] = p.offset.toString();
     out[PROP_OWNER_EPOCH_PREFIX + b] = String(p.ownerEpoch);

@@ -117,6 +117,7 @@ function leader(table: Table, queue: Array<{ seq: number; committable: CommitEnt
     publishDeadLetters: () => Promise.resolve(),
   };
   const reader: CommitReader = {
+    streamId: "COMMITS@1",
     fetch: async (max, waitMs) => {
       if (queue.length === 0) await new Promise((r) => setTimeout(r, Math.min(waitMs, 20)));
       return queue.splice(0, max);

@@ -61,6 +61,7 @@ test("committer - a new leader announces the snapshots an earlier leader linked 
     // The commit stream: empty at first (an idle table), then one committable continuing the chain.
     const queue: Array<{ seq: number; committable: Committable }> = [];
     const reader: CommitReader = {
+      streamId: "COMMITS@1",
       fetch: async (max, waitMs) => {
         if (queue.length === 0) await new Promise((r) => setTimeout(r, Math.min(waitMs, 20)));
         return queue.splice(0, max);

@@ -69,3 +69,48 @@ test("options - compaction.small-file-ratio is a number (default 0.7)", () => {
   assert.equal(new TableOptions({}).double("compaction.small-file-ratio"), 0.7);
   assert.equal(new TableOptions({ "compaction.small-file-ratio": "0.25" }).double("compaction.small-file-ratio"), 0.25);
 });
+
+test("pickBucketed with a size ratio - the newest files over the trigger are forced, older neighbours join by the ratio", () => {
+  nextSeq = 0n;
+  const ratio = { ...rules, minFileNum: 3, maxFileNum: 50, sizeRatio: 1 };
+  // 40, 16, 8 and two fresh 1s: 5 files, 3 over the trigger of 3 → the newest three (8, 1, 1 = 10) are forced;
+  // 16 ≤ 10 × 1.01? no: it stays, and so does 40.
+  const fs = [file("a40", 40 * MB), file("b16", 16 * MB), file("c8", 8 * MB), file("d1", MB), file("e1", MB)];
+  assert.deepEqual(names(pickBucketed(fs, ratio)), [["c8", "d1", "e1"]]);
+  // At the trigger exactly, only the newest is forced: it needs an older neighbour within the ratio.
+  nextSeq = 0n;
+  assert.deepEqual(names(pickBucketed([file("x8", 8 * MB), file("y4", 4 * MB), file("z1", MB)], ratio)), [], "4 > 1 × 1.01: nothing to do yet");
+  nextSeq = 0n;
+  assert.deepEqual(names(pickBucketed([file("x8", 8 * MB), file("y1", MB), file("z1", MB)], ratio)), [["y1", "z1"]], "1 ≤ 1.01: the two fresh files");
+  // Excluded files (inputs of a compaction in flight) end a run like large ones.
+  nextSeq = 0n;
+  const ex = [file("p", MB), file("q", MB), file("r", MB), file("busy", MB), file("s", MB), file("t", MB)];
+  assert.deepEqual(names(pickBucketed(ex, { ...rules, exclude: (f) => f.fileName === "busy" })), [["p", "q", "r"]]);
+});
+
+test("pickBucketed with a size ratio - a bucket fed one small file per flush and compacted every 4 flushes stays at ≤ 10 files, each byte rewritten ≤ 12 times", () => {
+  nextSeq = 0n;
+  const ratio = { ...rules, smallFileSize: 1e12, targetFileSize: 1e12, minFileNum: 5, maxFileNum: 50, sizeRatio: 1 };
+  let files: DataFileMeta[] = [];
+  let rewritten = 0;
+  let ingested = 0;
+  let maxLive = 0;
+  for (let i = 0; i < 2400; i++) {
+    const f = file(`f${i}`, 30_000 + ((i * 7919) % 3000));
+    files.push(f);
+    ingested += f.fileSize;
+    maxLive = Math.max(maxLive, files.length);
+    if (i % 4 !== 3) continue;
+    for (const task of pickBucketed(files, ratio)) {
+      const size = task.reduce((n, x) => n + x.fileSize, 0);
+      rewritten += size;
+      const at = files.indexOf(task[0]!);
+      assert.deepEqual(files.slice(at, at + task.length), task, "a task is a contiguous run of the bucket's files");
+      const out: DataFileMeta = { ...task[0]!, fileName: `c${i}-${at}`, fileSize: size, maxSequenceNumber: task[task.length - 1]!.maxSequenceNumber };
+      files = [...files.slice(0, at), out, ...files.slice(at + task.length)];
+    }
+  }
+  assert.ok(maxLive <= 10, `at most 10 live files (saw ${maxLive})`);
+  assert.ok(rewritten / ingested <= 12, `write amplification ${(rewritten / ingested).toFixed(1)}`);
+  for (let i = 1; i < files.length; i++) assert.ok(files[i]!.minSequenceNumber > files[i - 1]!.maxSequenceNumber, "sequence order kept");
+});

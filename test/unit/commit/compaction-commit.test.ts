@@ -1,0 +1,69 @@
+/**
+ * The leader's decision on writers' compactions (pure): duplicate by the commit-stream watermark, stale owner,
+ * inputs gone (also taken by an earlier change of the same round), outputs missing, else accepted.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { decideCompactions, parseWatermark, type CompactionClaim } from "../../../src/commit/compaction-commit.ts";
+import { EMPTY_STATS, FileKind, fileIdentifier, type DataFileMeta } from "../../../src/spec/manifest.ts";
+import type { NatslakeState } from "../../../src/spec/snapshot.ts";
+
+const PART = new Uint8Array(0);
+function file(name: string): DataFileMeta {
+  return {
+    fileName: name, fileSize: 1, rowCount: 1, minKey: EMPTY_STATS.minValues, maxKey: EMPTY_STATS.maxValues, keyStats: EMPTY_STATS, valueStats: EMPTY_STATS,
+    minSequenceNumber: 0n, maxSequenceNumber: 0n, schemaId: 0, level: 0, extraFiles: [], creationTimeMillis: 0, deleteRowCount: 0,
+    embeddedIndex: null, fileSource: 0, valueStatsCols: null, externalPath: null, firstRowId: null, writeCols: null,
+  };
+}
+const change = (bucket: number, ownerEpoch: number, before: string[], after: string[]): CompactionClaim => ({
+  bucket,
+  ownerEpoch,
+  changes: [{ partition: PART, totalBuckets: 2, before: before.map(file), after: after.map(file) }],
+});
+const live = (bucket: number, ...names: string[]): string[] => names.map((n) => fileIdentifier({ kind: FileKind.ADD, partition: PART, bucket, totalBuckets: 2, file: file(n) }));
+const state = (w?: string): NatslakeState => ({ epoch: 3, buckets: new Map([[0, { offset: 10n, ownerEpoch: 2 }], [1, { offset: 5n, ownerEpoch: 2 }]]), ...(w ? { compactionsDecided: w } : {}) });
+const none = new Map<number, string>();
+
+test("compactions - accepted when its inputs are live, its owner current and its outputs present; the watermark moves to the last seq decided", () => {
+  const out = decideCompactions([{ seq: 7, compaction: change(0, 2, ["a", "b"], ["ab"]) }], { state: state(), live: new Set(live(0, "a", "b")) }, { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none });
+  assert.deepEqual(out.verdicts.map((v) => v.kind), ["accepted"]);
+  assert.equal(out.accepted.length, 1);
+  assert.equal(out.watermark, 7);
+});
+
+test("compactions - at or below the watermark of the same commit stream: a duplicate, even with its inputs gone (never rejected: its outputs may be live or held by older snapshots)", () => {
+  const base = { state: state("C@1/9"), live: new Set(live(0, "ab")) };
+  const out = decideCompactions([{ seq: 9, compaction: change(0, 2, ["a", "b"], ["ab"]) }, { seq: 12, compaction: change(0, 2, ["ab", "c"], ["abc"]) }], base, { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none });
+  assert.deepEqual(out.verdicts.map((v) => v.kind), ["duplicate", "rejected"]);
+  // A watermark of another (older, re-created) commit stream says nothing about this one's sequences.
+  const other = decideCompactions([{ seq: 3, compaction: change(0, 2, ["ab"], ["x"]) }], { state: state("C@0/9"), live: new Set(live(0, "ab")) }, { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none });
+  assert.deepEqual(other.verdicts.map((v) => v.kind), ["accepted"]);
+});
+
+test("compactions - rejected: stale owner epoch, an input not live, an input taken by an earlier change of the round, an output missing", () => {
+  const base = { state: state(), live: new Set([...live(0, "a", "b", "c"), ...live(1, "p", "q")]) };
+  const out = decideCompactions(
+    [
+      { seq: 1, compaction: change(1, 1, ["p", "q"], ["pq"]) }, // owner epoch 1, bucket 1 is at 2
+      { seq: 2, compaction: change(0, 2, ["a", "gone"], ["x"]) },
+      { seq: 3, compaction: change(0, 2, ["a", "b"], ["ab"]) },
+      { seq: 4, compaction: change(0, 2, ["b", "c"], ["bc"]) }, // b was taken by seq 3
+      { seq: 5, compaction: change(1, 2, ["p", "q"], ["pq2"]) },
+    ],
+    base,
+    { commitStream: "C@1", ownerEpochOf: () => undefined, missingOutputs: new Map([[5, "pq2"]]) },
+  );
+  assert.deepEqual(
+    out.verdicts.map((v) => (v.kind === "rejected" ? `${v.seq}:${v.reason}` : `${v.seq}:${v.kind}`)),
+    ["1:stale-owner-epoch", "2:inputs-gone", "3:accepted", "4:inputs-gone", "5:outputs-missing"],
+  );
+  assert.equal(out.watermark, 5, "rejected ones count as decided too");
+});
+
+test("compactions - watermark parsing", () => {
+  assert.deepEqual(parseWatermark("LAKE_COMMITS_x@2026-12-01T00:00:00Z/42"), { stream: "LAKE_COMMITS_x@2026-12-01T00:00:00Z", seq: 42 });
+  assert.equal(parseWatermark(undefined), undefined);
+  assert.equal(parseWatermark("no-seq"), undefined);
+  assert.equal(parseWatermark("/5"), undefined);
+});
