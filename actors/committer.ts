@@ -31,7 +31,6 @@ import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
 import { streamMismatchCounter } from "./stream-check.ts";
-import { expireSnapshots } from "../src/maintenance/expire-snapshots.ts";
 
 export type CommitterMsg =
   | { type: "tick" }
@@ -80,9 +79,6 @@ interface Leadership {
   notified: number | null;
 }
 
-/** The leader expires snapshots at most this often (a run removes up to `snapshot.expire.limit`). */
-const EXPIRE_EVERY_MS = 1000;
-
 /** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
 export const CATCH_UP_MAX = 100;
 
@@ -111,13 +107,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private readonly streamMismatches;
   private readonly compactions;
 
-  private lastExpireAt = -Infinity;
-  private readonly expired;
-  private readonly filesRemoved;
-
   constructor(private readonly d: CommitterDeps) {
-    this.expired = d.meter.createCounter("natslake_snapshots_expired_total", { description: "snapshots removed by expiration" });
-    this.filesRemoved = d.meter.createCounter("natslake_files_removed_total", { description: "data files and manifests removed by maintenance" });
     this.commits = d.meter.createCounter("natslake_commits_total", { description: "snapshots committed" });
     this.commitLatency = d.meter.createHistogram("natslake_commit_duration_ms", { description: "commit round duration", unit: "ms" });
     this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
@@ -371,7 +361,6 @@ export class CommitterActor implements Actor<CommitterMsg> {
         const through = res.state.get(b)!.offset;
         this.inBackground(`bucket-${b}`, () => this.d.ingestLog.purgeBucket(table, b, through, res.stream), (e) => ctx.log.warn("purge failed", { table, bucket: b, error: e.message }));
       }
-      this.maybeExpire(ctx);
     }
     // Bodies sent by reference that nothing will apply again: accepted ones (the snapshot landed) and duplicates.
     // Rejected ones stay (orphans) — a reader that took them before the purge may still look at them.
@@ -440,32 +429,6 @@ export class CommitterActor implements Actor<CommitterMsg> {
    * seconds; a round waiting for it delayed every commit — chaos: nats-node-kill). At most one purge per target is in
    * flight; one skipped now is covered by the next (purges are "everything through seq", so monotone).
    */
-  /**
-   * Snapshot expiration by the table's retention options (src/maintenance/expire-snapshots.ts), by the leader only,
-   * in the background and at most once per EXPIRE_EVERY_MS: it deletes only snapshots older than the one commits
-   * build on and files no snapshot from the oldest retained one on references (a file or manifest, once dropped from
-   * a snapshot, is never referenced again), so it never races the commit path. `write-only = true` turns it off, as
-   * in Paimon.
-   */
-  private maybeExpire(ctx: ActorContext<CommitterMsg>): void {
-    if (this.d.table.options.bool("write-only")) return;
-    const now = this.d.clock.monotonic();
-    if (now - this.lastExpireAt < EXPIRE_EVERY_MS) return;
-    this.lastExpireAt = now;
-    const table = this.d.table.name;
-    this.inBackground(
-      "expire",
-      async () => {
-        const r = await expireSnapshots(this.d.table);
-        if (r.snapshotsDeleted === 0) return;
-        this.expired.add(r.snapshotsDeleted, { table });
-        this.filesRemoved.add(r.dataFilesDeleted, { table, kind: "data" });
-        this.filesRemoved.add(r.manifestsDeleted, { table, kind: "manifest" });
-      },
-      (e) => ctx.log.warn("snapshot expiration failed; trying again later", { table, error: e.message }),
-    );
-  }
-
   private inBackground(key: string, purge: () => Promise<void>, onError: (e: Error) => void): void {
     if (this.purging.has(key)) return;
     this.purging.add(key);

@@ -1,9 +1,12 @@
 /**
  * The leader's scheduled maintenance tasks (run by MaintenanceActor), each a thin schedule over its library function
- * in src/maintenance/.
+ * in src/maintenance/. Built per table (`maintenanceTasks`), since snapshot expiration remembers what it last saw.
  */
+import type { Meter } from "@opentelemetry/api";
 import { expirePartitions, partitionExpirationEnabled } from "../src/maintenance/expire-partitions.ts";
+import { expireSnapshots, type ExpireResult } from "../src/maintenance/expire-snapshots.ts";
 import { removeOrphans } from "../src/maintenance/remove-orphans.ts";
+import type { Table } from "../src/table/table.ts";
 import type { MaintenanceTask } from "./maintenance.ts";
 
 /** Partition expiration every `partition.expiration-check-interval` (default 1 h) once `partition.expiration-time` is set. */
@@ -29,5 +32,49 @@ export const removeOrphansTask: MaintenanceTask = {
   },
 };
 
-/** Every task the leader schedules. */
-export const MAINTENANCE_TASKS: readonly MaintenanceTask[] = [expirePartitionsTask, removeOrphansTask];
+/** The leader expires snapshots at most this often (a run removes up to `snapshot.expire.limit`). */
+export const EXPIRE_EVERY_MS = 1000;
+
+/** Counts what snapshot expiration removed — scheduled or asked for — under the metric names the committer used. */
+export function expirationCounters(meter: Meter): (table: string, r: ExpireResult) => void {
+  const expired = meter.createCounter("natslake_snapshots_expired_total", { description: "snapshots removed by expiration" });
+  const filesRemoved = meter.createCounter("natslake_files_removed_total", { description: "data files and manifests removed by maintenance" });
+  return (table, r) => {
+    if (r.dryRun || r.snapshotsDeleted === 0) return;
+    expired.add(r.snapshotsDeleted, { table });
+    filesRemoved.add(r.dataFilesDeleted, { table, kind: "data" });
+    filesRemoved.add(r.manifestsDeleted, { table, kind: "manifest" });
+  };
+}
+
+/**
+ * Snapshot expiration by the table's retention options, at most once per EXPIRE_EVERY_MS, after commits: it runs
+ * when a snapshot landed since its last run, or when that run stopped at `snapshot.expire.limit` with more to go
+ * (an idle table is left as its last commit left it, as in Paimon, which expires on commit). It deletes only
+ * snapshots older than the one commits build on and files no snapshot from the oldest retained one on references,
+ * so it never races the commit path. `write-only = true` turns it off, as in Paimon.
+ */
+export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => void): MaintenanceTask {
+  let seenLatest: number | null = null;
+  let moreToGo = false;
+  return {
+    name: "expire-snapshots",
+    quiet: true, // several runs a second under load: the metrics say what it did
+    intervalMs: (t: Table) => (t.options.bool("write-only") ? null : EXPIRE_EVERY_MS),
+    run: async (t): Promise<Record<string, number>> => {
+      const latest = await t.snapshots.latestId();
+      if (latest === seenLatest && !moreToGo) return {};
+      seenLatest = latest;
+      const r = await expireSnapshots(t);
+      record(t.name, r);
+      // A full run (the limit reached) may leave more: go on next time without waiting for a commit.
+      moreToGo = r.snapshotsDeleted > 0 && r.snapshotsDeleted >= t.options.int("snapshot.expire.limit");
+      return { snapshots: r.snapshotsDeleted, "data-files": r.dataFilesDeleted, manifests: r.manifestsDeleted };
+    },
+  };
+}
+
+/** Every task the leader schedules for one table. */
+export function maintenanceTasks(meter: Meter): readonly MaintenanceTask[] {
+  return [expirePartitionsTask, removeOrphansTask, expireSnapshotsTask(expirationCounters(meter))];
+}

@@ -1,18 +1,23 @@
 /**
- * MaintenanceActor: the leader's scheduled table maintenance other than snapshot expiration (which the committer
- * runs after commits) — partition expiration, orphan-file cleanup. One per table, spawned and stopped with the
- * leadership, as the coordinator and the router are, so exactly one process maintains a table at a time and a
- * paused ex-leader's jobs end with its actors.
+ * MaintenanceActor: the leader's table maintenance — scheduled snapshot expiration, partition expiration and
+ * orphan-file cleanup, and the jobs the CLI asks the leader for (compact, expire, remove orphans: requests on
+ * `<p>.ctl.maint.<db>.<table>`). One per table, spawned and stopped with the leadership, as the coordinator and the
+ * router are, so exactly one process maintains a table at a time and a paused ex-leader's jobs end with its actors.
  *
- * Each task says when it is due (from the table's options) and runs off the commit path: one task at a time, never
- * twice at once, a failure logged and tried again at its next due time. A task's work is idempotent and crash-safe
- * by itself (src/maintenance/), so a leader that dies mid-task leaves it for the next leader.
+ * Everything runs off the commit path, one job at a time — never a scheduled task beside a requested one, never
+ * two of either — so an `expire-snapshots` from the CLI and the scheduled one cannot interleave their deletes.
+ * Requests go first (someone waits for them), in arrival order; then the most overdue scheduled task. A failure is
+ * logged and the task tried again at its next due time; a request's failure is its answer. A job's work is
+ * idempotent and crash-safe by itself (src/maintenance/), so a leader that dies mid-job leaves it for the next one.
  */
 import type { Meter } from "@opentelemetry/api";
-import { ensureError } from "../src/errors.ts";
+import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import type { Table } from "../src/table/table.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
-import type { Clock } from "./ports.ts";
+import type { Clock, MaintenanceResponder } from "./ports.ts";
+import { runMaintenanceJob, type MaintenanceJob } from "./maintenance-jobs.ts";
+import { expirationCounters } from "./maintenance-tasks.ts";
+import type { ExpireResult } from "../src/maintenance/expire-snapshots.ts";
 
 export interface MaintenanceTask {
   /** A short name for logs and metrics (`expire-partitions`, `remove-orphans`). */
@@ -21,30 +26,52 @@ export interface MaintenanceTask {
   intervalMs(table: Table): number | null;
   /** Runs it once; resolves with counts to log and to add to `natslake_maintenance_removed_total{task,kind}`. */
   run(table: Table): Promise<Record<string, number>>;
+  /** Runs too often to log each run (its metrics say what it did). */
+  quiet?: boolean;
 }
 
-export type MaintenanceMsg = { type: "tick" } | { type: "done"; task: string; counts: Record<string, number> } | { type: "failed"; task: string; error: Error };
+export type MaintenanceMsg =
+  | { type: "tick" }
+  | { type: "done"; task: string; counts: Record<string, number> }
+  | { type: "failed"; task: string; error: Error }
+  /** A job asked for over NATS; its answers go to `responder`. */
+  | { type: "request"; job: MaintenanceJob; responder: MaintenanceResponder }
+  | { type: "request-ended"; task: string; ok: boolean; ms: number; error?: Error };
 
 export interface MaintenanceDeps {
   table: Table;
   tasks: readonly MaintenanceTask[];
   clock: Clock;
   meter: Meter;
+  /** The node running it (logs). */
+  nodeId?: string;
+  /** Whether this node still holds the table's lease; checked before each requested job (a paused ex-leader's). */
+  stillLeader?: () => boolean;
   /** How often due times are checked (default 1 s). */
   tickMs?: number;
+  /** Runs a requested job (tests replace it); default runMaintenanceJob. */
+  runJob?: (table: Table, job: MaintenanceJob, onProgress: (p: { done: number; total: number; files?: number }) => void) => Promise<unknown>;
 }
+
+/** Requests waiting beyond the running job; more are refused (the CLI says the leader is busy). */
+export const MAX_QUEUED_REQUESTS = 16;
 
 export class MaintenanceActor implements Actor<MaintenanceMsg> {
   private timer: Cancellable | null = null;
   private running: string | null = null;
+  private readonly queue: Array<{ job: MaintenanceJob; responder: MaintenanceResponder }> = [];
   /** Monotonic time each task last started (absent: never in this leadership — due at once). */
   private readonly lastRun = new Map<string, number>();
   private readonly removed;
   private readonly failures;
+  private readonly requests;
+  private readonly recordExpiration: (table: string, r: ExpireResult) => void;
 
   constructor(private readonly d: MaintenanceDeps) {
     this.removed = d.meter.createCounter("natslake_maintenance_removed_total", { description: "what scheduled maintenance removed (partitions, files), by task and kind" });
     this.failures = d.meter.createCounter("natslake_maintenance_failures_total", { description: "scheduled maintenance runs that failed" });
+    this.requests = d.meter.createCounter("natslake_maintenance_requests_total", { description: "maintenance jobs asked for over NATS (the CLI with --nats), by task and outcome" });
+    this.recordExpiration = expirationCounters(d.meter);
   }
 
   preStart(ctx: ActorContext<MaintenanceMsg>): void {
@@ -53,39 +80,107 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
 
   postStop(): void {
     this.timer?.cancel();
+    // The leadership ended: what was queued never ran. (A running job goes on and answers for itself.)
+    for (const q of this.queue.splice(0)) q.responder.failed(new LakeError(ErrorKind.Fenced, `${this.d.table.name}: this node stopped leading the table before the job ran; nothing was done (run it again)`));
   }
 
   receive(msg: MaintenanceMsg, ctx: ActorContext<MaintenanceMsg>): void {
     const table = this.d.table.name;
     switch (msg.type) {
-      case "tick": {
-        if (this.running !== null) return;
-        const now = this.d.clock.monotonic();
-        const due = this.d.tasks.find((t) => {
-          const every = t.intervalMs(this.d.table);
-          const last = this.lastRun.get(t.name);
-          return every !== null && (last === undefined || now - last >= every);
-        });
-        if (due === undefined) return;
-        this.running = due.name;
-        this.lastRun.set(due.name, now);
-        ctx.pipeToSelf(
-          due.run(this.d.table),
-          (counts) => ({ type: "done", task: due.name, counts }),
-          (e) => ({ type: "failed", task: due.name, error: ensureError(e) }),
-        );
+      case "tick":
+        this.next(ctx);
+        return;
+      case "request": {
+        if (this.d.stillLeader?.() === false) {
+          msg.responder.failed(new LakeError(ErrorKind.Fenced, `${table}: this node no longer leads the table`));
+          return;
+        }
+        if (this.queue.length >= MAX_QUEUED_REQUESTS) {
+          msg.responder.failed(new LakeError(ErrorKind.Unexpected, `${table}: the leader has ${this.queue.length} maintenance requests waiting already; try again later`));
+          return;
+        }
+        this.queue.push({ job: msg.job, responder: msg.responder });
+        msg.responder.accepted(this.queue.length - 1 + (this.running !== null ? 1 : 0));
+        this.next(ctx);
         return;
       }
       case "done":
         this.running = null;
         for (const [kind, n] of Object.entries(msg.counts)) if (n > 0) this.removed.add(n, { table, task: msg.task, kind });
-        if (Object.values(msg.counts).some((n) => n > 0)) ctx.log.info("maintenance done", { table, task: msg.task, ...msg.counts });
+        if (!this.d.tasks.find((t) => t.name === msg.task)?.quiet && Object.values(msg.counts).some((n) => n > 0)) ctx.log.info("maintenance done", { table, task: msg.task, ...msg.counts });
+        this.next(ctx);
         return;
       case "failed":
         this.running = null;
         this.failures.add(1, { table, task: msg.task });
         ctx.log.warn("maintenance failed; trying again at its next due time", { table, task: msg.task, error: msg.error.message });
+        this.next(ctx);
+        return;
+      case "request-ended":
+        this.running = null;
+        this.requests.add(1, { table, task: msg.task, outcome: msg.ok ? "ok" : "failed" });
+        if (msg.ok) ctx.log.info("maintenance request done", { table, task: msg.task, node: this.d.nodeId, ms: msg.ms });
+        else ctx.log.warn("maintenance request failed", { table, task: msg.task, node: this.d.nodeId, ms: msg.ms, error: msg.error?.message });
+        this.next(ctx);
         return;
     }
+  }
+
+  /** Starts the next job when none runs: the oldest request, else the most overdue scheduled task. */
+  private next(ctx: ActorContext<MaintenanceMsg>): void {
+    if (this.running !== null) return;
+    const req = this.queue.shift();
+    if (req !== undefined) return this.startRequest(req.job, req.responder, ctx);
+    const now = this.d.clock.monotonic();
+    let due: MaintenanceTask | undefined;
+    let dueBy = -Infinity;
+    for (const t of this.d.tasks) {
+      const every = t.intervalMs(this.d.table);
+      if (every === null) continue;
+      const last = this.lastRun.get(t.name);
+      // Overdue by how much: a task never run in this leadership is the most overdue; ties keep the list's order,
+      // and a task due every second cannot starve the hourly ones.
+      const by = last === undefined ? Infinity : now - last - every;
+      if (by >= 0 && by > dueBy) {
+        due = t;
+        dueBy = by;
+      }
+    }
+    if (due === undefined) return;
+    const task = due;
+    this.running = task.name;
+    this.lastRun.set(task.name, now);
+    ctx.pipeToSelf(
+      task.run(this.d.table),
+      (counts) => ({ type: "done", task: task.name, counts }),
+      (e) => ({ type: "failed", task: task.name, error: ensureError(e) }),
+    );
+  }
+
+  private startRequest(job: MaintenanceJob, responder: MaintenanceResponder, ctx: ActorContext<MaintenanceMsg>): void {
+    const table = this.d.table.name;
+    if (this.d.stillLeader?.() === false) {
+      responder.failed(new LakeError(ErrorKind.Fenced, `${table}: this node stopped leading the table before the job ran; nothing was done (run it again)`));
+      return this.next(ctx);
+    }
+    this.running = `request:${job.task}`;
+    const started = this.d.clock.monotonic();
+    ctx.log.info("maintenance request started", { table, task: job.task, node: this.d.nodeId, options: job.options });
+    const run = this.d.runJob ?? ((t, j, onProgress) => runMaintenanceJob(t, j, { onProgress }));
+    const work = run(this.d.table, job, (p) => responder.progress(p)).then((result) => {
+      if (job.task === "expire-snapshots") this.recordExpiration(table, result as ExpireResult);
+      return result;
+    });
+    // Answered from the job itself, not through the mailbox: a job that outlives this actor (the leadership moved
+    // while it ran) still tells its caller how it ended.
+    work.then(
+      (result) => responder.done(result),
+      (e: unknown) => responder.failed(ensureError(e)),
+    );
+    ctx.pipeToSelf(
+      work,
+      () => ({ type: "request-ended", task: job.task, ok: true, ms: Math.round(this.d.clock.monotonic() - started) }),
+      (error) => ({ type: "request-ended", task: job.task, ok: false, ms: Math.round(this.d.clock.monotonic() - started), error }),
+    );
   }
 }

@@ -161,3 +161,16 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
+
+/**
+ * Where a maintenance request's answers go (the node implements it over the request's NATS reply subject). Calls
+ * never throw and may come after the MaintenanceActor stopped: a job that outlives its leadership still reports
+ * how it ended.
+ */
+export interface MaintenanceResponder {
+  /** Queued, with this many jobs ahead of it. */
+  accepted(queuedBehind: number): void;
+  progress(p: { done: number; total: number; files?: number }): void;
+  done(result: unknown): void;
+  failed(error: Error): void;
+}

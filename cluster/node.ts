@@ -6,6 +6,8 @@
  * - committer: a CommitterActor per table contends for the table's Redis lease; the leader also runs the table's
  *   CoordinatorActor (bucket assignment) beside it.
  * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`.
+ * The leader of a table also runs its MaintenanceActor and answers its maintenance requests
+ * (`<prefix>.ctl.maint.<db>.<table>`: the CLI's compact, expire-snapshots, … with `--nats`).
  * Every node heartbeats into the members KV bucket. New tables in the warehouse are picked up by a periodic scan.
  * `drain()` (SIGTERM): the node announces it is draining, the coordinator revokes its buckets (writers flush and
  * hand off), then committers release their leases and the process stops.
@@ -44,7 +46,8 @@ import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.t
 import { handleAdmin } from "./admin.ts";
 import { resetOffsets } from "./stream-reset.ts";
 import { MaintenanceActor, type MaintenanceMsg } from "../actors/maintenance.ts";
-import { MAINTENANCE_TASKS } from "../actors/maintenance-tasks.ts";
+import { maintenanceTasks } from "../actors/maintenance-tasks.ts";
+import { serveMaintenance } from "./maintenance-service.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 
 interface TableService {
@@ -56,8 +59,12 @@ interface TableService {
   /** The leader epoch of the running coordinator (undefined when this node does not lead the table). */
   coordinatorEpoch?: number;
   router?: ActorRef<RouterMsg>;
-  /** Scheduled maintenance while this node leads the table. */
+  /** Scheduled and requested maintenance while this node leads the table. */
   maintenance?: ActorRef<MaintenanceMsg>;
+  /** The table's maintenance request subject, subscribed while this node leads the table. */
+  maintenanceSub?: Subscription;
+  /** Whether this node's lease on the table is still valid (set while it leads). */
+  leaseValid?: () => boolean;
   stops: Array<() => void>;
 }
 
@@ -244,6 +251,7 @@ export class Node {
   /** Stops whatever a failed `startTable` got running, so a later attempt starts from nothing. */
   private async abandonTable(svc: TableService): Promise<void> {
     for (const f of svc.stops) f();
+    svc.maintenanceSub?.unsubscribe();
     for (const ref of [svc.host, svc.committer, svc.coordinator, svc.router, svc.maintenance]) if (ref) await this.system.stop(ref).catch(() => undefined);
   }
 
@@ -317,6 +325,7 @@ export class Node {
               });
               this.keepers.add(k);
               k.start();
+              svc.leaseValid = () => k.isValid();
               return {
                 isValid: () => k.isValid(),
                 stop: () => {
@@ -370,11 +379,23 @@ export class Node {
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
-      svc.maintenance = this.system.spawn(
+      const maintenance = this.system.spawn(
         `maintenance-${name}-${epoch}`,
-        () => new MaintenanceActor({ table: svc.table, tasks: MAINTENANCE_TASKS, clock: systemClock, meter: this.meter }),
+        () =>
+          new MaintenanceActor({
+            table: svc.table,
+            tasks: maintenanceTasks(this.meter),
+            clock: systemClock,
+            meter: this.meter,
+            nodeId: this.cfg.nodeId,
+            stillLeader: () => svc.leaseValid?.() === true && svc.coordinatorEpoch === epoch,
+          }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
+      svc.maintenance = maintenance;
+      // Requests reach only the leader, and only while it leads: the subscription ends with the leadership.
+      svc.maintenanceSub?.unsubscribe();
+      svc.maintenanceSub = serveMaintenance({ nc: this.nc, subjects: this.subjects, table: svc.table, nodeId: this.cfg.nodeId, actor: maintenance, log: this.log });
       svc.router = this.system.spawn(
         `router-${name}-${epoch}`,
         () => new RouterActor({ table: svc.table, raw: this.ports.raw, bus: this.ports.bus, clock: systemClock, meter: this.meter, fetchBatch: 256 }),
@@ -383,6 +404,8 @@ export class Node {
     } else {
       this.assignments.delete(name);
       svc.coordinatorEpoch = undefined;
+      svc.maintenanceSub?.unsubscribe();
+      svc.maintenanceSub = undefined;
       for (const ref of [svc.coordinator, svc.router, svc.maintenance]) if (ref) void this.system.stop(ref);
       svc.coordinator = undefined;
       svc.router = undefined;

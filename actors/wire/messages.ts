@@ -260,3 +260,37 @@ export type AdminRequest =
   | { type: "reset-offsets"; table: string; from: "earliest" | "latest" };
 
 export type AdminReply = { ok: true; result: unknown } | { ok: false; error: string; kind: string };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Maintenance requests (request-reply on `<p>.ctl.maint.<db>.<table>`, JSON, served by the table's leader only)
+
+export type MaintenanceTaskName = "compact" | "expire-snapshots" | "expire-partitions" | "remove-orphans";
+
+/** The options of each task: the CLI's flags, already parsed (durations in ms). */
+export interface MaintenanceTaskOptions {
+  compact: { partition?: string; bucket?: number; dryRun?: boolean };
+  "expire-snapshots": { retainMin?: number; retainMax?: number; olderThanMs?: number; maxDeletes?: number; dryRun?: boolean };
+  "expire-partitions": { expirationTimeMs?: number; timestampFormatter?: string; timestampPattern?: string; dryRun?: boolean };
+  "remove-orphans": { olderThanMs?: number; dryRun?: boolean };
+}
+
+/** CLI → the table's leader: run one maintenance job now, serialised with the leader's scheduled ones. */
+export type MaintenanceRequest = {
+  [K in MaintenanceTaskName]: { type: "maintenance"; v: 1; task: K; table: string; options: MaintenanceTaskOptions[K]; progress?: boolean };
+}[MaintenanceTaskName];
+
+/**
+ * The leader's answers, all to the request's reply subject, in this order: `accepted` at once (the CLI knows a
+ * leader has it; until then no leader answered), `progress` while it runs where the local CLI shows a bar,
+ * `running` every few seconds (silence means the leader died or paused mid-job), the `part`s of a result too large
+ * for one message (base64 slices of its JSON), then `done` — `result` (or the parts) is the same summary object the
+ * local CLI prints with `--json`. A request refused before it is queued (not valid, not the leader any more) gets
+ * only `done` with `ok: false`.
+ */
+export type MaintenanceReply =
+  | { type: "accepted"; node: string; task: MaintenanceTaskName; table: string; queuedBehind: number }
+  | { type: "progress"; node: string; done: number; total: number; files?: number }
+  | { type: "running"; node: string }
+  | { type: "part"; node: string; index: number; data: string }
+  | { type: "done"; ok: true; node: string; result?: unknown; parts?: number }
+  | { type: "done"; ok: false; node: string; error: string; kind: string };

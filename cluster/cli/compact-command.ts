@@ -1,18 +1,17 @@
 /**
  * `natslake compact <db.table>`: rewrites an append table's small files into fewer, larger ones and commits one
  * COMPACT snapshot (src/maintenance/compact.ts has the rules). Readers see the same rows, in the same bucket order.
- * It works on the warehouse directly; beside a cluster serving the table it is safe — appends committed meanwhile
- * stay, and a compaction whose inputs an overwrite replaced fails with a conflict (exit 3) and leaves no files.
+ * With `--nats`, a table the cluster serves is compacted by its leader (maintenance-routing.ts); otherwise on the
+ * warehouse directly — safe beside a cluster too: appends committed meanwhile stay, and a compaction whose inputs an
+ * overwrite replaced fails with a conflict (exit 3) and leaves no files.
  */
-import { randomUUID } from "node:crypto";
 import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
-import { compactTable, type CompactSummary } from "../../src/maintenance/compact.ts";
-import { parsePartitionSpec } from "../../src/spec/partition.ts";
-import { parseIdentifier } from "../../src/table/catalog.ts";
-import { catalogFrom, parseNonNegativeInt, UsageError, type WarehouseOpts } from "./common.ts";
+import type { CompactSummary } from "../../src/maintenance/compact.ts";
+import { parseNonNegativeInt } from "./common.ts";
+import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
-interface CompactOpts extends WarehouseOpts {
+interface CompactOpts extends RoutingOpts {
   partition?: string;
   bucket?: number;
   dryRun?: boolean;
@@ -32,7 +31,7 @@ export function summaryLine(s: CompactSummary): string {
 }
 
 export function registerCompactCommand(program: Command, out: (s: string) => void): void {
-  program
+  const cmd = program
     .command("compact <table>")
     .description("rewrite an append table's small files into fewer, larger ones (one COMPACT snapshot; readers see the same rows)")
     .option("--partition <k=v,...>", "compact only this partition")
@@ -40,36 +39,34 @@ export function registerCompactCommand(program: Command, out: (s: string) => voi
     .option("--dry-run", "report what would be compacted, write nothing")
     .option("--json", "print the summary as JSON")
     .option("--no-progress", "no progress bar")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
-    .addHelpText("after", "\nExample:\n  natslake compact shop.orders --partition dt=2026-11-29 --dry-run\n")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+  addRoutingOptions(cmd)
+    .addHelpText("after", "\nExamples:\n  natslake compact shop.orders --partition dt=2026-11-29 --dry-run\n  natslake compact shop.orders --nats nats://127.0.0.1:4222   # by the table's leader\n")
     .action(async (name: string, o: CompactOpts) => {
-      const table = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
-      if (o.partition !== undefined && table.partitionKeys.length === 0) throw new UsageError(`${table.name} is not partitioned: --partition does not apply`);
-      if (o.bucket !== undefined && table.bucket <= 0) throw new UsageError(`${table.name} has no fixed buckets (bucket = ${table.bucket}): --bucket does not apply`);
-      if (o.bucket !== undefined && o.bucket >= table.bucket) throw new UsageError(`--bucket ${o.bucket}: ${table.name} has buckets 0..${table.bucket - 1}`);
-      const partition = o.partition === undefined ? undefined : parsePartitionSpec(o.partition, table.partitionKeys, table.partitionTypes, { defaultName: table.options.partitionDefaultName });
       const showBar = (o.progress ?? true) && !o.json && process.stderr.isTTY === true;
       const bar = new SingleBar({ format: "compacting |{bar}| {value}/{total} tasks | {files} files | {eta_formatted}", stream: process.stderr }, Presets.shades_classic);
       let started = false;
-      let files = 0;
       try {
-        const s = await compactTable(table, {
-          ...(partition !== undefined ? { partition } : {}),
-          ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
-          dryRun: o.dryRun === true,
-          commitUser: randomUUID(),
-          onProgress: (done, total, task) => {
-            files += task.files.length;
-            if (!showBar) return;
-            if (!started) {
-              bar.start(total, 0, { files: 0 });
-              started = true;
-            }
-            bar.update(done, { files });
+        const { result: s, note } = await runRouted(
+          name,
+          { task: "compact", options: { ...(o.partition !== undefined ? { partition: o.partition } : {}), ...(o.bucket !== undefined ? { bucket: o.bucket } : {}), dryRun: o.dryRun === true } },
+          o,
+          {
+            wantsProgress: showBar,
+            warehouseMustExist: true,
+            onProgress: (p) => {
+              if (!showBar) return;
+              if (!started) {
+                bar.start(p.total, 0, { files: 0 });
+                started = true;
+              }
+              bar.update(p.done, { files: p.files ?? 0 });
+            },
           },
-        });
+        );
         if (started) bar.stop();
         out(o.json ? JSON.stringify(s) : summaryLine(s));
+        if (note !== undefined) process.stderr.write(`${note}\n`);
       } catch (e) {
         if (started) bar.stop();
         throw e;

@@ -1,16 +1,16 @@
 /**
  * `natslake expire-partitions <db.table>`: drops the partitions past their retention (Paimon's partition expiration,
  * src/maintenance/expire-partitions.ts) in one OVERWRITE snapshot. The flags override the table's `partition.*`
- * options. Safe beside a running cluster: the drop is built on the latest snapshot at commit time and carries its
- * stream offsets forward; the files go later, with the snapshots that still reference them (`expire-snapshots`).
+ * options. With `--nats`, a table the cluster serves is expired by its leader (maintenance-routing.ts); otherwise on
+ * the warehouse directly — safe beside a running cluster too: the drop is built on the latest snapshot at commit
+ * time and carries its stream offsets forward. The files go later, with the snapshots that still reference them.
  */
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
-import { parseIdentifier } from "../../src/table/catalog.ts";
 import { parseDuration } from "../../src/options.ts";
 import { compileFormatter } from "../../src/maintenance/partition-time.ts";
-import { expirePartitions, type ExpirePartitionsResult } from "../../src/maintenance/expire-partitions.ts";
-import { catalogFrom, type WarehouseOpts } from "./common.ts";
+import type { ExpirePartitionsResult } from "../../src/maintenance/expire-partitions.ts";
+import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
 function durationArg(v: string): number {
   try {
@@ -34,7 +34,7 @@ function patternArg(v: string): string {
   return v;
 }
 
-interface Opts extends WarehouseOpts {
+interface Opts extends RoutingOpts {
   expirationTime?: number;
   timestampFormatter?: string;
   timestampPattern?: string;
@@ -58,7 +58,7 @@ function summary(r: ExpirePartitionsResult): string[] {
 }
 
 export function registerExpirePartitionsCommand(program: Command, out: (s: string) => void): void {
-  program
+  const cmd = program
     .command("expire-partitions <table>")
     .description("drop the partitions older than partition.expiration-time (by their values' time) in one OVERWRITE snapshot")
     .option("--expiration-time <duration>", "drop partitions older than this (partition.expiration-time), e.g. 7 d", durationArg)
@@ -66,7 +66,8 @@ export function registerExpirePartitionsCommand(program: Command, out: (s: strin
     .option("--timestamp-pattern <pattern>", "partition time from the values (partition.timestamp-pattern), e.g. '$dt $hour:00:00'", patternArg)
     .option("--dry-run", "list the partitions that would be dropped, change nothing")
     .option("--json", "print the summary as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+  addRoutingOptions(cmd)
     .addHelpText(
       "after",
       "\nExample (daily dt partitions kept 7 days):\n  natslake expire-partitions shop.orders --expiration-time '7 d' --timestamp-formatter yyyy-MM-dd --dry-run\n" +
@@ -74,14 +75,15 @@ export function registerExpirePartitionsCommand(program: Command, out: (s: strin
         "partition.timestamp-pattern, partition.expiration-strategy, partition.expiration-max-num.\n",
     )
     .action(async (name: string, o: Opts) => {
-      const table = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
-      const r = await expirePartitions(table, {
+      const options = {
         ...(o.expirationTime !== undefined ? { expirationTimeMs: o.expirationTime } : {}),
         ...(o.timestampFormatter !== undefined ? { timestampFormatter: o.timestampFormatter } : {}),
         ...(o.timestampPattern !== undefined ? { timestampPattern: o.timestampPattern } : {}),
         dryRun: o.dryRun === true,
-      });
+      };
+      const { result: r, note } = await runRouted(name, { task: "expire-partitions", options }, o, { wantsProgress: false, onProgress: () => undefined, warehouseMustExist: true });
       if (o.json) out(JSON.stringify(r));
       else for (const line of summary(r)) out(line);
+      if (note !== undefined) process.stderr.write(`${note}\n`);
     });
 }

@@ -1,20 +1,18 @@
 /**
  * `natslake remove-orphans <db.table>`: Paimon's remove_orphan_files procedure (src/maintenance/remove-orphans.ts) —
  * deletes the files under the table directory that no snapshot, tag, branch or in-flight committable references and
- * that are older than `--older-than` (default: the table's `natslake.orphan-older-than`, 1 day). Safe beside a
- * running cluster as long as the bound exceeds the longest write → commit time: the files of the young committable
- * bodies on disk (committables sent by reference, still in flight) are protected whatever their age.
+ * that are older than `--older-than` (default: the table's `natslake.orphan-older-than`, 1 day). With `--nats`, a
+ * table the cluster serves is cleaned by its leader (maintenance-routing.ts); otherwise on the warehouse directly.
+ * Either is safe beside a running cluster as long as the bound exceeds the longest write → commit time: the files
+ * of the young committable bodies on disk (committables sent by reference, still in flight) are kept whatever their
+ * age.
  */
-import { join } from "node:path";
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
 import { Presets, SingleBar } from "cli-progress";
-import { parseIdentifier } from "../../src/table/catalog.ts";
 import { parseDuration } from "../../src/options.ts";
-import type { Table } from "../../src/table/table.ts";
-import { COMMITTABLE_BODIES_DIR, dataFilePathOf, ORPHAN_KINDS, removeOrphans, type RemoveOrphansResult } from "../../src/maintenance/remove-orphans.ts";
-import { decodeCommittable } from "../../actors/wire/codec.ts";
-import { catalogFrom, type WarehouseOpts } from "./common.ts";
+import { ORPHAN_KINDS, type RemoveOrphansResult } from "../../src/maintenance/remove-orphans.ts";
+import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
 function durationArg(v: string): number {
   try {
@@ -22,22 +20,6 @@ function durationArg(v: string): number {
   } catch {
     throw new InvalidArgumentError(`not a duration: '${v}' (e.g. 30 s, 10 min, 1 h, 7 d)`);
   }
-}
-
-/** Files of the committable bodies younger than the bound: committables still in flight may commit them. */
-async function youngBodyFiles(table: Table, cutoff: number): Promise<string[]> {
-  const out: string[] = [];
-  const dir = join(table.root, COMMITTABLE_BODIES_DIR);
-  for (const s of await table.io.listStatus(dir)) {
-    if (s.kind !== "file" || s.name.startsWith(".") || s.mtime < cutoff) continue;
-    try {
-      const c = decodeCommittable(await table.io.readFile(join(dir, s.name)));
-      for (const f of c.files) out.push(dataFilePathOf(table, f.partition, c.bucket, f.meta.fileName, f.meta.externalPath));
-    } catch {
-      // Gone since the listing (decided and removed) or not a committable: nothing it names needs protecting.
-    }
-  }
-  return out;
 }
 
 const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -67,29 +49,25 @@ function summary(name: string, r: RemoveOrphansResult): string {
 }
 
 export function registerRemoveOrphansCommand(program: Command, out: (s: string) => void): void {
-  program
+  const cmd = program
     .command("remove-orphans <table>")
     .description("delete files no snapshot, tag or in-flight committable references and older than a bound (natslake.orphan-older-than, default 1 d)")
     .option("--older-than <duration>", "delete only files older than this (must exceed the longest write → commit time), e.g. 1 d", durationArg)
     .option("--dry-run", "list what would be deleted, delete nothing")
     .option("--json", "print the result as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+  addRoutingOptions(cmd)
     .addHelpText("after", "\nExample:\n  natslake remove-orphans shop.orders --older-than '2 d' --dry-run\n")
-    .action(async (name: string, o: WarehouseOpts & { olderThan?: number; dryRun?: boolean; json?: boolean }) => {
-      const table = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
-      const olderThanMs = o.olderThan ?? table.options.duration("natslake.orphan-older-than");
-      const now = Date.now();
+    .action(async (name: string, o: RoutingOpts & { olderThan?: number; dryRun?: boolean; json?: boolean }) => {
       const showBar = process.stderr.isTTY && o.json !== true;
       const bar = new SingleBar({ format: "removing orphans |{bar}| {value}/{total} files", stream: process.stderr }, Presets.shades_classic);
       let started = false;
-      let r: RemoveOrphansResult;
+      let routed;
       try {
-        r = await removeOrphans(table, {
-          now,
-          olderThanMs,
-          dryRun: o.dryRun === true,
-          inFlightFiles: () => youngBodyFiles(table, now - olderThanMs),
-          onProgress: (done, total) => {
+        routed = await runRouted(name, { task: "remove-orphans", options: { ...(o.olderThan !== undefined ? { olderThanMs: o.olderThan } : {}), dryRun: o.dryRun === true } }, o, {
+          wantsProgress: showBar,
+          warehouseMustExist: true,
+          onProgress: ({ done, total }) => {
             if (!showBar || total < 100) return;
             if (!started) {
               bar.start(total, 0);
@@ -101,12 +79,13 @@ export function registerRemoveOrphansCommand(program: Command, out: (s: string) 
       } finally {
         if (started) bar.stop();
       }
-      if (o.json) {
-        out(JSON.stringify({ table: table.name, ...r }));
-        return;
+      const { result: r, note } = routed;
+      if (o.json) out(JSON.stringify(r));
+      else {
+        if (r.dryRun) for (const f of r.files) out(`would delete ${f.kind} ${f.path} (${bytes(f.size)})`);
+        if (r.dryRun) for (const d of r.dirsRemoved) out(`would remove empty directory ${d}`);
+        out(summary(r.table, r));
       }
-      if (r.dryRun) for (const f of r.files) out(`would delete ${f.kind} ${f.path} (${bytes(f.size)})`);
-      if (r.dryRun) for (const d of r.dirsRemoved) out(`would remove empty directory ${d}`);
-      out(summary(table.name, r));
+      if (note !== undefined) process.stderr.write(`${note}\n`);
     });
 }

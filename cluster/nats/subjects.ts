@@ -12,6 +12,7 @@
  * | `<p>.snap.<db>.<table>`                 | snapshot notifications (core NATS)                          |
  * | `<p>.ctl.reject.<db>.<table>.<writer>`  | committable rejections, committer → writer                  |
  * | `<p>.ctl.admin`                         | admin request-reply (create table, …)                       |
+ * | `<p>.ctl.maint.<db>.<table>`            | maintenance request-reply, served by the table's leader only |
  * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
  * | stream `<P>_COMMIT_<db>_<table>`        | committables                                                |
  * | stream `<P>_DLQ`                        | every table's dead letters                                  |
@@ -77,6 +78,14 @@ export class Subjects {
   }
   get admin(): string {
     return `${this.prefix}.ctl.admin`;
+  }
+  /**
+   * Maintenance requests for one table (compact, expire, remove orphans): only the node leading the table subscribes,
+   * from gaining the leadership to losing it, so a request reaches the process whose scheduled maintenance it must be
+   * serialised with — and a paused ex-leader, once it notices, stops answering.
+   */
+  maintenance(id: Identifier): string {
+    return `${this.prefix}.ctl.maint.${this.t(id)}`;
   }
 
   ingestStream(id: Identifier): string {
