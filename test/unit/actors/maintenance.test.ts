@@ -3,8 +3,11 @@ import assert from "node:assert/strict";
 import { metrics } from "@opentelemetry/api";
 import { ActorSystem, noopLogger } from "../../../actors/runtime/index.ts";
 import { MaintenanceActor, type MaintenanceTask } from "../../../actors/maintenance.ts";
-import { systemClock } from "../../../actors/ports.ts";
-import { createTable, tempDir } from "../../helpers/tables.ts";
+import { expireSnapshotsTask } from "../../../actors/maintenance-tasks.ts";
+import type { MaintenanceJob } from "../../../actors/maintenance-jobs.ts";
+import { systemClock, type MaintenanceResponder } from "../../../actors/ports.ts";
+import type { ExpireResult } from "../../../src/maintenance/expire-snapshots.ts";
+import { createTable, reopen, tempDir, writeRows } from "../../helpers/tables.ts";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -46,6 +49,151 @@ test("maintenance - each task runs when due, one at a time, never while the prev
     assert.equal(runs[0], "slow", "due at once in a new leadership");
   } finally {
     await system.shutdown();
+    wh.cleanup();
+  }
+});
+
+/** A responder that records what it was told. */
+function recorder(): MaintenanceResponder & { events: string[]; ended: Promise<void> } {
+  const events: string[] = [];
+  let end!: () => void;
+  const ended = new Promise<void>((r) => (end = r));
+  return {
+    events,
+    ended,
+    accepted: (n) => void events.push(`accepted:${n}`),
+    progress: (p) => void events.push(`progress:${p.done}/${p.total}`),
+    done: (r) => (events.push(`done:${JSON.stringify(r)}`), end()),
+    failed: (e) => (events.push(`failed:${e.message}`), end()),
+  };
+}
+
+test("maintenance - requested jobs run one at a time with the scheduled tasks, in arrival order, answered with progress and result", async () => {
+  const wh = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(wh.path, "m.r", "id BIGINT NOT NULL");
+    const order: string[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const busy = async <T>(name: string, ms: number, v: T): Promise<T> => {
+      order.push(name);
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await sleep(ms);
+      inFlight--;
+      return v;
+    };
+    const tasks: MaintenanceTask[] = [{ name: "expire-snapshots", intervalMs: () => 20, run: () => busy("scheduled", 40, { snapshots: 1 }) }];
+    const ref = system.spawn("maintenance-m.r", () =>
+      new MaintenanceActor({
+        table,
+        tasks,
+        clock: systemClock,
+        meter: metrics.getMeter("test"),
+        tickMs: 5,
+        runJob: async (_t, job, onProgress) => {
+          onProgress({ done: 1, total: 2 });
+          const r = await busy(`request-${job.task}`, 50, { task: job.task });
+          onProgress({ done: 2, total: 2 });
+          return r;
+        },
+      }),
+    );
+    await sleep(60); // the scheduled task is running or has run
+    const jobs: MaintenanceJob[] = [
+      { task: "expire-snapshots", options: { dryRun: true } },
+      { task: "compact", options: {} },
+      { task: "remove-orphans", options: {} },
+    ];
+    const rs = jobs.map(() => recorder());
+    jobs.forEach((job, i) => ref.tell({ type: "request", job, responder: rs[i]! }));
+    await Promise.all(rs.map((r) => r.ended));
+    await sleep(100);
+    assert.equal(maxInFlight, 1, "never two jobs of one table at once");
+    const requested = order.filter((o) => o.startsWith("request-"));
+    assert.deepEqual(requested, ["request-expire-snapshots", "request-compact", "request-remove-orphans"], "in arrival order");
+    assert.ok(order.filter((o) => o === "scheduled").length >= 2, `the schedule goes on around the requests: ${order.join(",")}`);
+    // Requests go before the scheduled tasks: nothing scheduled between the three.
+    const first = order.indexOf("request-expire-snapshots");
+    assert.deepEqual(order.slice(first, first + 3), requested);
+    assert.deepEqual(rs[1]!.events, ["accepted:2", "progress:1/2", "progress:2/2", 'done:{"task":"compact"}']);
+    assert.match(rs[0]!.events[0]!, /^accepted:[01]$/);
+  } finally {
+    await system.shutdown();
+    wh.cleanup();
+  }
+});
+
+test("maintenance - a request is refused once the lease is gone, and those still queued when the leadership ends are answered", async () => {
+  const wh = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(wh.path, "m.s", "id BIGINT NOT NULL");
+    let leader = true;
+    const ref = system.spawn("maintenance-m.s", () =>
+      new MaintenanceActor({ table, tasks: [], clock: systemClock, meter: metrics.getMeter("test"), tickMs: 5, stillLeader: () => leader, runJob: () => sleep(200).then(() => ({ ran: true })) }),
+    );
+    const running = recorder();
+    const queued = recorder();
+    ref.tell({ type: "request", job: { task: "compact", options: {} }, responder: running });
+    ref.tell({ type: "request", job: { task: "remove-orphans", options: {} }, responder: queued });
+    await sleep(50);
+    await system.stop(ref);
+    await queued.ended;
+    assert.deepEqual(queued.events[0], "accepted:1");
+    assert.match(queued.events[1]!, /^failed:m\.s: this node stopped leading the table before the job ran; nothing was done/);
+    // The running job outlives its actor and still says how it ended.
+    await running.ended;
+    assert.deepEqual(running.events, ["accepted:0", 'done:{"ran":true}']);
+
+    leader = false;
+    const ref2 = system.spawn("maintenance-m.s-2", () => new MaintenanceActor({ table, tasks: [], clock: systemClock, meter: metrics.getMeter("test"), stillLeader: () => leader }));
+    const late = recorder();
+    ref2.tell({ type: "request", job: { task: "compact", options: {} }, responder: late });
+    await late.ended;
+    assert.deepEqual(late.events, ["failed:m.s: this node no longer leads the table"], "a paused ex-leader refuses without accepting");
+  } finally {
+    await system.shutdown();
+    wh.cleanup();
+  }
+});
+
+test("maintenance - a task due every few ms does not starve an hourly one (the most overdue runs first)", async () => {
+  const wh = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(wh.path, "m.o", "id BIGINT NOT NULL");
+    const runs: string[] = [];
+    const task = (name: string, every: number, ms: number): MaintenanceTask => ({ name, intervalMs: () => every, run: async () => (runs.push(name), await sleep(ms), {}) });
+    system.spawn("maintenance-m.o", () => new MaintenanceActor({ table, tasks: [task("often", 5, 20), task("rare", 100, 5)], clock: systemClock, meter: metrics.getMeter("test"), tickMs: 5 }));
+    await sleep(700);
+    const rare = runs.filter((r) => r === "rare").length;
+    assert.ok(rare >= 3, `the 100 ms task ran ${rare} times in 700 ms beside one always due (${runs.length} runs)`);
+  } finally {
+    await system.shutdown();
+    wh.cleanup();
+  }
+});
+
+test("maintenance - scheduled snapshot expiration runs after commits (not again on an idle table), counts what it removed, and write-only turns it off", async () => {
+  const wh = tempDir();
+  try {
+    const table = await createTable(wh.path, "m.e", "id BIGINT NOT NULL", { options: { "snapshot.num-retained.min": "2", "snapshot.time-retained": "0 s" } });
+    for (let i = 0; i < 6; i++) await writeRows(table, [{ id: i }]);
+    const recorded: ExpireResult[] = [];
+    const t = expireSnapshotsTask((_name, r) => recorded.push(r));
+    assert.equal(t.intervalMs(table), 1000);
+    assert.deepEqual(await t.run(table), { snapshots: 4, "data-files": 0, manifests: recorded[0]!.manifestsDeleted });
+    assert.equal(await table.snapshots.earliestId(), 5);
+    assert.deepEqual(await t.run(table), {}, "no commit since: nothing read");
+    assert.equal(recorded.length, 1);
+    await writeRows(table, [{ id: 9 }]);
+    assert.equal((await t.run(table))["snapshots"], 1);
+    assert.equal(recorded.length, 2);
+    await createTable(wh.path, "m.wo", "id BIGINT NOT NULL", { options: { "write-only": "true" } });
+    assert.equal(expireSnapshotsTask(() => undefined).intervalMs(await reopen(wh.path, "m.wo")), null, "write-only = true: no expiration");
+  } finally {
     wh.cleanup();
   }
 });
