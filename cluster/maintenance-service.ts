@@ -9,6 +9,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { ActorRef, Logger } from "../actors/runtime/index.ts";
 import type { MaintenanceMsg } from "../actors/maintenance.ts";
+import type { MaintenanceJob } from "../actors/maintenance-jobs.ts";
 import type { MaintenanceResponder } from "../actors/ports.ts";
 import { parseMaintenanceRequest } from "../actors/wire/maintenance-request.ts";
 import type { MaintenanceReply, MaintenanceTaskName } from "../actors/wire/messages.ts";
@@ -39,7 +40,7 @@ export function serveMaintenance(d: MaintenanceServiceDeps): Subscription {
       try {
         const req = parseMaintenanceRequest(m.data);
         if (req.table !== d.table.name) throw new Error(`the request names table '${req.table}', but was sent to ${d.table.name}'s subject`);
-        d.actor.tell({ type: "request", job: { task: req.task, options: req.options } as never, responder: responder(d, send, req.task, req.progress === true) });
+        d.actor.tell({ type: "request", job: { task: req.task, options: req.options } as MaintenanceJob, responder: responder(d, send, req.task, req.progress === true) });
       } catch (e) {
         const err = ensureError(e);
         d.log.warn("maintenance request refused", { table: d.table.name, error: err.message });

@@ -11,18 +11,17 @@
  * function (actors/maintenance-jobs.ts) and return the same summary object, so stdout is identical either way;
  * progress bars are drawn from the leader's progress messages as from local progress.
  */
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { parseDuration } from "../../src/options.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { runMaintenanceJob, type JobProgress, type MaintenanceResults } from "../../actors/maintenance-jobs.ts";
-import type { MaintenanceTaskName, MaintenanceTaskOptions } from "../../actors/wire/messages.ts";
+import type { MaintenanceRequest, MaintenanceTaskName, MaintenanceTaskOptions } from "../../actors/wire/messages.ts";
 import { requestMaintenance } from "../maintenance-client.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { catalogFrom, connectOrExplain, UsageError, type WarehouseOpts } from "./common.ts";
-import { InvalidArgumentError } from "commander";
 
 export interface RoutingOpts extends WarehouseOpts {
   nats?: string;
@@ -81,7 +80,7 @@ export async function runRouted<K extends MaintenanceTaskName>(name: string, job
         throw new UsageError(`${name} is not served by the cluster at ${o.nats} (no metadata in KV ${new Subjects(o.prefix).tablesKv}): pass --warehouse to run it on the warehouse directly`);
       return { result: await local(), note: `${name} is not served by the cluster at ${o.nats}: ${job.task} ran on the warehouse directly` };
     }
-    const out = await requestMaintenance(nc, { type: "maintenance", v: 1, task: job.task, table: name, options: job.options, ...(h.wantsProgress ? { progress: true } : {}) } as never, {
+    const out = await requestMaintenance(nc, { type: "maintenance", v: 1, task: job.task, table: name, options: job.options, ...(h.wantsProgress ? { progress: true } : {}) } as MaintenanceRequest, {
       prefix: o.prefix,
       acceptTimeoutMs: o.timeout,
       silenceTimeoutMs: Math.max(30_000, 3 * o.timeout),

@@ -122,6 +122,33 @@ test("maintenance cli --nats - remove-orphans --dry-run lists the old orphan thr
   });
 });
 
+test("maintenance cli --nats - a result larger than one NATS message (thousands of orphans listed) arrives whole", { timeout: 120_000 }, async () => {
+  await withNodeLogsOnFailure(c, async () => {
+    const t = await reopen(c.warehouse, NAME);
+    const dir = join(t.root, "bucket-1");
+    const old = (Date.now() - 3 * 86_400_000) / 1000;
+    const names: string[] = [];
+    for (let i = 0; i < 9000; i++) {
+      const name = `data-${String(i).padStart(8, "0")}-aaaa-bbbb-cccc-${"d".repeat(40)}-0.parquet`;
+      const path = join(dir, name);
+      writeFileSync(path, "x");
+      utimesSync(path, old, old);
+      names.push(`bucket-1/${name}`);
+    }
+    const dry = await nl(["remove-orphans", NAME, "--dry-run", "--json", "--nats", c.nats.url]);
+    assert.equal(dry.status, 0, dry.stderr);
+    assert.ok(dry.stdout.length > 1024 * 1024, `the result is ${dry.stdout.length} bytes, more than max_payload`);
+    const r = JSON.parse(dry.stdout) as { totalFiles: number; files: Array<{ path: string }> };
+    assert.equal(r.totalFiles, 9000);
+    assert.deepEqual(r.files.map((f) => f.path), names);
+    const real = await nl(["remove-orphans", NAME, "--nats", c.nats.url]);
+    assert.equal(real.status, 0, real.stderr);
+    assert.match(real.stdout, /deleted 9000 orphan files/);
+    assert.ok(names.every((n) => !existsSync(join(t.root, n))));
+    assert.deepEqual(await ids(), expected());
+  });
+});
+
 test("maintenance cli --nats - compact rewrites the small files on the leader (one COMPACT snapshot); natslake and pypaimon read the same rows", { timeout: 120_000 }, async () => {
   await withNodeLogsOnFailure(c, async () => {
     const leader = await leaderOf(NAME);
