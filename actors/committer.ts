@@ -285,7 +285,6 @@ export class CommitterActor implements Actor<CommitterMsg> {
     await this.announceThrough(l, res.snapshot.id - 1);
     await this.d.bus.publishSnapshot(this.notificationOf(res.snapshot, res.linkedAt));
     l.notified = res.snapshot.id;
-    this.maybeExpire(ctx);
   }
 
   /** The notification of a snapshot, rebuilt from it and natslake's state as of it (its own properties by default). */

@@ -41,7 +41,7 @@ test("cluster compaction - writers compact their buckets under load and a writer
       let next = 0;
       const acked: Array<Promise<{ status: string }>> = [];
       for (let round = 0; round < ROUNDS; round++) {
-        for (let k = 0; k < PER_ROUND; k++) acked.push(producer.write({ id: next, s: `row-${next}` })), next++;
+        for (let k = 0; k < PER_ROUND; k++, next++) acked.push(producer.write({ id: next, s: `row-${next}` }));
         void quietProducer.write({ id: round });
         await producer.flush();
         await quietProducer.flush();
@@ -113,7 +113,7 @@ async function trickle(c: Awaited<ReturnType<typeof startCluster>>, table: strin
   let next = from;
   const acked: Array<Promise<{ status: string }>> = [];
   for (let round = 0; round < rounds; round++) {
-    for (let k = 0; k < 20; k++) acked.push(producer.write({ id: next, s: `row-${next}` })), next++;
+    for (let k = 0; k < 20; k++, next++) acked.push(producer.write({ id: next, s: `row-${next}` }));
     await producer.flush();
     await new Promise((r) => setTimeout(r, 110));
   }
