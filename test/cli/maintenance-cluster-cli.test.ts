@@ -49,9 +49,9 @@ async function ids(): Promise<number[]> {
 
 before(async () => {
   c = await startCluster({ nodes: 2 });
-  // Retention far beyond the test: the leader's scheduled expiration leaves every snapshot, so what goes is what the
+  // Retention far beyond the test and write-only (no writer-side compaction, no scheduled expiration): what goes is what the
   // requests removed.
-  await createTable(c.warehouse, NAME, "id BIGINT NOT NULL, msg STRING", { options: { bucket: "2", "bucket-key": "id", "snapshot.num-retained.min": "100", "snapshot.time-retained": "1 h" } });
+  await createTable(c.warehouse, NAME, "id BIGINT NOT NULL, msg STRING", { options: { bucket: "2", "bucket-key": "id", "snapshot.num-retained.min": "100", "snapshot.time-retained": "1 h", "write-only": "true" } });
   const producer = await producerWhenRegistered(c.nc, NAME);
   // Ten rounds, each visible before the next: ten snapshots, each bucket ten small files.
   for (let round = 0; round < 10; round++) {
