@@ -64,6 +64,7 @@ export const OPTIONS: readonly OptionDef[] = [
   def("scan.plan-sort-partition", "bool", "Sort planned partitions by value"),
   def("consumer-id", "string", "Consumer id that records read progress"),
   def("consumer.expiration-time", "duration", "Idle consumers expire after this"),
+  def("consumer.ignore-progress", "bool", "A streaming read starts by scan.mode even when its consumer has progress", "false"),
   def("continuous.discovery-interval", "duration", "Streaming discovery interval", "10 s"),
   def("commit.max-retries", "int", "Commit retries on a lost race", "10"),
   def("commit.min-retry-wait", "duration", "Minimum wait between commit retries", "10 ms"),
