@@ -5,6 +5,7 @@
 import { Command, CommanderError } from "commander";
 import { describeFailure, exitCodeOf } from "./cli/common.ts";
 import { registerDataCommands } from "./cli/data-commands.ts";
+import { registerTailCommand } from "./cli/tail-command.ts";
 import { registerTableCommands } from "./cli/table-commands.ts";
 import { registerClusterCommands } from "./cli/cluster-commands.ts";
 import { registerChaosCommands } from "./cli/chaos-commands.ts";
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerClusterCommands(program, out);
   registerMaintenanceCommands(program, out);
   registerConsumerCommands(program, out);
+  registerTailCommand(program, out);
   registerExpirePartitionsCommand(program, out);
   registerRemoveOrphansCommand(program, out);
   registerTagCommands(program, out);

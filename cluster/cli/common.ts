@@ -8,6 +8,7 @@ import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/t
 import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { Catalog } from "../../src/table/catalog.ts";
 import { toJsonText } from "../../src/spec/values.ts";
+import { parseDuration } from "../../src/options.ts";
 
 export interface WarehouseOpts {
   warehouse?: string;
@@ -133,4 +134,13 @@ export function renderTable(columns: string[], rows: unknown[][]): string {
   const fit = (s: string, w: number): string => (s.length > w ? s.slice(0, w - 1) + "…" : s.padEnd(w));
   const line = (vals: string[]): string => vals.map((v, i) => fit(v, widths[i]!)).join(" | ").trimEnd();
   return [line(columns), widths.map((w) => "-".repeat(w)).join("-+-"), ...cells.map(line)].join("\n");
+}
+
+/** A commander argument parser for durations (`30 s`, `10 min`, `7 d`, or milliseconds). */
+export function durationArg(v: string): number {
+  try {
+    return parseDuration(v);
+  } catch {
+    throw new InvalidArgumentError(`not a duration: '${v}' (e.g. 30 s, 10 min, 1 h, 7 d)`);
+  }
 }

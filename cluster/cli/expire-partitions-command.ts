@@ -7,18 +7,11 @@
  */
 import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
-import { parseDuration } from "../../src/options.ts";
 import { compileFormatter } from "../../src/maintenance/partition-time.ts";
 import type { ExpirePartitionsResult } from "../../src/maintenance/expire-partitions.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
+import { durationArg } from "./common.ts";
 
-function durationArg(v: string): number {
-  try {
-    return parseDuration(v);
-  } catch {
-    throw new InvalidArgumentError(`not a duration: '${v}' (e.g. 12 h, 7 d)`);
-  }
-}
 
 function formatterArg(v: string): string {
   try {

@@ -6,18 +6,9 @@
  * delete the same files), though the two runs' deletes then interleave.
  */
 import type { Command } from "commander";
-import { InvalidArgumentError } from "commander";
-import { parseDuration } from "../../src/options.ts";
-import { parsePositiveInt } from "./common.ts";
+import { parsePositiveInt, durationArg } from "./common.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
-function durationArg(v: string): number {
-  try {
-    return parseDuration(v);
-  } catch {
-    throw new InvalidArgumentError(`not a duration: '${v}' (e.g. 30 s, 10 min, 1 h, 7 d)`);
-  }
-}
 
 export function registerMaintenanceCommands(program: Command, out: (s: string) => void): void {
   const cmd = program

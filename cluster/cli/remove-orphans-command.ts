@@ -8,19 +8,11 @@
  * age.
  */
 import type { Command } from "commander";
-import { InvalidArgumentError } from "commander";
 import { Presets, SingleBar } from "cli-progress";
-import { parseDuration } from "../../src/options.ts";
 import { ORPHAN_KINDS, type RemoveOrphansResult } from "../../src/maintenance/remove-orphans.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
+import { durationArg } from "./common.ts";
 
-function durationArg(v: string): number {
-  try {
-    return parseDuration(v);
-  } catch {
-    throw new InvalidArgumentError(`not a duration: '${v}' (e.g. 30 s, 10 min, 1 h, 7 d)`);
-  }
-}
 
 const units = ["B", "KiB", "MiB", "GiB", "TiB"];
 function bytes(n: number): string {

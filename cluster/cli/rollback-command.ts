@@ -4,19 +4,10 @@
  * guard window: a running cluster would re-ingest what the rollback removes (see the README).
  */
 import type { Command } from "commander";
-import { InvalidArgumentError } from "commander";
-import { parseDuration } from "../../src/options.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { DEFAULT_ROLLBACK_GUARD_MS, rollback } from "../../src/maintenance/rollback.ts";
-import { catalogFrom, parseNonNegativeInt, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, parseNonNegativeInt, UsageError, type WarehouseOpts, durationArg } from "./common.ts";
 
-function durationArg(v: string): number {
-  try {
-    return parseDuration(v);
-  } catch {
-    throw new InvalidArgumentError(`not a duration: '${v}' (e.g. 30 s, 10 min, 1 h)`);
-  }
-}
 
 interface RollbackOpts extends WarehouseOpts {
   toSnapshot?: number;

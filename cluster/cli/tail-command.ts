@@ -1,0 +1,126 @@
+/**
+ * `natslake tail <db.table> [--from latest|full|snapshot:N|snapshot-full:N|time:T] [--consumer-id ID]
+ * [--format jsonl|table]`: prints a table's rows as they land (src/scan/table-stream.ts). With `--nats` it is woken
+ * by the cluster's snapshot notifications (no polling delay); without, it looks at the snapshot chain every
+ * `--poll`. With a consumer id it records its progress after printing each snapshot's rows (Paimon's consumer file),
+ * so a restarted tail resumes at the first snapshot it did not finish printing, and snapshot expiration keeps what it
+ * still has to read. `--max-snapshots` / `--for` bound a run (scripts, tests); Ctrl-C stops it after the snapshot
+ * being printed.
+ */
+import type { Command } from "commander";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { parsePartitionSpec } from "../../src/spec/partition.ts";
+import { toJsonText, toJsonValue } from "../../src/spec/values.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
+import { readRows } from "../../src/scan/read.ts";
+import { parseScanMode, TableStream, type ScanMode, type StreamItem } from "../../src/scan/table-stream.ts";
+import type { Table } from "../../src/table/table.ts";
+import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
+import { DEFAULT_PREFIX } from "../nats/subjects.ts";
+import { catalogFrom, connectOrExplain, durationArg, parsePositiveInt, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+
+interface TailOpts extends WarehouseOpts {
+  from: ScanMode;
+  consumerId?: string;
+  format: string;
+  columns?: string;
+  partition?: string;
+  nats?: string;
+  prefix: string;
+  poll: number;
+  maxSnapshots?: number;
+  for?: number;
+  withSnapshotId?: boolean;
+}
+
+const scanModeArg = (v: string): ScanMode => {
+  try {
+    return parseScanMode(v);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+};
+
+export function registerTailCommand(program: Command, out: (s: string) => void): void {
+  program
+    .command("tail <table>")
+    .description("print rows as they land: a starting scan by --from, then every new snapshot's rows, in order")
+    .option("--from <mode>", "latest (only what lands from now), full (the table now, then what lands), snapshot:N, snapshot-full:N or time:T", scanModeArg, { mode: "latest" } as ScanMode)
+    .option("--consumer-id <id>", "resume where this consumer stopped, and record its progress after each snapshot")
+    .option("--format <jsonl|table>", "output format", "jsonl")
+    .option("--columns <cols>", "comma-separated columns to print")
+    .option("--partition <k=v,...>", "only this partition")
+    .option("--nats <url>", "be woken by the cluster's snapshot notifications (else the snapshot chain is polled)")
+    .option("--prefix <p>", "the cluster's subject prefix", DEFAULT_PREFIX)
+    .option("--poll <duration>", "how often to look for a new snapshot without a notification", durationArg, 1000)
+    .option("--max-snapshots <n>", "stop after printing this many snapshots", parsePositiveInt("--max-snapshots"))
+    .option("--for <duration>", "stop after this long", durationArg)
+    .option("--with-snapshot-id", "jsonl: add `_snapshot` (the snapshot that delivered the row) to every line, to de-duplicate by")
+    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .addHelpText("after", "\nExamples:\n  natslake tail shop.orders --nats nats://127.0.0.1:4222\n  natslake tail shop.orders --from full --consumer-id audit --format table\n  natslake tail shop.orders --from time:2026-12-01T10:00:00Z --max-snapshots 10\n")
+    .action(async (name: string, o: TailOpts) => {
+      if (o.format !== "jsonl" && o.format !== "table") throw new UsageError(`--format must be jsonl or table, got '${o.format}'`);
+      const table = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
+      const projection = o.columns?.split(",").map((c) => c.trim()).filter(Boolean);
+      if (projection) for (const c of projection) table.typeOf(c); // an unknown column is an error now, not at the first row
+      const partition = o.partition ? parsePartitionSpec(o.partition, table.partitionKeys, table.partitionTypes) : undefined;
+      const stream = new TableStream(table, { mode: o.from, ...(o.consumerId !== undefined ? { consumerId: o.consumerId } : {}), pollMs: o.poll });
+      let nc: NatsConnection | null = null;
+      let sub: SnapshotSubscription | null = null;
+      const stop = (): void => stream.close();
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+      const timer = o.for !== undefined ? setTimeout(stop, o.for) : null;
+      try {
+        if (o.nats !== undefined) {
+          nc = await connectOrExplain(o.nats, { name: "natslake-tail" });
+          sub = await subscribeSnapshots(nc, table.identifier, () => stream.wake(), { prefix: o.prefix });
+        }
+        let printed = 0;
+        for await (const item of stream) {
+          await printItem(table, item, { format: o.format as "jsonl" | "table", projection, partition, withSnapshotId: o.withSnapshotId === true }, out);
+          // Progress only once the rows reached the OS (a pipe's kernel buffer): a tail killed before that prints the
+          // snapshot again after its restart, never skips it.
+          await stdoutFlushed();
+          await stream.ack(item.snapshotId);
+          if (o.maxSnapshots !== undefined && ++printed >= o.maxSnapshots) break;
+        }
+      } finally {
+        if (timer !== null) clearTimeout(timer);
+        process.removeListener("SIGINT", stop);
+        process.removeListener("SIGTERM", stop);
+        stream.close();
+        sub?.stop();
+        await nc?.close().catch(() => undefined);
+      }
+    });
+}
+
+/** Resolves once everything written to stdout so far was handed to the OS. */
+function stdoutFlushed(): Promise<void> {
+  return new Promise((resolve, reject) => process.stdout.write("", (e) => (e ? reject(e) : resolve())));
+}
+
+interface PrintOpts {
+  format: "jsonl" | "table";
+  projection: string[] | undefined;
+  partition: ReturnType<typeof parsePartitionSpec> | undefined;
+  withSnapshotId: boolean;
+}
+
+async function printItem(table: Table, item: StreamItem, o: PrintOpts, out: (s: string) => void): Promise<void> {
+  const fields = o.projection ? o.projection.map((c) => ({ name: c, type: table.typeOf(c) })) : table.schema.fields.map((f) => ({ name: f.name, type: f.type }));
+  const rows: unknown[][] = [];
+  for await (const row of readRows(table, { ...item.read, ...(o.projection ? { projection: o.projection } : {}), ...(o.partition ? { partition: o.partition } : {}) })) {
+    if (o.format === "jsonl") {
+      const obj: Record<string, unknown> = {};
+      for (const f of fields) obj[f.name] = toJsonValue(f.type, row[f.name] ?? null);
+      if (o.withSnapshotId) obj["_snapshot"] = item.snapshotId;
+      out(toJsonText(obj));
+    } else rows.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
+  }
+  if (o.format === "table") {
+    out(`-- snapshot ${item.snapshotId} (${item.kind === "full" ? "the table as of it" : "rows it added"}, ${rows.length} rows)`);
+    if (rows.length > 0) out(renderTable(fields.map((f) => f.name), rows));
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * `natslake tail`: rows as they land, by scan mode; a consumer id resumes where it stopped; a tail process SIGKILLed
+ * and restarted again and again while a cluster commits (woken by its notifications): every row printed at least
+ * once, exactly once after de-duplication by snapshot id, and no acknowledged snapshot ever again; bad input refused.
+ */
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { createTable, reopen, tempDir, writeRows } from "../helpers/tables.ts";
+import { producerWhenRegistered, startCluster, withNodeLogsOnFailure } from "../helpers/cluster.ts";
+import { getConsumer } from "../../src/table/consumers.ts";
+import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
+import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
+import { parseColumnList } from "../../src/spec/data-types.ts";
+
+const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
+const wh = tempDir();
+after(() => wh.cleanup());
+
+const tail = (args: string[], warehouse = wh.path) => spawnSync(process.execPath, [BIN, "tail", ...args, "--warehouse", warehouse, "--poll", "50ms"], { encoding: "utf8", timeout: 60_000 });
+const lines = (stdout: string): Array<Record<string, unknown>> => stdout.split("\n").filter((l) => l.startsWith("{") && l.endsWith("}")).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+test("tail - --from full prints the table, then each new snapshot's rows; --consumer-id resumes after the last snapshot printed", { timeout: 120_000 }, async () => {
+  const name = "tail.basic";
+  const t = await createTable(wh.path, name, "id BIGINT NOT NULL, s STRING", { options: { bucket: "1", "bucket-key": "id" } });
+  await writeRows(t, [{ id: 1, s: "a" }, { id: 2, s: "b" }]);
+  await writeRows(t, [{ id: 3, s: "c" }]);
+  // The tail starts on 2 snapshots; a third lands while it waits.
+  const child = spawn(process.execPath, [BIN, "tail", name, "--from", "full", "--max-snapshots", "2", "--consumer-id", "cli", "--warehouse", wh.path, "--poll", "50ms", "--with-snapshot-id"], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+  await new Promise((r) => setTimeout(r, 1500));
+  await writeRows(await reopen(wh.path, name), [{ id: 4, s: "d" }]);
+  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  assert.equal(code, 0);
+  assert.deepEqual(lines(out), [
+    { id: 1, s: "a", _snapshot: 2 },
+    { id: 2, s: "b", _snapshot: 2 },
+    { id: 3, s: "c", _snapshot: 2 },
+    { id: 4, s: "d", _snapshot: 3 },
+  ]);
+  assert.equal((await getConsumer(await reopen(wh.path, name), "cli"))?.nextSnapshot, 4, "progress recorded after each snapshot printed");
+  await writeRows(await reopen(wh.path, name), [{ id: 5, s: "e" }]);
+  const again = tail([name, "--consumer-id", "cli", "--max-snapshots", "1", "--format", "table"]);
+  assert.equal(again.status, 0, again.stderr);
+  assert.match(again.stdout, /-- snapshot 4 \(rows it added, 1 rows\)/);
+  assert.match(again.stdout, /\b5\b.*\be\b/);
+  assert.doesNotMatch(again.stdout, /\bd\b/, "snapshot 3 was acknowledged: never printed again");
+});
+
+test("tail - bad input: an unknown column, an expired start (naming the earliest snapshot), an unknown mode, a bad format", { timeout: 60_000 }, async () => {
+  const name = "tail.bad";
+  const t = await createTable(wh.path, name, "id BIGINT NOT NULL", { options: { bucket: "1", "bucket-key": "id", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1 ms" } });
+  for (let i = 0; i < 3; i++) await writeRows(t, [{ id: i }]);
+  await expireSnapshots(await reopen(wh.path, name));
+  const col = tail([name, "--columns", "id,nope", "--max-snapshots", "1"]);
+  assert.equal(col.status, 2);
+  assert.match(col.stderr, /nope/);
+  const expired = tail([name, "--from", "snapshot:1", "--max-snapshots", "1"]);
+  assert.equal(expired.status, 2, expired.stderr);
+  assert.match(expired.stderr, /snapshot 1 of tail\.bad was expired: the earliest snapshot retained is 3/);
+  const mode = tail([name, "--from", "yesterday"]);
+  assert.equal(mode.status, 2);
+  assert.match(mode.stderr, /unknown scan mode 'yesterday'/);
+  const fmt = tail([name, "--format", "xml"]);
+  assert.equal(fmt.status, 2);
+  assert.match(fmt.stderr, /--format must be jsonl or table/);
+});
+
+test("tail - a consumer SIGKILLed and restarted 6 times while the cluster commits: every row at least once, exactly once by snapshot id, acknowledged snapshots never again", { timeout: 240_000 }, async () => {
+  const c = await startCluster({ nodes: 1, commitInterval: "100ms" });
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      const name = "tail.kill";
+      const id = parseIdentifier(name);
+      await new Catalog(c.warehouse).createTable(id, { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "2", "bucket-key": "id" } });
+      const producer = await producerWhenRegistered(c.nc, name);
+      let next = 0;
+      let writing = true;
+      const writer = (async () => {
+        while (writing) {
+          for (let k = 0; k < 25; k++, next++) void producer.write({ id: next });
+          await producer.flush();
+          await new Promise((r) => setTimeout(r, 60));
+        }
+      })();
+      const printed: Array<{ id: number; snapshot: number }> = [];
+      const args = ["tail", name, "--from", "snapshot:1", "--consumer-id", "killme", "--nats", c.nats.url, "--poll", "5s", "--with-snapshot-id", "--warehouse", c.warehouse];
+      for (let run = 0; run < 7; run++) {
+        const last = run === 6;
+        if (last) {
+          writing = false;
+          await writer;
+          await producer.waitVisible(producer.token(), 60_000);
+        }
+        const startAt = (await getConsumer(await new Catalog(c.warehouse).getTable(id), "killme"))?.nextSnapshot ?? 1;
+        const child = spawn(process.execPath, last ? [BIN, ...args, "--for", "4s"] : [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+        if (!last) setTimeout(() => child.kill("SIGKILL"), 1200 + run * 300);
+        await new Promise((r) => child.once("exit", r));
+        const got = lines(out).map((r) => ({ id: Number(r["id"]), snapshot: Number(r["_snapshot"]) }));
+        for (const g of got) assert.ok(g.snapshot >= startAt, `run ${run} printed snapshot ${g.snapshot}, acknowledged before it started (next ${startAt})`);
+        printed.push(...got);
+      }
+      await producer.close();
+      // De-duplicated by snapshot id: a snapshot printed twice (in flight at a kill) counts once.
+      const bySnapshot = new Map<number, number[]>();
+      for (const p of printed) {
+        const ids = bySnapshot.get(p.snapshot) ?? [];
+        ids.push(p.id);
+        bySnapshot.set(p.snapshot, ids);
+      }
+      const once: number[] = [];
+      const seenIn = new Map<number, number>();
+      for (const [snap, ids] of bySnapshot) {
+        const distinct = [...new Set(ids)];
+        for (const v of distinct) {
+          assert.ok(!seenIn.has(v), `row ${v} in snapshots ${seenIn.get(v)} and ${snap}`);
+          seenIn.set(v, snap);
+          once.push(v);
+        }
+      }
+      assert.equal(once.length, next, `every acknowledged row printed (${once.length} of ${next})`);
+      assert.deepEqual([...once].sort((a, b) => a - b), Array.from({ length: next }, (_, i) => i));
+      assert.ok(printed.length >= next, "at least once");
+    }, 60);
+  } finally {
+    await c.stop();
+  }
+});
