@@ -279,6 +279,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
       const c = v.compaction;
       this.compactions.add(1, { table, result: v.kind, ...(v.kind === "rejected" ? { reason: v.reason } : {}) });
       if (v.kind === "rejected") ctx.log.warn("compaction rejected; its outputs were deleted", { table, bucket: c.bucket, compactionId: c.compactionId, writer: c.writerId, reason: v.reason, detail: v.detail });
+      // Only after a leader change (it landed, the stream was not purged yet): worth a line.
+      if (v.kind === "duplicate") ctx.log.info("compaction read again after it landed: a duplicate, its outputs kept", { table, bucket: c.bucket, compactionId: c.compactionId, writer: c.writerId });
     }
     if (res.snapshot === null) return;
     this.commits.add(1, { table });

@@ -46,7 +46,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import { FileKind } from "../src/spec/manifest.ts";
-import { natslakeState, type Snapshot } from "../src/spec/snapshot.ts";
+import { CommitKind, natslakeState, type Snapshot } from "../src/spec/snapshot.ts";
 import { planScan } from "../src/scan/plan.ts";
 import { readRows } from "../src/scan/read.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
@@ -243,7 +243,8 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
   const chainProblems: string[] = [];
   const ids = await table.snapshots.listIds();
   const snaps: SnapInfo[] = [];
-  const added: Array<{ snap: number; bucket: number; path: string; rowCount: number; fileSize: number }> = [];
+  /** Data files as snapshots added them; `compacted`: added by a COMPACT snapshot (rows of earlier snapshots). */
+  const added: Array<{ snap: number; bucket: number; path: string; rowCount: number; fileSize: number; compacted: boolean }> = [];
   const referencedManifests = new Set<string>();
   let latest: Snapshot | null = null;
   // Contiguous from the earliest snapshot on disk: the leader expires old snapshots (a long soak outlives the
@@ -295,7 +296,7 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
       await store.readEntries(metas);
       for (const e of await store.readDeltaEntries(s)) {
         if (e.kind !== FileKind.ADD) continue;
-        added.push({ snap: sid, bucket: e.bucket, path: table.paths.dataFilePath("", e.bucket, e.file.fileName, e.file.externalPath), rowCount: e.file.rowCount, fileSize: e.file.fileSize });
+        added.push({ snap: sid, bucket: e.bucket, path: table.paths.dataFilePath("", e.bucket, e.file.fileName, e.file.externalPath), rowCount: e.file.rowCount, fileSize: e.file.fileSize, compacted: s.commitKind === CommitKind.COMPACT });
       }
     } catch (e) {
       push(chainProblems, `snapshot ${sid}: a manifest list or manifest is missing or unreadable: ${(e as Error).message}`);
@@ -318,11 +319,12 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
     for (const raw of f.ids) {
       const info = rows.get(Number(raw));
       if (!info || info.bucket < 0 || info.seq === undefined || !cur) continue;
-      const lo = prev?.offsets.get(a.bucket) ?? 0;
+      // A compaction's output holds rows committed by earlier snapshots: anything up to the snapshot's offset.
+      const lo = a.compacted ? 0 : (prev?.offsets.get(a.bucket) ?? 0);
       const hi = cur.offsets.get(a.bucket) ?? 0;
       if (info.bucket !== a.bucket || info.seq <= lo || info.seq > hi) {
         outOfRangeCount++;
-        push(outOfRange, `row ${raw} (bucket ${info.bucket}, seq ${info.seq}) in snapshot ${a.snap}'s file of bucket ${a.bucket} covering (${lo}, ${hi}]`);
+        push(outOfRange, `row ${raw} (bucket ${info.bucket}, seq ${info.seq}) in snapshot ${a.snap}'s ${a.compacted ? "compacted " : ""}file of bucket ${a.bucket} covering (${lo}, ${hi}]`);
       }
     }
   }
