@@ -23,51 +23,11 @@ import { parseColumnList } from "../src/spec/data-types.ts";
 import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { assertAlive, procStats, runLoad, waitForAssignment } from "./cluster-harness.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
-const LOAD = fileURLToPath(new URL("./cluster-load.ts", import.meta.url));
 const COLUMNS = BENCH_COLUMNS;
-
-/** CPU seconds and peak RSS (MB) of a live process, from /proc. */
-function procStats(pid: number): { cpu: number; rssMb: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return { cpu: ticks / 100, rssMb: Math.round(Number(hwm?.[1] ?? 0) / 1024) };
-}
-
-function runLoad(natsUrl: string, table: string, rows: number, rate: number, warmupRows: number): Promise<{ result: Record<string, number | null>; cpu: number; rssMb: number }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", LOAD, natsUrl, table, String(rows), String(rate), String(warmupRows)], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    let last = { cpu: 0, rssMb: 0 };
-    const sampler = setInterval(() => {
-      try {
-        last = procStats(p.pid!);
-      } catch {
-        /* exited */
-      }
-    }, 200);
-    p.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    p.on("exit", (code) => {
-      clearInterval(sampler);
-      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
-      else resolve({ result: JSON.parse(out.trim().split("\n").pop()!) as Record<string, number | null>, ...last });
-    });
-  });
-}
-
-/** A node that died invalidates the run: say why (its log's tail) instead of printing figures. */
-function assertAlive(nodes: ChildProcess[], dir: string, when: string): void {
-  for (const [i, n] of nodes.entries()) {
-    if (n.exitCode !== null || n.signalCode !== null) {
-      const tail = readFileSync(join(dir, `n${i + 1}.log`), "utf8").split("\n").slice(-15).join("\n");
-      throw new Error(`node n${i + 1} exited (${n.exitCode ?? n.signalCode}) ${when}:\n${tail}`);
-    }
-  }
-}
 
 async function scenario(writers: number, rows: number, rate: number, commitInterval: string): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
@@ -85,14 +45,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     }
     // Wait until every bucket has an active writer and the writers are spread.
     const nc = await connect({ servers: nats.url });
-    const { Kvm } = await import("@nats-io/kv");
-    const kv = await new Kvm(nc).open("lake_assign").catch(() => null);
-    for (let t = 0; t < 300; t++) {
-      const e = kv ? await kv.get("bench.events").catch(() => null) : null;
-      const a = e && e.operation === "PUT" ? (e.json() as { buckets: Record<string, { node: string; state: string }> }) : null;
-      if (a && Object.keys(a.buckets).length === 6 && Object.values(a.buckets).every((b) => b.state === "active") && new Set(Object.values(a.buckets).map((b) => b.node)).size === writers) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitForAssignment(nc, "bench.events", 6, writers, 60_000);
     assertAlive(nodes, dir, "while starting");
     // CPU is counted from here: node start-up (loading and compiling the TypeScript) is not part of the work.
     const before = nodes.map((n) => procStats(n.pid!).cpu);
