@@ -1,0 +1,452 @@
+/**
+ * Maintenance benchmark (issue 10; part of `npm run bench`; a benchmark, not a test: it prints figures and ratios).
+ *
+ * A sustained run through the cluster — real nats-server and redis-server on loopback, 2 node processes, 250 ms
+ * commits, a table of 6 buckets created with the cluster's retention defaults — fed 10,000 rows/s by the load
+ * generator (bench/cluster-load.ts, its own process). Two phases one after the other on the same cluster:
+ *   on   maintenance on: each writer compacts its bucket, the leader expires snapshots;
+ *   off  `write-only = true`: neither.
+ * Every 10 s this process samples the table from the warehouse, read-only: live data files per bucket, snapshot
+ * files (and what the retention options allow), manifest files, bytes, and the time to plan a scan. It times a full
+ * scan at minute 1 and at the end, and compares the end's with the same rows written by one batch write. From the
+ * load generator: throughput and publish→visible p50/p99 per phase. Each issue-10 target is printed with ✔/✘.
+ *
+ *   node --import tsx bench/maintenance.bench.ts [--minutes N]   (default 2 minutes per phase; the issue's run: 10)
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, openSync, rmSync } from "node:fs";
+import { readdir, stat } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { CLUSTER_TABLE_DEFAULTS } from "../cluster/admin.ts";
+import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../cluster/local/servers.ts";
+import { planScan } from "../src/scan/plan.ts";
+import { readBatches } from "../src/scan/read.ts";
+import { parseColumnList } from "../src/spec/data-types.ts";
+import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
+import type { Table } from "../src/table/table.ts";
+import { BatchWriter } from "../src/write/batch-writer.ts";
+import { assertAlive, procStats, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
+import { BENCH_COLUMNS } from "./shape.ts";
+
+const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
+const RATE = 10_000;
+const BUCKETS = 6;
+const NODES = 2;
+const COMMIT_INTERVAL_MS = 250;
+const SAMPLE_EVERY_MS = 10_000;
+/** Load before the measured run, reported apart (the cluster's first seconds on a new table: JIT, first files). */
+const WARMUP_SECONDS = 5;
+/** Plans timed per sample; the median is reported. */
+const PLAN_RUNS = 3;
+/** Full scans timed at the end and of the batch-written baseline; the median is reported. */
+const SCAN_RUNS = 3;
+/**
+ * Snapshots committed this recently are not counted against the retention bound: the leader expires at most once a
+ * second, after commits, so a snapshot can outlive its retention by up to that long.
+ */
+const EXPIRE_GRACE_MS = 2_000;
+const ON_TARGETS = { filesPerBucket: 10, planGrowth: 1.2, scanVsBatch: 0.8, throughputVsOff: 0.9, p99Ms: COMMIT_INTERVAL_MS + 100 };
+
+const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" } } });
+const MINUTES = Number(flags.minutes);
+if (!(MINUTES > 0)) throw new Error(`--minutes must be a positive number, got ${flags.minutes}`);
+
+interface Sample {
+  /** Seconds since the phase's load generator started. */
+  t: number;
+  rows: number;
+  snapshots: number;
+  /** Snapshot files the retention options allow at this moment (see retentionBound). */
+  bound: number;
+  filesMax: number;
+  filesMean: number;
+  manifests: number;
+  bytes: number;
+  planMs: number;
+  /** True while the load generator was still publishing or waiting for its rows to be visible. */
+  underLoad: boolean;
+}
+
+interface ScanFigure {
+  rows: number;
+  seconds: number;
+  /** Every run's seconds (the figure is their median). */
+  runs: number[];
+}
+
+interface PhaseResult {
+  name: string;
+  table: string;
+  samples: Sample[];
+  scanMinute1: ScanFigure | null;
+  scanEnd: ScanFigure;
+  endSnapshot: number;
+  load: LoadRun;
+  nodeCpu: number[];
+  nodePeakRssMb: number[];
+  natsCpu: number;
+  seconds: number;
+  tableHandle: Table;
+}
+
+/** What a run started, for stopCluster (a start that failed halfway stops what it got). */
+interface Processes {
+  dir: string;
+  /** nats-server, then redis-server. */
+  servers: ServerHandle[];
+  nc: NatsConnection | null;
+  nodes: ChildProcess[];
+  /** Aborted at the end: kills a load generator still running. */
+  abort: AbortController;
+}
+
+interface Cluster extends Processes {
+  nats: ServerHandle;
+  nc: NatsConnection;
+  catalog: Catalog;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
+const say = (line: string): void => void process.stdout.write(line + "\n");
+
+/** Bytes of every file under `dir`; a file removed meanwhile (expiration runs beside us) counts as gone. */
+async function dirBytes(dir: string): Promise<number> {
+  let total = 0;
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) total += await dirBytes(p);
+    else total += await stat(p).then((s) => s.size, () => 0);
+  }
+  return total;
+}
+
+/** How many of `ids` (ascending) were committed at or after `cutoff`; commit times grow with ids (binary search). */
+async function countSince(table: Table, ids: number[], cutoff: number): Promise<number> {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    // A snapshot expired since the listing was old enough to go: older than any cutoff here.
+    const time = await table.snapshots.snapshot(ids[mid]!).then((s) => s.timeMillis, () => -Infinity);
+    if (time >= cutoff) hi = mid;
+    else lo = mid + 1;
+  }
+  return ids.length - lo;
+}
+
+/**
+ * The snapshot files the table's retention options allow now, by Paimon's rules (expire-snapshots.ts): at most
+ * `num-retained.max`, at least `num-retained.min`, otherwise those younger than `time-retained` — plus the ones
+ * committed in the last EXPIRE_GRACE_MS, which the leader has not had its chance to act on yet.
+ */
+async function retentionBound(table: Table, ids: number[], now: number): Promise<number> {
+  const o = table.options;
+  const young = await countSince(table, ids, now - o.duration("snapshot.time-retained"));
+  const recent = await countSince(table, ids, now - EXPIRE_GRACE_MS);
+  return Math.min(o.int("snapshot.num-retained.max"), Math.max(o.int("snapshot.num-retained.min"), young)) + recent;
+}
+
+/** Plans a scan of the latest snapshot PLAN_RUNS times (each with a fresh manifest cache, as a new reader would). */
+async function timePlans(table: Table): Promise<{ ms: number; plan: Awaited<ReturnType<typeof planScan>> }> {
+  const times: number[] = [];
+  let plan: Awaited<ReturnType<typeof planScan>> | null = null;
+  for (let i = 0; i < PLAN_RUNS; i++) {
+    const t0 = performance.now();
+    plan = await planScan(table);
+    times.push(performance.now() - t0);
+  }
+  return { ms: median(times), plan: plan! };
+}
+
+/** One sample of the table; concurrent expiration can remove a file between listing and reading, so it retries. */
+async function sample(table: Table, t: number, underLoad: boolean): Promise<Sample> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await sampleOnce(table, t, underLoad);
+    } catch (e) {
+      if (attempt >= 3) throw e;
+    }
+  }
+}
+
+async function sampleOnce(table: Table, t: number, underLoad: boolean): Promise<Sample> {
+  const ids = await table.snapshots.listIds();
+  const bound = await retentionBound(table, ids, Date.now());
+  // planScan groups the latest snapshot's live entries (ManifestStore.readLiveEntries) into one split per bucket.
+  const { ms, plan } = await timePlans(table);
+  const perBucket = Array.from({ length: BUCKETS }, (_, b) => plan.splits.find((s) => s.bucket === b)?.files.length ?? 0);
+  const manifests = (await readdir(table.paths.manifestDir).catch(() => [])).length;
+  return {
+    t,
+    rows: Number(plan.snapshot?.totalRecordCount ?? 0),
+    snapshots: ids.length,
+    bound,
+    filesMax: Math.max(...perBucket),
+    filesMean: perBucket.reduce((a, b) => a + b, 0) / BUCKETS,
+    manifests,
+    bytes: await dirBytes(table.root),
+    planMs: ms,
+    underLoad,
+  };
+}
+
+/** A full scan as `natslake read` does it (readRows is readBatches turned into row objects; Arrow batches here). */
+async function scanOnce(table: Table, snapshotId?: number): Promise<{ rows: number; seconds: number }> {
+  const t0 = performance.now();
+  let rows = 0;
+  for await (const b of readBatches(table, snapshotId === undefined ? {} : { snapshotId })) rows += b.numRows;
+  return { rows, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function timeScans(table: Table, runs: number, snapshotId?: number): Promise<ScanFigure> {
+  const all: Array<{ rows: number; seconds: number }> = [];
+  for (let i = 0; i < runs; i++) all.push(await scanOnce(table, snapshotId));
+  return { rows: all[0]!.rows, seconds: median(all.map((s) => s.seconds)), runs: all.map((s) => s.seconds) };
+}
+
+const scanRate = (s: ScanFigure): number => s.rows / s.seconds;
+
+function sampleLine(s: Sample): string {
+  const cols = [
+    `${s.t.toFixed(0).padStart(5)} s`,
+    fmt(s.rows).padStart(10),
+    `${String(s.snapshots).padStart(5)} (≤ ${String(s.bound).padStart(4)})`,
+    `${String(s.filesMax).padStart(4)} / ${s.filesMean.toFixed(1).padStart(5)}`,
+    String(s.manifests).padStart(6),
+    (s.bytes / 1024 / 1024).toFixed(1).padStart(8),
+    s.planMs.toFixed(1).padStart(8),
+    s.underLoad ? "" : "(after the load)",
+  ];
+  return "  " + cols.join("  ");
+}
+
+const SAMPLE_HEADER = "  " + ["    t", "      rows", "snapshots (bound)", "files/bucket max / mean", "manifests", "      MB", " plan ms"].join("  ");
+
+/** Creates the phase's table as the cluster would (its retention defaults) and waits until its buckets are served. */
+async function createServedTable(c: Cluster, name: string, options: Record<string, string>): Promise<Table> {
+  const table = await c.catalog.createTable(parseIdentifier(name), {
+    columns: parseColumnList(BENCH_COLUMNS),
+    options: { ...CLUSTER_TABLE_DEFAULTS, bucket: String(BUCKETS), "bucket-key": "id", ...options },
+  });
+  // Nodes find new tables by scanning the warehouse every 2 s.
+  if (!(await waitForAssignment(c.nc, name, BUCKETS, NODES, 60_000))) throw new Error(`${name}: its ${BUCKETS} buckets were not assigned to ${NODES} nodes within 60 s`);
+  assertAlive(c.nodes, c.dir, `while ${name} started`);
+  return table;
+}
+
+/** Peak RSS per node over a phase: VmRSS sampled every 500 ms (VmHWM would carry the previous phase's peak). */
+function watchRss(nodes: ChildProcess[]): { stop(): number[] } {
+  const peak = nodes.map(() => 0);
+  const read = (): void =>
+    nodes.forEach((n, i) => {
+      try {
+        peak[i] = Math.max(peak[i]!, procStats(n.pid!).rssNowMb);
+      } catch {
+        /* exited: assertAlive reports it */
+      }
+    });
+  read();
+  const timer = setInterval(read, 500);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      read();
+      return peak;
+    },
+  };
+}
+
+/**
+ * Samples the table every SAMPLE_EVERY_MS until `loadDone` settles; times one full scan at the first sample from
+ * minute 1 on (under load, like the samples). Each sample line is printed as it is taken.
+ */
+async function sampleDuringLoad(table: Table, t0: number, loadDone: Promise<unknown>): Promise<{ samples: Sample[]; scanMinute1: ScanFigure | null }> {
+  let done = false;
+  void loadDone.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  const samples: Sample[] = [];
+  let scanMinute1: ScanFigure | null = null;
+  for (let k = 1; ; k++) {
+    const wait = t0 + k * SAMPLE_EVERY_MS - Date.now();
+    if (wait > 0) await Promise.race([sleep(wait), loadDone.catch(() => undefined)]);
+    if (done) break;
+    if (wait <= -SAMPLE_EVERY_MS) continue; // the previous sample overran this slot
+    const s = await sample(table, (Date.now() - t0) / 1000, true);
+    samples.push(s);
+    say(sampleLine(s));
+    if (scanMinute1 === null && s.t >= 60) {
+      scanMinute1 = await timeScans(table, 1);
+      say(`  full scan at ${s.t.toFixed(0)} s: ${fmt(scanMinute1.rows)} rows in ${scanMinute1.seconds.toFixed(2)} s = ${fmt(scanRate(scanMinute1))} rows/s (one run, under load)`);
+    }
+  }
+  return { samples, scanMinute1 };
+}
+
+async function runPhase(c: Cluster, name: string, options: Record<string, string>, what: string): Promise<PhaseResult> {
+  const tableName = `bench.maint_${name}`;
+  const table = await createServedTable(c, tableName, options);
+  const rows = Math.round(RATE * MINUTES * 60);
+  say(`\nphase ${name} (${what}): ${tableName}, ${fmt(rows)} rows at ${fmt(RATE)} rows/s after a ${WARMUP_SECONDS} s warm-up`);
+  say(SAMPLE_HEADER);
+  const cpu0 = c.nodes.map((n) => procStats(n.pid!).cpu);
+  const natsCpu0 = procStats(c.nats.pid).cpu;
+  const rss = watchRss(c.nodes);
+  const t0 = Date.now();
+  // Its deadline: the publishing time, plus as long again (and 3 min) for a cluster that falls behind to drain.
+  const timeoutMs = 2 * (MINUTES * 60 + WARMUP_SECONDS) * 1000 + 180_000;
+  const loadP = runLoad(c.nats.url, tableName, rows, RATE, RATE * WARMUP_SECONDS, { timeoutMs, signal: c.abort.signal });
+  // Observed at once: when sampling fails, the run ends and the generator is killed, and its rejection is expected.
+  loadP.catch(() => undefined);
+  const { samples, scanMinute1 } = await sampleDuringLoad(table, t0, loadP);
+  const load = await loadP;
+  const seconds = (Date.now() - t0) / 1000;
+  const nodePeakRssMb = rss.stop();
+  assertAlive(c.nodes, c.dir, `during phase ${name}`);
+  const nodeCpu = c.nodes.map((n, i) => procStats(n.pid!).cpu - cpu0[i]!);
+  const natsCpu = procStats(c.nats.pid).cpu - natsCpu0;
+  // The end: the snapshot the last rows became visible in, pinned, so compaction after the load does not flatter it.
+  const endSnapshot = (await table.snapshots.latestId())!;
+  const last = await sample(table, (Date.now() - t0) / 1000, false);
+  samples.push(last);
+  say(sampleLine(last));
+  const scanEnd = await timeScans(table, SCAN_RUNS, endSnapshot);
+  say(`  full scan of snapshot ${endSnapshot} (the end): ${fmt(scanEnd.rows)} rows, median of ${SCAN_RUNS} ${scanEnd.seconds.toFixed(2)} s = ${fmt(scanRate(scanEnd))} rows/s (runs ${scanEnd.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
+  return { name, table: tableName, samples, scanMinute1, scanEnd, endSnapshot, load, nodeCpu, nodePeakRssMb, natsCpu, seconds, tableHandle: table };
+}
+
+/**
+ * The scan's yardstick: the rows of the phase's end snapshot written by ONE batch write (one BatchWriter, one
+ * commit) into a fresh table of the same schema and buckets, in a warehouse of its own (the cluster does not serve
+ * it), then scanned the same way.
+ */
+async function batchBaseline(dir: string, source: Table, snapshotId: number): Promise<{ scan: ScanFigure; files: number; writeSeconds: number }> {
+  const table = await new Catalog(join(dir, "baseline-wh")).createTable(parseIdentifier("bench.batch"), {
+    columns: parseColumnList(BENCH_COLUMNS),
+    options: { ...CLUSTER_TABLE_DEFAULTS, bucket: String(BUCKETS), "bucket-key": "id" },
+  });
+  const t0 = performance.now();
+  const writer = await BatchWriter.open(table);
+  for await (const b of readBatches(source, { snapshotId })) await writer.writeArrow(b);
+  const res = await writer.commit();
+  const writeSeconds = (performance.now() - t0) / 1000;
+  const scan = await timeScans(table, SCAN_RUNS);
+  return { scan, files: res.files, writeSeconds };
+}
+
+function num(r: LoadRun, key: string): number {
+  const v = r.result[key];
+  return typeof v === "number" ? v : NaN;
+}
+
+function ingestLines(p: PhaseResult): string[] {
+  const rows = num(p.load, "rows");
+  const cpu = p.nodeCpu.reduce((a, b) => a + b, 0);
+  return [
+    `  phase ${p.name}: ${fmt(rows)} rows (${fmt(num(p.load, "acked"))} acknowledged), published in ${num(p.load, "publishSeconds").toFixed(1)} s, all visible after ${num(p.load, "visibleSeconds").toFixed(1)} s = ${fmt(rows / num(p.load, "visibleSeconds"))} rows/s; publish→visible p50 ${num(p.load, "latencyP50")} ms, p99 ${num(p.load, "latencyP99")} ms (${fmt(num(p.load, "samples"))} batches; warm-up p50/p99 ${num(p.load, "warmupP50")}/${num(p.load, "warmupP99")} ms)`,
+    `    nodes: ${p.nodeCpu.map((x, i) => `n${i + 1} ${x.toFixed(1)} CPU s, peak RSS ${p.nodePeakRssMb[i]} MB`).join("; ")} (${(cpu / (rows / 1e6)).toFixed(2)} node CPU s per 1M rows); nats-server ${p.natsCpu.toFixed(1)} CPU s; load generator ${num(p.load, "cpuSeconds").toFixed(1)} CPU s; phase ${p.seconds.toFixed(0)} s`,
+  ];
+}
+
+const mark = (ok: boolean | null): string => (ok === null ? "–" : ok ? "✔" : "✘");
+
+/** The sample nearest minute 1 and the last one taken under load (the issue's minute 1 and minute 10). */
+function planPoints(samples: Sample[]): { first: Sample | null; last: Sample | null } {
+  const loaded = samples.filter((s) => s.underLoad);
+  const first = loaded.filter((s) => s.t >= 60)[0] ?? null;
+  const last = loaded[loaded.length - 1] ?? null;
+  return { first, last: last !== null && first !== null && last.t > first.t ? last : null };
+}
+
+function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFigure }): string[] {
+  const after1 = on.samples.filter((s) => s.t > 60);
+  const filesMax = after1.length === 0 ? null : Math.max(...after1.map((s) => s.filesMax));
+  const over = after1.length === 0 ? null : Math.max(...after1.map((s) => s.snapshots - s.bound));
+  const { first, last } = planPoints(on.samples);
+  const planRatio = first !== null && last !== null ? last.planMs / first.planMs : null;
+  const scanRatio = scanRate(on.scanEnd) / scanRate(baseline.scan);
+  const tput = (p: PhaseResult): number => num(p.load, "rows") / num(p.load, "visibleSeconds");
+  const tputRatio = tput(on) / tput(off);
+  const p99 = num(on.load, "latencyP99");
+  const na = "n/a (no samples after minute 1: run longer)";
+  return [
+    `targets (phase on unless said)`,
+    `  ${mark(filesMax === null ? null : filesMax <= ON_TARGETS.filesPerBucket)} live data files per bucket ≤ ${ON_TARGETS.filesPerBucket} after minute 1: max ${filesMax ?? na} (phase off: max ${Math.max(...off.samples.map((s) => s.filesMax))})`,
+    `  ${mark(over === null ? null : over <= 0)} snapshot files within the retention bound after minute 1: ${over === null ? na : over <= 0 ? `always (at most ${Math.max(...after1.map((s) => s.snapshots))} files)` : `exceeded by up to ${over}`} (phase off, write-only: ${Math.max(...off.samples.map((s) => s.snapshots))} at the end)`,
+    `  ${mark(planRatio === null ? null : planRatio <= ON_TARGETS.planGrowth)} plan at the end ≤ ${ON_TARGETS.planGrowth}× minute 1: ${planRatio === null ? na : `${last!.planMs.toFixed(1)} ms at ${last!.t.toFixed(0)} s / ${first!.planMs.toFixed(1)} ms at ${first!.t.toFixed(0)} s = ${planRatio.toFixed(2)}×`}`,
+    `  ${mark(scanRatio >= ON_TARGETS.scanVsBatch)} full scan at the end ≥ ${ON_TARGETS.scanVsBatch}× one batch write's: ${fmt(scanRate(on.scanEnd))} / ${fmt(scanRate(baseline.scan))} rows/s = ${scanRatio.toFixed(2)}× (phase off: ${(scanRate(off.scanEnd) / scanRate(baseline.scan)).toFixed(2)}×)`,
+    `  ${mark(tputRatio >= ON_TARGETS.throughputVsOff)} ingest throughput on ≥ ${ON_TARGETS.throughputVsOff}× off (rows / first publish → all visible): ${fmt(tput(on))} / ${fmt(tput(off))} rows/s = ${tputRatio.toFixed(3)}×`,
+    `  ${mark(p99 <= ON_TARGETS.p99Ms)} publish→visible p99 ≤ commit interval + 100 ms = ${ON_TARGETS.p99Ms} ms: on ${p99} ms, off ${num(off.load, "latencyP99")} ms`,
+  ];
+}
+
+/** How the nodes run: `natslake --version` says "dist" when dist/ matches the sources, else "sources" (tsx). */
+function nodesRunFrom(): string {
+  const r = spawnSync(process.execPath, [BIN, "--version"], { encoding: "utf8", timeout: 60_000 });
+  return /\((\w+)\)/.exec(r.stdout ?? "")?.[1] ?? "unknown";
+}
+
+async function startCluster(natsBin: string): Promise<Cluster> {
+  const p: Processes = { dir: mkdtempSync(join(tmpdir(), "natslake-mbench-")), servers: [], nc: null, nodes: [], abort: new AbortController() };
+  try {
+    const nats = await startNats({ bin: natsBin });
+    p.servers.push(nats);
+    const redis = await startRedis();
+    p.servers.push(redis);
+    const nc = await connect({ servers: nats.url });
+    p.nc = nc;
+    const warehouse = join(p.dir, "wh");
+    for (let i = 1; i <= NODES; i++) {
+      const fd = openSync(join(p.dir, `n${i}.log`), "a");
+      const args = [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn"];
+      p.nodes.push(spawn(process.execPath, args, { stdio: ["ignore", fd, fd] }));
+    }
+    return { ...p, nats, nc, catalog: new Catalog(warehouse) };
+  } catch (e) {
+    await stopCluster(p);
+    throw e;
+  }
+}
+
+/** Kills the load generator and the nodes, stops the servers, removes the temporary directory. */
+async function stopCluster(c: Processes): Promise<void> {
+  c.abort.abort();
+  for (const n of c.nodes) n.kill("SIGKILL");
+  await Promise.all(c.nodes.map((n) => new Promise((r) => (n.exitCode !== null || n.signalCode !== null ? r(null) : n.once("exit", r)))));
+  await c.nc?.close().catch(() => undefined);
+  for (const s of c.servers) await s.stop();
+  rmSync(c.dir, { recursive: true, force: true });
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const nats = chooseNatsServer();
+  say(`maintenance, ${MINUTES} min per phase, ${fmt(RATE)} rows/s, ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${NODES} nodes (from ${nodesRunFrom()}), loopback nats-server + redis-server`);
+  say(`  nats-server ${nats.version ?? "(version unknown)"} (${nats.bin}, ${nats.source}${nats.old ? "; older than 2.10" : ""}); load average at start ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  say(`  retention: ${Object.entries(CLUSTER_TABLE_DEFAULTS).map(([k, v]) => `${k} = ${v}`).join(", ")}`);
+  const c = await startCluster(nats.bin);
+  try {
+    const on = await runPhase(c, "on", {}, "writer-side compaction, expiration by the leader");
+    say(`\nbaseline: the ${fmt(on.scanEnd.rows)} rows of snapshot ${on.endSnapshot} written by one batch write`);
+    const baseline = await batchBaseline(c.dir, on.tableHandle, on.endSnapshot);
+    say(`  written in ${baseline.writeSeconds.toFixed(1)} s into ${baseline.files} files; full scan median of ${SCAN_RUNS} ${baseline.scan.seconds.toFixed(2)} s = ${fmt(scanRate(baseline.scan))} rows/s (runs ${baseline.scan.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
+    const off = await runPhase(c, "off", { "write-only": "true" }, "write-only = true: no writer-side compaction, no expiration");
+    say("\ningest");
+    for (const p of [on, off]) for (const l of ingestLines(p)) say(l);
+    say("");
+    for (const l of targetLines(on, off, baseline)) say(l);
+    say(`phases: on ${on.seconds.toFixed(0)} s, off ${off.seconds.toFixed(0)} s; whole run ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  } finally {
+    await stopCluster(c);
+  }
+}
+
+await main();
