@@ -6,6 +6,7 @@ import type { Meter } from "@opentelemetry/api";
 import { expirePartitions, partitionExpirationEnabled } from "../src/maintenance/expire-partitions.ts";
 import { expireSnapshots, type ExpireResult } from "../src/maintenance/expire-snapshots.ts";
 import { removeOrphans } from "../src/maintenance/remove-orphans.ts";
+import { consumerLag } from "../src/table/consumers.ts";
 import type { Table } from "../src/table/table.ts";
 import type { MaintenanceTask } from "./maintenance.ts";
 
@@ -74,7 +75,42 @@ export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => 
   };
 }
 
+/** How often the leader measures its table's consumers' lag. */
+export const CONSUMER_LAG_EVERY_MS = 5000;
+
+/**
+ * The lag of every consumer of the table (Paimon consumer files, whoever writes them: `natslake tail`, TableStream,
+ * Flink or Java readers with a `consumer-id`): snapshots and seconds behind the latest snapshot, as the gauges
+ * `natslake_consumer_lag_snapshots` and `natslake_consumer_lag_seconds` {table, consumer}. A value not measured
+ * again within 3 runs (the leadership moved, the consumer was deleted) is no longer reported by this process.
+ */
+export function consumerLagTask(meter: Meter, now: () => number = Date.now): MaintenanceTask {
+  const latest = new Map<string, { snapshots: number; seconds: number; at: number }>();
+  const observe = (pick: "snapshots" | "seconds") => (r: { observe(v: number, a: Record<string, string>): void }) => {
+    const t = now();
+    for (const [k, v] of latest) {
+      if (t - v.at > 3 * CONSUMER_LAG_EVERY_MS) latest.delete(k);
+      else {
+        const [table, consumer] = JSON.parse(k) as [string, string];
+        r.observe(v[pick], { table, consumer });
+      }
+    }
+  };
+  meter.createObservableGauge("natslake_consumer_lag_snapshots", { description: "snapshots a consumer has not processed yet (latest + 1 − its nextSnapshot)" }).addCallback(observe("snapshots"));
+  meter.createObservableGauge("natslake_consumer_lag_seconds", { description: "age of the oldest snapshot a consumer has not processed yet (0 when caught up)", unit: "s" }).addCallback(observe("seconds"));
+  return {
+    name: "consumer-lag",
+    quiet: true,
+    intervalMs: () => CONSUMER_LAG_EVERY_MS,
+    run: async (t) => {
+      const lags = await consumerLag(t, now());
+      for (const l of lags) latest.set(JSON.stringify([t.name, l.id]), { snapshots: l.snapshotsBehind, seconds: l.secondsBehind, at: now() });
+      return { consumers: lags.length };
+    },
+  };
+}
+
 /** Every task the leader schedules for one table. */
 export function maintenanceTasks(meter: Meter): readonly MaintenanceTask[] {
-  return [expirePartitionsTask, removeOrphansTask, expireSnapshotsTask(expirationCounters(meter))];
+  return [expirePartitionsTask, removeOrphansTask, expireSnapshotsTask(expirationCounters(meter)), consumerLagTask(meter)];
 }

@@ -91,3 +91,29 @@ export async function consumerProtection(table: Table, now = Date.now(), opts: {
   }
   return { minNextSnapshot: min, expired };
 }
+
+export interface ConsumerLag {
+  id: string;
+  nextSnapshot: number;
+  /** Snapshots not processed yet: latest + 1 − nextSnapshot (0 when caught up). */
+  snapshotsBehind: number;
+  /** Age of the oldest snapshot not processed yet (the earliest retained when it was expired), 0 when caught up. */
+  secondsBehind: number;
+}
+
+/** Every consumer's lag behind the latest snapshot. */
+export async function consumerLag(table: Table, now = Date.now()): Promise<ConsumerLag[]> {
+  const latest = await table.snapshots.latestId();
+  const earliest = await table.snapshots.earliestId();
+  const out: ConsumerLag[] = [];
+  for (const c of await listConsumers(table)) {
+    const behind = latest === null ? 0 : Math.max(0, latest + 1 - c.nextSnapshot);
+    let seconds = 0;
+    if (behind > 0 && earliest !== null) {
+      const oldest = await table.snapshots.snapshot(Math.max(c.nextSnapshot, earliest));
+      seconds = Math.max(0, (now - oldest.timeMillis) / 1000);
+    }
+    out.push({ id: c.id, nextSnapshot: c.nextSnapshot, snapshotsBehind: behind, secondsBehind: seconds });
+  }
+  return out;
+}

@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTable, readJson, reopen, tempDir, writeRows } from "../helpers/tables.ts";
 import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
-import { getConsumer, listConsumers, writeConsumer } from "../../src/table/consumers.ts";
+import { consumerLag, getConsumer, listConsumers, writeConsumer } from "../../src/table/consumers.ts";
+import { consumerLagTask } from "../../actors/maintenance-tasks.ts";
+import { metrics } from "@opentelemetry/api";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -60,4 +62,18 @@ test("consumers - the CLI lists, resets and deletes them, and refuses what makes
   assert.equal(again.status, 2);
   assert.match(again.stderr, /has no consumer 'billing'/);
   assert.deepEqual(await listConsumers(t), []);
+});
+
+test("consumers - lag: snapshots and seconds behind the latest, 0 when caught up; the leader's task measures every consumer", async () => {
+  const t = await createTable(wh.path, "con.lag", "id BIGINT NOT NULL", { options: { bucket: "1", "bucket-key": "id" } });
+  for (let c = 0; c < 5; c++) await writeRows(t, [{ id: c }]);
+  await writeConsumer(t, "behind", 3);
+  await writeConsumer(t, "caught-up", 6);
+  const third = await t.snapshots.snapshot(3);
+  const now = third.timeMillis + 42_000;
+  const lag = new Map((await consumerLag(t, now)).map((l) => [l.id, l]));
+  assert.deepEqual({ ...lag.get("behind")! }, { id: "behind", nextSnapshot: 3, snapshotsBehind: 3, secondsBehind: 42 }, "snapshots 3, 4, 5 unprocessed; the oldest is 42 s old");
+  assert.deepEqual({ ...lag.get("caught-up")! }, { id: "caught-up", nextSnapshot: 6, snapshotsBehind: 0, secondsBehind: 0 });
+  const task = consumerLagTask(metrics.getMeter("test"), () => now);
+  assert.deepEqual(await task.run(t), { consumers: 2 });
 });
