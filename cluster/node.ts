@@ -5,7 +5,8 @@
  *   bucket; committable rejections addressed to this node are routed to them.
  * - committer: a CommitterActor per table contends for the table's Redis lease; the leader also runs the table's
  *   CoordinatorActor (bucket assignment) beside it.
- * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`.
+ * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`, and serves consume
+ *   sessions (a table's rows over NATS, Arrow IPC with flow control: cluster/consume-service.ts).
  * The leader of a table also runs its MaintenanceActor and answers its maintenance requests
  * (`<prefix>.ctl.maint.<db>.<table>`: the CLI's compact, expire-snapshots, … with `--nats`).
  * Every node heartbeats into the members KV bucket. New tables in the warehouse are picked up by a periodic scan.
@@ -38,6 +39,7 @@ import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
 import { unsupportedNatsServer } from "./nats/server-version.ts";
 import { CompactionSlots } from "../actors/compaction-slots.ts";
+import { ConsumeService } from "./consume-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
@@ -80,6 +82,8 @@ export class Node {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private scanTimer: NodeJS.Timeout | undefined;
   private adminSub: Subscription | undefined;
+  /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */
+  private consume: ConsumeService | undefined;
   private readonly startedAt = Date.now();
   /** Where writers of unpartitioned tables decode and keep rows until a flush encodes them (worker threads). */
   private bucketBuffers: BucketBuffers | null = null;
@@ -152,6 +156,8 @@ export class Node {
             void n.scanTables().catch(() => undefined);
           }
         })();
+        n.consume = new ConsumeService({ nc, subjects, catalog: n.catalog, system: n.system, nodeId: cfg.nodeId, log, meter: n.meter });
+        n.consume.start();
       }
     } catch (e) {
       // A node that cannot start must not linger with open connections (the process would never exit): close
@@ -464,6 +470,7 @@ export class Node {
     clearInterval(this.heartbeatTimer);
     clearInterval(this.scanTimer);
     this.adminSub?.unsubscribe();
+    await this.consume?.stop().catch(() => undefined);
     for (const s of this.services.values()) for (const f of s.stops) f();
     // Each step is logged, so a shutdown that hangs says where.
     this.log.info("stopping actors", { nodeId: this.cfg.nodeId });

@@ -13,6 +13,8 @@
  * | `<p>.ctl.reject.<db>.<table>.<writer>`  | committable rejections, committer → writer                  |
  * | `<p>.ctl.admin`                         | admin request-reply (create table, …)                       |
  * | `<p>.ctl.maint.<db>.<table>`            | maintenance request-reply, served by the table's leader only |
+ * | `<p>.ctl.consume.open`                  | consume sessions opened, request-reply (readers, queue group) |
+ * | `<p>.ctl.consume.s.<session>`           | a consume session's control: credit, ack, ping, close       |
  * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
  * | stream `<P>_COMMIT_<db>_<table>`        | committables                                                |
  * | stream `<P>_DLQ`                        | every table's dead letters                                  |
@@ -78,6 +80,15 @@ export class Subjects {
   }
   get admin(): string {
     return `${this.prefix}.ctl.admin`;
+  }
+  /** Consume sessions are opened here (actors/wire/consume.ts); reader nodes answer in a queue group. */
+  get consumeOpen(): string {
+    return `${this.prefix}.ctl.consume.open`;
+  }
+  /** A consume session's control messages, consumer → reader. */
+  consumeSession(session: string): string {
+    checkSubjectToken("consume session id", session);
+    return `${this.prefix}.ctl.consume.s.${session}`;
   }
   /**
    * Maintenance requests for one table (compact, expire, remove orphans): only the node leading the table subscribes,

@@ -105,9 +105,17 @@ export class TableStream {
     this.wake();
   }
 
+  /**
+   * Takes the starting position now (it is otherwise taken by the first `next()`): a start that cannot be served — an
+   * expired snapshot, one that does not exist — fails here, before anything is delivered.
+   */
+  async prepare(): Promise<void> {
+    if (this.nextDelta === null) await this.start();
+  }
+
   /** The next item, waiting for a snapshot when there is none yet; null once closed. */
   async next(): Promise<StreamItem | null> {
-    if (this.nextDelta === null) await this.start();
+    await this.prepare();
     for (;;) {
       if (this.closed) return null;
       if (this.pendingFull !== null) {

@@ -1,0 +1,76 @@
+/**
+ * The consume protocol: a consumer reads a table's rows over NATS from a reader node, with no access to the
+ * warehouse. Every control message is JSON; rows travel as Arrow IPC. Written so a consumer can be written in any
+ * language with a NATS client and an Arrow library (test/compat/py/consume.py does it in Python).
+ *
+ * 1. Open: request-reply on `<p>.ctl.consume.open` (readers answer in a queue group, so one does):
+ *    `ConsumeOpen` → `ConsumeOpenReply`. The consumer names an inbox it subscribed to; the reader sends everything
+ *    for the session there, and listens for the consumer's control messages on `<p>.ctl.consume.s.<session>`.
+ * 2. Rows: each message on the inbox carries the header `Natslake-Type`:
+ *    - `chunk`: the body is one Arrow IPC *stream* (schema message, one record batch, end-of-stream marker: read
+ *      with `pyarrow.ipc.open_stream`, arrow-js `tableFromIPC`). Headers: `Natslake-Chunk` (the session's chunk
+ *      number, from 1, contiguous), `Natslake-Snapshot`, `Natslake-Kind` (`full` | `delta`). Every snapshot ends
+ *      with a chunk with an empty body and `Natslake-Last: 1` (a snapshot with no rows left after the projection
+ *      and partition filter is that chunk alone). A chunk never exceeds the server's max_payload.
+ *    - `heartbeat`: no body, sent every HEARTBEAT_MS while the reader has nothing else to send.
+ *    - `error`: the body is `{ "error": string, "kind": string }`; the session is over (e.g. its start was expired).
+ * 3. Flow control: the reader sends chunk n only while n ≤ credited + window (`window` from the open request). The
+ *    consumer grants credit with `{"type":"credit","through":n}` once it has taken chunk n; a consumer that grants
+ *    nothing stalls its session only: the reader holds at most `window` chunks for it.
+ * 4. Progress: `{"type":"ack","snapshotId":s}` records that every snapshot up to s was processed (with a consumer id:
+ *    Paimon's consumer file `nextSnapshot = s + 1`, so a new session — on any reader — resumes after it).
+ * 5. Liveness: the consumer sends credit or `{"type":"ping"}` at least every HEARTBEAT_MS; a session silent for
+ *    SESSION_TIMEOUT_MS is closed by the reader. A consumer that hears nothing (no chunk, no heartbeat) for
+ *    READER_TIMEOUT_MS opens a new session on another reader, from its last acknowledged snapshot. `{"type":"close"}`
+ *    ends a session at once.
+ */
+
+export const CONSUME_HEADER = {
+  type: "Natslake-Type",
+  chunk: "Natslake-Chunk",
+  snapshot: "Natslake-Snapshot",
+  kind: "Natslake-Kind",
+  last: "Natslake-Last",
+} as const;
+
+/** A reader sends a heartbeat after this long without sending anything; a consumer pings as often. */
+export const HEARTBEAT_MS = 1000;
+/** A reader closes a session it heard nothing from for this long. */
+export const SESSION_TIMEOUT_MS = 10_000;
+/** A consumer gives up on a reader it heard nothing from for this long, and opens a session elsewhere. */
+export const READER_TIMEOUT_MS = 4000;
+
+/** consumer → reader (`<p>.ctl.consume.open`, request-reply). */
+export interface ConsumeOpen {
+  type: "consume-open";
+  v: 1;
+  /** `db.table`. */
+  table: string;
+  /** Where the reader sends chunks and heartbeats (the consumer subscribed to it first). */
+  inbox: string;
+  /** A scan mode as `natslake tail --from` takes it: latest, full, snapshot:N, snapshot-full:N, time:T. */
+  from: string;
+  /** Resume from, and record progress in, Paimon's consumer file of this id (overrides `from` when it has progress). */
+  consumerId?: string;
+  /** Columns to send, in this order (default all). */
+  projection?: string[];
+  /** Only this partition: `{ key: value }` as the CLI's `--partition k=v` takes values. */
+  partition?: Record<string, string>;
+  /** Chunks in flight at most (default 8, at most 256). */
+  window?: number;
+}
+
+export type ConsumeOpenReply = { ok: true; session: string; reader: string } | { ok: false; error: string; kind: string };
+
+/** consumer → reader, on `<p>.ctl.consume.s.<session>`. */
+export type ConsumeControl = { type: "credit"; through: number } | { type: "ack"; snapshotId: number } | { type: "ping" } | { type: "close" };
+
+/** Parses a control message; throws with the reason when it is not one. */
+export function parseConsumeControl(data: Uint8Array): ConsumeControl {
+  const o = JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown> | null;
+  const type = o?.["type"];
+  if (type === "credit" && Number.isSafeInteger(o?.["through"])) return { type, through: o!["through"] as number };
+  if (type === "ack" && Number.isSafeInteger(o?.["snapshotId"])) return { type, snapshotId: o!["snapshotId"] as number };
+  if (type === "ping" || type === "close") return { type };
+  throw new Error(`not a consume control message: ${JSON.stringify(o)}`);
+}

@@ -1,0 +1,149 @@
+/**
+ * Rows over NATS from reader nodes (actors/wire/consume.ts): consumers that never touch the warehouse receive each
+ * snapshot's rows as Arrow batches — what natslake's own read of that snapshot gives; a stalled consumer does not hold
+ * back a fast one; a reader node killed under a consumer: it goes on from its last acknowledged snapshot on another
+ * reader; a Python consumer (nats-py + pyarrow) speaks the same protocol; bad requests are refused with the reason.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { connect } from "@nats-io/transport-node";
+import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
+import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
+import { parseColumnList } from "../../src/spec/data-types.ts";
+import { readAllRows } from "../../src/scan/read.ts";
+import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
+import { getConsumer } from "../../src/table/consumers.ts";
+import { openConsumer, type ConsumedSnapshot } from "../../cluster/consumer.ts";
+import { REPO_ROOT, parseJsonLines, runPython } from "../helpers/python.ts";
+import { join } from "node:path";
+
+const ids = (s: ConsumedSnapshot): number[] => s.batches.flatMap((b) => [...b.getChild("id")!.toArray()].map(Number));
+
+/** Writes `rounds` small batches through the producer, one commit each; resolves with the number of rows. */
+async function trickle(c: TestCluster, table: string, rounds: number, from: number, gapMs = 80): Promise<number> {
+  const producer = await producerWhenRegistered(c.nc, table);
+  let next = from;
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < 20; k++, next++) void producer.write({ id: next, s: `r${next}` });
+    await producer.flush();
+    await new Promise((res) => setTimeout(res, gapMs));
+  }
+  await producer.waitVisible(producer.token(), 60_000);
+  await producer.close();
+  return next;
+}
+
+async function createTable(c: TestCluster, name: string, options: Record<string, string> = {}): Promise<void> {
+  await new Catalog(c.warehouse).createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL, s STRING"), options: { bucket: "2", "bucket-key": "id", ...options } });
+}
+
+test("consume - two consumers over NATS, one stalled: the fast one gets every snapshot's rows (natslake's read of it) meanwhile; a killed reader is replaced, no acknowledged snapshot comes again; the stalled one, pulled again, gets every row", { timeout: 240_000 }, async () => {
+  const c = await startCluster({ nodes: 2, commitInterval: "100ms" });
+  const nc = await connect({ servers: c.nats.url });
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      const name = "con.over";
+      await createTable(c, name);
+      const first = await trickle(c, name, 3, 0);
+      const fast = await openConsumer({ nc, table: name, from: "full", consumerId: "fast", window: 4 });
+      const stalled = await openConsumer({ nc, table: name, from: "snapshot:1", consumerId: "stalled", window: 2 });
+      const stalledIter = stalled[Symbol.asyncIterator]();
+      const firstStalled = await stalledIter.next(); // one snapshot taken, then nothing pulled for a while
+      assert.equal(firstStalled.done, false);
+      const got: ConsumedSnapshot[] = [];
+      const fastRun = (async () => {
+        for await (const s of fast) {
+          got.push(s);
+          await s.ack();
+          if (ids(s).includes(-1)) break;
+        }
+      })();
+      let total = await trickle(c, name, 25, first);
+      // The fast consumer has everything while the stalled one has not pulled again.
+      await waitFor("the fast consumer got every row", async () => (new Set(got.flatMap(ids)).size >= total ? true : undefined), 60_000, 100);
+      // Its items are exactly natslake's reads of those snapshots: a full scan, then each delta.
+      const t = await new Catalog(c.warehouse).getTable(parseIdentifier(name));
+      assert.equal(got[0]!.kind, "full");
+      for (const s of got) {
+        const want = (await readAllRows(t, s.kind === "full" ? { snapshotId: s.snapshotId } : { incremental: { from: s.snapshotId - 1, to: s.snapshotId } })).map((r) => Number(r["id"]));
+        assert.deepEqual(ids(s).sort((a, b) => a - b), want.sort((a, b) => a - b), `snapshot ${s.snapshotId} (${s.kind})`);
+      }
+      assert.equal(new Set(got.flatMap(ids)).size, got.flatMap(ids).length, "no row twice");
+      // Kill the reader serving the fast consumer: it goes on on the other one, from its progress.
+      const victim = fast.reader;
+      const ackedBefore = (await getConsumer(t, "fast"))!.nextSnapshot;
+      const seenBefore = got.length;
+      c.signal(victim, "SIGKILL");
+      const more = await trickle(c, name, 10, total);
+      await waitFor("the fast consumer got the rows written after its reader died", async () => (new Set(got.flatMap(ids)).size >= more ? true : undefined), 60_000, 100);
+      assert.ok(fast.sessions >= 2, "a second session was opened");
+      assert.notEqual(fast.reader, victim, "on the other reader");
+      for (const s of got.slice(seenBefore)) assert.ok(s.snapshotId >= ackedBefore, `snapshot ${s.snapshotId} was acknowledged before the reader died (next ${ackedBefore}): never again`);
+      total = more;
+      // The stalled consumer, pulled again, still gets every row (at least once; exactly once by snapshot id).
+      const stalledSeen = new Map<number, number[]>([[firstStalled.value!.snapshotId, ids(firstStalled.value!)]]);
+      await firstStalled.value!.ack();
+      while (new Set([...stalledSeen.values()].flat()).size < total) {
+        const n = await stalledIter.next();
+        assert.equal(n.done, false);
+        stalledSeen.set(n.value!.snapshotId, ids(n.value!));
+        await n.value!.ack();
+      }
+      const all = [...stalledSeen.values()].flat();
+      assert.equal(new Set(all).size, total, "the stalled consumer, once pulling, gets every row");
+      assert.equal(all.length, total, "once per snapshot id");
+      await fast.close();
+      await stalled.close();
+      void fastRun.catch(() => undefined);
+    }, 60);
+  } finally {
+    await nc.close();
+    await c.stop();
+  }
+});
+
+test("consume - a Python consumer (nats-py + pyarrow) reads the same rows over the same protocol and records its progress", { timeout: 180_000 }, async () => {
+  const c = await startCluster({ nodes: 1, commitInterval: "100ms" });
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      const name = "con.py";
+      await createTable(c, name);
+      const rows = await trickle(c, name, 4, 0);
+      const t = await new Catalog(c.warehouse).getTable(parseIdentifier(name));
+      const latest = (await t.snapshots.latestId())!;
+      const out = await runPython(join(REPO_ROOT, "test/compat/py/consume.py"), [c.nats.url, name, "--snapshots", "1", "--from", "full", "--consumer-id", "py", "--window", "2"]);
+      const got = parseJsonLines(out);
+      assert.deepEqual(got.map((r) => Number(r["id"])).sort((a, b) => a - b), Array.from({ length: rows }, (_, i) => i), "the full scan: every row once");
+      assert.ok(got.every((r) => r["_snapshot"] === latest && typeof r["s"] === "string"));
+      assert.equal((await getConsumer(t, "py"))?.nextSnapshot, latest + 1, "its ack was recorded as Paimon consumer progress");
+      const refused = await runPython(join(REPO_ROOT, "test/compat/py/consume.py"), [c.nats.url, name, "--snapshots", "1", "--columns", "id,nope"]).then(
+        () => "",
+        (e: Error) => e.message,
+      );
+      assert.match(refused, /refused: .*nope/);
+    }, 60);
+  } finally {
+    await c.stop();
+  }
+});
+
+test("consume - bad requests are refused with the reason: an unknown table or column, an expired start (naming the earliest), a bad mode", { timeout: 120_000 }, async () => {
+  const c = await startCluster({ nodes: 1, commitInterval: "100ms" });
+  const nc = await connect({ servers: c.nats.url });
+  try {
+    const name = "con.bad";
+    await createTable(c, name, { "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1 ms" });
+    await trickle(c, name, 4, 0, 200);
+    await expireSnapshots(await new Catalog(c.warehouse).getTable(parseIdentifier(name)));
+    const earliest = (await (await new Catalog(c.warehouse).getTable(parseIdentifier(name))).snapshots.earliestId())!;
+    assert.ok(earliest > 1);
+    await assert.rejects(openConsumer({ nc, table: "con.missing" }), /con\.missing/);
+    await assert.rejects(openConsumer({ nc, table: name, projection: ["id", "nope"] }), /nope/);
+    await assert.rejects(openConsumer({ nc, table: name, from: "snapshot:1" }), new RegExp(`snapshot 1 of ${name} was expired: the earliest snapshot retained is ${earliest}`));
+    await assert.rejects(openConsumer({ nc, table: name, from: "whenever" }), /unknown scan mode 'whenever'/);
+    await assert.rejects(openConsumer({ nc, table: name, window: 0 }), /window/);
+  } finally {
+    await nc.close();
+    await c.stop();
+  }
+});
