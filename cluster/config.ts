@@ -70,6 +70,10 @@ export const NodeConfigSchema = z.object({
   compactionSlots: z.number().int().min(0).max(16).default(1),
   /** How often a bucket writer plans a compaction (default: 4 commit intervals, at least 1 s). */
   compactionInterval: duration.optional(),
+  /** Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this port (0: any free one; absent: no endpoint). */
+  metricsPort: z.number().int().min(0).max(65535).optional(),
+  /** The address the metrics endpoint listens on (loopback by default; 0.0.0.0 in a container). */
+  metricsHost: z.string().min(1).default("127.0.0.1"),
 });
 
 export type NodeConfig = z.infer<typeof NodeConfigSchema>;
@@ -94,9 +98,11 @@ const ENV: Record<string, string> = {
   writerMemory: "NATSLAKE_WRITER_MEMORY",
   compactionSlots: "NATSLAKE_COMPACTION_SLOTS",
   compactionInterval: "NATSLAKE_COMPACTION_INTERVAL",
+  metricsPort: "NATSLAKE_METRICS_PORT",
+  metricsHost: "NATSLAKE_METRICS_HOST",
 };
 
-const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows", "compactionSlots"]);
+const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows", "compactionSlots", "metricsPort"]);
 
 export function defaultNodeId(): string {
   return `${hostname().replace(/[^A-Za-z0-9_-]/g, "-")}-${process.pid}-${randomBytes(2).toString("hex")}`;

@@ -85,6 +85,8 @@ export class Node {
   /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */
   private consume: ConsumeService | undefined;
   private readonly startedAt = Date.now();
+  /** When the last membership heartbeat was written (readiness). */
+  private lastHeartbeatAt = 0;
   /** Where writers of unpartitioned tables decode and keep rows until a flush encodes them (worker threads). */
   private bucketBuffers: BucketBuffers | null = null;
   /** One memory budget for the write buffers of every bucket writer on this node. */
@@ -185,6 +187,20 @@ export class Node {
     const leading = [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table.name);
     const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining, leaseRenewLagMsMax: this.renewLagMax, leaseRenewLagMsRecent: recent, leading };
     await this.ports.cluster.heartbeat(hb);
+    this.lastHeartbeatAt = Date.now();
+  }
+
+  /**
+   * Ready: connected to NATS, its membership heartbeat written within the member timeout (so the cluster counts it),
+   * and not draining (`/readyz`, cluster/metrics-server.ts).
+   */
+  readiness(): { ready: boolean; reasons: string[] } {
+    const reasons: string[] = [];
+    if (this.nc.isClosed()) reasons.push("NATS connection closed");
+    const age = Date.now() - this.lastHeartbeatAt;
+    if (age > this.cfg.memberTimeout) reasons.push(`last membership heartbeat ${Math.round(age / 1000)} s ago (NATS or JetStream unreachable?)`);
+    if (this.draining) reasons.push("draining");
+    return { ready: reasons.length === 0, reasons };
   }
 
   async ensureInfra(t: Table): Promise<void> {

@@ -11,9 +11,10 @@ import { Node } from "../node.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
-import { connectOrExplain, parsePositiveInt, UsageError } from "./common.ts";
+import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt } from "./common.ts";
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
+import { startMetricsServer } from "../metrics-server.ts";
 
 function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   const p = pino({ level, base }, pino.destination(2));
@@ -37,6 +38,8 @@ interface NodeFlags {
   leaseTtl?: string;
   replicas?: number;
   writerMemory?: string;
+  metricsPort?: number;
+  metricsHost?: string;
   logLevel?: string;
 }
 
@@ -56,6 +59,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--replicas <n>", "stream replicas", parsePositiveInt("--replicas"))
     .option("--writer-memory <size>", "decoded rows this node's writers may hold before flushing early, e.g. 64mb (NATSLAKE_WRITER_MEMORY)")
     .option("--log-level <level>", "debug, info, warn or error")
+    .option("--metrics-port <port>", "serve /metrics (Prometheus), /healthz and /readyz on this port (NATSLAKE_METRICS_PORT)", parseNonNegativeInt("--metrics-port"))
+    .option("--metrics-host <addr>", "address of the metrics endpoint (default 127.0.0.1; NATSLAKE_METRICS_HOST)")
     .action(async (o: NodeFlags) => {
       let cfg;
       try {
@@ -72,6 +77,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
             replicas: o.replicas,
             writerMemory: o.writerMemory,
             logLevel: o.logLevel,
+            metricsPort: o.metricsPort,
+            metricsHost: o.metricsHost,
           },
           env: process.env,
           ...(o.config ? { file: o.config } : {}),
@@ -115,7 +122,12 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       };
       process.once("SIGTERM", () => onSignal("SIGTERM"));
       process.once("SIGINT", () => onSignal("SIGINT"));
+      // Before the node creates its instruments: until a meter provider is set they would be no-ops.
+      const metricsServer = cfg.metricsPort !== undefined ? await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, nodeId: cfg.nodeId }) : null;
+      if (metricsServer !== null) log.info("metrics endpoint listening", { url: `http://${cfg.metricsHost}:${metricsServer.port}/metrics` });
       node = await Node.start(cfg, log);
+      const started = node;
+      metricsServer?.setReadiness(() => started.readiness());
       if (draining) drain(node);
       await stopped;
       // Drained and stopped: nothing is left to do, whatever handle a library may still hold open.
