@@ -106,6 +106,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private readonly visibleLatency;
   private readonly streamMismatches;
   private readonly compactions;
+  private readonly commitFailures;
 
   constructor(private readonly d: CommitterDeps) {
     this.commits = d.meter.createCounter("natslake_commits_total", { description: "snapshots committed" });
@@ -113,6 +114,9 @@ export class CommitterActor implements Actor<CommitterMsg> {
     this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
     this.leaderChanges = d.meter.createCounter("natslake_leader_changes_total", { description: "leadership gained" });
     this.streamMismatches = streamMismatchCounter(d.meter);
+    this.commitFailures = d.meter.createCounter("natslake_commit_failures_total", { description: "commit rounds that failed (an IO error, an unknown outcome; retried next interval) — the operators' P0 alert" });
+    // The series exists from the start at 0, so Prometheus sees the first failure as an increase.
+    this.commitFailures.add(0, { table: d.table.name });
     this.compactions = d.meter.createCounter("natslake_compactions_total", { description: "writers' compactions decided by the leader, by result (accepted, duplicate, rejected) and reason" });
     this.store = new CommittableStore(d.table);
     this.visibleLatency = d.meter.createHistogram("natslake_publish_to_visible_ms", { description: "first row arrival at a writer → snapshot link", unit: "ms" });
@@ -186,6 +190,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
             await this.stepDown(ctx, msg.error.message);
           } else {
             // An unknown outcome: the next round re-reads the chain; committed committables then count as duplicates.
+            this.commitFailures.add(1, { table: this.d.table.name });
             ctx.log.error("commit round failed; retrying next interval", { table: this.d.table.name, error: msg.error.message });
           }
         }

@@ -7,6 +7,7 @@ import { expirePartitions, partitionExpirationEnabled } from "../src/maintenance
 import { expireSnapshots, type ExpireResult } from "../src/maintenance/expire-snapshots.ts";
 import { removeOrphans } from "../src/maintenance/remove-orphans.ts";
 import { consumerLag } from "../src/table/consumers.ts";
+import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 import type { MaintenanceTask } from "./maintenance.ts";
 
@@ -75,42 +76,103 @@ export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => 
   };
 }
 
-/** How often the leader measures its table's consumers' lag. */
+/** How often the leader measures its table's consumers' lag, and its size. */
 export const CONSUMER_LAG_EVERY_MS = 5000;
+export const TABLE_STATS_EVERY_MS = 10_000;
+
+/**
+ * Gauge values a task measures now and then, by attributes: reported until not measured again within `staleMs`
+ * (the leadership moved to another node, the consumer was deleted), so an ex-leader stops exporting old values.
+ */
+class Measured {
+  private readonly values = new Map<string, { attrs: Record<string, string>; value: number; at: number }>();
+  constructor(
+    private readonly staleMs: number,
+    private readonly now: () => number,
+  ) {}
+  set(attrs: Record<string, string>, value: number): void {
+    this.values.set(JSON.stringify(attrs), { attrs, value, at: this.now() });
+  }
+  gauge(meter: Meter, name: string, description: string, unit?: string): void {
+    meter.createObservableGauge(name, { description, ...(unit !== undefined ? { unit } : {}) }).addCallback((r) => {
+      const t = this.now();
+      for (const [k, v] of this.values) {
+        if (t - v.at > this.staleMs) this.values.delete(k);
+        else r.observe(v.value, v.attrs);
+      }
+    });
+  }
+}
+
+/** Gauges are registered once per meter (a node), however many tables and leaderships come and go. */
+const registered = new WeakMap<Meter, Map<string, unknown>>();
+function once<T>(meter: Meter, key: string, make: () => T): T {
+  let m = registered.get(meter);
+  if (m === undefined) registered.set(meter, (m = new Map()));
+  if (!m.has(key)) m.set(key, make());
+  return m.get(key) as T;
+}
 
 /**
  * The lag of every consumer of the table (Paimon consumer files, whoever writes them: `natslake tail`, TableStream,
- * Flink or Java readers with a `consumer-id`): snapshots and seconds behind the latest snapshot, as the gauges
- * `natslake_consumer_lag_snapshots` and `natslake_consumer_lag_seconds` {table, consumer}. A value not measured
- * again within 3 runs (the leadership moved, the consumer was deleted) is no longer reported by this process.
+ * reader nodes' consume sessions, Flink or Java readers with a `consumer-id`): snapshots and seconds behind the latest
+ * snapshot, as `natslake_consumer_lag_snapshots` and `natslake_consumer_lag_seconds` {table, consumer}.
  */
 export function consumerLagTask(meter: Meter, now: () => number = Date.now): MaintenanceTask {
-  const latest = new Map<string, { snapshots: number; seconds: number; at: number }>();
-  const observe = (pick: "snapshots" | "seconds") => (r: { observe(v: number, a: Record<string, string>): void }) => {
-    const t = now();
-    for (const [k, v] of latest) {
-      if (t - v.at > 3 * CONSUMER_LAG_EVERY_MS) latest.delete(k);
-      else {
-        const [table, consumer] = JSON.parse(k) as [string, string];
-        r.observe(v[pick], { table, consumer });
-      }
-    }
-  };
-  meter.createObservableGauge("natslake_consumer_lag_snapshots", { description: "snapshots a consumer has not processed yet (latest + 1 − its nextSnapshot)" }).addCallback(observe("snapshots"));
-  meter.createObservableGauge("natslake_consumer_lag_seconds", { description: "age of the oldest snapshot a consumer has not processed yet (0 when caught up)", unit: "s" }).addCallback(observe("seconds"));
+  const { snapshots, seconds } = once(meter, "consumer-lag", () => {
+    const g = { snapshots: new Measured(3 * CONSUMER_LAG_EVERY_MS, now), seconds: new Measured(3 * CONSUMER_LAG_EVERY_MS, now) };
+    g.snapshots.gauge(meter, "natslake_consumer_lag_snapshots", "snapshots a consumer has not processed yet (latest + 1 − its nextSnapshot)");
+    g.seconds.gauge(meter, "natslake_consumer_lag_seconds", "age of the oldest snapshot a consumer has not processed yet (0 when caught up)", "s");
+    return g;
+  });
   return {
     name: "consumer-lag",
     quiet: true,
     intervalMs: () => CONSUMER_LAG_EVERY_MS,
     run: async (t) => {
       const lags = await consumerLag(t, now());
-      for (const l of lags) latest.set(JSON.stringify([t.name, l.id]), { snapshots: l.snapshotsBehind, seconds: l.secondsBehind, at: now() });
+      for (const l of lags) {
+        snapshots.set({ table: t.name, consumer: l.id }, l.snapshotsBehind);
+        seconds.set({ table: t.name, consumer: l.id }, l.secondsBehind);
+      }
       return { consumers: lags.length };
+    },
+  };
+}
+
+/**
+ * The table's size as its latest snapshot says: `natslake_table_live_files` (the operators' P1 alert at 5,000),
+ * `natslake_table_live_bytes` and `natslake_table_snapshots` (files in `snapshot/`), by table.
+ */
+export function tableStatsTask(meter: Meter, now: () => number = Date.now): MaintenanceTask {
+  const { files, bytes, snapshots } = once(meter, "table-stats", () => {
+    const g = { files: new Measured(3 * TABLE_STATS_EVERY_MS, now), bytes: new Measured(3 * TABLE_STATS_EVERY_MS, now), snapshots: new Measured(3 * TABLE_STATS_EVERY_MS, now) };
+    g.files.gauge(meter, "natslake_table_live_files", "data files the latest snapshot references");
+    g.bytes.gauge(meter, "natslake_table_live_bytes", "bytes of the data files the latest snapshot references", "By");
+    g.snapshots.gauge(meter, "natslake_table_snapshots", "snapshots retained");
+    return g;
+  });
+  // Manifests never change once written: one store per table keeps them cached between runs.
+  const stores = new Map<string, ManifestStore>();
+  return {
+    name: "table-stats",
+    quiet: true,
+    intervalMs: () => TABLE_STATS_EVERY_MS,
+    run: async (t) => {
+      const latest = await t.snapshots.latest();
+      let store = stores.get(t.name);
+      if (store === undefined) stores.set(t.name, (store = new ManifestStore(t)));
+      const live = latest === null ? [] : await store.readLiveEntries(latest);
+      const attrs = { table: t.name };
+      files.set(attrs, live.length);
+      bytes.set(attrs, live.reduce((n, e) => n + e.file.fileSize, 0));
+      snapshots.set(attrs, (await t.snapshots.listIds()).length);
+      return { files: live.length };
     },
   };
 }
 
 /** Every task the leader schedules for one table. */
 export function maintenanceTasks(meter: Meter): readonly MaintenanceTask[] {
-  return [expirePartitionsTask, removeOrphansTask, expireSnapshotsTask(expirationCounters(meter)), consumerLagTask(meter)];
+  return [expirePartitionsTask, removeOrphansTask, expireSnapshotsTask(expirationCounters(meter)), consumerLagTask(meter), tableStatsTask(meter)];
 }

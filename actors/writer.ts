@@ -130,6 +130,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly rowsIn;
   private readonly deadLetters;
   private readonly filesOut;
+  private readonly bytesOut;
   private readonly preemptions;
   private readonly streamMismatches;
   /** The table's `write-buffer-size`: one bucket's buffer in bytes at most. */
@@ -149,6 +150,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
     this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
+    this.bytesOut = d.meter.createCounter("natslake_bytes_written_total", { description: "bytes of data files written by flushes (compaction not counted)", unit: "By" });
     this.streamMismatches = streamMismatchCounter(d.meter);
     this.compactor =
       d.compaction !== undefined && !d.table.options.bool("write-only")
@@ -557,6 +559,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         await this.d.commitLog.append(entry, `${this.d.writerId}-${this.d.table.name}-${this.d.bucket}-${this.d.ownerEpoch}-${stream}-${prevOffset}`);
         failpoint("writer.after-committable");
         this.filesOut.add(files.length, this.labels);
+        this.bytesOut.add(files.reduce((n, f) => n + f.meta.fileSize, 0), this.labels);
       })(),
       () => ({ type: "flushed", generation, prevOffset, lastOffset }),
       (e) => ({ type: "flush-failed", generation, error: ensureError(e) }),

@@ -99,6 +99,7 @@ command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 for p in faketime strace gcc; do command -v "$p" >/dev/null 2>&1 || missing+=("$p"); done
 command -v mvn >/dev/null 2>&1 || missing+=(maven)  # the Java Paimon oracle (phase "java oracle")
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)  # promtool checks and unit-tests compose/prometheus/alerts.yml; prometheus scrapes a live cluster in a test
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)  # chaos nemeses (chaos/nemesis/): libfaketime (clock skew), strace (slow fsync of Go processes), gcc (builds the slow-fsync LD_PRELOAD shim)
 if ! venv_ok; then
   command -v python3 >/dev/null 2>&1 || missing+=(python3)

@@ -1,0 +1,81 @@
+/**
+ * The operators' alert rules (compose/prometheus/alerts.yml): promtool accepts them and their unit tests pass (each
+ * alert fires just above its threshold, not at it); and a real Prometheus on loopback scraping a live node sees the
+ * P0 alert (commit failures) fire when a failpoint makes the node's commit rounds fail.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../../cluster/local/servers.ts";
+import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
+import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
+import { parseColumnList } from "../../src/spec/data-types.ts";
+
+const RULES_DIR = fileURLToPath(new URL("../../compose/prometheus/", import.meta.url));
+
+test("prometheus rules - promtool check rules and promtool test rules pass", () => {
+  const check = spawnSync("promtool", ["check", "rules", "alerts.yml"], { cwd: RULES_DIR, encoding: "utf8" });
+  assert.equal(check.error, undefined, "promtool is installed (scripts/setup.sh installs Debian's prometheus package)");
+  assert.equal(check.status, 0, check.stdout + check.stderr);
+  assert.match(check.stdout, /SUCCESS: 5 rules found/);
+  const unit = spawnSync("promtool", ["test", "rules", "alerts.test.yml"], { cwd: RULES_DIR, encoding: "utf8" });
+  assert.equal(unit.status, 0, unit.stdout + unit.stderr);
+  assert.match(unit.stdout, /SUCCESS/);
+});
+
+test("prometheus rules - a real Prometheus scraping a node sees NatslakeCommitFailures (P0) fire when commit rounds fail", { timeout: 180_000 }, async () => {
+  const c = await startCluster({ nodes: 0, commitInterval: "100ms" });
+  const dir = mkdtempSync(join(tmpdir(), "natslake-prom-"));
+  const metricsPort = await freePort();
+  const promPort = await freePort();
+  // The 30th commit attempt fails (an IO error before the snapshot): the round is retried, the counter counts it.
+  c.startNode("n1", ["--metrics-port", String(metricsPort)], { FAILPOINTS: "commit.after-manifests:throw@30" });
+  writeFileSync(
+    join(dir, "prometheus.yml"),
+    [
+      "global: { scrape_interval: 1s, evaluation_interval: 1s }",
+      `rule_files: ["${join(RULES_DIR, "alerts.yml")}"]`,
+      "scrape_configs:",
+      "  - job_name: natslake",
+      `    static_configs: [{ targets: ["127.0.0.1:${metricsPort}"] }]`,
+      "",
+    ].join("\n"),
+  );
+  const prom = spawn("prometheus", [`--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: ["ignore", "ignore", "pipe"] });
+  let promLog = "";
+  prom.stderr.on("data", (b: Buffer) => (promLog += b.toString()));
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      const name = "prom.t";
+      await new Catalog(c.warehouse).createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
+      const producer = await producerWhenRegistered(c.nc, name);
+      // Enough small commits to reach the failing round.
+      for (let round = 0; round < 60; round++) {
+        void producer.write({ id: round });
+        await producer.flush();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await producer.waitVisible(producer.token(), 60_000);
+      await producer.close();
+      assert.match(c.logs("n1"), /commit round failed; retrying next interval/, "the failpoint made a round fail");
+      const alert = await waitFor("Prometheus fires NatslakeCommitFailures", async () => {
+        const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/alerts`, { signal: AbortSignal.timeout(3000) }).catch(() => null);
+        if (r === null || !r.ok) return undefined;
+        const body = (await r.json()) as { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } };
+        return body.data.alerts.find((a) => a.labels["alertname"] === "NatslakeCommitFailures" && a.state === "firing");
+      }, 60_000, 500);
+      assert.equal(alert.labels["severity"], "P0");
+      assert.equal(alert.labels["table"], name);
+    }, 40);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\nprometheus said:\n${promLog.slice(-2000)}`, { cause: e });
+  } finally {
+    prom.kill("SIGKILL");
+    await c.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
