@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The `natslake` command. It runs the compiled JavaScript in dist/ (`npm run build`) while dist/ matches the sources
 // (scripts/fingerprint.mjs), and otherwise the TypeScript sources through tsx — never a stale build.
-// NATSLAKE_FROM_SOURCE=1 always runs the sources.
-import { readFileSync } from "node:fs";
+// NATSLAKE_FROM_SOURCE=1 always runs the sources. An installed package has no sources and runs dist/.
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { sourceFingerprint } from "../scripts/fingerprint.mjs";
 
@@ -10,6 +10,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 function builtAndCurrent() {
   if (process.env.NATSLAKE_FROM_SOURCE === "1") return false;
+  // An installed package (npm install natslake) ships dist/ and no sources: dist/ is what there is to run.
+  if (!existsSync(new URL("../cluster/main.ts", import.meta.url))) return true;
   try {
     const info = JSON.parse(readFileSync(new URL("../dist/BUILD.json", import.meta.url), "utf8"));
     return info.fingerprint === sourceFingerprint(root);

@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import { describeFailure, exitCodeOf } from "./cli/common.ts";
 import { registerDataCommands } from "./cli/data-commands.ts";
 import { registerTailCommand } from "./cli/tail-command.ts";
+import { registerStatusCommand } from "./cli/status-command.ts";
 import { registerTableCommands } from "./cli/table-commands.ts";
 import { registerClusterCommands } from "./cli/cluster-commands.ts";
 import { registerChaosCommands } from "./cli/chaos-commands.ts";
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerMaintenanceCommands(program, out);
   registerConsumerCommands(program, out);
   registerTailCommand(program, out);
+  registerStatusCommand(program, out);
   registerExpirePartitionsCommand(program, out);
   registerRemoveOrphansCommand(program, out);
   registerTagCommands(program, out);
