@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startCluster, withNodeLogsOnFailure } from "../helpers/cluster.ts";
+import { producerWhenRegistered, startCluster, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
 
@@ -40,6 +40,8 @@ test("package - npm pack, install into an empty project: plain Node imports it, 
       assert.doesNotMatch(install.stdout + install.stderr, /EBADENGINE/, `no engine warnings on ${process.version}`);
 
       await new Catalog(c.warehouse).createTable(parseIdentifier("pkg.t"), { columns: parseColumnList("id BIGINT NOT NULL, s STRING"), options: { bucket: "2", "bucket-key": "id" } });
+      // The node registers the table on NATS at its next table scan: the packaged producer needs that.
+      await (await producerWhenRegistered(c.nc, "pkg.t")).close();
       writeFileSync(
         join(app, "main.mjs"),
         `import { connect } from "@nats-io/transport-node";
