@@ -1,13 +1,15 @@
 /**
- * What the cluster benchmarks (bench/cluster.bench.ts, bench/maintenance.bench.ts) share: process figures from
- * /proc, the load generator (bench/cluster-load.ts) in its own process, a check that no node died, and the wait for
- * a table's buckets to be assigned.
+ * What the cluster benchmarks (bench/cluster.bench.ts, bench/maintenance.bench.ts, bench/consumer.bench.ts) share:
+ * process figures from /proc, the load generator (bench/cluster-load.ts) in its own process, a check that no node
+ * died, the wait for a table's buckets to be assigned, and a backlog published as fast as the producer goes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { createProducer } from "../cluster/producer.ts";
+import { benchInputRow } from "./shape.ts";
 
 const LOAD = fileURLToPath(new URL("./cluster-load.ts", import.meta.url));
 
@@ -105,4 +107,17 @@ export async function waitForAssignment(nc: NatsConnection, table: string, bucke
     await new Promise((r) => setTimeout(r, 200));
   }
   return false;
+}
+
+/** Publishes `rows` rows of the bench shape through the producer client (500-row batches) and waits for every ack. */
+export async function publishBenchRows(nc: NatsConnection, table: string, rows: number): Promise<void> {
+  const producer = await createProducer({ nc, table });
+  const pending: Array<Promise<unknown>> = [];
+  for (let i = 0; i < rows; i++) {
+    pending.push(producer.write(benchInputRow(i)));
+    if (pending.length >= 20_000) await Promise.all(pending.splice(0));
+  }
+  await producer.flush();
+  await Promise.all(pending);
+  await producer.close();
 }

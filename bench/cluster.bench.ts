@@ -22,8 +22,8 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { parseColumnList } from "../src/spec/data-types.ts";
 import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
-import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
-import { assertAlive, procStats, runLoad, waitForAssignment } from "./cluster-harness.ts";
+import { BENCH_COLUMNS } from "./shape.ts";
+import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
@@ -166,20 +166,6 @@ async function catchUp(rows: number): Promise<string[]> {
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** Publishes `rows` rows of the bench shape through the producer client (500-row batches) and waits for every ack. */
-async function publishBenchRows(nc: Awaited<ReturnType<typeof connect>>, table: string, rows: number): Promise<void> {
-  const { createProducer } = await import("../cluster/producer.ts");
-  const producer = await createProducer({ nc, table });
-  const pending: Array<Promise<unknown>> = [];
-  for (let i = 0; i < rows; i++) {
-    pending.push(producer.write(benchInputRow(i)));
-    if (pending.length >= 20_000) await Promise.all(pending.splice(0));
-  }
-  await producer.flush();
-  await Promise.all(pending);
-  await producer.close();
 }
 
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
