@@ -1,0 +1,456 @@
+/**
+ * Consumer benchmark (issue 11; part of `npm run bench`; a benchmark, not a test: it prints figures and ratios).
+ *
+ * Rows over NATS (cluster/consumer.ts ↔ cluster/consume-service.ts on a reader node), on loopback nats-server and
+ * redis-server, with 2 node processes `--roles writer,committer` and ONE `--roles reader`, so every consume session
+ * lands on that reader, whose CPU and RSS are reported. Consumers run in their own process (bench/consumer-load.ts),
+ * the load generator in another (bench/cluster-load.ts), so each one's CPU is apart.
+ *   latency   a 6-bucket table, 100 ms commits, 50k rows/s; N = 1, 10, 100 consumers `from: "latest"`: snapshot
+ *             link → the consumer holds the whole snapshot, p50/p99 per N (the first seconds reported apart);
+ *   catch-up  a backlog of --rows rows, committed; one consumer `from: "full"` receiving all of them (rows/s)
+ *             against natslake's own full scan of the same snapshot in this process (readBatches), before and after;
+ *   stall     one consumer (window 8) takes one snapshot and then pulls nothing for --stall-seconds while 50k rows/s
+ *             keep landing; the reader's RSS sampled every second; a fast consumer's latency meanwhile.
+ * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
+ *
+ *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--quick]
+ *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, openSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { CLUSTER_TABLE_DEFAULTS } from "../cluster/admin.ts";
+import { Subjects } from "../cluster/nats/subjects.ts";
+import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../cluster/local/servers.ts";
+import { readBatches } from "../src/scan/read.ts";
+import { parseColumnList } from "../src/spec/data-types.ts";
+import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
+import type { Table } from "../src/table/table.ts";
+import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
+import { BENCH_COLUMNS } from "./shape.ts";
+
+const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
+const CONSUMERS = fileURLToPath(new URL("./consumer-load.ts", import.meta.url));
+const RATE = 50_000;
+const BUCKETS = 6;
+const WRITERS = 2;
+const COMMIT_INTERVAL_MS = 100;
+const CONSUMER_COUNTS = [1, 10, 100];
+/** Snapshots linked in the first seconds of each latency phase's load are reported apart (JIT, first files). */
+const WARMUP_SECONDS = 2;
+/** How long the consumers get, after the load, to receive the last snapshot before the missing ones are counted. */
+const DRAIN_MS = 30_000;
+const TARGETS = { p99Ms: 50, p99Consumers: 10, catchUpVsScan: 0.5, stalledRssMb: 300, stallSeconds: 60 };
+
+const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, quick: { type: "boolean", default: false } } });
+const QUICK = flags.quick === true;
+const ROWS = Number(flags.rows ?? (QUICK ? 200_000 : 1_000_000));
+const STALL_SECONDS = Number(flags["stall-seconds"] ?? (QUICK ? 15 : 60));
+const LATENCY_SECONDS = QUICK ? 8 : 20;
+if (!(ROWS > 0) || !(STALL_SECONDS > 0)) throw new Error(`--rows and --stall-seconds must be positive numbers, got ${flags.rows} and ${flags["stall-seconds"]}`);
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
+const say = (line: string): void => void process.stdout.write(line + "\n");
+const mark = (ok: boolean): string => (ok ? "✔" : "✘");
+const ms = (v: unknown): string => (typeof v === "number" ? `${v} ms` : "n/a");
+const loads = (): string => loadavg().map((x) => x.toFixed(2)).join(" ");
+
+/** What a run started, for stopCluster (a start that failed halfway stops what it got). */
+interface Processes {
+  dir: string;
+  servers: ServerHandle[];
+  nc: NatsConnection | null;
+  /** n1, n2: writer,committer; n3: the reader. Logs in `<dir>/n<i>.log` (assertAlive reads them). */
+  nodes: ChildProcess[];
+  /** Consumer processes still running (killed at the end). */
+  children: Set<ChildProcess>;
+  /** Aborted at the end: kills a load generator still running. */
+  abort: AbortController;
+}
+
+interface Cluster extends Processes {
+  nats: ServerHandle;
+  redis: ServerHandle;
+  warehouse: string;
+  nc: NatsConnection;
+  catalog: Catalog;
+  reader: ChildProcess;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The consumer process
+
+type Event = Record<string, unknown> & { event: string };
+
+interface ConsumerRun {
+  /** The first event of that name (waits for it, rejecting after `timeoutMs` or when the process exits first). */
+  next(event: string, timeoutMs: number): Promise<Event>;
+  /** Asks a latency job to drain and report. */
+  stop(): void;
+}
+
+function startConsumers(c: Cluster, table: string, job: Record<string, unknown>): ConsumerRun {
+  const p = spawn(process.execPath, ["--import", "tsx", CONSUMERS, c.nats.url, table, JSON.stringify(job)], { stdio: ["pipe", "pipe", "inherit"] });
+  c.children.add(p);
+  const events: Event[] = [];
+  const waiters = new Set<() => void>();
+  let exited: string | null = null;
+  let buf = "";
+  p.stdout!.on("data", (b: Buffer) => {
+    buf += b.toString();
+    for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+      events.push(JSON.parse(buf.slice(0, i)) as Event);
+      buf = buf.slice(i + 1);
+    }
+    for (const w of waiters) w();
+  });
+  p.on("exit", (code, signal) => {
+    c.children.delete(p);
+    exited = `consumer process exited with ${code ?? signal}`;
+    for (const w of waiters) w();
+  });
+  return {
+    next: (event, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        const check = (): void => {
+          const e = events.find((x) => x.event === event);
+          if (e !== undefined) done(() => resolve(e));
+          else if (exited !== null) done(() => reject(new Error(`${exited} before its "${event}"`)));
+        };
+        const timer = setTimeout(() => done(() => reject(new Error(`no "${event}" from the consumer process within ${Math.round(timeoutMs / 1000)} s`))), timeoutMs);
+        const done = (then: () => void): void => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          then();
+        };
+        waiters.add(check);
+        check();
+      }),
+    stop: () => void p.stdin!.end("stop\n"),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The reader's figures
+
+interface PhaseFigures {
+  reader: { cpu: number; peakMb: number };
+  /** CPU seconds of the writer,committer nodes (together) and of nats-server: is the machine saturated? */
+  writersCpu: number;
+  natsCpu: number;
+  seconds: number;
+}
+
+interface ClusterWatch {
+  /** The reader's RSS samples (VmRSS, MB) with their time. */
+  samples: Array<{ at: number; rssMb: number }>;
+  stop(): PhaseFigures;
+}
+
+/**
+ * Samples the reader's RSS every `everyMs` (VmHWM would carry earlier phases' peaks) and counts the CPU of the
+ * reader, the writers and nats-server from now.
+ */
+function watchCluster(c: Cluster, everyMs: number): ClusterWatch {
+  const pid = c.reader.pid!;
+  const writers = c.nodes.filter((n) => n !== c.reader);
+  const cpuOf = (): { reader: number; writers: number; nats: number } => ({
+    reader: procStats(pid).cpu,
+    writers: writers.reduce((t, n) => t + procStats(n.pid!).cpu, 0),
+    nats: procStats(c.nats.pid).cpu,
+  });
+  const cpu0 = cpuOf();
+  const t0 = Date.now();
+  const samples: Array<{ at: number; rssMb: number }> = [];
+  const read = (): void => {
+    try {
+      samples.push({ at: Date.now(), rssMb: procStats(pid).rssNowMb });
+    } catch {
+      /* exited: assertAlive reports it */
+    }
+  };
+  read();
+  const timer = setInterval(read, everyMs);
+  return {
+    samples,
+    stop: () => {
+      clearInterval(timer);
+      read();
+      const cpu = cpuOf();
+      return {
+        reader: { cpu: cpu.reader - cpu0.reader, peakMb: Math.max(...samples.map((s) => s.rssMb)) },
+        writersCpu: cpu.writers - cpu0.writers,
+        natsCpu: cpu.nats - cpu0.nats,
+        seconds: (Date.now() - t0) / 1000,
+      };
+    },
+  };
+}
+
+function figuresLine(f: PhaseFigures): string {
+  const cores = (cpu: number): string => `${cpu.toFixed(1)} CPU s (${(cpu / f.seconds).toFixed(2)} cores)`;
+  return `reader ${cores(f.reader.cpu)}, peak RSS ${f.reader.peakMb} MB; writers ${cores(f.writersCpu)}; nats-server ${cores(f.natsCpu)}; over ${f.seconds.toFixed(0)} s`;
+}
+
+function loadLine(l: LoadRun): string {
+  const r = l.result;
+  return `load generator: ${fmt(Number(r["rows"]))} rows (${fmt(Number(r["acked"]))} acknowledged) in ${Number(r["publishSeconds"]).toFixed(1)} s, publish→visible p50 ${ms(r["latencyP50"])}, p99 ${ms(r["latencyP99"])}, ${Number(r["cpuSeconds"]).toFixed(1)} CPU s`;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Phases
+
+interface LatencyFigure {
+  consumers: number;
+  p50: number | null;
+  p99: number | null;
+  samples: number;
+  missing: number;
+}
+
+/** N consumers from latest on the live table while the load generator writes 50k rows/s for LATENCY_SECONDS. */
+async function latencyPhase(c: Cluster, table: string, n: number): Promise<LatencyFigure> {
+  say(`\nlatency, ${n} consumer(s) from latest, ${fmt(RATE)} rows/s for ${LATENCY_SECONDS} s after ${WARMUP_SECONDS} s of warm-up`);
+  const run = startConsumers(c, table, { mode: "latency", consumers: n, warmupMs: WARMUP_SECONDS * 1000, drainMs: DRAIN_MS });
+  const ready = await run.next("ready", 120_000);
+  const watch = watchCluster(c, 500);
+  const seconds = LATENCY_SECONDS + WARMUP_SECONDS;
+  const load = await runLoad(c.nats.url, table, RATE * LATENCY_SECONDS, RATE, RATE * WARMUP_SECONDS, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
+  run.stop();
+  const r = await run.next("result", DRAIN_MS + 60_000);
+  const figures = watch.stop();
+  assertAlive(c.nodes, c.dir, `during the latency phase with ${n} consumers`);
+  const warm = r["warmup"] as Record<string, unknown>;
+  say(`  delivery latency (link → whole snapshot at the consumer): p50 ${ms(r["p50"])}, p99 ${ms(r["p99"])}, max ${ms(r["max"])} over ${fmt(Number(r["samples"]))} deliveries; warm-up p50/p99 ${ms(warm["p50"])}/${ms(warm["p99"])}`);
+  say(`  ${fmt(Number(r["rows"]))} rows received in all; ${r["missing"]} snapshot deliveries missing ${Number(r["drainMs"]) >= DRAIN_MS ? `(still missing ${DRAIN_MS / 1000} s after the load ended)` : `(all in ${r["drainMs"]} ms after the load ended)`}; ${r["unlinked"]} without a link time; ${r["sessions"]} sessions on ${(r["readers"] as string[]).join(", ")} (at open: ${(ready["readers"] as string[]).join(", ")})`);
+  say(`  ${figuresLine(figures)}; consumer process ${Number(r["cpuSeconds"]).toFixed(1)} CPU s`);
+  say(`  ${loadLine(load)}`);
+  return { consumers: n, p50: r["p50"] as number | null, p99: r["p99"] as number | null, samples: Number(r["samples"]), missing: Number(r["missing"]) };
+}
+
+async function createServedTable(c: Cluster, name: string): Promise<Table> {
+  const table = await c.catalog.createTable(parseIdentifier(name), {
+    columns: parseColumnList(BENCH_COLUMNS),
+    options: { ...CLUSTER_TABLE_DEFAULTS, bucket: String(BUCKETS), "bucket-key": "id" },
+  });
+  // Nodes find new tables by scanning the warehouse every 2 s.
+  if (!(await waitForAssignment(c.nc, name, BUCKETS, WRITERS, 60_000))) throw new Error(`${name}: its ${BUCKETS} buckets were not assigned to ${WRITERS} writer nodes within 60 s`);
+  assertAlive(c.nodes, c.dir, `while ${name} started`);
+  return table;
+}
+
+/** Waits until the table holds `rows` rows and then commits nothing for `quietMs` (writer-side compaction is done). */
+async function waitCommittedAndQuiet(table: Table, rows: number, quietMs: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let last = -1;
+  let since = Date.now();
+  while (Date.now() < deadline) {
+    const s = await table.snapshots.latest();
+    const id = s === null ? -1 : Number(s.id);
+    if (id !== last) [last, since] = [id, Date.now()];
+    if (s !== null && Number(s.totalRecordCount) >= rows && Date.now() - since >= quietMs) return id;
+    await sleep(100);
+  }
+  throw new Error(`${table.name}: not ${fmt(rows)} rows committed and quiet within ${Math.round(timeoutMs / 1000)} s`);
+}
+
+async function scan(table: Table, snapshotId: number): Promise<{ rows: number; seconds: number }> {
+  const t0 = performance.now();
+  let rows = 0;
+  for await (const b of readBatches(table, { snapshotId })) rows += b.numRows;
+  return { rows, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** The backlog: published, committed, then one consumer from full against natslake's own full scan around it. */
+async function catchUpPhase(c: Cluster): Promise<{ consumerRate: number; scanRate: number }> {
+  const name = "bench.backlog";
+  say(`\ncatch-up: a backlog of ${fmt(ROWS)} rows, then one consumer from full against natslake's full scan of the same snapshot`);
+  const table = await createServedTable(c, name);
+  const t0 = performance.now();
+  await publishBenchRows(c.nc, name, ROWS);
+  const published = (performance.now() - t0) / 1000;
+  const snapshotId = await waitCommittedAndQuiet(table, ROWS, 3000, 300_000);
+  say(`  published in ${published.toFixed(1)} s, committed and quiet (no snapshot for 3 s) at snapshot ${snapshotId} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  // Scans before and after the consumer: the machine's load drifts, so the consumer is framed by both.
+  const before = await scan(table, snapshotId);
+  const watch = watchCluster(c, 500);
+  const run = startConsumers(c, name, { mode: "catchup", rows: ROWS, timeoutMs: 300_000 });
+  await run.next("ready", 60_000);
+  const r = await run.next("result", 330_000);
+  const figures = watch.stop();
+  const after = await scan(table, snapshotId);
+  assertAlive(c.nodes, c.dir, "during the catch-up");
+  if (r["timedOut"] === true || Number(r["rows"]) !== ROWS) throw new Error(`catch-up consumer received ${r["rows"]} rows, expected ${ROWS}${r["timedOut"] === true ? " (timed out)" : ""}`);
+  if (before.rows !== ROWS || after.rows !== ROWS) throw new Error(`full scans read ${before.rows} and ${after.rows} rows, expected ${ROWS}`);
+  const consumerRate = ROWS / Number(r["seconds"]);
+  const scanRate = ROWS / Math.min(before.seconds, after.seconds);
+  say(`  consumer from full: ${fmt(ROWS)} rows in ${Number(r["seconds"]).toFixed(2)} s = ${fmt(consumerRate)} rows/s (open ${Number(r["openMs"]).toFixed(0)} ms, first rows whole after ${Number(r["firstRowsMs"]).toFixed(0)} ms, ${r["snapshots"]} snapshot(s)); consumer process ${Number(r["cpuSeconds"]).toFixed(1)} CPU s`);
+  say(`  natslake full scan (readBatches, this process): before ${before.seconds.toFixed(2)} s, after ${after.seconds.toFixed(2)} s; the faster = ${fmt(scanRate)} rows/s`);
+  say(`  ${figuresLine(figures)}`);
+  return { consumerRate, scanRate };
+}
+
+interface StallFigure {
+  peakMb: number;
+  atStartMb: number;
+  seconds: number;
+  fastP99: number | null;
+}
+
+/** A consumer stalled for STALL_SECONDS while the load goes on; the reader's RSS every second. */
+async function stallPhase(c: Cluster, table: string): Promise<StallFigure> {
+  say(`\nstall: one consumer (window 8) takes a snapshot and pulls nothing for ${STALL_SECONDS} s at ${fmt(RATE)} rows/s; a fast consumer beside it`);
+  const resumeMs = 60_000;
+  const run = startConsumers(c, table, { mode: "stall", stallMs: STALL_SECONDS * 1000, resumeMs });
+  await run.next("ready", 60_000);
+  const watch = watchCluster(c, 1000);
+  // Enough load to cover the stall and the stalled consumer's catch-up after it.
+  const seconds = STALL_SECONDS + 20;
+  const loadP = runLoad(c.nats.url, table, RATE * seconds, RATE, 0, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
+  loadP.catch(() => undefined); // observed below; a failed phase kills it through the abort
+  const start = await run.next("stall-start", 60_000);
+  const end = await run.next("stall-end", STALL_SECONDS * 1000 + 60_000);
+  const r = await run.next("result", resumeMs + 60_000);
+  const load = await loadP;
+  const figures = watch.stop();
+  assertAlive(c.nodes, c.dir, "during the stall");
+  const during = watch.samples.filter((s) => s.at >= Number(start["at"]) && s.at <= Number(end["at"]));
+  const peakMb = Math.max(...during.map((s) => s.rssMb));
+  const atStartMb = during[0]?.rssMb ?? NaN;
+  const fast = r["fast"] as Record<string, unknown>;
+  const stalled = r["stalled"] as Record<string, unknown>;
+  say(`  reader RSS during the stall (${during.length} samples, 1 s apart): at its start ${atStartMb} MB, max ${peakMb} MB, at its end ${during[during.length - 1]?.rssMb ?? "n/a"} MB`);
+  say(`  fast consumer during the stall: p50 ${ms(fast["p50"])}, p99 ${ms(fast["p99"])}, max ${ms(fast["max"])} over ${fast["samples"]} snapshots, ${fast["missing"]} missing, ${fast["sessions"]} session(s)`);
+  say(`  stalled consumer: held snapshot ${stalled["firstSnapshot"]}; pulled again, it ${stalled["reached"] === true ? "reached" : "did NOT reach"} snapshot ${stalled["resumeTarget"]} (the latest at the stall's end) in ${stalled["resumeMs"]} ms, ${stalled["resumeSnapshots"]} snapshots, ${stalled["skipped"]} skipped, ${stalled["sessions"]} session(s)`);
+  say(`  the whole phase: ${figuresLine(figures)}`);
+  say(`  ${loadLine(load)}`);
+  return { peakMb, atStartMb, seconds: (Number(end["at"]) - Number(start["at"])) / 1000, fastP99: fast["p99"] as number | null };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The cluster
+
+/** How the nodes run: `natslake --version` says "dist" when dist/ matches the sources, else "sources" (tsx). */
+function nodesRunFrom(): string {
+  const r = spawnSync(process.execPath, [BIN, "--version"], { encoding: "utf8", timeout: 60_000 });
+  return /\((\w+)\)/.exec(r.stdout ?? "")?.[1] ?? "unknown";
+}
+
+/** Starts node n<i> (nodes[i - 1], replacing a previous one of that number). */
+function spawnNode(p: Processes, i: number, roles: string, nats: ServerHandle, redis: ServerHandle, warehouse: string): ChildProcess {
+  const fd = openSync(join(p.dir, `n${i}.log`), "a");
+  const args = [BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn"];
+  const n = spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
+  p.nodes[i - 1] = n;
+  return n;
+}
+
+/**
+ * Waits until a reader answers on the consume-open subject: a request that is not JSON is refused in the reply, so
+ * it opens no session (a request nobody answers fails at once with "no responders" and is tried again).
+ */
+async function waitForReader(c: Cluster, timeoutMs: number): Promise<void> {
+  const subject = new Subjects().consumeOpen;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    assertAlive(c.nodes, c.dir, "while starting");
+    const answered = await c.nc.request(subject, new TextEncoder().encode("not a request"), { timeout: 1000 }).then(
+      () => true,
+      () => false,
+    );
+    if (answered) return;
+    await sleep(200);
+  }
+  throw new Error(`no reader answered on ${subject} within ${Math.round(timeoutMs / 1000)} s`);
+}
+
+/**
+ * A fresh reader process (SIGTERM: it drains its sessions; SIGKILL after 40 s): its RSS then shows what a stalled
+ * consumer costs, not the high-water mark of earlier phases (V8 keeps heap it grew, and the 100-consumer and
+ * full-scan phases grow it most).
+ */
+async function restartReader(c: Cluster): Promise<void> {
+  const old = c.reader;
+  const exited = new Promise((r) => (old.exitCode !== null || old.signalCode !== null ? r(null) : old.once("exit", r)));
+  old.kill("SIGTERM");
+  const killer = setTimeout(() => old.kill("SIGKILL"), 40_000);
+  await exited;
+  clearTimeout(killer);
+  c.reader = spawnNode(c, WRITERS + 1, "reader", c.nats, c.redis, c.warehouse);
+  await waitForReader(c, 60_000);
+}
+
+async function startCluster(natsBin: string): Promise<Cluster> {
+  const p: Processes = { dir: mkdtempSync(join(tmpdir(), "natslake-consumer-bench-")), servers: [], nc: null, nodes: [], children: new Set(), abort: new AbortController() };
+  try {
+    const nats = await startNats({ bin: natsBin });
+    p.servers.push(nats);
+    const redis = await startRedis();
+    p.servers.push(redis);
+    p.nc = await connect({ servers: nats.url });
+    const warehouse = join(p.dir, "wh");
+    for (let i = 1; i <= WRITERS; i++) spawnNode(p, i, "writer,committer", nats, redis, warehouse);
+    const reader = spawnNode(p, WRITERS + 1, "reader", nats, redis, warehouse);
+    const c: Cluster = { ...p, nats, redis, warehouse, nc: p.nc, catalog: new Catalog(warehouse), reader };
+    await waitForReader(c, 60_000);
+    return c;
+  } catch (e) {
+    await stopCluster(p);
+    throw e;
+  }
+}
+
+/** Kills the load generator, the consumer processes and the nodes, stops the servers, removes the temp dir. */
+async function stopCluster(c: Processes): Promise<void> {
+  c.abort.abort();
+  const all = [...c.children, ...c.nodes];
+  for (const p of all) p.kill("SIGKILL");
+  await Promise.all(all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once("exit", r)))));
+  await c.nc?.close().catch(() => undefined);
+  for (const s of c.servers) await s.stop();
+  rmSync(c.dir, { recursive: true, force: true });
+}
+
+function targetLines(lat: LatencyFigure[], catchUp: { consumerRate: number; scanRate: number }, stall: StallFigure): string[] {
+  const ten = lat.find((l) => l.consumers === TARGETS.p99Consumers);
+  const p99 = ten?.p99 ?? null;
+  const ratio = catchUp.consumerRate / catchUp.scanRate;
+  const short = STALL_SECONDS < TARGETS.stallSeconds ? ` (shorter than the target's ${TARGETS.stallSeconds} s)` : "";
+  return [
+    "targets",
+    `  ${mark(p99 !== null && p99 <= TARGETS.p99Ms && ten!.missing === 0)} delivery p99 ≤ ${TARGETS.p99Ms} ms with ${TARGETS.p99Consumers} consumers: ${ms(p99)}${ten !== undefined && ten.missing > 0 ? `, ${ten.missing} deliveries missing` : ""} (1: ${ms(lat[0]?.p99)}, 100: ${ms(lat[2]?.p99)}; no target)`,
+    `  ${mark(ratio >= TARGETS.catchUpVsScan)} catch-up ≥ ${TARGETS.catchUpVsScan}× natslake's full scan: ${fmt(catchUp.consumerRate)} / ${fmt(catchUp.scanRate)} rows/s = ${ratio.toFixed(2)}×`,
+    `  ${mark(stall.peakMb <= TARGETS.stalledRssMb)} reader RSS ≤ ${TARGETS.stalledRssMb} MB with a consumer stalled for ${stall.seconds.toFixed(0)} s${short}: max ${stall.peakMb} MB (${stall.atStartMb} MB at the stall's start); the fast consumer's p99 meanwhile ${ms(stall.fastP99)}`,
+  ];
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const nats = chooseNatsServer();
+  say(`consumer${QUICK ? " (--quick)" : ""}: ${WRITERS} writer,committer nodes + 1 reader node (from ${nodesRunFrom()}), ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${fmt(RATE)} rows/s, backlog ${fmt(ROWS)} rows, stall ${STALL_SECONDS} s, loopback nats-server + redis-server`);
+  say(`  nats-server ${nats.version ?? "(version unknown)"} (${nats.bin}, ${nats.source}${nats.old ? "; older than 2.10" : ""}); load average at start ${loads()}`);
+  const c = await startCluster(nats.bin);
+  try {
+    const live = "bench.live";
+    await createServedTable(c, live);
+    const lat: LatencyFigure[] = [];
+    for (const n of CONSUMER_COUNTS) lat.push(await latencyPhase(c, live, n));
+    const catchUp = await catchUpPhase(c);
+    const before = procStats(c.reader.pid!).rssNowMb;
+    await restartReader(c);
+    say(`\nreader restarted before the stall (RSS ${before} MB after the earlier phases; ${procStats(c.reader.pid!).rssNowMb} MB fresh)`);
+    const stall = await stallPhase(c, live);
+    say("");
+    for (const l of targetLines(lat, catchUp, stall)) say(l);
+    say(`whole run ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end ${loads()}`);
+  } finally {
+    await stopCluster(c);
+  }
+}
+
+await main();
