@@ -191,14 +191,20 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
     return { headers, body };
   }
 
-  /** A batch as IPC streams that each fit in one message (halved by rows until they do). */
+  /**
+   * A batch as IPC streams that each fit in one message. A batch too large is cut once, into pieces sized from its
+   * encoded bytes per row (with a margin); only a piece still too large (rows of uneven size) is cut again — not the
+   * whole batch halved and re-encoded log2(size / limit) times.
+   */
   private encode(item: StreamItem, batch: arrow.RecordBatch): Chunk[] {
     if (batch.numRows === 0) return [];
     const limit = payloadLimit(this.d.out.maxPayload);
     const bytes = arrow.tableToIPC(new arrow.Table([batch]), "stream");
     if (bytes.length <= limit || batch.numRows === 1) return [this.chunk(item, bytes, false)];
-    const half = Math.ceil(batch.numRows / 2);
-    return [...this.encode(item, batch.slice(0, half)), ...this.encode(item, batch.slice(half))];
+    const rows = Math.max(1, Math.min(Math.ceil(batch.numRows / 2), Math.floor((batch.numRows * limit * 0.8) / bytes.length)));
+    const out: Chunk[] = [];
+    for (let at = 0; at < batch.numRows; at += rows) out.push(...this.encode(item, batch.slice(at, Math.min(batch.numRows, at + rows))));
+    return out;
   }
 
   private emit(c: Chunk): void {

@@ -74,8 +74,11 @@ class ConsumerImpl implements Consumer {
   private wake: (() => void) | null = null;
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
-  /** Snapshots received and not acknowledged yet, in order: a new session starts at the first of them. */
-  private unacked: Array<{ snapshotId: number; kind: "full" | "delta" }> = [];
+  /**
+   * The first snapshot received and not acknowledged yet: a new session starts there (later ones follow from it).
+   * One record, however long a consumer goes without acknowledging.
+   */
+  private firstUnacked: { snapshotId: number; kind: "full" | "delta" } | null = null;
   private lastAcked = 0;
   private reopening: Promise<void> | null = null;
 
@@ -124,8 +127,9 @@ class ConsumerImpl implements Consumer {
    * consumer file's progress, which is the same point once an ack was recorded.
    */
   private resumeFrom(): string {
-    const first = this.unacked[0];
-    if (first !== undefined) return first.kind === "full" ? `snapshot-full:${first.snapshotId}` : `snapshot:${first.snapshotId}`;
+    const first = this.firstUnacked;
+    // Snapshots between the last ack and `first` were received before that ack and not acknowledged: start after the ack.
+    if (first !== null && (this.lastAcked === 0 || first.snapshotId <= this.lastAcked + 1)) return first.kind === "full" ? `snapshot-full:${first.snapshotId}` : `snapshot:${first.snapshotId}`;
     if (this.lastAcked > 0) return `snapshot:${this.lastAcked + 1}`;
     return this.o.from ?? "latest";
   }
@@ -193,7 +197,7 @@ class ConsumerImpl implements Consumer {
     if (m.headers!.get(CONSUME_HEADER.last) === "1") {
       const done = this.current;
       this.current = null;
-      if (!this.unacked.some((u) => u.snapshotId === done.snapshotId)) this.unacked.push({ snapshotId: done.snapshotId, kind: done.kind });
+      if (this.firstUnacked === null && done.snapshotId > this.lastAcked) this.firstUnacked = { snapshotId: done.snapshotId, kind: done.kind };
       this.ready.push({ snapshotId: done.snapshotId, kind: done.kind, batches: done.batches, ack: () => this.ack(done.snapshotId) });
       this.notify();
     }
@@ -209,7 +213,8 @@ class ConsumerImpl implements Consumer {
     const r = JSON.parse(dec.decode(m.data)) as { ok: boolean; error?: string };
     if (!r.ok) throw new LakeError("Unexpected", `the reader could not record the progress: ${r.error}`);
     this.lastAcked = Math.max(this.lastAcked, snapshotId);
-    this.unacked = this.unacked.filter((u) => u.snapshotId > this.lastAcked);
+    // Anything received after it and not acknowledged is covered by resuming right after it.
+    if (this.firstUnacked !== null && this.firstUnacked.snapshotId <= this.lastAcked) this.firstUnacked = null;
   }
 
   private control(c: ConsumeControl): void {
