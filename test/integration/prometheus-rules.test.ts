@@ -53,6 +53,15 @@ test("prometheus rules - a real Prometheus scraping a node sees NatslakeCommitFa
       const name = "prom.t";
       await new Catalog(c.warehouse).createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
       const producer = await producerWhenRegistered(c.nc, name);
+      // Prometheus must hold the counter at 0 before the failure (increase() needs a sample before it): rounds only
+      // run once rows arrive, so wait for that sample first.
+      await waitFor("Prometheus scraped natslake_commit_failures_total = 0", async () => {
+        const q = encodeURIComponent(`natslake_commit_failures_total{table="${name}"}`);
+        const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${q}`, { signal: AbortSignal.timeout(3000) }).catch(() => null);
+        if (r === null || !r.ok) return undefined;
+        const body = (await r.json()) as { data: { result: Array<{ value: [number, string] }> } };
+        return body.data.result.length > 0 && body.data.result[0]!.value[1] === "0" ? true : undefined;
+      }, 60_000, 500);
       // Enough small commits to reach the failing round.
       for (let round = 0; round < 60; round++) {
         void producer.write({ id: round });
