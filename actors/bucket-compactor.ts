@@ -80,8 +80,9 @@ export class BucketCompactor {
     // One job rewrites about one target file's worth: a long backlog is worked off job by job.
     const tasks = [];
     let bytes = 0;
+    const targetFileSize = compactionRules(table).targetFileSize;
     for (const t of plan.tasks) {
-      if (tasks.length > 0 && bytes >= compactionRules(table).targetFileSize) break;
+      if (tasks.length > 0 && bytes >= targetFileSize) break;
       tasks.push(t);
       bytes += t.files.reduce((n, f) => n + f.fileSize, 0);
     }

@@ -339,21 +339,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
     if (res.snapshot) {
       this.commits.add(1, { table });
       const s = res.snapshot;
-      const offsets: Record<string, number> = {};
-      for (const [b, st] of res.state) offsets[String(b)] = st.offset;
-      const n: SnapshotNotification = {
-        type: "snapshot",
-        table,
-        snapshotId: s.id,
-        kind: s.commitKind,
-        timeMillis: s.timeMillis,
-        linkedAtMillis: res.linkedAt,
-        totalRecordCount: s.totalRecordCount,
-        deltaRecordCount: s.deltaRecordCount,
-        epoch: l.epoch,
-        offsets,
-        ...(res.stream !== undefined ? { stream: res.stream } : {}),
-      };
+      // The snapshot's own natslake properties are what this round decided (epoch, offsets, stream).
+      const n = this.notificationOf(s, res.linkedAt);
       // Snapshots linked since the last announcement (by a leader that died or was drained right after linking).
       await this.announceThrough(l, s.id - 1);
       await this.d.bus.publishSnapshot(n);

@@ -115,7 +115,7 @@ export class ConsumeService {
         stream,
         ...(req.projection ? { projection: req.projection } : {}),
         ...(partition ? { partition } : {}),
-        window: req.window ?? 8,
+        window: req.window ?? 8, // zod's default; typed optional for the wire type
         out,
         clock: systemClock,
         onSent: (n) => this.bytesSent.add(n, { table: table.name }),
