@@ -35,9 +35,16 @@ const schema = z.discriminatedUnion("task", [
     }),
   }),
   z.strictObject({ ...base, task: z.literal("remove-orphans"), options: z.strictObject({ olderThanMs: durationMs.optional(), dryRun: z.boolean().optional() }) }),
+  z.strictObject({
+    ...base,
+    task: z.literal("restore"),
+    options: z
+      .strictObject({ toSnapshot: positiveInt.optional(), toTag: z.string().min(1).optional(), dryRun: z.boolean().optional() })
+      .refine((o) => (o.toSnapshot === undefined) !== (o.toTag === undefined), { message: "name exactly one of toSnapshot and toTag" }),
+  }),
 ]);
 
-const TASKS = ["compact", "expire-snapshots", "expire-partitions", "remove-orphans"];
+const TASKS = ["compact", "expire-snapshots", "expire-partitions", "remove-orphans", "restore"];
 
 /** The request in `data`, or a DataInvalid error saying what is wrong with it. */
 export function parseMaintenanceRequest(data: Uint8Array): MaintenanceRequest {

@@ -264,7 +264,7 @@ export type AdminReply = { ok: true; result: unknown } | { ok: false; error: str
 // ---------------------------------------------------------------------------------------------------------------
 // Maintenance requests (request-reply on `<p>.ctl.maint.<db>.<table>`, JSON, served by the table's leader only)
 
-export type MaintenanceTaskName = "compact" | "expire-snapshots" | "expire-partitions" | "remove-orphans";
+export type MaintenanceTaskName = "compact" | "expire-snapshots" | "expire-partitions" | "remove-orphans" | "restore";
 
 /** The options of each task: the CLI's flags, already parsed (durations in ms). */
 export interface MaintenanceTaskOptions {
@@ -272,6 +272,8 @@ export interface MaintenanceTaskOptions {
   "expire-snapshots": { retainMin?: number; retainMax?: number; olderThanMs?: number; maxDeletes?: number; dryRun?: boolean };
   "expire-partitions": { expirationTimeMs?: number; timestampFormatter?: string; timestampPattern?: string; dryRun?: boolean };
   "remove-orphans": { olderThanMs?: number; dryRun?: boolean };
+  /** `natslake rollback --nats`: the table's content back to a snapshot or a tag, as one new snapshot (exactly one of the two). */
+  restore: { toSnapshot?: number; toTag?: string; dryRun?: boolean };
 }
 
 /** CLI → the table's leader: run one maintenance job now, serialised with the leader's scheduled ones. */
