@@ -99,8 +99,11 @@ export interface ComposeTopology {
   /** nats://… of every NATS server, comma-separated (as NATSLAKE_NATS). */
   natsUrls: string;
   logs(service: string): string;
-  /** Runs a service's compose healthcheck command here (`CMD node …` with the node's environment); true on exit 0. */
-  healthy(service: string): Promise<boolean>;
+  /**
+   * Runs a service's compose healthcheck command here (`CMD node …` with the node's environment, and `env` over it);
+   * true on exit 0.
+   */
+  healthy(service: string, env?: Record<string, string>): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -177,13 +180,13 @@ export async function startComposeTopology(compose: ComposeFile = composeConfig(
     nodes,
     natsUrls,
     logs,
-    healthy(service) {
+    healthy(service, env = {}) {
       const n = nodes.get(service);
       const test = compose.services[service]?.healthcheck?.test;
       if (n === undefined || test === undefined) throw new Error(`${service} is not a node with a healthcheck`);
       if (test[0] !== "CMD" || test[1] !== "node") throw new Error(`${service}'s healthcheck is not a \`CMD node …\` command: ${JSON.stringify(test)}`);
       return new Promise((resolve) => {
-        const p = spawn(process.execPath, test.slice(2), { stdio: "ignore", env: { ...process.env, ...n.env } });
+        const p = spawn(process.execPath, test.slice(2), { stdio: "ignore", env: { ...process.env, ...n.env, ...env } });
         const timer = setTimeout(() => p.kill("SIGKILL"), 10_000);
         p.once("exit", (code) => {
           clearTimeout(timer);
