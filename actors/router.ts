@@ -87,9 +87,12 @@ export class RouterActor implements Actor<RouterMsg> {
   /** The live stream the recorded progress was checked against; recorded with every progress write. */
   private stream: string | undefined;
   private readonly streamMismatches;
+  private readonly deadLetters;
 
   constructor(private readonly d: RouterDeps) {
     this.streamMismatches = streamMismatchCounter(d.meter);
+    // The writers' counter, by stage: raw rows the router refuses are dead letters as much as the writers' are.
+    this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
     const t = d.table;
     this.names = t.schema.fields.map((f) => f.name);
     this.check = batchRowConverter(t.schema.fields, this.names).convert;
@@ -264,7 +267,10 @@ export class RouterActor implements Actor<RouterMsg> {
       });
     }
     await Promise.all(publishes);
-    if (letters.length > 0) await this.d.bus.publishDeadLetters(table, letters);
+    if (letters.length > 0) {
+      await this.d.bus.publishDeadLetters(table, letters);
+      this.deadLetters.add(letters.length, { table, stage: "router" });
+    }
     this.through = to;
     this.intent = null;
     this.revision = await this.d.raw.writeProgress(table, this.progress(to, null), this.revision);

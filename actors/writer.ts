@@ -159,6 +159,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
     this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });
     this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
+    // From 0, so a dashboard's rate() shows the first early flush (they are rare while the budget suffices).
+    this.preemptions.add(0, this.labels);
   }
 
   private get labels(): Record<string, string | number> {
@@ -458,7 +460,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {
     if (rejected.length === 0) return;
     await failIfSchemaMovedOn(this.d.table, rejected.map((r) => r.reason));
-    this.deadLetters.add(rejected.length, this.labels);
+    this.deadLetters.add(rejected.length, { ...this.labels, stage: "writer" });
     await this.d.bus.publishDeadLetters(
       this.d.table.name,
       rejected.map((r) => this.letter(r.seq, r.rowIndex, r.reason, r.original)),

@@ -2,7 +2,8 @@
 # Installs what natslake's tests need on a Debian 12 machine (or re-uses what is already there). `npm test` and
 # `.ci/run` call it first; it is idempotent and takes about a second when everything is in place.
 #
-#   1. system packages  nats-server, redis-server (and python3 / python3-venv when a venv must be created),
+#   1. system packages  nats-server, redis-server, prometheus (promtool), docker-compose (and python3 / python3-venv
+#                       when a venv must be created),
 #                       via apt-get when missing; `apt-get update` runs at most once
 #   1b. nats-server current  required: a current nats-server (NATS_CURRENT_VERSION) built with `go install` into
 #                       $NATSLAKE_TOOLS_DIR (default ~/go/natslake-bin), only when missing or at another version, within
@@ -100,6 +101,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 for p in faketime strace gcc; do command -v "$p" >/dev/null 2>&1 || missing+=("$p"); done
 command -v mvn >/dev/null 2>&1 || missing+=(maven)  # the Java Paimon oracle (phase "java oracle")
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)  # promtool checks and unit-tests compose/prometheus/alerts.yml; prometheus scrapes a live cluster in a test
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)  # `docker-compose config` validates compose/docker-compose.yml (Docker itself need not run)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)  # chaos nemeses (chaos/nemesis/): libfaketime (clock skew), strace (slow fsync of Go processes), gcc (builds the slow-fsync LD_PRELOAD shim)
 if ! venv_ok; then
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
