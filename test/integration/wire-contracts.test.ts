@@ -31,6 +31,8 @@ test("wire contracts - every message a cluster sends under load validates agains
   try {
     await withNodeLogsOnFailure(c, async () => {
       const enc = new TextEncoder();
+      // The node answers admin requests once its start-up table scan is done.
+      await waitFor("the node serving admin requests", () => adminRequest(c.nc, "lake", { type: "list-tables" }, 2000).then(() => true), 60_000, 200);
       await adminRequest(c.nc, "lake", { type: "create-table", table: TABLE, columns: "id BIGINT NOT NULL, msg STRING", options: { bucket: "2", "bucket-key": "id", "compaction.min.file-num": "3" } });
       const producer = await producerWhenRegistered(c.nc, TABLE);
       const notifications: SnapshotNotification[] = [];
