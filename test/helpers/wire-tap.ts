@@ -18,7 +18,10 @@ import { jsonView, wireSchema } from "../../actors/wire/schemas.ts";
 import { wireValidator } from "./wire-validator.ts";
 
 export interface WireTap {
-  /** Validated messages per schema name (`consume-chunk` counts Arrow chunks with rows, `kv-delete` KV delete markers). */
+  /**
+   * Validated messages per schema name; also `commit-entry/<type>` per kind of commit entry, `consume-chunk` (Arrow
+   * chunks with rows), `kv-delete` (KV delete markers) and `jetstream-delivery` (copies of stored messages, skipped).
+   */
   counts: Map<string, number>;
   /** What did not validate (at most 50 kept, `failureCount` counts all). */
   failures: string[];
@@ -133,6 +136,8 @@ export async function startWireTap(natsUrl: string, prefix = "lake"): Promise<Wi
       if (contract === null) return fail(m.subject, "no wire contract describes this subject", m.data);
       const body = decodeBody(m.data, wireSchema(contract.schema).encoding);
       if (!validate(m.subject, contract.schema, body, m.data)) return;
+      // The commit stream carries three kinds: counted apart, so a test can ask for each.
+      if (contract.schema === "commit-entry") count(`commit-entry/${(body as { type: string }).type}`);
       if (contract.reply !== undefined && m.reply) replies.set(m.reply, contract.reply);
       if (contract.schema === "consume-open") inboxes.set((body as { inbox: string }).inbox, 0);
     } catch (e) {
