@@ -22,6 +22,7 @@ import type { Actor, ActorContext } from "./runtime/index.ts";
 import type { Bus, Clock, Meter, RawLog, RawMessage, RawReader, RouterProgress } from "./ports.ts";
 import { checkStream, resetHint } from "../src/commit/stream-identity.ts";
 import { STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
+import { deadLetterCounter } from "./dead-letter-metric.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 
 /**
@@ -91,8 +92,7 @@ export class RouterActor implements Actor<RouterMsg> {
 
   constructor(private readonly d: RouterDeps) {
     this.streamMismatches = streamMismatchCounter(d.meter);
-    // The writers' counter, by stage: raw rows the router refuses are dead letters as much as the writers' are.
-    this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
+    this.deadLetters = deadLetterCounter(d.meter);
     const t = d.table;
     this.names = t.schema.fields.map((f) => f.name);
     this.check = batchRowConverter(t.schema.fields, this.names).convert;
@@ -269,6 +269,7 @@ export class RouterActor implements Actor<RouterMsg> {
     await Promise.all(publishes);
     if (letters.length > 0) {
       await this.d.bus.publishDeadLetters(table, letters);
+      // Counted once published (a group routed again after a crash may count its letters again).
       this.deadLetters.add(letters.length, { table, stage: "router" });
     }
     this.through = to;

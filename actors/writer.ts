@@ -26,6 +26,7 @@ import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 import { checkTableStream, STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
+import { deadLetterCounter } from "./dead-letter-metric.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
@@ -148,7 +149,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.writeBufferBytes = d.table.options.writeBufferSize;
     this.store = new CommittableStore(d.table);
     this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
-    this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
+    this.deadLetters = deadLetterCounter(d.meter);
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
     this.bytesOut = d.meter.createCounter("natslake_bytes_written_total", { description: "bytes of data files written by flushes (compaction not counted)", unit: "By" });
     this.streamMismatches = streamMismatchCounter(d.meter);

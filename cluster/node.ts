@@ -41,6 +41,7 @@ import { unsupportedNatsServer } from "./nats/server-version.ts";
 import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { ConsumeService } from "./consume-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
+import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -117,6 +118,7 @@ export class Node {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
     });
     registerDlqDroppedMetric(this.meter, nc, this.subjects);
+    registerBucketPendingMetric(this.meter, nc, this.subjects, () => [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table));
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {

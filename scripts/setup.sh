@@ -10,7 +10,7 @@
 #                       NATSLAKE_GO_INSTALL_TIMEOUT seconds; exported as NATSLAKE_NATS_SERVER_CURRENT. Every test runs
 #                       against it: Debian's 2.9.10 is below the supported minimum (2.10) and panics (SIGSEGV in
 #                       jsMsgGetRequest) when a message is read from a stream another client is still creating
-#   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb; nats-py for the Python consumer); pip only when they are not
+#   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb; nats-py and msgpack for the Python consumer and publisher); pip only when they are not
 #                       already installed at exactly these versions
 #   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied
 #                       by Maven from test/compat/java/pom.xml into $NATSLAKE_JAVA_ORACLE_DIR (default
@@ -29,7 +29,7 @@ cd "$ROOT"
 
 NATS_CURRENT_VERSION="$(cat "$ROOT/scripts/nats-server-version")"
 NATS_CURRENT_MODULE="github.com/nats-io/nats-server/v2"
-PY_PINS=("pypaimon==2.1.0" "pyarrow==19.0.1" "duckdb==2.0.1" "nats-py==2.16.0")
+PY_PINS=("pypaimon==2.1.0" "pyarrow==19.0.1" "duckdb==2.0.1" "nats-py==2.16.0" "msgpack==1.2.4")
 VENV="$ROOT/.venv"
 STAMP="node_modules/.natslake-ci-stamp"
 

@@ -238,15 +238,25 @@ export interface TableAssignment {
   buckets: Record<string, BucketAssignment>;
 }
 
-/** writer → coordinator (request-reply on `<p>.ctl.released.<db>.<table>`): the writer let go of a bucket. */
+/**
+ * KV `<p>_assign` value under `released.<db>.<table>.<bucket>`: the writer let go of a bucket it was asked to release
+ * (the coordinator hands it over once this is recorded).
+ */
 export interface Released {
-  type: "released";
-  table: string;
   bucket: number;
+  /** The owner epoch the writer held. */
   epoch: number;
   node: string;
   /** The last stream sequence covered by the owner's final committable (0 if it sent none). */
   lastOffset: number;
+}
+
+/** The payload of an ingest stream's identity marker, the one message on `<p>.in.<db>.<table>.stream-id`. */
+export interface StreamIdMarker {
+  type: "stream-id";
+  v: 1;
+  /** Unique per stream: its creation time (as the node that wrote it saw it) and random bits. */
+  id: string;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
