@@ -27,16 +27,20 @@ export interface WarehouseCli {
   fails(args: string[], code: number, message: RegExp): Promise<void>;
 }
 
+/** Runs `natslake <args>` as a user would (a fresh process), collecting its output. */
+export function runNatslake(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
+    p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
+    p.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
 export function warehouseCli(warehouse: string): WarehouseCli {
-  const cli = (args: string[], env: Record<string, string> = {}): Promise<Run> =>
-    new Promise((resolve) => {
-      const p = spawn(process.execPath, [BIN, ...args, "--warehouse", warehouse], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-      p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-      p.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-    });
+  const cli = (args: string[], env: Record<string, string> = {}): Promise<Run> => runNatslake([...args, "--warehouse", warehouse], env);
   return {
     cli,
     async ok(args) {

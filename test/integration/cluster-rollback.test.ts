@@ -7,29 +7,16 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { producerWhenRegistered, startCluster, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { createTable, reopen } from "../helpers/tables.ts";
+import { runNatslake as nl } from "../helpers/warehouse-cli.ts";
 import { readAllRows } from "../../src/scan/read.ts";
 import type { Table } from "../../src/table/table.ts";
 import type { Producer } from "../../cluster/producer.ts";
 
-const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 const NAME = "rbc.events";
 let c: TestCluster;
-
-function nl(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-    p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-    p.once("exit", (status) => resolve({ status, stdout, stderr }));
-  });
-}
 
 const idsOf = async (t: Table, spec: Parameters<typeof readAllRows>[1] = {}): Promise<number[]> => (await readAllRows(t, spec)).map((r) => Number(r["id"])).sort((a, b) => a - b);
 const range = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
@@ -86,16 +73,16 @@ test("rollback --nats - the leader restores a snapshot's content under load: row
     await new Promise((r) => setTimeout(r, 1000));
     // Paimon's rollback beside the running cluster is refused, and says what to do instead.
     const refused = await nl(["rollback", NAME, "--to-snapshot", String(target), "--warehouse", c.warehouse]);
-    assert.equal(refused.status, 3, refused.stderr);
+    assert.equal(refused.code, 3, refused.stderr);
     assert.match(refused.stderr, /committed by a natslake cluster .* roll back through the cluster \(--nats URL/);
     // A dry run through the leader changes nothing.
     const before = (await (await reopen(c.warehouse, NAME)).snapshots.latest())!;
     const dry = await nl(["rollback", NAME, "--to-snapshot", String(target), "--dry-run", "--nats", c.nats.url]);
-    assert.equal(dry.status, 0, dry.stderr);
+    assert.equal(dry.code, 0, dry.stderr);
     assert.match(dry.stdout, new RegExp(`would restore the content of snapshot ${target} on top of snapshot \\d+ as one new snapshot: [1-9]\\d* files removed`));
     assert.match(dry.stderr, /restore of rbc\.events ran on n\d, the table's leader/);
     const r = await nl(["rollback", NAME, "--to-snapshot", String(target), "--json", "--nats", c.nats.url]);
-    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.code, 0, r.stderr);
     const res = JSON.parse(r.stdout) as { target: number; fromLatest: number; snapshot: number; filesRemoved: number };
     assert.equal(res.target, target);
     assert.ok(res.fromLatest > before.id - 1 && res.snapshot === res.fromLatest + 1, JSON.stringify(res));
