@@ -383,6 +383,7 @@ export class S3FileIO implements FileIO {
   private wrap(e: unknown, op: string, path: string): LakeError {
     if (e instanceof LakeError) return e;
     const uri = this.uriOf(path);
+    if (nameOf(e) === "NoSuchBucket") return new LakeError(ErrorKind.NotFound, `${op} ${uri}: bucket s3://${this.bucket} does not exist at ${this.settings.endpoint ?? "AWS S3"}`, { cause: e, context: { path } });
     if (isNotFound(e)) return new LakeError(ErrorKind.NotFound, `${op} ${uri}: no such object`, { cause: e, context: { path } });
     const status = statusOf(e);
     return new LakeError(ErrorKind.Io, `${op} ${uri} failed: ${describe(e)}`, {

@@ -115,12 +115,13 @@ export function openWarehouse(text: string, opts: OpenOptions = {}): Warehouse {
 }
 
 /**
- * What a process that writes checks at start: an S3 bucket must be reachable with these credentials and enforce
- * conditional puts (else no snapshot could be created safely: S3FileIO.verifyConditionalPut). A local directory
- * needs nothing here (its checks stay with the callers, which know whether it may be created).
+ * What a process checks at start: an S3 bucket must be reachable with these credentials and, for a process that
+ * writes, enforce conditional puts (else no snapshot could be created safely: S3FileIO.verifyConditionalPut; the
+ * first `createExclusive` runs the same probe, so nothing writes unchecked). A local directory needs nothing here
+ * (its checks stay with the callers, which know whether it may be created).
  */
-export async function checkWarehouse(wh: Warehouse): Promise<void> {
-  if (!(wh.io instanceof S3FileIO)) return;
-  await wh.io.checkBucket();
-  await wh.io.verifyConditionalPut();
+export async function checkWarehouse(io: FileIO, opts: { writes?: boolean } = {}): Promise<void> {
+  if (!(io instanceof S3FileIO)) return;
+  await io.checkBucket();
+  if (opts.writes ?? true) await io.verifyConditionalPut();
 }

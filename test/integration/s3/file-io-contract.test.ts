@@ -177,10 +177,10 @@ describe("S3FileIO beyond the contract", () => {
 
   test("the start-up probe passes on SeaweedFS and leaves nothing behind; a missing bucket is named", async () => {
     const wh = store.open();
-    await checkWarehouse(wh);
+    await checkWarehouse(wh.io);
     assert.deepEqual(await wh.io.list(`${wh.root}/.natslake`), [], "the probe object is removed");
     const missing = openWarehouse(`s3://no-such-bucket-${randomBytes(3).toString("hex")}/x?endpoint=${encodeURIComponent(store.server.endpoint)}`);
-    await assert.rejects(checkWarehouse(missing), /no such bucket/);
+    await assert.rejects(checkWarehouse(missing.io), /no such bucket/);
   });
 
   test("warehouse URIs: s3://bucket/prefix with settings; credentials in the URI and bad names are refused", () => {
