@@ -77,6 +77,7 @@ export async function startSeaweed(opts: SeaweedOptions = {}): Promise<SeaweedHa
 
 async function launch(bin: string, opts: SeaweedOptions): Promise<SeaweedHandle> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "natslake-seaweed-"));
+  mkdirSync(join(dir, "data"), { recursive: true });
   // Eight listeners (HTTP and gRPC of master, volume server, filer, S3); all explicit, so none lands on a default.
   const ports: number[] = [];
   while (ports.length < 8) {
@@ -114,7 +115,6 @@ async function launch(bin: string, opts: SeaweedOptions): Promise<SeaweedHandle>
     `-s3.localSocket=${join(dir, "s3.sock")}`,
     `-s3.config=${configPath}`,
   ];
-  mkdirSync(join(dir, "data"), { recursive: true });
   const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir, detached: opts.detached ?? false });
   let out = "";
   const keep = (b: Buffer): void => {
