@@ -29,6 +29,7 @@ import { WriterHostActor, type WriterHostMsg } from "../actors/writer-host.ts";
 import { systemClock } from "../actors/ports.ts";
 
 import { ensureError } from "../src/errors.ts";
+import { checkWarehouse } from "../src/io/warehouse.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
@@ -138,6 +139,8 @@ export class Node {
       });
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
+      // An object-store warehouse: its bucket reachable, and — for a node that writes — conditional puts enforced.
+      await checkWarehouse(n.catalog.io, { writes: cfg.roles.includes("writer") || cfg.roles.includes("committer") });
       if (cfg.roles.includes("writer")) {
         // The Parquet pool serves partitioned tables only (unpartitioned ones encode in their bucket buffers); the
         // main thread and the bucket-buffer worker need a core too: one Parquet worker fewer than cores.

@@ -146,12 +146,13 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .command("up")
     .description("start a local cluster: nats-server and redis-server (unless URLs are given) and N nodes")
     .option("--nodes <n>", "number of nodes", parsePositiveInt("--nodes"), 3)
-    .option("--warehouse <dir>", "warehouse directory; its JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop)")
+    .option("--warehouse <dir>", "warehouse directory; its JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop); or s3://bucket/prefix (credentials in the environment)")
     .option("--nats <url>", "use this NATS server instead of starting one")
     .option("--redis <url>", "use this Redis instead of starting one")
     .option("--commit-interval <d>", "default commit interval", "250ms")
     .option("--duration <seconds>", "stop by itself after this many seconds", parsePositiveInt("--duration"))
     .option("--demo", "create a demo table and publish a few rows through the producer client")
+    .option("--s3", "run the nodes on an S3 warehouse: a temporary SeaweedFS (built by scripts/setup.sh) with bucket natslake")
     .addHelpText(
       "after",
       "\nnats-server: NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built (NATSLAKE_NATS_SERVER_CURRENT or\n" +

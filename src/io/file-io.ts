@@ -40,7 +40,10 @@ export interface FileIO {
    * data file name, once deleted from a table, must never be added again (expiration deletes by name).
    */
   copyFile(from: string, to: string): Promise<void>;
+  /** A file or a directory is at `path` (on an object store a directory costs a LIST: prefer `isFile` for files). */
   exists(path: string): Promise<boolean>;
+  /** A file (not a directory) is at `path`: one metadata request, never a listing. */
+  isFile(path: string): Promise<boolean>;
   /** Names (not paths) of the entries of a directory; [] when the directory does not exist. */
   list(dir: string): Promise<string[]>;
   /** Entries of a directory with their kind, size and mtime; [] when the directory does not exist. */

@@ -102,6 +102,15 @@ export class LocalFileIO implements FileIO {
     }
   }
 
+  async isFile(path: string): Promise<boolean> {
+    try {
+      return (await fs.stat(path)).isFile();
+    } catch (e) {
+      if (isCode(e, "ENOENT") || isCode(e, "ENOTDIR")) return false;
+      throw this.wrap(e, "stat", path);
+    }
+  }
+
   async list(dir: string): Promise<string[]> {
     try {
       return await fs.readdir(dir);
