@@ -17,10 +17,10 @@ import { COMMIT_FAILPOINTS, WRITER_FAILPOINTS } from "../../chaos/faults.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 /**
- * Under `--test-timeout` (scripts/run-tests.mjs: 5 minutes) Node's runner ends the whole file at that time whatever a
- * test's own timeout says, so the subset must stay below it.
+ * Node's runner ends a whole file at `--test-timeout` whatever a test's own timeout says: scripts/run-tests.mjs gives
+ * this file 8 minutes (and runs it after the others, on its own), so the subset must stay below that.
  */
-const BUDGET_MS = 5 * 60_000;
+const BUDGET_MS = 7 * 60_000;
 
 test("chaos - the CI subset (each writer and commit failpoint, poison, maintenance kills) passes every invariant", { timeout: BUDGET_MS + 60_000 }, async (t) => {
   const reports = join(REPO, "chaos-reports", `ci-${new Date().toISOString().replace(/[:.]/g, "-")}`);
