@@ -114,9 +114,20 @@ const topology: TopologyOverrides = {
   },
 };
 
+/**
+ * Old snapshots expired and the chain is back within the retention bound (20, plus what lands within the second
+ * between runs). Not at once: through a leadership change no expiration runs, and a new leader's first job may be a
+ * long orphan scan (under 5–10 commits a second, 50 snapshots piled up across the last handover in one run).
+ */
 async function oldSnapshotsExpired(ctx: ScenarioContext): Promise<void> {
-  const { ids } = await snapshotsMissingFiles(ctx.topology.warehouse, TABLE);
-  ctx.expect("old snapshots expired", (ids[0] ?? 1) > 1 && ids.length <= 40, `${ids.length} snapshots on disk, ${ids[0]}..${ids[ids.length - 1]}`);
+  const within = (ids: number[]): boolean => (ids[0] ?? 1) > 1 && ids.length <= 40;
+  const start = Date.now();
+  const ok = await waitUntil(async () => {
+    const { ids } = await snapshotsMissingFiles(ctx.topology.warehouse, TABLE);
+    return within(ids) ? ids : null;
+  }, FINISH_WITHIN_MS, 500);
+  const ids = ok ?? (await snapshotsMissingFiles(ctx.topology.warehouse, TABLE)).ids;
+  ctx.expect("old snapshots expired", ok !== null, `${ids.length} snapshots on disk, ${ids[0]}..${ids[ids.length - 1]}${ok !== null ? ` (within the bound after ${((Date.now() - start) / 1000).toFixed(1)} s)` : ` after ${FINISH_WITHIN_MS / 1000} s`}`);
 }
 
 export const scenarios: Scenario[] = [
