@@ -106,7 +106,7 @@ function mergeOverrides(a: TopologyOverrides | undefined, b: TopologyOverrides |
   if (!a || !b) return a ?? b;
   const nodeEnv: Record<string, Record<string, string>> = { ...a.nodeEnv };
   for (const [id, env] of Object.entries(b.nodeEnv ?? {})) nodeEnv[id] = { ...nodeEnv[id], ...env };
-  return { ...a, ...b, nodeEnv };
+  return { ...a, ...b, nodeEnv, env: { ...a.env, ...b.env } };
 }
 
 async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -160,6 +160,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     recoveryBudgetMs: 0,
     invariants: {},
     pypaimonRows: null,
+    compaction: { compactSnapshots: 0, liveFilesPerBucket: {}, compactedLiveFiles: 0 },
     exits: [],
     logsDir: null,
     ok: false,
@@ -251,8 +252,9 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     await waitChild(subProc, 5000);
     exits = [...t.exits];
     await t.stopNodes();
+    const stoppedAt = Date.now();
 
-    const verdict = await verify({ warehouse: t.warehouse, table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget });
+    const verdict = await verify({ warehouse: t.warehouse, table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget, stoppedAt, ...(s.expectCompaction ? { expectCompaction: s.expectCompaction } : {}) });
     Object.assign(report, verdict);
     for (const x of expectations) {
       const key = `expect: ${x.name}`;
@@ -331,6 +333,8 @@ export function summary(r: ChaosReport, reportPath: string): string {
   );
   lines.push(`  lost ${r.lost}  duplicated ${r.duplicated}  reordered ${r.reordered}  infra-loss ${r.infraLoss.ackedMissingFromStream}${r.infraLoss.streamMissing ? " (a stream is missing)" : ""}`);
   lines.push(`  snapshots ${r.snapshotsChecked}, data files ${r.filesChecked}; orphans: ${r.orphanFiles} data files, ${r.orphanManifests} manifests, ${r.tempFiles} temp files`);
+  const live = Object.values(r.compaction.liveFilesPerBucket);
+  lines.push(`  compaction: ${r.compaction.compactSnapshots} COMPACT snapshots; live files per bucket at the end ${live.length > 0 ? `${Math.min(...live)}–${Math.max(...live)}` : "-"} (${r.compaction.compactedLiveFiles} from compactions)`);
   lines.push(`  subscriber: ${r.subscriber.notifications} notifications (${r.subscriber.firstId ?? "-"}..${r.subscriber.lastId ?? "-"}), gaps ${r.subscriber.gaps.length}`);
   if (r.faults.length > 0) lines.push(`  faults (recovery budget ${secs(r.recoveryBudgetMs)}):`);
   const t0 = Date.parse(r.startedAt);

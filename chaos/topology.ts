@@ -179,7 +179,7 @@ export class Topology implements TopologyHandle {
       commitInterval: this.cfg.overrides?.commitInterval ?? "250ms",
       leaseTtl: this.cfg.overrides?.leaseTtl ?? "2s",
       extra: ["--roles", s.roles.join(","), "--replicas", "3"],
-      env: opts.env ?? {},
+      env: { ...this.cfg.overrides?.env, ...opts.env },
     });
     trackPid(proc.pid, `node ${id}`);
     s.proc = proc;

@@ -22,13 +22,11 @@
  * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
  *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (remove-orphans.ts), `rollback.after-recreate`,
  *   `rollback.after-tag`, `rollback.after-snapshot`, `rollback.after-data-file` (rollback.ts);
- * - compaction: `compact.after-rewrite` (src/maintenance/compact.ts: every output written, before the COMPACT commit,
- *   whose own points are the committer's `commit.*` ones);
+ * - compaction (the CLI's and the writers'): `compact.rewrite.after-output` (src/maintenance/compact.ts: mid-rewrite,
+ *   after each output file, before the task's next output), `compact.after-rewrite` (every output written, before
+ *   the COMPACT commit, whose own points are the committer's `commit.*` ones);
  * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
- *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts);
- * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
- *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (src/maintenance/remove-orphans.ts: after each
- *   orphan file deleted).
+ *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts).
  */
 import { writeSync } from "node:fs";
 
