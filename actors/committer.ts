@@ -21,7 +21,7 @@
 import type { Meter } from "@opentelemetry/api";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
-import { failpoint } from "../src/failpoints.ts";
+import { failpoint, failpointAsync } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
 import type { CommitEntry, Committable, CommittableRef, CompactionEntry, SnapshotNotification } from "./wire/messages.ts";
 import { StreamCompactionCommitter, type PendingCompaction } from "../src/commit/compaction-commit.ts";
@@ -62,6 +62,11 @@ export interface CommitterDeps {
   acquireIntervalMs: number;
   /** Called when this node becomes (true) or stops being (false) the table's leader, with the epoch. */
   onLeadership?: (leader: boolean, epoch: number) => void;
+  /**
+   * Called once per leadership, after the first round that read the commit stream to its end and decided all of it:
+   * whatever a previous leader left there is committed or rejected by then (orphan cleanup waits for it).
+   */
+  onBacklogDecided?: (epoch: number) => void;
 }
 
 interface Leadership {
@@ -77,6 +82,8 @@ interface Leadership {
   timer: Cancellable;
   /** The last snapshot id announced; null until this leadership read it (its first round). */
   notified: number | null;
+  /** A round has read the commit stream to its end and decided everything in it (see `onBacklogDecided`). */
+  backlogDecided: boolean;
 }
 
 /** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
@@ -168,7 +175,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
           stillLeader: () => keeper.isValid(),
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
         });
-        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null };
+        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null, backlogDecided: false };
         this.leaderChanges.add(1, { table: this.d.table.name });
         ctx.log.info("became leader", { table: this.d.table.name, epoch: msg.epoch, node: this.d.nodeId });
         this.d.onLeadership?.(true, msg.epoch);
@@ -228,6 +235,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
 
   private async round(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
     if (l.notified === null) {
+      // Tests: a slow first round (a large backlog) — what orphan cleanup must wait for.
+      await failpointAsync("committer.first-round");
       // First round of this leadership: announce what an earlier leader linked but never announced.
       const last = await this.d.bus.lastSnapshotNotified(this.d.table.name);
       l.notified = last;
@@ -251,7 +260,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
       l.pending.push(...got);
       if (got.length < 2000) break;
     }
-    if (l.pending.length === 0) return;
+    if (l.pending.length === 0) return this.backlogDecided(l);
     if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
     const decided = l.pending;
     const compactions: PendingCompaction<CompactionEntry>[] = [];
@@ -262,6 +271,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     l.pending = decided.filter((p) => p.committable.type === "compaction");
     if (compactions.length > 0) await this.compactionRound(l, compactions, ctx);
     l.pending = [];
+    this.backlogDecided(l);
     // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
     const table = this.d.table.name;
     const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
@@ -273,6 +283,13 @@ export class CommitterActor implements Actor<CommitterMsg> {
       },
       (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }),
     );
+  }
+
+  /** The first round that decided everything it read (it read the stream to its end) tells the node, once. */
+  private backlogDecided(l: Leadership): void {
+    if (l.backlogDecided) return;
+    l.backlogDecided = true;
+    this.d.onBacklogDecided?.(l.epoch);
   }
 
   /**

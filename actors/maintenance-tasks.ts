@@ -24,7 +24,8 @@ export const expirePartitionsTask: MaintenanceTask = {
 
 /**
  * Orphan-file cleanup every `natslake.orphan-check-interval` (default 1 h). Files of committables still in flight
- * are protected by age alone: they are seconds old, far below `natslake.orphan-older-than` (1 d).
+ * are protected by age alone: they are seconds old, far below `natslake.orphan-older-than` (1 d) — once the leader
+ * has decided what an earlier leadership left in the commit stream, which MaintenanceActor waits for (ORPHAN_TASKS).
  */
 export const removeOrphansTask: MaintenanceTask = {
   name: "remove-orphans",

@@ -61,6 +61,8 @@ interface TableService {
   committer?: ActorRef<CommitterMsg>;
   coordinator?: ActorRef<CoordinatorMsg>;
   /** The leader epoch of the running coordinator (undefined when this node does not lead the table). */
+  /** The leader epoch whose committer decided its commit-stream backlog (orphan cleanup waits for it). */
+  backlogDecidedEpoch?: number;
   coordinatorEpoch?: number;
   router?: ActorRef<RouterMsg>;
   /** Scheduled and requested maintenance while this node leads the table. */
@@ -374,6 +376,9 @@ export class Node {
             commitIntervalMs,
             acquireIntervalMs: Math.max(50, Math.floor(this.cfg.leaseTtl / 10)),
             onLeadership: (leader, epoch) => this.onLeadership(svc, leader, epoch),
+            onBacklogDecided: (epoch) => {
+              svc.backlogDecidedEpoch = epoch;
+            },
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
@@ -416,6 +421,7 @@ export class Node {
             meter: this.meter,
             nodeId: this.cfg.nodeId,
             stillLeader: () => svc.leaseValid?.() === true && svc.coordinatorEpoch === epoch,
+            backlogDecided: () => svc.backlogDecidedEpoch === epoch,
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );

@@ -16,7 +16,9 @@
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
  *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges),
- *   `committer.after-compact-snapshot` (the writers' COMPACT snapshot linked, the commit stream not purged);
+ *   `committer.after-compact-snapshot` (the writers' COMPACT snapshot linked, the commit stream not purged),
+ *   `committer.first-round` (a new leadership's first round, before it reads the commit stream: with `sleep(ms)`, a
+ *   slow backlog — test/integration/orphans-backlog.test.ts);
  * - writer-side compaction: `writer.compaction-before-send` (actors/bucket-compactor.ts: outputs written, the change
  *   not yet in the commit stream);
  * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
