@@ -84,6 +84,11 @@ export interface CommittableClaim {
   lastOffset: number;
   /** Writer-local flush counter, for logs and dedupe of republished committables. */
   flushId: number;
+  /**
+   * W3C trace context of the flush that made it (actors/wire/trace-context.ts), when tracing is on: the leader's
+   * commit span links to it.
+   */
+  traceparent?: string;
 }
 
 /** One committable per (bucket, flush): writer → committer over JetStream `<p>.commit.<db>.<table>`. */
@@ -180,6 +185,12 @@ export interface SnapshotNotification {
    * read-your-writes wait compares offsets only with notifications of the stream it published to.
    */
   stream?: string;
+  /**
+   * W3C trace context of the commit that landed the snapshot (its notify span, a child of the commit span), when the
+   * leader traces: a subscriber continues the trace from it (`notificationContext`, cluster/snapshots-client.ts).
+   * Also sent as the message's `traceparent` header.
+   */
+  traceparent?: string;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt } f
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
 import { startMetricsServer } from "../metrics-server.ts";
+import { startTracingIfConfigured, type Tracing } from "../tracing.ts";
+import { NATSLAKE_VERSION } from "../version.ts";
 
 function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   const p = pino({ level, base }, pino.destination(2));
@@ -40,6 +42,7 @@ interface NodeFlags {
   writerMemory?: string;
   metricsPort?: number;
   metricsHost?: string;
+  otlpEndpoint?: string;
   logLevel?: string;
 }
 
@@ -61,6 +64,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--log-level <level>", "debug, info, warn or error")
     .option("--metrics-port <port>", "serve /metrics (Prometheus), /healthz and /readyz on this port (NATSLAKE_METRICS_PORT)", parseNonNegativeInt("--metrics-port"))
     .option("--metrics-host <addr>", "address of the metrics endpoint (default 127.0.0.1; NATSLAKE_METRICS_HOST)")
+    .option("--otlp-endpoint <url>", "export traces by OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (or OTEL_EXPORTER_OTLP_ENDPOINT; off by default)")
     .action(async (o: NodeFlags) => {
       let cfg;
       try {
@@ -79,6 +83,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
             logLevel: o.logLevel,
             metricsPort: o.metricsPort,
             metricsHost: o.metricsHost,
+            otlpEndpoint: o.otlpEndpoint,
           },
           env: process.env,
           ...(o.config ? { file: o.config } : {}),
@@ -86,7 +91,14 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       } catch (e) {
         throw new UsageError((e as Error).message);
       }
+      let tracing: Tracing | null;
+      try {
+        tracing = startTracingIfConfigured(process.env, { serviceName: "natslake", instanceId: cfg.nodeId, version: NATSLAKE_VERSION, ...(cfg.otlpEndpoint !== undefined ? { otlpEndpoint: cfg.otlpEndpoint } : {}) });
+      } catch (e) {
+        throw new UsageError((e as Error).message);
+      }
       const log = pinoLogger(cfg.logLevel, { node: cfg.nodeId });
+      if (tracing !== null) log.info("exporting traces", { endpoint: cfg.otlpEndpoint ?? process.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? process.env["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? process.env["OTEL_TRACES_EXPORTER"] });
       // Signals are handled from before the start: a SIGTERM while the node starts (it may wait up to a minute for
       // JetStream) is a drain once it is up, not the default handler's abrupt exit; the watchdog bounds either wait.
       let node: Node | null = null;
@@ -130,6 +142,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       metricsServer?.setReadiness(() => started.readiness());
       if (draining) drain(node);
       await stopped;
+      // The last spans (the drain's final flushes and commits) go out before the process does.
+      await tracing?.shutdown();
       // Drained and stopped: nothing is left to do, whatever handle a library may still hold open.
       process.exit(process.exitCode ?? 0);
     });
