@@ -219,8 +219,10 @@ export interface MemberHeartbeat {
   pid: number;
   startedAt: number;
   at: number;
-  /** The node is draining (SIGTERM): give it no new buckets. */
+  /** The node is draining (SIGTERM, `natslake node drain`): give it no new buckets. */
   draining: boolean;
+  /** The drain finished and the node stays up holding no buckets and no leases (`natslake node drain`). */
+  drained?: boolean;
   /** Largest lease renew lag (ms) seen by this node's leaders since it started (event-loop health). */
   leaseRenewLagMsMax?: number;
   /** Largest lease renew lag (ms) among renewals since the previous heartbeat. */
@@ -304,4 +306,40 @@ export type MaintenanceReply =
   | { type: "running"; node: string }
   | { type: "part"; node: string; index: number; data: string }
   | { type: "done"; ok: true; node: string; result?: unknown; parts?: number }
+  | { type: "done"; ok: false; node: string; error: string; kind: string };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Node control (request on `<p>.ctl.node.<nodeId>`, JSON, answered by that node only)
+
+/**
+ * CLI → one node: drain it as SIGTERM would — its buckets are flushed and handed to other writers, the last
+ * committables of the buckets it released are committed, its leases are released and its actors stop. `then`:
+ * `stay` keeps the process up afterwards, holding nothing (a member marked draining, so it gets nothing back until
+ * it is restarted); `exit` ends the process as a SIGTERM does.
+ */
+export interface NodeDrainRequest {
+  type: "drain";
+  v: 1;
+  then: "stay" | "exit";
+}
+
+/**
+ * The node's answers, all to the request's reply subject: `accepted` at once, `progress` every second while buckets
+ * are still being handed off, then `done`.
+ */
+export type NodeControlReply =
+  | { type: "accepted"; node: string; buckets: number; leading: string[]; alreadyDraining: boolean }
+  | { type: "progress"; node: string; buckets: number }
+  | {
+      type: "done";
+      ok: true;
+      node: string;
+      /** Buckets the node owned when the drain began. */
+      handedOff: number;
+      /** Buckets still owned when the drain timeout passed (0: all handed off); their leases expire instead. */
+      stillOwned: number;
+      /** Released buckets whose last committable was not committed within the drain timeout. */
+      uncommitted: number;
+      then: "stay" | "exit";
+    }
   | { type: "done"; ok: false; node: string; error: string; kind: string };

@@ -17,6 +17,8 @@ import { runUp, type UpFlags } from "./up-command.ts";
 import { startMetricsServer } from "../metrics-server.ts";
 import { startTracingIfConfigured, type Tracing } from "../tracing.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
+import { serveNodeControl } from "../node-control.ts";
+import { registerNodeDrainCommand } from "./node-drain-command.ts";
 
 function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   const p = pino({ level, base }, pino.destination(2));
@@ -47,7 +49,7 @@ interface NodeFlags {
 }
 
 export function registerClusterCommands(program: Command, out: (s: string) => void): void {
-  program
+  const nodeCommand = program
     .command("node")
     .description("run one cluster node (flags > NATSLAKE_* environment > --config file)")
     .option("--roles <list>", "comma-separated roles: writer, committer, reader (default all)")
@@ -119,10 +121,11 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
           },
         );
       };
+      // A signal, or a `natslake node drain --exit` whose hand-off is done: drain (at once, when it is), then exit.
       const onSignal = (sig: string): void => {
         if (draining) return;
         draining = true;
-        log.info("signal received; draining", { signal: sig, ...(node === null ? { during: "start" } : {}) });
+        log.info(sig === "drain request" ? "drain request done; stopping" : "signal received; draining", { signal: sig, ...(node === null ? { during: "start" } : {}) });
         // A drain that cannot finish (a hung connection, an actor that never stops) must not keep the process
         // alive: past the drain timeout and a grace period, exit non-zero and say so.
         watchdog = setTimeout(() => {
@@ -140,6 +143,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       node = await Node.start(cfg, log);
       const started = node;
       metricsServer?.setReadiness(() => started.readiness());
+      // `natslake node drain <id>`: the same hand-off without a signal.
+      serveNodeControl({ nc: started.nc, subjects: started.subjects, nodeId: cfg.nodeId, log, holdings: () => started.holdings(), handOff: () => started.handOff(), exit: () => onSignal("drain request") });
       if (draining) drain(node);
       await stopped;
       // The last spans (the drain's final flushes and commits) go out before the process does.
@@ -147,6 +152,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       // Drained and stopped: nothing is left to do, whatever handle a library may still hold open.
       process.exit(process.exitCode ?? 0);
     });
+  registerNodeDrainCommand(nodeCommand, out);
 
   program
     .command("up")

@@ -15,6 +15,7 @@
  * | `<p>.ctl.maint.<db>.<table>`            | maintenance request-reply, served by the table's leader only |
  * | `<p>.ctl.consume.open`                  | consume sessions opened, request-reply (readers, queue group) |
  * | `<p>.ctl.consume.s.<session>`           | a consume session's control: credit, ack, ping, close       |
+ * | `<p>.ctl.node.<nodeId>`                 | node control request-reply (drain), answered by that node   |
  * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
  * | stream `<P>_COMMIT_<db>_<table>`        | committables                                                |
  * | stream `<P>_DLQ`                        | every table's dead letters                                  |
@@ -97,6 +98,12 @@ export class Subjects {
    */
   maintenance(id: Identifier): string {
     return `${this.prefix}.ctl.maint.${this.t(id)}`;
+  }
+
+  /** Control requests for one node (`natslake node drain`): only that node subscribes. */
+  nodeControl(nodeId: string): string {
+    checkSubjectToken("node id", nodeId);
+    return `${this.prefix}.ctl.node.${nodeId}`;
   }
 
   ingestStream(id: Identifier): string {

@@ -1,0 +1,45 @@
+/**
+ * The `natslake` command tree: each command group lives in cluster/cli/; this wires them. Kept apart from main.ts
+ * (which parses process.argv when loaded) so tests can walk the tree.
+ */
+import { Command } from "commander";
+import { registerDataCommands } from "./data-commands.ts";
+import { registerTailCommand } from "./tail-command.ts";
+import { registerStatusCommand } from "./status-command.ts";
+import { registerTableCommands } from "./table-commands.ts";
+import { registerClusterCommands } from "./cluster-commands.ts";
+import { registerChaosCommands } from "./chaos-commands.ts";
+import { registerMaintenanceCommands } from "./maintenance-commands.ts";
+import { registerConsumerCommands } from "./consumer-commands.ts";
+import { registerExpirePartitionsCommand } from "./expire-partitions-command.ts";
+import { registerRemoveOrphansCommand } from "./remove-orphans-command.ts";
+import { registerTagCommands } from "./tag-commands.ts";
+import { registerRollbackCommand } from "./rollback-command.ts";
+import { registerCompactCommand } from "./compact-command.ts";
+import { NATSLAKE_VERSION } from "../version.ts";
+
+export function buildProgram(out: (s: string) => void): Command {
+  const program = new Command("natslake")
+    .description("natslake: rows published on NATS, landed as Apache Paimon tables")
+    // Which code runs: the compiled build (dist/) or the TypeScript sources (bin/natslake.mjs decides and says so).
+    .version(`${NATSLAKE_VERSION} (${process.env["NATSLAKE_RUNNING_FROM"] ?? "sources"})`)
+    .showHelpAfterError("(run with --help for usage)")
+    // A command's options are its own, written after it: `natslake node drain n2 --nats URL` gives --nats to drain,
+    // not to `node` (which has a --nats of its own).
+    .enablePositionalOptions()
+    .exitOverride();
+  registerTableCommands(program, out);
+  registerDataCommands(program, out);
+  registerClusterCommands(program, out);
+  registerMaintenanceCommands(program, out);
+  registerConsumerCommands(program, out);
+  registerTailCommand(program, out);
+  registerStatusCommand(program, out);
+  registerExpirePartitionsCommand(program, out);
+  registerRemoveOrphansCommand(program, out);
+  registerTagCommands(program, out);
+  registerRollbackCommand(program, out);
+  registerCompactCommand(program, out);
+  registerChaosCommands(program);
+  return program;
+}
