@@ -11,7 +11,7 @@ import { Node } from "../node.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
-import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt } from "./common.ts";
+import { connectOrExplain, examples, parsePositiveInt, UsageError, parseNonNegativeInt } from "./common.ts";
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
 import { startMetricsServer } from "../metrics-server.ts";
@@ -67,6 +67,11 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--metrics-port <port>", "serve /metrics (Prometheus), /healthz and /readyz on this port (NATSLAKE_METRICS_PORT)", parseNonNegativeInt("--metrics-port"))
     .option("--metrics-host <addr>", "address of the metrics endpoint (default 127.0.0.1; NATSLAKE_METRICS_HOST)")
     .option("--otlp-endpoint <url>", "export traces by OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (or OTEL_EXPORTER_OTLP_ENDPOINT; off by default)")
+    .addHelpText(
+      "after",
+      examples("natslake node --roles writer,committer,reader --nats nats://127.0.0.1:4222 --redis redis://127.0.0.1:6379 --warehouse /data/wh --node-id node-1 --metrics-port 9464", "natslake node --roles reader --nats nats://a:4222,nats://b:4222,nats://c:4222 --warehouse /data/wh --replicas 3", "natslake node drain node-1 --nats nats://127.0.0.1:4222   # hand its buckets off without a signal") +
+        "\nSIGTERM (or `natslake node drain`) drains: buckets flushed and handed over, leases released.",
+    )
     .action(async (o: NodeFlags) => {
       let cfg;
       try {
@@ -166,7 +171,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--demo", "create a demo table and publish a few rows through the producer client")
     .addHelpText(
       "after",
-      "\nnats-server: NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built (NATSLAKE_NATS_SERVER_CURRENT or\n" +
+      examples("natslake up --nodes 3 --demo", "natslake up --warehouse /data/wh --duration 60") +
+        "\nnats-server: NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built (NATSLAKE_NATS_SERVER_CURRENT or\n" +
         "~/go/natslake-bin), else nats-server on PATH; printed at start, with a warning when older than 2.10.\n" +
         "Ctrl-C drains the nodes (SIGTERM, waiting for them to exit), then stops the servers. A node that dies is reported\n" +
         "and the others keep running; up then exits 1.",
@@ -191,7 +197,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       "\nEvery row is counted under its batch's outcome: ok, duplicate (stored earlier under the same message id), failed\n" +
         "(not stored) or unknown (no acknowledgement: may or may not be stored). Exit 0 when every row was acknowledged (ok or\n" +
         "duplicate), 1 when any was not, 2 for bad input (it stops at the line: <file>:<line>: <why>), 1 when NATS cannot be reached.\n" +
-        "Publishing a file twice without --idempotent stores its rows twice.",
+        "Publishing a file twice without --idempotent stores its rows twice.\n" +
+        examples("natslake publish shop.orders orders.jsonl --nats nats://127.0.0.1:4222 --wait-visible", "natslake publish shop.orders orders.csv --nats nats://127.0.0.1:4222 --idempotent"),
     )
     .action((table: string, file: string, o: PublishFlags) => publishFile(table, file, o, out));
 
@@ -201,6 +208,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .requiredOption("--nats <url>", "NATS server URL")
     .option("--prefix <p>", "subject prefix", "lake")
     .option("--count <n>", "stop after n notifications", parsePositiveInt("--count"))
+    .addHelpText("after", examples("natslake subscribe shop.orders --nats nats://127.0.0.1:4222 --count 10"))
     .action(async (table: string, o: { nats: string; prefix: string; count?: number }) => {
       const nc = await connectOrExplain(o.nats);
       try {
