@@ -366,6 +366,12 @@ export class Producer {
     return this.enqueue(this.preparedBucket, this.scratch.buf, 0, this.scratch.pos);
   }
 
+  /** Checks a row exactly as `write` would — schema, values, size — and throws the same error; buffers nothing. */
+  validate(row: Readonly<Record<string, unknown>>): void {
+    this.checkOpen();
+    this.prepare(row);
+  }
+
   /**
    * Buffers several rows: all are validated first, so a bad row (its index in the message) throws and none of
    * them is buffered. Resolves with the outcomes of the batches that carried them.

@@ -162,6 +162,24 @@ export interface Rejection {
   reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch" | "body-missing";
 }
 
+/**
+ * KV `<p>_dlq_replays` value (key `<db>.<table>.<dlq sequence>`): a dead letter whose rows `natslake dlq replay`
+ * published again, and acknowledged. The letter itself stays in the DLQ until the stream's limits drop it.
+ */
+export interface DlqReplayRecord {
+  v: 1;
+  table: string;
+  /** The letter's sequence in the DLQ stream. */
+  seq: number;
+  /** When the rows were acknowledged (epoch ms). */
+  at: number;
+  rows: number;
+  /** Whether the rows were the letter's original or rows the operator supplied (fixed). */
+  source: "original" | "file";
+  /** The ingest messages that carried them (`Nats-Msg-Id`s). */
+  msgIds: string[];
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Notifications
 

@@ -16,6 +16,7 @@ import { registerRemoveOrphansCommand } from "./remove-orphans-command.ts";
 import { registerTagCommands } from "./tag-commands.ts";
 import { registerRollbackCommand } from "./rollback-command.ts";
 import { registerCompactCommand } from "./compact-command.ts";
+import { registerDlqCommands } from "./dlq-commands.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
 
 export function buildProgram(out: (s: string) => void): Command {
@@ -40,6 +41,7 @@ export function buildProgram(out: (s: string) => void): Command {
   registerTagCommands(program, out);
   registerRollbackCommand(program, out);
   registerCompactCommand(program, out);
+  registerDlqCommands(program, out);
   registerChaosCommands(program);
   return program;
 }

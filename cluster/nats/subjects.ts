@@ -24,6 +24,7 @@
  * | KV `<p>_assign`, key `<db>.<table>`     | bucket assignments with owner epochs                        |
  * | KV `<p>_snap`, key `<db>.<table>`       | the last snapshot notification (for late subscribers)       |
  * | KV `<p>_router`, key `<db>.<table>`     | router progress (last raw stream sequence routed)           |
+ * | KV `<p>_dlq_replays`, key `<db>.<table>.<seq>` | dead letters replayed (`natslake dlq replay`), 7 days |
  *
  * Database and table names are validated by the catalog (no dots inside a name is enforced here, since a dot would
  * change the subject's token count).
@@ -133,6 +134,10 @@ export class Subjects {
   }
   get routerKv(): string {
     return `${this.prefix}_router`;
+  }
+  /** Which dead letters `natslake dlq replay` replayed (they stay in the DLQ: deleting them would look like drops). */
+  get dlqReplaysKv(): string {
+    return `${this.prefix}_dlq_replays`;
   }
   tableKey(id: Identifier): string {
     return this.t(id);
