@@ -82,6 +82,14 @@ interface Leadership {
   notified: number | null;
 }
 
+/** A leadership that could not start after the lease was won (reading the chain or opening the commit stream failed). */
+class LeadSetupFailed extends Error {
+  override readonly name = "LeadSetupFailed";
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+  }
+}
+
 /** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
 export const CATCH_UP_MAX = 100;
 
@@ -150,7 +158,12 @@ export class CommitterActor implements Actor<CommitterMsg> {
         return;
       case "acquire-failed":
         this.busy = false;
-        ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
+        if (msg.error instanceof LeadSetupFailed) {
+          // The lease was won but the table could not be read (a damaged snapshot, the warehouse gone): nothing can
+          // commit, which the operators' P0 alert must see as much as a failed round.
+          this.commitFailures.add(1, { table: this.d.table.name });
+          ctx.log.error("won the lease but cannot start committing; released it, trying again", { table: this.d.table.name, error: msg.error.message });
+        } else ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
         return;
       case "acquired": {
         this.busy = false;
@@ -224,7 +237,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
       return { grant, epoch, reader };
     } catch (e) {
       await this.d.lease.release(grant).catch(() => undefined);
-      throw e;
+      throw new LeadSetupFailed(ensureError(e));
     }
   }
 

@@ -55,5 +55,7 @@ export function registerRollbackCommand(program: Command, out: (s: string) => vo
           `${r.recreatedSnapshot ? ` (${recreate} snapshot ${r.target} from its tag)` : ""}; ${del} snapshots ${snaps}, ` +
           `${r.tagsDeleted.length} tags${r.tagsDeleted.length ? ` (${r.tagsDeleted.join(", ")})` : ""}, ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files`,
       );
+      if (r.damagedSnapshots.length > 0)
+        out(`  damaged snapshots ${r.damagedSnapshots.join(", ")}: the files only they added are not known; \`natslake remove-orphans ${t.name}\` deletes them once older than its bound`);
     });
 }
