@@ -3,7 +3,8 @@
  * test walks commander's command tree (groups and leaves), reads each command's help as a user sees it, and parses
  * each example line with a second copy of the tree whose actions only record which command ran — so an example
  * naming an option the command does not have, a bad value for a parsed option, or a missing required one fails here.
- * `--version` prints package.json's version.
+ * `--version` prints package.json's version. Every `natslake` command line in the operator's runbook (docs/runbook.md)
+ * parses the same way, so the runbook names only commands and options that exist.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -113,6 +114,42 @@ test("help - every command and command group shows an example, and every example
     }
   }
   assert.ok(checked >= entries.length);
+});
+
+test("runbook - every natslake command line in docs/runbook.md parses with the real CLI", async () => {
+  const text = readFileSync(new URL("../../docs/runbook.md", import.meta.url), "utf8");
+  const blocks = [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  const lines = blocks.flatMap((b) => b.split("\n")).map((l) => l.replace(/\s{2,}#.*$/, "").trim()).filter((l) => l.startsWith("natslake "));
+  assert.ok(lines.length >= 15, `the runbook's commands are found (${lines.length})`);
+  const parser = buildProgram(() => undefined);
+  let ran: string | null = null;
+  let errors = "";
+  parser.configureOutput({ writeOut: () => undefined, writeErr: (s) => (errors += s) });
+  for (const { path, cmd } of commandsOf(parser)) {
+    cmd.configureOutput({ writeOut: () => undefined, writeErr: (s) => (errors += s) });
+    if (Reflect.get(cmd, "_actionHandler") != null) cmd.action(() => void (ran = path.join(" ")));
+  }
+  // Placeholders as an operator fills them in; `[…]` optional parts and a `> file` redirection are left out.
+  const fill: Record<string, string> = { "<leader-node>": "node-1", "<owner-node>": "node-2", "<node>": "node-3", "<N-1>": "41", "<command>": "status" };
+  for (const line of lines) {
+    if (line.includes("<command> --help")) continue; // the generic help line
+    if (line === "natslake --version") continue; // covered by the test below (commander exits through its version path)
+    const concrete = line
+      .replace(/\[[^\]]*\]/g, "")
+      .replace(/\s>\s*\S+$/, "")
+      .replace(/<[^>]+>/g, (p) => {
+        assert.ok(fill[p] !== undefined, `an unknown placeholder ${p} in: ${line}`);
+        return fill[p]!;
+      });
+    ran = null;
+    errors = "";
+    try {
+      await parser.parseAsync(shellWords(concrete).slice(1), { from: "user" });
+    } catch (e) {
+      assert.fail(`docs/runbook.md: does not parse: ${line}\n  ${e instanceof Error ? e.message : String(e)} ${errors}`);
+    }
+    assert.ok(ran !== null, `docs/runbook.md: reaches no command: ${line}`);
+  }
 });
 
 test("help - --version prints the version in package.json and which code runs", () => {
