@@ -14,20 +14,7 @@
  * `OTEL_TRACES_SAMPLER_ARG`, `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`.
  */
 import { propagation, trace } from "@opentelemetry/api";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ConsoleSpanExporter,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type Sampler,
-  type SpanExporter,
-} from "@opentelemetry/sdk-trace";
+import type { Sampler, SpanExporter } from "@opentelemetry/sdk-trace";
 
 export type TraceExporterName = "otlp" | "console";
 
@@ -35,8 +22,9 @@ export interface TracingSettings {
   exporters: TraceExporterName[];
   /** The full traces URL (`…/v1/traces`); undefined: the exporter's default (localhost:4318). */
   url?: string;
-  sampler: Sampler;
+  /** `OTEL_TRACES_SAMPLER` (lower case) and its ratio (`OTEL_TRACES_SAMPLER_ARG`, for the traceidratio ones). */
   samplerName: string;
+  ratio: number;
   /** How long finished spans wait to be sent in one batch (ms). */
   scheduleDelayMs: number;
 }
@@ -97,9 +85,14 @@ export function tracingSettings(env: NodeJS.ProcessEnv, otlpEndpoint?: string): 
   const argText = get("OTEL_TRACES_SAMPLER_ARG");
   const ratio = argText === undefined ? 1 : Number(argText);
   if (samplerName.endsWith("traceidratio") && !(ratio >= 0 && ratio <= 1)) throw new Error(`OTEL_TRACES_SAMPLER_ARG=${argText}: expected a ratio between 0 and 1`);
-  const root: Sampler = samplerName.endsWith("always_off") ? new AlwaysOffSampler() : samplerName.endsWith("traceidratio") ? new TraceIdRatioBasedSampler(ratio) : new AlwaysOnSampler();
-  const sampler = samplerName.startsWith("parentbased_") ? new ParentBasedSampler({ root }) : root;
-  return { exporters, ...(url !== undefined ? { url } : {}), sampler, samplerName, scheduleDelayMs };
+  return { exporters, ...(url !== undefined ? { url } : {}), samplerName, ratio, scheduleDelayMs };
+}
+
+/** The sampler `OTEL_TRACES_SAMPLER` names (the SDK's samplers; `parentbased_always_on` by default). */
+export async function samplerOf(s: Pick<TracingSettings, "samplerName" | "ratio">): Promise<Sampler> {
+  const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = await import("@opentelemetry/sdk-trace");
+  const root: Sampler = s.samplerName.endsWith("always_off") ? new AlwaysOffSampler() : s.samplerName.endsWith("traceidratio") ? new TraceIdRatioBasedSampler(s.ratio) : new AlwaysOnSampler();
+  return s.samplerName.startsWith("parentbased_") ? new ParentBasedSampler({ root }) : root;
 }
 
 export interface Tracing {
@@ -109,9 +102,18 @@ export interface Tracing {
 
 /**
  * Registers the trace SDK globally (tracer provider and the W3C trace-context propagator) for this process. Call it
- * before creating producers or a node: they take their tracer from the global API.
+ * before creating producers or a node: they take their tracer from the global API. The SDK is loaded only here, so a
+ * process that does not trace (a service importing `natslake/producer`) never loads it.
  */
-export function startTracing(s: TracingSettings, o: { serviceName: string; instanceId?: string; version?: string }): Tracing {
+export async function startTracing(s: TracingSettings, o: { serviceName: string; instanceId?: string; version?: string }): Promise<Tracing> {
+  const [{ W3CTraceContextPropagator }, { OTLPTraceExporter }, { detectResources, envDetector, resourceFromAttributes }, sdk] = await Promise.all([
+    import("@opentelemetry/core"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace"),
+  ]);
+  const { BatchSpanProcessor, ConsoleSpanExporter, TracerProvider } = sdk;
+  const sampler = await samplerOf(s);
   const exporters: SpanExporter[] = s.exporters.map((e) => (e === "console" ? new ConsoleSpanExporter() : new OTLPTraceExporter(s.url !== undefined ? { url: s.url } : {})));
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over natslake's own names (the later merge wins).
   const resource = resourceFromAttributes({
@@ -121,7 +123,7 @@ export function startTracing(s: TracingSettings, o: { serviceName: string; insta
   }).merge(detectResources({ detectors: [envDetector] }));
   const provider = new TracerProvider({
     resource,
-    sampler: s.sampler,
+    sampler,
     spanProcessors: exporters.map((e) => new BatchSpanProcessor({ exporter: e, scheduledDelayMillis: s.scheduleDelayMs })),
   });
   trace.setGlobalTracerProvider(provider);
@@ -140,8 +142,8 @@ export function tracingActive(): boolean {
 }
 let active = false;
 
-/** `startTracing` when the settings say so; null otherwise. */
-export function startTracingIfConfigured(env: NodeJS.ProcessEnv, o: { serviceName: string; instanceId?: string; version?: string; otlpEndpoint?: string }): Tracing | null {
+/** `startTracing` when the settings say so; null otherwise (settings it cannot honour throw before anything starts). */
+export async function startTracingIfConfigured(env: NodeJS.ProcessEnv, o: { serviceName: string; instanceId?: string; version?: string; otlpEndpoint?: string }): Promise<Tracing | null> {
   const s = tracingSettings(env, o.otlpEndpoint);
   if (s === null) return null;
   return startTracing(s, o);

@@ -100,7 +100,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       }
       let tracing: Tracing | null;
       try {
-        tracing = startTracingIfConfigured(process.env, { serviceName: "natslake", instanceId: cfg.nodeId, version: NATSLAKE_VERSION, ...(cfg.otlpEndpoint !== undefined ? { otlpEndpoint: cfg.otlpEndpoint } : {}) });
+        tracing = await startTracingIfConfigured(process.env, { serviceName: "natslake", instanceId: cfg.nodeId, version: NATSLAKE_VERSION, ...(cfg.otlpEndpoint !== undefined ? { otlpEndpoint: cfg.otlpEndpoint } : {}) });
       } catch (e) {
         throw new UsageError((e as Error).message);
       }

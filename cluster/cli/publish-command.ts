@@ -69,7 +69,7 @@ export async function publishFile(table: string, file: string, o: PublishFlags, 
   // context travels to the cluster in the `traceparent` header.
   let tracing;
   try {
-    tracing = startTracingIfConfigured(process.env, { serviceName: "natslake-publish" });
+    tracing = await startTracingIfConfigured(process.env, { serviceName: "natslake-publish" });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }

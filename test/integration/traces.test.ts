@@ -84,7 +84,7 @@ test("traces - one batch: publish → flush (linked) → commit (linked) → not
   const c = await startCluster({ nodes: 0, commitInterval: "100ms" });
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "200" };
   // This process is the producing service: the same standard variables turn its tracing on.
-  const tracing = startTracingIfConfigured(otel, { serviceName: "trace-test-producer" });
+  const tracing = await startTracingIfConfigured(otel, { serviceName: "trace-test-producer" });
   assert.ok(tracing !== null, "the OTLP endpoint turns tracing on");
   try {
     await withNodeLogsOnFailure(c, async () => {

@@ -6,10 +6,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { trace } from "@opentelemetry/api";
-import { tracingSettings } from "../../../cluster/tracing.ts";
+import { samplerOf, tracingSettings } from "../../../cluster/tracing.ts";
 import { TraceLinks, spanContextOf, traceparentOf, MAX_TRACE_LINKS } from "../../../actors/wire/trace-context.ts";
 
-test("tracing settings - off by default, on with an OTLP endpoint or an exporter name, refused settings named", () => {
+test("tracing settings - off by default, on with an OTLP endpoint or an exporter name, refused settings named", async () => {
   assert.equal(tracingSettings({}), null, "nothing configured: off");
   assert.equal(tracingSettings({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_BSP_SCHEDULE_DELAY: "100" }), null, "settings without an endpoint or exporter: still off");
   const env = tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" });
@@ -31,7 +31,10 @@ test("tracing settings - off by default, on with an OTLP endpoint or an exporter
   assert.equal(tracingSettings({ OTEL_SDK_DISABLED: "true", OTEL_EXPORTER_OTLP_ENDPOINT: "http://x:4318" }), null);
   const ratio = tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x:4318", OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01", OTEL_BSP_SCHEDULE_DELAY: "250" });
   assert.equal(ratio?.samplerName, "parentbased_traceidratio");
-  assert.match(String(ratio?.sampler), /ParentBased\{root=TraceIdRatioBased\{0\.01\}/);
+  assert.equal(ratio?.ratio, 0.01);
+  assert.equal(String(await samplerOf(ratio!)), "ParentBased{root=TraceIdRatioBased{0.01}, remoteParentSampled=AlwaysOnSampler, remoteParentNotSampled=AlwaysOffSampler, localParentSampled=AlwaysOnSampler, localParentNotSampled=AlwaysOffSampler}");
+  assert.equal(String(await samplerOf(env!)), "ParentBased{root=AlwaysOnSampler, remoteParentSampled=AlwaysOnSampler, remoteParentNotSampled=AlwaysOffSampler, localParentSampled=AlwaysOnSampler, localParentNotSampled=AlwaysOffSampler}");
+  assert.equal(String(await samplerOf({ samplerName: "always_off", ratio: 1 })), "AlwaysOffSampler");
   assert.equal(ratio?.scheduleDelayMs, 250);
   assert.throws(() => tracingSettings({ OTEL_TRACES_EXPORTER: "zipkin" }), /OTEL_TRACES_EXPORTER=zipkin: natslake exports traces with otlp or console/);
   assert.throws(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }), /OTLP over HTTP with JSON only/);
