@@ -18,7 +18,7 @@
  * files, at most the newest CATCH_UP_MAX); its first round does so even when nothing is pending, so an idle table's
  * last snapshot is announced too (read-your-writes waits on it).
  */
-import type { Meter } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Meter, type Span, type Tracer } from "@opentelemetry/api";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
 import { failpoint, failpointAsync } from "../src/failpoints.ts";
@@ -31,6 +31,7 @@ import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
 import { streamMismatchCounter } from "./stream-check.ts";
+import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
 
 export type CommitterMsg =
   | { type: "tick" }
@@ -67,6 +68,8 @@ export interface CommitterDeps {
    * whatever a previous leader left there is committed or rejected by then (orphan cleanup waits for it).
    */
   onBacklogDecided?: (epoch: number) => void;
+  /** Commit and notify spans (default: the global API's tracer, recording nothing until tracing is registered). */
+  tracer?: Tracer;
 }
 
 interface Leadership {
@@ -84,6 +87,14 @@ interface Leadership {
   notified: number | null;
   /** A round has read the commit stream to its end and decided everything in it (see `onBacklogDecided`). */
   backlogDecided: boolean;
+}
+
+/** A leadership that could not start after the lease was won (reading the chain or opening the commit stream failed). */
+class LeadSetupFailed extends Error {
+  override readonly name = "LeadSetupFailed";
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+  }
 }
 
 /** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
@@ -114,8 +125,10 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private readonly streamMismatches;
   private readonly compactions;
   private readonly commitFailures;
+  private readonly tracer: Tracer;
 
   constructor(private readonly d: CommitterDeps) {
+    this.tracer = d.tracer ?? trace.getTracer("natslake");
     this.commits = d.meter.createCounter("natslake_commits_total", { description: "snapshots committed" });
     this.commitLatency = d.meter.createHistogram("natslake_commit_duration_ms", { description: "commit round duration", unit: "ms" });
     this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
@@ -155,7 +168,12 @@ export class CommitterActor implements Actor<CommitterMsg> {
         return;
       case "acquire-failed":
         this.busy = false;
-        ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
+        if (msg.error instanceof LeadSetupFailed) {
+          // The lease was won but the table could not be read (a damaged snapshot, the warehouse gone): nothing can
+          // commit, which the operators' P0 alert must see as much as a failed round.
+          this.commitFailures.add(1, { table: this.d.table.name });
+          ctx.log.error("won the lease but cannot start committing; released it, trying again", { table: this.d.table.name, error: msg.error.message });
+        } else ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
         return;
       case "acquired": {
         this.busy = false;
@@ -229,7 +247,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
       return { grant, epoch, reader };
     } catch (e) {
       await this.d.lease.release(grant).catch(() => undefined);
-      throw e;
+      throw new LeadSetupFailed(ensureError(e));
     }
   }
 
@@ -335,8 +353,27 @@ export class CommitterActor implements Actor<CommitterMsg> {
 
   /** Decides the pending committables (not compactions) as one APPEND snapshot; tells writers about rejections. */
   private async appendRound(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
+    // The commit span links to the flush spans of the committables it decides (many flushes, one commit).
+    const span = this.tracer.startSpan("natslake.commit", { root: true, attributes: { "natslake.table": this.d.table.name, "natslake.epoch": l.epoch } });
+    try {
+      await this.decideAppends(l, ctx, span);
+      span.end();
+    } catch (e) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: ensureError(e).message });
+      span.end();
+      throw e;
+    }
+  }
+
+  private async decideAppends(l: Leadership, ctx: ActorContext<CommitterMsg>, span: Span): Promise<void> {
     const started = this.d.clock.monotonic();
     const loaded = await this.loadBodies(l, ctx);
+    if (span.isRecording()) {
+      const links = new TraceLinks();
+      for (const p of loaded) links.add(p.committable.traceparent);
+      span.addLinks(links.links());
+      span.setAttributes({ "natslake.committables": loaded.length, "natslake.traced_flushes": links.total });
+    }
     const refOf = new Map<Committable, CommittableRef>();
     for (const p of loaded) if (p.ref !== undefined) refOf.set(p.committable, p.ref);
     const res = await l.committer.commitRound(loaded.map((p) => p.committable));
@@ -361,9 +398,18 @@ export class CommitterActor implements Actor<CommitterMsg> {
       const s = res.snapshot;
       // The snapshot's own natslake properties are what this round decided (epoch, offsets, stream).
       const n = this.notificationOf(s, res.linkedAt);
+      span.setAttributes({ "natslake.snapshot_id": s.id, "natslake.rows": s.deltaRecordCount });
       // Snapshots linked since the last announcement (by a leader that died or was drained right after linking).
       await this.announceThrough(l, s.id - 1);
-      await this.d.bus.publishSnapshot(n);
+      // The notification carries the notify span's context (a child of the commit span): subscribers continue it.
+      const notify = this.tracer.startSpan("natslake.notify", { kind: SpanKind.PRODUCER, attributes: { "natslake.table": table, "natslake.snapshot_id": s.id } }, trace.setSpan(ROOT_CONTEXT, span));
+      const traceparent = traceparentOf(notify);
+      if (traceparent !== undefined) n.traceparent = traceparent;
+      try {
+        await this.d.bus.publishSnapshot(n);
+      } finally {
+        notify.end();
+      }
       l.notified = s.id;
       for (const v of res.verdicts) {
         if (v.kind === "accepted" && v.committable.firstArrivalMillis > 0) this.visibleLatency.record(res.linkedAt - v.committable.firstArrivalMillis, { table });

@@ -11,7 +11,8 @@
  * (`<prefix>.ctl.maint.<db>.<table>`: the CLI's compact, expire-snapshots, … with `--nats`).
  * Every node heartbeats into the members KV bucket. New tables in the warehouse are picked up by a periodic scan.
  * `drain()` (SIGTERM): the node announces it is draining, the coordinator revokes its buckets (writers flush and
- * hand off), then committers release their leases and the process stops.
+ * hand off), then committers release their leases and the process stops. `handOff()` (`natslake node drain`) does
+ * the same but keeps the process and its NATS connection: a drained member holding nothing until it is restarted.
  */
 import { availableParallelism } from "node:os";
 import { setSharedParquetPoolDefaultSize } from "../src/codec/parquet-pool.ts";
@@ -74,12 +75,27 @@ interface TableService {
   stops: Array<() => void>;
 }
 
+/** How a drain went (`Node.handOff`). */
+export interface HandOffResult {
+  /** Buckets this node's writers owned when the drain began. */
+  handedOff: number;
+  /** Buckets still owned when the drain timeout passed (their leases expire instead). */
+  stillOwned: number;
+  /** Released buckets whose last committable was not committed within the drain timeout. */
+  uncommitted: number;
+}
+
 export class Node {
   private readonly system: ActorSystem;
   private readonly services = new Map<string, TableService>();
   private readonly assignments = new Map<string, TableAssignment>();
   private readonly keepers = new Set<LeaseKeeper>();
   private draining = false;
+  /** The drain finished; the process may stay up holding nothing (`handOff`). */
+  private drained = false;
+  private handOffRun: Promise<HandOffResult> | null = null;
+  private quiesceRun: Promise<void> | null = null;
+  private stopRun: Promise<void> | null = null;
   private renewLagMax = 0;
   private readonly renewalsSeen = new WeakMap<LeaseKeeper, number>();
   private readonly renewLagMaxSeen = new WeakMap<LeaseKeeper, number>();
@@ -192,7 +208,7 @@ export class Node {
       this.renewLagMaxSeen.set(k, st.renewLagMsMax);
     }
     const leading = [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table.name);
-    const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining, leaseRenewLagMsMax: this.renewLagMax, leaseRenewLagMsRecent: recent, leading };
+    const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining, ...(this.drained ? { drained: true } : {}), leaseRenewLagMsMax: this.renewLagMax, leaseRenewLagMsRecent: recent, leading };
     await this.ports.cluster.heartbeat(hb);
     this.lastHeartbeatAt = Date.now();
   }
@@ -206,7 +222,8 @@ export class Node {
     if (this.nc.isClosed()) reasons.push("NATS connection closed");
     const age = Date.now() - this.lastHeartbeatAt;
     if (age > this.cfg.memberTimeout) reasons.push(`last membership heartbeat ${Math.round(age / 1000)} s ago (NATS or JetStream unreachable?)`);
-    if (this.draining) reasons.push("draining");
+    if (this.drained) reasons.push("drained: it holds no buckets and no leases (restart it to rejoin)");
+    else if (this.draining) reasons.push("draining");
     return { ready: reasons.length === 0, reasons };
   }
 
@@ -446,6 +463,12 @@ export class Node {
     }
   }
 
+  /** What this node holds now (`natslake node drain` reports it). */
+  holdings(): { buckets: number; leading: string[]; draining: boolean } {
+    const leading = [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table.name);
+    return { buckets: this.ownedBuckets(), leading, draining: this.draining };
+  }
+
   /** Buckets this node's writers still own (drain waits for zero). */
   ownedBuckets(): number {
     let n = 0;
@@ -455,15 +478,36 @@ export class Node {
 
   /** Graceful stop: hand buckets off (flushing), release leases, close connections. */
   async drain(): Promise<void> {
-    if (this.draining) return;
+    await this.handOff();
+    await this.stop();
+  }
+
+  /**
+   * Everything a drain hands off — buckets (flushed, each to its new owner), the last committables of the released
+   * buckets committed, the leases — then the actors and reader services stop. The NATS connection and the heartbeat
+   * (marked draining and drained) stay, so the process may stay up holding nothing. Runs once; later calls (a
+   * SIGTERM after `natslake node drain`) get the same result.
+   */
+  handOff(): Promise<HandOffResult> {
+    return (this.handOffRun ??= this.runHandOff());
+  }
+
+  private async runHandOff(): Promise<HandOffResult> {
     this.draining = true;
-    this.log.info("draining", { nodeId: this.cfg.nodeId, buckets: this.ownedBuckets() });
+    const handedOff = this.ownedBuckets();
+    this.log.info("draining", { nodeId: this.cfg.nodeId, buckets: handedOff });
     await this.heartbeat().catch(() => undefined);
     const deadline = Date.now() + this.cfg.drainTimeout;
     while (this.ownedBuckets() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (this.ownedBuckets() > 0) this.log.warn("drain timed out with buckets still owned; their leases will expire", { buckets: this.ownedBuckets() });
-    else await this.waitHandedOffCommitted(deadline);
-    await this.stop();
+    const stillOwned = this.ownedBuckets();
+    let uncommitted = 0;
+    if (stillOwned > 0) this.log.warn("drain timed out with buckets still owned; their leases will expire", { buckets: stillOwned });
+    else uncommitted = await this.waitHandedOffCommitted(deadline);
+    await (this.quiesceRun ??= this.quiesce());
+    this.drained = true;
+    await this.heartbeat().catch(() => undefined);
+    this.log.info("drained", { nodeId: this.cfg.nodeId, handedOff, stillOwned, uncommitted });
+    return { handedOff, stillOwned, uncommitted };
   }
 
   /**
@@ -471,7 +515,7 @@ export class Node {
    * node's committer if it leads the table, which must not stop before — so a drain that hands a bucket to nobody
    * (the last node, or a whole cluster stopping) leaves what was acknowledged committed, not only in the streams.
    */
-  private async waitHandedOffCommitted(deadline: number): Promise<void> {
+  private async waitHandedOffCommitted(deadline: number): Promise<number> {
     const pending = async (): Promise<number> => {
       let n = 0;
       for (const svc of this.services.values()) {
@@ -484,17 +528,17 @@ export class Node {
     };
     for (;;) {
       const left = await pending().catch(() => 0);
-      if (left === 0) return;
+      if (left === 0) return 0;
       if (Date.now() >= deadline) {
         this.log.warn("drain timed out before the last committables were committed; they stay in the commit stream for the next leader", { buckets: left });
-        return;
+        return left;
       }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.heartbeatTimer);
+  /** Stops what serves the cluster — table scans, admin, consume sessions, every actor — but not the connection. */
+  private async quiesce(): Promise<void> {
     clearInterval(this.scanTimer);
     this.adminSub?.unsubscribe();
     await this.consume?.stop().catch(() => undefined);
@@ -502,8 +546,18 @@ export class Node {
     // Each step is logged, so a shutdown that hangs says where.
     this.log.info("stopping actors", { nodeId: this.cfg.nodeId });
     await this.system.shutdown();
-    this.log.info("actors stopped; closing connections", { nodeId: this.cfg.nodeId });
+    this.log.info("actors stopped", { nodeId: this.cfg.nodeId });
     await this.bucketBuffers?.close().catch(() => undefined);
+  }
+
+  stop(): Promise<void> {
+    return (this.stopRun ??= this.runStop());
+  }
+
+  private async runStop(): Promise<void> {
+    clearInterval(this.heartbeatTimer);
+    await (this.quiesceRun ??= this.quiesce());
+    this.log.info("closing connections", { nodeId: this.cfg.nodeId });
     await this.ports.kv.members.delete(this.cfg.nodeId).catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();

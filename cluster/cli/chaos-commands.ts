@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../src/options.ts";
-import { UsageError } from "./common.ts";
+import { UsageError, examples } from "./common.ts";
 
 const CHAOS_MAIN = join(REPO_ROOT, "chaos", "main.ts");
 const REPO = REPO_ROOT;
@@ -67,7 +67,7 @@ async function finish(code: number): Promise<void> {
 }
 
 export function registerChaosCommands(program: Command): void {
-  const chaos = program.command("chaos").description("the chaos suite: faults injected into a local cluster, every acknowledged row checked (see README, Chaos suite)");
+  const chaos = program.command("chaos").description("the chaos suite: faults injected into a local cluster, every acknowledged row checked (see README, Chaos suite)").addHelpText("after", examples("natslake chaos list", "natslake chaos run leader-kill --runs 2"));
   chaos
     .command("run")
     .description("run chaos scenarios (default: the full suite) and write a JSON report per run under chaos-reports/")
@@ -80,6 +80,7 @@ export function registerChaosCommands(program: Command): void {
     .option("--verbose", "print the run's events as they happen")
     .option("--nats-server <path>", "nats-server binary (default: the current one built by scripts/setup.sh, else Debian's)")
     .option("--reports <dir>", "where reports go (default chaos-reports)")
+    .addHelpText("after", examples("natslake chaos run writer-failpoints --runs 5 --seed 42", "natslake chaos run soak --duration 10min --seed 7 --verbose", "natslake chaos run --ci"))
     .action(async (names: string[], o: ChaosFlags) => {
       const args = ["run", ...names];
       if (o.runs !== undefined) args.push("--runs", o.runs);
@@ -96,6 +97,7 @@ export function registerChaosCommands(program: Command): void {
   chaos
     .command("list")
     .description("list the chaos scenarios")
+    .addHelpText("after", examples("natslake chaos list"))
     .action(async () => {
       await finish(await runChaos(["list"]));
     });

@@ -140,6 +140,14 @@ export function renderTable(columns: string[], rows: unknown[][]): string {
   return [line(columns), widths.map((w) => "-".repeat(w)).join("-+-"), ...cells.map(line)].join("\n");
 }
 
+/**
+ * The "Example(s):" block at the end of a command's --help: whole command lines, each one parsed by the real CLI in
+ * test/cli/help-examples.test.ts (a `  # comment` after two spaces is allowed).
+ */
+export function examples(...lines: string[]): string {
+  return `\nExample${lines.length > 1 ? "s" : ""}:\n${lines.map((l) => `  ${l}`).join("\n")}\n`;
+}
+
 /** A commander argument parser for durations (`30 s`, `10 min`, `7 d`, or milliseconds). */
 export function durationArg(v: string): number {
   try {

@@ -5,10 +5,10 @@
 import type { Command } from "commander";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { deleteConsumer, getConsumer, listConsumers, validateConsumerId, writeConsumer } from "../../src/table/consumers.ts";
-import { catalogFrom, parseNonNegativeInt, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, parseNonNegativeInt, renderTable, UsageError, type WarehouseOpts, examples } from "./common.ts";
 
 export function registerConsumerCommands(program: Command, out: (s: string) => void): void {
-  const consumer = program.command("consumer").description("list, reset and delete consumers (read progress that snapshot expiration respects)");
+  const consumer = program.command("consumer").description("list, reset and delete consumers (read progress that snapshot expiration respects)").addHelpText("after", examples("natslake consumer list shop.orders --warehouse /data/wh", "natslake consumer reset shop.orders billing --next-snapshot 120"));
 
   consumer
     .command("list <table>")
@@ -51,6 +51,7 @@ export function registerConsumerCommands(program: Command, out: (s: string) => v
     .command("delete <table> <id>")
     .description("delete a consumer (its snapshots are no longer kept for it)")
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .addHelpText("after", examples("natslake consumer delete shop.orders billing --warehouse /data/wh"))
     .action(async (name: string, id: string, o: WarehouseOpts) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       if (!(await deleteConsumer(t, id))) throw new UsageError(`${t.name} has no consumer '${id}'`);

@@ -10,7 +10,7 @@ import { toJsonText, toJsonValue } from "../../src/spec/values.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { BatchWriter, describeOverwrite } from "../../src/write/batch-writer.ts";
 import { readRows } from "../../src/scan/read.ts";
-import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts, examples } from "./common.ts";
 import type { Table } from "../../src/table/table.ts";
 import { readRecords } from "./input.ts";
 import { parseIncrementalRange, type IncrementalRange } from "../../src/scan/incremental.ts";
@@ -69,6 +69,7 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
     .option("--dry-run", "with --overwrite/--overwrite-all: show what would be replaced, write nothing")
     .option("--no-progress", "no progress bar")
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .addHelpText("after", examples("natslake write shop.orders orders.jsonl --warehouse /data/wh", "natslake write shop.orders fix.jsonl --overwrite --partition dt=2026-11-29 --dry-run"))
     .action(async (name: string, file: string, o: WriteOpts) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const format = inputFormat(file, o.format);

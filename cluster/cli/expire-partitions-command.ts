@@ -63,7 +63,7 @@ export function registerExpirePartitionsCommand(program: Command, out: (s: strin
   addRoutingOptions(cmd)
     .addHelpText(
       "after",
-      "\nExample (daily dt partitions kept 7 days):\n  natslake expire-partitions shop.orders --expiration-time '7 d' --timestamp-formatter yyyy-MM-dd --dry-run\n" +
+      "\nExample (daily dt partitions kept 7 days):\n  natslake expire-partitions shop.orders --expiration-time '7 d' --timestamp-formatter yyyy-MM-dd --dry-run\n\n" +
         "Without flags the table's options decide: partition.expiration-time, partition.timestamp-formatter,\n" +
         "partition.timestamp-pattern, partition.expiration-strategy, partition.expiration-max-num.\n",
     )

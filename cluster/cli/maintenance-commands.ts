@@ -41,6 +41,9 @@ export function registerMaintenanceCommands(program: Command, out: (s: string) =
             `${r.table}: ${verb} snapshots ${r.from}..${r.to - 1} (${r.snapshotsDeleted}); ` +
               `${r.dryRun ? "would delete" : "deleted"} ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files; earliest snapshot now ${r.to}`,
           );
+        // Results of an older leader (a rolling upgrade) carry no list.
+        const damaged = r.damagedSnapshots ?? [];
+        if (damaged.length > 0) out(`  damaged snapshots ${damaged.join(", ")} expired: the files only they referenced are left to \`natslake remove-orphans ${r.table}\``);
       }
       if (note !== undefined) process.stderr.write(`${note}\n`);
     });

@@ -7,7 +7,7 @@ import { InvalidArgumentError } from "commander";
 import { parseDuration } from "../../src/options.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { createTag, deleteTag, listTags, type Tag } from "../../src/table/tags.ts";
-import { catalogFrom, parseNonNegativeInt, renderTable, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, parseNonNegativeInt, renderTable, type WarehouseOpts, examples } from "./common.ts";
 
 function durationArg(v: string): number {
   try {
@@ -33,7 +33,7 @@ function tagJson(t: Tag): Record<string, unknown> {
 }
 
 export function registerTagCommands(program: Command, out: (s: string) => void): void {
-  const tag = program.command("tag").description("create, delete and list tags (named snapshots that expiration keeps)");
+  const tag = program.command("tag").description("create, delete and list tags (named snapshots that expiration keeps)").addHelpText("after", examples("natslake tag create shop.orders before-backfill", "natslake tag list shop.orders"));
 
   tag
     .command("create <table> <name>")
@@ -55,6 +55,7 @@ export function registerTagCommands(program: Command, out: (s: string) => void):
     .command("delete <table> <name>")
     .description("delete a tag (and, when its snapshot was expired, the files only it still held)")
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .addHelpText("after", examples("natslake tag delete shop.orders before-backfill"))
     .action(async (name: string, tagName: string, o: WarehouseOpts) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const r = await deleteTag(t, tagName);
@@ -67,6 +68,7 @@ export function registerTagCommands(program: Command, out: (s: string) => void):
     .description("list the tags: name, snapshot, create time, retention")
     .option("--json", "one JSON object per tag")
     .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .addHelpText("after", examples("natslake tag list shop.orders --json"))
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const tags = await listTags(t);

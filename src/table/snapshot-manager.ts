@@ -13,6 +13,33 @@ const SNAPSHOT_NAME = /^snapshot-(\d+)$/;
 /** How far a stale LATEST hint is followed forward before the snapshot directory is listed instead. */
 const HINT_WALK_LIMIT = 16;
 
+/**
+ * A snapshot file that exists but cannot be read as one (a damaged disk, a hand edit): a DataInvalid error that says
+ * so and how to recover, with `context.damaged` set (rollback skips such snapshots after its target).
+ */
+function damagedSnapshot(path: string, id: number | undefined, why: string, cause?: unknown): LakeError {
+  const hint = id !== undefined ? `roll the table back to the last good snapshot (natslake rollback <table> --to-snapshot ${id - 1} --force)` : "delete it if it is a tag";
+  return new LakeError(ErrorKind.DataInvalid, `${path} is damaged: not a readable snapshot (${why.replace(/\n/g, "\\n")}); restore the file from a backup, or ${hint}`, {
+    context: { ...(id !== undefined ? { snapshot: id } : {}), damaged: true },
+    ...(cause !== undefined ? { cause } : {}),
+  });
+}
+
+/** Parses a snapshot-shaped file (`snapshot-N`, a tag); a file that does not parse is a damaged-snapshot error. */
+export function parseSnapshotFile(path: string, text: string, id?: number): Snapshot {
+  let s: Snapshot;
+  try {
+    s = snapshotFromJson(parseJson(text));
+  } catch (e) {
+    throw damagedSnapshot(path, id, e instanceof Error ? e.message : String(e), e);
+  }
+  if (id !== undefined && s.id !== id) throw damagedSnapshot(path, id, `it holds snapshot id ${s.id}`);
+  return s;
+}
+
+/** Whether `e` is the error of a damaged snapshot file (see damagedSnapshot). */
+export const isDamagedSnapshot = (e: unknown): boolean => isLakeError(e, ErrorKind.DataInvalid) && e.context["damaged"] === true;
+
 export class SnapshotManager {
   /** Snapshots never change once created, so a cache by id is always valid (expiration only removes). */
   private readonly cache = new Map<number, Snapshot>();
@@ -36,9 +63,19 @@ export class SnapshotManager {
       if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `snapshot ${id} does not exist`, { cause: e });
       throw e;
     }
-    const s = snapshotFromJson(parseJson(text));
+    const s = parseSnapshotFile(this.paths.snapshotPath(id), text, id);
     this.remember(s);
     return s;
+  }
+
+  /** Snapshot `id`, or null when its file is damaged (see parseSnapshotFile); a missing one is NotFound as in `snapshot`. */
+  async snapshotOrDamaged(id: number): Promise<Snapshot | null> {
+    try {
+      return await this.snapshot(id);
+    } catch (e) {
+      if (isDamagedSnapshot(e)) return null;
+      throw e;
+    }
   }
 
   /** Ids of all snapshots on disk, ascending. */
