@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { parseColumnList, typeToSql } from "../../src/spec/data-types.ts";
 import { adminRequest } from "../admin-client.ts";
 import { parseIdentifier, refusePrimaryKey } from "../../src/table/catalog.ts";
-import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 
 const splitList = (v: string): string[] =>
   v
@@ -25,7 +25,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .option("--option <key=value>", "table option (repeatable), e.g. --option bucket=4 --option bucket-key=id", collectKeyValue, {})
     .option("--comment <text>", "table comment")
     .option("--if-not-exists", "succeed when the table exists already")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .option("--nats <url>", "create it through a running cluster (also creates its ingest stream and producer metadata)")
     .option("--prefix <p>", "subject prefix with --nats", "lake")
     .action(async (name: string, o: WarehouseOpts & { columns: string; partitionKeys?: string; primaryKey?: string; option: Record<string, string>; comment?: string; ifNotExists?: boolean; nats?: string; prefix: string }) => {
@@ -69,7 +69,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("describe <table>")
     .description("show a table's columns, keys, options and latest snapshot")
     .option("--json", "print the schema as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const latest = await t.snapshots.latest();
@@ -131,7 +131,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("alter <table>")
     .description("change a table's schema: add nullable columns (a running cluster and its producers follow within seconds)")
     .requiredOption("--add-column <spec>", 'column(s) to add, e.g. "note STRING, score DOUBLE" (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .action(async (name: string, o: WarehouseOpts & { addColumn: string[] }) => {
       const columns = o.addColumn.flatMap((spec) => parseColumnList(spec));
       if (columns.length === 0) throw new UsageError("--add-column names no column");
@@ -143,7 +143,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("drop <table>")
     .description("drop a table and delete its files")
     .option("--if-exists", "succeed when the table does not exist")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean }) => {
       const id = parseIdentifier(name);
       await catalogFrom(o, { mustExist: !(o.ifExists ?? false) }).dropTable(id, o.ifExists ?? false);
@@ -153,7 +153,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
   table
     .command("list [db]")
     .description("list the tables of a database, or of every database")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .action(async (db: string | undefined, o: WarehouseOpts) => {
       const catalog = catalogFrom(o, { mustExist: true });
       const dbs = db === undefined ? await catalog.listDatabases() : [db];
@@ -164,7 +164,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("snapshots <table>")
     .description("list a table's snapshots")
     .option("--json", "one JSON object per snapshot")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const ids = await t.snapshots.listIds();
