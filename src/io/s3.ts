@@ -19,6 +19,7 @@
  * Every request is counted by type (s3-requests.ts): the commit path is meant to cost no LIST.
  */
 import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -33,6 +34,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { ErrorKind, LakeError } from "../errors.ts";
+import { failpoint, failpointArmed } from "../failpoints.ts";
 import type { FileIO, FileStatus, WriteOptions } from "./file-io.ts";
 import { countRequests, type S3RequestCounts, zeroCounts } from "./s3-requests.ts";
 
@@ -142,7 +144,11 @@ export class S3FileIO implements FileIO {
     const body = toBytes(data);
     const key = this.keyOf(path);
     try {
-      if (body.length <= this.multipartThreshold) {
+      if (failpointArmed("io.write.mid")) {
+        // Chaos: the upload dies half-way (a crash in the middle of a PUT). The server got a request shorter than
+        // its Content-Length, so no object may appear.
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Readable.from(halvesWithFailpoint(body)), ContentLength: body.length }));
+      } else if (body.length <= this.multipartThreshold) {
         await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
       } else {
         // Parts go up two at a time; the object appears only when the upload completes, and a failed upload is
@@ -404,6 +410,15 @@ export class S3FileIO implements FileIO {
       retryable: status === undefined || status >= 500 || status === 409 || status === 429,
     });
   }
+}
+
+/** A body in two halves; `io.write.mid` fires once the first half had time to reach the connection. */
+async function* halvesWithFailpoint(body: Uint8Array): AsyncGenerator<Uint8Array> {
+  const half = body.length >> 1;
+  yield body.subarray(0, half);
+  await new Promise((r) => setTimeout(r, 20));
+  failpoint("io.write.mid");
+  yield body.subarray(half);
 }
 
 function describe(e: unknown): string {
