@@ -36,7 +36,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpoint, failpointArmed } from "../failpoints.ts";
 import type { FileIO, FileStatus, WriteOptions } from "./file-io.ts";
-import { countRequests, type S3RequestCounts, zeroCounts } from "./s3-requests.ts";
+import { countRequests, type S3AreaCounts, type S3RequestCounts, zeroAreaCounts, zeroCounts } from "./s3-requests.ts";
 
 export interface S3Settings {
   bucket: string;
@@ -76,6 +76,8 @@ export class S3FileIO implements FileIO {
   readonly bucket: string;
   /** Requests sent so far, by type (PUT, GET, HEAD, LIST, DELETE). */
   readonly requests: S3RequestCounts = zeroCounts();
+  /** The same requests by the area of the table they touched (snapshot/, manifest/, data, …; s3-requests.ts). */
+  readonly requestsByArea: S3AreaCounts = zeroAreaCounts();
   private readonly client: S3Client;
   /** For conditional puts only: no SDK retries (see the module comment). */
   private readonly onceClient: S3Client;
@@ -103,8 +105,8 @@ export class S3FileIO implements FileIO {
     if (settings.credentials !== undefined) base.credentials = settings.credentials;
     this.client = new S3Client({ ...base, maxAttempts: settings.maxAttempts ?? 5, retryMode: "standard" });
     this.onceClient = new S3Client({ ...base, maxAttempts: 1 });
-    countRequests(this.client, this.requests);
-    countRequests(this.onceClient, this.requests);
+    countRequests(this.client, this.requests, this.requestsByArea);
+    countRequests(this.onceClient, this.requests, this.requestsByArea);
     this.multipartThreshold = settings.multipartThreshold ?? 32 * MiB;
     this.partSize = Math.max(5 * MiB, settings.partSize ?? 16 * MiB);
     this.createAttempts = settings.createAttempts ?? 5;

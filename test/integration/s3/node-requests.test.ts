@@ -1,20 +1,25 @@
 /**
- * What a node on an S3 warehouse (SeaweedFS, real) asks of the store, from its own `/metrics`:
- * `natslake_s3_requests_total{type}` grows with the work it does, and an idle node LISTs only for its periodic table
- * scan — one listing of the warehouse and one of the database every 2 s (`Node.scanTables`), a running table costing
- * one HEAD, no LIST — while the leader adds its periodic tasks' listings (consumer lag every 5 s, table statistics
- * every 10 s). Bounds are counts per window from the timers' periods, so a slow machine (timers firing late) only
- * lowers them.
+ * What a node on an S3 warehouse (SeaweedFS, real) asks of the store, from its own `/metrics`
+ * (`natslake_s3_requests_total{type, area}`):
+ * - the counters grow with the work (the start-up probe, data files on the writer, metadata on the leader);
+ * - while commits land, nothing lists `snapshot/`, `manifest/`, schema or data directories — the commit path, the
+ *   writers' compaction planning and the leader's expiration find snapshots through hints and existence checks
+ *   (after the new leader's first maintenance round: its orphan cleanup lists the whole table, once an hour);
+ * - idle, a node LISTs only for its periodic table scan — one listing of the warehouse and one of the database every
+ *   2 s (`Node.scanTables`; a running table costs a HEAD) — and the leader adds its consumer-lag task's listing of
+ *   `consumer/` every 5 s.
+ * Bounds are counts per window from the timers' periods, so a slow machine (timers firing late) only lowers them.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { Kvm } from "@nats-io/kv";
 import { freePort } from "../../../cluster/local/servers.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
 import { parseColumnList } from "../../../src/spec/data-types.ts";
-import { countsSince } from "../../../src/io/s3-requests.ts";
-import { scrapeS3Requests } from "../../helpers/node-metrics.ts";
+import type { Producer } from "../../../cluster/producer.ts";
+import { areasWith, requestsSince, scrapeMetrics, scrapeS3Requests } from "../../helpers/node-metrics.ts";
 import { startS3Store, type S3TestStore } from "../../helpers/s3.ts";
 
 let store: S3TestStore;
@@ -30,7 +35,12 @@ const ready = async (port: number): Promise<boolean | undefined> => {
   return r?.status === 200 ? true : undefined;
 };
 
-test("node on S3 - natslake_s3_requests_total{type} counts the node's requests; idle, LISTs come only from the table scan (2 per 2 s) and the leader's periodic tasks", { timeout: 240_000 }, async (t) => {
+async function publish(producer: Producer, from: number, to: number): Promise<void> {
+  for (let i = from; i < to; i++) void producer.write({ id: i, s: `r${i}` });
+  await producer.flush();
+}
+
+test("node on S3 - natslake_s3_requests_total{type, area}: no listing of snapshot/, manifest/ or data while commits land; idle, LISTs only for the table scan and the leader's consumer lag", { timeout: 240_000 }, async (t) => {
   const uri = store.uri(`metrics-${randomBytes(4).toString("hex")}`);
   const c: TestCluster = await startCluster({ nodes: 0, warehouse: uri, commitInterval: "250ms" });
   try {
@@ -40,43 +50,70 @@ test("node on S3 - natslake_s3_requests_total{type} counts the node's requests; 
       await waitFor("n1 ready", () => ready(leaderPort), 90_000, 250);
       c.startNode("n2", ["--roles", "writer", "--metrics-port", String(writerPort)]);
       await waitFor("n2 ready", () => ready(writerPort), 90_000, 250);
-      const start = { n1: await scrapeS3Requests(leaderPort), n2: await scrapeS3Requests(writerPort) };
+      const scrape = async (): Promise<{ n1: Awaited<ReturnType<typeof scrapeS3Requests>>; n2: Awaited<ReturnType<typeof scrapeS3Requests>>; at: number }> => ({
+        n1: await scrapeS3Requests(leaderPort),
+        n2: await scrapeS3Requests(writerPort),
+        at: Date.now(),
+      });
+      const start = await scrape();
       // The start-up probe (two conditional puts of one object, its read-back and delete) ran on both.
-      for (const s of Object.values(start)) assert.ok(s.PUT >= 2 && s.DELETE >= 1, JSON.stringify(start));
+      for (const s of [start.n1, start.n2]) assert.ok(s.byArea.probe.PUT >= 2 && s.byArea.probe.DELETE >= 1, JSON.stringify(s.byArea.probe));
 
       await new Catalog(uri).createTable(parseIdentifier("m.events"), { columns: parseColumnList("id BIGINT NOT NULL, s STRING"), options: { bucket: "2", "bucket-key": "id" } });
       const producer = await producerWhenRegistered(c.nc, "m.events", 60_000);
       // Both writers own a bucket before the rows go out, so both write data files.
       await waitFor("a bucket on each writer", async () => {
-        const { Kvm } = await import("@nats-io/kv");
         const e = await (await new Kvm(c.nc).open("lake_assign")).get("m.events");
         const a = e?.operation === "PUT" ? (e.json() as { buckets: Record<string, { node: string; state: string }> }) : null;
         const owners = new Set(Object.values(a?.buckets ?? {}).filter((b) => b.state === "active").map((b) => b.node));
         return owners.size === 2 ? true : undefined;
       }, 60_000, 250);
-      for (let i = 0; i < 2000; i++) void producer.write({ id: i, s: `r${i}` });
-      await producer.flush();
+      await publish(producer, 0, 2000);
       await producer.waitVisible(producer.token(), 120_000);
+      // A new leader runs each maintenance task once at once, orphan cleanup (which lists the whole table) first and
+      // table statistics last: once those are exported, that round is over.
+      await waitFor("the leader's first maintenance round", async () => (/natslake_table_snapshots\{[^}]*table="m\.events"/.test(await scrapeMetrics(leaderPort)) ? true : undefined), 60_000, 250);
+      const first = await scrape();
+      const worked = { n1: requestsSince(start.n1, first.n1), n2: requestsSince(start.n2, first.n2) };
+      t.diagnostic(`creating the table and committing 2000 rows: n1 (leader) ${JSON.stringify(worked.n1.total)}; n2 (writer) ${JSON.stringify(worked.n2.total)}`);
+      assert.ok(worked.n1.byArea.snapshot.PUT >= 1 && worked.n1.byArea.manifest.PUT >= 3, `the leader committed: ${JSON.stringify(worked.n1.byArea)}`);
+      assert.ok(worked.n2.byArea.data.PUT >= 1, `the writer wrote a data file: ${JSON.stringify(worked.n2.byArea)}`);
+
+      // Busy: rows keep arriving for ~4 s, so several commits land (and the leader expires after them).
+      const latestBefore = (await (await new Catalog(uri).getTable(parseIdentifier("m.events"))).snapshots.latestId())!;
+      for (let k = 1; k <= 8; k++) {
+        await publish(producer, k * 1000, k * 1000 + 500);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      await producer.waitVisible(producer.token(), 120_000);
+      const busyEnd = await scrape();
+      const commits = (await (await new Catalog(uri).getTable(parseIdentifier("m.events"))).snapshots.latestId())! - latestBefore;
+      const busy = { n1: requestsSince(first.n1, busyEnd.n1), n2: requestsSince(first.n2, busyEnd.n2) };
+      t.diagnostic(`busy (${commits} commits): n1 LISTs by area ${JSON.stringify(areasWith(busy.n1, "LIST"))}, n2 ${JSON.stringify(areasWith(busy.n2, "LIST"))}; n1 ${JSON.stringify(busy.n1.total)}, n2 ${JSON.stringify(busy.n2.total)}`);
+      assert.ok(commits >= 2, `several commits landed: ${commits}`);
+      for (const [node, r] of Object.entries(busy)) {
+        for (const area of ["snapshot", "manifest", "data", "schema", "tag", "committables"] as const) {
+          assert.equal(r.byArea[area].LIST, 0, `${node} listed ${area} while commits landed: ${JSON.stringify(areasWith(r, "LIST"))}`);
+        }
+      }
       await producer.close();
-      const worked = { n1: countsSince(start.n1, await scrapeS3Requests(leaderPort)), n2: countsSince(start.n2, await scrapeS3Requests(writerPort)) };
-      t.diagnostic(`requests while creating the table and committing 2000 rows: n1 (leader) ${JSON.stringify(worked.n1)}; n2 (writer) ${JSON.stringify(worked.n2)}`);
-      // The leader wrote manifests, manifest lists and snapshots; the writer its data files.
-      assert.ok(worked.n1.PUT >= 4, JSON.stringify(worked.n1));
-      assert.ok(worked.n2.PUT >= 1, JSON.stringify(worked.n2));
 
       // Idle: no rows arrive, so no flush and no commit; what is left is periodic.
       await new Promise((r) => setTimeout(r, 3000));
-      const a = { n1: await scrapeS3Requests(leaderPort), n2: await scrapeS3Requests(writerPort), at: Date.now() };
+      const a = await scrape();
       await new Promise((r) => setTimeout(r, 12_000));
-      const b = { n1: await scrapeS3Requests(leaderPort), n2: await scrapeS3Requests(writerPort), at: Date.now() };
+      const b = await scrape();
       const secs = (b.at - a.at) / 1000;
-      const idle = { n1: countsSince(a.n1, b.n1), n2: countsSince(a.n2, b.n2) };
-      t.diagnostic(`idle ${secs.toFixed(1)} s: n1 (leader) ${JSON.stringify(idle.n1)} = ${(idle.n1.LIST / secs).toFixed(2)} LIST/s; n2 (writer) ${JSON.stringify(idle.n2)} = ${(idle.n2.LIST / secs).toFixed(2)} LIST/s`);
+      const idle = { n1: requestsSince(a.n1, b.n1), n2: requestsSince(a.n2, b.n2) };
+      t.diagnostic(`idle ${secs.toFixed(1)} s: n1 (leader) ${JSON.stringify(idle.n1.total)} = ${(idle.n1.total.LIST / secs).toFixed(2)} LIST/s ${JSON.stringify(areasWith(idle.n1, "LIST"))}; n2 (writer) ${JSON.stringify(idle.n2.total)} = ${(idle.n2.total.LIST / secs).toFixed(2)} LIST/s`);
       const every = (ms: number): number => Math.floor((secs * 1000) / ms) + 1; // firings of a timer in the window, at most
-      assert.ok(idle.n2.LIST >= 2, `the writer's table scan ran: ${JSON.stringify(idle.n2)}`);
-      assert.ok(idle.n2.LIST <= 2 * every(2000), `the writer LISTs only for its scan (2 per scan): ${idle.n2.LIST} in ${secs.toFixed(1)} s`);
-      assert.ok(idle.n1.LIST <= 2 * every(2000) + every(5000) + every(10_000), `the leader: its scan, consumer lag (1 LIST / 5 s), table statistics (1 LIST / 10 s): ${idle.n1.LIST} in ${secs.toFixed(1)} s`);
-      assert.equal(idle.n2.PUT + idle.n2.DELETE, 0, `an idle writer writes nothing: ${JSON.stringify(idle.n2)}`);
+      assert.ok(idle.n2.total.LIST >= 2, `the writer's table scan ran: ${JSON.stringify(idle.n2.total)}`);
+      assert.ok(idle.n2.byArea.catalog.LIST === idle.n2.total.LIST, `the writer lists only the warehouse and its database: ${JSON.stringify(areasWith(idle.n2, "LIST"))}`);
+      assert.ok(idle.n2.total.LIST <= 2 * every(2000), `2 LISTs per scan: ${idle.n2.total.LIST} in ${secs.toFixed(1)} s`);
+      assert.ok(idle.n1.byArea.catalog.LIST <= 2 * every(2000), `the leader's scan: ${JSON.stringify(areasWith(idle.n1, "LIST"))}`);
+      assert.ok(idle.n1.byArea.consumer.LIST <= every(5000), `consumer lag: one listing of consumer/ every 5 s: ${JSON.stringify(areasWith(idle.n1, "LIST"))}`);
+      assert.equal(idle.n1.total.LIST, idle.n1.byArea.catalog.LIST + idle.n1.byArea.consumer.LIST, `nothing else lists: ${JSON.stringify(areasWith(idle.n1, "LIST"))}`);
+      assert.equal(idle.n2.total.PUT + idle.n2.total.DELETE, 0, `an idle writer writes nothing: ${JSON.stringify(idle.n2.total)}`);
     });
   } finally {
     await c.stop();
