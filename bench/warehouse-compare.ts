@@ -62,6 +62,8 @@ interface WarehouseRun {
     listsUnderLoad: Partial<Record<S3Area, number>>;
     listPerSecIdle: number[];
     listPerSecLoad: number[];
+    /** Leaderships gained while the load ran: a new leader's first maintenance round lists the whole table. */
+    leaderChanges: number;
   };
   cpu: string;
 }
@@ -80,6 +82,13 @@ function sum(rs: NodeS3Requests[]): NodeS3Requests {
 
 function byAreaPer(r: NodeS3Requests, type: "PUT" | "GET" | "HEAD", commits: number): Partial<Record<S3Area, number>> {
   return Object.fromEntries(S3_AREAS.filter((a) => r.byArea[a][type] > 0).map((a) => [a, Math.round((r.byArea[a][type] / commits) * 10) / 10]));
+}
+
+/** `natslake_leader_changes_total` summed over the nodes. */
+async function leaderChanges(ports: number[]): Promise<number> {
+  let n = 0;
+  for (const p of ports) for (const m of (await scrapeMetrics(p)).matchAll(/^natslake_leader_changes_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
+  return n;
 }
 
 async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<WarehouseRun> {
@@ -146,6 +155,7 @@ async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<Warehouse
     const cpu0 = { nodes: nodes.map((n) => procStats(n.pid!).cpu), nats: procStats(nats.pid).cpu, weed: s3 ? procStats(s3.pid).cpu : 0 };
 
     const loadStart = s3 ? await scrapeAll() : null;
+    const leadersBefore = await leaderChanges(ports);
     const tLoad0 = Date.now();
     const thr = await runLoad(nats.url, TABLE, o.rows, 0, 0, { timeoutMs: 600_000 });
     assertAlive(nodes, dir, "during the throughput phase");
@@ -156,6 +166,7 @@ async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<Warehouse
     const latEndReq = s3 ? await scrapeAll() : null;
     const latEndId = (await table.snapshots.latestId()) ?? 0;
     const loadSecs = (Date.now() - tLoad0) / 1000;
+    const leadersDuring = (await leaderChanges(ports)) - leadersBefore;
     const cpu = `nodes ${nodes.map((n, i) => `${(procStats(n.pid!).cpu - cpu0.nodes[i]!).toFixed(1)}`).join(" + ")} CPU s, peak RSS ${nodes.map((n) => procStats(n.pid!).rssMb).join("/")} MB; nats-server ${(procStats(nats.pid).cpu - cpu0.nats).toFixed(1)} CPU s${s3 ? `; SeaweedFS ${(procStats(s3.pid).cpu - cpu0.weed).toFixed(1)} CPU s` : ""}`;
     await nc.close();
 
@@ -176,6 +187,7 @@ async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<Warehouse
         listsUnderLoad: Object.fromEntries(S3_AREAS.filter((a) => under.byArea[a].LIST > 0).map((a) => [a, under.byArea[a].LIST])),
         listPerSecIdle: idle.b.map((r, i) => requestsSince(idle.a[i]!, r).total.LIST / idle.secs),
         listPerSecLoad: latEndReq.map((r, i) => requestsSince(loadStart[i]!, r).total.LIST / loadSecs),
+        leaderChanges: leadersDuring,
       };
     }
     return out;
@@ -212,8 +224,14 @@ export async function compareWarehouses(o: CompareOptions): Promise<string[]> {
   const commitPathLists = COMMIT_PATH_AREAS.reduce((n, a) => n + (q.listsUnderLoad[a] ?? 0), 0);
   const ratio = s3.throughput.rowsPerSec / local.throughput.rowsPerSec;
   const mark = (ok: boolean): string => (ok ? "✔" : "✘");
+  // A leadership that moved during the load (a lease lost on a saturated machine) starts the new leader's maintenance
+  // round, whose orphan cleanup lists the whole table: the listings then do not tell about the commit path.
+  const listVerdict =
+    q.leaderChanges > 0
+      ? `not judged: the leadership moved ${q.leaderChanges} time(s) during the load (${commitPathLists} listings of the table's directories, a new leader's orphan cleanup among them)`
+      : `${mark(commitPathLists === 0)} (${commitPathLists} listings of snapshot/, manifest/, data, schema/, tag/ or committables/)`;
   lines.push(
-    `  targets: S3 throughput ≥ 0.8× local ${mark(ratio >= 0.8)} (${ratio.toFixed(2)}×); S3 p99 ≤ ${COMMIT_INTERVAL_MS + 200} ms ${mark(s3.latency.p99 !== null && s3.latency.p99 <= COMMIT_INTERVAL_MS + 200)} (${s3.latency.p99} ms); no LIST on the commit path ${mark(commitPathLists === 0)} (${commitPathLists} listings of snapshot/, manifest/, data, schema/, tag/ or committables/)`,
+    `  targets: S3 throughput ≥ 0.8× local ${mark(ratio >= 0.8)} (${ratio.toFixed(2)}×); S3 p99 ≤ ${COMMIT_INTERVAL_MS + 200} ms ${mark(s3.latency.p99 !== null && s3.latency.p99 <= COMMIT_INTERVAL_MS + 200)} (${s3.latency.p99} ms); no LIST on the commit path ${listVerdict}`,
   );
   return lines;
 }
