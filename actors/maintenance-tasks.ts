@@ -173,7 +173,10 @@ export function tableStatsTask(meter: Meter, now: () => number = Date.now): Main
       const attrs = { table: t.name };
       files.set(attrs, live.length);
       bytes.set(attrs, live.reduce((n, e) => n + e.file.fileSize, 0));
-      snapshots.set(attrs, (await t.snapshots.listIds()).length);
+      // Ids run without a gap from the earliest to the latest (expiration removes the oldest first, rollback the
+      // newest): counted from the two, not by listing snapshot/ every 10 s.
+      const earliest = latest === null ? null : await t.snapshots.earliestId();
+      snapshots.set(attrs, latest === null || earliest === null ? 0 : latest.id - earliest + 1);
       // Every bucket of a fixed-bucket table is reported (0 included), so a bucket that drains shows as 0.
       const rules = compactionRules(t);
       const small = new Map<number, number>();

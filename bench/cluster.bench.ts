@@ -7,13 +7,16 @@
  *    Arrow columns in this process), with the ratio.
  * 2. Publish → visible latency p50/p99 at 50k rows/s with a 100 ms commit interval, and in the same run the
  *    notification latency a snapshot subscriber in its own process sees (snapshot link → receipt; target p99 ≤ 50 ms).
+ * 3. The same cluster on a local and on an S3 warehouse (SeaweedFS) at a 250 ms commit interval: rows/s, p50/p99,
+ *    and S3 requests per commit from the nodes' metrics (bench/warehouse-compare.ts).
  * RSS (peak) and CPU seconds of every process are printed; the load generator's CPU apart.
  *
  *   node --import tsx bench/cluster.bench.ts [rows=1000000]
+ *   CLUSTER_BENCH_ONLY=1,2,3,catch-up,latency,s3 (a subset)
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, openSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
@@ -25,6 +28,7 @@ import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
+import { compareWarehouses } from "./warehouse-compare.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
@@ -196,7 +200,7 @@ async function catchUp(rows: number): Promise<string[]> {
 }
 
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
-// CLUSTER_BENCH_ONLY=1,3,catch-up,latency runs only those scenarios (for quick comparisons); default: all.
+// CLUSTER_BENCH_ONLY=1,3,catch-up,latency,s3 runs only those scenarios (for quick comparisons); default: all.
 const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
 for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...(await scenario(writers, ROWS, 0, "250ms")));
 if (!only || only.includes("catch-up")) out.push(...(await catchUp(ROWS)));
@@ -205,4 +209,9 @@ if (!only || only.includes("latency")) {
   out.push(...(await scenario(3, 500_000, 50_000, "100ms")));
 }
 out.push("targets: ≥ 250k rows/s end-to-end and ≥ 0.35× the raw rate; p99 ≤ commit interval + 100 ms; notification p99 ≤ 50 ms; RSS ≤ 300 MB per node");
+if (!only || only.includes("s3")) {
+  const load0 = loadavg().map((x) => x.toFixed(2)).join(" ");
+  out.push(...(await compareWarehouses({ rows: ROWS, latencyRate: 50_000, latencyRows: Math.min(500_000, Math.max(100_000, Math.floor(ROWS / 2))), nodes: 2 })));
+  out.push(`  load average at the start of the warehouse runs ${load0}, at the end ${loadavg().map((x) => x.toFixed(2)).join(" ")} (a shared machine: figures under load are indicative)`);
+}
 process.stdout.write(out.join("\n") + "\n");

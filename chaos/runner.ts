@@ -41,6 +41,8 @@ export interface RunOptions {
   reportsDir: string;
   keep: boolean;
   verbose: boolean;
+  /** The warehouse in S3 (a SeaweedFS per run) instead of a directory. */
+  s3?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -144,6 +146,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     startedAt: new Date(started).toISOString(),
     durationMs: 0,
     natsServer: o.nats.label,
+    warehouse: o.s3 === true ? "S3" : "local directory",
     faults,
     rows: { published: 0, acknowledged: 0, unknown: 0, failed: 0, found: 0, deadLettered: 0, poison: 0, poisonInDlq: 0, unexpected: 0, failedButPresent: 0 },
     lost: 0,
@@ -169,9 +172,11 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     if (s.setup) setup = await withDeadline(s.setup({ dir, seed: o.seed, log: say }), 120_000, `${s.name}: setup`);
     if (setup.skip !== undefined) throw new SkipRun(setup.skip);
     const overrides = mergeOverrides(s.topology, setup.topology);
+    if (o.s3 === true && overrides?.warehouse !== undefined) throw new SkipRun(`${s.name} needs its warehouse in a directory of its own (${overrides.warehouse}); it does not run with --s3`);
     say(`starting the topology in ${dir}`);
-    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose });
+    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose, s3: o.s3 === true });
     const t = topology;
+    if (t.s3 !== null) report.warehouse = t.s3.label;
     const budget = t.leaseTtlMs + t.commitIntervalMs + 10_000;
     report.recoveryBudgetMs = budget;
 
@@ -254,7 +259,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     await t.stopNodes();
     const stoppedAt = Date.now();
 
-    const verdict = await verify({ warehouse: t.warehouse, table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget, stoppedAt, ...(s.expectCompaction ? { expectCompaction: s.expectCompaction } : {}) });
+    const verdict = await verify({ warehouse: await t.verifiableWarehouse(), table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget, stoppedAt, ...(s.expectCompaction ? { expectCompaction: s.expectCompaction } : {}) });
     Object.assign(report, verdict);
     for (const x of expectations) {
       const key = `expect: ${x.name}`;
@@ -325,7 +330,7 @@ export function summary(r: ChaosReport, reportPath: string): string {
   const lines: string[] = [];
   lines.push(`${r.skipped !== undefined ? "SKIP" : r.ok ? "PASS" : "FAIL"}  ${r.scenario}  run ${r.run}  seed ${r.seed}  ${secs(r.durationMs)}`);
   if (r.skipped !== undefined) lines.push(`  skipped: ${r.skipped}`);
-  lines.push(`  against ${r.natsServer}`);
+  lines.push(`  against ${r.natsServer}${r.warehouse !== undefined ? `; warehouse: ${r.warehouse}` : ""}`);
   const w = r.rows;
   lines.push(
     `  rows: ${w.published} published, ${w.acknowledged} acknowledged, ${w.unknown} unknown, ${w.failed} failed; ${w.found} in the table (pypaimon: ${r.pypaimonRows ?? "n/a"}), ${w.deadLettered} dead letters` +

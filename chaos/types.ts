@@ -299,6 +299,8 @@ export interface ChaosReport {
   startedAt: string;
   durationMs: number;
   natsServer: string;
+  /** Where the warehouse was: "local directory", or the object store (`chaos run --s3`). Absent in older reports. */
+  warehouse?: string;
   faults: FaultRecord[];
   rows: {
     published: number;

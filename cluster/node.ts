@@ -44,6 +44,7 @@ import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { ConsumeService } from "./consume-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
+import { registerS3RequestMetric } from "./s3-metrics.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -138,6 +139,7 @@ export class Node {
     });
     registerDlqDroppedMetric(this.meter, nc, this.subjects);
     registerBucketPendingMetric(this.meter, nc, this.subjects, () => [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table));
+    registerS3RequestMetric(this.meter, this.catalog.io);
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {
@@ -232,18 +234,30 @@ export class Node {
     for (const w of infra.warnings) this.log.warn(w, { table: t.name });
   }
 
-  /** Starts services for tables that appeared in the warehouse. */
+  /**
+   * Starts services for tables that appeared in the warehouse, and follows schema changes of running ones. Every 2 s,
+   * so it is kept cheap on an object store: one listing of the warehouse and one per database; a table already
+   * running costs one existence check (is there a `schema-<id+1>`?), and only a name not known yet has its schema/
+   * listed. (Listing every table's schema/ each time made 5 LISTs per scan for one table.)
+   */
   async scanTables(): Promise<void> {
     if (this.draining) return;
     for (const db of await this.catalog.listDatabases()) {
-      for (const name of await this.catalog.listTables(db)) {
+      for (const name of await this.catalog.listTableDirectories(db)) {
         const key = `${db}.${name}`;
         const running = this.services.get(key);
         if (running !== undefined) {
           await this.followSchema(running);
           continue;
         }
-        const table = await this.catalog.getTable(parseIdentifier(key));
+        let id: ReturnType<typeof parseIdentifier>;
+        try {
+          id = parseIdentifier(key);
+        } catch {
+          continue; // a name no table can have (a stray file)
+        }
+        if (!(await this.catalog.tableExists(id))) continue; // a directory, not a table (yet)
+        const table = await this.catalog.getTable(id);
         if (table.isPrimaryKeyTable) continue; // primary-key tables come with the LSM writer
         this.services.set(key, { table, stops: [] });
         try {
@@ -271,6 +285,8 @@ export class Node {
    */
   private async followSchema(svc: TableService): Promise<void> {
     const key = svc.table.name;
+    // Schema ids grow by one (each change creates the next id exclusively): no next schema, no change — one HEAD.
+    if (!(await svc.table.io.isFile(svc.table.paths.schemaPath(svc.table.schema.id + 1)))) return;
     const latest = await svc.table.schemas.latest();
     if (latest === null || latest.id <= svc.table.schema.id || this.draining || this.services.get(key) !== svc) return;
     this.log.info("table schema changed; restarting its services on the new schema", { table: key, from: svc.table.schema.id, to: latest.id });

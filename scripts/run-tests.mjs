@@ -45,7 +45,10 @@ if (!process.env.NATSLAKE_NATS_SERVER) {
 // time, whatever its tests' own timeouts say; the files below need longer, so they run on their own (after the rest,
 // one at a time — the chaos subset then has the machine's cores to itself) under their own cap.
 const REPO = fileURLToPath(new URL("..", import.meta.url));
-const LONG_FILES = new Map([[resolve(REPO, "test", "chaos", "chaos-ci.test.ts"), 480_000]]);
+const LONG_FILES = new Map([
+  [resolve(REPO, "test", "chaos", "chaos-ci.test.ts"), 480_000],
+  [resolve(REPO, "test", "chaos", "chaos-ci-s3.test.ts"), 300_000],
+]);
 const run = (list, cap, concurrencyOf) =>
   spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrencyOf}`, `--test-timeout=${cap}`, "--test-reporter=spec", ...list], { stdio: "inherit", env: process.env }).status ?? 1;
 const defaultCap = Number(process.env.TEST_TIMEOUT_MS ?? 300000);

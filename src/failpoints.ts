@@ -8,7 +8,7 @@
  * When FAILPOINTS is unset, `failpoint()` costs one size check of an empty map.
  *
  * The points (the chaos suite, chaos/scenarios/, arms each on one node process):
- * - writer: `io.write.mid` (src/io/local.ts: half of a file's bytes written), `writer.parquet.encoded` and
+ * - writer: `io.write.mid` (src/io/local.ts: half of a file's bytes written; src/io/s3.ts: half of a PUT's body sent), `writer.parquet.encoded` and
  *   `writer.file.written` (src/write/data-file-writer.ts: before the file / after it, before the committable),
  *   `writer.after-committable` (actors/writer.ts: the committable is in the commit stream); `bucket-buffer.append`
  *   and `bucket-buffer.flush` (actors/ingest/bucket-buffer.ts, in the worker thread that holds a bucket's rows:

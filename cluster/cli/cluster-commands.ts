@@ -11,7 +11,7 @@ import { Node } from "../node.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
-import { connectOrExplain, examples, parsePositiveInt, UsageError, parseNonNegativeInt } from "./common.ts";
+import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
 import { startMetricsServer } from "../metrics-server.ts";
@@ -87,7 +87,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--roles <list>", "comma-separated roles: writer, committer, reader (default all)")
     .option("--nats <url>", "NATS server URL, or a comma-separated list of a cluster's servers (NATSLAKE_NATS)")
     .option("--redis <url>", "Redis URL for the committer lease (NATSLAKE_REDIS)")
-    .option("--warehouse <dir>", "warehouse directory (NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .option("--config <file>", "JSON config file")
     .option("--node-id <id>", "node id (default host-pid-random)")
     .option("--prefix <p>", "subject prefix (default lake)")
@@ -171,7 +171,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .command("up")
     .description("start a local cluster: nats-server and redis-server (unless URLs are given) and N nodes")
     .option("--nodes <n>", "number of nodes", parsePositiveInt("--nodes"), 3)
-    .option("--warehouse <dir>", "warehouse directory; its JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop); or s3://bucket/prefix (credentials in the environment)")
+    .option(WAREHOUSE_FLAG, "warehouse: a directory, where the JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop), or s3://bucket/prefix (credentials in the environment; see also --s3)")
     .option("--nats <url>", "use this NATS server instead of starting one")
     .option("--redis <url>", "use this Redis instead of starting one")
     .option("--commit-interval <d>", "default commit interval", "250ms")

@@ -12,6 +12,11 @@ import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { toJsonText } from "../../src/spec/values.ts";
 import { parseDuration } from "../../src/options.ts";
 
+/** The `--warehouse` flag every command that takes a warehouse declares (with {@link WAREHOUSE_HELP}). */
+export const WAREHOUSE_FLAG = "--warehouse <dir|s3://bucket/prefix>";
+/** Its help text: a directory or an object-store URI (src/io/warehouse.ts), credentials never on the command line. */
+export const WAREHOUSE_HELP = "warehouse: a directory or s3://bucket/prefix[?endpoint=…] (credentials from the AWS environment); or NATSLAKE_WAREHOUSE";
+
 export interface WarehouseOpts {
   warehouse?: string;
 }
@@ -23,7 +28,7 @@ export interface WarehouseOpts {
  */
 export function catalogFrom(opts: WarehouseOpts, { mustExist = false }: { mustExist?: boolean } = {}): Catalog {
   const wh = opts.warehouse ?? process.env["NATSLAKE_WAREHOUSE"];
-  if (!wh) throw new UsageError("no warehouse: pass --warehouse DIR (or s3://bucket/prefix) or set NATSLAKE_WAREHOUSE");
+  if (!wh) throw new UsageError("no warehouse: pass --warehouse <dir|s3://bucket/prefix> or set NATSLAKE_WAREHOUSE");
   const catalog = new Catalog(wh);
   // An object-store warehouse is checked by its first request (a missing bucket is named then): a prefix has no
   // existence of its own to check here.

@@ -12,7 +12,7 @@
 import type { Command } from "commander";
 import { DEFAULT_ROLLBACK_GUARD_MS, rollback, type RollbackResult } from "../../src/maintenance/rollback.ts";
 import { restoreTable, type RestoreResult } from "../../src/maintenance/restore.ts";
-import { parseNonNegativeInt, UsageError, durationArg } from "./common.ts";
+import { parseNonNegativeInt, UsageError, durationArg, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
 interface RollbackOpts extends RoutingOpts {
@@ -36,7 +36,7 @@ export function registerRollbackCommand(program: Command, out: (s: string) => vo
     .option("--force", "Paimon's rollback even though a cluster committed the latest snapshot within the guard window")
     .option("--guard <duration>", `refuse Paimon's rollback when a cluster committed the latest snapshot within this (default ${DEFAULT_ROLLBACK_GUARD_MS / 1000} s)`, durationArg)
     .option("--json", "print the summary as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP);
   addRoutingOptions(cmd)
     .addHelpText(
       "after",

@@ -13,7 +13,7 @@ import { consumerLag } from "../../src/table/consumers.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { DEFAULT_PREFIX, Subjects } from "../nats/subjects.ts";
 import { openKv } from "../nats/table-infra.ts";
-import { catalogFrom, connectOrExplain, durationArg, renderTable, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, connectOrExplain, durationArg, renderTable, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 
 interface StatusOpts extends WarehouseOpts {
   nats: string;
@@ -57,7 +57,7 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
     .option("--prefix <p>", "the cluster's subject prefix", DEFAULT_PREFIX)
     .option("--member-timeout <duration>", "a member whose last heartbeat is older is shown as gone", durationArg, 3000)
     .option("--json", "one JSON document")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE): adds snapshots, live files and consumers")
+    .option(WAREHOUSE_FLAG, `${WAREHOUSE_HELP}: adds snapshots, live files and consumers`)
     .addHelpText("after", "\nExamples:\n  natslake status --nats nats://127.0.0.1:4222\n  natslake status --nats nats://127.0.0.1:4222 --warehouse /data/wh --json\n")
     .action(async (o: StatusOpts) => {
       const subjects = new Subjects(o.prefix);

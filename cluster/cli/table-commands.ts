@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { parseColumnList, typeToSql } from "../../src/spec/data-types.ts";
 import { adminRequest } from "../admin-client.ts";
 import { parseIdentifier, refusePrimaryKey } from "../../src/table/catalog.ts";
-import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, examples } from "./common.ts";
+import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 
 const splitList = (v: string): string[] =>
   v
@@ -25,7 +25,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .option("--option <key=value>", "table option (repeatable), e.g. --option bucket=4 --option bucket-key=id", collectKeyValue, {})
     .option("--comment <text>", "table comment")
     .option("--if-not-exists", "succeed when the table exists already")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .option("--nats <url>", "create it through a running cluster (also creates its ingest stream and producer metadata)")
     .option("--prefix <p>", "subject prefix with --nats", "lake")
     .addHelpText("after", examples("natslake table create shop.orders --columns \"id BIGINT NOT NULL, dt STRING NOT NULL, amount DECIMAL(10, 2)\" --partition-keys dt --option bucket=4 --option bucket-key=id --warehouse /data/wh", "natslake table create shop.orders --columns \"id BIGINT NOT NULL, msg STRING\" --option bucket=4 --option bucket-key=id --nats nats://127.0.0.1:4222"))
@@ -70,7 +70,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("describe <table>")
     .description("show a table's columns, keys, options and latest snapshot")
     .option("--json", "print the schema as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", examples("natslake table describe shop.orders --warehouse /data/wh --json"))
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
@@ -134,7 +134,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("alter <table>")
     .description("change a table's schema: add nullable columns (a running cluster and its producers follow within seconds)")
     .requiredOption("--add-column <spec>", 'column(s) to add, e.g. "note STRING, score DOUBLE" (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", examples("natslake table alter shop.orders --add-column \"note STRING, score DOUBLE\" --warehouse /data/wh"))
     .action(async (name: string, o: WarehouseOpts & { addColumn: string[] }) => {
       const columns = o.addColumn.flatMap((spec) => parseColumnList(spec));
@@ -147,7 +147,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("drop <table>")
     .description("drop a table and delete its files")
     .option("--if-exists", "succeed when the table does not exist")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", examples("natslake table drop shop.orders --if-exists --warehouse /data/wh"))
     .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean }) => {
       const id = parseIdentifier(name);
@@ -158,7 +158,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
   table
     .command("list [db]")
     .description("list the tables of a database, or of every database")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", examples("natslake table list shop --warehouse /data/wh"))
     .action(async (db: string | undefined, o: WarehouseOpts) => {
       const catalog = catalogFrom(o, { mustExist: true });
@@ -170,7 +170,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("snapshots <table>")
     .description("list a table's snapshots")
     .option("--json", "one JSON object per snapshot")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", examples("natslake snapshots shop.orders --warehouse /data/wh --json"))
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));

@@ -24,6 +24,7 @@ test("chaos cli - list names every scenario; wrong arguments exit 2 and say what
     [["chaos", "run", "--duration", "90"], /--duration must be a duration with a unit/],
     [["chaos", "run", "--duration", "soon"], /--duration must be a duration/],
     [["chaos", "run", "no-such-scenario"], /unknown scenario 'no-such-scenario'; known: writer-failpoints/],
+    [["chaos", "run", "--s3", "no-such-scenario"], /unknown scenario 'no-such-scenario'/],
   ];
   for (const [args, message] of cases) {
     const r = nl(args);
