@@ -3,7 +3,8 @@
  * checks the request (table, columns, partition, scan mode, an expired start — all refused in the reply, before a
  * session exists), spawns a ConsumeSessionActor per session, routes the consumer's control messages to it, and fans
  * the table's snapshot notifications out to its sessions (one core-NATS subscription per table, however many
- * sessions) so they read a new snapshot at once.
+ * sessions) so they read a new snapshot at once. Sessions that project and filter a table the same way share one
+ * DeltaFeed (actors/consume-feed.ts): each new snapshot is read and encoded once for all of them.
  */
 import { randomUUID } from "node:crypto";
 import type { Meter } from "@opentelemetry/api";
@@ -16,6 +17,10 @@ import type { Catalog } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import { ConsumeSessionActor, type ConsumeOut, type ConsumeSessionMsg } from "../actors/consume-session.ts";
+import { DeltaFeed } from "../actors/consume-feed.ts";
+import { payloadLimit } from "../actors/wire/limits.ts";
+import { ManifestStore } from "../src/table/manifest-store.ts";
+import type { Value } from "../src/spec/values.ts";
 import { systemClock } from "../actors/ports.ts";
 import type { ActorRef, ActorSystem, Logger } from "../actors/runtime/index.ts";
 import { parseConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
@@ -43,6 +48,7 @@ export interface ConsumeServiceDeps {
   nodeId: string;
   log: Logger;
   meter: Meter;
+  feedLimits?: FeedLimits;
 }
 
 interface TableFan {
@@ -50,17 +56,50 @@ interface TableFan {
   sessions: Set<ActorRef<ConsumeSessionMsg>>;
 }
 
+/** Limits of the shared feeds (tests make them small). */
+export interface FeedLimits {
+  /** Encoded bytes one feed holds at most (default 32 MiB). */
+  maxBytes?: number;
+  /** A snapshot with more Parquet bytes than this is not shared (default 4 MiB). */
+  maxEntryFileBytes?: number;
+}
+
 export class ConsumeService {
   private openSub: Subscription | null = null;
   private readonly fans = new Map<string, TableFan>();
-  private readonly tables = new Map<string, Table>();
+  private readonly tables = new Map<string, { table: Table; store: ManifestStore }>();
+  /** Shared feeds by (table, schema, projection, partition); dropped with their last session. */
+  private readonly feeds = new Map<string, DeltaFeed>();
   private readonly sessions = new Map<string, { ref: ActorRef<ConsumeSessionMsg>; table: string }>();
   private readonly enc = new TextEncoder();
   private readonly bytesSent;
 
+  private readonly feedReads;
+  private readonly feedServed;
+
   constructor(private readonly d: ConsumeServiceDeps) {
     this.bytesSent = d.meter.createCounter("natslake_consume_bytes_total", { description: "Arrow IPC bytes reader nodes sent to consumers", unit: "By" });
+    this.feedReads = d.meter.createCounter("natslake_consume_feed_reads_total", { description: "snapshots a reader read and encoded once to share between its consume sessions" });
+    this.feedServed = d.meter.createCounter("natslake_consume_feed_served_total", { description: "snapshots consume sessions sent from a shared read (against feed reads: what sharing saved)" });
     d.meter.createObservableGauge("natslake_consume_sessions", { description: "consume sessions this reader serves" }).addCallback((r) => r.observe(this.sessions.size));
+    d.meter.createObservableGauge("natslake_consume_feed_bytes", { description: "encoded rows the reader's shared feeds hold", unit: "By" }).addCallback((r) => {
+      let bytes = 0;
+      for (const f of this.feeds.values()) bytes += f.bytes;
+      r.observe(bytes);
+    });
+  }
+
+  /** The shared feeds' counters, summed (tests and logs). */
+  feedStats(): { feeds: number; reads: number; served: number; declined: number; evicted: number; bytes: number } {
+    const t = { feeds: this.feeds.size, reads: 0, served: 0, declined: 0, evicted: 0, bytes: 0 };
+    for (const f of this.feeds.values()) {
+      t.reads += f.stats.reads;
+      t.served += f.stats.served;
+      t.declined += f.stats.declined;
+      t.evicted += f.stats.evicted;
+      t.bytes += f.bytes;
+    }
+    return t;
   }
 
   start(): void {
@@ -90,7 +129,7 @@ export class ConsumeService {
     } catch (e) {
       return { ok: false, error: `a consume-open request is JSON: ${ensureError(e).message}`, kind: ErrorKind.DataInvalid };
     }
-    const table = await this.tableFor(req.table);
+    const { table, store } = await this.tableFor(req.table);
     for (const c of req.projection ?? []) table.typeOf(c);
     const partition = req.partition ? parsePartitionSpec(Object.entries(req.partition).map(([k, v]) => `${k}=${v}`).join(","), table.partitionKeys, table.partitionTypes) : undefined;
     const stream = new TableStream(table, { mode: parseScanMode(req.from), ...(req.consumerId !== undefined ? { consumerId: req.consumerId } : {}), pollMs: 2000 });
@@ -107,6 +146,9 @@ export class ConsumeService {
       },
     };
     const fan = this.fanFor(table.name, table.identifier);
+    const feedKey = `${table.name}@${table.schema.id}|${JSON.stringify(req.projection ?? null)}|${JSON.stringify(req.partition ? Object.entries(req.partition).sort() : null)}`;
+    const feed = this.feedFor(feedKey, table, store, out.maxPayload, req.projection, partition);
+    const cursor = feed.attach();
     const ref = this.d.system.spawn(`consume-${session}`, () =>
       new ConsumeSessionActor({
         table,
@@ -115,12 +157,15 @@ export class ConsumeService {
         stream,
         ...(req.projection ? { projection: req.projection } : {}),
         ...(partition ? { partition } : {}),
+        feed: cursor,
         window: req.window ?? 8, // zod's default; typed optional for the wire type
         out,
         clock: systemClock,
         onSent: (n) => this.bytesSent.add(n, { table: table.name }),
         onEnd: () => {
           control.unsubscribe();
+          cursor.detach();
+          if (feed.sessions === 0 && this.feeds.get(feedKey) === feed) this.feeds.delete(feedKey);
           this.sessions.delete(session);
           fan.sessions.delete(ref);
           if (fan.sessions.size === 0) {
@@ -150,12 +195,35 @@ export class ConsumeService {
    * One table handle per table for all its sessions while its schema stays the same: its snapshot and manifest caches
    * are then shared, instead of every session filling its own (the consumer benchmark saw reader RSS grow with them).
    */
-  private async tableFor(name: string): Promise<Table> {
+  private async tableFor(name: string): Promise<{ table: Table; store: ManifestStore }> {
     const fresh = await this.d.catalog.getTable(parseIdentifier(name));
     const cached = this.tables.get(fresh.name);
-    if (cached !== undefined && cached.schema.id === fresh.schema.id) return cached;
-    this.tables.set(fresh.name, fresh);
-    return fresh;
+    if (cached !== undefined && cached.table.schema.id === fresh.schema.id) return cached;
+    const t = { table: fresh, store: new ManifestStore(fresh) };
+    this.tables.set(fresh.name, t);
+    return t;
+  }
+
+  /** The shared feed of sessions that read `table` with this projection and partition (made for the first one). */
+  private feedFor(key: string, table: Table, store: ManifestStore, maxPayload: number, projection: string[] | undefined, partition: Value[] | undefined): DeltaFeed {
+    let feed = this.feeds.get(key);
+    if (feed === undefined) {
+      const limits = this.d.feedLimits ?? {};
+      feed = new DeltaFeed({
+        table,
+        store,
+        payloadLimit: payloadLimit(maxPayload),
+        ...(projection ? { projection } : {}),
+        ...(partition ? { partition } : {}),
+        ...(limits.maxBytes !== undefined ? { maxBytes: limits.maxBytes } : {}),
+        ...(limits.maxEntryFileBytes !== undefined ? { maxEntryFileBytes: limits.maxEntryFileBytes } : {}),
+        onRead: () => this.feedReads.add(1, { table: table.name }),
+        onServed: () => this.feedServed.add(1, { table: table.name }),
+        onLoadError: (snapshotId, e) => this.d.log.warn("reading a snapshot to share between consume sessions failed; they read it themselves", { table: table.name, snapshotId, error: e.message }),
+      });
+      this.feeds.set(key, feed);
+    }
+    return feed;
   }
 
   /** The table's snapshot notifications, fanned out to its sessions as wake-ups. */

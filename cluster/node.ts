@@ -158,7 +158,7 @@ export class Node {
             void n.scanTables().catch(() => undefined);
           }
         })();
-        n.consume = new ConsumeService({ nc, subjects, catalog: n.catalog, system: n.system, nodeId: cfg.nodeId, log, meter: n.meter });
+        n.consume = new ConsumeService({ nc, subjects, catalog: n.catalog, system: n.system, nodeId: cfg.nodeId, log, meter: n.meter, feedLimits: { maxBytes: cfg.consumeFeedMemory } });
         n.consume.start();
       }
     } catch (e) {

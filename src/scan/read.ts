@@ -24,7 +24,8 @@ import type { DataFileMeta } from "../spec/manifest.ts";
 import type { TableSchema } from "../spec/schema.ts";
 import { toCanonical, type Row, type Value } from "../spec/values.ts";
 import type { Table } from "../table/table.ts";
-import { planScan, type DataSplit, type ScanSpec } from "./plan.ts";
+import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
+import type { ManifestStore } from "../table/manifest-store.ts";
 import { planIncremental, type IncrementalRange } from "./incremental.ts";
 
 export interface ReadSpec extends ScanSpec {
@@ -145,12 +146,28 @@ function convertColumn(from: DataType, to: DataField, col: arrow.Data): arrow.Da
 
 /** Record batches of a table (or snapshot) in the current schema; splits in plan order, buckets in sequence order. */
 export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGenerator<arrow.RecordBatch> {
+  yield* readPlanBatches(table, await planRead(table, spec), spec);
+}
+
+/**
+ * The plan `readBatches` reads: a snapshot's live files, or an incremental range's added files, with `partition` /
+ * `partitionFilter` applied. A caller that wants to look at the files first (their sizes) plans, then reads the plan
+ * with `readPlanBatches`. `store` shares manifest caches between plans of one table.
+ */
+export async function planRead(table: Table, spec: ReadSpec = {}, store?: ManifestStore): Promise<ScanPlan> {
   if (table.isPrimaryKeyTable) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key; merge-on-read is not supported yet`);
-  const fields = projectedFields(table, spec.projection);
+  projectedFields(table, spec.projection); // an unknown column fails before any manifest is read
   const ptypes = table.partitionTypes;
   const wantPartition = spec.partition ? Buffer.from(serializeBinaryRow(ptypes, spec.partition)).toString("hex") : null;
   const filter = wantPartition !== null ? { partitionFilter: (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === wantPartition } : {};
-  const plan = spec.incremental !== undefined ? await planIncremental(table, spec.incremental, filter.partitionFilter ?? spec.partitionFilter) : await planScan(table, { ...spec, ...filter });
+  return spec.incremental !== undefined
+    ? planIncremental(table, spec.incremental, filter.partitionFilter ?? spec.partitionFilter, store)
+    : planScan(table, { ...spec, ...filter }, store);
+}
+
+/** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
+export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool"> = {}): AsyncGenerator<arrow.RecordBatch> {
+  const fields = projectedFields(table, spec.projection);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
   // Files read ahead of the one being consumed: enough to keep every worker busy.
