@@ -17,7 +17,19 @@ import { openConsumer, type ConsumedSnapshot } from "../../cluster/consumer.ts";
 import { REPO_ROOT, parseJsonLines, runPython } from "../helpers/python.ts";
 import { join } from "node:path";
 
-const ids = (s: ConsumedSnapshot): number[] => s.batches.flatMap((b) => [...b.getChild("id")!.toArray()].map(Number));
+/** A snapshot as received: its batches read to the end (they are streamed), the ids of its rows. */
+interface Got {
+  snapshotId: number;
+  kind: "full" | "delta";
+  ids: number[];
+}
+
+async function take(s: ConsumedSnapshot): Promise<Got> {
+  const ids: number[] = [];
+  for await (const b of s.batches) ids.push(...[...b.getChild("id")!.toArray()].map(Number));
+  return { snapshotId: s.snapshotId, kind: s.kind, ids };
+}
+const ids = (g: Got): number[] => g.ids;
 
 /** Writes `rounds` small batches through the producer, one commit each; resolves with the number of rows. */
 async function trickle(c: TestCluster, table: string, rounds: number, from: number, gapMs = 80): Promise<number> {
@@ -50,12 +62,14 @@ test("consume - two consumers over NATS, one stalled: the fast one gets every sn
       const stalledIter = stalled[Symbol.asyncIterator]();
       const firstStalled = await stalledIter.next(); // one snapshot taken, then nothing pulled for a while
       assert.equal(firstStalled.done, false);
-      const got: ConsumedSnapshot[] = [];
+      const firstStalledGot = await take(firstStalled.value!);
+      const got: Got[] = [];
       const fastRun = (async () => {
         for await (const s of fast) {
-          got.push(s);
+          const g = await take(s);
+          got.push(g);
           await s.ack();
-          if (ids(s).includes(-1)) break;
+          if (g.ids.includes(-1)) break;
         }
       })();
       let total = await trickle(c, name, 25, first);
@@ -81,12 +95,12 @@ test("consume - two consumers over NATS, one stalled: the fast one gets every sn
       for (const s of got.slice(seenBefore)) assert.ok(s.snapshotId >= ackedBefore, `snapshot ${s.snapshotId} was acknowledged before the reader died (next ${ackedBefore}): never again`);
       total = more;
       // The stalled consumer, pulled again, still gets every row (at least once; exactly once by snapshot id).
-      const stalledSeen = new Map<number, number[]>([[firstStalled.value!.snapshotId, ids(firstStalled.value!)]]);
+      const stalledSeen = new Map<number, number[]>([[firstStalledGot.snapshotId, firstStalledGot.ids]]);
       await firstStalled.value!.ack();
       while (new Set([...stalledSeen.values()].flat()).size < total) {
         const n = await stalledIter.next();
         assert.equal(n.done, false);
-        stalledSeen.set(n.value!.snapshotId, ids(n.value!));
+        stalledSeen.set(n.value!.snapshotId, (await take(n.value!)).ids);
         await n.value!.ack();
       }
       const all = [...stalledSeen.values()].flat();
