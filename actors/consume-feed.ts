@@ -51,9 +51,8 @@ export interface DeltaFeedOptions {
   store?: ManifestStore;
   /** Told when reading a snapshot for sharing failed (the sessions then read it themselves). */
   onLoadError?: (snapshotId: number, error: Error) => void;
-  /** Told for every snapshot read and encoded for sharing, and for every entry handed to a session (metrics). */
-  onRead?: () => void;
-  onServed?: () => void;
+  /** Told of each count added to `stats` (metrics): `read`, `shared` (served), `own` (declined), `evicted`. */
+  onEvent?: (outcome: "read" | "shared" | "own" | "evicted") => void;
 }
 
 export const DEFAULT_FEED_MAX_BYTES = 32 * 1024 * 1024;
@@ -145,10 +144,11 @@ export class DeltaFeed {
   private hand(e: FeedEntry | typeof TOO_LARGE | null): FeedEntry | null {
     if (e === null || e === TOO_LARGE) {
       this.stats.declined++;
+      this.o.onEvent?.("own");
       return null;
     }
     this.stats.served++;
-    this.o.onServed?.();
+    this.o.onEvent?.("shared");
     return e;
   }
 
@@ -186,7 +186,7 @@ export class DeltaFeed {
       }
       const entry: FeedEntry = { snapshotId, bodies, rows, bytes };
       this.stats.reads++;
-      this.o.onRead?.();
+      this.o.onEvent?.("read");
       this.keep(snapshotId, entry);
       return entry;
     } catch (e) {
@@ -208,6 +208,7 @@ export class DeltaFeed {
       const oldest = Math.min(...this.entries.keys());
       this.drop(oldest, this.entries.get(oldest)!);
       this.stats.evicted++;
+      this.o.onEvent?.("evicted");
     }
   }
 

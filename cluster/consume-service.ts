@@ -74,32 +74,19 @@ export class ConsumeService {
   private readonly enc = new TextEncoder();
   private readonly bytesSent;
 
-  private readonly feedReads;
-  private readonly feedServed;
+  private readonly feedSnapshots;
 
   constructor(private readonly d: ConsumeServiceDeps) {
     this.bytesSent = d.meter.createCounter("natslake_consume_bytes_total", { description: "Arrow IPC bytes reader nodes sent to consumers", unit: "By" });
-    this.feedReads = d.meter.createCounter("natslake_consume_feed_reads_total", { description: "snapshots a reader read and encoded once to share between its consume sessions" });
-    this.feedServed = d.meter.createCounter("natslake_consume_feed_served_total", { description: "snapshots consume sessions sent from a shared read (against feed reads: what sharing saved)" });
+    this.feedSnapshots = d.meter.createCounter("natslake_consume_feed_snapshots_total", {
+      description: "snapshots through the shared consume feeds, by outcome: read (read and encoded once to share), shared (a session sent a shared read), own (a session read it itself: behind the others, too large, or the shared read failed), evicted (dropped because the feed was full)",
+    });
     d.meter.createObservableGauge("natslake_consume_sessions", { description: "consume sessions this reader serves" }).addCallback((r) => r.observe(this.sessions.size));
     d.meter.createObservableGauge("natslake_consume_feed_bytes", { description: "encoded rows the reader's shared feeds hold", unit: "By" }).addCallback((r) => {
       let bytes = 0;
       for (const f of this.feeds.values()) bytes += f.bytes;
       r.observe(bytes);
     });
-  }
-
-  /** The shared feeds' counters, summed (tests and logs). */
-  feedStats(): { feeds: number; reads: number; served: number; declined: number; evicted: number; bytes: number } {
-    const t = { feeds: this.feeds.size, reads: 0, served: 0, declined: 0, evicted: 0, bytes: 0 };
-    for (const f of this.feeds.values()) {
-      t.reads += f.stats.reads;
-      t.served += f.stats.served;
-      t.declined += f.stats.declined;
-      t.evicted += f.stats.evicted;
-      t.bytes += f.bytes;
-    }
-    return t;
   }
 
   start(): void {
@@ -149,6 +136,8 @@ export class ConsumeService {
     const feedKey = `${table.name}@${table.schema.id}|${JSON.stringify(req.projection ?? null)}|${JSON.stringify(req.partition ? Object.entries(req.partition).sort() : null)}`;
     const feed = this.feedFor(feedKey, table, store, out.maxPayload, req.projection, partition);
     const cursor = feed.attach();
+    // Where it starts: what the feed holds from there on is kept for it until it gets there.
+    if (stream.nextSnapshotId !== null) cursor.need(stream.nextSnapshotId);
     const ref = this.d.system.spawn(`consume-${session}`, () =>
       new ConsumeSessionActor({
         table,
@@ -217,8 +206,7 @@ export class ConsumeService {
         ...(partition ? { partition } : {}),
         ...(limits.maxBytes !== undefined ? { maxBytes: limits.maxBytes } : {}),
         ...(limits.maxEntryFileBytes !== undefined ? { maxEntryFileBytes: limits.maxEntryFileBytes } : {}),
-        onRead: () => this.feedReads.add(1, { table: table.name }),
-        onServed: () => this.feedServed.add(1, { table: table.name }),
+        onEvent: (outcome) => this.feedSnapshots.add(1, { table: table.name, outcome }),
         onLoadError: (snapshotId, e) => this.d.log.warn("reading a snapshot to share between consume sessions failed; they read it themselves", { table: table.name, snapshotId, error: e.message }),
       });
       this.feeds.set(key, feed);

@@ -59,6 +59,8 @@ export interface Consumer extends AsyncIterable<ConsumedSnapshot> {
   readonly reader: string;
   /** Sessions opened (more than one after a reader change). */
   readonly sessions: number;
+  /** Chunks received and not taken by the caller yet (at most `window` per session: what this process holds). */
+  readonly buffered: number;
   close(): Promise<void>;
 }
 
@@ -109,6 +111,10 @@ class ConsumerImpl implements Consumer {
 
   constructor(private readonly o: ConsumerOptions) {
     this.subjects = new Subjects(o.prefix ?? DEFAULT_PREFIX);
+  }
+
+  get buffered(): number {
+    return this.parts.length;
   }
 
   async open(): Promise<void> {
