@@ -213,7 +213,9 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
       if (item.kind === "full") this.d.feed?.need(item.snapshotId + 1); // the deltas after it: the feed keeps them for us
       this.own = {
         item,
-        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}) }),
+        // Every file decodes in the worker pool: this thread encodes and sends meanwhile (a full scan of small files
+        // decoded here would leave the workers idle and this thread doing all the work, one step after the other).
+        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), inlineDecodeBelowBytes: 0 }),
         packer: new ChunkPacker(payloadLimit(this.d.out.maxPayload)),
         held: null,
       };

@@ -39,9 +39,15 @@ export interface ReadSpec extends ScanSpec {
   decoderPool?: ParquetEncoderPool | null;
   /** Only the rows APPEND snapshots in (from, to] added (src/scan/incremental.ts), instead of a snapshot's rows. */
   incremental?: IncrementalRange;
+  /**
+   * Files smaller than this are decoded on the calling thread (default 64 KiB: a worker round trip would cost more
+   * than it saves). 0: every file in the pool — for a caller whose thread has other work meanwhile (a reader node
+   * encodes and sends the rows it read while the next files decode).
+   */
+  inlineDecodeBelowBytes?: number;
 }
 
-/** Files smaller than this are decoded on the calling thread: a worker round trip would cost more than it saves. */
+/** Files smaller than this are decoded on the calling thread by default: a worker round trip would cost more than it saves. */
 const POOL_MIN_FILE_BYTES = 64 * 1024;
 
 function projectedFields(table: Table, projection?: string[]): DataField[] {
@@ -56,8 +62,8 @@ function projectedFields(table: Table, projection?: string[]): DataField[] {
 const sameType = (a: DataType, b: DataType): boolean => JSON.stringify({ ...a, nullable: true }) === JSON.stringify({ ...b, nullable: true });
 
 /** The file's columns as an Arrow table (only `columns`, or all when undefined). */
-async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool | null): Promise<arrow.Table> {
-  if (pool === null || bytes.length < POOL_MIN_FILE_BYTES) {
+async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool | null, inlineBelow = POOL_MIN_FILE_BYTES): Promise<arrow.Table> {
+  if (pool === null || bytes.length < inlineBelow) {
     // parquet-wasm's synchronous reader decodes every column; the file reader skips unselected ones.
     return columns === undefined ? readParquet(bytes) : readParquetAsync(bytes, { columns });
   }
@@ -87,6 +93,7 @@ export async function readDataFile(
   file: DataFileMeta,
   fields: DataField[] = table.schema.fields,
   pool: ParquetEncoderPool | null = sharedParquetPool(),
+  inlineDecodeBelowBytes?: number,
 ): Promise<arrow.RecordBatch[]> {
   const fileSchema: TableSchema = file.schemaId === table.schema.id ? table.schema : await table.schemas.schema(file.schemaId);
   const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
@@ -101,7 +108,7 @@ export async function readDataFile(
   }
   const bytes = await table.io.readFile(path);
   // Every column of the file wanted: no projection (the cheaper full decode).
-  const data = await decodeFile(bytes, columns.length === fileSchema.fields.length ? undefined : columns, pool);
+  const data = await decodeFile(bytes, columns.length === fileSchema.fields.length ? undefined : columns, pool, inlineDecodeBelowBytes);
   if (data.numRows !== file.rowCount) {
     throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${data.numRows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
   }
@@ -166,7 +173,7 @@ export async function planRead(table: Table, spec: ReadSpec = {}, store?: Manife
 }
 
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
-export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool"> = {}): AsyncGenerator<arrow.RecordBatch> {
+export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes"> = {}): AsyncGenerator<arrow.RecordBatch> {
   const fields = projectedFields(table, spec.projection);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
@@ -180,7 +187,7 @@ export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<
     while (next < tasks.length && pending.length < window && startedRows < limit) {
       const { split, file } = tasks[next++]!;
       startedRows += file.rowCount;
-      const read = readDataFile(table, split, file, fields, pool);
+      const read = readDataFile(table, split, file, fields, pool, spec.inlineDecodeBelowBytes);
       // Observed here so a read abandoned by an early return never becomes an unhandled rejection.
       read.catch(() => undefined);
       pending.push(read);
