@@ -53,11 +53,15 @@ export interface ConsumeSessionDeps {
   onEnd: (reason: string) => void;
   /** Chunk bytes sent, by table (the reader's share of the node's memory and bandwidth). */
   onSent?: (bytes: number) => void;
+  /** Called when a snapshot's delta was sent whole (its last chunk went out): the reader's part of its latency. */
+  onDelivered?: (snapshotId: number) => void;
 }
 
 interface Chunk {
   headers: Record<string, string>;
   body: Uint8Array;
+  /** Set on a delta's last chunk. */
+  delivers?: number;
 }
 
 /** An item this session reads itself. */
@@ -191,6 +195,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
         this.sent++;
         next.headers[CONSUME_HEADER.chunk] = String(this.sent);
         this.emit(next);
+        if (next.delivers !== undefined) this.d.onDelivered?.(next.delivers);
         continue;
       }
       if (this.own !== null) {
@@ -245,8 +250,9 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
 
   private chunk(item: StreamItem, body: Uint8Array, last: boolean): Chunk {
     const headers: Record<string, string> = { [CONSUME_HEADER.type]: "chunk", [CONSUME_HEADER.snapshot]: String(item.snapshotId), [CONSUME_HEADER.kind]: item.kind };
-    if (last) headers[CONSUME_HEADER.last] = "1";
-    return { headers, body };
+    if (!last) return { headers, body };
+    headers[CONSUME_HEADER.last] = "1";
+    return item.kind === "delta" ? { headers, body, delivers: item.snapshotId } : { headers, body };
   }
 
   private emit(c: Chunk): void {
