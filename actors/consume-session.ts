@@ -181,7 +181,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
     }
   }
 
-    /**
+  /**
    * Sends what the consumer's credit allows, reading more as needed; resolves false when it must wait for credit,
    * true when the stream ended (the session is closed). Control messages (credit, ack) are handled meanwhile: the
    * work runs outside the mailbox.
