@@ -19,7 +19,8 @@
  * consumer's pace; the feed never waits for a session.
  */
 import type * as arrow from "apache-arrow";
-import { planRead, readPlanBatches } from "../src/scan/read.ts";
+import { planSnapshotDelta, readPlanBatches } from "../src/scan/read.ts";
+import type { Snapshot } from "../src/spec/snapshot.ts";
 import type { Value } from "../src/spec/values.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
@@ -112,8 +113,9 @@ export class DeltaFeed {
     this.release();
   }
 
-  /** @internal (FeedCursor) The shared entry of `snapshotId` (an existing APPEND snapshot), or null: read it yourself. */
-  async entry(requester: FeedCursor, snapshotId: number): Promise<FeedEntry | null> {
+  /** @internal (FeedCursor) The shared entry of an APPEND snapshot, or null: read it yourself. */
+  async entry(requester: FeedCursor, snapshot: Snapshot): Promise<FeedEntry | null> {
+    const snapshotId = snapshot.id;
     const held = this.entries.get(snapshotId);
     if (held !== undefined) return this.hand(held);
     let pending = this.loading.get(snapshotId);
@@ -123,7 +125,7 @@ export class DeltaFeed {
       // (when every consumer is slow — an overloaded machine — they must not all fall back to reading alone).
       if (snapshotId <= this.head && !this.othersAtOrBefore(requester, snapshotId)) return this.hand(null);
       this.head = Math.max(this.head, snapshotId);
-      pending = this.load(snapshotId);
+      pending = this.load(snapshot);
       this.loading.set(snapshotId, pending);
     }
     return this.hand(await pending);
@@ -152,10 +154,11 @@ export class DeltaFeed {
     return e;
   }
 
-  private async load(snapshotId: number): Promise<FeedEntry | null> {
+  private async load(snapshot: Snapshot): Promise<FeedEntry | null> {
+    const snapshotId = snapshot.id;
     try {
       const { table, projection, partition } = this.o;
-      const plan = await planRead(table, { incremental: { from: snapshotId - 1, to: snapshotId }, ...(partition ? { partition } : {}) }, this.store);
+      const plan = await planSnapshotDelta(table, snapshot, partition ? { partition } : {}, this.store);
       let fileBytes = 0;
       for (const split of plan.splits) for (const f of split.files) fileBytes += f.fileSize;
       if (fileBytes > (this.o.maxEntryFileBytes ?? DEFAULT_FEED_MAX_ENTRY_FILE_BYTES)) {
@@ -169,7 +172,8 @@ export class DeltaFeed {
       // Compressed files can hide many more bytes than they take: an entry that grows past half of what the feed may
       // hold is given up (the generator's return() stops the reads), and its sessions read it themselves.
       const most = (this.o.maxBytes ?? DEFAULT_FEED_MAX_BYTES) / 2;
-      for await (const b of readPlanBatches(table, plan, projection ? { projection } : {}) as AsyncGenerator<arrow.RecordBatch>) {
+      // Every file decodes in the worker pool, several at once, while this thread encodes (and sends for the others).
+      for await (const b of readPlanBatches(table, plan, { ...(projection ? { projection } : {}), inlineDecodeBelowBytes: 0 }) as AsyncGenerator<arrow.RecordBatch>) {
         rows += b.numRows;
         for (const body of packer.add(b)) {
           bodies.push(body);
@@ -228,10 +232,10 @@ export class FeedCursor {
 
   constructor(private readonly feed: DeltaFeed) {}
 
-  /** The shared entry of `snapshotId` (an APPEND snapshot that exists), or null: read it yourself. */
-  get(snapshotId: number): Promise<FeedEntry | null> {
-    this.need(snapshotId);
-    return this.feed.entry(this, snapshotId);
+  /** The shared entry of an APPEND snapshot, or null: read it yourself. */
+  get(snapshot: Snapshot): Promise<FeedEntry | null> {
+    this.need(snapshot.id);
+    return this.feed.entry(this, snapshot);
   }
 
   /** This session will ask for nothing below `snapshotId` (it took the entry before it, or starts there). */

@@ -205,7 +205,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
       const item = await this.d.stream.next();
       if (item === null) return true;
       if (item.kind === "delta" && this.d.feed !== undefined) {
-        const entry = await this.d.feed.get(item.snapshotId);
+        const entry = await this.d.feed.get(item.snapshot);
         if (entry !== null) {
           // Shared: the bodies are the feed's, taken by reference; only the headers are this session's.
           entry.bodies.forEach((body, i) => this.queue.push(this.chunk(item, body, i === entry.bodies.length - 1)));

@@ -26,7 +26,8 @@ import { toCanonical, type Row, type Value } from "../spec/values.ts";
 import type { Table } from "../table/table.ts";
 import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
-import { planIncremental, type IncrementalRange } from "./incremental.ts";
+import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
+import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -162,14 +163,32 @@ export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGene
  * with `readPlanBatches`. `store` shares manifest caches between plans of one table.
  */
 export async function planRead(table: Table, spec: ReadSpec = {}, store?: ManifestStore): Promise<ScanPlan> {
+  checkReadable(table, spec);
+  const filter = partitionFilterOf(table, spec);
+  return spec.incremental !== undefined ? planIncremental(table, spec.incremental, filter, store) : planScan(table, { ...spec, ...(filter ? { partitionFilter: filter } : {}) }, store);
+}
+
+/**
+ * The plan of the rows one APPEND snapshot added — `planRead` with `incremental: { from: s.id − 1, to: s.id }`, the
+ * same splits in the same order — for a caller that holds the snapshot: the snapshot chain is not looked at again
+ * (a reader serving consumers plans every new snapshot this way, two manifest reads).
+ */
+export async function planSnapshotDelta(table: Table, s: Snapshot, spec: Pick<ReadSpec, "projection" | "partition" | "partitionFilter"> = {}, store?: ManifestStore): Promise<ScanPlan> {
+  checkReadable(table, spec);
+  return { snapshot: s, splits: s.commitKind === CommitKind.APPEND ? await deltaSplits(table, s, partitionFilterOf(table, spec), store) : [] };
+}
+
+function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">): void {
   if (table.isPrimaryKeyTable) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key; merge-on-read is not supported yet`);
   projectedFields(table, spec.projection); // an unknown column fails before any manifest is read
+}
+
+/** `partition` (values in partition-key order) as a filter, else the spec's own filter. */
+function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "partitionFilter">): ((values: Value[]) => boolean) | undefined {
+  if (!spec.partition) return spec.partitionFilter;
   const ptypes = table.partitionTypes;
-  const wantPartition = spec.partition ? Buffer.from(serializeBinaryRow(ptypes, spec.partition)).toString("hex") : null;
-  const filter = wantPartition !== null ? { partitionFilter: (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === wantPartition } : {};
-  return spec.incremental !== undefined
-    ? planIncremental(table, spec.incremental, filter.partitionFilter ?? spec.partitionFilter, store)
-    : planScan(table, { ...spec, ...filter }, store);
+  const want = Buffer.from(serializeBinaryRow(ptypes, spec.partition)).toString("hex");
+  return (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === want;
 }
 
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */

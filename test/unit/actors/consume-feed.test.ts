@@ -12,6 +12,7 @@ import * as arrow from "apache-arrow";
 import { ChunkPacker, packBatches } from "../../../actors/consume-chunks.ts";
 import { DeltaFeed, type FeedEntry } from "../../../actors/consume-feed.ts";
 import { readBatches } from "../../../src/scan/read.ts";
+import type { Snapshot } from "../../../src/spec/snapshot.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { createTable, tempDir, writeRows } from "../../helpers/tables.ts";
 
@@ -21,6 +22,9 @@ after(() => wh.cleanup());
 const LIMIT = 64 * 1024;
 const rowsOf = (bodies: readonly Uint8Array[]): Array<Record<string, unknown>> => bodies.flatMap((b) => arrow.tableFromIPC(b).toArray().map((r) => ({ ...(r as object) })));
 const idsOf = (bodies: readonly Uint8Array[]): number[] => rowsOf(bodies).map((r) => Number(r["id"]));
+
+/** The snapshot object of `id` (what a session hands the feed). */
+const snap = (t: Table, id: number): Promise<Snapshot> => t.snapshots.snapshot(id);
 
 async function batchesOf(t: Table, spec: Parameters<typeof readBatches>[1]): Promise<arrow.RecordBatch[]> {
   const out: arrow.RecordBatch[] = [];
@@ -69,7 +73,8 @@ test("delta feed - one read per snapshot for every session; each entry equals na
     const rows = Array.from({ length: 40 }, (_, k) => ({ id: next++, s: `r${round}-${k}`, p: k % 2 === 0 ? "a" : "b" }));
     const id = (await writeRows(t, rows))!;
     // All five ask at once: one read between them, the same entry for all.
-    const entries = await Promise.all(cursors.map((c) => c.get(id)));
+    const s = await snap(t, id);
+    const entries = await Promise.all(cursors.map((c) => c.get(s)));
     assert.ok(entries.every((e) => e !== null && e === entries[0]), "the same shared entry");
     const want = (await batchesOf(t, { incremental: { from: id - 1, to: id }, projection: ["s", "id"], partition: ["a"] })).flatMap((b) => b.toArray().map((r) => ({ ...(r as object) })));
     assert.deepEqual(rowsOf(entries[0]!.bodies), want, `snapshot ${id}: the projected rows of partition a that it added`);
@@ -89,19 +94,19 @@ test("delta feed - one read per snapshot for every session; each entry equals na
 test("delta feed - the bytes held are capped (the oldest go); a session alone behind the head reads for itself, several behind it share a read again", async () => {
   const t = await createTable(wh.path, "fan.cap", "id BIGINT NOT NULL, s STRING", { options: { bucket: "1", "bucket-key": "id" } });
   const snaps = await commitRounds(t, 12, 200, 0, 100);
-  const one = await new DeltaFeed({ table: t, payloadLimit: LIMIT }).attach().get(snaps[0]!);
+  const one = await new DeltaFeed({ table: t, payloadLimit: LIMIT }).attach().get(await snap(t, snaps[0]!));
   const entryBytes = one!.bytes;
   const feed = new DeltaFeed({ table: t, payloadLimit: LIMIT, maxBytes: Math.floor(entryBytes * 4.5) });
   const fast = feed.attach();
   const stalled = feed.attach();
   const stalledToo = feed.attach();
   // The stalled sessions took snapshot 1 and stopped; the fast one goes through all twelve.
-  for (const c of [fast, stalled, stalledToo]) await c.get(snaps[0]!);
+  for (const c of [fast, stalled, stalledToo]) await c.get(await snap(t, snaps[0]!));
   stalled.need(snaps[0]! + 1);
   stalledToo.need(snaps[0]! + 1);
   const got: FeedEntry[] = [];
   for (const id of snaps) {
-    const e = await fast.get(id);
+    const e = await fast.get(await snap(t, id));
     assert.ok(e !== null, `the fast session is served snapshot ${id} from the feed`);
     got.push(e);
     fast.need(id + 1);
@@ -109,17 +114,18 @@ test("delta feed - the bytes held are capped (the oldest go); a session alone be
   }
   assert.ok(feed.stats.evicted >= 6, `the oldest entries went (${feed.stats.evicted} evicted)`);
   // Snapshot 2 went: two sessions need it, so it is read once more for both.
-  const [a, b] = await Promise.all([stalled.get(snaps[1]!), stalledToo.get(snaps[1]!)]);
+  const second = await snap(t, snaps[1]!);
+  const [a, b] = await Promise.all([stalled.get(second), stalledToo.get(second)]);
   assert.ok(a !== null && a === b, "read again once, for both");
   assert.deepEqual(idsOf(a.bodies), idsOf(got[1]!.bodies));
   stalledToo.detach();
   stalled.need(snaps[2]!);
   // Alone behind the head now: it reads for itself (null), and the feed holds nothing for it.
   const before = feed.stats.reads;
-  assert.equal(await stalled.get(snaps[2]!), null);
+  assert.equal(await stalled.get(await snap(t, snaps[2]!)), null);
   assert.equal(feed.stats.reads, before);
   // Still held entries are served to it once it reaches them.
-  assert.ok((await stalled.get(snaps[11]!)) !== null);
+  assert.ok((await stalled.get(await snap(t, snaps[11]!))) !== null);
 });
 
 test("delta feed - a snapshot whose files are too large to hold is not held: every session reads it itself", async () => {
@@ -130,14 +136,14 @@ test("delta feed - a snapshot whose files are too large to hold is not held: eve
   const feed = new DeltaFeed({ table: t, payloadLimit: LIMIT, maxEntryFileBytes: 64 * 1024 });
   const c = feed.attach();
   const d = feed.attach();
-  assert.ok((await c.get(small!)) !== null);
+  assert.ok((await c.get(await snap(t, small!))) !== null);
   c.need(small! + 1);
   d.need(small! + 1);
-  assert.equal(await c.get(large!), null, "too large: read it yourself");
-  assert.equal(await d.get(large!), null);
+  assert.equal(await c.get(await snap(t, large!)), null, "too large: read it yourself");
+  assert.equal(await d.get(await snap(t, large!)), null);
   assert.equal(feed.stats.reads, 1);
   // Encoded rows beyond half of what the feed may hold are given up too (compressed files hide their size).
   const tight = new DeltaFeed({ table: t, payloadLimit: LIMIT, maxBytes: 256 * 1024 });
-  assert.equal(await tight.attach().get(large!), null);
+  assert.equal(await tight.attach().get(await snap(t, large!)), null);
   assert.equal(tight.bytes, 1024, "only the marker is held");
 });
