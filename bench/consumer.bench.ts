@@ -364,7 +364,7 @@ async function stallPhase(c: Cluster, table: string): Promise<StallFigure> {
   const fast = r["fast"] as Record<string, unknown>;
   const stalled = r["stalled"] as Record<string, unknown>;
   say(`  reader RSS during the stall (${during.length} samples, 1 s apart): at its start ${atStartMb} MB, max ${peakMb} MB, at its end ${during[during.length - 1]?.rssMb ?? "n/a"} MB`);
-  say(`  fast consumer during the stall: p50 ${ms(fast["p50"])}, p99 ${ms(fast["p99"])}, max ${ms(fast["max"])} over ${fast["samples"]} snapshots, ${fast["missing"]} missing, ${fast["sessions"]} session(s); ${readerLatencyLine(buckets, bucketsAtEnd)}`);
+  say(`  fast consumer during the stall: p50 ${ms(fast["p50"])}, p99 ${ms(fast["p99"])}, max ${ms(fast["max"])} over ${fast["samples"]} snapshots, ${fast["missing"]} missing, ${fast["sessions"]} session(s); ${readerLatencyLine(buckets, bucketsAtEnd)} (both sessions: the stalled one's late sends, once pulled again, may fall in)`);
   say(`  stalled consumer: held snapshot ${stalled["firstSnapshot"]}; pulled again, it ${stalled["reached"] === true ? "reached" : "did NOT reach"} snapshot ${stalled["resumeTarget"]} (the latest at the stall's end) in ${stalled["resumeMs"]} ms, ${stalled["resumeSnapshots"]} snapshots, ${stalled["skipped"]} skipped, ${stalled["sessions"]} session(s)`);
   say(`  the whole phase: ${figuresLine(figures)}`);
   say(`  ${loadLine(load)}`);
