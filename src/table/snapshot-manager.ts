@@ -14,6 +14,8 @@ const SNAPSHOT_NAME = /^snapshot-(\d+)$/;
 export class SnapshotManager {
   /** Snapshots never change once created, so a cache by id is always valid (expiration only removes). */
   private readonly cache = new Map<number, Snapshot>();
+  /** Reads in flight, by id: concurrent readers of one new snapshot (a reader's consume sessions) read it once. */
+  private readonly reading = new Map<number, Promise<Snapshot>>();
 
   constructor(
     private readonly io: FileIO,
@@ -27,6 +29,15 @@ export class SnapshotManager {
   async snapshot(id: number): Promise<Snapshot> {
     const hit = this.cache.get(id);
     if (hit) return hit;
+    let pending = this.reading.get(id);
+    if (pending === undefined) {
+      pending = this.read(id).finally(() => this.reading.delete(id));
+      this.reading.set(id, pending);
+    }
+    return pending;
+  }
+
+  private async read(id: number): Promise<Snapshot> {
     let text: string;
     try {
       text = await this.io.readText(this.paths.snapshotPath(id));
