@@ -16,7 +16,7 @@
  * duplicate is dropped, anything else is refused (`body-missing`) so its writer re-sends — never applied empty.
  */
 import { randomUUID } from "node:crypto";
-import { ErrorKind, LakeError } from "../src/errors.ts";
+import { ErrorKind, ifPresent, LakeError } from "../src/errors.ts";
 import type { Table } from "../src/table/table.ts";
 import { decodeCommittable, encodeMsg } from "./wire/codec.ts";
 import type { CommitEntry, Committable, CommittableRef } from "./wire/messages.ts";
@@ -33,7 +33,7 @@ export class CommittableStore {
   /** Writes the committable's encoding durably and returns the reference to append in its place. */
   async put(c: Committable, body: Uint8Array = encodeMsg(c)): Promise<CommittableRef> {
     const rel = `${COMMITTABLES_DIR}/${randomUUID()}`;
-    await this.table.io.mkdirs(this.pathOf(COMMITTABLES_DIR));
+    // No mkdirs: writeFile makes missing parents (locally), and object stores have none to make.
     await this.table.io.writeFile(this.pathOf(rel), body);
     const ref: CommittableRef = {
       type: "committable-ref",
@@ -59,8 +59,10 @@ export class CommittableStore {
   async load(ref: CommittableRef): Promise<Committable | null> {
     if (ref.path.includes("..") || !ref.path.startsWith(`${COMMITTABLES_DIR}/`)) throw new LakeError(ErrorKind.DataInvalid, `committable reference outside ${COMMITTABLES_DIR}: ${ref.path}`);
     const path = this.pathOf(ref.path);
-    if (!(await this.table.io.exists(path))) return null;
-    const c = decodeCommittable(await this.table.io.readFile(path));
+    // Read, not checked first: one request, and no directory semantics (a LIST on an object store) for a file.
+    const body = await ifPresent(this.table.io.readFile(path), null);
+    if (body === null) return null;
+    const c = decodeCommittable(body);
     const same =
       c.table === ref.table && c.bucket === ref.bucket && c.ownerEpoch === ref.ownerEpoch && c.writerId === ref.writerId && c.prevOffset === ref.prevOffset && c.lastOffset === ref.lastOffset && c.flushId === ref.flushId && c.stream === ref.stream;
     if (!same) throw new LakeError(ErrorKind.DataInvalid, `committable body ${ref.path} does not match its reference (bucket ${ref.bucket}, offsets ${ref.prevOffset}..${ref.lastOffset})`);

@@ -117,6 +117,9 @@ export class CommitterActor implements Actor<CommitterMsg> {
     this.commitFailures = d.meter.createCounter("natslake_commit_failures_total", { description: "commit rounds that failed (an IO error, an unknown outcome; retried next interval) — the operators' P0 alert" });
     // The series exists from the start at 0, so Prometheus sees the first failure as an increase.
     this.commitFailures.add(0, { table: d.table.name });
+    // Rejections and stream mismatches are rare and serious: from 0 too, so their first one shows as an increase.
+    this.rejected.add(0, { table: d.table.name });
+    this.streamMismatches.add(0, { table: d.table.name, component: "committer" });
     this.compactions = d.meter.createCounter("natslake_compactions_total", { description: "writers' compactions decided by the leader, by result (accepted, duplicate, rejected) and reason" });
     this.store = new CommittableStore(d.table);
     this.visibleLatency = d.meter.createHistogram("natslake_publish_to_visible_ms", { description: "first row arrival at a writer → snapshot link", unit: "ms" });

@@ -1,5 +1,5 @@
 /**
- * One maintenance job — compact, expire-snapshots, expire-partitions, remove-orphans — from its parsed options to
+ * One maintenance job — compact, expire-snapshots, expire-partitions, remove-orphans, restore — from its parsed options to
  * the summary object the CLI prints. The CLI runs it on the warehouse (`--local`) and the table's leader runs it for
  * a request from the CLI (`--nats`): one function for both, so the checks, the library calls and the summary are the
  * same whichever path ran, and the CLI's output cannot tell them apart.
@@ -12,6 +12,7 @@ import { expirePartitions, type ExpirePartitionsResult } from "../src/maintenanc
 import { expireSnapshots, type ExpireResult } from "../src/maintenance/expire-snapshots.ts";
 import { compileFormatter } from "../src/maintenance/partition-time.ts";
 import { COMMITTABLE_BODIES_DIR, dataFilePathOf, removeOrphans, type RemoveOrphansResult } from "../src/maintenance/remove-orphans.ts";
+import { restoreTable, type RestoreResult } from "../src/maintenance/restore.ts";
 import { parsePartitionSpec } from "../src/spec/partition.ts";
 import type { Table } from "../src/table/table.ts";
 import { decodeCommittable } from "./wire/codec.ts";
@@ -23,6 +24,7 @@ export interface MaintenanceResults {
   "expire-snapshots": ExpireResult & { table: string };
   "expire-partitions": ExpirePartitionsResult;
   "remove-orphans": RemoveOrphansResult & { table: string };
+  restore: RestoreResult;
 }
 
 /** Progress of a long job (compact: per task; remove-orphans: per file deleted), for the CLI's bar. */
@@ -82,6 +84,14 @@ export async function runMaintenanceJob(table: Table, job: MaintenanceJob, hooks
         onProgress: (done, total) => hooks.onProgress?.({ done, total }),
       });
       return { table: table.name, ...r };
+    }
+    case "restore": {
+      const o = job.options;
+      return restoreTable(table, {
+        ...(o.toSnapshot !== undefined ? { toSnapshot: o.toSnapshot } : {}),
+        ...(o.toTag !== undefined ? { toTag: o.toTag } : {}),
+        dryRun: o.dryRun === true,
+      });
     }
   }
 }

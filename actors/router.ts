@@ -22,6 +22,7 @@ import type { Actor, ActorContext } from "./runtime/index.ts";
 import type { Bus, Clock, Meter, RawLog, RawMessage, RawReader, RouterProgress } from "./ports.ts";
 import { checkStream, resetHint } from "../src/commit/stream-identity.ts";
 import { STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
+import { deadLetterCounter } from "./dead-letter-metric.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 
 /**
@@ -87,9 +88,11 @@ export class RouterActor implements Actor<RouterMsg> {
   /** The live stream the recorded progress was checked against; recorded with every progress write. */
   private stream: string | undefined;
   private readonly streamMismatches;
+  private readonly deadLetters;
 
   constructor(private readonly d: RouterDeps) {
     this.streamMismatches = streamMismatchCounter(d.meter);
+    this.deadLetters = deadLetterCounter(d.meter);
     const t = d.table;
     this.names = t.schema.fields.map((f) => f.name);
     this.check = batchRowConverter(t.schema.fields, this.names).convert;
@@ -264,7 +267,11 @@ export class RouterActor implements Actor<RouterMsg> {
       });
     }
     await Promise.all(publishes);
-    if (letters.length > 0) await this.d.bus.publishDeadLetters(table, letters);
+    if (letters.length > 0) {
+      await this.d.bus.publishDeadLetters(table, letters);
+      // Counted once published (a group routed again after a crash may count its letters again).
+      this.deadLetters.add(letters.length, { table, stage: "router" });
+    }
     this.through = to;
     this.intent = null;
     this.revision = await this.d.raw.writeProgress(table, this.progress(to, null), this.revision);

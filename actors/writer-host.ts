@@ -9,6 +9,7 @@ import { ensureError } from "../src/errors.ts";
 import type { Actor, ActorContext, ActorRef } from "./runtime/index.ts";
 import type { ClusterState } from "./ports.ts";
 import { BucketWriterActor, type WriterDeps, type WriterMsg } from "./writer.ts";
+import { observeWriterHost } from "./writer-gauges.ts";
 
 export type WriterHostMsg =
   | { type: "assignment"; assignment: TableAssignment | null }
@@ -37,11 +38,30 @@ export class WriterHostActor implements Actor<WriterHostMsg> {
   private readonly running = new Map<number, Running>();
   /** The newest leader epoch whose assignment this host followed; an older leader's assignment is ignored. */
   private leaderEpoch = 0;
+  private unobserve: (() => void) | null = null;
 
   constructor(private readonly d: WriterHostDeps) {}
 
   get ownedBuckets(): number {
     return this.running.size;
+  }
+
+  preStart(): void {
+    const running = this.running;
+    this.unobserve = observeWriterHost(this.d.writerDeps.meter, {
+      table: this.d.writerDeps.table.name,
+      budget: this.d.writerDeps.budget,
+      bucketsByState() {
+        let revoking = 0;
+        for (const r of running.values()) if (r.revoking) revoking++;
+        return { active: running.size - revoking, revoking };
+      },
+    });
+  }
+
+  postStop(): void {
+    this.unobserve?.();
+    this.unobserve = null;
   }
 
   receive(msg: WriterHostMsg, ctx: ActorContext<WriterHostMsg>): void {

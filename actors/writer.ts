@@ -26,6 +26,7 @@ import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 import { checkTableStream, STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
+import { deadLetterCounter } from "./dead-letter-metric.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
@@ -148,7 +149,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.writeBufferBytes = d.table.options.writeBufferSize;
     this.store = new CommittableStore(d.table);
     this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
-    this.deadLetters = d.meter.createCounter("natslake_dlq_total", { description: "rows sent to the dead-letter subject" });
+    this.deadLetters = deadLetterCounter(d.meter);
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
     this.bytesOut = d.meter.createCounter("natslake_bytes_written_total", { description: "bytes of data files written by flushes (compaction not counted)", unit: "By" });
     this.streamMismatches = streamMismatchCounter(d.meter);
@@ -159,6 +160,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
     this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });
     this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
+    // From 0, so a dashboard's rate() shows the first early flush (they are rare while the budget suffices).
+    this.preemptions.add(0, this.labels);
   }
 
   private get labels(): Record<string, string | number> {
@@ -458,7 +461,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {
     if (rejected.length === 0) return;
     await failIfSchemaMovedOn(this.d.table, rejected.map((r) => r.reason));
-    this.deadLetters.add(rejected.length, this.labels);
+    this.deadLetters.add(rejected.length, { ...this.labels, stage: "writer" });
     await this.d.bus.publishDeadLetters(
       this.d.table.name,
       rejected.map((r) => this.letter(r.seq, r.rowIndex, r.reason, r.original)),

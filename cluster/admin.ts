@@ -4,17 +4,46 @@
  * tables. Every failure becomes `{ok: false, error, kind}` naming what was wrong; nothing is half-created in a way
  * that a retry cannot finish (the stream and KV steps are idempotent).
  */
-import { ensureError, isLakeError } from "../src/errors.ts";
+import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { parseColumnList, typeToSql } from "../src/spec/data-types.ts";
 import type { Catalog } from "../src/table/catalog.ts";
 import { parseIdentifier, refusePrimaryKey } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import type { AdminReply, AdminRequest } from "../actors/wire/messages.ts";
+import { isTransientJetStreamError } from "./nats/table-infra.ts";
+import { CREATE_TABLE_ENSURE_BUDGET_MS } from "./admin-client.ts";
 
 export interface AdminDeps {
   catalog: Catalog;
   ensure: (t: Table) => Promise<void>;
   resetOffsets: (t: Table, from: "earliest" | "latest") => Promise<unknown>;
+  /**
+   * How long create-table keeps setting up a new table's streams while JetStream fails for a passing reason (default
+   * CREATE_TABLE_ENSURE_BUDGET_MS): a loaded NATS cluster can take longer than one API timeout, and the table is
+   * already in the warehouse, so an early failure would leave a caller whose retry meets "already exists".
+   */
+  ensureBudgetMs?: number;
+}
+
+/** Runs `ensure` until it succeeds, fails for a reason that is not passing, or the budget is spent. */
+async function ensureWithin(t: Table, ensure: (t: Table) => Promise<void>, budgetMs: number): Promise<void> {
+  const deadline = Date.now() + budgetMs;
+  for (let waitMs = 250; ; waitMs = Math.min(4000, waitMs * 2)) {
+    try {
+      return await ensure(t);
+    } catch (e) {
+      if (!isTransientJetStreamError(e)) throw e;
+      if (Date.now() + waitMs > deadline) {
+        throw new LakeError(
+          ErrorKind.Io,
+          `table ${t.name} is in the warehouse, but JetStream did not set up its streams within ${Math.round(budgetMs / 1000)} s (${ensureError(e).message}); ` +
+            "the nodes finish it at their next table scan (every 2 s): `natslake status` lists the table once it is served",
+          { cause: e },
+        );
+      }
+      await new Promise((r) => setTimeout(r, waitMs));
+    }
+  }
 }
 
 /**
@@ -51,7 +80,7 @@ export async function handleAdmin(data: Uint8Array, d: AdminDeps): Promise<Admin
           primaryKeys: req.primaryKeys ?? [],
           options: { ...CLUSTER_TABLE_DEFAULTS, ...(req.options ?? {}) },
         });
-        await d.ensure(t);
+        await ensureWithin(t, d.ensure, d.ensureBudgetMs ?? CREATE_TABLE_ENSURE_BUDGET_MS);
         return { ok: true, result: { table: t.name, path: t.root } };
       }
       case "list-tables": {

@@ -9,7 +9,6 @@
 import { randomUUID } from "node:crypto";
 import type { Meter } from "@opentelemetry/api";
 import { headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { z } from "zod";
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import { parsePartitionSpec } from "../src/spec/partition.ts";
 import { parseScanMode, TableStream } from "../src/scan/table-stream.ts";
@@ -23,24 +22,11 @@ import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Value } from "../src/spec/values.ts";
 import { systemClock } from "../actors/ports.ts";
 import type { ActorRef, ActorSystem, Logger } from "../actors/runtime/index.ts";
-import { parseConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
+import type { z } from "zod";
+import { consumeOpenSchema, parseConsumeControl, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 import type { Subjects } from "./nats/subjects.ts";
 import { parseSnapshotNotification } from "./snapshots-client.ts";
 import type { SnapshotNotification } from "../actors/wire/messages.ts";
-
-const OpenSchema = z
-  .object({
-    type: z.literal("consume-open"),
-    v: z.literal(1),
-    table: z.string().min(1),
-    inbox: z.string().min(1).regex(/^[^\s*>]+$/, "an inbox is a subject without wildcards or spaces"),
-    from: z.string().min(1).default("latest"),
-    consumerId: z.string().optional(),
-    projection: z.array(z.string().min(1)).min(1).optional(),
-    partition: z.record(z.string(), z.string()).optional(),
-    window: z.number().int().min(1).max(256).default(8),
-  })
-  .strict();
 
 export interface ConsumeServiceDeps {
   nc: NatsConnection;
@@ -122,11 +108,11 @@ export class ConsumeService {
   }
 
   private async open(data: Uint8Array): Promise<ConsumeOpenReply> {
-    let req: ConsumeOpen;
+    let req: z.output<typeof consumeOpenSchema>;
     try {
-      const parsed = OpenSchema.safeParse(JSON.parse(new TextDecoder().decode(data)));
+      const parsed = consumeOpenSchema.safeParse(JSON.parse(new TextDecoder().decode(data)));
       if (!parsed.success) return { ok: false, error: `bad consume-open request: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(request)"}: ${i.message}`).join("; ")}`, kind: ErrorKind.DataInvalid };
-      req = parsed.data as ConsumeOpen;
+      req = parsed.data;
     } catch (e) {
       return { ok: false, error: `a consume-open request is JSON: ${ensureError(e).message}`, kind: ErrorKind.DataInvalid };
     }
@@ -161,7 +147,7 @@ export class ConsumeService {
         ...(req.projection ? { projection: req.projection } : {}),
         ...(partition ? { partition } : {}),
         feed: cursor,
-        window: req.window ?? 8, // zod's default; typed optional for the wire type
+        window: req.window,
         out,
         clock: systemClock,
         onSent: (n) => this.bytesSent.add(n, { table: table.name }),

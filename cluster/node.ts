@@ -29,6 +29,7 @@ import { WriterHostActor, type WriterHostMsg } from "../actors/writer-host.ts";
 import { systemClock } from "../actors/ports.ts";
 
 import { ensureError } from "../src/errors.ts";
+import { checkWarehouse } from "../src/io/warehouse.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
@@ -41,6 +42,7 @@ import { unsupportedNatsServer } from "./nats/server-version.ts";
 import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { ConsumeService } from "./consume-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
+import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -117,6 +119,7 @@ export class Node {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
     });
     registerDlqDroppedMetric(this.meter, nc, this.subjects);
+    registerBucketPendingMetric(this.meter, nc, this.subjects, () => [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table));
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {
@@ -136,6 +139,8 @@ export class Node {
       });
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
+      // An object-store warehouse: its bucket reachable, and — for a node that writes — conditional puts enforced.
+      await checkWarehouse(n.catalog.io, { writes: cfg.roles.includes("writer") || cfg.roles.includes("committer") });
       if (cfg.roles.includes("writer")) {
         // The Parquet pool serves partitioned tables only (unpartitioned ones encode in their bucket buffers); the
         // main thread and the bucket-buffer worker need a core too: one Parquet worker fewer than cores.

@@ -2,14 +2,19 @@
 # Installs what natslake's tests need on a Debian 12 machine (or re-uses what is already there). `npm test` and
 # `.ci/run` call it first; it is idempotent and takes about a second when everything is in place.
 #
-#   1. system packages  nats-server, redis-server (and python3 / python3-venv when a venv must be created),
+#   1. system packages  nats-server, redis-server, prometheus (promtool), docker-compose (and python3 / python3-venv
+#                       when a venv must be created),
 #                       via apt-get when missing; `apt-get update` runs at most once
 #   1b. nats-server current  required: a current nats-server (NATS_CURRENT_VERSION) built with `go install` into
 #                       $NATSLAKE_TOOLS_DIR (default ~/go/natslake-bin), only when missing or at another version, within
 #                       NATSLAKE_GO_INSTALL_TIMEOUT seconds; exported as NATSLAKE_NATS_SERVER_CURRENT. Every test runs
 #                       against it: Debian's 2.9.10 is below the supported minimum (2.10) and panics (SIGSEGV in
 #                       jsMsgGetRequest) when a message is read from a stream another client is still creating
-#   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb; nats-py for the Python consumer); pip only when they are not
+#   1c. seaweedfs       SeaweedFS's `weed` (the S3-compatible store of the object-storage tests and `up --s3`) at the pinned
+#                       pseudo-version in scripts/seaweedfs-version, built with `go install` into
+#                       $NATSLAKE_TOOLS_DIR/seaweedfs-<version>/weed, only when missing (the first build takes 10-40 min on 2
+#                       busy cores; NATSLAKE_WEED_INSTALL_TIMEOUT, default 3600 s); exported as NATSLAKE_WEED
+#   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb; nats-py and msgpack for the Python consumer and publisher); pip only when they are not
 #                       already installed at exactly these versions
 #   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied
 #                       by Maven from test/compat/java/pom.xml into $NATSLAKE_JAVA_ORACLE_DIR (default
@@ -28,7 +33,7 @@ cd "$ROOT"
 
 NATS_CURRENT_VERSION="$(cat "$ROOT/scripts/nats-server-version")"
 NATS_CURRENT_MODULE="github.com/nats-io/nats-server/v2"
-PY_PINS=("pypaimon==2.1.0" "pyarrow==19.0.1" "duckdb==2.0.1" "nats-py==2.16.0")
+PY_PINS=("pypaimon==2.1.0" "pyarrow==19.0.1" "duckdb==2.0.1" "nats-py==2.16.0" "msgpack==1.2.4")
 VENV="$ROOT/.venv"
 STAMP="node_modules/.natslake-ci-stamp"
 
@@ -100,6 +105,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 for p in faketime strace gcc; do command -v "$p" >/dev/null 2>&1 || missing+=("$p"); done
 command -v mvn >/dev/null 2>&1 || missing+=(maven)  # the Java Paimon oracle (phase "java oracle")
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)  # promtool checks and unit-tests compose/prometheus/alerts.yml; prometheus scrapes a live cluster in a test
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)  # `docker-compose config` validates compose/docker-compose.yml (Docker itself need not run)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)  # chaos nemeses (chaos/nemesis/): libfaketime (clock skew), strace (slow fsync of Go processes), gcc (builds the slow-fsync LD_PRELOAD shim)
 if ! venv_ok; then
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
@@ -156,6 +162,50 @@ if nats_current_ok; then
   phase_end "$nats_note: $NATS_CURRENT_BIN"
 else
   die "no current nats-server ($NATS_CURRENT_VERSION, $nats_note); the tests need it (Debian's $(nats-server --version 2>&1 | head -n1) is below the supported 2.10). Install Go >= 1.24 or set NATSLAKE_TOOLS_DIR to where nats-server-$NATS_CURRENT_VERSION/nats-server is"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "seaweedfs"
+# SeaweedFS tags are not semantic versions, so the module proxy knows its commits as pseudo-versions; its go.mod has
+# replace directives, which `go install module@version` refuses: the module is downloaded from the proxy and
+# `go install ./weed` runs inside it (as its own main module, replaces honoured). Not optional: the object-storage
+# tests need a real S3 server.
+WEED_VERSION="$(cat "$ROOT/scripts/seaweedfs-version")"
+WEED_MODULE="github.com/seaweedfs/seaweedfs"
+WEED_DIR="${NATSLAKE_TOOLS_DIR:-$HOME/go/natslake-bin}/seaweedfs-$WEED_VERSION"
+WEED_BIN="$WEED_DIR/weed"
+weed_ok() { [[ -x "$WEED_BIN" && -f "$WEED_DIR/.built" && "$(cat "$WEED_DIR/.built")" == "$WEED_VERSION" ]]; }
+weed_note=""
+if weed_ok; then
+  weed_note="present"
+elif ! command -v go >/dev/null 2>&1; then
+  weed_note="go is not installed"
+else
+  log "go install $WEED_MODULE/weed@$WEED_VERSION -> $WEED_DIR (at most ${NATSLAKE_WEED_INSTALL_TIMEOUT:-3600}s)"
+  rm -rf "$WEED_DIR"
+  mkdir -p "$WEED_DIR"
+  weed_rc=0
+  weed_src="$(env GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$WEED_MODULE@$WEED_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" || weed_rc=$?
+  if [[ $weed_rc -ne 0 || -z "$weed_src" ]]; then
+    weed_note="go mod download $WEED_MODULE@$WEED_VERSION failed"
+  else
+    (cd "$weed_src" && timeout --kill-after=10 "${NATSLAKE_WEED_INSTALL_TIMEOUT:-3600}" \
+      env GOBIN="$WEED_DIR" GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -mod=mod" go install ./weed) || weed_rc=$?
+    if [[ $weed_rc -eq 124 || $weed_rc -eq 137 ]]; then
+      weed_note="go install timed out after ${NATSLAKE_WEED_INSTALL_TIMEOUT:-3600}s"
+    elif [[ $weed_rc -ne 0 || ! -x "$WEED_BIN" ]]; then
+      weed_note="go install failed (exit $weed_rc)"
+    else
+      printf '%s' "$WEED_VERSION" > "$WEED_DIR/.built"
+      weed_note="built with $(go version | cut -d' ' -f3)"
+    fi
+  fi
+fi
+if weed_ok; then
+  export NATSLAKE_WEED="$WEED_BIN"
+  phase_end "$weed_note: $WEED_BIN"
+else
+  die "no SeaweedFS weed ($WEED_VERSION, $weed_note); the object-storage tests need it. Install Go >= 1.26.6 or set NATSLAKE_TOOLS_DIR to where seaweedfs-$WEED_VERSION/weed is"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------

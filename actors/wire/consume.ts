@@ -26,9 +26,11 @@
  *    Paimon's consumer file `nextSnapshot = s + 1`, so a new session — on any reader — resumes after it).
  * 5. Liveness: the consumer sends credit or `{"type":"ping"}` at least every HEARTBEAT_MS; a session silent for
  *    SESSION_TIMEOUT_MS is closed by the reader. A consumer that hears nothing (no chunk, no heartbeat) for
- *    READER_TIMEOUT_MS opens a new session on another reader, from its last acknowledged snapshot. `{"type":"close"}`
- *    ends a session at once.
+ *    READER_TIMEOUT_MS opens a new session on another reader, from where it is (the natslake client: after the rows
+ *    it received, dropping what the new session sends again; with a consumer id the reader starts at the consumer
+ *    file's progress, at or before that). `{"type":"close"}` ends a session at once.
  */
+import { z } from "zod";
 
 export const CONSUME_HEADER = {
   type: "Natslake-Type",
@@ -45,7 +47,7 @@ export const SESSION_TIMEOUT_MS = 10_000;
 /** A consumer gives up on a reader it heard nothing from for this long, and opens a session elsewhere. */
 export const READER_TIMEOUT_MS = 4000;
 
-/** consumer → reader (`<p>.ctl.consume.open`, request-reply). */
+/** consumer → reader (`<p>.ctl.consume.open`, request-reply); checked by `consumeOpenSchema`. */
 export interface ConsumeOpen {
   type: "consume-open";
   v: 1;
@@ -53,8 +55,8 @@ export interface ConsumeOpen {
   table: string;
   /** Where the reader sends chunks and heartbeats (the consumer subscribed to it first). */
   inbox: string;
-  /** A scan mode as `natslake tail --from` takes it: latest, full, snapshot:N, snapshot-full:N, time:T. */
-  from: string;
+  /** A scan mode as `natslake tail --from` takes it: latest (the default), full, snapshot:N, snapshot-full:N, time:T. */
+  from?: string;
   /** Resume from, and record progress in, Paimon's consumer file of this id (overrides `from` when it has progress). */
   consumerId?: string;
   /** Columns to send, in this order (default all). */
@@ -64,6 +66,24 @@ export interface ConsumeOpen {
   /** Chunks in flight at most (default 8, at most 256). */
   window?: number;
 }
+
+/** The reader's check of a ConsumeOpen (its input type is ConsumeOpen; the output has the defaults filled in). */
+export const consumeOpenSchema = z
+  .strictObject({
+    type: z.literal("consume-open"),
+    v: z.literal(1),
+    table: z.string().min(1),
+    inbox: z.string().min(1).regex(/^[^\s*>]+$/, "an inbox is a subject without wildcards or spaces"),
+    from: z.string().min(1).default("latest"),
+    consumerId: z.string().optional(),
+    projection: z.array(z.string().min(1)).min(1).optional(),
+    partition: z.record(z.string(), z.string()).optional(),
+    window: z.number().int().min(1).max(256).default(8),
+  })
+  .meta({
+    title: "ConsumeOpen",
+    description: "A consumer asks for a session (JSON) on `<p>.ctl.consume.open`; one reader node answers with ConsumeOpenReply, then sends to `inbox`.",
+  });
 
 export type ConsumeOpenReply = { ok: true; session: string; reader: string } | { ok: false; error: string; kind: string };
 

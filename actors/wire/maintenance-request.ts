@@ -13,31 +13,44 @@ const durationMs = z.number().int().nonnegative();
 
 const base = { type: z.literal("maintenance"), v: z.literal(1), table: z.string().min(1), progress: z.boolean().optional() };
 
-const schema = z.discriminatedUnion("task", [
-  z.strictObject({
-    ...base,
-    task: z.literal("compact"),
-    options: z.strictObject({ partition: z.string().min(1).optional(), bucket: z.number().int().nonnegative().optional(), dryRun: z.boolean().optional() }),
-  }),
-  z.strictObject({
-    ...base,
-    task: z.literal("expire-snapshots"),
-    options: z.strictObject({ retainMin: positiveInt.optional(), retainMax: positiveInt.optional(), olderThanMs: durationMs.optional(), maxDeletes: positiveInt.optional(), dryRun: z.boolean().optional() }),
-  }),
-  z.strictObject({
-    ...base,
-    task: z.literal("expire-partitions"),
-    options: z.strictObject({
-      expirationTimeMs: durationMs.optional(),
-      timestampFormatter: z.string().min(1).optional(),
-      timestampPattern: z.string().includes("$", { message: "names no partition key (e.g. '$dt')" }).optional(),
-      dryRun: z.boolean().optional(),
+/** The leader's check of a maintenance request (published as schemas/maintenance-request.schema.json). */
+export const maintenanceRequestSchema = z
+  .discriminatedUnion("task", [
+    z.strictObject({
+      ...base,
+      task: z.literal("compact"),
+      options: z.strictObject({ partition: z.string().min(1).optional(), bucket: z.number().int().nonnegative().optional(), dryRun: z.boolean().optional() }),
     }),
-  }),
-  z.strictObject({ ...base, task: z.literal("remove-orphans"), options: z.strictObject({ olderThanMs: durationMs.optional(), dryRun: z.boolean().optional() }) }),
-]);
+    z.strictObject({
+      ...base,
+      task: z.literal("expire-snapshots"),
+      options: z.strictObject({ retainMin: positiveInt.optional(), retainMax: positiveInt.optional(), olderThanMs: durationMs.optional(), maxDeletes: positiveInt.optional(), dryRun: z.boolean().optional() }),
+    }),
+    z.strictObject({
+      ...base,
+      task: z.literal("expire-partitions"),
+      options: z.strictObject({
+        expirationTimeMs: durationMs.optional(),
+        timestampFormatter: z.string().min(1).optional(),
+        timestampPattern: z.string().includes("$", { message: "names no partition key (e.g. '$dt')" }).optional(),
+        dryRun: z.boolean().optional(),
+      }),
+    }),
+    z.strictObject({ ...base, task: z.literal("remove-orphans"), options: z.strictObject({ olderThanMs: durationMs.optional(), dryRun: z.boolean().optional() }) }),
+    z.strictObject({
+      ...base,
+      task: z.literal("restore"),
+      options: z
+        .strictObject({ toSnapshot: positiveInt.optional(), toTag: z.string().min(1).optional(), dryRun: z.boolean().optional() })
+        .refine((o) => (o.toSnapshot === undefined) !== (o.toTag === undefined), { message: "name exactly one of toSnapshot and toTag" }),
+    }),
+  ])
+  .meta({
+    title: "MaintenanceRequest",
+    description: "Run one maintenance job now (JSON), on `<p>.ctl.maint.<db>.<table>`: only the table's leader serves it, and answers with MaintenanceReply messages to the request's reply subject.",
+  });
 
-const TASKS = ["compact", "expire-snapshots", "expire-partitions", "remove-orphans"];
+const TASKS = ["compact", "expire-snapshots", "expire-partitions", "remove-orphans", "restore"];
 
 /** The request in `data`, or a DataInvalid error saying what is wrong with it. */
 export function parseMaintenanceRequest(data: Uint8Array): MaintenanceRequest {
@@ -51,7 +64,7 @@ export function parseMaintenanceRequest(data: Uint8Array): MaintenanceRequest {
   const task = (o as { task?: unknown } | null)?.task;
   if (typeof o === "object" && o !== null && !TASKS.includes(task as string))
     throw dataInvalid(`maintenance request: unknown task ${JSON.stringify(task)} (one of ${TASKS.join(", ")})`);
-  const r = schema.safeParse(o);
+  const r = maintenanceRequestSchema.safeParse(o);
   if (!r.success) {
     const issues = r.error.issues.map((i) => {
       const where = i.path.length > 0 ? i.path.join(".") : "request";

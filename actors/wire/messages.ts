@@ -238,15 +238,25 @@ export interface TableAssignment {
   buckets: Record<string, BucketAssignment>;
 }
 
-/** writer → coordinator (request-reply on `<p>.ctl.released.<db>.<table>`): the writer let go of a bucket. */
+/**
+ * KV `<p>_assign` value under `released.<db>.<table>.<bucket>`: the writer let go of a bucket it was asked to release
+ * (the coordinator hands it over once this is recorded).
+ */
 export interface Released {
-  type: "released";
-  table: string;
   bucket: number;
+  /** The owner epoch the writer held. */
   epoch: number;
   node: string;
   /** The last stream sequence covered by the owner's final committable (0 if it sent none). */
   lastOffset: number;
+}
+
+/** The payload of an ingest stream's identity marker, the one message on `<p>.in.<db>.<table>.stream-id`. */
+export interface StreamIdMarker {
+  type: "stream-id";
+  v: 1;
+  /** Unique per stream: its creation time (as the node that wrote it saw it) and random bits. */
+  id: string;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -264,7 +274,7 @@ export type AdminReply = { ok: true; result: unknown } | { ok: false; error: str
 // ---------------------------------------------------------------------------------------------------------------
 // Maintenance requests (request-reply on `<p>.ctl.maint.<db>.<table>`, JSON, served by the table's leader only)
 
-export type MaintenanceTaskName = "compact" | "expire-snapshots" | "expire-partitions" | "remove-orphans";
+export type MaintenanceTaskName = "compact" | "expire-snapshots" | "expire-partitions" | "remove-orphans" | "restore";
 
 /** The options of each task: the CLI's flags, already parsed (durations in ms). */
 export interface MaintenanceTaskOptions {
@@ -272,6 +282,8 @@ export interface MaintenanceTaskOptions {
   "expire-snapshots": { retainMin?: number; retainMax?: number; olderThanMs?: number; maxDeletes?: number; dryRun?: boolean };
   "expire-partitions": { expirationTimeMs?: number; timestampFormatter?: string; timestampPattern?: string; dryRun?: boolean };
   "remove-orphans": { olderThanMs?: number; dryRun?: boolean };
+  /** `natslake rollback --nats`: the table's content back to a snapshot or a tag, as one new snapshot (exactly one of the two). */
+  restore: { toSnapshot?: number; toTag?: string; dryRun?: boolean };
 }
 
 /** CLI → the table's leader: run one maintenance job now, serialised with the leader's scheduled ones. */

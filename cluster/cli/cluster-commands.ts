@@ -6,7 +6,7 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import type { Logger } from "../../actors/runtime/index.ts";
 import { ErrorKind, LakeError, isLakeError } from "../../src/errors.ts";
-import { loadNodeConfig } from "../config.ts";
+import { loadNodeConfig, type NodeConfig } from "../config.ts";
 import { Node } from "../node.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
@@ -26,7 +26,8 @@ function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   };
 }
 
-interface NodeFlags {
+/** The options of `natslake node` as commander parses them. */
+export interface NodeFlags {
   roles?: string;
   nats?: string;
   redis?: string;
@@ -42,6 +43,37 @@ interface NodeFlags {
   metricsPort?: number;
   metricsHost?: string;
   logLevel?: string;
+}
+
+/**
+ * A node's configuration from its parsed flags, the environment and the `--config` file (flags win), validated;
+ * bad settings are a UsageError (exit 2) naming them. Without --roles or NATSLAKE_ROLES a node takes every role.
+ */
+export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
+  try {
+    return loadNodeConfig({
+      flags: {
+        roles: o.roles?.split(",").map((s) => s.trim()) ?? (env["NATSLAKE_ROLES"] ? undefined : ["writer", "committer", "reader"]),
+        nats: o.nats,
+        redis: o.redis,
+        warehouse: o.warehouse,
+        nodeId: o.nodeId,
+        prefix: o.prefix,
+        commitInterval: o.commitInterval,
+        leaseTtl: o.leaseTtl,
+        replicas: o.replicas,
+        writerMemory: o.writerMemory,
+        consumeFeedMemory: o.consumeFeedMemory,
+        logLevel: o.logLevel,
+        metricsPort: o.metricsPort,
+        metricsHost: o.metricsHost,
+      },
+      env,
+      ...(o.config ? { file: o.config } : {}),
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
 }
 
 export function registerClusterCommands(program: Command, out: (s: string) => void): void {
@@ -64,31 +96,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--metrics-port <port>", "serve /metrics (Prometheus), /healthz and /readyz on this port (NATSLAKE_METRICS_PORT)", parseNonNegativeInt("--metrics-port"))
     .option("--metrics-host <addr>", "address of the metrics endpoint (default 127.0.0.1; NATSLAKE_METRICS_HOST)")
     .action(async (o: NodeFlags) => {
-      let cfg;
-      try {
-        cfg = loadNodeConfig({
-          flags: {
-            roles: o.roles?.split(",").map((s) => s.trim()) ?? (process.env["NATSLAKE_ROLES"] ? undefined : ["writer", "committer", "reader"]),
-            nats: o.nats,
-            redis: o.redis,
-            warehouse: o.warehouse,
-            nodeId: o.nodeId,
-            prefix: o.prefix,
-            commitInterval: o.commitInterval,
-            leaseTtl: o.leaseTtl,
-            replicas: o.replicas,
-            writerMemory: o.writerMemory,
-            consumeFeedMemory: o.consumeFeedMemory,
-            logLevel: o.logLevel,
-            metricsPort: o.metricsPort,
-            metricsHost: o.metricsHost,
-          },
-          env: process.env,
-          ...(o.config ? { file: o.config } : {}),
-        });
-      } catch (e) {
-        throw new UsageError((e as Error).message);
-      }
+      const cfg = nodeConfigOf(o, process.env);
       const log = pinoLogger(cfg.logLevel, { node: cfg.nodeId });
       // Signals are handled from before the start: a SIGTERM while the node starts (it may wait up to a minute for
       // JetStream) is a drain once it is up, not the default handler's abrupt exit; the watchdog bounds either wait.
@@ -141,12 +149,13 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .command("up")
     .description("start a local cluster: nats-server and redis-server (unless URLs are given) and N nodes")
     .option("--nodes <n>", "number of nodes", parsePositiveInt("--nodes"), 3)
-    .option("--warehouse <dir>", "warehouse directory; its JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop)")
+    .option("--warehouse <dir>", "warehouse directory; its JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop); or s3://bucket/prefix (credentials in the environment)")
     .option("--nats <url>", "use this NATS server instead of starting one")
     .option("--redis <url>", "use this Redis instead of starting one")
     .option("--commit-interval <d>", "default commit interval", "250ms")
     .option("--duration <seconds>", "stop by itself after this many seconds", parsePositiveInt("--duration"))
     .option("--demo", "create a demo table and publish a few rows through the producer client")
+    .option("--s3", "run the nodes on an S3 warehouse: a temporary SeaweedFS (built by scripts/setup.sh) with bucket natslake")
     .addHelpText(
       "after",
       "\nnats-server: NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built (NATSLAKE_NATS_SERVER_CURRENT or\n" +

@@ -1,5 +1,6 @@
 /**
- * What every CLI command shares: resolving the warehouse (flag > NATSLAKE_WAREHOUSE), turning errors into a clear
+ * What every CLI command shares: resolving the warehouse (flag > NATSLAKE_WAREHOUSE; a directory or an
+ * `s3://bucket/prefix` URI, see src/io/warehouse.ts), turning errors into a clear
  * message and a non-zero exit code, and small output helpers.
  */
 import { statSync } from "node:fs";
@@ -7,6 +8,7 @@ import { InvalidArgumentError } from "commander";
 import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { Catalog } from "../../src/table/catalog.ts";
+import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { toJsonText } from "../../src/spec/values.ts";
 import { parseDuration } from "../../src/options.ts";
 
@@ -21,9 +23,11 @@ export interface WarehouseOpts {
  */
 export function catalogFrom(opts: WarehouseOpts, { mustExist = false }: { mustExist?: boolean } = {}): Catalog {
   const wh = opts.warehouse ?? process.env["NATSLAKE_WAREHOUSE"];
-  if (!wh) throw new UsageError("no warehouse: pass --warehouse DIR or set NATSLAKE_WAREHOUSE");
+  if (!wh) throw new UsageError("no warehouse: pass --warehouse DIR (or s3://bucket/prefix) or set NATSLAKE_WAREHOUSE");
   const catalog = new Catalog(wh);
-  if (mustExist) {
+  // An object-store warehouse is checked by its first request (a missing bucket is named then): a prefix has no
+  // existence of its own to check here.
+  if (mustExist && !isObjectStoreUri(wh)) {
     let st: ReturnType<typeof statSync> | undefined;
     try {
       st = statSync(catalog.warehouse);

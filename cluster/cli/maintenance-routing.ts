@@ -16,6 +16,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { parseDuration } from "../../src/options.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
+import type { Table } from "../../src/table/table.ts";
 import { runMaintenanceJob, type JobProgress, type MaintenanceResults } from "../../actors/maintenance-jobs.ts";
 import type { MaintenanceRequest, MaintenanceTaskName, MaintenanceTaskOptions } from "../../actors/wire/messages.ts";
 import { requestMaintenance } from "../maintenance-client.ts";
@@ -65,12 +66,21 @@ export interface Routed<T> {
   note?: string;
 }
 
-/** Runs the job where `o` says (see the module comment) and returns its summary. */
-export async function runRouted<K extends MaintenanceTaskName>(name: string, job: { task: K; options: MaintenanceTaskOptions[K] }, o: RoutingOpts, h: RunHooks): Promise<Routed<MaintenanceResults[K]>> {
+/**
+ * Runs the job where `o` says (see the module comment) and returns its summary. `runLocal` replaces what runs on the
+ * warehouse (rollback: Paimon's rollback there, the job — a restore — only on the leader).
+ */
+export async function runRouted<K extends MaintenanceTaskName, L = MaintenanceResults[K]>(
+  name: string,
+  job: { task: K; options: MaintenanceTaskOptions[K] },
+  o: RoutingOpts,
+  h: RunHooks,
+  runLocal?: (table: Table) => Promise<L>,
+): Promise<Routed<MaintenanceResults[K] | L>> {
   const id = parseIdentifier(name);
-  const local = async (): Promise<MaintenanceResults[K]> => {
+  const local = async (): Promise<MaintenanceResults[K] | L> => {
     const table = await catalogFrom(o, { mustExist: h.warehouseMustExist }).getTable(id);
-    return runMaintenanceJob(table, job, { onProgress: h.onProgress });
+    return runLocal !== undefined ? runLocal(table) : runMaintenanceJob(table, job, { onProgress: h.onProgress });
   };
   if (o.nats === undefined) return { result: await local() };
   const nc = await connectOrExplain(o.nats);

@@ -11,18 +11,24 @@
  *   the servers; `up` stops the servers only after every node exited.
  * - A node that exits during the run (killed by a signal, or a non-zero exit) is reported at once; the others keep
  *   running and take over its buckets. `up` then exits 1 when it stops. When no node is left, `up` stops.
+ * - Object storage: `--s3` starts SeaweedFS (cluster/local/seaweedfs.ts) with a bucket `natslake` and runs the nodes
+ *   on `s3://natslake/warehouse` (temporary, like the default warehouse); `--warehouse s3://bucket/prefix` uses a
+ *   store of the user's. Credentials reach the nodes through their environment only (for `--s3` also written to
+ *   `<run dir>/s3.env`, mode 600, for the user's own commands), never as flags.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
 import { adminRequest } from "../admin-client.ts";
 import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../local/servers.ts";
+import { startSeaweed, type SeaweedHandle } from "../local/seaweedfs.ts";
+import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { createProducer } from "../producer.ts";
 import { REPO_ROOT } from "../repo-root.ts";
-import { connectOrExplain } from "./common.ts";
+import { connectOrExplain, UsageError } from "./common.ts";
 import { unsupportedNatsServer } from "../nats/server-version.ts";
 
 const BIN = join(REPO_ROOT, "bin", "natslake.mjs");
@@ -37,6 +43,7 @@ export interface UpFlags {
   commitInterval: string;
   duration?: number;
   demo?: boolean;
+  s3?: boolean;
 }
 
 interface UpNode {
@@ -49,13 +56,18 @@ interface UpNode {
 const gone = (p: ChildProcess): boolean => p.exitCode !== null || p.signalCode !== null;
 
 export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void> {
-  const temporary = o.warehouse === undefined;
+  if (o.s3 && o.warehouse !== undefined) throw new UsageError("--s3 starts a temporary object store of its own; to keep the data, use --warehouse s3://bucket/prefix on a store of yours (credentials in the environment)");
+  const objectStore = o.warehouse !== undefined && isObjectStoreUri(o.warehouse);
+  // A warehouse on an object store keeps its data there; the JetStream store and logs then live in a temporary dir.
+  const temporary = o.warehouse === undefined || objectStore;
   const runDir = temporary ? mkdtempSync(join(tmpdir(), "natslake-up-")) : join(resolve(o.warehouse!), ".natslake-up");
-  const warehouse = temporary ? join(runDir, "warehouse") : resolve(o.warehouse!);
+  let warehouse = o.warehouse === undefined ? join(runDir, "warehouse") : objectStore ? o.warehouse : resolve(o.warehouse);
   const logs = join(runDir, "logs");
-  mkdirSync(warehouse, { recursive: true });
+  if (!o.s3 && !objectStore) mkdirSync(warehouse, { recursive: true });
   mkdirSync(logs, { recursive: true });
   const servers: ServerHandle[] = [];
+  let seaweed: SeaweedHandle | undefined;
+  let nodeEnv: NodeJS.ProcessEnv = process.env;
   const nodes: UpNode[] = [];
   const failures: string[] = [];
   let stopping = false;
@@ -89,6 +101,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     clearTimeout(bound);
     // Only now, with every node gone, the servers: a draining node still needs NATS (and Redis for its lease).
     for (const s of servers.reverse()) await s.stop();
+    await seaweed?.stop();
     if (temporary) {
       if (failures.length === 0) rmSync(runDir, { recursive: true, force: true });
       else out(`kept ${runDir} (warehouse and node logs) after the failure`);
@@ -118,6 +131,15 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       redisUrl = s.url;
       out(`redis-server: pid ${s.pid}`);
     }
+    if (o.s3) {
+      seaweed = await startSeaweed({ dir: join(runDir, "seaweedfs"), detached: true });
+      await seaweed.createBucket("natslake");
+      warehouse = `s3://natslake/warehouse?endpoint=${seaweed.endpoint}`;
+      nodeEnv = { ...process.env, ...seaweed.env };
+      const envFile = join(runDir, "s3.env");
+      writeFileSync(envFile, Object.entries(seaweed.env).map(([k, v]) => `export ${k}=${v}\n`).join(""), { mode: 0o600 });
+      out(`seaweedfs (S3 gateway ${seaweed.endpoint}): pid ${seaweed.pid}, data ${join(runDir, "seaweedfs")}; credentials for your commands: source ${envFile}`);
+    }
     for (let i = 1; i <= o.nodes; i++) {
       const id = `node-${i}`;
       const log = join(logs, `${id}.log`);
@@ -126,6 +148,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       try {
         proc = spawn(process.execPath, [BIN, "node", "--nats", natsUrl, "--redis", redisUrl, "--warehouse", warehouse, "--node-id", id, "--commit-interval", o.commitInterval], {
           stdio: ["ignore", fd, fd],
+          env: nodeEnv,
         });
       } finally {
         closeSync(fd);
@@ -156,7 +179,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     out(`publish rows:     natslake publish db.events rows.jsonl --nats ${natsUrl}`);
     out(`                  (or raw JSON/msgpack rows to subject lake.in.db.events, e.g. nats pub lake.in.db.events '{"id":1,"msg":"hi"}')`);
     out(`subscribe:        natslake subscribe db.events --nats ${natsUrl}`);
-    out(`read the table:   natslake read db.events --warehouse ${warehouse}`);
+    out(`read the table:   ${o.s3 ? `source ${join(runDir, "s3.env")} && ` : ""}natslake read db.events --warehouse '${warehouse}'`);
     if (o.demo) {
       demoNc = await connectOrExplain(natsUrl);
       const demo = runDemo(demoNc, out).catch((e: unknown) => {

@@ -15,7 +15,7 @@ import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureError, ErrorKind, LakeError } from "../../src/errors.ts";
 import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, LiveStream, RawLog, RouterProgress } from "../../actors/ports.ts";
 import { formatStreamIdentity } from "../../src/commit/stream-identity.ts";
-import type { CommitEntry, DeadLetter, MemberHeartbeat, Rejection, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
+import type { CommitEntry, DeadLetter, MemberHeartbeat, Rejection, Released, SnapshotNotification, StreamIdMarker, TableAssignment } from "../../actors/wire/messages.ts";
 import { decodeCommitEntry, encodeMsg } from "../../actors/wire/codec.ts";
 import { fitDeadLetter, payloadLimit } from "../../actors/wire/limits.ts";
 import { encodeRowBatch } from "../../actors/wire/row-batch.ts";
@@ -300,14 +300,6 @@ function writeAssignmentFenced(kv: KV, key: string, a: TableAssignment): Promise
   });
 }
 
-/** The payload of an ingest stream's identity marker. */
-interface StreamIdMarker {
-  type: "stream-id";
-  v: 1;
-  /** Unique per stream: its creation time (as this writer saw it) and random bits. */
-  id: string;
-}
-
 /**
  * The live ingest stream of `t`: its identity and sequence range. The identity is the stream's name and its marker —
  * a message on `<table>.stream-id` written once into each new stream with "expected last subject sequence 0", so of
@@ -472,15 +464,15 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       return { stop: () => w.stop() };
     },
     async reportReleased(table: string, bucket: number, epoch: number, node: string, lastOffset: number): Promise<void> {
-      await assign.put(releasedKey(table, bucket), enc.encode(JSON.stringify({ bucket, epoch, node, lastOffset })));
+      await assign.put(releasedKey(table, bucket), enc.encode(JSON.stringify({ bucket, epoch, node, lastOffset } satisfies Released)));
     },
-    async releasedBuckets(table: string): Promise<Array<{ bucket: number; epoch: number; node: string; lastOffset: number }>> {
-      const out: Array<{ bucket: number; epoch: number; node: string; lastOffset: number }> = [];
+    async releasedBuckets(table: string): Promise<Released[]> {
+      const out: Released[] = [];
       const keys: string[] = [];
       for await (const k of await assign.keys(`released.${subjects.tableKey(id(table))}.*`)) keys.push(k);
       for (const k of keys) {
         const e = await assign.get(k);
-        if (e && e.operation === "PUT") out.push(JSON.parse(dec.decode(e.value)) as { bucket: number; epoch: number; node: string; lastOffset: number });
+        if (e && e.operation === "PUT") out.push(JSON.parse(dec.decode(e.value)) as Released);
       }
       return out;
     },

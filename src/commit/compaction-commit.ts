@@ -150,7 +150,7 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
     const missingOutputs = new Map<number, string>();
     for (const p of pending) {
       for (const e of entriesOf(p.compaction, "after")) {
-        if (!(await this.table.io.exists(dataFilePath(this.table, e)))) {
+        if (!(await this.table.io.isFile(dataFilePath(this.table, e)))) {
           missingOutputs.set(p.seq, e.file.fileName);
           break;
         }

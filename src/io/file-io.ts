@@ -33,7 +33,17 @@ export interface FileIO {
   /** Makes the names created in a directory durable. */
   syncDir(dir: string): Promise<void>;
   createExclusive(path: string, data: Uint8Array | string): Promise<boolean>;
+  /**
+   * Gives the content of the existing file `from` a second name `to`, durably — a hard link where the store has
+   * them, a server-side copy otherwise — so either name can be deleted later without touching the other. `to` must
+   * not exist. Used to bring an old snapshot's files back under new names (a restore), which Paimon needs because a
+   * data file name, once deleted from a table, must never be added again (expiration deletes by name).
+   */
+  copyFile(from: string, to: string): Promise<void>;
+  /** A file or a directory is at `path` (on an object store a directory costs a LIST: prefer `isFile` for files). */
   exists(path: string): Promise<boolean>;
+  /** A file (not a directory) is at `path`: one metadata request, never a listing. */
+  isFile(path: string): Promise<boolean>;
   /** Names (not paths) of the entries of a directory; [] when the directory does not exist. */
   list(dir: string): Promise<string[]>;
   /** Entries of a directory with their kind, size and mtime; [] when the directory does not exist. */

@@ -68,12 +68,46 @@ export class LocalFileIO implements FileIO {
     }
   }
 
+  async copyFile(from: string, to: string): Promise<void> {
+    await this.mkdirs(dirname(to));
+    try {
+      // A hard link: no bytes copied, and the file stays immutable under both names.
+      await fs.link(from, to);
+    } catch (e) {
+      // Another file system (EXDEV) or one without hard links (EPERM): a copy into a temp name, then link() it in.
+      if (!isCode(e, "EXDEV") && !isCode(e, "EPERM") && !isCode(e, "ENOTSUP")) throw this.wrap(e, "link", to);
+      const tmp = tempPathFor(to);
+      try {
+        await fs.copyFile(from, tmp, fsc.COPYFILE_EXCL);
+        if (this.opts.fsync) {
+          const fh = await fs.open(tmp, "r+");
+          await fh.sync().finally(() => fh.close());
+        }
+        await fs.link(tmp, to);
+      } catch (e2) {
+        throw this.wrap(e2, "copy", to);
+      } finally {
+        await fs.rm(tmp, { force: true });
+      }
+    }
+    await this.syncDir(dirname(to));
+  }
+
   async exists(path: string): Promise<boolean> {
     try {
       await fs.access(path, fsc.F_OK);
       return true;
     } catch {
       return false;
+    }
+  }
+
+  async isFile(path: string): Promise<boolean> {
+    try {
+      return (await fs.stat(path)).isFile();
+    } catch (e) {
+      if (isCode(e, "ENOENT") || isCode(e, "ENOTDIR")) return false;
+      throw this.wrap(e, "stat", path);
     }
   }
 

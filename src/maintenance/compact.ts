@@ -148,7 +148,8 @@ function outputGroups(files: readonly DataFileMeta[], rules: CompactionRules): D
 /** Worth doing: fewer files come out than go in. */
 const reduces = (files: readonly DataFileMeta[], rules: CompactionRules): boolean => files.length >= 2 && outputGroups(files, rules).length < files.length;
 
-const isSmall = (f: DataFileMeta, rules: CompactionRules): boolean =>
+/** A file compaction would take as an input: small, not full of rows, not of a newer schema, not excluded. */
+export const isSmallFile = (f: DataFileMeta, rules: CompactionRules): boolean =>
   f.fileSize < rules.smallFileSize &&
   f.rowCount < rules.maxRowsPerFile &&
   (rules.maxSchemaId === undefined || f.schemaId <= rules.maxSchemaId) &&
@@ -182,7 +183,7 @@ export function pickBucketed(files: readonly DataFileMeta[], rules: CompactionRu
   const runs: DataFileMeta[][] = [];
   let run: DataFileMeta[] = [];
   for (const f of sorted) {
-    if (isSmall(f, rules)) run.push(f);
+    if (isSmallFile(f, rules)) run.push(f);
     else {
       runs.push(run);
       run = [];
@@ -204,7 +205,7 @@ export function pickBucketed(files: readonly DataFileMeta[], rules: CompactionRu
 
 /** The tasks for the files of one partition of an unaware-bucket table: Paimon's size-ordered bin packing. */
 export function packUnaware(files: readonly DataFileMeta[], rules: CompactionRules): DataFileMeta[][] {
-  const all = files.filter((f) => isSmall(f, rules)).sort((a, b) => a.fileSize - b.fileSize || bySequence(a, b));
+  const all = files.filter((f) => isSmallFile(f, rules)).sort((a, b) => a.fileSize - b.fileSize || bySequence(a, b));
   if (rules.sizeRatio !== undefined && all.length < Math.max(2, rules.minFileNum)) return [];
   // With a size ratio: the smallest files, each next one admitted while it is not much larger than those before.
   const small = rules.sizeRatio === undefined ? all : bySizeRatio([...all].reverse(), rules).reverse();

@@ -385,7 +385,7 @@ async function checkLayout(table: Table, refs: References, listed: OrphanFile[])
   for (const e of await new ManifestStore(table).readLiveEntries(refs.latest)) {
     if (e.file.externalPath) continue;
     const p = relative(table.root, dataFilePathOf(table, e.partition, e.bucket, e.file.fileName)).split(sep).join("/");
-    if (seen.has(p) || (await table.io.exists(join(table.root, p)))) continue;
+    if (seen.has(p) || (await table.io.isFile(join(table.root, p)))) continue;
     throw new LakeError(
       ErrorKind.DataInvalid,
       `the latest snapshot's data file ${p} is not where natslake expects it (a table layout natslake does not understand, or a damaged table); remove-orphans deleted nothing`,

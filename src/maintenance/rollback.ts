@@ -95,7 +95,7 @@ export async function rollback(table: Table, o: RollbackOptions): Promise<Rollba
   if ((o.toSnapshot === undefined) === (o.toTag === undefined)) throw new LakeError(ErrorKind.DataInvalid, "roll back to either a snapshot or a tag");
   const pending = await readJournal(table);
   if (pending !== null) {
-    const target = await resolveTarget(table, o).catch(() => null);
+    const target = await resolveRollbackTarget(table, o).catch(() => null);
     if (target === null || target.id !== pending.target) {
       throw new LakeError(
         ErrorKind.Conflict,
@@ -104,7 +104,7 @@ export async function rollback(table: Table, o: RollbackOptions): Promise<Rollba
     }
     return o.dryRun === true ? resultOf(pending, true, true) : execute(table, pending, true);
   }
-  const target = await resolveTarget(table, o);
+  const target = await resolveRollbackTarget(table, o);
   const latestId = await table.snapshots.latestId();
   if (latestId === null) throw new LakeError(ErrorKind.NotFound, `${table.name} has no snapshots`);
   if (target.id > latestId) throw new LakeError(ErrorKind.DataInvalid, `${table.name}: snapshot ${target.id} is after the latest snapshot ${latestId}`);
@@ -119,7 +119,8 @@ export async function rollback(table: Table, o: RollbackOptions): Promise<Rollba
   return execute(table, plan, false);
 }
 
-async function resolveTarget(table: Table, o: RollbackOptions): Promise<Snapshot> {
+/** The snapshot a rollback or a restore goes back to: a snapshot, an expired one a tag holds, or a tag's. */
+export async function resolveRollbackTarget(table: Table, o: { toSnapshot?: number; toTag?: string }): Promise<Snapshot> {
   if (o.toTag !== undefined) return (await getTagOrThrow(table, o.toTag)).snapshot;
   const id = o.toSnapshot!;
   if (await table.snapshots.snapshotExists(id)) return table.snapshots.snapshot(id);
@@ -139,7 +140,7 @@ function guard(table: Table, latest: Snapshot, o: RollbackOptions): void {
   throw new LakeError(
     ErrorKind.Conflict,
     `${table.name}: the latest snapshot ${latest.id} was committed by a natslake cluster (${latest.commitUser}) ${Math.max(0, Math.round(age / 1000))} s ago: ` +
-      `stop the cluster before rolling back, or pass --force (the cluster would resume from the rolled-back snapshot's offsets and re-ingest the rows committed after it that its stream still holds)`,
+      `roll back through the cluster (--nats URL: its leader restores the snapshot's content as a new snapshot) or with --keep-history, stop the cluster first, or pass --force (the cluster would resume from the rolled-back snapshot's offsets and re-ingest the rows committed after it that its stream still holds)`,
   );
 }
 

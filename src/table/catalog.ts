@@ -1,12 +1,12 @@
 /**
- * The filesystem catalog: a warehouse directory holding `<db>.db/<table>/` directories, as Paimon's own
- * filesystem catalog lays them out. A database is just its directory; a table exists when its `schema/schema-N`
+ * The filesystem catalog: a warehouse directory (or object-store prefix) holding `<db>.db/<table>/` directories, as
+ * Paimon's own filesystem catalog lays them out. A database is just its directory; a table exists when its `schema/schema-N`
  * exists. Names are validated before any path is built from them.
  */
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import type { FileIO } from "../io/file-io.ts";
-import { LocalFileIO } from "../io/local.ts";
+import { openWarehouse, parseWarehouse, type Warehouse } from "../io/warehouse.ts";
 import { PathFactory } from "../io/paths.ts";
 import { newTableSchema, type SchemaInput } from "../spec/schema.ts";
 import { SchemaManager } from "./schema-manager.ts";
@@ -51,13 +51,28 @@ export function refusePrimaryKey(table: string, primaryKeys: readonly string[] |
 }
 
 export class Catalog {
+  /** The root path table paths are built from (a local directory, or `/prefix` in an S3 bucket). */
   readonly warehouse: string;
+  /** The warehouse as the user names it (`/data/wh`, `s3://bucket/prefix`), for messages. */
+  readonly uri: string;
+  readonly io: FileIO;
 
-  constructor(
-    warehouse: string,
-    readonly io: FileIO = new LocalFileIO(),
-  ) {
-    this.warehouse = resolve(warehouse.replace(/^file:\/\//, ""));
+  /**
+   * `warehouse`: a directory, `file://` or `s3://bucket/prefix` URI (its FileIO made by openWarehouse), or a
+   * Warehouse opened already. An explicit `io` serves the path given instead (tests wrapping a FileIO).
+   */
+  constructor(warehouse: string | Warehouse, io?: FileIO) {
+    const wh = typeof warehouse !== "string" ? warehouse : io === undefined ? openWarehouse(warehouse) : undefined;
+    if (wh !== undefined) {
+      this.warehouse = wh.root;
+      this.uri = wh.uri;
+      this.io = wh.io;
+    } else {
+      const loc = parseWarehouse(warehouse as string);
+      this.warehouse = loc.kind === "local" ? loc.path : `/${loc.prefix}`;
+      this.uri = loc.kind === "local" ? loc.path : (warehouse as string);
+      this.io = io!;
+    }
   }
 
   databasePath(db: string): string {

@@ -64,7 +64,7 @@ export async function getConsumer(table: Table, id: string): Promise<Consumer | 
 export async function writeConsumer(table: Table, id: string, nextSnapshot: number): Promise<void> {
   validateConsumerId(id);
   if (!Number.isSafeInteger(nextSnapshot) || nextSnapshot < 0) throw dataInvalid(`nextSnapshot must be a snapshot id, got ${nextSnapshot}`);
-  await table.io.mkdirs(table.paths.consumerDir);
+  // writeFile makes the directory when it is missing (no mkdirs: on an object store that would be a PUT per ack).
   await table.io.writeFile(pathOf(table, id), JSON.stringify({ nextSnapshot }));
 }
 

@@ -2,7 +2,7 @@
  * SchemaManager owns `schema/`: reads schema versions (cached: a schema file never changes) and creates new ones
  * exclusively, so two processes creating the same table cannot both win.
  */
-import { ErrorKind, LakeError } from "../errors.ts";
+import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import type { FileIO } from "../io/file-io.ts";
 import type { PathFactory } from "../io/paths.ts";
 import { schemaFromJson, schemaToJson, type TableSchema } from "../spec/schema.ts";
@@ -36,8 +36,14 @@ export class SchemaManager {
     const hit = this.cache.get(id);
     if (hit) return hit;
     const path = this.paths.schemaPath(id);
-    if (!(await this.io.exists(path))) throw new LakeError(ErrorKind.NotFound, `schema ${id} does not exist`, { context: { path } });
-    const s = schemaFromJson(parseJson(await this.io.readText(path)));
+    let text: string;
+    try {
+      text = await this.io.readText(path);
+    } catch (e) {
+      if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `schema ${id} does not exist`, { context: { path }, cause: e });
+      throw e;
+    }
+    const s = schemaFromJson(parseJson(text));
     this.cache.set(id, s);
     return s;
   }

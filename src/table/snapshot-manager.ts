@@ -10,6 +10,8 @@ import { type Snapshot, snapshotFromJson, snapshotToJson } from "../spec/snapsho
 import { parseJson, stringifyJson } from "../spec/wire/json.ts";
 
 const SNAPSHOT_NAME = /^snapshot-(\d+)$/;
+/** How far a stale LATEST hint is followed forward before the snapshot directory is listed instead. */
+const HINT_WALK_LIMIT = 16;
 
 export class SnapshotManager {
   /** Snapshots never change once created, so a cache by id is always valid (expiration only removes). */
@@ -23,7 +25,7 @@ export class SnapshotManager {
   ) {}
 
   async snapshotExists(id: number): Promise<boolean> {
-    return this.cache.has(id) || (await this.io.exists(this.paths.snapshotPath(id)));
+    return this.cache.has(id) || (await this.io.isFile(this.paths.snapshotPath(id)));
   }
 
   async snapshot(id: number): Promise<Snapshot> {
@@ -60,9 +62,19 @@ export class SnapshotManager {
     return ids.sort((a, b) => a - b);
   }
 
+  /**
+   * The hint, checked: `snapshot-<hint>` exists and `snapshot-<hint+1>` does not. A hint a few snapshots behind (its
+   * best-effort write lost, or read before the committer rewrote it) is walked forward one existence check at a
+   * time; only a missing or far-off hint costs a listing — so committers never list `snapshot/` (on an object store
+   * a LIST per commit would grow with the table).
+   */
   async latestId(): Promise<number | null> {
     const hint = await this.readHint("LATEST");
-    if (hint !== null && (await this.snapshotExists(hint)) && !(await this.snapshotExists(hint + 1))) return hint;
+    if (hint !== null && (await this.snapshotExists(hint))) {
+      for (let id = hint, steps = 0; steps < HINT_WALK_LIMIT; id++, steps++) {
+        if (!(await this.snapshotExists(id + 1))) return id;
+      }
+    }
     const ids = await this.listIds();
     return ids.length === 0 ? null : ids[ids.length - 1]!;
   }

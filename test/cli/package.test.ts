@@ -3,7 +3,7 @@
  * declarations; installed into an empty project (dependencies from the registry), plain Node — no TypeScript
  * loader — imports `natslake`, `natslake/producer`, `natslake/snapshots` and `natslake/consumer`, publishes rows
  * to a live cluster and sees them committed; `npx natslake --help` runs; the install warns about no engine; and a
- * TypeScript file using the package's types type-checks.
+ * TypeScript file using the package's types type-checks. The wire contracts resolve as `natslake/schemas/<file>`.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -32,6 +32,7 @@ test("package - npm pack, install into an empty project: plain Node imports it, 
       assert.match(list.stdout, /package\/dist\/cluster\/producer\.js/);
       assert.match(list.stdout, /package\/dist\/cluster\/producer\.d\.ts/);
       assert.doesNotMatch(list.stdout, /package\/cluster\/producer\.ts/, "sources are not shipped");
+      assert.match(list.stdout, /package\/schemas\/dead-letter\.schema\.json/, "the wire contracts are shipped");
       const app = join(dir, "app");
       run("mkdir", ["-p", app], dir);
       writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
@@ -49,6 +50,9 @@ import * as lake from "natslake";
 import { createProducer } from "natslake/producer";
 import { subscribeSnapshots } from "natslake/snapshots";
 import { openConsumer } from "natslake/consumer";
+import { createRequire } from "node:module";
+const contracts = createRequire(import.meta.url)("natslake/schemas/subjects.json");
+const snapSchema = createRequire(import.meta.url)("natslake/schemas/snapshot-notification.schema.json");
 const nc = await connect({ servers: process.argv[2] });
 const producer = await createProducer({ nc, table: "pkg.t" });
 for (let i = 0; i < 10; i++) await producer.write({ id: i, s: "row-" + i });
@@ -62,15 +66,17 @@ let rows = 0;
 for await (const s of consumer) { for await (const b of s.batches) rows += b.numRows; break; }
 await consumer.close();
 await nc.close();
-console.log(JSON.stringify({ library: typeof lake.Catalog, snapshot: seen.snapshotId, rows }));
+console.log(JSON.stringify({ library: typeof lake.Catalog, snapshot: seen.snapshotId, rows, subjects: contracts.subjects.length, snapTitle: snapSchema.title }));
 `,
       );
       const main = run(process.execPath, ["main.mjs", c.nats.url], app, 60_000);
       assert.equal(main.status, 0, main.stderr);
-      const out = JSON.parse(main.stdout.trim().split("\n").pop()!) as { library: string; snapshot: number; rows: number };
+      const out = JSON.parse(main.stdout.trim().split("\n").pop()!) as { library: string; snapshot: number; rows: number; subjects: number; snapTitle: string };
       assert.equal(out.library, "function", "the library's Catalog is exported");
       assert.ok(out.snapshot >= 1, "the rows became visible");
       assert.equal(out.rows, 10, "a consumer over NATS read them back");
+      assert.ok(out.subjects > 10, "natslake/schemas/subjects.json resolves through the package's exports");
+      assert.equal(out.snapTitle, "SnapshotNotification");
       const help = run("npx", ["--no-install", "natslake", "--help"], app, 60_000);
       assert.equal(help.status, 0, help.stderr);
       assert.match(help.stdout, /Usage: natslake/);

@@ -65,9 +65,10 @@ export function spawnNode(o: SpawnNodeOptions): ChildProcess {
   }
 }
 
-export async function startCluster(opts: { nodes: number; commitInterval?: string; leaseTtl?: string; env?: Record<string, string>; natsBin?: string }): Promise<TestCluster> {
+/** `warehouse`: another warehouse than a fresh local directory (e.g. an `s3://bucket/prefix` URI; its store is the caller's). */
+export async function startCluster(opts: { nodes: number; commitInterval?: string; leaseTtl?: string; env?: Record<string, string>; natsBin?: string; warehouse?: string }): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-cluster-"));
-  const warehouse = join(dir, "warehouse");
+  const warehouse = opts.warehouse ?? join(dir, "warehouse");
   const nats = await startNats(opts.natsBin ? { bin: opts.natsBin } : {});
   const redis = await startRedis();
   const nc = await connect({ servers: nats.url });

@@ -56,6 +56,12 @@ export interface NatsClusterOptions {
   clusterName?: string;
   /** Entries of the `jetstream {}` block of each node's config file, e.g. `{ sync_interval: "always" }`. */
   jetstream?: Record<string, string | number | boolean>;
+  /**
+   * A nats-server config file every node loads (`-c`; e.g. compose/nats/nats.conf). The helper's flags (addresses,
+   * ports, routes, store directory, server name) override what the file says; the cluster name is the file's
+   * unless `clusterName` is given. Not together with `jetstream`.
+   */
+  configFile?: string;
   /** More command-line arguments for every node. */
   extraArgs?: string[];
   /** How long `startNatsCluster` / `restart` / `waitReady` wait for a working JetStream meta group (default 30 s). */
@@ -116,6 +122,7 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`size must be a positive integer, got ${size}`);
   const bin = opts.bin ?? natsServerBin("default");
   const version = natsServerVersion(bin).join(".");
+  if (opts.configFile !== undefined && opts.jetstream !== undefined) throw new Error("give either configFile or jetstream, not both");
   const clusterName = opts.clusterName ?? "natslake";
   const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
   const root = mkdtempSync(join(tmpdir(), "natslake-natscluster-"));
@@ -144,10 +151,11 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
     const args = [
       "-n", node.name,
       "-m", String(node.monitorPort),
-      "--cluster_name", clusterName,
+      ...(opts.configFile === undefined || opts.clusterName !== undefined ? ["--cluster_name", clusterName] : []),
       "--cluster", `nats://127.0.0.1:${node.clusterPort}`,
       ...(routes.length ? ["--routes", routes.join(",")] : []),
     ];
+    if (opts.configFile !== undefined) args.push("-c", opts.configFile);
     if (opts.jetstream && Object.keys(opts.jetstream).length > 0) {
       const conf = join(node.dir, "nats.conf");
       writeFileSync(conf, configText(opts.jetstream));

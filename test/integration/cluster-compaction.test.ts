@@ -2,7 +2,7 @@
  * Writer-side compaction in the cluster: each bucket's writer rewrites its small files and the leader lands the
  * change as a COMPACT snapshot, while rows keep arriving in small commits and a writer node is killed and restarted.
  * Every acknowledged row is read exactly once, in bucket order, by natslake and by pypaimon; the live files per
- * bucket stay few; a `write-only` table is never compacted.
+ * bucket stay few; an unaware-bucket table (`bucket = -1`) is compacted too; a `write-only` table is never compacted.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -27,24 +27,37 @@ async function liveFilesPerBucket(t: Table): Promise<Map<number, number>> {
   return out;
 }
 
-test("cluster compaction - writers compact their buckets under load and a writer kill; rows exactly once, in bucket order; pypaimon agrees", { timeout: 240_000 }, async () => {
+test("cluster compaction - writers compact their buckets and the leader expires snapshots under load and a writer kill; rows exactly once, in bucket order; every retained snapshot whole; pypaimon agrees", { timeout: 240_000 }, async () => {
   const c = await startCluster({ nodes: 2, commitInterval: "100ms", env: { NATSLAKE_COMPACTION_INTERVAL: "400ms" } });
   try {
     await withNodeLogsOnFailure(c, async () => {
       const catalog = new Catalog(c.warehouse);
       const id = parseIdentifier("it.compacted");
-      await catalog.createTable(id, { columns: parseColumnList("id BIGINT NOT NULL, s STRING"), options: { bucket: "2", "bucket-key": "id", "compaction.min.file-num": "4" } });
+      await catalog.createTable(id, { columns: parseColumnList("id BIGINT NOT NULL, s STRING"), options: {
+          bucket: "2",
+          "bucket-key": "id",
+          "compaction.min.file-num": "4",
+          // Expiration on too, aggressively: the leader deletes what compaction replaced while rows keep landing.
+          "snapshot.num-retained.min": "5",
+          "snapshot.num-retained.max": "30",
+          "snapshot.time-retained": "1 s",
+        } });
       const quiet = parseIdentifier("it.writeonly");
       await catalog.createTable(quiet, { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id", "write-only": "true" } });
+      const unaware = parseIdentifier("it.unaware");
+      await catalog.createTable(unaware, { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "-1", "compaction.min.file-num": "4" } });
       const producer = await producerWhenRegistered(c.nc, "it.compacted");
+      const unawareProducer = await producerWhenRegistered(c.nc, "it.unaware");
       const quietProducer = await producerWhenRegistered(c.nc, "it.writeonly");
       let next = 0;
       const acked: Array<Promise<{ status: string }>> = [];
       for (let round = 0; round < ROUNDS; round++) {
         for (let k = 0; k < PER_ROUND; k++, next++) acked.push(producer.write({ id: next, s: `row-${next}` }));
         void quietProducer.write({ id: round });
+        for (let k = 0; k < 5; k++) acked.push(unawareProducer.write({ id: round * 5 + k }));
         await producer.flush();
         await quietProducer.flush();
+        await unawareProducer.flush();
         // A writer node dies in the middle of the run (a compaction of its may be in flight) and comes back.
         if (round === ROUNDS / 3) c.signal("n2", "SIGKILL");
         if (round === ROUNDS / 3 + 5) c.startNode("n2");
@@ -54,8 +67,10 @@ test("cluster compaction - writers compact their buckets under load and a writer
       assert.equal(outcomes.filter((o) => o.status !== "ok").length, 0, "every row acknowledged");
       await producer.waitVisible(producer.token(), 60_000);
       await quietProducer.waitVisible(quietProducer.token(), 60_000);
+      await unawareProducer.waitVisible(unawareProducer.token(), 60_000);
       await producer.close();
       await quietProducer.close();
+      await unawareProducer.close();
 
       // Compaction catches up once the small commits stop: few files per bucket.
       const files = await waitFor("each bucket compacted to a few files", async () => {
@@ -69,6 +84,10 @@ test("cluster compaction - writers compact their buckets under load and a writer
       const latest = (await t.snapshots.latest())!;
       assert.equal(latest.totalRecordCount, next, "a compaction neither adds nor drops rows");
       assert.ok([...files.values()].reduce((a, b) => a + b, 0) < (ROUNDS * 2) / 3, `far fewer files than commits: ${JSON.stringify([...files])}`);
+      // Expiration ran beside compaction: old snapshots (and the files only they held) are gone, the rest read whole.
+      assert.ok(((await t.snapshots.earliestId()) ?? 1) > 1, "snapshots were expired");
+      assert.ok(ids.length <= 40, `retention bounds the snapshots: ${ids.length}`);
+      await assertEverySnapshotReadable(t);
 
       // Exactly once, and per bucket the ids (published in increasing order) come back increasing.
       const seen = new Set<number>();
@@ -85,6 +104,18 @@ test("cluster compaction - writers compact their buckets under load and a writer
       assert.equal(seen.size, next, "every acknowledged row");
       const theirs = await paimonRead(c.warehouse, "it.compacted", { columns: ["id"] });
       assert.deepEqual(theirs.map((r) => Number(r["id"])).sort((a, b) => a - b), [...seen].sort((a, b) => a - b), "pypaimon reads the same rows");
+
+      // bucket = -1: compacted too (any order is allowed there), every row once.
+      const u = await waitFor("the unaware table compacted", async () => {
+        const t2 = await catalog.getTable(unaware);
+        return ((await liveFilesPerBucket(t2)).get(0) ?? 0) <= 6 ? t2 : undefined;
+      }, 60_000, 300);
+      const uKinds = await Promise.all((await u.snapshots.listIds()).map(async (s) => (await u.snapshots.snapshot(s)).commitKind));
+      assert.ok(uKinds.includes(CommitKind.COMPACT), "the unaware table got COMPACT snapshots");
+      const uIds: number[] = [];
+      for await (const r of readRows(u)) uIds.push(Number(r["id"]));
+      assert.deepEqual(uIds.sort((a, b) => a - b), Array.from({ length: ROUNDS * 5 }, (_, i) => i), "every row of the unaware table once");
+      assert.equal((await paimonRead(c.warehouse, "it.unaware")).length, ROUNDS * 5, "pypaimon reads them all");
 
       // write-only: never compacted, one file per commit stays.
       const q = await catalog.getTable(quiet);

@@ -62,8 +62,11 @@ test("prometheus rules - a real Prometheus scraping a node sees NatslakeCommitFa
         const body = (await r.json()) as { data: { result: Array<{ value: [number, string] }> } };
         return body.data.result.length > 0 && body.data.result[0]!.value[1] === "0" ? true : undefined;
       }, 60_000, 500);
-      // Enough small commits to reach the failing round.
-      for (let round = 0; round < 60; round++) {
+      // Small commits until the failing round came (under CPU load a flush can take several writes, so the number of
+      // rounds a number of writes makes is not fixed), bounded in rounds and time.
+      const failed = (): boolean => /commit round failed; retrying next interval/.test(c.logs("n1"));
+      const deadline = Date.now() + 90_000;
+      for (let round = 0; round < 400 && Date.now() < deadline && !failed(); round++) {
         void producer.write({ id: round });
         await producer.flush();
         await new Promise((r) => setTimeout(r, 100));

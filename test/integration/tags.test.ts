@@ -6,11 +6,10 @@
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createTable, readJson, reopen, sortRows, tempDir, writeRows } from "../helpers/tables.ts";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { readJson, reopen, sortRows, tempDir, writeRows } from "../helpers/tables.ts";
+import { dataFilesOnDisk, filesOf, historyTable, liveDataFiles, warehouseCli } from "../helpers/warehouse-cli.ts";
 import { paimonCreateTag, paimonListTags, paimonRead, paimonReadTag } from "../helpers/python.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
 import { natslakeProperties } from "../../src/spec/snapshot.ts";
@@ -21,75 +20,8 @@ import type { Table } from "../../src/table/table.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
-const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args, "--warehouse", wh.path], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (b: Buffer) => (stdout += b.toString()));
-    p.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-    p.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
-
-async function ok(args: string[]): Promise<string> {
-  const r = await cli(args);
-  assert.equal(r.code, 0, `natslake ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout;
-}
-
-async function fails(args: string[], code: number, message: RegExp): Promise<void> {
-  const r = await cli(args);
-  assert.equal(r.code, code, `natslake ${args.join(" ")} exits ${code}: ${r.stdout}${r.stderr}`);
-  assert.match(r.stderr, message);
-  // One line, no stack (commander adds its usage hint to argument errors).
-  assert.equal(r.stderr.trim().split("\n").filter((l) => l !== "(run with --help for usage)").length, 1, r.stderr);
-}
-
-/** `commits` appends of 5 rows into partitions a/b (2 buckets), snapshot `overwriteAt` an overwrite of partition a. */
-async function history(name: string, commits: number, overwriteAt = -1): Promise<Table> {
-  const t = await createTable(wh.path, name, "id BIGINT NOT NULL, dt STRING NOT NULL, msg STRING", { partitionKeys: ["dt"], options: { bucket: "2", "bucket-key": "id" } });
-  for (let c = 0; c < commits; c++) {
-    const dt = c % 2 === 0 || c === overwriteAt ? "a" : "b";
-    await writeRows(t, Array.from({ length: 5 }, (_, k) => ({ id: c * 5 + k, dt, msg: `c${c}` })), c === overwriteAt ? { partition: ["a"] } : undefined);
-  }
-  return reopen(wh.path, name);
-}
-
-/** Every file under the table except those in tag/ and snapshot/ (data files and manifests), relative paths. */
-function filesOf(t: Table): string[] {
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    for (const n of readdirSync(dir)) {
-      const p = join(dir, n);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.push(relative(t.root, p));
-    }
-  };
-  walk(t.root);
-  return out.sort();
-}
-
-/** Data files on disk under the table's partitions. */
-function dataFilesOnDisk(t: Table): string[] {
-  return filesOf(t).filter((p) => /^dt=/.test(p));
-}
-
-/** Data files a snapshot's plan reads, as paths relative to the table. */
-async function liveDataFiles(t: Table, spec: { snapshotId?: number; tag?: string }): Promise<string[]> {
-  const { planScan } = await import("../../src/scan/plan.ts");
-  const plan = await planScan(t, spec);
-  return plan.splits.flatMap((s) => s.files.map((f) => join(`dt=${String(s.partitionValues[0])}`, `bucket-${s.bucket}`, f.fileName))).sort();
-}
+const { cli, ok, fails } = warehouseCli(wh.path);
+const history = (name: string, commits: number, overwriteAt = -1): Promise<Table> => historyTable(wh.path, name, commits, overwriteAt);
 
 test("tags - create, list, delete through the CLI; refused names, duplicates and missing snapshots (exit 2, one line)", async () => {
   const name = "tg.cli";
@@ -307,7 +239,7 @@ test("rollback - refused while a cluster committed the latest snapshot within th
     messages: [],
     prepare: async () => ({ properties: natslakeProperties({ epoch: 1, buckets: new Map([[0, { offset: 5n, ownerEpoch: 1 }]]) }), messages: [], commitIdentifier: 1n, commitEmpty: true }),
   });
-  await fails(["rollback", name, "--to-snapshot", "2"], 3, /latest snapshot 4 was committed by a natslake cluster \(natslake-tg\.guard\) \d+ s ago: stop the cluster before rolling back, or pass --force/);
+  await fails(["rollback", name, "--to-snapshot", "2"], 3, /latest snapshot 4 was committed by a natslake cluster \(natslake-tg\.guard\) \d+ s ago: roll back through the cluster \(--nats URL.*or with --keep-history, stop the cluster first, or pass --force/);
   await fails(["rollback", name, "--to-snapshot", "2", "--dry-run"], 3, /stop the cluster/);
   assert.deepEqual(await (await reopen(wh.path, name)).snapshots.listIds(), [1, 2, 3, 4], "nothing changed");
   assert.match(await ok(["rollback", name, "--to-snapshot", "4"]), /already at snapshot 4; nothing to roll back/, "nothing to do is not refused");

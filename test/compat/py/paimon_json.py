@@ -644,3 +644,20 @@ def partition_literal(t, text, where):
         value = _EPOCH + dt.timedelta(microseconds=nanos // 1000)
         return value.replace(tzinfo=dt.timezone.utc) if t.root == "TIMESTAMP_LTZ" else value
     return from_json(t, text, None, where)
+
+
+def catalog_options(warehouse):
+    """pypaimon's catalog options for a warehouse: on S3 (s3://bucket/prefix) its file system options (pypaimon 2.1.0's
+    fs.s3.* names and s3.path-style-access) from the environment natslake itself uses — NATSLAKE_S3_ENDPOINT,
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION — so both sides talk to the same store."""
+    opts = {"warehouse": warehouse}
+    if warehouse.startswith("s3://"):
+        import os
+        opts.update({
+            "fs.s3.endpoint": os.environ["NATSLAKE_S3_ENDPOINT"],
+            "fs.s3.accessKeyId": os.environ["AWS_ACCESS_KEY_ID"],
+            "fs.s3.accessKeySecret": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "fs.s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+            "s3.path-style-access": "true",
+        })
+    return opts

@@ -27,7 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from paimon_json import (parse_json_type, parse_partition_spec, partition_literal, render,  # noqa: E402
+from paimon_json import (catalog_options, parse_json_type, parse_partition_spec, partition_literal, render,  # noqa: E402
                          render_partition_value)
 
 from pypaimon import CatalogFactory  # noqa: E402
@@ -45,7 +45,7 @@ def main():
     ap.add_argument("--filter-stdin", action="store_true")
     args = ap.parse_args()
 
-    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    catalog = CatalogFactory.create(catalog_options(args.warehouse))
     table = catalog.get_table(args.table)
     if args.snapshot is not None:
         if table.snapshot_manager().get_snapshot_by_id(args.snapshot) is None:

@@ -27,7 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from paimon_json import (from_json, parse_json_type, parse_sql_type, partition_literal,  # noqa: E402
+from paimon_json import (catalog_options, from_json, parse_json_type, parse_sql_type, partition_literal,  # noqa: E402
                          type_to_json)
 
 import pyarrow as pa  # noqa: E402
@@ -61,7 +61,7 @@ def create_table(catalog, ident, create):
 def main():
     spec = json.loads(sys.stdin.buffer.read().decode("utf-8"), parse_float=decimal.Decimal)
     warehouse, ident = spec["warehouse"], spec["table"]
-    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog = CatalogFactory.create(catalog_options(warehouse))
     create = spec.get("create")
     if create:
         create_table(catalog, ident, create)

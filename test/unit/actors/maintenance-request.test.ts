@@ -17,6 +17,8 @@ test("maintenance request - every task with its CLI options parses as sent", () 
   assert.deepEqual(parseMaintenanceRequest(req("expire-snapshots", { retainMin: 3, retainMax: 10, olderThanMs: 0, maxDeletes: 5 })).options, { retainMin: 3, retainMax: 10, olderThanMs: 0, maxDeletes: 5 });
   assert.deepEqual(parseMaintenanceRequest(req("expire-partitions", { expirationTimeMs: 86_400_000, timestampFormatter: "yyyy-MM-dd", timestampPattern: "$dt" })).options.dryRun, undefined);
   assert.equal(parseMaintenanceRequest(req("remove-orphans", {})).task, "remove-orphans");
+  assert.deepEqual(parseMaintenanceRequest(req("restore", { toSnapshot: 41, dryRun: true })).options, { toSnapshot: 41, dryRun: true });
+  assert.deepEqual(parseMaintenanceRequest(req("restore", { toTag: "before-backfill" })).options, { toTag: "before-backfill" });
 });
 
 test("maintenance request - bad input is refused with a message naming what is wrong", () => {
@@ -28,7 +30,11 @@ test("maintenance request - bad input is refused with a message naming what is w
     });
   };
   refused(enc("{not json"), /not JSON/);
-  refused(req("vacuum"), /unknown task "vacuum" \(one of compact, expire-snapshots, expire-partitions, remove-orphans\)/);
+  refused(req("vacuum"), /unknown task "vacuum" \(one of compact, expire-snapshots, expire-partitions, remove-orphans, restore\)/);
+  // A restore names exactly one target.
+  refused(req("restore", {}), /\(restore\) is not valid: options: name exactly one of toSnapshot and toTag/);
+  refused(req("restore", { toSnapshot: 3, toTag: "t" }), /name exactly one of toSnapshot and toTag/);
+  refused(req("restore", { toSnapshot: 0 }), /options\.toSnapshot/);
   refused(enc({ type: "maintenance", v: 1, table: "db.t", options: {} }), /unknown task undefined/);
   // A misspelled option is never ignored (a dropped dryRun would make a dry run real).
   refused(req("remove-orphans", { dryrun: true }), /\(remove-orphans\) is not valid: options: unknown key 'dryrun'/);

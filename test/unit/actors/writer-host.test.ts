@@ -4,6 +4,7 @@
  * successor placed (seen once in the leader-pause test: a bucket left without a writer for good).
  */
 import { test } from "node:test";
+import { metrics } from "@opentelemetry/api";
 import assert from "node:assert/strict";
 import { ActorSystem, noopLogger, type ActorRef } from "../../../actors/runtime/index.ts";
 import { WriterHostActor } from "../../../actors/writer-host.ts";
@@ -22,7 +23,7 @@ test("writer host - an older leader's assignment is ignored; the newest leader's
   const host = new WriterHostActor({
     nodeId: "me",
     cluster: {} as ClusterState, // not reached: no bucket is revoked here
-    writerDeps: { table: { name: "t.events" } } as unknown as Omit<WriterDeps, "bucket" | "ownerEpoch">,
+    writerDeps: { table: { name: "t.events" }, meter: metrics.getMeter("writer-host-test") } as unknown as Omit<WriterDeps, "bucket" | "ownerEpoch">,
     // Stand-ins for bucket writers: the host's decisions are what is tested, not the writers.
     spawnWriter: (ctx, name) => {
       spawned.push(name);

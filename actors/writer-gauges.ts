@@ -1,0 +1,51 @@
+/**
+ * Gauges of a node's writers, observed from the writer hosts that run (one per table on a writer node):
+ * - `natslake_bucket_assignments{table, state}`: buckets this node's writers own, `active` or `revoking` (flushing
+ *   their last committable before a hand-off). Summed over nodes: the table's assigned buckets; a table whose sum
+ *   stays below its bucket count has a bucket nobody writes.
+ * - `natslake_writer_memory_bytes` and `natslake_writer_memory_limit_bytes`: the node's write budget in use (rows
+ *   decoded and not yet written, across its bucket writers) and its size (`--writer-memory`).
+ * Registered once per meter; a host is observed from its start to its stop.
+ */
+import type { Meter } from "@opentelemetry/api";
+import type { WriteBudget } from "../src/write/write-budget.ts";
+
+export interface ObservedHost {
+  readonly table: string;
+  /** Buckets owned now, by state. */
+  bucketsByState(): { active: number; revoking: number };
+  readonly budget: WriteBudget | undefined;
+}
+
+const hostsOf = new WeakMap<Meter, Set<ObservedHost>>();
+
+function hosts(meter: Meter): Set<ObservedHost> {
+  const known = hostsOf.get(meter);
+  if (known !== undefined) return known;
+  const live = new Set<ObservedHost>();
+  hostsOf.set(meter, live);
+  meter.createObservableGauge("natslake_bucket_assignments", { description: "buckets this node's writers own, by table and state (active, revoking)" }).addCallback((r) => {
+    for (const h of live) {
+      const n = h.bucketsByState();
+      r.observe(n.active, { table: h.table, state: "active" });
+      r.observe(n.revoking, { table: h.table, state: "revoking" });
+    }
+  });
+  const budgets = (): Set<WriteBudget> => new Set([...live].flatMap((h) => (h.budget === undefined ? [] : [h.budget])));
+  meter.createObservableGauge("natslake_writer_memory_bytes", { description: "the node's write budget in use: rows its bucket writers hold decoded and not yet written", unit: "By" }).addCallback((r) => {
+    const b = budgets();
+    if (b.size > 0) r.observe([...b].reduce((n, x) => n + x.usedBytes, 0));
+  });
+  meter.createObservableGauge("natslake_writer_memory_limit_bytes", { description: "the node's write budget (--writer-memory)", unit: "By" }).addCallback((r) => {
+    const b = budgets();
+    if (b.size > 0) r.observe([...b].reduce((n, x) => n + x.capacityBytes, 0));
+  });
+  return live;
+}
+
+/** Observes `host` until the returned function is called. */
+export function observeWriterHost(meter: Meter, host: ObservedHost): () => void {
+  const set = hosts(meter);
+  set.add(host);
+  return () => void set.delete(host);
+}

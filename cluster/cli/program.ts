@@ -1,0 +1,42 @@
+/**
+ * The `natslake` commander program: every command group of cluster/cli/ registered on one program. Building it runs
+ * nothing, so a test can parse a command line with the real option parser (cluster/main.ts runs it).
+ */
+import { Command } from "commander";
+import { registerDataCommands } from "./data-commands.ts";
+import { registerTailCommand } from "./tail-command.ts";
+import { registerStatusCommand } from "./status-command.ts";
+import { registerTableCommands } from "./table-commands.ts";
+import { registerClusterCommands } from "./cluster-commands.ts";
+import { registerChaosCommands } from "./chaos-commands.ts";
+import { registerMaintenanceCommands } from "./maintenance-commands.ts";
+import { registerConsumerCommands } from "./consumer-commands.ts";
+import { registerExpirePartitionsCommand } from "./expire-partitions-command.ts";
+import { registerRemoveOrphansCommand } from "./remove-orphans-command.ts";
+import { registerTagCommands } from "./tag-commands.ts";
+import { registerRollbackCommand } from "./rollback-command.ts";
+import { registerCompactCommand } from "./compact-command.ts";
+
+/** The program; `out` receives each line a command prints on stdout. */
+export function buildProgram(out: (s: string) => void): Command {
+  const program = new Command("natslake")
+    .description("natslake: rows published on NATS, landed as Apache Paimon tables")
+    // Which code runs: the compiled build (dist/) or the TypeScript sources (bin/natslake.mjs decides and says so).
+    .version(`0.1.0 (${process.env["NATSLAKE_RUNNING_FROM"] ?? "sources"})`)
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride();
+  registerTableCommands(program, out);
+  registerDataCommands(program, out);
+  registerClusterCommands(program, out);
+  registerMaintenanceCommands(program, out);
+  registerConsumerCommands(program, out);
+  registerTailCommand(program, out);
+  registerStatusCommand(program, out);
+  registerExpirePartitionsCommand(program, out);
+  registerRemoveOrphansCommand(program, out);
+  registerTagCommands(program, out);
+  registerRollbackCommand(program, out);
+  registerCompactCommand(program, out);
+  registerChaosCommands(program);
+  return program;
+}

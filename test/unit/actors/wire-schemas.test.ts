@@ -1,0 +1,149 @@
+/**
+ * The published wire contracts (`schemas/`): the files are exactly what the zod schemas generate, every one compiles
+ * with ajv in strict mode, messages made by the real encoders (msgpack committables, rejections and row batches; JSON
+ * dead letters, cut ones too) validate, and broken ones do not — a missing field, a field the schema does not know,
+ * a wrong type, a msgpack `undefined`. Subjects map to their contracts; an unknown subject to none.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Packr } from "msgpackr";
+import { encodeMsg } from "../../../actors/wire/codec.ts";
+import { contractOf, SUBJECT_CONTRACTS } from "../../../actors/wire/contracts.ts";
+import { fitDeadLetter } from "../../../actors/wire/limits.ts";
+import type { Committable, CompactionEntry, DeadLetter, Rejection, SnapshotNotification } from "../../../actors/wire/messages.ts";
+import { publishedSchemaFiles } from "../../../actors/wire/published.ts";
+import { encodeRowBatch, unpackValue } from "../../../actors/wire/row-batch.ts";
+import { jsonView, WIRE_SCHEMAS } from "../../../actors/wire/schemas.ts";
+import { EMPTY_STATS, FileSource, type DataFileMeta } from "../../../src/spec/manifest.ts";
+import { SCHEMAS_DIR, wireValidator } from "../../helpers/wire-validator.ts";
+
+const v = wireValidator();
+const viaMsgpack = (bytes: Uint8Array): unknown => jsonView(unpackValue(bytes));
+const valid = (name: string, value: unknown): void => assert.equal(v.check(name, value), null);
+const invalid = (name: string, value: unknown, why: RegExp): void => {
+  const err = v.check(name, value);
+  assert.notEqual(err, null, `${name} accepted ${JSON.stringify(value, (_k, x: unknown) => (typeof x === "bigint" ? String(x) : x))}`);
+  assert.match(err!, why);
+};
+
+const meta = (i: number): DataFileMeta => ({
+  fileName: `data-${i}.parquet`,
+  fileSize: 100,
+  rowCount: 3,
+  minKey: EMPTY_STATS.minValues,
+  maxKey: EMPTY_STATS.maxValues,
+  keyStats: EMPTY_STATS,
+  valueStats: { minValues: new Uint8Array([1, 2]), maxValues: new Uint8Array([3, 4]), nullCounts: [0n, null] },
+  minSequenceNumber: 0n,
+  maxSequenceNumber: 2n ** 62n,
+  schemaId: 0,
+  level: 0,
+  extraFiles: [],
+  creationTimeMillis: Date.now(),
+  deleteRowCount: 0,
+  embeddedIndex: null,
+  fileSource: FileSource.APPEND,
+  valueStatsCols: null,
+  externalPath: null,
+  firstRowId: null,
+  writeCols: null,
+});
+
+const committable: Committable = {
+  type: "committable",
+  v: 1,
+  table: "db.t",
+  stream: "LAKE_IN_db_t#2025-01-01T00:00:00.000Z.abcd",
+  bucket: 3,
+  ownerEpoch: 2,
+  writerId: "n1",
+  prevOffset: 10,
+  lastOffset: 20,
+  flushId: 4,
+  rowCount: 3,
+  files: [{ partition: new Uint8Array([0, 0, 0, 0]), totalBuckets: 4, meta: meta(1) }],
+  firstArrivalMillis: Date.now(),
+};
+
+test("wire schemas - the files in schemas/ are exactly what the zod schemas generate, one per schema plus subjects.json", () => {
+  const want = publishedSchemaFiles();
+  const have = readdirSync(SCHEMAS_DIR).filter((f) => f.endsWith(".json")).sort();
+  assert.deepEqual(have, Object.keys(want).sort(), "run `npm run schemas`");
+  for (const [f, text] of Object.entries(want)) assert.equal(readFileSync(join(SCHEMAS_DIR, f), "utf8"), text, `${f} is out of date: run \`npm run schemas\``);
+  assert.deepEqual(v.names.sort(), WIRE_SCHEMAS.map((s) => s.name).sort());
+  // Every subject names a schema that exists.
+  for (const c of SUBJECT_CONTRACTS) for (const n of [c.schema, c.reply]) if (n !== undefined) assert.ok(v.names.includes(n), `${c.subject}: no schema ${n}`);
+});
+
+test("wire schemas - msgpack commit entries and rejections from the real codec validate in their JSON view; broken ones do not", () => {
+  valid("commit-entry", viaMsgpack(encodeMsg(committable)));
+  const compaction: CompactionEntry = { type: "compaction", v: 1, table: "db.t", bucket: 0, ownerEpoch: 1, writerId: "n1", compactionId: "c-1", planSnapshotId: 9, changes: [{ partition: new Uint8Array(4), totalBuckets: 1, before: [meta(1), meta(2)], after: [meta(3)] }] };
+  valid("commit-entry", viaMsgpack(encodeMsg(compaction)));
+  valid("commit-entry", { type: "committable-ref", v: 1, table: "db.t", bucket: 0, ownerEpoch: 1, writerId: "n1", prevOffset: 0, lastOffset: 5, flushId: 1, path: "natslake-committables/x", size: 2_000_000 });
+  const rejection: Rejection = { type: "rejection", table: "db.t", bucket: 1, ownerEpoch: 1, prevOffset: 4, committedOffset: 7, reason: "broken-offset-chain" };
+  valid("rejection", viaMsgpack(encodeMsg(rejection)));
+
+  const { rowCount: _dropped, ...missing } = committable;
+  invalid("commit-entry", viaMsgpack(encodeMsg(missing as Committable)), /rowCount/);
+  invalid("commit-entry", viaMsgpack(encodeMsg({ ...committable, surprise: 1 } as Committable)), /additional properties/);
+  invalid("commit-entry", viaMsgpack(encodeMsg({ ...committable, bucket: "3" } as unknown as Committable)), /integer/);
+  // An `undefined` packs as a msgpack extension no other language reads: the view shows it and the schema refuses it.
+  const withUndefined = viaMsgpack(encodeMsg({ ...committable, files: [{ ...committable.files[0]!, meta: { ...meta(1), externalPath: undefined as unknown as null } }] }));
+  invalid("commit-entry", withUndefined, /externalPath|must be/);
+  invalid("rejection", viaMsgpack(encodeMsg({ ...rejection, reason: "because" as Rejection["reason"] })), /allowed values/);
+});
+
+test("wire schemas - row batches, raw rows, dead letters (whole and cut) and notifications validate", () => {
+  valid("row-batch", viaMsgpack(encodeRowBatch({ v: 1, schema: 0, cols: ["id", "b"], rows: [[2n ** 63n - 1n, new Uint8Array([1])], [1, null]] })));
+  invalid("row-batch", viaMsgpack(encodeRowBatch({ v: 1, schema: 0, cols: ["id"], rows: [{ id: 1 } as unknown as unknown[]] })), /must be array/);
+  // What services may send to the bare subject: one row, an array of rows, a row batch (schema id optional).
+  const anyPack = new Packr({ useRecords: false });
+  valid("raw-rows", { id: 1, msg: "hi" });
+  valid("raw-rows", [{ id: 1 }, { id: 2 }]);
+  valid("raw-rows", viaMsgpack(anyPack.pack({ v: 1, cols: ["id"], rows: [[1], [2]] })));
+  invalid("raw-rows", [1, 2], /must be object/);
+  invalid("raw-rows", "text", /must be/);
+
+  const letter: DeadLetter = { type: "dead-letter", table: "db.t", stage: "writer", reason: "column id: not a BIGINT", streamSeq: 12, rowIndex: 0, original: { id: "x" }, at: Date.now() };
+  valid("dead-letter", JSON.parse(new TextDecoder().decode(fitDeadLetter(letter, 1 << 20))));
+  const cut = JSON.parse(new TextDecoder().decode(fitDeadLetter({ ...letter, original: { blob: "y".repeat(50_000) } }, 10_000))) as DeadLetter;
+  assert.equal(typeof cut.originalBytes, "number");
+  valid("dead-letter", cut);
+  invalid("dead-letter", { ...letter, stage: "committer" }, /allowed values/);
+  invalid("dead-letter", { ...letter, table: "no-dot" }, /pattern/);
+
+  const n: SnapshotNotification = { type: "snapshot", table: "db.t", snapshotId: 5, kind: "APPEND", timeMillis: 1, linkedAtMillis: 2, totalRecordCount: 10, deltaRecordCount: 3, epoch: 1, offsets: { "0": 7, "1": 9 } };
+  valid("snapshot-notification", n);
+  invalid("snapshot-notification", { ...n, offsets: { x: 1 } }, /property name/);
+});
+
+test("wire schemas - requests: the maintenance and consume-open schemas are the validators the nodes use; defaults may be left out", () => {
+  valid("maintenance-request", { type: "maintenance", v: 1, task: "compact", table: "db.t", options: {} });
+  invalid("maintenance-request", { type: "maintenance", v: 1, task: "compact", table: "db.t", options: { dryrun: true } }, /additional properties/);
+  valid("consume-open", { type: "consume-open", v: 1, table: "db.t", inbox: "_INBOX.x" });
+  invalid("consume-open", { type: "consume-open", v: 1, table: "db.t", inbox: "_INBOX.*" }, /pattern/);
+  valid("consume-headers", { "Natslake-Type": "chunk", "Natslake-Chunk": "1", "Natslake-Snapshot": "4", "Natslake-Kind": "full" });
+  invalid("consume-headers", { "Natslake-Type": "chunk", "Natslake-Chunk": "1" }, /Natslake-Snapshot/);
+  valid("admin-request", { type: "reset-offsets", table: "db.t", from: "latest" });
+  invalid("admin-request", { type: "drop-table", table: "db.t" }, /must/);
+});
+
+test("wire schemas - every subject maps to its contract; an unknown one to none", () => {
+  const of = (s: string): string | undefined => contractOf(s, "lake")?.schema;
+  assert.equal(of("lake.in.db.t"), "raw-rows");
+  assert.equal(of("lake.in.db.t.12"), "row-batch");
+  assert.equal(of("lake.in.db.t.stream-id"), "stream-id-marker");
+  assert.equal(of("lake.commit.db.t"), "commit-entry");
+  assert.equal(of("lake.ctl.reject.db.t.n1"), "rejection");
+  assert.equal(contractOf("lake.ctl.maint.db.t", "lake")?.reply, "maintenance-reply");
+  assert.equal(of("lake.ctl.consume.s.abc"), "consume-control");
+  assert.equal(of("$KV.lake_assign.db.t"), "table-assignment");
+  assert.equal(of("$KV.lake_assign.released.db.t.3"), "released");
+  assert.equal(of("$KV.lake_members.n1"), "member-heartbeat");
+  assert.equal(of("lake.in.db.t.x"), undefined);
+  assert.equal(of("lake.ctl.drain.n1"), undefined);
+  assert.equal(of("other.in.db.t"), undefined);
+  assert.equal(contractOf("other.in.db.t", "other")?.schema, "raw-rows");
+});
