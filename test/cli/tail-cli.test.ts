@@ -31,11 +31,12 @@ test("tail - --from full prints the table, then each new snapshot's rows; --cons
   // The tail starts on 2 snapshots; a third lands while it waits (once it printed the table: a CLI starting on a
   // loaded machine can take seconds, and a third snapshot landing before it starts would be part of its full scan).
   const child = spawn(process.execPath, [BIN, "tail", name, "--from", "full", "--max-snapshots", "2", "--consumer-id", "cli", "--warehouse", wh.path, "--poll", "50ms", "--with-snapshot-id"], { stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<number | null>((r) => child.once("exit", r));
   let out = "";
   child.stdout.on("data", (b: Buffer) => (out += b.toString()));
   await waitFor("the tail printed the table", () => (lines(out).length >= 3 ? true : undefined), 60_000, 50);
   await writeRows(await reopen(wh.path, name), [{ id: 4, s: "d" }]);
-  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  const code = await exited;
   assert.equal(code, 0);
   assert.deepEqual(lines(out), [
     { id: 1, s: "a", _snapshot: 2 },
@@ -155,13 +156,16 @@ test("tail - --nats without --warehouse reads through a reader node: the table, 
       await round();
       await round();
       const child = spawn(process.execPath, [BIN, "tail", name, "--nats", c.nats.url, "--from", "full", "--consumer-id", "nt", "--max-snapshots", "2", "--with-snapshot-id"], { stdio: ["ignore", "pipe", "pipe"], env });
+      // Listened for at once: the tail may print its second snapshot and exit while the third round is still being
+      // waited for below.
+      const exited = new Promise<number | null>((r) => child.once("exit", r));
       let out = "";
       let err = "";
       child.stdout.on("data", (b: Buffer) => (out += b.toString()));
       child.stderr.on("data", (b: Buffer) => (err += b.toString()));
       await waitFor("the tail printed the table", () => (lines(out).length >= 40 ? true : undefined), 60_000, 100);
       await round();
-      const code = await new Promise<number | null>((r) => child.once("exit", r));
+      const code = await exited;
       assert.equal(code, 0, err);
       const t = await new Catalog(c.warehouse).getTable(id);
       const printed = lines(out);
