@@ -2,7 +2,8 @@
  * ConsumeSessionActor: one consumer's session on a reader node (the protocol: actors/wire/consume.ts). It follows
  * the table with a TableStream and sends each item's rows (projection and partition filter applied here, at the
  * reader) as Arrow IPC chunks, only while the consumer's credit allows — so a slow or stalled consumer holds at most
- * `window` chunks of this node's memory and never slows another session. Every snapshot ends with a chunk marked
+ * 2 × `window` chunks of this node's memory (in flight, and read ahead) and never slows another session. Every
+ * snapshot ends with a chunk marked
  * last. Acks are written as the consumer's Paimon progress.
  *
  * Where the rows come from: a new snapshot's delta from the table's shared DeltaFeed (read and encoded once for every
@@ -74,6 +75,11 @@ interface OwnRead {
 }
 
 const EMPTY = new Uint8Array(0);
+/**
+ * Data files a session's own read decodes ahead (in the worker pool) of the batch it encodes: with the pool's default
+ * (workers + 1) the workers idled half the time while this thread encoded and sent (profiled catch-up).
+ */
+const READ_AHEAD_FILES = 8;
 
 export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   /** The last chunk number sent, and the highest the consumer has taken. */
@@ -148,7 +154,8 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
           return;
         }
         // Waiting for a snapshot or for credit: say we are alive, so the consumer does not move to another reader.
-        if (now - this.lastSent >= HEARTBEAT_MS) this.emit({ headers: { [CONSUME_HEADER.type]: "heartbeat" }, body: EMPTY });
+        // It says which chunk was sent last, so a consumer that lost it (and so gives no credit) finds out.
+        if (now - this.lastSent >= HEARTBEAT_MS) this.emit({ headers: { [CONSUME_HEADER.type]: "heartbeat", [CONSUME_HEADER.sent]: String(this.sent) }, body: EMPTY });
         return;
       }
     }
@@ -182,26 +189,34 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   }
 
   /**
-   * Sends what the consumer's credit allows, reading more as needed; resolves false when it must wait for credit,
-   * true when the stream ended (the session is closed). Control messages (credit, ack) are handled meanwhile: the
-   * work runs outside the mailbox.
+   * Sends what the consumer's credit allows, reading more as needed; resolves false when it must wait for credit
+   * (with up to `window` chunks ready), true when the stream ended (the session is closed). Control messages (credit,
+   * ack) are handled meanwhile: the work runs outside the mailbox, and each send looks at the credit afresh.
+   *
+   * Chunks are read and encoded ahead while the consumer's credit is used up, at most `window` of them: otherwise the
+   * reader would idle until a credit came back and the consumer until the next chunk was read (a catch-up stopped and
+   * went, at half its speed). A stalled session therefore holds up to `window` chunks in flight and `window` ready.
    */
   private async step(): Promise<boolean> {
     for (;;) {
       if (this.ended) return true;
-      if (this.sent >= this.credited + this.d.window) return false;
-      const next = this.queue.shift();
-      if (next !== undefined) {
-        this.sent++;
-        next.headers[CONSUME_HEADER.chunk] = String(this.sent);
-        this.emit(next);
-        if (next.delivers !== undefined) this.d.onDelivered?.(next.delivers);
-        continue;
-      }
+      if (this.sent < this.credited + this.d.window) {
+        const next = this.queue.shift();
+        if (next !== undefined) {
+          this.sent++;
+          next.headers[CONSUME_HEADER.chunk] = String(this.sent);
+          this.emit(next);
+          if (next.delivers !== undefined) this.d.onDelivered?.(next.delivers);
+          continue;
+        }
+      } else if (this.queue.length >= this.d.window) return false;
       if (this.own !== null) {
         await this.readOwn(this.own);
         continue;
       }
+      // The next item only once everything ready was sent: waiting for a new snapshot must never hold back chunks
+      // that a credit arriving meanwhile would let go.
+      if (this.queue.length > 0) return false;
       const item = await this.d.stream.next();
       if (item === null) return true;
       if (item.kind === "delta" && this.d.feed !== undefined) {
@@ -220,7 +235,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
         item,
         // Every file decodes in the worker pool: this thread encodes and sends meanwhile (a full scan of small files
         // decoded here would leave the workers idle and this thread doing all the work, one step after the other).
-        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), inlineDecodeBelowBytes: 0 }),
+        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), inlineDecodeBelowBytes: 0, readAheadFiles: READ_AHEAD_FILES }),
         packer: new ChunkPacker(payloadLimit(this.d.out.maxPayload)),
         held: null,
       };

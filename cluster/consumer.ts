@@ -18,9 +18,10 @@
  * - `ack()` resolves once the reader recorded the progress (with a consumer id: Paimon's consumer file, so any
  *   reader resumes after it). At least once per snapshot: one not acknowledged is delivered again after a restart;
  *   de-duplicate by `snapshotId` for exactly once.
- * - A reader that goes silent (no chunk and no heartbeat for READER_TIMEOUT_MS), or a chunk lost on the way, and
- *   the client opens a new session (on another reader, if this one died) from where it is: the rows it already
- *   received are not handed over again — a snapshot interrupted halfway goes on from its next row.
+ * - A reader that goes silent (no chunk and no heartbeat for READER_TIMEOUT_MS), or a chunk lost on the way (a
+ *   later chunk, or a heartbeat naming a chunk it never got), and the client opens a new session (on another reader,
+ *   if this one died) from where it is: the rows it already received are not handed over again — a snapshot
+ *   interrupted halfway goes on from its next row.
  */
 import * as arrow from "apache-arrow";
 import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
@@ -226,7 +227,12 @@ class ConsumerImpl implements Consumer {
     if (sub !== this.sub || this.closed) return; // a message of a session already left
     this.lastHeard = Date.now();
     const type = m.headers?.get(CONSUME_HEADER.type);
-    if (type === "heartbeat") return;
+    if (type === "heartbeat") {
+      // The reader sent a chunk this session never got: it waits for credit for it, and nothing else would come.
+      const sent = Number(m.headers!.get(CONSUME_HEADER.sent) ?? 0);
+      if (sent >= this.expectedChunk) void this.reopen(`chunk ${this.expectedChunk} lost (the reader sent ${sent})`);
+      return;
+    }
     if (type === "error") {
       const e = JSON.parse(dec.decode(m.data)) as { error: string; kind: string };
       this.fail(new LakeError(e.kind as ErrorKind, e.error));

@@ -372,7 +372,7 @@ export const consumeHeadersSchema = z
       "Natslake-Kind": z.enum(["full", "delta"]),
       "Natslake-Last": z.literal("1").optional().describe("the snapshot's last chunk (its body holds rows, or is empty)"),
     }),
-    z.strictObject({ "Natslake-Type": z.literal("heartbeat") }),
+    z.strictObject({ "Natslake-Type": z.literal("heartbeat"), "Natslake-Sent": digits.optional().describe("the number of the last chunk the session sent") }),
     z.strictObject({ "Natslake-Type": z.literal("error") }),
   ])
   .meta({

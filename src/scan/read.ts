@@ -46,6 +46,11 @@ export interface ReadSpec extends ScanSpec {
    * encodes and sends the rows it read while the next files decode).
    */
   inlineDecodeBelowBytes?: number;
+  /**
+   * Files read and decoded ahead of the one being consumed (default: one more than the pool has workers). A caller
+   * that does more with each batch than take it (encodes and sends it) keeps the workers busy meanwhile with more.
+   */
+  readAheadFiles?: number;
 }
 
 /** Files smaller than this are decoded on the calling thread by default: a worker round trip would cost more than it saves. */
@@ -192,12 +197,12 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
 }
 
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
-export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes"> = {}): AsyncGenerator<arrow.RecordBatch> {
+export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles"> = {}): AsyncGenerator<arrow.RecordBatch> {
   const fields = projectedFields(table, spec.projection);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
   // Files read ahead of the one being consumed: enough to keep every worker busy.
-  const window = pool === null ? 1 : pool.size + 1;
+  const window = pool === null ? 1 : Math.max(1, spec.readAheadFiles ?? pool.size + 1);
   const limit = spec.limit ?? Infinity;
   const pending: Array<Promise<arrow.RecordBatch[]>> = [];
   let next = 0;
