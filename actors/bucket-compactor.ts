@@ -26,6 +26,13 @@ import type { CompactionEntry } from "./wire/messages.ts";
 import type { CommitLog } from "./ports.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
 
+/**
+ * One manifest cache per table object, i.e. per table on a node, shared by the compactors of all its buckets there:
+ * each plans against the latest snapshot every few commits, and with a cache each a new manifest was fetched once per
+ * bucket (on an object store, most of a cluster's GETs per commit).
+ */
+const sharedManifests = new WeakMap<Table, ManifestStore>();
+
 /** How long the inputs of a job sent stay out of planning unless they leave the live set first. */
 export const IN_FLIGHT_MS = 60_000;
 
@@ -55,7 +62,9 @@ export class BucketCompactor {
   private stopped = false;
 
   constructor(private readonly d: BucketCompactorDeps) {
-    this.manifests = new ManifestStore(d.table);
+    let store = sharedManifests.get(d.table);
+    if (store === undefined) sharedManifests.set(d.table, (store = new ManifestStore(d.table)));
+    this.manifests = store;
   }
 
   /** Jobs in progress finish without sending (their outputs are removed). */

@@ -49,6 +49,7 @@ export class CommittableStore {
       size: body.length,
     };
     if (c.stream !== undefined) ref.stream = c.stream;
+    if (c.traceparent !== undefined) ref.traceparent = c.traceparent;
     return ref;
   }
 

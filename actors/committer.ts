@@ -18,10 +18,10 @@
  * files, at most the newest CATCH_UP_MAX); its first round does so even when nothing is pending, so an idle table's
  * last snapshot is announced too (read-your-writes waits on it).
  */
-import type { Meter } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Meter, type Span, type Tracer } from "@opentelemetry/api";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
-import { failpoint } from "../src/failpoints.ts";
+import { failpoint, failpointAsync } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
 import type { CommitEntry, Committable, CommittableRef, CompactionEntry, SnapshotNotification } from "./wire/messages.ts";
 import { StreamCompactionCommitter, type PendingCompaction } from "../src/commit/compaction-commit.ts";
@@ -31,6 +31,7 @@ import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
 import { streamMismatchCounter } from "./stream-check.ts";
+import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
 
 export type CommitterMsg =
   | { type: "tick" }
@@ -62,6 +63,13 @@ export interface CommitterDeps {
   acquireIntervalMs: number;
   /** Called when this node becomes (true) or stops being (false) the table's leader, with the epoch. */
   onLeadership?: (leader: boolean, epoch: number) => void;
+  /**
+   * Called once per leadership, after the first round that read the commit stream to its end and decided all of it:
+   * whatever a previous leader left there is committed or rejected by then (orphan cleanup waits for it).
+   */
+  onBacklogDecided?: (epoch: number) => void;
+  /** Commit and notify spans (default: the global API's tracer, recording nothing until tracing is registered). */
+  tracer?: Tracer;
 }
 
 interface Leadership {
@@ -77,6 +85,16 @@ interface Leadership {
   timer: Cancellable;
   /** The last snapshot id announced; null until this leadership read it (its first round). */
   notified: number | null;
+  /** A round has read the commit stream to its end and decided everything in it (see `onBacklogDecided`). */
+  backlogDecided: boolean;
+}
+
+/** A leadership that could not start after the lease was won (reading the chain or opening the commit stream failed). */
+class LeadSetupFailed extends Error {
+  override readonly name = "LeadSetupFailed";
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+  }
 }
 
 /** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
@@ -107,8 +125,10 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private readonly streamMismatches;
   private readonly compactions;
   private readonly commitFailures;
+  private readonly tracer: Tracer;
 
   constructor(private readonly d: CommitterDeps) {
+    this.tracer = d.tracer ?? trace.getTracer("natslake");
     this.commits = d.meter.createCounter("natslake_commits_total", { description: "snapshots committed" });
     this.commitLatency = d.meter.createHistogram("natslake_commit_duration_ms", { description: "commit round duration", unit: "ms" });
     this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
@@ -148,7 +168,12 @@ export class CommitterActor implements Actor<CommitterMsg> {
         return;
       case "acquire-failed":
         this.busy = false;
-        ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
+        if (msg.error instanceof LeadSetupFailed) {
+          // The lease was won but the table could not be read (a damaged snapshot, the warehouse gone): nothing can
+          // commit, which the operators' P0 alert must see as much as a failed round.
+          this.commitFailures.add(1, { table: this.d.table.name });
+          ctx.log.error("won the lease but cannot start committing; released it, trying again", { table: this.d.table.name, error: msg.error.message });
+        } else ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
         return;
       case "acquired": {
         this.busy = false;
@@ -168,7 +193,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
           stillLeader: () => keeper.isValid(),
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
         });
-        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null };
+        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null, backlogDecided: false };
         this.leaderChanges.add(1, { table: this.d.table.name });
         ctx.log.info("became leader", { table: this.d.table.name, epoch: msg.epoch, node: this.d.nodeId });
         this.d.onLeadership?.(true, msg.epoch);
@@ -222,12 +247,14 @@ export class CommitterActor implements Actor<CommitterMsg> {
       return { grant, epoch, reader };
     } catch (e) {
       await this.d.lease.release(grant).catch(() => undefined);
-      throw e;
+      throw new LeadSetupFailed(ensureError(e));
     }
   }
 
   private async round(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
     if (l.notified === null) {
+      // Tests: a slow first round (a large backlog) — what orphan cleanup must wait for.
+      await failpointAsync("committer.first-round");
       // First round of this leadership: announce what an earlier leader linked but never announced.
       const last = await this.d.bus.lastSnapshotNotified(this.d.table.name);
       l.notified = last;
@@ -251,7 +278,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
       l.pending.push(...got);
       if (got.length < 2000) break;
     }
-    if (l.pending.length === 0) return;
+    if (l.pending.length === 0) return this.backlogDecided(l);
     if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
     const decided = l.pending;
     const compactions: PendingCompaction<CompactionEntry>[] = [];
@@ -262,6 +289,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     l.pending = decided.filter((p) => p.committable.type === "compaction");
     if (compactions.length > 0) await this.compactionRound(l, compactions, ctx);
     l.pending = [];
+    this.backlogDecided(l);
     // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
     const table = this.d.table.name;
     const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
@@ -273,6 +301,13 @@ export class CommitterActor implements Actor<CommitterMsg> {
       },
       (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }),
     );
+  }
+
+  /** The first round that decided everything it read (it read the stream to its end) tells the node, once. */
+  private backlogDecided(l: Leadership): void {
+    if (l.backlogDecided) return;
+    l.backlogDecided = true;
+    this.d.onBacklogDecided?.(l.epoch);
   }
 
   /**
@@ -318,8 +353,27 @@ export class CommitterActor implements Actor<CommitterMsg> {
 
   /** Decides the pending committables (not compactions) as one APPEND snapshot; tells writers about rejections. */
   private async appendRound(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
+    // The commit span links to the flush spans of the committables it decides (many flushes, one commit).
+    const span = this.tracer.startSpan("natslake.commit", { root: true, attributes: { "natslake.table": this.d.table.name, "natslake.epoch": l.epoch } });
+    try {
+      await this.decideAppends(l, ctx, span);
+      span.end();
+    } catch (e) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: ensureError(e).message });
+      span.end();
+      throw e;
+    }
+  }
+
+  private async decideAppends(l: Leadership, ctx: ActorContext<CommitterMsg>, span: Span): Promise<void> {
     const started = this.d.clock.monotonic();
     const loaded = await this.loadBodies(l, ctx);
+    if (span.isRecording()) {
+      const links = new TraceLinks();
+      for (const p of loaded) links.add(p.committable.traceparent);
+      span.addLinks(links.links());
+      span.setAttributes({ "natslake.committables": loaded.length, "natslake.traced_flushes": links.total });
+    }
     const refOf = new Map<Committable, CommittableRef>();
     for (const p of loaded) if (p.ref !== undefined) refOf.set(p.committable, p.ref);
     const res = await l.committer.commitRound(loaded.map((p) => p.committable));
@@ -344,9 +398,18 @@ export class CommitterActor implements Actor<CommitterMsg> {
       const s = res.snapshot;
       // The snapshot's own natslake properties are what this round decided (epoch, offsets, stream).
       const n = this.notificationOf(s, res.linkedAt);
+      span.setAttributes({ "natslake.snapshot_id": s.id, "natslake.rows": s.deltaRecordCount });
       // Snapshots linked since the last announcement (by a leader that died or was drained right after linking).
       await this.announceThrough(l, s.id - 1);
-      await this.d.bus.publishSnapshot(n);
+      // The notification carries the notify span's context (a child of the commit span): subscribers continue it.
+      const notify = this.tracer.startSpan("natslake.notify", { kind: SpanKind.PRODUCER, attributes: { "natslake.table": table, "natslake.snapshot_id": s.id } }, trace.setSpan(ROOT_CONTEXT, span));
+      const traceparent = traceparentOf(notify);
+      if (traceparent !== undefined) n.traceparent = traceparent;
+      try {
+        await this.d.bus.publishSnapshot(n);
+      } finally {
+        notify.end();
+      }
       l.notified = s.id;
       for (const v of res.verdicts) {
         if (v.kind === "accepted" && v.committable.firstArrivalMillis > 0) this.visibleLatency.record(res.linkedAt - v.committable.firstArrivalMillis, { table });

@@ -109,7 +109,10 @@ export class CoordinatorActor implements Actor<CoordinatorMsg> {
 
     // 1. Revokes in progress: hand over once released and committed, or when the owner is gone or stuck.
     const released = await this.d.cluster.releasedBuckets(table);
-    const st = await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest());
+    // The committed offsets matter only to a hand-over in progress: rounds run twice a second, and on an object store
+    // reading the latest snapshot costs requests each time.
+    const revoking = Object.values(next.buckets).some((a) => a.state === "revoking");
+    const st = revoking ? await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest()) : null;
     for (const [key, a] of Object.entries(next.buckets)) {
       if (a.state !== "revoking") continue;
       const b = Number(key);

@@ -24,7 +24,8 @@ export const expirePartitionsTask: MaintenanceTask = {
 
 /**
  * Orphan-file cleanup every `natslake.orphan-check-interval` (default 1 h). Files of committables still in flight
- * are protected by age alone: they are seconds old, far below `natslake.orphan-older-than` (1 d).
+ * are protected by age alone: they are seconds old, far below `natslake.orphan-older-than` (1 d) — once the leader
+ * has decided what an earlier leadership left in the commit stream, which MaintenanceActor waits for (ORPHAN_TASKS).
  */
 export const removeOrphansTask: MaintenanceTask = {
   name: "remove-orphans",
@@ -172,7 +173,10 @@ export function tableStatsTask(meter: Meter, now: () => number = Date.now): Main
       const attrs = { table: t.name };
       files.set(attrs, live.length);
       bytes.set(attrs, live.reduce((n, e) => n + e.file.fileSize, 0));
-      snapshots.set(attrs, (await t.snapshots.listIds()).length);
+      // Ids run without a gap from the earliest to the latest (expiration removes the oldest first, rollback the
+      // newest): counted from the two, not by listing snapshot/ every 10 s.
+      const earliest = latest === null ? null : await t.snapshots.earliestId();
+      snapshots.set(attrs, latest === null || earliest === null ? 0 : latest.id - earliest + 1);
       // Every bucket of a fixed-bucket table is reported (0 included), so a bucket that drains shows as 0.
       const rules = compactionRules(t);
       const small = new Map<number, number>();

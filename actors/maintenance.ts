@@ -47,11 +47,26 @@ export interface MaintenanceDeps {
   nodeId?: string;
   /** Whether this node still holds the table's lease; checked before each requested job (a paused ex-leader's). */
   stillLeader?: () => boolean;
+  /**
+   * Whether this leadership's committer has decided everything that was in the commit stream when it took the lead
+   * (default: yes). Orphan cleanup waits for it (see ORPHAN_TASKS).
+   */
+  backlogDecided?: () => boolean;
   /** How often due times are checked (default 1 s). */
   tickMs?: number;
   /** Runs a requested job (tests replace it); default runMaintenanceJob. */
   runJob?: (table: Table, job: MaintenanceJob, onProgress: (p: { done: number; total: number; files?: number }) => void) => Promise<unknown>;
 }
+
+/**
+ * Jobs that wait until the leader has decided its commit-stream backlog. Orphan cleanup protects the data files of
+ * committables not yet decided by their age alone (`natslake.orphan-older-than`). After a gap with no leader longer
+ * than that bound (Redis down, every committer stopped), the stream holds committables whose files are older than it:
+ * a cleanup running beside the new leader's first round would delete files that round is about to reference — a
+ * snapshot pointing at missing files. Once the backlog is decided, its files are referenced (read after the listing)
+ * or rejected (orphans indeed), and every file still in flight is seconds old.
+ */
+export const ORPHAN_TASKS: ReadonlySet<string> = new Set(["remove-orphans"]);
 
 /** Requests waiting beyond the running job; more are refused (the CLI says the leader is busy). */
 export const MAX_QUEUED_REQUESTS = 16;
@@ -126,17 +141,25 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
     }
   }
 
-  /** Starts the next job when none runs: the oldest request, else the most overdue scheduled task. */
+  /**
+   * Starts the next job when none runs: the oldest request, else the most overdue scheduled task. An orphan cleanup
+   * waits until the backlog is decided (a request stays at the head of the queue, scheduled tasks run meanwhile; the
+   * next tick looks again).
+   */
   private next(ctx: ActorContext<MaintenanceMsg>): void {
     if (this.running !== null) return;
-    const req = this.queue.shift();
-    if (req !== undefined) return this.startRequest(req.job, req.responder, ctx);
+    const waiting = this.d.backlogDecided?.() === false;
+    const head = this.queue[0];
+    if (head !== undefined && !(waiting && ORPHAN_TASKS.has(head.job.task))) {
+      this.queue.shift();
+      return this.startRequest(head.job, head.responder, ctx);
+    }
     const now = this.d.clock.monotonic();
     let due: MaintenanceTask | undefined;
     let dueBy = -Infinity;
     for (const t of this.d.tasks) {
       const every = t.intervalMs(this.d.table);
-      if (every === null) continue;
+      if (every === null || (waiting && ORPHAN_TASKS.has(t.name))) continue;
       const last = this.lastRun.get(t.name);
       // Overdue by how much: a task never run in this leadership is the most overdue; ties keep the list's order,
       // and a task due every second cannot starve the hourly ones.

@@ -28,6 +28,8 @@ export interface IngestMessage {
   data: Uint8Array;
   /** Publish time at the server (epoch ms). */
   publishedAt: number;
+  /** The message's W3C `traceparent` header, read only while the node traces (actors/wire/trace-context.ts). */
+  traceparent?: string;
 }
 
 /** Reads one bucket's ingest subject from a start sequence, in order, with no acks (progress lives in snapshots). */

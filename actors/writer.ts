@@ -11,7 +11,7 @@
  * names (its rejected files become orphans). On revoke it flushes, sends its last committable, and reports the bucket
  * released with the last offset it covered.
  */
-import type { Meter } from "@opentelemetry/api";
+import { SpanStatusCode, trace, type Meter, type Tracer } from "@opentelemetry/api";
 import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import { failpoint } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
@@ -30,6 +30,7 @@ import { deadLetterCounter } from "./dead-letter-metric.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
+import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
 import { BucketCompactor, type CompactionJobResult } from "./bucket-compactor.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
 
@@ -89,6 +90,8 @@ export interface WriterDeps {
    * `checkIntervalMs`, under the node's `slots`. Absent, or the table's `write-only = true`: none.
    */
   compaction?: { slots: CompactionSlots; checkIntervalMs: number };
+  /** Flush spans (default: the global API's tracer, which records nothing until a process registers tracing). */
+  tracer?: Tracer;
 }
 
 let nextBudgetId = 0;
@@ -115,6 +118,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   /** A flush asked for while an append was in flight: it starts once that append's dead letters are out. */
   private flushWaiting = false;
   private firstArrival = 0;
+  /** Trace contexts of the batches appended since the last flush cut: the next flush span links to them. */
+  private traceLinks = new TraceLinks();
+  private readonly tracer: Tracer;
   private pulling = false;
   private flushing = false;
   /** Bytes of the buffer cut for the flush in flight (still held until the flush ends). */
@@ -147,6 +153,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   constructor(private readonly d: WriterDeps) {
     this.writeBufferBytes = d.table.options.writeBufferSize;
+    this.tracer = d.tracer ?? trace.getTracer("natslake");
     this.store = new CommittableStore(d.table);
     this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
     this.deadLetters = deadLetterCounter(d.meter);
@@ -205,6 +212,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.flushWaiting = false;
     this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
+    this.traceLinks = new TraceLinks();
     if (opts.keepSent !== true) this.sent.clear();
     ctx.pipeToSelf(
       (async (): Promise<WriterMsg> => {
@@ -435,6 +443,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     // A waiting flush goes first: appends posted after it belong to the next flush.
     if (this.decoding || this.flushWaiting || this.stash.length === 0 || this.session === null) return;
     const messages = this.stash.splice(0);
+    for (const m of messages) this.traceLinks.add(m.traceparent);
     this.decoding = true;
     const generation = this.generation;
     const lastSeq = messages[messages.length - 1]!.seq;
@@ -452,6 +461,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     if (w === null || messages.length === 0) return;
     const last = messages[messages.length - 1]!;
     this.lastSeq = last.seq;
+    for (const m of messages) this.traceLinks.add(m.traceparent);
     if (this.firstArrival === 0) this.firstArrival = messages[0]!.publishedAt || this.d.clock.now();
     const out = decodeRows(this.d.table.schema.fields, messages, (row) => w.writeRow(row));
     if (out.rows > 0) this.rowsIn.add(out.rows, this.labels);
@@ -519,6 +529,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     const flushId = ++this.flushId;
     const stream = this.stream;
     this.sent.add(prevOffset);
+    // One span per flush, linked to the spans of the batches it covers (a flush covers many batches, so not a child).
+    const traced = this.traceLinks;
+    this.traceLinks = new TraceLinks();
+    const span = this.tracer.startSpan("natslake.flush", {
+      root: true,
+      links: traced.links(),
+      attributes: { "natslake.table": this.d.table.name, "natslake.bucket": this.d.bucket, "natslake.owner_epoch": this.d.ownerEpoch, "natslake.prev_offset": prevOffset, "natslake.last_offset": lastOffset, "natslake.traced_batches": traced.total },
+    });
     // prepareCommit cuts the buffer synchronously: rows appended from now on belong to the next flush.
     const cutBytes = this.bufferedBytes();
     const session = this.session;
@@ -553,6 +571,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           flushId,
           firstArrivalMillis: firstArrival,
         };
+        const traceparent = traceparentOf(span);
+        if (traceparent !== undefined) c.traceparent = traceparent;
+        span.setAttributes({ "natslake.rows": c.rowCount, "natslake.files": files.length });
         // Too large for one message (many files, large statistics): sent by reference to a durable body.
         const entry = await toCommitEntry(c, payloadLimit(this.d.commitLog.maxPayload), this.store);
         if (entry.type === "committable-ref") ctx.log.info("committable sent by reference", { ...this.labels, files: files.length, bytes: entry.size, path: entry.path });
@@ -563,7 +584,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         failpoint("writer.after-committable");
         this.filesOut.add(files.length, this.labels);
         this.bytesOut.add(files.reduce((n, f) => n + f.meta.fileSize, 0), this.labels);
-      })(),
+      })().then(
+        () => span.end(),
+        (e: unknown) => {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: ensureError(e).message });
+          span.end();
+          throw e;
+        },
+      ),
       () => ({ type: "flushed", generation, prevOffset, lastOffset }),
       (e) => ({ type: "flush-failed", generation, error: ensureError(e) }),
     );

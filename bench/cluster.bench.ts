@@ -5,14 +5,18 @@
  * 1. End-to-end rows/s (first publish → all rows committed) with 1, 2 and 3 writer processes, and in the same run
  *    the raw JetStream consume + decode rate of the same messages (an ordered consumer decoding every row batch into
  *    Arrow columns in this process), with the ratio.
- * 2. Publish → visible latency p50/p99 at 50k rows/s with a 100 ms commit interval.
+ * 2. Publish → visible latency p50/p99 at 50k rows/s with a 100 ms commit interval, and in the same run the
+ *    notification latency a snapshot subscriber in its own process sees (snapshot link → receipt; target p99 ≤ 50 ms).
+ * 3. The same cluster on a local and on an S3 warehouse (SeaweedFS) at a 250 ms commit interval: rows/s, p50/p99,
+ *    and S3 requests per commit from the nodes' metrics (bench/warehouse-compare.ts).
  * RSS (peak) and CPU seconds of every process are printed; the load generator's CPU apart.
  *
  *   node --import tsx bench/cluster.bench.ts [rows=1000000]
+ *   CLUSTER_BENCH_ONLY=1,2,3,catch-up,latency,s3 (a subset)
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, openSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
@@ -24,6 +28,7 @@ import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
+import { compareWarehouses } from "./warehouse-compare.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
@@ -50,6 +55,8 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     // CPU is counted from here: node start-up (loading and compiling the TypeScript) is not part of the work.
     const before = nodes.map((n) => procStats(n.pid!).cpu);
     const natsBefore = procStats(nats.pid).cpu;
+    // A subscriber in its own process (as a consumer service runs) during the latency run: link → receipt.
+    const subscriber = rate > 0 ? spawnSubscriber(nats.url, Math.ceil((rows / rate) * 1000) + 30_000) : null;
     // The latency run starts after 2 s of the same load (reported apart): steady state, not the cluster's first seconds.
     const load = await runLoad(nats.url, "bench.events", rows, rate, rate > 0 ? rate * 2 : 0);
     assertAlive(nodes, dir, "during the run");
@@ -68,6 +75,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
       );
     } else {
       lines.push(`  ${rate.toLocaleString("en-US")} rows/s offered, commit interval ${commitInterval}: publish→visible p50 ${r["latencyP50"]} ms, p99 ${r["latencyP99"]} ms (${r["samples"]} batches; after a 2 s warm-up whose p50/p99 were ${r["warmupP50"]}/${r["warmupP99"]} ms)`);
+      if (subscriber !== null) lines.push(`  snapshot notifications to a subscriber process: ${await subscriber.summary()}`);
     }
     lines.push(`    nodes: ${nodeStats.map((s, i) => `n${i + 1} ${s.cpu.toFixed(1)} CPU s, RSS ${s.rssMb} MB`).join("; ")}; load generator ${Number(r["cpuSeconds"]).toFixed(1)} CPU s, RSS ${load.rssMb} MB; nats-server ${natsStats.cpu.toFixed(1)} CPU s`);
     await nc.close();
@@ -79,6 +87,29 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     rmSync(dir, { recursive: true, force: true });
   }
   return lines;
+}
+
+/**
+ * test/helpers/subscriber-child.ts in its own process for `ms`: one line per notification with its receipt time.
+ * `summary()` stops it and gives the link → receipt latency p50/p99 (the first notification, the KV's last value, is
+ * left out) and whether ids came in order without gaps.
+ */
+function spawnSubscriber(url: string, ms: number): { summary: () => Promise<string> } {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("../test/helpers/subscriber-child.ts", import.meta.url)), url, "bench.events", String(ms)], { stdio: ["ignore", "pipe", "inherit"] });
+  let text = "";
+  child.stdout!.on("data", (b: Buffer) => (text += b.toString()));
+  return {
+    async summary() {
+      child.kill("SIGTERM");
+      await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once("exit", r)));
+      const got = text.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { n: { snapshotId: number; linkedAtMillis: number }; at: number });
+      const lat = got.slice(1).map((g) => g.at - g.n.linkedAtMillis).sort((a, b) => a - b);
+      if (lat.length === 0) return "none received";
+      const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))]!;
+      const inOrder = got.every((g, i) => i === 0 || g.n.snapshotId === got[i - 1]!.n.snapshotId + 1);
+      return `p50 ${q(0.5)} ms, p99 ${q(0.99)} ms over ${lat.length} snapshots, ${inOrder ? "every id in order" : "GAPS OR REORDERING"} (target p99 ≤ 50 ms)`;
+    },
+  };
 }
 
 /**
@@ -169,7 +200,7 @@ async function catchUp(rows: number): Promise<string[]> {
 }
 
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
-// CLUSTER_BENCH_ONLY=1,3,catch-up,latency runs only those scenarios (for quick comparisons); default: all.
+// CLUSTER_BENCH_ONLY=1,3,catch-up,latency,s3 runs only those scenarios (for quick comparisons); default: all.
 const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
 for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...(await scenario(writers, ROWS, 0, "250ms")));
 if (!only || only.includes("catch-up")) out.push(...(await catchUp(ROWS)));
@@ -177,5 +208,10 @@ if (!only || only.includes("latency")) {
   out.push("latency");
   out.push(...(await scenario(3, 500_000, 50_000, "100ms")));
 }
-out.push("targets: ≥ 250k rows/s end-to-end and ≥ 0.35× the raw rate; p99 ≤ commit interval + 100 ms; RSS ≤ 300 MB per node");
+out.push("targets: ≥ 250k rows/s end-to-end and ≥ 0.35× the raw rate; p99 ≤ commit interval + 100 ms; notification p99 ≤ 50 ms; RSS ≤ 300 MB per node");
+if (!only || only.includes("s3")) {
+  const load0 = loadavg().map((x) => x.toFixed(2)).join(" ");
+  out.push(...(await compareWarehouses({ rows: ROWS, latencyRate: 50_000, latencyRows: Math.min(500_000, Math.max(100_000, Math.floor(ROWS / 2))), nodes: 2 })));
+  out.push(`  load average at the start of the warehouse runs ${load0}, at the end ${loadavg().map((x) => x.toFixed(2)).join(" ")} (a shared machine: figures under load are indicative)`);
+}
 process.stdout.write(out.join("\n") + "\n");

@@ -24,8 +24,13 @@ export const FAILPOINT_MEANING: Record<string, string> = {
   "writer.parquet.encoded": "Parquet encoded, before the file is written",
   "writer.file.written": "after the data file, before the committable",
   "writer.after-committable": "after the committable is in the commit stream, before the writer records it",
+  "expire.after-data-file": "snapshot expiration, after deleting one data file the expired snapshots alone read (before their manifests and snapshot files)",
   "expire.after-snapshot": "snapshot expiration, after deleting one expired snapshot file (data files and manifests already gone)",
   "expire.before-snapshots": "snapshot expiration, after the expired snapshots' files, before their snapshot files",
+  "orphans.after-delete": "orphan-file cleanup, after deleting one orphan file",
+  "compact.rewrite.after-output": "a writer's compaction mid-rewrite: an output file written, nothing sent",
+  "writer.compaction-before-send": "a writer's compaction rewritten, before its change is in the commit stream",
+  "committer.after-compact-snapshot": "the writers' COMPACT snapshot linked, before the commit stream is purged",
   "commit.after-manifests": "after the manifests, before the manifest lists",
   "commit.after-manifest-lists": "after the manifest lists, before the snapshot",
   "commit.before-snapshot": "right before snapshot-N is linked",
@@ -67,12 +72,17 @@ async function waitMember(t: TopologyHandle, id: string): Promise<boolean> {
   return (await waitUntil(() => (t.isRunning(id) ? true : null), 5000)) === true;
 }
 
+/** Where an armed failpoint fires: at its N-th pass, N drawn in [lo, hi] (default: the fault's own range). */
+export interface ArmOptions {
+  nth?: [lo: number, hi: number];
+}
+
 /** A writer killed by an armed failpoint mid-flush, restarted clean 1 s later. */
-export async function writerFailpointFault(ctx: ScenarioContext, point: string): Promise<FaultRecord> {
+export async function writerFailpointFault(ctx: ScenarioContext, point: string, o: ArmOptions = {}): Promise<FaultRecord> {
   const t = ctx.topology;
   const owners = [...new Set((await t.bucketOwners()).values())].filter((id) => t.isRunning(id)).sort();
   const victim = ctx.rng.pick(owners.length > 0 ? owners : t.nodeIds("writer"));
-  const nth = ctx.rng.int(3, 8);
+  const nth = ctx.rng.int(...(o.nth ?? [3, 8]));
   ctx.log(`arming ${point}:kill@${nth} on ${victim}`);
   await stopGracefully(t, victim);
   t.startNode(victim, { env: armed(point, nth) });
@@ -92,14 +102,24 @@ export async function writerFailpointFault(ctx: ScenarioContext, point: string):
   return rec;
 }
 
+export interface LeaderArmOptions extends ArmOptions {
+  /**
+   * Runs once the armed node leads (before it reaches the point, unless that came first); what it returns goes into
+   * the fault's detail. E.g. a scenario plants what the armed leader's next maintenance run works through.
+   */
+  whenArmedLeads?: (armed: string) => Promise<Record<string, unknown>>;
+  /** Runs right after the armed leader died at its point (the fault's detail gets what it returns). */
+  afterKill?: () => Promise<Record<string, unknown>>;
+}
+
 /** The leader killed by an armed commit failpoint; the other committer takes over; the victim is restarted clean. */
-export async function committerFailpointFault(ctx: ScenarioContext, point: string): Promise<FaultRecord> {
+export async function committerFailpointFault(ctx: ScenarioContext, point: string, o: LeaderArmOptions = {}): Promise<FaultRecord> {
   const t = ctx.topology;
   const leader = await waitUntil(() => t.leader(), 30_000);
   if (leader === null) throw new Error("no leader within 30 s");
   const standby = t.nodeIds("committer").find((id) => id !== leader);
   if (!standby) throw new Error("the topology has a single committer; committer failpoints need two");
-  const nth = ctx.rng.int(3, 10);
+  const nth = ctx.rng.int(...(o.nth ?? [3, 10]));
   ctx.log(`arming ${point}:kill@${nth} on ${standby}, then handing leadership over from ${leader}`);
   await stopGracefully(t, standby);
   t.startNode(standby, { env: armed(point, nth) });
@@ -113,6 +133,7 @@ export async function committerFailpointFault(ctx: ScenarioContext, point: strin
   const took = await waitUntil(async () => ((await t.leader()) === standby ? true : !t.isRunning(standby) ? false : null), 20_000, 100);
   t.startNode(leader);
   const name = `leader SIGKILL at ${point}`;
+  const planted = took === true && o.whenArmedLeads !== undefined ? await o.whenArmedLeads(standby) : {};
   const exit = await t.waitExit(standby, 60_000);
   if (exit === null || exit.failpoint !== point) {
     const rec = ctx.record({
@@ -120,13 +141,14 @@ export async function committerFailpointFault(ctx: ScenarioContext, point: strin
       target: `node:${standby}`,
       injectedAt: exit?.at ?? Date.now(),
       fired: false,
-      detail: { point, nth, becameLeader: took !== null, why: exit === null ? "not reached within 60 s" : `exited otherwise (code ${exit.code}, signal ${exit.signal})` },
+      detail: { point, nth, becameLeader: took !== null, ...planted, why: exit === null ? "not reached within 60 s" : `exited otherwise (code ${exit.code}, signal ${exit.signal})` },
     });
     await stopGracefully(t, standby);
     t.startNode(standby);
     return rec;
   }
-  const rec = ctx.record({ name, target: `node:${standby}`, injectedAt: exit.at, recoveryFrom: "injected", detail: { point, nth, pid: exit.pid, meaning: FAILPOINT_MEANING[point] } });
+  const after = o.afterKill !== undefined ? await o.afterKill() : {};
+  const rec = ctx.record({ name, target: `node:${standby}`, injectedAt: exit.at, recoveryFrom: "injected", detail: { point, nth, pid: exit.pid, meaning: FAILPOINT_MEANING[point], ...planted, ...after } });
   await ctx.sleep(1000);
   t.startNode(standby);
   rec.healedAt = Date.now();

@@ -2,7 +2,7 @@
  * The chaos runner's command line (started by `natslake chaos run …`, `npm run chaos` and `npm run chaos:ci`):
  *
  *   node --import tsx chaos/main.ts run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] [--keep] [--verbose]
- *                                        [--nats-server PATH] [--reports DIR]
+ *                                        [--nats-server PATH] [--reports DIR] [--s3]
  *   node --import tsx chaos/main.ts list
  *
  * No scenario names: the full suite (or the CI subset with --ci). A name may be a prefix (`writer-kill` runs every
@@ -33,6 +33,7 @@ interface RunFlags {
   verbose?: boolean;
   natsServer?: string;
   reports: string;
+  s3?: boolean;
 }
 
 function parseRuns(v: string): number {
@@ -79,6 +80,7 @@ async function main(argv: string[]): Promise<number> {
     .option("--verbose", "print the run's events as they happen")
     .option("--nats-server <path>", "nats-server binary (default: the current one built by scripts/setup.sh, else Debian's)")
     .option("--reports <dir>", "where reports go", "chaos-reports")
+    .option("--s3", "the warehouse in an S3 bucket on a SeaweedFS of each run's own (built by scripts/setup.sh) instead of a directory")
     .action(async (names: string[], o: RunFlags) => {
       const all = await loadScenarios();
       let selected;
@@ -90,14 +92,14 @@ async function main(argv: string[]): Promise<number> {
       if (selected.length === 0) throw new UsageError("no scenario selected");
       installCleanup();
       const nats = chooseNatsServer(o.natsServer);
-      process.stdout.write(`chaos: ${selected.length} scenario(s) × ${o.runs} run(s) against ${nats.label}\n\n`);
+      process.stdout.write(`chaos: ${selected.length} scenario(s) × ${o.runs} run(s) against ${nats.label}${o.s3 === true ? ", the warehouse on S3 (SeaweedFS)" : ""}\n\n`);
       const reports: ChaosReport[] = [];
       const t0 = Date.now();
       for (const s of selected) {
         for (let run = 1; run <= o.runs; run++) {
           const seed = o.seed === undefined ? randomSeed() : (o.seed + run - 1) % 2 ** 32;
           process.stdout.write(`── ${s.name}: run ${run}/${o.runs}, seed ${seed}, load ${((o.duration ?? s.defaultDurationMs) / 1000).toFixed(0)} s — ${s.description}\n`);
-          reports.push(await runScenario({ scenario: s, seed, run, ...(o.duration !== undefined ? { durationMs: o.duration } : {}), nats, reportsDir: resolve(o.reports), keep: o.keep === true, verbose: o.verbose === true }));
+          reports.push(await runScenario({ scenario: s, seed, run, ...(o.duration !== undefined ? { durationMs: o.duration } : {}), nats, reportsDir: resolve(o.reports), keep: o.keep === true, verbose: o.verbose === true, s3: o.s3 === true }));
         }
       }
       const failed = reports.filter((r) => !r.ok && r.skipped === undefined);

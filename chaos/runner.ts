@@ -41,6 +41,8 @@ export interface RunOptions {
   reportsDir: string;
   keep: boolean;
   verbose: boolean;
+  /** The warehouse in S3 (a SeaweedFS per run) instead of a directory. */
+  s3?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -106,7 +108,7 @@ function mergeOverrides(a: TopologyOverrides | undefined, b: TopologyOverrides |
   if (!a || !b) return a ?? b;
   const nodeEnv: Record<string, Record<string, string>> = { ...a.nodeEnv };
   for (const [id, env] of Object.entries(b.nodeEnv ?? {})) nodeEnv[id] = { ...nodeEnv[id], ...env };
-  return { ...a, ...b, nodeEnv };
+  return { ...a, ...b, nodeEnv, env: { ...a.env, ...b.env } };
 }
 
 async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -144,6 +146,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     startedAt: new Date(started).toISOString(),
     durationMs: 0,
     natsServer: o.nats.label,
+    warehouse: o.s3 === true ? "S3" : "local directory",
     faults,
     rows: { published: 0, acknowledged: 0, unknown: 0, failed: 0, found: 0, deadLettered: 0, poison: 0, poisonInDlq: 0, unexpected: 0, failedButPresent: 0 },
     lost: 0,
@@ -160,6 +163,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     recoveryBudgetMs: 0,
     invariants: {},
     pypaimonRows: null,
+    compaction: { compactSnapshots: 0, liveFilesPerBucket: {}, compactedLiveFiles: 0 },
     exits: [],
     logsDir: null,
     ok: false,
@@ -168,9 +172,11 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     if (s.setup) setup = await withDeadline(s.setup({ dir, seed: o.seed, log: say }), 120_000, `${s.name}: setup`);
     if (setup.skip !== undefined) throw new SkipRun(setup.skip);
     const overrides = mergeOverrides(s.topology, setup.topology);
+    if (o.s3 === true && overrides?.warehouse !== undefined) throw new SkipRun(`${s.name} needs its warehouse in a directory of its own (${overrides.warehouse}); it does not run with --s3`);
     say(`starting the topology in ${dir}`);
-    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose });
+    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose, s3: o.s3 === true });
     const t = topology;
+    if (t.s3 !== null) report.warehouse = t.s3.label;
     const budget = t.leaseTtlMs + t.commitIntervalMs + 10_000;
     report.recoveryBudgetMs = budget;
 
@@ -251,8 +257,9 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     await waitChild(subProc, 5000);
     exits = [...t.exits];
     await t.stopNodes();
+    const stoppedAt = Date.now();
 
-    const verdict = await verify({ warehouse: t.warehouse, table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget });
+    const verdict = await verify({ warehouse: await t.verifiableWarehouse(), table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget, stoppedAt, ...(s.expectCompaction ? { expectCompaction: s.expectCompaction } : {}) });
     Object.assign(report, verdict);
     for (const x of expectations) {
       const key = `expect: ${x.name}`;
@@ -323,7 +330,7 @@ export function summary(r: ChaosReport, reportPath: string): string {
   const lines: string[] = [];
   lines.push(`${r.skipped !== undefined ? "SKIP" : r.ok ? "PASS" : "FAIL"}  ${r.scenario}  run ${r.run}  seed ${r.seed}  ${secs(r.durationMs)}`);
   if (r.skipped !== undefined) lines.push(`  skipped: ${r.skipped}`);
-  lines.push(`  against ${r.natsServer}`);
+  lines.push(`  against ${r.natsServer}${r.warehouse !== undefined ? `; warehouse: ${r.warehouse}` : ""}`);
   const w = r.rows;
   lines.push(
     `  rows: ${w.published} published, ${w.acknowledged} acknowledged, ${w.unknown} unknown, ${w.failed} failed; ${w.found} in the table (pypaimon: ${r.pypaimonRows ?? "n/a"}), ${w.deadLettered} dead letters` +
@@ -331,6 +338,8 @@ export function summary(r: ChaosReport, reportPath: string): string {
   );
   lines.push(`  lost ${r.lost}  duplicated ${r.duplicated}  reordered ${r.reordered}  infra-loss ${r.infraLoss.ackedMissingFromStream}${r.infraLoss.streamMissing ? " (a stream is missing)" : ""}`);
   lines.push(`  snapshots ${r.snapshotsChecked}, data files ${r.filesChecked}; orphans: ${r.orphanFiles} data files, ${r.orphanManifests} manifests, ${r.tempFiles} temp files`);
+  const live = Object.values(r.compaction.liveFilesPerBucket);
+  lines.push(`  compaction: ${r.compaction.compactSnapshots} COMPACT snapshots; live files per bucket at the end ${live.length > 0 ? `${Math.min(...live)}–${Math.max(...live)}` : "-"} (${r.compaction.compactedLiveFiles} from compactions)`);
   lines.push(`  subscriber: ${r.subscriber.notifications} notifications (${r.subscriber.firstId ?? "-"}..${r.subscriber.lastId ?? "-"}), gaps ${r.subscriber.gaps.length}`);
   if (r.faults.length > 0) lines.push(`  faults (recovery budget ${secs(r.recoveryBudgetMs)}):`);
   const t0 = Date.parse(r.startedAt);

@@ -5,6 +5,9 @@
  * (`natslake node --roles …`, test/helpers/cluster.ts `spawnNode`), and the table the load goes to, created through
  * the cluster's admin request (served by a reader node).
  *
+ * The warehouse is a directory in the run directory, or with `s3` an S3 bucket on a SeaweedFS of the run's own
+ * (chaos/s3-warehouse.ts), which the verifier reads through a copy (`verifiableWarehouse`).
+ *
  * Every process is registered by PID (chaos/procs.ts) and stopped by PID in `teardown()`, also after a failure.
  */
 import { mkdirSync, openSync, readSync, closeSync, statSync } from "node:fs";
@@ -22,6 +25,7 @@ import { adminRequest } from "../cluster/admin-client.ts";
 import { parseDuration } from "../src/options.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import type { NatsChoice } from "./nats-choice.ts";
+import { startChaosS3, type ChaosS3 } from "./s3-warehouse.ts";
 import { trackPid, untrackPid } from "./procs.ts";
 import type { NodeExit, NodeRole, TopologyHandle, TopologyOverrides } from "./types.ts";
 import { ErrorKind, isLakeError } from "../src/errors.ts";
@@ -36,6 +40,8 @@ export interface TopologyConfig {
   overrides?: TopologyOverrides;
   /** Print events as they happen. */
   verbose?: boolean;
+  /** The warehouse in an S3 bucket on a SeaweedFS of the run's own instead of a directory (`chaos run --s3`). */
+  s3?: boolean;
 }
 
 interface NodeSlot {
@@ -69,15 +75,18 @@ export class Topology implements TopologyHandle {
     readonly nats: NatsCluster,
     redis: ServerHandle,
     readonly nc: NatsConnection,
+    /** The object store holding the warehouse, when it is not a directory. */
+    readonly s3: ChaosS3 | null,
   ) {
     this.redis = redis;
     this.redisPort = redis.port;
     const o = cfg.overrides ?? {};
-    this.warehouse = o.warehouse ?? join(cfg.dir, "warehouse");
+    if (s3 !== null && o.warehouse !== undefined) throw new Error(`the warehouse is S3, yet the scenario sets it to ${o.warehouse}`);
+    this.warehouse = s3?.uri ?? o.warehouse ?? join(cfg.dir, "warehouse");
     this.commitIntervalMs = parseDuration(o.commitInterval ?? "250ms");
     this.leaseTtlMs = parseDuration(o.leaseTtl ?? "2s");
     mkdirSync(join(cfg.dir, "logs"), { recursive: true });
-    mkdirSync(this.warehouse, { recursive: true });
+    if (s3 === null) mkdirSync(this.warehouse, { recursive: true });
     const add = (prefix: string, n: number, roles: NodeRole[]): void => {
       for (let i = 1; i <= n; i++) {
         const id = `${prefix}${i}`;
@@ -95,12 +104,17 @@ export class Topology implements TopologyHandle {
     for (const n of nats.nodes) trackPid(n.handle?.pid, `nats-server ${n.name}`);
     let redis: ServerHandle | null = null;
     let nc: NatsConnection | null = null;
+    let s3: ChaosS3 | null = null;
     try {
       redis = await startRedis();
       trackPid(redis.pid, "redis-server");
+      if (cfg.s3 === true) {
+        s3 = await startChaosS3(join(cfg.dir, "seaweedfs"));
+        trackPid(s3.server.pid, "weed (SeaweedFS)");
+      }
       nc = await connect({ servers: nats.urls, maxReconnectAttempts: -1, reconnectTimeWait: 100, name: "chaos-runner" });
-      const t = new Topology(cfg, nats, redis, nc);
-      t.event("servers started", { nats: nats.urls, redis: redis.url });
+      const t = new Topology(cfg, nats, redis, nc, s3);
+      t.event("servers started", { nats: nats.urls, redis: redis.url, ...(s3 ? { s3: s3.server.endpoint } : {}) });
       try {
         // Committers first: c1 becomes the leader (scenarios that arm a committer rely on knowing who leads).
         const env = (id: string): Record<string, string> => cfg.overrides?.nodeEnv?.[id] ?? {};
@@ -121,12 +135,26 @@ export class Topology implements TopologyHandle {
       await nc?.close().catch(() => undefined);
       if (redis && redis.process.exitCode === null) await redis.stop().catch(() => undefined);
       await nats.stop().catch(() => undefined);
+      await s3?.stop().catch(() => undefined);
       throw e;
     }
   }
 
   get dir(): string {
     return this.cfg.dir;
+  }
+
+  /**
+   * A warehouse directory the verifier can read once the nodes are stopped: the warehouse itself, or — on S3 — a
+   * copy of its objects in the run directory (chaos/s3-warehouse.ts says why and how mtimes are kept).
+   */
+  async verifiableWarehouse(): Promise<string> {
+    if (this.s3 === null) return this.warehouse;
+    const dir = join(this.cfg.dir, "warehouse-copy");
+    const t0 = Date.now();
+    const copied = await this.s3.copyTo(dir);
+    this.event("S3 warehouse copied for the verifier", { ...copied, ms: Date.now() - t0, dir });
+    return dir;
   }
   get natsUrls(): readonly string[] {
     return this.nats.urls;
@@ -179,7 +207,7 @@ export class Topology implements TopologyHandle {
       commitInterval: this.cfg.overrides?.commitInterval ?? "250ms",
       leaseTtl: this.cfg.overrides?.leaseTtl ?? "2s",
       extra: ["--roles", s.roles.join(","), "--replicas", "3"],
-      env: opts.env ?? {},
+      env: { ...this.cfg.overrides?.env, ...opts.env },
     });
     trackPid(proc.pid, `node ${id}`);
     s.proc = proc;
@@ -471,6 +499,10 @@ export class Topology implements TopologyHandle {
     if (r) {
       await r.stop().catch(() => undefined);
       untrackPid(r.pid);
+    }
+    if (this.s3 !== null) {
+      await this.s3.stop().catch(() => undefined);
+      untrackPid(this.s3.server.pid);
     }
   }
 }

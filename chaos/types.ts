@@ -175,6 +175,11 @@ export interface TopologyOverrides {
   tableOptions?: Record<string, string>;
   /** Environment per node id at its first start (e.g. `{ w1: { FAILPOINTS: "io.write.mid:kill@5" } }`). */
   nodeEnv?: Record<string, Record<string, string>>;
+  /**
+   * Environment of every node at every start, restarts by faults included (e.g. node settings such as
+   * `NATSLAKE_COMPACTION_INTERVAL`); what a start passes itself (`nodeEnv`, an armed failpoint) goes on top.
+   */
+  env?: Record<string, string>;
   /** The NATS URL(s) a node connects to (default: every server of the cluster). */
   natsUrlFor?: (nodeId: string, urls: readonly string[]) => string;
 }
@@ -217,6 +222,12 @@ export interface LoadSettings {
   maxRows: number;
 }
 
+/** What a scenario that makes writers compact often expects of it at the end (the verifier's `compaction` invariant). */
+export interface CompactionExpectation {
+  /** Live data files of any bucket in the latest snapshot at most. */
+  maxLiveFilesPerBucket: number;
+}
+
 export interface Scenario {
   /** Unique; `natslake chaos run <name>` (a prefix selects several: `writer-kill` runs every writer failpoint). */
   name: string;
@@ -229,6 +240,11 @@ export interface Scenario {
   defaultDurationMs: number;
   load?: Partial<LoadSettings>;
   topology?: TopologyOverrides;
+  /**
+   * Set: the verifier also judges writer-side compaction (invariant `compaction`): COMPACT snapshots landed, a live
+   * file written by a compaction, and at most this many live files per bucket at the end.
+   */
+  expectCompaction?: CompactionExpectation;
   /**
    * Runs before the topology starts (bounded by the runner): prepares what must exist at the nodes' first start — a
    * warehouse on a small tmpfs, a slow-fsync or libfaketime control file in a node's environment — and returns the
@@ -283,6 +299,8 @@ export interface ChaosReport {
   startedAt: string;
   durationMs: number;
   natsServer: string;
+  /** Where the warehouse was: "local directory", or the object store (`chaos run --s3`). Absent in older reports. */
+  warehouse?: string;
   faults: FaultRecord[];
   rows: {
     published: number;
@@ -316,6 +334,8 @@ export interface ChaosReport {
   /** I1–I7 with pass/fail and a short reason. */
   invariants: Record<string, InvariantResult>;
   pypaimonRows: number | null;
+  /** Writer-side compaction as the run saw it (every run; judged only when the scenario sets `expectCompaction`). */
+  compaction: { compactSnapshots: number; liveFilesPerBucket: Record<string, number>; compactedLiveFiles: number };
   /** Process exits during the run (requested kills and failpoints included). */
   exits: NodeExit[];
   /** Where the run's logs are (kept when the run failed or with --keep). */

@@ -20,9 +20,12 @@
  * - I2 nothing twice (table and DLQ together), no row that was never published, no definite failure that landed;
  * - order: per bucket, acknowledged rows of one source (client, raw) read back in increasing id (publish) order;
  * - I3 snapshot ids contiguous (from 1, or from the earliest one expiration left), every snapshot parses, `natslake.epoch` non-decreasing, per bucket the offset
- *   and owner epoch never go back; every manifest list, manifest and data file referenced exists; a data file has the
- *   size and row count its manifest entry declares; every acknowledged row found in the file a snapshot added sits
- *   in the bucket the producer routed it to, with a stream sequence in (previous snapshot's offset, this one's];
+ *   and owner epoch never go back; every retained snapshot reads whole: its manifest lists, manifests and every data
+ *   file it reads (also those added by snapshots expired since) exist, a data file with the size and row count its
+ *   manifest entry declares (snapshots below the retained ones — the range an expiration killed by the final stop
+ *   was removing — may read deleted files: reported, not failed); every acknowledged row found in the file a
+ *   snapshot added sits in the bucket the producer routed it to, with a stream sequence in (previous snapshot's
+ *   offset, this one's];
  * - I4 what readers see is what the latest snapshot references: natslake's read = the snapshot's record count = the
  *   sum of its files' row counts = pypaimon's read; notified snapshot ids exist;
  * - I5 recovery within budget (lease TTL + commit interval + 10 s): for each fault, the time from its injection
@@ -34,6 +37,8 @@
  *   up to the offset committed in a snapshot (and raw messages only after routing them), so a message whose
  *   sequence lies above the committed offset (raw: above the router's progress) and that the stream no longer holds
  *   was lost by JetStream. Every other missing row counts as `lost` (natslake's fault).
+ * - compaction (judged when the scenario sets `expectCompaction`): COMPACT snapshots landed (notified or on disk), a
+ *   live file of the latest snapshot came from a compaction, and no bucket ends with more live files than the bound.
  * Orphans (data files no snapshot references, unreferenced manifests, hidden temp files) are reported, not judged:
  * crashed flushes and rejected committables leave them by design (reliability.md R6).
  */
@@ -45,14 +50,15 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
-import { FileKind } from "../src/spec/manifest.ts";
+import { FileKind, FileSource } from "../src/spec/manifest.ts";
 import { CommitKind, natslakeState, type Snapshot } from "../src/spec/snapshot.ts";
 import { planScan } from "../src/scan/plan.ts";
+import { expirableRange } from "../src/maintenance/expire-snapshots.ts";
 import { readRows } from "../src/scan/read.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import type { DeadLetter, SnapshotNotification } from "../actors/wire/messages.ts";
 import { paimonRead, runPython } from "../test/helpers/python.ts";
-import type { ChaosReport, FaultRecord, InvariantResult, LoadDoneLine, LoadLine, LoadPoisonLine, RowOutcome } from "./types.ts";
+import type { ChaosReport, CompactionExpectation, FaultRecord, InvariantResult, LoadDoneLine, LoadLine, LoadPoisonLine, RowOutcome } from "./types.ts";
 
 export interface VerifyInput {
   warehouse: string;
@@ -62,6 +68,10 @@ export interface VerifyInput {
   subscriberFile: string;
   faults: FaultRecord[];
   recoveryBudgetMs: number;
+  /** When the runner stopped every node (epoch ms): where the retention options put the retained snapshots. */
+  stoppedAt?: number;
+  /** Judge writer-side compaction (the scenario set it up to run often): see `Scenario.expectCompaction`. */
+  expectCompaction?: CompactionExpectation;
 }
 
 export type Verdict = Pick<
@@ -81,6 +91,7 @@ export type Verdict = Pick<
   | "invariants"
   | "pypaimonRows"
   | "recoveryBudgetMs"
+  | "compaction"
 >;
 
 interface RowInfo {
@@ -242,10 +253,30 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
   const store = new ManifestStore(table);
   const chainProblems: string[] = [];
   const ids = await table.snapshots.listIds();
+  /**
+   * Snapshot expiration deletes an expired range's data files, then its manifests, then its snapshot files (Paimon's
+   * order): a leader killed midway — by a fault, or by the final stop of every node — leaves snapshots of that range
+   * on disk that read deleted files, until the next run removes them. Those are the oldest snapshots, below the first
+   * one the retention options keep at the stop (the range can only grow with time and commits); a snapshot from that
+   * one on — a retained snapshot — must read whole.
+   */
+  const retainedFrom = (await expirableRange(table, { now: v.stoppedAt ?? Date.now(), dryRun: true })).end;
+  /** Snapshots of the range being expired that read a missing file or manifest: tolerated, reported. */
+  const expiring = new Set<number>();
+  const missing = (sid: number, problem: string): void => {
+    if (sid < retainedFrom) expiring.add(sid);
+    else push(chainProblems, problem);
+  };
   const snaps: SnapInfo[] = [];
   /** Data files as snapshots added them; `compacted`: added by a COMPACT snapshot (rows of earlier snapshots). */
   const added: Array<{ snap: number; bucket: number; path: string; rowCount: number; fileSize: number; compacted: boolean }> = [];
   const referencedManifests = new Set<string>();
+  /**
+   * Every data file a snapshot on disk reads (its live entries) and the newest snapshot reading it: besides the files
+   * snapshots on disk added themselves, those added by snapshots expiration removed since (a retained snapshot still
+   * reads them) and, after a compaction, its inputs older snapshots still read.
+   */
+  const readBy = new Map<string, { newest: number; rowCount: number; fileSize: number }>();
   let latest: Snapshot | null = null;
   // Contiguous from the earliest snapshot on disk: the leader expires old snapshots (a long soak outlives the
   // cluster tables' retention), and expiration removes them oldest first.
@@ -293,23 +324,34 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
       referencedManifests.add(s.deltaManifestList);
       const metas = await store.allManifests(s);
       for (const m of metas) referencedManifests.add(m.fileName);
-      await store.readEntries(metas);
+      for (const e of await store.readLiveEntries(s)) {
+        const path = table.paths.dataFilePath("", e.bucket, e.file.fileName, e.file.externalPath);
+        readBy.set(path, { newest: sid, rowCount: e.file.rowCount, fileSize: e.file.fileSize });
+      }
       for (const e of await store.readDeltaEntries(s)) {
         if (e.kind !== FileKind.ADD) continue;
         added.push({ snap: sid, bucket: e.bucket, path: table.paths.dataFilePath("", e.bucket, e.file.fileName, e.file.externalPath), rowCount: e.file.rowCount, fileSize: e.file.fileSize, compacted: s.commitKind === CommitKind.COMPACT });
       }
     } catch (e) {
-      push(chainProblems, `snapshot ${sid}: a manifest list or manifest is missing or unreadable: ${(e as Error).message}`);
+      missing(sid, `snapshot ${sid}: a manifest list or manifest is missing or unreadable: ${(e as Error).message}`);
     }
   }
-  const files = await checkFiles(added.map((a) => a.path));
+  const addedPaths = new Set(added.map((a) => a.path));
+  const inherited = [...readBy].filter(([path]) => !addedPaths.has(path));
+  const files = await checkFiles([...addedPaths, ...inherited.map(([path]) => path)]);
+  for (const [path, r] of inherited) {
+    const f = files.get(path);
+    if (!f || !f.ok) missing(r.newest, `snapshot ${r.newest} reads ${path} (added by an expired snapshot): ${f && !f.ok ? f.error : "not checked"}`);
+    else if (f.rows !== r.rowCount || f.size !== r.fileSize) push(chainProblems, `${path}: ${f.rows} rows and ${f.size} bytes, the manifest says ${r.rowCount} and ${r.fileSize}`);
+  }
   const snapById = new Map(snaps.map((s) => [s.id, s]));
   const outOfRange: string[] = [];
   let outOfRangeCount = 0;
   for (const a of added) {
     const f = files.get(a.path);
     if (!f || !f.ok) {
-      push(chainProblems, `snapshot ${a.snap} references ${a.path}: ${f && !f.ok ? f.error : "not checked"}`);
+      // Gone: fine only when no snapshot from the retained ones on reads it (a compaction's input, expired).
+      missing(readBy.get(a.path)?.newest ?? a.snap, `snapshot ${a.snap} references ${a.path}: ${f && !f.ok ? f.error : "not checked"}`);
       continue;
     }
     if (f.rows !== a.rowCount) push(chainProblems, `${a.path}: ${f.rows} rows, the manifest says ${a.rowCount}`);
@@ -329,9 +371,16 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
     }
   }
   if (outOfRangeCount > 0) chainProblems.push(`${outOfRangeCount} rows outside their snapshot's offset range or bucket, e.g. ${outOfRange.slice(0, 3).join("; ")}`);
+  const expiringNote =
+    expiring.size === 0
+      ? ""
+      : `; ${expiring.size} snapshots below the retained ones (${Math.min(...expiring)}..${Math.max(...expiring)} of ${first}..${retainedFrom - 1}) read deleted files: an expiration interrupted by the stop, which the next run finishes`;
   inv["I3"] = {
     ok: chainProblems.length === 0,
-    detail: chainProblems.length === 0 ? `${ids.length} snapshots contiguous, epochs and offsets monotonic; ${added.length} data files present with their declared size and rows; rows within their snapshot's offsets` : chainProblems.join("; "),
+    detail:
+      chainProblems.length === 0
+        ? `${ids.length} snapshots contiguous, epochs and offsets monotonic; every retained one (from ${Math.max(first, retainedFrom)}) reads whole: manifest lists, manifests and ${added.length + inherited.length} data files present with their declared size and rows${inherited.length > 0 ? ` (${inherited.length} of them added by expired snapshots)` : ""}; rows within their snapshot's offsets${expiringNote}`
+        : chainProblems.join("; ") + expiringNote,
   };
 
   // ---- I1 / I2 / order
@@ -500,6 +549,36 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
   if (ghost.length > 0) i4.push(`notified snapshot ids that do not exist: ${ghost.slice(0, 5).join(", ")}`);
   inv["I4"] = { ok: i4.length === 0, detail: i4.length === 0 ? `${natslakeRows} rows read by natslake = snapshot ${latest?.id ?? 0}'s count and files; ${pyDetail}` : i4.join("; ") };
 
+  // ---- writer-side compaction: COMPACT snapshots (notified, or still on disk) and the live files per bucket at the end
+  const compactIds = new Set(subscriber.notifications.filter((n) => n.kind === CommitKind.COMPACT).map((n) => n.snapshotId));
+  for (const sid of ids) {
+    const s = await table.snapshots.snapshot(sid).catch(() => null);
+    if (s?.commitKind === CommitKind.COMPACT) compactIds.add(sid);
+  }
+  const liveEntries = latest ? await store.readLiveEntries(latest) : [];
+  const liveFilesPerBucket: Record<string, number> = {};
+  for (const e of liveEntries) liveFilesPerBucket[String(e.bucket)] = (liveFilesPerBucket[String(e.bucket)] ?? 0) + 1;
+  const compaction = {
+    compactSnapshots: compactIds.size,
+    liveFilesPerBucket,
+    compactedLiveFiles: liveEntries.filter((e) => e.file.fileSource === FileSource.COMPACT).length,
+  };
+  if (v.expectCompaction) {
+    const max = Math.max(0, ...Object.values(liveFilesPerBucket));
+    const bound = v.expectCompaction.maxLiveFilesPerBucket;
+    const problems: string[] = [];
+    if (compaction.compactSnapshots === 0) problems.push("no COMPACT snapshot landed");
+    if (compaction.compactedLiveFiles === 0) problems.push("no live file came from a compaction");
+    if (max > bound) problems.push(`a bucket ends with ${max} live files (bound ${bound}): ${JSON.stringify(liveFilesPerBucket)}`);
+    inv["compaction"] = {
+      ok: problems.length === 0,
+      detail:
+        problems.length === 0
+          ? `${compaction.compactSnapshots} COMPACT snapshots landed; at the end at most ${max} live files per bucket (bound ${bound}), ${compaction.compactedLiveFiles} of ${liveEntries.length} written by compactions`
+          : problems.join("; "),
+    };
+  }
+
   // ---- I5: recovery
   const recoveryProblems: string[] = [];
   // Events of the other faults (a crash's own restart does not restart its clock).
@@ -578,9 +657,8 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
   };
 
   // ---- orphans (reported only)
-  const referencedFiles = new Set(added.map((a) => a.path));
-  // Files added by snapshots the leader expired are still live: the latest snapshot references them.
-  if (latest) for (const e of await store.readLiveEntries(latest)) referencedFiles.add(table.paths.dataFilePath("", e.bucket, e.file.fileName, e.file.externalPath));
+  // Files added by snapshots the leader expired are still read by those on disk.
+  const referencedFiles = new Set([...addedPaths, ...readBy.keys()]);
   let orphanFiles = 0;
   let tempFiles = 0;
   for (const p of listRecursive(table.root)) {
@@ -610,7 +688,7 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
     samples: { lost: lostIds, duplicated: dupIds, reordered: reorderedIds },
     infraLoss: { streamMissing: streamsMissing.length > 0, ackedMissingFromStream: infraMissing, detail: inv["I7"].detail },
     snapshotsChecked: ids.length,
-    filesChecked: added.length,
+    filesChecked: added.length + inherited.length,
     orphanFiles,
     orphanManifests,
     tempFiles,
@@ -618,6 +696,7 @@ export async function verify(v: VerifyInput): Promise<Verdict> {
     invariants: inv,
     pypaimonRows,
     recoveryBudgetMs: v.recoveryBudgetMs,
+    compaction,
   };
 }
 

@@ -80,6 +80,8 @@ export const NodeConfigSchema = z.object({
   metricsPort: z.number().int().min(0).max(65535).optional(),
   /** The address the metrics endpoint listens on (loopback by default; 0.0.0.0 in a container). */
   metricsHost: z.string().min(1).default("127.0.0.1"),
+  /** Export traces by OTLP/HTTP to this collector (base URL; cluster/tracing.ts). Absent: the OTEL_* variables decide. */
+  otlpEndpoint: z.string().min(1).optional(),
 });
 
 export type NodeConfig = z.infer<typeof NodeConfigSchema>;

@@ -1,6 +1,6 @@
 /**
- * The `natslake` command line. Each command group lives in cluster/cli/; this file wires them and turns failures
- * into a one-line message on stderr and a non-zero exit code (2 = bad input, 3 = conflict, 1 = other).
+ * The `natslake` command line: parses process.argv with the command tree (cluster/cli/program.ts) and turns
+ * failures into a one-line message on stderr and a non-zero exit code (2 = bad input, 3 = conflict, 1 = other).
  */
 import { CommanderError } from "commander";
 import { describeFailure, exitCodeOf } from "./cli/common.ts";

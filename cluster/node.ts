@@ -11,7 +11,8 @@
  * (`<prefix>.ctl.maint.<db>.<table>`: the CLI's compact, expire-snapshots, … with `--nats`).
  * Every node heartbeats into the members KV bucket. New tables in the warehouse are picked up by a periodic scan.
  * `drain()` (SIGTERM): the node announces it is draining, the coordinator revokes its buckets (writers flush and
- * hand off), then committers release their leases and the process stops.
+ * hand off), then committers release their leases and the process stops. `handOff()` (`natslake node drain`) does
+ * the same but keeps the process and its NATS connection: a drained member holding nothing until it is restarted.
  */
 import { availableParallelism } from "node:os";
 import { setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
@@ -43,6 +44,7 @@ import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { ConsumeService } from "./consume-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
+import { registerS3RequestMetric } from "./s3-metrics.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -61,6 +63,8 @@ interface TableService {
   committer?: ActorRef<CommitterMsg>;
   coordinator?: ActorRef<CoordinatorMsg>;
   /** The leader epoch of the running coordinator (undefined when this node does not lead the table). */
+  /** The leader epoch whose committer decided its commit-stream backlog (orphan cleanup waits for it). */
+  backlogDecidedEpoch?: number;
   coordinatorEpoch?: number;
   router?: ActorRef<RouterMsg>;
   /** Scheduled and requested maintenance while this node leads the table. */
@@ -72,12 +76,27 @@ interface TableService {
   stops: Array<() => void>;
 }
 
+/** How a drain went (`Node.handOff`). */
+export interface HandOffResult {
+  /** Buckets this node's writers owned when the drain began. */
+  handedOff: number;
+  /** Buckets still owned when the drain timeout passed (their leases expire instead). */
+  stillOwned: number;
+  /** Released buckets whose last committable was not committed within the drain timeout. */
+  uncommitted: number;
+}
+
 export class Node {
   private readonly system: ActorSystem;
   private readonly services = new Map<string, TableService>();
   private readonly assignments = new Map<string, TableAssignment>();
   private readonly keepers = new Set<LeaseKeeper>();
   private draining = false;
+  /** The drain finished; the process may stay up holding nothing (`handOff`). */
+  private drained = false;
+  private handOffRun: Promise<HandOffResult> | null = null;
+  private quiesceRun: Promise<void> | null = null;
+  private stopRun: Promise<void> | null = null;
   private renewLagMax = 0;
   private readonly renewalsSeen = new WeakMap<LeaseKeeper, number>();
   private readonly renewLagMaxSeen = new WeakMap<LeaseKeeper, number>();
@@ -120,6 +139,7 @@ export class Node {
     });
     registerDlqDroppedMetric(this.meter, nc, this.subjects);
     registerBucketPendingMetric(this.meter, nc, this.subjects, () => [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table));
+    registerS3RequestMetric(this.meter, this.catalog.io);
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {
@@ -193,7 +213,7 @@ export class Node {
       this.renewLagMaxSeen.set(k, st.renewLagMsMax);
     }
     const leading = [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table.name);
-    const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining, leaseRenewLagMsMax: this.renewLagMax, leaseRenewLagMsRecent: recent, leading };
+    const hb: MemberHeartbeat = { v: 1, nodeId: this.cfg.nodeId, roles: this.cfg.roles, pid: process.pid, startedAt: this.startedAt, at: Date.now(), draining: this.draining, ...(this.drained ? { drained: true } : {}), leaseRenewLagMsMax: this.renewLagMax, leaseRenewLagMsRecent: recent, leading };
     await this.ports.cluster.heartbeat(hb);
     this.lastHeartbeatAt = Date.now();
   }
@@ -207,7 +227,8 @@ export class Node {
     if (this.nc.isClosed()) reasons.push("NATS connection closed");
     const age = Date.now() - this.lastHeartbeatAt;
     if (age > this.cfg.memberTimeout) reasons.push(`last membership heartbeat ${Math.round(age / 1000)} s ago (NATS or JetStream unreachable?)`);
-    if (this.draining) reasons.push("draining");
+    if (this.drained) reasons.push("drained: it holds no buckets and no leases (restart it to rejoin)");
+    else if (this.draining) reasons.push("draining");
     return { ready: reasons.length === 0, reasons };
   }
 
@@ -216,18 +237,30 @@ export class Node {
     for (const w of infra.warnings) this.log.warn(w, { table: t.name });
   }
 
-  /** Starts services for tables that appeared in the warehouse. */
+  /**
+   * Starts services for tables that appeared in the warehouse, and follows schema changes of running ones. Every 2 s,
+   * so it is kept cheap on an object store: one listing of the warehouse and one per database; a table already
+   * running costs one existence check (is there a `schema-<id+1>`?), and only a name not known yet has its schema/
+   * listed. (Listing every table's schema/ each time made 5 LISTs per scan for one table.)
+   */
   async scanTables(): Promise<void> {
     if (this.draining) return;
     for (const db of await this.catalog.listDatabases()) {
-      for (const name of await this.catalog.listTables(db)) {
+      for (const name of await this.catalog.listTableDirectories(db)) {
         const key = `${db}.${name}`;
         const running = this.services.get(key);
         if (running !== undefined) {
           await this.followSchema(running);
           continue;
         }
-        const table = await this.catalog.getTable(parseIdentifier(key));
+        let id: ReturnType<typeof parseIdentifier>;
+        try {
+          id = parseIdentifier(key);
+        } catch {
+          continue; // a name no table can have (a stray file)
+        }
+        if (!(await this.catalog.tableExists(id))) continue; // a directory, not a table (yet)
+        const table = await this.catalog.getTable(id);
         if (table.isPrimaryKeyTable) continue; // primary-key tables come with the LSM writer
         this.services.set(key, { table, stops: [] });
         try {
@@ -255,6 +288,8 @@ export class Node {
    */
   private async followSchema(svc: TableService): Promise<void> {
     const key = svc.table.name;
+    // Schema ids grow by one (each change creates the next id exclusively): no next schema, no change — one HEAD.
+    if (!(await svc.table.io.isFile(svc.table.paths.schemaPath(svc.table.schema.id + 1)))) return;
     const latest = await svc.table.schemas.latest();
     if (latest === null || latest.id <= svc.table.schema.id || this.draining || this.services.get(key) !== svc) return;
     this.log.info("table schema changed; restarting its services on the new schema", { table: key, from: svc.table.schema.id, to: latest.id });
@@ -377,6 +412,9 @@ export class Node {
             commitIntervalMs,
             acquireIntervalMs: Math.max(50, Math.floor(this.cfg.leaseTtl / 10)),
             onLeadership: (leader, epoch) => this.onLeadership(svc, leader, epoch),
+            onBacklogDecided: (epoch) => {
+              svc.backlogDecidedEpoch = epoch;
+            },
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
@@ -419,6 +457,7 @@ export class Node {
             meter: this.meter,
             nodeId: this.cfg.nodeId,
             stillLeader: () => svc.leaseValid?.() === true && svc.coordinatorEpoch === epoch,
+            backlogDecided: () => svc.backlogDecidedEpoch === epoch,
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
@@ -443,6 +482,12 @@ export class Node {
     }
   }
 
+  /** What this node holds now (`natslake node drain` reports it). */
+  holdings(): { buckets: number; leading: string[]; draining: boolean } {
+    const leading = [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table.name);
+    return { buckets: this.ownedBuckets(), leading, draining: this.draining };
+  }
+
   /** Buckets this node's writers still own (drain waits for zero). */
   ownedBuckets(): number {
     let n = 0;
@@ -452,15 +497,36 @@ export class Node {
 
   /** Graceful stop: hand buckets off (flushing), release leases, close connections. */
   async drain(): Promise<void> {
-    if (this.draining) return;
+    await this.handOff();
+    await this.stop();
+  }
+
+  /**
+   * Everything a drain hands off — buckets (flushed, each to its new owner), the last committables of the released
+   * buckets committed, the leases — then the actors and reader services stop. The NATS connection and the heartbeat
+   * (marked draining and drained) stay, so the process may stay up holding nothing. Runs once; later calls (a
+   * SIGTERM after `natslake node drain`) get the same result.
+   */
+  handOff(): Promise<HandOffResult> {
+    return (this.handOffRun ??= this.runHandOff());
+  }
+
+  private async runHandOff(): Promise<HandOffResult> {
     this.draining = true;
-    this.log.info("draining", { nodeId: this.cfg.nodeId, buckets: this.ownedBuckets() });
+    const handedOff = this.ownedBuckets();
+    this.log.info("draining", { nodeId: this.cfg.nodeId, buckets: handedOff });
     await this.heartbeat().catch(() => undefined);
     const deadline = Date.now() + this.cfg.drainTimeout;
     while (this.ownedBuckets() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (this.ownedBuckets() > 0) this.log.warn("drain timed out with buckets still owned; their leases will expire", { buckets: this.ownedBuckets() });
-    else await this.waitHandedOffCommitted(deadline);
-    await this.stop();
+    const stillOwned = this.ownedBuckets();
+    let uncommitted = 0;
+    if (stillOwned > 0) this.log.warn("drain timed out with buckets still owned; their leases will expire", { buckets: stillOwned });
+    else uncommitted = await this.waitHandedOffCommitted(deadline);
+    await (this.quiesceRun ??= this.quiesce());
+    this.drained = true;
+    await this.heartbeat().catch(() => undefined);
+    this.log.info("drained", { nodeId: this.cfg.nodeId, handedOff, stillOwned, uncommitted });
+    return { handedOff, stillOwned, uncommitted };
   }
 
   /**
@@ -468,7 +534,7 @@ export class Node {
    * node's committer if it leads the table, which must not stop before — so a drain that hands a bucket to nobody
    * (the last node, or a whole cluster stopping) leaves what was acknowledged committed, not only in the streams.
    */
-  private async waitHandedOffCommitted(deadline: number): Promise<void> {
+  private async waitHandedOffCommitted(deadline: number): Promise<number> {
     const pending = async (): Promise<number> => {
       let n = 0;
       for (const svc of this.services.values()) {
@@ -481,17 +547,17 @@ export class Node {
     };
     for (;;) {
       const left = await pending().catch(() => 0);
-      if (left === 0) return;
+      if (left === 0) return 0;
       if (Date.now() >= deadline) {
         this.log.warn("drain timed out before the last committables were committed; they stay in the commit stream for the next leader", { buckets: left });
-        return;
+        return left;
       }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.heartbeatTimer);
+  /** Stops what serves the cluster — table scans, admin, consume sessions, every actor — but not the connection. */
+  private async quiesce(): Promise<void> {
     clearInterval(this.scanTimer);
     this.adminSub?.unsubscribe();
     await this.consume?.stop().catch(() => undefined);
@@ -499,8 +565,18 @@ export class Node {
     // Each step is logged, so a shutdown that hangs says where.
     this.log.info("stopping actors", { nodeId: this.cfg.nodeId });
     await this.system.shutdown();
-    this.log.info("actors stopped; closing connections", { nodeId: this.cfg.nodeId });
+    this.log.info("actors stopped", { nodeId: this.cfg.nodeId });
     await this.bucketBuffers?.close().catch(() => undefined);
+  }
+
+  stop(): Promise<void> {
+    return (this.stopRun ??= this.runStop());
+  }
+
+  private async runStop(): Promise<void> {
+    clearInterval(this.heartbeatTimer);
+    await (this.quiesceRun ??= this.quiesce());
+    this.log.info("closing connections", { nodeId: this.cfg.nodeId });
     await this.ports.kv.members.delete(this.cfg.nodeId).catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();

@@ -29,7 +29,8 @@
  *   first snapshot notification whose offsets cover it.
  */
 import { jetstream, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
-import { connect, errors, nuid, RequestError, type NatsConnection } from "@nats-io/transport-node";
+import { connect, errors, headers as natsHeaders, nuid, RequestError, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import { SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
 import { stringify as stringifyLossless } from "lossless-json";
 import { ErrorKind, LakeError, dataInvalid, isLakeError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../src/spec/bucket.ts";
@@ -46,6 +47,7 @@ import type { SnapshotNotification, TableMeta } from "../actors/wire/messages.ts
 import { MsgpackWriter, compileInputPacker, packValue, rowBatchPrefix, type InputPacker } from "../actors/wire/row-batch.ts";
 import { payloadLimit } from "../actors/wire/limits.ts";
 import { withTimeout } from "../src/timeout.ts";
+import { H_TRACEPARENT, traceparentOf } from "../actors/wire/trace-context.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Publishing with retries
@@ -96,6 +98,7 @@ export async function publishWithRetry(
   payload: Uint8Array,
   msgId: string,
   policy: RetryPolicy,
+  headers?: MsgHdrs,
 ): Promise<Omit<BatchOutcome, "bucket" | "rows">> {
   const start = Date.now();
   let timedOut = false;
@@ -110,7 +113,7 @@ export async function publishWithRetry(
     }
     attempts++;
     try {
-      const ack = await js.publish(subject, payload, { msgID: msgId, timeout: policy.timeoutMs });
+      const ack = await js.publish(subject, payload, { msgID: msgId, timeout: policy.timeoutMs, ...(headers !== undefined ? { headers } : {}) });
       return { status: ack.duplicate ? "duplicate" : "ok", seq: ack.seq, msgId, attempts };
     } catch (e) {
       lastError = errorText(e);
@@ -165,6 +168,11 @@ export interface ProducerOptions {
   retries?: number;
   /** Use this metadata instead of reading it from KV (tests, tools). */
   meta?: TableMeta;
+  /**
+   * Publish spans, one per batch (default: the global `@opentelemetry/api` tracer — recording nothing unless the
+   * service registered an OpenTelemetry SDK with a propagator, which then also puts `traceparent` on each batch).
+   */
+  tracer?: Tracer;
 }
 
 /** The highest acknowledged stream sequence per bucket of one producer, for read-your-writes. */
@@ -258,6 +266,7 @@ export class Producer {
   private readonly lingerMs: number;
   private readonly maxInFlight: number;
   private readonly perBucket: number;
+  private readonly tracer: Tracer;
   private inFlight = 0;
   private preparedBucket = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -286,6 +295,7 @@ export class Producer {
     this.lingerMs = Math.max(0, opts.lingerMs ?? 5);
     this.maxInFlight = positive("maxInFlight", opts.maxInFlight ?? 32);
     this.perBucket = (opts.ordered ?? true) ? 1 : this.maxInFlight;
+    this.tracer = opts.tracer ?? trace.getTracer("natslake");
     this.policy = {
       timeoutMs: positive("publishTimeoutMs", opts.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS),
       retries: Math.max(0, opts.retries ?? DEFAULT_RETRIES),
@@ -354,6 +364,12 @@ export class Producer {
     this.checkOpen();
     this.prepare(row);
     return this.enqueue(this.preparedBucket, this.scratch.buf, 0, this.scratch.pos);
+  }
+
+  /** Checks a row exactly as `write` would — schema, values, size — and throws the same error; buffers nothing. */
+  validate(row: Readonly<Record<string, unknown>>): void {
+    this.checkOpen();
+    this.prepare(row);
   }
 
   /**
@@ -531,13 +547,30 @@ export class Producer {
 
   private async send(batch: PendingBatch, lane: BucketLane): Promise<void> {
     const msgId = `${this.producerId}-${batch.bucket}-${lane.counter++}`;
+    const subject = this.subjectOf[batch.bucket]!;
+    // The batch's span; its context travels in the message's `traceparent` header (only when the process traces).
+    const span = this.tracer.startSpan("natslake.publish", {
+      kind: SpanKind.PRODUCER,
+      attributes: { "messaging.system": "nats", "messaging.destination.name": subject, "messaging.message.id": msgId, "messaging.batch.message_count": batch.rows, "natslake.table": this.meta.table, "natslake.bucket": batch.bucket },
+    });
+    const traceparent = traceparentOf(span);
+    let headers: MsgHdrs | undefined;
+    if (traceparent !== undefined) {
+      headers = natsHeaders();
+      headers.set(H_TRACEPARENT, traceparent);
+    }
     let outcome: BatchOutcome;
     try {
-      const r = await publishWithRetry(this.js, this.subjectOf[batch.bucket]!, this.payload(batch), msgId, this.policy);
+      const r = await publishWithRetry(this.js, subject, this.payload(batch), msgId, this.policy, headers);
       outcome = { ...r, bucket: batch.bucket, rows: batch.rows };
     } catch (e) {
       outcome = { status: "failed", bucket: batch.bucket, rows: batch.rows, msgId, attempts: 0, error: errorText(e) };
     }
+    if (span.isRecording()) {
+      span.setAttributes({ "natslake.outcome": outcome.status, ...(outcome.seq !== undefined ? { "natslake.stream_seq": outcome.seq } : {}) });
+      if (outcome.status === "failed" || outcome.status === "unknown") span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error ?? outcome.status });
+    }
+    span.end();
     if ((outcome.status === "ok" || outcome.status === "duplicate") && outcome.seq !== undefined) {
       const key = String(batch.bucket);
       if ((this.acked[key] ?? 0) < outcome.seq) this.acked[key] = outcome.seq;

@@ -13,6 +13,8 @@ import type { Identifier } from "../src/table/table.ts";
 import { openKv } from "./nats/table-infra.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import type { SnapshotNotification } from "../actors/wire/messages.ts";
+import type { Context } from "@opentelemetry/api";
+import { contextOfTraceparent } from "../actors/wire/trace-context.ts";
 
 export interface SnapshotSubscribeOptions {
   prefix?: string;
@@ -28,6 +30,15 @@ export interface SnapshotSubscription {
 }
 
 const STREAM_NOT_FOUND = 10059;
+
+/**
+ * The OpenTelemetry context to continue a notification's trace in (the commit that landed the snapshot), e.g.
+ * `tracer.startActiveSpan("refresh", {}, notificationContext(n), …)`. The root context when the leader did not trace
+ * or this process registered no propagator.
+ */
+export function notificationContext(n: SnapshotNotification): Context {
+  return contextOfTraceparent(n.traceparent);
+}
 
 /** A parsed notification, or undefined when the payload is not one. */
 export function parseSnapshotNotification(data: unknown): SnapshotNotification | undefined {

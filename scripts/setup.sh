@@ -12,8 +12,8 @@
 #                       jsMsgGetRequest) when a message is read from a stream another client is still creating
 #   1c. seaweedfs       SeaweedFS's `weed` (the S3-compatible store of the object-storage tests and `up --s3`) at the pinned
 #                       pseudo-version in scripts/seaweedfs-version, built with `go install` into
-#                       $NATSLAKE_TOOLS_DIR/seaweedfs-<version>/weed, only when missing (the first build takes 10-40 min on 2
-#                       busy cores; NATSLAKE_WEED_INSTALL_TIMEOUT, default 3600 s); exported as NATSLAKE_WEED
+#                       $NATSLAKE_TOOLS_DIR/seaweedfs-<version>/weed, only when missing (from cold Go caches about 5 min on 2
+#                       shared cores, 2.1 GB of modules; NATSLAKE_WEED_INSTALL_TIMEOUT, default 3600 s); exported as NATSLAKE_WEED
 #   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb; nats-py and msgpack for the Python consumer and publisher); pip only when they are not
 #                       already installed at exactly these versions
 #   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied

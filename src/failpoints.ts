@@ -8,7 +8,7 @@
  * When FAILPOINTS is unset, `failpoint()` costs one size check of an empty map.
  *
  * The points (the chaos suite, chaos/scenarios/, arms each on one node process):
- * - writer: `io.write.mid` (src/io/local.ts: half of a file's bytes written), `writer.parquet.encoded` and
+ * - writer: `io.write.mid` (src/io/local.ts: half of a file's bytes written; src/io/s3.ts: half of a PUT's body sent), `writer.parquet.encoded` and
  *   `writer.file.written` (src/write/data-file-writer.ts: before the file / after it, before the committable),
  *   `writer.after-committable` (actors/writer.ts: the committable is in the commit stream); `bucket-buffer.append`
  *   and `bucket-buffer.flush` (actors/ingest/bucket-buffer.ts, in the worker thread that holds a bucket's rows:
@@ -16,19 +16,19 @@
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
  *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges),
- *   `committer.after-compact-snapshot` (the writers' COMPACT snapshot linked, the commit stream not purged);
+ *   `committer.after-compact-snapshot` (the writers' COMPACT snapshot linked, the commit stream not purged),
+ *   `committer.first-round` (a new leadership's first round, before it reads the commit stream: with `sleep(ms)`, a
+ *   slow backlog — test/integration/orphans-backlog.test.ts);
  * - writer-side compaction: `writer.compaction-before-send` (actors/bucket-compactor.ts: outputs written, the change
  *   not yet in the commit stream);
  * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
  *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (remove-orphans.ts), `rollback.after-recreate`,
  *   `rollback.after-tag`, `rollback.after-snapshot`, `rollback.after-data-file` (rollback.ts);
- * - compaction: `compact.after-rewrite` (src/maintenance/compact.ts: every output written, before the COMPACT commit,
- *   whose own points are the committer's `commit.*` ones);
+ * - compaction (the CLI's and the writers'): `compact.rewrite.after-output` (src/maintenance/compact.ts: mid-rewrite,
+ *   after each output file, before the task's next output), `compact.after-rewrite` (every output written, before
+ *   the COMPACT commit, whose own points are the committer's `commit.*` ones);
  * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
- *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts);
- * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
- *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (src/maintenance/remove-orphans.ts: after each
- *   orphan file deleted).
+ *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts).
  */
 import { writeSync } from "node:fs";
 

@@ -4,7 +4,8 @@
  * as `schemas/subjects.json`. `contractOf` finds the contract of a concrete subject — the wire-contracts test
  * classifies every message it sees with it, and fails on a subject it does not know.
  *
- * Templates: `<p>` is the prefix (`lake` by default); `<bucket>` is a bucket number; other `<…>` are one token.
+ * Templates: `<p>` is the prefix (`lake` by default); `<bucket>` and `<seq>` are decimal numbers; other `<…>` are one
+ * token.
  */
 
 export type Carrier = "jetstream" | "core" | "kv";
@@ -18,20 +19,33 @@ export interface SubjectContract {
   carrier: Carrier;
   /** Who publishes. */
   from: string;
+  /**
+   * The NATS headers its messages may carry (values: schemas/message-headers.schema.json); none when absent. KV
+   * entries carry only the KV client's own.
+   */
+  headers?: string[];
 }
 
-const c = (subject: string, schema: string, carrier: Carrier, from: string, reply?: string): SubjectContract => ({ subject, schema, carrier, from, ...(reply !== undefined ? { reply } : {}) });
+const c = (subject: string, schema: string, carrier: Carrier, from: string, reply?: string, headers?: string[]): SubjectContract => ({
+  subject,
+  schema,
+  carrier,
+  from,
+  ...(reply !== undefined ? { reply } : {}),
+  ...(headers !== undefined ? { headers } : {}),
+});
 
 export const SUBJECT_CONTRACTS: readonly SubjectContract[] = [
-  c("<p>.in.<db>.<table>", "raw-rows", "jetstream", "any publisher (JSON or msgpack)"),
-  c("<p>.in.<db>.<table>.<bucket>", "row-batch", "jetstream", "the producer client; the router"),
-  c("<p>.in.<db>.<table>.stream-id", "stream-id-marker", "jetstream", "the first node that finds the stream without one"),
-  c("<p>.dlq.<db>.<table>", "dead-letter", "jetstream", "routers and writers"),
-  c("<p>.commit.<db>.<table>", "commit-entry", "jetstream", "writers"),
-  c("<p>.snap.<db>.<table>", "snapshot-notification", "core", "the table's leader"),
+  c("<p>.in.<db>.<table>", "raw-rows", "jetstream", "any publisher (JSON or msgpack)", undefined, ["Nats-Msg-Id"]),
+  c("<p>.in.<db>.<table>.<bucket>", "row-batch", "jetstream", "the producer client; the router", undefined, ["Nats-Msg-Id", "traceparent", "Natslake-Raw-Seq"]),
+  c("<p>.in.<db>.<table>.stream-id", "stream-id-marker", "jetstream", "the first node that finds the stream without one", undefined, ["Nats-Expected-Last-Subject-Sequence"]),
+  c("<p>.dlq.<db>.<table>", "dead-letter", "jetstream", "routers and writers", undefined, ["Nats-Msg-Id", "Natslake-Reason"]),
+  c("<p>.commit.<db>.<table>", "commit-entry", "jetstream", "writers", undefined, ["Nats-Msg-Id"]),
+  c("<p>.snap.<db>.<table>", "snapshot-notification", "core", "the table's leader", undefined, ["traceparent"]),
   c("<p>.ctl.reject.<db>.<table>.<writer>", "rejection", "core", "the table's leader"),
   c("<p>.ctl.admin", "admin-request", "core", "the CLI, services (answered by a reader node)", "admin-reply"),
   c("<p>.ctl.maint.<db>.<table>", "maintenance-request", "core", "the CLI with --nats (answered by the table's leader)", "maintenance-reply"),
+  c("<p>.ctl.node.<node>", "node-control-request", "core", "`natslake node drain` (answered by that node only)", "node-control-reply"),
   c("<p>.ctl.consume.open", "consume-open", "core", "consumers (answered by a reader node)", "consume-open-reply"),
   c("<p>.ctl.consume.s.<session>", "consume-control", "core", "consumers", "consume-control-reply"),
   c("$KV.<p>_tables.<db>.<table>", "table-meta", "kv", "nodes (from the table's schema)"),
@@ -40,6 +54,7 @@ export const SUBJECT_CONTRACTS: readonly SubjectContract[] = [
   c("$KV.<p>_assign.released.<db>.<table>.<bucket>", "released", "kv", "writers handing a bucket over"),
   c("$KV.<p>_snap.<db>.<table>", "snapshot-notification", "kv", "the table's leader"),
   c("$KV.<p>_router.<db>.<table>", "router-progress", "kv", "the table's router (on its leader)"),
+  c("$KV.<p>_dlq_replays.<db>.<table>.<seq>", "dlq-replay-record", "kv", "`natslake dlq replay`, once a letter's rows were acknowledged"),
 ];
 
 /**
@@ -55,7 +70,7 @@ function compile(template: string, prefix: string): Token[] {
   return template
     .replaceAll("<p>", prefix)
     .split(".")
-    .map((t): Token => (t === "<bucket>" ? { digits: true } : /^<[a-z]+>$/.test(t) ? { any: true } : { literal: t }));
+    .map((t): Token => (t === "<bucket>" || t === "<seq>" ? { digits: true } : /^<[a-z]+>$/.test(t) ? { any: true } : { literal: t }));
 }
 
 const cache = new Map<string, Array<{ tokens: Token[]; contract: SubjectContract }>>();

@@ -84,6 +84,11 @@ export interface CommittableClaim {
   lastOffset: number;
   /** Writer-local flush counter, for logs and dedupe of republished committables. */
   flushId: number;
+  /**
+   * W3C trace context of the flush that made it (actors/wire/trace-context.ts), when tracing is on: the leader's
+   * commit span links to it.
+   */
+  traceparent?: string;
 }
 
 /** One committable per (bucket, flush): writer → committer over JetStream `<p>.commit.<db>.<table>`. */
@@ -157,6 +162,24 @@ export interface Rejection {
   reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch" | "body-missing";
 }
 
+/**
+ * KV `<p>_dlq_replays` value (key `<db>.<table>.<dlq sequence>`): a dead letter whose rows `natslake dlq replay`
+ * published again, and acknowledged. The letter itself stays in the DLQ until the stream's limits drop it.
+ */
+export interface DlqReplayRecord {
+  v: 1;
+  table: string;
+  /** The letter's sequence in the DLQ stream. */
+  seq: number;
+  /** When the rows were acknowledged (epoch ms). */
+  at: number;
+  rows: number;
+  /** Whether the rows were the letter's original or rows the operator supplied (fixed). */
+  source: "original" | "file";
+  /** The ingest messages that carried them (`Nats-Msg-Id`s). */
+  msgIds: string[];
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Notifications
 
@@ -180,6 +203,12 @@ export interface SnapshotNotification {
    * read-your-writes wait compares offsets only with notifications of the stream it published to.
    */
   stream?: string;
+  /**
+   * W3C trace context of the commit that landed the snapshot (its notify span, a child of the commit span), when the
+   * leader traces: a subscriber continues the trace from it (`notificationContext`, cluster/snapshots-client.ts).
+   * Also sent as the message's `traceparent` header.
+   */
+  traceparent?: string;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -208,8 +237,10 @@ export interface MemberHeartbeat {
   pid: number;
   startedAt: number;
   at: number;
-  /** The node is draining (SIGTERM): give it no new buckets. */
+  /** The node is draining (SIGTERM, `natslake node drain`): give it no new buckets. */
   draining: boolean;
+  /** The drain finished and the node stays up holding no buckets and no leases (`natslake node drain`). */
+  drained?: boolean;
   /** Largest lease renew lag (ms) seen by this node's leaders since it started (event-loop health). */
   leaseRenewLagMsMax?: number;
   /** Largest lease renew lag (ms) among renewals since the previous heartbeat. */
@@ -305,4 +336,40 @@ export type MaintenanceReply =
   | { type: "running"; node: string }
   | { type: "part"; node: string; index: number; data: string }
   | { type: "done"; ok: true; node: string; result?: unknown; parts?: number }
+  | { type: "done"; ok: false; node: string; error: string; kind: string };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Node control (request on `<p>.ctl.node.<nodeId>`, JSON, answered by that node only)
+
+/**
+ * CLI → one node: drain it as SIGTERM would — its buckets are flushed and handed to other writers, the last
+ * committables of the buckets it released are committed, its leases are released and its actors stop. `then`:
+ * `stay` keeps the process up afterwards, holding nothing (a member marked draining, so it gets nothing back until
+ * it is restarted); `exit` ends the process as a SIGTERM does.
+ */
+export interface NodeDrainRequest {
+  type: "drain";
+  v: 1;
+  then: "stay" | "exit";
+}
+
+/**
+ * The node's answers, all to the request's reply subject: `accepted` at once, `progress` every second while buckets
+ * are still being handed off, then `done`.
+ */
+export type NodeControlReply =
+  | { type: "accepted"; node: string; buckets: number; leading: string[]; alreadyDraining: boolean }
+  | { type: "progress"; node: string; buckets: number }
+  | {
+      type: "done";
+      ok: true;
+      node: string;
+      /** Buckets the node owned when the drain began. */
+      handedOff: number;
+      /** Buckets still owned when the drain timeout passed (0: all handed off); their leases expire instead. */
+      stillOwned: number;
+      /** Released buckets whose last committable was not committed within the drain timeout. */
+      uncommitted: number;
+      then: "stay" | "exit";
+    }
   | { type: "done"; ok: false; node: string; error: string; kind: string };

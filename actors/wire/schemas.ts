@@ -18,6 +18,7 @@ import type { TableSchemaJson } from "../../src/spec/schema.ts";
 import type { RouterProgress } from "../ports.ts";
 import { consumeOpenSchema, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "./consume.ts";
 import { maintenanceRequestSchema } from "./maintenance-request.ts";
+import { nodeControlRequestSchema } from "./node-control.ts";
 import type {
   AdminReply,
   AdminRequest,
@@ -27,9 +28,12 @@ import type {
   CompactionChange,
   CompactionEntry,
   DeadLetter,
+  DlqReplayRecord,
   MaintenanceReply,
   MaintenanceRequest,
   MemberHeartbeat,
+  NodeControlReply,
+  NodeDrainRequest,
   Rejection,
   Released,
   RowBatch,
@@ -60,6 +64,16 @@ const tableName = z.string().regex(/^[^.\s]+\.[^.\s]+$/, "a table is named <db>.
 /** An ingest stream's identity, `<stream name>#<marker>` (src/commit/stream-identity.ts). */
 const streamIdentity = z.string().min(1).describe("the ingest stream's identity, `<stream name>#<marker>`");
 const bucketKey = z.string().regex(/^\d+$/, "a bucket number");
+/** An unsigned decimal integer as text (NATS header values are text). */
+const digits = z.string().regex(/^\d+$/);
+/**
+ * W3C trace context (https://www.w3.org/TR/trace-context/), version 00 as the OpenTelemetry propagator writes it:
+ * `00-<trace id>-<parent span id>-<flags>` in lower-case hex (actors/wire/trace-context.ts).
+ */
+const traceparent = z
+  .string()
+  .regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, "a W3C traceparent, 00-<32 hex>-<16 hex>-<2 hex>")
+  .describe("W3C trace context (`00-<trace id>-<span id>-<flags>`), present only when the sender traces");
 
 // ---------------------------------------------------------------------------------------------------------------
 // Ingest
@@ -107,6 +121,22 @@ export const deadLetterSchema = z
   })
   .meta({ title: "DeadLetter", description: "A rejected row or message with the reason (JSON), on `<p>.dlq.<db>.<table>` (stream `<P>_DLQ`). Header `Natslake-Reason`: the reason's first 200 characters." });
 
+export const dlqReplayRecordSchema = z
+  .strictObject({
+    v: z.literal(1),
+    table: tableName,
+    seq: z.number().int().positive().describe("the letter's sequence in the DLQ stream"),
+    at: epochMillis.describe("when the replayed rows were acknowledged"),
+    rows: count,
+    source: z.enum(["original", "file"]).describe("the letter's own row, or rows an operator supplied (fixed)"),
+    msgIds: z.array(z.string().min(1)).describe("the `Nats-Msg-Id`s of the ingest messages that carried the rows"),
+  })
+  .meta({
+    title: "DlqReplayRecord",
+    description:
+      "A dead letter whose rows `natslake dlq replay` published again and saw acknowledged (JSON): KV `<p>_dlq_replays`, key `<db>.<table>.<dlq seq>`, kept 7 days. The letter stays in the DLQ; later replays skip it unless asked.",
+  });
+
 // ---------------------------------------------------------------------------------------------------------------
 // Commit protocol (msgpack)
 
@@ -146,6 +176,7 @@ const claim = {
   prevOffset: seq.describe("the stream sequence the writer resumed after"),
   lastOffset: seq.describe("the last stream sequence the files cover"),
   flushId: count,
+  traceparent: traceparent.optional().describe("the writer's flush span, when the writer traces: the leader's commit span links to it"),
 };
 
 const wireDataFile = z.strictObject({ partition: binary.describe("framed BinaryRow of the partition"), totalBuckets: int, meta: dataFileMeta });
@@ -220,6 +251,7 @@ export const snapshotNotificationSchema = z
     epoch: count.describe("the leader epoch that committed it"),
     offsets: z.record(bucketKey, seq).describe("committed stream sequence per bucket"),
     stream: streamIdentity.optional(),
+    traceparent: traceparent.optional().describe("the leader's notify span (a child of its commit span), when the leader traces; also the message's `traceparent` header"),
   })
   .meta({ title: "SnapshotNotification", description: "A snapshot landed (JSON): on `<p>.snap.<db>.<table>` (core NATS); the newest is kept in KV `<p>_snap` under `<db>.<table>`." });
 
@@ -266,6 +298,7 @@ export const memberHeartbeatSchema = z
     startedAt: epochMillis,
     at: epochMillis,
     draining: z.boolean(),
+    drained: z.boolean().optional().describe("set once a drain that keeps the process up (`natslake node drain`) finished: the node holds no buckets and no leases until it is restarted"),
     leaseRenewLagMsMax: z.number().nonnegative().optional(),
     leaseRenewLagMsRecent: z.number().nonnegative().optional(),
     leading: z.array(tableName).optional(),
@@ -343,6 +376,34 @@ export const maintenanceReplySchema = z
     description: "The leader's answers to a maintenance request (JSON), in order: accepted, progress and running while it runs, the parts of a large result, then done.",
   });
 
+export { nodeControlRequestSchema };
+
+export const nodeControlReplySchema = z
+  .union([
+    z.strictObject({
+      type: z.literal("accepted"),
+      node: z.string().min(1),
+      buckets: count.describe("buckets the node owned when the drain began"),
+      leading: z.array(tableName).describe("tables it led"),
+      alreadyDraining: z.boolean(),
+    }),
+    z.strictObject({ type: z.literal("progress"), node: z.string().min(1), buckets: count.describe("buckets still owned") }),
+    z.strictObject({
+      type: z.literal("done"),
+      ok: z.literal(true),
+      node: z.string().min(1),
+      handedOff: count.describe("buckets the node owned when the drain began"),
+      stillOwned: count.describe("buckets still owned when the drain timeout passed (0: all handed off); their leases expire instead"),
+      uncommitted: count.describe("released buckets whose last committable was not committed within the drain timeout"),
+      then: z.enum(["stay", "exit"]),
+    }),
+    z.strictObject({ type: z.literal("done"), ...failure, node: z.string().min(1) }),
+  ])
+  .meta({
+    title: "NodeControlReply",
+    description: "A node's answers to a NodeControlRequest (JSON), in order: accepted at once, progress every second while buckets are being handed off, then done. A request that is not valid gets only done with ok false.",
+  });
+
 export { consumeOpenSchema };
 
 export const consumeOpenReplySchema = z
@@ -362,7 +423,6 @@ export const consumeControlReplySchema = z
   .union([z.strictObject({ ok: z.literal(true) }), z.strictObject({ ok: z.literal(false), error: z.string() })])
   .meta({ title: "ConsumeControlReply", description: "The reader's answer to a control message sent as a request (JSON)." });
 
-const digits = z.string().regex(/^\d+$/);
 export const consumeHeadersSchema = z
   .discriminatedUnion("Natslake-Type", [
     z.strictObject({
@@ -386,6 +446,23 @@ export const consumeErrorSchema = z
   .meta({ title: "ConsumeError", description: "The body of an `error` message to a consumer's inbox (JSON): the session is over." });
 
 // ---------------------------------------------------------------------------------------------------------------
+// Headers
+
+export const messageHeadersSchema = z
+  .strictObject({
+    "Nats-Msg-Id": z.string().min(1).optional().describe("JetStream's de-duplication id: a message published again with the same id within the stream's duplicate window is stored once"),
+    "Nats-Expected-Last-Subject-Sequence": digits.optional().describe("JetStream's compare-and-set: the stream-id marker is written only when its subject holds nothing yet (0)"),
+    "Natslake-Raw-Seq": digits.optional().describe("on a routed row batch: the stream sequence of the raw message its rows came from"),
+    "Natslake-Reason": z.string().max(200).optional().describe("on a dead letter: the reason's first 200 characters"),
+    traceparent: traceparent.optional().describe("on a row batch: the producer's publish span; on a snapshot notification: the leader's notify span (the body's `traceparent`)"),
+  })
+  .meta({
+    title: "MessageHeaders",
+    description:
+      "The NATS headers natslake sets on the messages it publishes to its subjects (consume sessions have their own, ConsumeHeaders). `subjects.json` names, per subject, the headers its messages may carry; KV entries carry only the KV client's own. Readers should ignore headers they do not know.",
+  });
+
+// ---------------------------------------------------------------------------------------------------------------
 // The published set
 
 export type WireEncoding = "json" | "msgpack" | "json-or-msgpack" | "nats-headers";
@@ -406,6 +483,7 @@ export const WIRE_SCHEMAS: readonly WireSchema[] = [
   w("raw-rows", rawRowsSchema, "json-or-msgpack", "input"),
   w("stream-id-marker", streamIdMarkerSchema, "json"),
   w("dead-letter", deadLetterSchema, "json"),
+  w("dlq-replay-record", dlqReplayRecordSchema, "json"),
   w("commit-entry", commitEntrySchema, "msgpack"),
   w("rejection", rejectionSchema, "msgpack"),
   w("snapshot-notification", snapshotNotificationSchema, "json"),
@@ -418,12 +496,15 @@ export const WIRE_SCHEMAS: readonly WireSchema[] = [
   w("admin-reply", adminReplySchema, "json"),
   w("maintenance-request", maintenanceRequestSchema, "json", "input"),
   w("maintenance-reply", maintenanceReplySchema, "json"),
+  w("node-control-request", nodeControlRequestSchema, "json", "input"),
+  w("node-control-reply", nodeControlReplySchema, "json"),
   w("consume-open", consumeOpenSchema, "json", "input"),
   w("consume-open-reply", consumeOpenReplySchema, "json"),
   w("consume-control", consumeControlSchema, "json", "input"),
   w("consume-control-reply", consumeControlReplySchema, "json"),
   w("consume-headers", consumeHeadersSchema, "nats-headers"),
   w("consume-error", consumeErrorSchema, "json"),
+  w("message-headers", messageHeadersSchema, "nats-headers"),
 ];
 
 export function wireSchema(name: string): WireSchema {
@@ -469,13 +550,23 @@ export function jsonView(v: unknown): unknown {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Compile-time: each schema's type is the type the code sends or reads (both ways)
+// Compile-time: each schema's type is the type the code sends or reads, exactly
 
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/**
+ * Whether A and B are the same type — TypeScript's own identity check (two generic functions are comparable only when
+ * their conditional types name identical types). Assignability both ways is not enough: an optional field in one
+ * type and not in the other passes it, and that is how `traceparent` and `drained` were once missed here.
+ */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 const agree = <_T extends true>(): void => undefined;
+// The check itself: a schema that lacks one optional field of its type does not pass.
+const _notificationWithoutTraceparent = snapshotNotificationSchema.omit({ traceparent: true });
+// @ts-expect-error — Type 'false' does not satisfy the constraint 'true'
+agree<Same<z.output<typeof _notificationWithoutTraceparent>, SnapshotNotification>>();
 agree<Same<z.output<typeof rowBatchSchema>, RowBatch>>();
 agree<Same<z.output<typeof streamIdMarkerSchema>, StreamIdMarker>>();
 agree<Same<z.output<typeof deadLetterSchema>, DeadLetter>>();
+agree<Same<z.output<typeof dlqReplayRecordSchema>, DlqReplayRecord>>();
 agree<Same<z.output<typeof simpleStats>, SimpleStats>>();
 agree<Same<z.output<typeof dataFileMeta>, DataFileMeta>>();
 agree<Same<z.output<typeof wireDataFile>, WireDataFile>>();
@@ -497,6 +588,8 @@ agree<Same<z.output<typeof adminRequestSchema>, AdminRequest>>();
 agree<Same<z.output<typeof adminReplySchema>, AdminReply>>();
 agree<Same<z.output<typeof maintenanceRequestSchema>, MaintenanceRequest>>();
 agree<Same<z.output<typeof maintenanceReplySchema>, MaintenanceReply>>();
+agree<Same<z.output<typeof nodeControlRequestSchema>, NodeDrainRequest>>();
+agree<Same<z.output<typeof nodeControlReplySchema>, NodeControlReply>>();
 agree<Same<z.input<typeof consumeOpenSchema>, ConsumeOpen>>();
 agree<Same<z.output<typeof consumeOpenReplySchema>, ConsumeOpenReply>>();
 agree<Same<z.output<typeof consumeControlSchema>, ConsumeControl>>();

@@ -1,5 +1,5 @@
 /**
- * `natslake chaos run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] …` and `natslake chaos list`: start the
+ * `natslake chaos run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] [--s3] …` and `natslake chaos list`: start the
  * chaos suite's runner (chaos/main.ts) as a child process with inherited stdio — the product never imports chaos/.
  * Arguments are checked here first (a wrong one is reported at once, exit 2); the runner checks scenario names.
  * The exit code is the runner's: 0 when every run passed, 1 when one failed.
@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../src/options.ts";
-import { UsageError } from "./common.ts";
+import { UsageError, examples } from "./common.ts";
 
 const CHAOS_MAIN = join(REPO_ROOT, "chaos", "main.ts");
 const REPO = REPO_ROOT;
@@ -24,6 +24,7 @@ interface ChaosFlags {
   verbose?: boolean;
   natsServer?: string;
   reports?: string;
+  s3?: boolean;
 }
 
 const check = (ok: (v: string) => boolean, message: string) => (v: string): string => {
@@ -67,7 +68,7 @@ async function finish(code: number): Promise<void> {
 }
 
 export function registerChaosCommands(program: Command): void {
-  const chaos = program.command("chaos").description("the chaos suite: faults injected into a local cluster, every acknowledged row checked (see README, Chaos suite)");
+  const chaos = program.command("chaos").description("the chaos suite: faults injected into a local cluster, every acknowledged row checked (see README, Chaos suite)").addHelpText("after", examples("natslake chaos list", "natslake chaos run leader-kill --runs 2"));
   chaos
     .command("run")
     .description("run chaos scenarios (default: the full suite) and write a JSON report per run under chaos-reports/")
@@ -80,6 +81,8 @@ export function registerChaosCommands(program: Command): void {
     .option("--verbose", "print the run's events as they happen")
     .option("--nats-server <path>", "nats-server binary (default: the current one built by scripts/setup.sh, else Debian's)")
     .option("--reports <dir>", "where reports go (default chaos-reports)")
+    .option("--s3", "the warehouse in S3: a SeaweedFS of each run's own (built by scripts/setup.sh) instead of a directory")
+    .addHelpText("after", examples("natslake chaos run writer-failpoints --runs 5 --seed 42", "natslake chaos run soak --duration 10min --seed 7 --verbose", "natslake chaos run --ci"))
     .action(async (names: string[], o: ChaosFlags) => {
       const args = ["run", ...names];
       if (o.runs !== undefined) args.push("--runs", o.runs);
@@ -88,6 +91,7 @@ export function registerChaosCommands(program: Command): void {
       if (o.ci) args.push("--ci");
       if (o.keep) args.push("--keep");
       if (o.verbose) args.push("--verbose");
+      if (o.s3) args.push("--s3");
       // The runner works in the checkout: paths given here are relative to the caller's directory.
       if (o.natsServer !== undefined) args.push("--nats-server", o.natsServer.includes("/") ? resolve(o.natsServer) : o.natsServer);
       if (o.reports !== undefined) args.push("--reports", resolve(o.reports));
@@ -96,6 +100,7 @@ export function registerChaosCommands(program: Command): void {
   chaos
     .command("list")
     .description("list the chaos scenarios")
+    .addHelpText("after", examples("natslake chaos list"))
     .action(async () => {
       await finish(await runChaos(["list"]));
     });

@@ -11,10 +11,14 @@ import { Node } from "../node.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
-import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt } from "./common.ts";
+import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
 import { startMetricsServer } from "../metrics-server.ts";
+import { startTracingIfConfigured, type Tracing } from "../tracing.ts";
+import { NATSLAKE_VERSION } from "../version.ts";
+import { serveNodeControl } from "../node-control.ts";
+import { registerNodeDrainCommand } from "./node-drain-command.ts";
 
 function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   const p = pino({ level, base }, pino.destination(2));
@@ -42,6 +46,7 @@ export interface NodeFlags {
   consumeFeedMemory?: string;
   metricsPort?: number;
   metricsHost?: string;
+  otlpEndpoint?: string;
   logLevel?: string;
 }
 
@@ -67,6 +72,7 @@ export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
         logLevel: o.logLevel,
         metricsPort: o.metricsPort,
         metricsHost: o.metricsHost,
+        otlpEndpoint: o.otlpEndpoint,
       },
       env,
       ...(o.config ? { file: o.config } : {}),
@@ -77,13 +83,13 @@ export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
 }
 
 export function registerClusterCommands(program: Command, out: (s: string) => void): void {
-  program
+  const nodeCommand = program
     .command("node")
     .description("run one cluster node (flags > NATSLAKE_* environment > --config file)")
     .option("--roles <list>", "comma-separated roles: writer, committer, reader (default all)")
     .option("--nats <url>", "NATS server URL, or a comma-separated list of a cluster's servers (NATSLAKE_NATS)")
     .option("--redis <url>", "Redis URL for the committer lease (NATSLAKE_REDIS)")
-    .option("--warehouse <dir>", "warehouse directory (NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .option("--config <file>", "JSON config file")
     .option("--node-id <id>", "node id (default host-pid-random)")
     .option("--prefix <p>", "subject prefix (default lake)")
@@ -95,9 +101,22 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--log-level <level>", "debug, info, warn or error")
     .option("--metrics-port <port>", "serve /metrics (Prometheus), /healthz and /readyz on this port (NATSLAKE_METRICS_PORT)", parseNonNegativeInt("--metrics-port"))
     .option("--metrics-host <addr>", "address of the metrics endpoint (default 127.0.0.1; NATSLAKE_METRICS_HOST)")
+    .option("--otlp-endpoint <url>", "export traces by OTLP/HTTP (JSON) to this collector, e.g. http://127.0.0.1:4318 (or OTEL_EXPORTER_OTLP_ENDPOINT; off by default)")
+    .addHelpText(
+      "after",
+      examples("natslake node --roles writer,committer,reader --nats nats://127.0.0.1:4222 --redis redis://127.0.0.1:6379 --warehouse /data/wh --node-id node-1 --metrics-port 9464", "natslake node --roles reader --nats nats://a:4222,nats://b:4222,nats://c:4222 --warehouse /data/wh --replicas 3", "natslake node drain node-1 --nats nats://127.0.0.1:4222   # hand its buckets off without a signal") +
+        "\nSIGTERM (or `natslake node drain`) drains: buckets flushed and handed over, leases released.",
+    )
     .action(async (o: NodeFlags) => {
       const cfg = nodeConfigOf(o, process.env);
+      let tracing: Tracing | null;
+      try {
+        tracing = await startTracingIfConfigured(process.env, { serviceName: "natslake", instanceId: cfg.nodeId, version: NATSLAKE_VERSION, ...(cfg.otlpEndpoint !== undefined ? { otlpEndpoint: cfg.otlpEndpoint } : {}) });
+      } catch (e) {
+        throw new UsageError((e as Error).message);
+      }
       const log = pinoLogger(cfg.logLevel, { node: cfg.nodeId });
+      if (tracing !== null) log.info("exporting traces", { endpoint: cfg.otlpEndpoint ?? process.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? process.env["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? process.env["OTEL_TRACES_EXPORTER"] });
       // Signals are handled from before the start: a SIGTERM while the node starts (it may wait up to a minute for
       // JetStream) is a drain once it is up, not the default handler's abrupt exit; the watchdog bounds either wait.
       let node: Node | null = null;
@@ -118,10 +137,11 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
           },
         );
       };
+      // A signal, or a `natslake node drain --exit` whose hand-off is done: drain (at once, when it is), then exit.
       const onSignal = (sig: string): void => {
         if (draining) return;
         draining = true;
-        log.info("signal received; draining", { signal: sig, ...(node === null ? { during: "start" } : {}) });
+        log.info(sig === "drain request" ? "drain request done; stopping" : "signal received; draining", { signal: sig, ...(node === null ? { during: "start" } : {}) });
         // A drain that cannot finish (a hung connection, an actor that never stops) must not keep the process
         // alive: past the drain timeout and a grace period, exit non-zero and say so.
         watchdog = setTimeout(() => {
@@ -139,17 +159,22 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       node = await Node.start(cfg, log);
       const started = node;
       metricsServer?.setReadiness(() => started.readiness());
+      // `natslake node drain <id>`: the same hand-off without a signal.
+      serveNodeControl({ nc: started.nc, subjects: started.subjects, nodeId: cfg.nodeId, log, holdings: () => started.holdings(), handOff: () => started.handOff(), exit: () => onSignal("drain request") });
       if (draining) drain(node);
       await stopped;
+      // The last spans (the drain's final flushes and commits) go out before the process does.
+      await tracing?.shutdown();
       // Drained and stopped: nothing is left to do, whatever handle a library may still hold open.
       process.exit(process.exitCode ?? 0);
     });
+  registerNodeDrainCommand(nodeCommand, out);
 
   program
     .command("up")
     .description("start a local cluster: nats-server and redis-server (unless URLs are given) and N nodes")
     .option("--nodes <n>", "number of nodes", parsePositiveInt("--nodes"), 3)
-    .option("--warehouse <dir>", "warehouse directory; its JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop); or s3://bucket/prefix (credentials in the environment)")
+    .option(WAREHOUSE_FLAG, "warehouse: a directory, where the JetStream store and logs are kept in <dir>/.natslake-up (default: a new temporary directory, removed at stop), or s3://bucket/prefix (credentials in the environment; see also --s3)")
     .option("--nats <url>", "use this NATS server instead of starting one")
     .option("--redis <url>", "use this Redis instead of starting one")
     .option("--commit-interval <d>", "default commit interval", "250ms")
@@ -158,7 +183,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--s3", "run the nodes on an S3 warehouse: a temporary SeaweedFS (built by scripts/setup.sh) with bucket natslake")
     .addHelpText(
       "after",
-      "\nnats-server: NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built (NATSLAKE_NATS_SERVER_CURRENT or\n" +
+      examples("natslake up --nodes 3 --demo", "natslake up --warehouse /data/wh --duration 60") +
+        "\nnats-server: NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built (NATSLAKE_NATS_SERVER_CURRENT or\n" +
         "~/go/natslake-bin), else nats-server on PATH; printed at start, with a warning when older than 2.10.\n" +
         "Ctrl-C drains the nodes (SIGTERM, waiting for them to exit), then stops the servers. A node that dies is reported\n" +
         "and the others keep running; up then exits 1.",
@@ -183,7 +209,8 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       "\nEvery row is counted under its batch's outcome: ok, duplicate (stored earlier under the same message id), failed\n" +
         "(not stored) or unknown (no acknowledgement: may or may not be stored). Exit 0 when every row was acknowledged (ok or\n" +
         "duplicate), 1 when any was not, 2 for bad input (it stops at the line: <file>:<line>: <why>), 1 when NATS cannot be reached.\n" +
-        "Publishing a file twice without --idempotent stores its rows twice.",
+        "Publishing a file twice without --idempotent stores its rows twice.\n" +
+        examples("natslake publish shop.orders orders.jsonl --nats nats://127.0.0.1:4222 --wait-visible", "natslake publish shop.orders orders.csv --nats nats://127.0.0.1:4222 --idempotent"),
     )
     .action((table: string, file: string, o: PublishFlags) => publishFile(table, file, o, out));
 
@@ -193,6 +220,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .requiredOption("--nats <url>", "NATS server URL")
     .option("--prefix <p>", "subject prefix", "lake")
     .option("--count <n>", "stop after n notifications", parsePositiveInt("--count"))
+    .addHelpText("after", examples("natslake subscribe shop.orders --nats nats://127.0.0.1:4222 --count 10"))
     .action(async (table: string, o: { nats: string; prefix: string; count?: number }) => {
       const nc = await connectOrExplain(o.nats);
       try {

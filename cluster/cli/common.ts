@@ -12,6 +12,11 @@ import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { toJsonText } from "../../src/spec/values.ts";
 import { parseDuration } from "../../src/options.ts";
 
+/** The `--warehouse` flag every command that takes a warehouse declares (with {@link WAREHOUSE_HELP}). */
+export const WAREHOUSE_FLAG = "--warehouse <dir|s3://bucket/prefix>";
+/** Its help text: a directory or an object-store URI (src/io/warehouse.ts), credentials never on the command line. */
+export const WAREHOUSE_HELP = "warehouse: a directory or s3://bucket/prefix[?endpoint=…] (credentials from the AWS environment); or NATSLAKE_WAREHOUSE";
+
 export interface WarehouseOpts {
   warehouse?: string;
 }
@@ -23,7 +28,7 @@ export interface WarehouseOpts {
  */
 export function catalogFrom(opts: WarehouseOpts, { mustExist = false }: { mustExist?: boolean } = {}): Catalog {
   const wh = opts.warehouse ?? process.env["NATSLAKE_WAREHOUSE"];
-  if (!wh) throw new UsageError("no warehouse: pass --warehouse DIR (or s3://bucket/prefix) or set NATSLAKE_WAREHOUSE");
+  if (!wh) throw new UsageError("no warehouse: pass --warehouse <dir|s3://bucket/prefix> or set NATSLAKE_WAREHOUSE");
   const catalog = new Catalog(wh);
   // An object-store warehouse is checked by its first request (a missing bucket is named then): a prefix has no
   // existence of its own to check here.
@@ -138,6 +143,14 @@ export function renderTable(columns: string[], rows: unknown[][]): string {
   const fit = (s: string, w: number): string => (s.length > w ? s.slice(0, w - 1) + "…" : s.padEnd(w));
   const line = (vals: string[]): string => vals.map((v, i) => fit(v, widths[i]!)).join(" | ").trimEnd();
   return [line(columns), widths.map((w) => "-".repeat(w)).join("-+-"), ...cells.map(line)].join("\n");
+}
+
+/**
+ * The "Example(s):" block at the end of a command's --help: whole command lines, each one parsed by the real CLI in
+ * test/cli/help-examples.test.ts (a `  # comment` after two spaces is allowed).
+ */
+export function examples(...lines: string[]): string {
+  return `\nExample${lines.length > 1 ? "s" : ""}:\n${lines.map((l) => `  ${l}`).join("\n")}\n`;
 }
 
 /** A commander argument parser for durations (`30 s`, `10 min`, `7 d`, or milliseconds). */

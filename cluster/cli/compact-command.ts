@@ -8,7 +8,7 @@
 import { Presets, SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import type { CompactSummary } from "../../src/maintenance/compact.ts";
-import { parseNonNegativeInt } from "./common.ts";
+import { parseNonNegativeInt, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
 interface CompactOpts extends RoutingOpts {
@@ -39,7 +39,7 @@ export function registerCompactCommand(program: Command, out: (s: string) => voi
     .option("--dry-run", "report what would be compacted, write nothing")
     .option("--json", "print the summary as JSON")
     .option("--no-progress", "no progress bar")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP);
   addRoutingOptions(cmd)
     .addHelpText("after", "\nExamples:\n  natslake compact shop.orders --partition dt=2026-11-29 --dry-run\n  natslake compact shop.orders --nats nats://127.0.0.1:4222   # by the table's leader\n")
     .action(async (name: string, o: CompactOpts) => {

@@ -5,16 +5,16 @@
 import type { Command } from "commander";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { deleteConsumer, getConsumer, listConsumers, validateConsumerId, writeConsumer } from "../../src/table/consumers.ts";
-import { catalogFrom, parseNonNegativeInt, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, parseNonNegativeInt, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 
 export function registerConsumerCommands(program: Command, out: (s: string) => void): void {
-  const consumer = program.command("consumer").description("list, reset and delete consumers (read progress that snapshot expiration respects)");
+  const consumer = program.command("consumer").description("list, reset and delete consumers (read progress that snapshot expiration respects)").addHelpText("after", examples("natslake consumer list shop.orders --warehouse /data/wh", "natslake consumer reset shop.orders billing --next-snapshot 120"));
 
   consumer
     .command("list <table>")
     .description("every consumer of the table: its next snapshot and when it last recorded progress")
     .option("--json", "one JSON object per consumer")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", "\nExample:\n  natslake consumer list shop.orders --json\n")
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
@@ -32,7 +32,7 @@ export function registerConsumerCommands(program: Command, out: (s: string) => v
     .command("reset <table> <id>")
     .description("set a consumer's next snapshot (it resumes there; snapshots from it on are kept from expiration)")
     .requiredOption("--next-snapshot <n>", "the first snapshot the consumer reads next", parseNonNegativeInt("--next-snapshot"))
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", "\nExample:\n  natslake consumer reset shop.orders billing --next-snapshot 120\n")
     .action(async (name: string, id: string, o: WarehouseOpts & { nextSnapshot: number }) => {
       validateConsumerId(id);
@@ -50,7 +50,8 @@ export function registerConsumerCommands(program: Command, out: (s: string) => v
   consumer
     .command("delete <table> <id>")
     .description("delete a consumer (its snapshots are no longer kept for it)")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake consumer delete shop.orders billing --warehouse /data/wh"))
     .action(async (name: string, id: string, o: WarehouseOpts) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       if (!(await deleteConsumer(t, id))) throw new UsageError(`${t.name} has no consumer '${id}'`);

@@ -10,7 +10,7 @@ import { toJsonText, toJsonValue } from "../../src/spec/values.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { BatchWriter, describeOverwrite } from "../../src/write/batch-writer.ts";
 import { readRows } from "../../src/scan/read.ts";
-import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 import type { Table } from "../../src/table/table.ts";
 import { readRecords } from "./input.ts";
 import { parseIncrementalRange, type IncrementalRange } from "../../src/scan/incremental.ts";
@@ -68,7 +68,8 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
     .option("--overwrite-all", "replace the whole table")
     .option("--dry-run", "with --overwrite/--overwrite-all: show what would be replaced, write nothing")
     .option("--no-progress", "no progress bar")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake write shop.orders orders.jsonl --warehouse /data/wh", "natslake write shop.orders fix.jsonl --overwrite --partition dt=2026-11-29 --dry-run"))
     .action(async (name: string, file: string, o: WriteOpts) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const format = inputFormat(file, o.format);
@@ -125,7 +126,7 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
     .option("--format <table|jsonl>", "output format", "table")
     .option("--incremental <A..B>", "only the rows added after snapshot A, up to and including B (APPEND snapshots; see README)", (v: string) => parseIncrementalRange(v))
     .option("--incremental-since <time>", "only the rows added after the snapshot current at this time, up to the latest", parseTime)
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", "\nExamples:\n  natslake read shop.orders --limit 10\n  natslake read shop.orders --incremental 41..57 --format jsonl\n  natslake read shop.orders --tag before-backfill\n")
     .action(async (name: string, o: WarehouseOpts & { snapshot?: number; at?: number; tag?: string; limit?: number; columns?: string; partition?: string; format: string; incremental?: IncrementalRange; incrementalSince?: number }) => {
       if (o.format !== "table" && o.format !== "jsonl") throw new UsageError(`--format must be table or jsonl, got '${o.format}'`);

@@ -10,7 +10,7 @@ import { InvalidArgumentError } from "commander";
 import { compileFormatter } from "../../src/maintenance/partition-time.ts";
 import type { ExpirePartitionsResult } from "../../src/maintenance/expire-partitions.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
-import { durationArg } from "./common.ts";
+import { durationArg, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 
 
 function formatterArg(v: string): string {
@@ -59,11 +59,11 @@ export function registerExpirePartitionsCommand(program: Command, out: (s: strin
     .option("--timestamp-pattern <pattern>", "partition time from the values (partition.timestamp-pattern), e.g. '$dt $hour:00:00'", patternArg)
     .option("--dry-run", "list the partitions that would be dropped, change nothing")
     .option("--json", "print the summary as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP);
   addRoutingOptions(cmd)
     .addHelpText(
       "after",
-      "\nExample (daily dt partitions kept 7 days):\n  natslake expire-partitions shop.orders --expiration-time '7 d' --timestamp-formatter yyyy-MM-dd --dry-run\n" +
+      "\nExample (daily dt partitions kept 7 days):\n  natslake expire-partitions shop.orders --expiration-time '7 d' --timestamp-formatter yyyy-MM-dd --dry-run\n\n" +
         "Without flags the table's options decide: partition.expiration-time, partition.timestamp-formatter,\n" +
         "partition.timestamp-pattern, partition.expiration-strategy, partition.expiration-max-num.\n",
     )

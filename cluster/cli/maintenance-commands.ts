@@ -6,7 +6,7 @@
  * delete the same files), though the two runs' deletes then interleave.
  */
 import type { Command } from "commander";
-import { parsePositiveInt, durationArg } from "./common.ts";
+import { parsePositiveInt, durationArg, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
 
@@ -20,7 +20,7 @@ export function registerMaintenanceCommands(program: Command, out: (s: string) =
     .option("--max-deletes <n>", "expire at most this many snapshots in this run (snapshot.expire.limit)", parsePositiveInt("--max-deletes"))
     .option("--dry-run", "report what would be deleted, delete nothing")
     .option("--json", "print the summary as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP);
   addRoutingOptions(cmd)
     .addHelpText("after", "\nExample:\n  natslake expire-snapshots shop.orders --retain-min 10 --older-than '1 h' --dry-run\n")
     .action(async (name: string, o: RoutingOpts & { retainMin?: number; retainMax?: number; olderThan?: number; maxDeletes?: number; dryRun?: boolean; json?: boolean }) => {
@@ -41,6 +41,9 @@ export function registerMaintenanceCommands(program: Command, out: (s: string) =
             `${r.table}: ${verb} snapshots ${r.from}..${r.to - 1} (${r.snapshotsDeleted}); ` +
               `${r.dryRun ? "would delete" : "deleted"} ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files; earliest snapshot now ${r.to}`,
           );
+        // Results of an older leader (a rolling upgrade) carry no list.
+        const damaged = r.damagedSnapshots ?? [];
+        if (damaged.length > 0) out(`  damaged snapshots ${damaged.join(", ")} expired: the files only they referenced are left to \`natslake remove-orphans ${r.table}\``);
       }
       if (note !== undefined) process.stderr.write(`${note}\n`);
     });

@@ -16,14 +16,19 @@ import { registerRemoveOrphansCommand } from "./remove-orphans-command.ts";
 import { registerTagCommands } from "./tag-commands.ts";
 import { registerRollbackCommand } from "./rollback-command.ts";
 import { registerCompactCommand } from "./compact-command.ts";
+import { registerDlqCommands } from "./dlq-commands.ts";
+import { NATSLAKE_VERSION } from "../version.ts";
 
 /** The program; `out` receives each line a command prints on stdout. */
 export function buildProgram(out: (s: string) => void): Command {
   const program = new Command("natslake")
     .description("natslake: rows published on NATS, landed as Apache Paimon tables")
     // Which code runs: the compiled build (dist/) or the TypeScript sources (bin/natslake.mjs decides and says so).
-    .version(`0.1.0 (${process.env["NATSLAKE_RUNNING_FROM"] ?? "sources"})`)
+    .version(`${NATSLAKE_VERSION} (${process.env["NATSLAKE_RUNNING_FROM"] ?? "sources"})`)
     .showHelpAfterError("(run with --help for usage)")
+    // A command's options are its own, written after it: `natslake node drain n2 --nats URL` gives --nats to drain,
+    // not to `node` (which has a --nats of its own).
+    .enablePositionalOptions()
     .exitOverride();
   registerTableCommands(program, out);
   registerDataCommands(program, out);
@@ -37,6 +42,7 @@ export function buildProgram(out: (s: string) => void): Command {
   registerTagCommands(program, out);
   registerRollbackCommand(program, out);
   registerCompactCommand(program, out);
+  registerDlqCommands(program, out);
   registerChaosCommands(program);
   return program;
 }

@@ -18,6 +18,7 @@ import { ErrorKind, LakeError, isLakeError } from "../../src/errors.ts";
 import { createProducer, type BatchOutcome, type OutcomeStatus, type Producer } from "../producer.ts";
 import { connectOrExplain, UsageError } from "./common.ts";
 import { publishFormat, readRecords } from "./input.ts";
+import { startTracingIfConfigured } from "../tracing.ts";
 
 export interface PublishFlags {
   nats: string;
@@ -64,7 +65,18 @@ export async function publishFile(table: string, file: string, o: PublishFlags, 
     throw new UsageError(`cannot read input file '${file}'`);
   }
   const producerId = o.idempotent ? `pub-${await fileIdentity(table, file)}` : undefined;
-  const nc = await connectOrExplain(o.nats);
+  // With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER) set, every batch's publish span is exported and its
+  // context travels to the cluster in the `traceparent` header.
+  let tracing;
+  try {
+    tracing = await startTracingIfConfigured(process.env, { serviceName: "natslake-publish" });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const nc = await connectOrExplain(o.nats).catch(async (e: unknown) => {
+    await tracing?.shutdown();
+    throw e;
+  });
   const bar = new SingleBar({ format: "publishing |{bar}| {percentage}% | {rows} rows", stream: process.stderr }, Presets.shades_classic);
   const tty = o.progress && process.stderr.isTTY === true;
   let barRunning = false;
@@ -141,5 +153,6 @@ export async function publishFile(table: string, file: string, o: PublishFlags, 
   } finally {
     if (barRunning) bar.stop();
     await nc.close().catch(() => undefined);
+    await tracing?.shutdown();
   }
 }

@@ -11,7 +11,7 @@ import type { Command } from "commander";
 import { Presets, SingleBar } from "cli-progress";
 import { ORPHAN_KINDS, type RemoveOrphansResult } from "../../src/maintenance/remove-orphans.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
-import { durationArg } from "./common.ts";
+import { durationArg, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 
 
 const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -47,7 +47,7 @@ export function registerRemoveOrphansCommand(program: Command, out: (s: string) 
     .option("--older-than <duration>", "delete only files older than this (must exceed the longest write → commit time), e.g. 1 d", durationArg)
     .option("--dry-run", "list what would be deleted, delete nothing")
     .option("--json", "print the result as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP);
   addRoutingOptions(cmd)
     .addHelpText("after", "\nExample:\n  natslake remove-orphans shop.orders --older-than '2 d' --dry-run\n")
     .action(async (name: string, o: RoutingOpts & { olderThan?: number; dryRun?: boolean; json?: boolean }) => {

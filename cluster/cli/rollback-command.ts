@@ -12,7 +12,7 @@
 import type { Command } from "commander";
 import { DEFAULT_ROLLBACK_GUARD_MS, rollback, type RollbackResult } from "../../src/maintenance/rollback.ts";
 import { restoreTable, type RestoreResult } from "../../src/maintenance/restore.ts";
-import { parseNonNegativeInt, UsageError, durationArg } from "./common.ts";
+import { parseNonNegativeInt, UsageError, durationArg, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 import { addRoutingOptions, runRouted, type RoutingOpts } from "./maintenance-routing.ts";
 
 interface RollbackOpts extends RoutingOpts {
@@ -36,7 +36,7 @@ export function registerRollbackCommand(program: Command, out: (s: string) => vo
     .option("--force", "Paimon's rollback even though a cluster committed the latest snapshot within the guard window")
     .option("--guard <duration>", `refuse Paimon's rollback when a cluster committed the latest snapshot within this (default ${DEFAULT_ROLLBACK_GUARD_MS / 1000} s)`, durationArg)
     .option("--json", "print the summary as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)");
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP);
   addRoutingOptions(cmd)
     .addHelpText(
       "after",
@@ -76,6 +76,9 @@ function describeRollback(r: RollbackResult & { table: string }): string {
   return (
     `${r.table}: ${r.resumed ? "finishing an interrupted rollback: " : ""}${r.dryRun ? "would roll back" : "rolled back"} from snapshot ${r.fromLatest} to ${r.target}` +
     `${r.recreatedSnapshot ? ` (${recreate} snapshot ${r.target} from its tag)` : ""}; ${del} snapshots ${snaps}, ` +
-    `${r.tagsDeleted.length} tags${r.tagsDeleted.length ? ` (${r.tagsDeleted.join(", ")})` : ""}, ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files`
+    `${r.tagsDeleted.length} tags${r.tagsDeleted.length ? ` (${r.tagsDeleted.join(", ")})` : ""}, ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files` +
+    (r.damagedSnapshots.length > 0
+      ? `\n  damaged snapshots ${r.damagedSnapshots.join(", ")}: the files only they added are not known; \`natslake remove-orphans ${r.table}\` deletes them once older than its bound`
+      : "")
   );
 }

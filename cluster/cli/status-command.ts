@@ -13,7 +13,7 @@ import { consumerLag } from "../../src/table/consumers.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { DEFAULT_PREFIX, Subjects } from "../nats/subjects.ts";
 import { openKv } from "../nats/table-infra.ts";
-import { catalogFrom, connectOrExplain, durationArg, renderTable, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, connectOrExplain, durationArg, renderTable, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 
 interface StatusOpts extends WarehouseOpts {
   nats: string;
@@ -57,7 +57,7 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
     .option("--prefix <p>", "the cluster's subject prefix", DEFAULT_PREFIX)
     .option("--member-timeout <duration>", "a member whose last heartbeat is older is shown as gone", durationArg, 3000)
     .option("--json", "one JSON document")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE): adds snapshots, live files and consumers")
+    .option(WAREHOUSE_FLAG, `${WAREHOUSE_HELP}: adds snapshots, live files and consumers`)
     .addHelpText("after", "\nExamples:\n  natslake status --nats nats://127.0.0.1:4222\n  natslake status --nats nats://127.0.0.1:4222 --warehouse /data/wh --json\n")
     .action(async (o: StatusOpts) => {
       const subjects = new Subjects(o.prefix);
@@ -70,6 +70,7 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
           live: now - m.at <= o.memberTimeout,
           heartbeatAgeSeconds: Math.max(0, (now - m.at) / 1000),
           draining: m.draining,
+          drained: m.drained === true,
           leading: m.leading ?? [],
         }));
         const jsm = await jetstreamManager(nc);
@@ -77,6 +78,8 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
         const catalog = warehouse !== undefined ? catalogFrom({ warehouse }, { mustExist: true }) : null;
         const tables: TableStatus[] = [];
         for (const { value: a } of await entries<TableAssignment>(await openKv(nc, subjects.assignKv))) {
+          // The bucket also holds the `released.<table>.<bucket>` records of hand-offs: not assignments.
+          if (typeof a.table !== "string" || typeof a.buckets !== "object" || a.buckets === null) continue;
           const id = parseIdentifier(a.table);
           // Messages left per bucket subject of the ingest stream (one request for all subjects).
           let perSubject: Record<string, number> = {};
@@ -113,7 +116,7 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
         // A member whose heartbeat is older than the member timeout is gone (killed, partitioned): not listed.
         const live = members.filter((m) => m.live);
         const gone = members.filter((m) => !m.live);
-        out(renderTable(["node", "roles", "state", "heartbeat", "leading"], live.map((m) => [m.node, m.roles.join(","), m.draining ? "draining" : "live", `${m.heartbeatAgeSeconds.toFixed(1)} s ago`, m.leading.join(",")])));
+        out(renderTable(["node", "roles", "state", "heartbeat", "leading"], live.map((m) => [m.node, m.roles.join(","), m.drained ? "drained" : m.draining ? "draining" : "live", `${m.heartbeatAgeSeconds.toFixed(1)} s ago`, m.leading.join(",")])));
         if (gone.length > 0) out(`(gone: ${gone.map((m) => `${m.node}, last heartbeat ${m.heartbeatAgeSeconds.toFixed(0)} s ago`).join("; ")})`);
         for (const t of tables) {
           const head = [`${t.table}: leader ${t.leader ?? "none"} (epoch ${t.leaderEpoch ?? "-"})`];

@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { parseColumnList, typeToSql } from "../../src/spec/data-types.ts";
 import { adminRequest } from "../admin-client.ts";
 import { parseIdentifier, refusePrimaryKey } from "../../src/table/catalog.ts";
-import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 
 const splitList = (v: string): string[] =>
   v
@@ -14,7 +14,7 @@ const splitList = (v: string): string[] =>
     .filter((s) => s.length > 0);
 
 export function registerTableCommands(program: Command, out: (s: string) => void): void {
-  const table = program.command("table").description("create, describe, drop and list tables");
+  const table = program.command("table").description("create, describe, drop and list tables").addHelpText("after", examples("natslake table create shop.orders --columns \"id BIGINT NOT NULL, msg STRING\" --option bucket=4 --option bucket-key=id", "natslake table list --warehouse /data/wh"));
 
   table
     .command("create <table>")
@@ -25,9 +25,10 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .option("--option <key=value>", "table option (repeatable), e.g. --option bucket=4 --option bucket-key=id", collectKeyValue, {})
     .option("--comment <text>", "table comment")
     .option("--if-not-exists", "succeed when the table exists already")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .option("--nats <url>", "create it through a running cluster (also creates its ingest stream and producer metadata)")
     .option("--prefix <p>", "subject prefix with --nats", "lake")
+    .addHelpText("after", examples("natslake table create shop.orders --columns \"id BIGINT NOT NULL, dt STRING NOT NULL, amount DECIMAL(10, 2)\" --partition-keys dt --option bucket=4 --option bucket-key=id --warehouse /data/wh", "natslake table create shop.orders --columns \"id BIGINT NOT NULL, msg STRING\" --option bucket=4 --option bucket-key=id --nats nats://127.0.0.1:4222"))
     .action(async (name: string, o: WarehouseOpts & { columns: string; partitionKeys?: string; primaryKey?: string; option: Record<string, string>; comment?: string; ifNotExists?: boolean; nats?: string; prefix: string }) => {
       const id = parseIdentifier(name);
       // Refused here too, before anything is touched: a cluster of an older version would still create one.
@@ -69,7 +70,8 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("describe <table>")
     .description("show a table's columns, keys, options and latest snapshot")
     .option("--json", "print the schema as JSON")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake table describe shop.orders --warehouse /data/wh --json"))
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const latest = await t.snapshots.latest();
@@ -112,6 +114,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .requiredOption("--nats <url>", "a running cluster (the request is served by a reader node)")
     .option("--from <where>", "earliest: read everything the live stream holds; latest: skip what it holds now", "earliest")
     .option("--prefix <p>", "subject prefix", "lake")
+    .addHelpText("after", examples("natslake table reset-offsets shop.orders --nats nats://127.0.0.1:4222 --from earliest"))
     .action(async (name: string, o: { nats: string; from: string; prefix: string }) => {
       parseIdentifier(name);
       if (o.from !== "earliest" && o.from !== "latest") throw new UsageError(`--from is earliest or latest, not '${o.from}'`);
@@ -131,7 +134,8 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("alter <table>")
     .description("change a table's schema: add nullable columns (a running cluster and its producers follow within seconds)")
     .requiredOption("--add-column <spec>", 'column(s) to add, e.g. "note STRING, score DOUBLE" (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake table alter shop.orders --add-column \"note STRING, score DOUBLE\" --warehouse /data/wh"))
     .action(async (name: string, o: WarehouseOpts & { addColumn: string[] }) => {
       const columns = o.addColumn.flatMap((spec) => parseColumnList(spec));
       if (columns.length === 0) throw new UsageError("--add-column names no column");
@@ -143,7 +147,8 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("drop <table>")
     .description("drop a table and delete its files")
     .option("--if-exists", "succeed when the table does not exist")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake table drop shop.orders --if-exists --warehouse /data/wh"))
     .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean }) => {
       const id = parseIdentifier(name);
       await catalogFrom(o, { mustExist: !(o.ifExists ?? false) }).dropTable(id, o.ifExists ?? false);
@@ -153,7 +158,8 @@ export function registerTableCommands(program: Command, out: (s: string) => void
   table
     .command("list [db]")
     .description("list the tables of a database, or of every database")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake table list shop --warehouse /data/wh"))
     .action(async (db: string | undefined, o: WarehouseOpts) => {
       const catalog = catalogFrom(o, { mustExist: true });
       const dbs = db === undefined ? await catalog.listDatabases() : [db];
@@ -164,7 +170,8 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .command("snapshots <table>")
     .description("list a table's snapshots")
     .option("--json", "one JSON object per snapshot")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake snapshots shop.orders --warehouse /data/wh --json"))
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const ids = await t.snapshots.listIds();

@@ -7,7 +7,7 @@ import { InvalidArgumentError } from "commander";
 import { parseDuration } from "../../src/options.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { createTag, deleteTag, listTags, type Tag } from "../../src/table/tags.ts";
-import { catalogFrom, parseNonNegativeInt, renderTable, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, parseNonNegativeInt, renderTable, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 
 function durationArg(v: string): number {
   try {
@@ -33,14 +33,14 @@ function tagJson(t: Tag): Record<string, unknown> {
 }
 
 export function registerTagCommands(program: Command, out: (s: string) => void): void {
-  const tag = program.command("tag").description("create, delete and list tags (named snapshots that expiration keeps)");
+  const tag = program.command("tag").description("create, delete and list tags (named snapshots that expiration keeps)").addHelpText("after", examples("natslake tag create shop.orders before-backfill", "natslake tag list shop.orders"));
 
   tag
     .command("create <table> <name>")
     .description("tag the latest snapshot, or --snapshot N")
     .option("--snapshot <id>", "the snapshot to tag (default: the latest)", parseNonNegativeInt("--snapshot"))
     .option("--time-retained <duration>", "record how long the tag is meant to be kept (Paimon's tagTimeRetained), e.g. 7 d", durationArg)
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", "\nExample:\n  natslake tag create shop.orders before-backfill --snapshot 42 --time-retained '30 d'\n")
     .action(async (name: string, tagName: string, o: WarehouseOpts & { snapshot?: number; timeRetained?: number }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
@@ -54,7 +54,8 @@ export function registerTagCommands(program: Command, out: (s: string) => void):
   tag
     .command("delete <table> <name>")
     .description("delete a tag (and, when its snapshot was expired, the files only it still held)")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake tag delete shop.orders before-backfill"))
     .action(async (name: string, tagName: string, o: WarehouseOpts) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const r = await deleteTag(t, tagName);
@@ -66,7 +67,8 @@ export function registerTagCommands(program: Command, out: (s: string) => void):
     .command("list <table>")
     .description("list the tags: name, snapshot, create time, retention")
     .option("--json", "one JSON object per tag")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
+    .addHelpText("after", examples("natslake tag list shop.orders --json"))
     .action(async (name: string, o: WarehouseOpts & { json?: boolean }) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const tags = await listTags(t);

@@ -26,7 +26,7 @@ import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-clie
 import { adminRequest } from "../admin-client.ts";
 import { openConsumer, type Consumer } from "../consumer.ts";
 import { DEFAULT_PREFIX } from "../nats/subjects.ts";
-import { catalogFrom, connectOrExplain, durationArg, parsePositiveInt, renderTable, UsageError, type WarehouseOpts } from "./common.ts";
+import { catalogFrom, connectOrExplain, durationArg, parsePositiveInt, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 
 interface TailOpts extends WarehouseOpts {
   from: ScanMode;
@@ -65,11 +65,11 @@ export function registerTailCommand(program: Command, out: (s: string) => void):
     .option("--max-snapshots <n>", "stop after printing this many snapshots", parsePositiveInt("--max-snapshots"))
     .option("--for <duration>", "stop after this long", durationArg)
     .option("--with-snapshot-id", "jsonl: add `_snapshot` (the snapshot that delivered the row) to every line, to de-duplicate by")
-    .option("--warehouse <dir>", "warehouse directory (or NATSLAKE_WAREHOUSE)")
+    .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", "\nExamples:\n  natslake tail shop.orders --nats nats://127.0.0.1:4222                  # through a reader node\n  natslake tail shop.orders --nats nats://127.0.0.1:4222 --warehouse /wh # the warehouse, woken by notifications\n  natslake tail shop.orders --from full --consumer-id audit --format table\n  natslake tail shop.orders --from time:2026-12-01T10:00:00Z --max-snapshots 10\n")
     .action(async (name: string, o: TailOpts) => {
       if (o.format !== "jsonl" && o.format !== "table") throw new UsageError(`--format must be jsonl or table, got '${o.format}'`);
-      if (o.nats !== undefined && o.warehouse === undefined) return tailThroughReader(name, o, out);
+      if (o.nats !== undefined && (o.warehouse ?? process.env["NATSLAKE_WAREHOUSE"]) === undefined) return tailThroughReader(name, o, out);
       const table = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const projection = o.columns?.split(",").map((c) => c.trim()).filter(Boolean);
       if (projection) for (const c of projection) table.typeOf(c); // an unknown column is an error now, not at the first row

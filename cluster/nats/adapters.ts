@@ -21,6 +21,8 @@ import { fitDeadLetter, payloadLimit } from "../../actors/wire/limits.ts";
 import { encodeRowBatch } from "../../actors/wire/row-batch.ts";
 import { H_RAW_SEQ } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
+import { H_TRACEPARENT } from "../../actors/wire/trace-context.ts";
+import { tracingActive } from "../tracing.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -376,7 +378,14 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
       );
       // The payload is copied out of the socket's read chunk: a view would keep the whole (64 KiB) chunk alive for
       // as long as the message waits in the reader's buffer or the writer's stash — measured, ~3× its own size.
-      return bufferedReader<IngestMessage>(consumer, (m) => ({ seq: m.seq, data: m.data.slice(), publishedAt: Math.floor(m.info.timestampNanos / 1_000_000) }));
+      // Trace headers are read only while this process traces: otherwise the headers are never even parsed.
+      if (!tracingActive()) return bufferedReader<IngestMessage>(consumer, (m) => ({ seq: m.seq, data: m.data.slice(), publishedAt: Math.floor(m.info.timestampNanos / 1_000_000) }));
+      return bufferedReader<IngestMessage>(consumer, (m) => {
+        const im: IngestMessage = { seq: m.seq, data: m.data.slice(), publishedAt: Math.floor(m.info.timestampNanos / 1_000_000) };
+        const tp = m.headers?.get(H_TRACEPARENT);
+        if (tp) im.traceparent = tp;
+        return im;
+      });
     },
     async purgeBucket(table, bucket, throughSeq, stream): Promise<void> {
       const t = id(table);
@@ -412,7 +421,11 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     },
     async publishSnapshot(n: SnapshotNotification): Promise<void> {
       const data = enc.encode(JSON.stringify(n));
-      nc.publish(subjects.snapshots(id(n.table)), data);
+      if (n.traceparent !== undefined) {
+        const h = natsHeaders();
+        h.set(H_TRACEPARENT, n.traceparent);
+        nc.publish(subjects.snapshots(id(n.table)), data, { headers: h });
+      } else nc.publish(subjects.snapshots(id(n.table)), data);
       await keepLatestNotification(snap, subjects.tableKey(id(n.table)), n.snapshotId, data);
     },
     async lastSnapshotNotified(table: string): Promise<number> {

@@ -15,6 +15,7 @@
  * | `<p>.ctl.maint.<db>.<table>`            | maintenance request-reply, served by the table's leader only |
  * | `<p>.ctl.consume.open`                  | consume sessions opened, request-reply (readers, queue group) |
  * | `<p>.ctl.consume.s.<session>`           | a consume session's control: credit, ack, ping, close       |
+ * | `<p>.ctl.node.<nodeId>`                 | node control request-reply (drain), answered by that node   |
  * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
  * | stream `<P>_COMMIT_<db>_<table>`        | committables                                                |
  * | stream `<P>_DLQ`                        | every table's dead letters                                  |
@@ -23,6 +24,7 @@
  * | KV `<p>_assign`, key `<db>.<table>`     | bucket assignments with owner epochs                        |
  * | KV `<p>_snap`, key `<db>.<table>`       | the last snapshot notification (for late subscribers)       |
  * | KV `<p>_router`, key `<db>.<table>`     | router progress (last raw stream sequence routed)           |
+ * | KV `<p>_dlq_replays`, key `<db>.<table>.<seq>` | dead letters replayed (`natslake dlq replay`), 7 days |
  *
  * Database and table names are validated by the catalog (no dots inside a name is enforced here, since a dot would
  * change the subject's token count).
@@ -99,6 +101,12 @@ export class Subjects {
     return `${this.prefix}.ctl.maint.${this.t(id)}`;
   }
 
+  /** Control requests for one node (`natslake node drain`): only that node subscribes. */
+  nodeControl(nodeId: string): string {
+    checkSubjectToken("node id", nodeId);
+    return `${this.prefix}.ctl.node.${nodeId}`;
+  }
+
   ingestStream(id: Identifier): string {
     return `${this.prefix.toUpperCase()}_IN_${id.database}_${id.table}`;
   }
@@ -126,6 +134,10 @@ export class Subjects {
   }
   get routerKv(): string {
     return `${this.prefix}_router`;
+  }
+  /** Which dead letters `natslake dlq replay` replayed (they stay in the DLQ: deleting them would look like drops). */
+  get dlqReplaysKv(): string {
+    return `${this.prefix}_dlq_replays`;
   }
   tableKey(id: Identifier): string {
     return this.t(id);

@@ -204,8 +204,8 @@ export class FileStoreCommit {
     const mergedBase = await this.manifests.maybeMerge(baseMetas, written);
     const deltaMetas = delta.length === 0 ? [] : [await this.manifests.writeManifest(delta, written)];
     failpoint("commit.after-manifests");
-    const base = await this.manifests.writeManifestList(mergedBase, written);
-    const deltaList = await this.manifests.writeManifestList(deltaMetas, written);
+    // Two independent files, named by nothing until the snapshot: written at once (one round trip on an object store).
+    const [base, deltaList] = await Promise.all([this.manifests.writeManifestList(mergedBase, written), this.manifests.writeManifestList(deltaMetas, written)]);
     // One directory sync makes every manifest name of this attempt durable before a snapshot can name them.
     await this.table.io.syncDir(this.table.paths.manifestDir);
     failpoint("commit.after-manifest-lists");

@@ -2,6 +2,11 @@
  * Counts the HTTP requests an S3 client sends, by type (PUT, GET, HEAD, LIST, DELETE), so tests and benchmarks can
  * assert what a code path costs — above all that the commit path never LISTs. Installed as a middleware on the
  * client, below its retry middleware: a retried request counts once per attempt, as the store bills it.
+ *
+ * Each request is also counted by the area of the table it touched (snapshot/, manifest/, a bucket's data, schema/,
+ * consumer/, tag/, …; `catalog` for the warehouse and database levels): a running cluster's periodic work (table
+ * scans, maintenance) lists too, and only the area tells a listing of `snapshot/` or `manifest/` — what a commit
+ * path that listed would show — from a table scan's.
  */
 import type { S3Client } from "@aws-sdk/client-s3";
 
@@ -10,6 +15,40 @@ export type S3RequestType = (typeof S3_REQUEST_TYPES)[number];
 export type S3RequestCounts = Record<S3RequestType, number>;
 
 export const zeroCounts = (): S3RequestCounts => ({ PUT: 0, GET: 0, HEAD: 0, LIST: 0, DELETE: 0, OTHER: 0 });
+
+export const S3_AREAS = ["snapshot", "manifest", "data", "schema", "consumer", "tag", "committables", "probe", "catalog"] as const;
+export type S3Area = (typeof S3_AREAS)[number];
+export type S3AreaCounts = Record<S3Area, S3RequestCounts>;
+
+export const zeroAreaCounts = (): S3AreaCounts => Object.fromEntries(S3_AREAS.map((a) => [a, zeroCounts()])) as S3AreaCounts;
+
+const AREA_OF_DIR: Readonly<Record<string, S3Area>> = {
+  snapshot: "snapshot",
+  manifest: "manifest",
+  schema: "schema",
+  consumer: "consumer",
+  tag: "tag",
+  "natslake-committables": "committables",
+  ".natslake": "probe",
+};
+
+/**
+ * The area of an object key or listing prefix: the table directory it is under (`…/db.db/t/snapshot/LATEST` →
+ * snapshot), `data` for partition and bucket directories (`…/t/dt=a/bucket-0/…`), `catalog` for anything above a
+ * table (the warehouse, a database, a table's own directory).
+ */
+export function areaOfKey(key: string): S3Area {
+  const parts = key.split("/").filter((p) => p !== "");
+  // The object's own name (the last part) is not a directory, unless the key is a listing prefix ending in `/`.
+  const dirs = key.endsWith("/") ? parts : parts.slice(0, -1);
+  for (let i = dirs.length - 1; i >= 0; i--) {
+    const d = dirs[i]!;
+    const area = AREA_OF_DIR[d];
+    if (area !== undefined) return area;
+    if (/^bucket-(\d+|postpone)$/.test(d) || d.includes("=")) return "data"; // a bucket or partition directory
+  }
+  return "catalog";
+}
 
 /** What `after` added to `before`, type by type. */
 export function countsSince(before: S3RequestCounts, after: S3RequestCounts): S3RequestCounts {
@@ -41,11 +80,16 @@ export function classifyRequest(req: SeenRequest, commandName: string | undefine
   return "OTHER";
 }
 
-/** Adds the counting middleware to `client`; the returned counts grow as it sends requests. */
-export function countRequests(client: S3Client, counts: S3RequestCounts = zeroCounts()): S3RequestCounts {
+/** Adds the counting middleware to `client`; the counts grow as it sends requests (by area too, when given). */
+export function countRequests(client: S3Client, counts: S3RequestCounts = zeroCounts(), byArea?: S3AreaCounts): S3RequestCounts {
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      counts[classifyRequest(args.request as SeenRequest, context.commandName)]++;
+      const type = classifyRequest(args.request as SeenRequest, context.commandName);
+      counts[type]++;
+      if (byArea !== undefined) {
+        const input = args.input as { Key?: string; Prefix?: string } | undefined;
+        byArea[areaOfKey(input?.Key ?? input?.Prefix ?? "")][type]++;
+      }
       return next(args);
     },
     // After signing, inside the retry loop: once per attempt.

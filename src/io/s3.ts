@@ -19,6 +19,7 @@
  * Every request is counted by type (s3-requests.ts): the commit path is meant to cost no LIST.
  */
 import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -33,8 +34,9 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { ErrorKind, LakeError } from "../errors.ts";
+import { failpoint, failpointArmed } from "../failpoints.ts";
 import type { FileIO, FileStatus, WriteOptions } from "./file-io.ts";
-import { countRequests, type S3RequestCounts, zeroCounts } from "./s3-requests.ts";
+import { countRequests, type S3AreaCounts, type S3RequestCounts, zeroAreaCounts, zeroCounts } from "./s3-requests.ts";
 
 export interface S3Settings {
   bucket: string;
@@ -74,6 +76,8 @@ export class S3FileIO implements FileIO {
   readonly bucket: string;
   /** Requests sent so far, by type (PUT, GET, HEAD, LIST, DELETE). */
   readonly requests: S3RequestCounts = zeroCounts();
+  /** The same requests by the area of the table they touched (snapshot/, manifest/, data, …; s3-requests.ts). */
+  readonly requestsByArea: S3AreaCounts = zeroAreaCounts();
   private readonly client: S3Client;
   /** For conditional puts only: no SDK retries (see the module comment). */
   private readonly onceClient: S3Client;
@@ -101,8 +105,8 @@ export class S3FileIO implements FileIO {
     if (settings.credentials !== undefined) base.credentials = settings.credentials;
     this.client = new S3Client({ ...base, maxAttempts: settings.maxAttempts ?? 5, retryMode: "standard" });
     this.onceClient = new S3Client({ ...base, maxAttempts: 1 });
-    countRequests(this.client, this.requests);
-    countRequests(this.onceClient, this.requests);
+    countRequests(this.client, this.requests, this.requestsByArea);
+    countRequests(this.onceClient, this.requests, this.requestsByArea);
     this.multipartThreshold = settings.multipartThreshold ?? 32 * MiB;
     this.partSize = Math.max(5 * MiB, settings.partSize ?? 16 * MiB);
     this.createAttempts = settings.createAttempts ?? 5;
@@ -142,7 +146,11 @@ export class S3FileIO implements FileIO {
     const body = toBytes(data);
     const key = this.keyOf(path);
     try {
-      if (body.length <= this.multipartThreshold) {
+      if (failpointArmed("io.write.mid")) {
+        // Chaos: the upload dies half-way (a crash in the middle of a PUT). The server got a request shorter than
+        // its Content-Length, so no object may appear.
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Readable.from(halvesWithFailpoint(body)), ContentLength: body.length }));
+      } else if (body.length <= this.multipartThreshold) {
         await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
       } else {
         // Parts go up two at a time; the object appears only when the upload completes, and a failed upload is
@@ -404,6 +412,15 @@ export class S3FileIO implements FileIO {
       retryable: status === undefined || status >= 500 || status === 409 || status === 429,
     });
   }
+}
+
+/** A body in two halves; `io.write.mid` fires once the first half had time to reach the connection. */
+async function* halvesWithFailpoint(body: Uint8Array): AsyncGenerator<Uint8Array> {
+  const half = body.length >> 1;
+  yield body.subarray(0, half);
+  await new Promise((r) => setTimeout(r, 20));
+  failpoint("io.write.mid");
+  yield body.subarray(half);
 }
 
 function describe(e: unknown): string {

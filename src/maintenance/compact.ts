@@ -26,8 +26,8 @@
  * properties — natslake's stream offsets — are carried forward unchanged.
  *
  * Crash safety: outputs are new files no snapshot references until the COMPACT snapshot is linked; a crash before
- * (failpoint `compact.after-rewrite`, the commit failpoints) leaves the table as it was, the outputs as orphans for
- * orphan-file cleanup, and the next run plans afresh.
+ * (failpoints `compact.rewrite.after-output` mid-rewrite, `compact.after-rewrite`, the commit failpoints) leaves
+ * the table as it was, the outputs as orphans for orphan-file cleanup, and the next run plans afresh.
  */
 import { randomUUID } from "node:crypto";
 import * as arrow from "apache-arrow";
@@ -305,6 +305,8 @@ export async function rewrite(table: Table, task: CompactionTask, o: { rules?: P
       const files = await writer.writeFiles(ppath, task.bucket, [data], seq, (p) => result.writtenPaths.push(p));
       result.outputs.push(...files);
       seq = files[files.length - 1]!.maxSequenceNumber + 1n;
+      // Mid-rewrite: an output on disk that nothing references yet (a crash here leaves it to orphan cleanup).
+      await failpointAsync("compact.rewrite.after-output");
     }
   } catch (e) {
     await removeFiles(table, result.writtenPaths);

@@ -13,6 +13,10 @@
  * 2. manifests and manifest lists of the expired snapshots that neither snapshot `end` nor a tag uses;
  * 3. the snapshot files, oldest first, then the `EARLIEST` hint = end.
  *
+ * A damaged snapshot file in the expired range (one that exists but does not parse) counts as old and goes like the
+ * others; what only it referenced cannot be known and is left to orphan cleanup (which reads every snapshot, so it
+ * can run again once the damaged one is gone). A damaged snapshot `end` itself stops the run with its error.
+ *
  * Crash safety: in this order, a run killed at any point leaves every retained snapshot (≥ end) whole — they never
  * reference what is deleted — and the snapshots of the expired range still on disk; the next run computes the same
  * range from the same earliest snapshot and finishes it (deleting a file already gone is not an error). Only a
@@ -47,6 +51,8 @@ export interface ExpireResult {
   from: number;
   to: number;
   snapshotsDeleted: number;
+  /** Expired snapshots whose files were damaged (what only they referenced is left to orphan cleanup). */
+  damagedSnapshots: number[];
   dataFilesDeleted: number;
   manifestsDeleted: number;
   dryRun: boolean;
@@ -93,7 +99,9 @@ export async function expirableRange(table: Table, o: ExpireOptions = {}): Promi
   // Snapshots beyond num-retained.max go whatever their age; from there, the first one young enough stops the range.
   for (let id = Math.max(latest - p.retainMax + 1, earliest); id < maxExclusive; id++) {
     if (!(await table.snapshots.snapshotExists(id))) continue;
-    if ((await table.snapshots.snapshot(id)).timeMillis >= cutoff) return { earliest, end: id };
+    const s = await table.snapshots.snapshotOrDamaged(id);
+    // A damaged snapshot's age cannot be read: it counts as old (nothing can be read from it anyway).
+    if (s !== null && s.timeMillis >= cutoff) return { earliest, end: id };
   }
   return { earliest, end: maxExclusive };
 }
@@ -101,7 +109,7 @@ export async function expirableRange(table: Table, o: ExpireOptions = {}): Promi
 /** Expires snapshots by the table's retention options; see the module comment for what goes and in which order. */
 export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Promise<ExpireResult> {
   const { earliest, end } = await expirableRange(table, o);
-  const result: ExpireResult = { from: earliest, to: end, snapshotsDeleted: 0, dataFilesDeleted: 0, manifestsDeleted: 0, dryRun: o.dryRun === true };
+  const result: ExpireResult = { from: earliest, to: end, snapshotsDeleted: 0, damagedSnapshots: [], dataFilesDeleted: 0, manifestsDeleted: 0, dryRun: o.dryRun === true };
   if (end <= earliest) return result;
   const store = new ManifestStore(table);
   const retained = await table.snapshots.snapshot(end);
@@ -122,8 +130,9 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
   // deleted by an earlier run killed before it deleted the snapshot files; that run had deleted every data file
   // first (the order above), so what the manifest listed is handled.
   const dataFiles = new Map<string, string>();
+  const damaged = new Set<number>();
   for (let id = earliest + 1; id <= end; id++) {
-    const s = await snapshotIfExists(table, id);
+    const s = await snapshotIfExists(table, id, damaged);
     if (s === null) continue;
     for (const e of await ifPresent(store.readDeltaEntries(s), [])) {
       if (e.kind !== FileKind.DELETE || keepFiles.has(fileKey(e))) continue;
@@ -133,7 +142,7 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
   // 2. Manifests and manifest lists of the expired snapshots.
   const manifests = new Set<string>();
   for (let id = earliest; id < end; id++) {
-    const s = await snapshotIfExists(table, id);
+    const s = await snapshotIfExists(table, id, damaged);
     if (s === null) continue;
     for (const list of manifestListsOf(s)) {
       if (!keepManifests.has(list)) manifests.add(list);
@@ -143,6 +152,7 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
   result.dataFilesDeleted = dataFiles.size;
   result.manifestsDeleted = manifests.size;
   result.snapshotsDeleted = end - earliest;
+  result.damagedSnapshots = [...damaged].filter((id) => id < end).sort((a, b) => a - b);
   if (o.dryRun === true) return result;
 
   for (const path of dataFiles.values()) {
@@ -162,15 +172,20 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
 
 async function newestNatslakeSnapshot(table: Table, latest: number, earliest: number): Promise<number | null> {
   for (let id = latest; id >= earliest; id--) {
-    const s = await snapshotIfExists(table, id);
+    const s = await snapshotIfExists(table, id, new Set());
     if (s !== null && natslakeState(s) !== null) return id;
   }
   return null;
 }
 
 
-async function snapshotIfExists(table: Table, id: number): Promise<Snapshot | null> {
-  return (await table.snapshots.snapshotExists(id)) ? table.snapshots.snapshot(id) : null;
+/** Snapshot `id`, or null when it is gone — or damaged, when `damaged` is given to collect it (else its error). */
+async function snapshotIfExists(table: Table, id: number, damaged?: Set<number>): Promise<Snapshot | null> {
+  if (!(await table.snapshots.snapshotExists(id))) return null;
+  if (damaged === undefined) return table.snapshots.snapshot(id);
+  const s = await table.snapshots.snapshotOrDamaged(id);
+  if (s === null) damaged.add(id);
+  return s;
 }
 
 

@@ -49,8 +49,8 @@ import type { FileStatus } from "../io/file-io.ts";
 import { deserializeBinaryRow } from "../spec/binary-row.ts";
 import type { ManifestEntry } from "../spec/manifest.ts";
 import { partitionPath } from "../spec/partition.ts";
-import { snapshotFromJson, type Snapshot } from "../spec/snapshot.ts";
-import { parseJson } from "../spec/wire/json.ts";
+import type { Snapshot } from "../spec/snapshot.ts";
+import { parseSnapshotFile } from "../table/snapshot-manager.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { listTags } from "../table/tags.ts";
@@ -365,7 +365,8 @@ async function readJsonSnapshot(io: Table["io"], path: string): Promise<Snapshot
     if (isLakeError(e, ErrorKind.NotFound)) return null;
     throw e;
   }
-  return snapshotFromJson(parseJson(text));
+  const m = /snapshot-(\d+)$/.exec(path);
+  return parseSnapshotFile(path, text, m !== null ? Number(m[1]) : undefined);
 }
 
 async function readOrMissing<T>(read: Promise<T>, what: string, strict: boolean): Promise<T | null> {

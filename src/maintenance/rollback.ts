@@ -27,6 +27,11 @@
  * refused while a journal is there. Java deletes the snapshot files newest first, then the files: a kill there
  * leaves the table at a snapshot between N and the latest, and the files of the snapshots already deleted behind.
  *
+ * Damaged snapshots after N (files that exist but do not parse as snapshots: a damaged disk, a hand edit) are
+ * deleted like the others; the files only they added cannot be known and are left to orphan cleanup. A damaged latest
+ * snapshot hides who committed it, so such a rollback needs `force` (the table's cluster, if one runs, is stuck on it
+ * anyway: its commits fail until the table is rolled back).
+ *
  * A running cluster: snapshot N's `natslake.*` properties (the stream offsets) become the latest again, so the
  * cluster resumes from them and re-ingests every row committed after N that its stream still holds — and a committer
  * committing while this runs would build on a snapshot being deleted. The library cannot see a cluster; it refuses
@@ -67,6 +72,8 @@ export interface RollbackResult {
   /** The latest snapshot before the rollback. */
   fromLatest: number;
   snapshotsDeleted: number[];
+  /** Snapshots deleted that could not be read (damaged): the files only they added are left to orphan cleanup. */
+  damagedSnapshots: number[];
   tagsDeleted: string[];
   dataFilesDeleted: number;
   manifestsDeleted: number;
@@ -84,12 +91,17 @@ interface Plan {
   /** The target snapshot's JSON when `snapshot-N` must be written back from a tag. */
   recreate: Record<string, unknown> | null;
   snapshots: number[];
+  /** Of `snapshots`, those that could not be read. */
+  damaged?: number[];
   tags: string[];
   dataFiles: string[];
   manifests: string[];
 }
 
 const journalPath = (table: Table): string => join(table.root, JOURNAL);
+
+/** Snapshot `id`, or null when its file is damaged; other errors pass. */
+const readable = (table: Table, id: number): Promise<Snapshot | null> => table.snapshots.snapshotOrDamaged(id);
 
 export async function rollback(table: Table, o: RollbackOptions): Promise<RollbackResult> {
   if ((o.toSnapshot === undefined) === (o.toTag === undefined)) throw new LakeError(ErrorKind.DataInvalid, "roll back to either a snapshot or a tag");
@@ -108,9 +120,15 @@ export async function rollback(table: Table, o: RollbackOptions): Promise<Rollba
   const latestId = await table.snapshots.latestId();
   if (latestId === null) throw new LakeError(ErrorKind.NotFound, `${table.name} has no snapshots`);
   if (target.id > latestId) throw new LakeError(ErrorKind.DataInvalid, `${table.name}: snapshot ${target.id} is after the latest snapshot ${latestId}`);
-  const latest = await table.snapshots.snapshot(latestId);
   if (target.id === latestId) return resultOf({ target: latestId, latest: latestId, recreate: null, snapshots: [], tags: [], dataFiles: [], manifests: [] }, false, o.dryRun === true);
-  guard(table, latest, o);
+  const latest = await readable(table, latestId);
+  if (latest === null) {
+    if (o.force !== true)
+      throw new LakeError(
+        ErrorKind.Conflict,
+        `${table.name}: the latest snapshot ${latestId} is damaged, so who committed it cannot be checked: pass --force to roll back to ${target.id} (a cluster running on the table cannot commit until then; it then resumes from snapshot ${target.id}'s offsets)`,
+      );
+  } else guard(table, latest, o);
   const plan = await planRollback(table, target, latestId);
   if (o.dryRun === true) return resultOf(plan, false, true);
   if (!(await table.io.createExclusive(journalPath(table), stringifyJson(plan)))) {
@@ -173,9 +191,17 @@ async function planRollback(table: Table, target: Snapshot, latestId: number): P
       for (const m of await ifPresent(store.readManifestList(list), [])) if (!keepManifests.has(m.fileName)) manifests.add(m.fileName);
     }
   };
-  for (const [i, id] of snapshots.entries()) {
-    const s = await table.snapshots.snapshot(id);
-    consider(i === 0 ? await store.readLiveEntries(s) : await store.readDeltaEntries(s));
+  const damaged: number[] = [];
+  let first = true;
+  for (const id of snapshots) {
+    const s = await readable(table, id);
+    if (s === null) {
+      damaged.push(id);
+      continue;
+    }
+    // The first readable one: its live files (a damaged one before it added files the next base lists too).
+    consider(first ? await store.readLiveEntries(s) : await store.readDeltaEntries(s));
+    first = false;
     await considerManifests(s);
   }
   for (const t of laterTags) {
@@ -183,7 +209,7 @@ async function planRollback(table: Table, target: Snapshot, latestId: number): P
     await considerManifests(t.snapshot);
   }
   const recreate = (await table.snapshots.snapshotExists(N)) ? null : snapshotToJson(target);
-  return { target: N, latest: latestId, recreate, snapshots, tags: laterTags.map((t) => t.name), dataFiles: [...dataFiles.values()].sort(), manifests: [...manifests].sort() };
+  return { target: N, latest: latestId, recreate, snapshots, ...(damaged.length > 0 ? { damaged } : {}), tags: laterTags.map((t) => t.name), dataFiles: [...dataFiles.values()].sort(), manifests: [...manifests].sort() };
 }
 
 async function execute(table: Table, plan: Plan, resumed: boolean): Promise<RollbackResult> {
@@ -234,6 +260,7 @@ function resultOf(plan: Plan, resumed: boolean, dryRun: boolean): RollbackResult
     target: plan.target,
     fromLatest: plan.latest,
     snapshotsDeleted: plan.snapshots,
+    damagedSnapshots: plan.damaged ?? [],
     tagsDeleted: plan.tags,
     dataFilesDeleted: plan.dataFiles.length,
     manifestsDeleted: plan.manifests.length,
@@ -261,6 +288,7 @@ async function readJournal(table: Table): Promise<Plan | null> {
     latest: Number(j["latest"]),
     recreate: recreate === null || recreate === undefined ? null : (recreate as Record<string, unknown>),
     snapshots: nums(j["snapshots"]),
+    ...(Array.isArray(j["damaged"]) ? { damaged: nums(j["damaged"]) } : {}),
     tags: strs(j["tags"]),
     dataFiles: strs(j["dataFiles"]),
     manifests: strs(j["manifests"]),

@@ -112,6 +112,15 @@ export class Catalog {
     return out;
   }
 
+  /**
+   * The names under a database's directory, not checked to be tables (no schema listed): one listing, for a caller
+   * that checks only the names it does not know yet (the node's periodic table scan, which on an object store would
+   * otherwise LIST every table's schema/ every time). [] when the database is not there.
+   */
+  async listTableDirectories(db: string): Promise<string[]> {
+    return (await this.io.list(this.databasePath(db))).filter((n) => !n.startsWith(".")).sort();
+  }
+
   async tableExists(id: Identifier): Promise<boolean> {
     return (await new SchemaManager(this.io, new PathFactory(this.tablePath(id))).listIds()).length > 0;
   }

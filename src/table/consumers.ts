@@ -104,13 +104,16 @@ export interface ConsumerLag {
 /** Every consumer's lag behind the latest snapshot. */
 export async function consumerLag(table: Table, now = Date.now()): Promise<ConsumerLag[]> {
   const latest = await table.snapshots.latestId();
-  const earliest = await table.snapshots.earliestId();
+  // The earliest snapshot only when a consumer is behind: without an EARLIEST hint (nothing expired yet) it costs a
+  // listing, which the leader would otherwise pay every 5 s for a table nobody consumes.
+  let earliest: Promise<number | null> | undefined;
   const out: ConsumerLag[] = [];
   for (const c of await listConsumers(table)) {
     const behind = latest === null ? 0 : Math.max(0, latest + 1 - c.nextSnapshot);
     let seconds = 0;
-    if (behind > 0 && earliest !== null) {
-      const oldest = await table.snapshots.snapshot(Math.max(c.nextSnapshot, earliest));
+    const first = behind > 0 ? await (earliest ??= table.snapshots.earliestId()) : null;
+    if (first !== null) {
+      const oldest = await table.snapshots.snapshot(Math.max(c.nextSnapshot, first));
       seconds = Math.max(0, (now - oldest.timeMillis) / 1000);
     }
     out.push({ id: c.id, nextSnapshot: c.nextSnapshot, snapshotsBehind: behind, secondsBehind: seconds });

@@ -13,6 +13,33 @@ const SNAPSHOT_NAME = /^snapshot-(\d+)$/;
 /** How far a stale LATEST hint is followed forward before the snapshot directory is listed instead. */
 const HINT_WALK_LIMIT = 16;
 
+/**
+ * A snapshot file that exists but cannot be read as one (a damaged disk, a hand edit): a DataInvalid error that says
+ * so and how to recover, with `context.damaged` set (rollback skips such snapshots after its target).
+ */
+function damagedSnapshot(path: string, id: number | undefined, why: string, cause?: unknown): LakeError {
+  const hint = id !== undefined ? `roll the table back to the last good snapshot (natslake rollback <table> --to-snapshot ${id - 1} --force)` : "delete it if it is a tag";
+  return new LakeError(ErrorKind.DataInvalid, `${path} is damaged: not a readable snapshot (${why.replace(/\n/g, "\\n")}); restore the file from a backup, or ${hint}`, {
+    context: { ...(id !== undefined ? { snapshot: id } : {}), damaged: true },
+    ...(cause !== undefined ? { cause } : {}),
+  });
+}
+
+/** Parses a snapshot-shaped file (`snapshot-N`, a tag); a file that does not parse is a damaged-snapshot error. */
+export function parseSnapshotFile(path: string, text: string, id?: number): Snapshot {
+  let s: Snapshot;
+  try {
+    s = snapshotFromJson(parseJson(text));
+  } catch (e) {
+    throw damagedSnapshot(path, id, e instanceof Error ? e.message : String(e), e);
+  }
+  if (id !== undefined && s.id !== id) throw damagedSnapshot(path, id, `it holds snapshot id ${s.id}`);
+  return s;
+}
+
+/** Whether `e` is the error of a damaged snapshot file (see damagedSnapshot). */
+export const isDamagedSnapshot = (e: unknown): boolean => isLakeError(e, ErrorKind.DataInvalid) && e.context["damaged"] === true;
+
 export class SnapshotManager {
   /** Snapshots never change once created, so a cache by id is always valid (expiration only removes). */
   private readonly cache = new Map<number, Snapshot>();
@@ -47,9 +74,19 @@ export class SnapshotManager {
       if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `snapshot ${id} does not exist`, { cause: e });
       throw e;
     }
-    const s = snapshotFromJson(parseJson(text));
+    const s = parseSnapshotFile(this.paths.snapshotPath(id), text, id);
     this.remember(s);
     return s;
+  }
+
+  /** Snapshot `id`, or null when its file is damaged (see parseSnapshotFile); a missing one is NotFound as in `snapshot`. */
+  async snapshotOrDamaged(id: number): Promise<Snapshot | null> {
+    try {
+      return await this.snapshot(id);
+    } catch (e) {
+      if (isDamagedSnapshot(e)) return null;
+      throw e;
+    }
   }
 
   /** Ids of all snapshots on disk, ascending. */
@@ -70,8 +107,11 @@ export class SnapshotManager {
    */
   async latestId(): Promise<number | null> {
     const hint = await this.readHint("LATEST");
-    if (hint !== null && (await this.snapshotExists(hint))) {
-      for (let id = hint, steps = 0; steps < HINT_WALK_LIMIT; id++, steps++) {
+    // The hinted snapshot and the next one are checked at once (one round trip on an object store): the usual answer.
+    const [here, next] = hint === null ? [false, true] : await Promise.all([this.snapshotExists(hint), this.snapshotExists(hint + 1)]);
+    if (hint !== null && here) {
+      if (!next) return hint;
+      for (let id = hint + 1, steps = 1; steps < HINT_WALK_LIMIT; id++, steps++) {
         if (!(await this.snapshotExists(id + 1))) return id;
       }
     }
@@ -82,6 +122,10 @@ export class SnapshotManager {
   async earliestId(): Promise<number | null> {
     const hint = await this.readHint("EARLIEST");
     if (hint !== null && (await this.snapshotExists(hint)) && !(await this.snapshotExists(hint - 1))) return hint;
+    // Ids start at 1, so while snapshot-1 is there it is the earliest: a table nothing was expired from has no
+    // EARLIEST hint, and the leader's expiration asks after every commit — one existence check instead of a listing
+    // that grows with the table. (Not the cache: a snapshot expired by this process may still be in it.)
+    if (await this.io.isFile(this.paths.snapshotPath(1))) return 1;
     const ids = await this.listIds();
     return ids.length === 0 ? null : ids[0]!;
   }

@@ -1,7 +1,8 @@
 /**
  * The runner's handling of `Scenario.setup` without a cluster: a setup that says the scenario cannot run on this
  * machine gives a SKIP report with the reason (neither passed nor failed), its cleanup is not needed, and nothing
- * is started; a setup that throws is a harness error (FAIL) and the cleanup of a setup that succeeded always runs.
+ * is started; a setup that throws is a harness error (FAIL) and the cleanup of a setup that succeeded always runs;
+ * with `--s3`, a scenario that puts its warehouse in a directory of its own is skipped.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -74,6 +75,27 @@ test("runner - a failing setup is a harness error; the cleanup of a successful s
     const r2 = await quiet(() => runScenario({ scenario: s, seed: 1, run: 1, nats, reportsDir: reports, keep: false, verbose: false }));
     assert.equal(r2.ok, false);
     assert.ok(r2.error !== undefined);
+    assert.equal(cleaned, 1);
+  } finally {
+    rmSync(reports, { recursive: true, force: true });
+  }
+});
+
+test("runner - with --s3, a scenario that needs its warehouse in a directory of its own is skipped, saying why; its cleanup runs", async () => {
+  const reports = mkdtempSync(join(tmpdir(), "natslake-chaos-reports-"));
+  try {
+    let cleaned = 0;
+    const s: Scenario = {
+      name: "tmpfs-warehouse",
+      description: "",
+      defaultDurationMs: 10_000,
+      setup: (run) => Promise.resolve({ topology: { warehouse: join(run.dir, "small-disk") }, cleanup: () => Promise.resolve(void cleaned++) }),
+      run: () => Promise.resolve(),
+    };
+    const r = await quiet(() => runScenario({ scenario: s, seed: 1, run: 1, nats, reportsDir: reports, keep: false, verbose: false, s3: true }));
+    assert.match(r.skipped ?? "", /^tmpfs-warehouse needs its warehouse in a directory of its own \(.*small-disk\); it does not run with --s3$/);
+    assert.equal(r.warehouse, "S3");
+    assert.equal(r.error, undefined);
     assert.equal(cleaned, 1);
   } finally {
     rmSync(reports, { recursive: true, force: true });

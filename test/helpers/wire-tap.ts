@@ -4,7 +4,9 @@
  * `_INBOX.>` (replies and consume sessions) — and validates each against the published JSON Schemas (schemas/).
  *
  * A message is classified by its subject (actors/wire/contracts.ts); a subject under the prefix or its KV buckets
- * with no contract is a failure, so a new message type cannot slip through undescribed. Inbox messages are
+ * with no contract is a failure, so a new message type cannot slip through undescribed. Its NATS headers (KV entries
+ * aside: those are the KV client's) must be ones its contract names, with values as `message-headers` describes them
+ * (the W3C `traceparent` included). Inbox messages are
  * classified by the request that named the inbox: replies by the reply schema of the request's subject, a consume
  * session's messages by the `inbox` of its ConsumeOpen (headers validated; Arrow IPC chunks checked by their framing
  * and read with arrow-js; chunk numbers contiguous). Inbox traffic no natslake request asked for (JetStream API
@@ -12,7 +14,7 @@
  */
 import { connect, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { tableFromIPC } from "apache-arrow";
-import { contractOf } from "../../actors/wire/contracts.ts";
+import { contractOf, type SubjectContract } from "../../actors/wire/contracts.ts";
 import { unpackValue } from "../../actors/wire/row-batch.ts";
 import { jsonView, wireSchema } from "../../actors/wire/schemas.ts";
 import { wireValidator } from "./wire-validator.ts";
@@ -21,6 +23,8 @@ export interface WireTap {
   /**
    * Validated messages per schema name; also `commit-entry/<type>` per kind of commit entry, `consume-chunk` (Arrow
    * chunks with rows), `kv-delete` (KV delete markers) and `jetstream-delivery` (copies of stored messages, skipped).
+   * Trace context: `<name>+traceparent` counts bodies that carry one (`<name>` the schema, or `commit-entry/<type>`),
+   * `<schema>+traceparent-header` messages with the header; `message-headers` counts messages with any header.
    */
   counts: Map<string, number>;
   /** What did not validate (at most 50 kept, `failureCount` counts all). */
@@ -105,6 +109,17 @@ export async function startWireTap(natsUrl: string, prefix = "lake"): Promise<Wi
     }
   };
 
+  /** The message's headers: only those its contract names, each as `message-headers` describes it. */
+  const checkHeaders = (m: Msg, contract: SubjectContract): void => {
+    const headers = headerObject(m.headers);
+    const names = Object.keys(headers);
+    if (names.length === 0) return;
+    const unnamed = names.filter((h) => !(contract.headers ?? []).includes(h));
+    if (unnamed.length > 0) return fail(m.subject, `header(s) ${unnamed.join(", ")} not named by the contract of ${contract.subject}`, undefined, m.headers);
+    if (!validate(m.subject, "message-headers", headers)) return;
+    if (headers["traceparent"] !== undefined) count(`${contract.schema}+traceparent-header`);
+  };
+
   const onMessage = (m: Msg): void => {
     // A stream's consumer delivering a stored message to an inbox (a writer's reader, a KV watch): the server gives
     // it the subject it was published on, but it is a copy of a message the tap validated when it was published (or
@@ -137,7 +152,10 @@ export async function startWireTap(natsUrl: string, prefix = "lake"): Promise<Wi
       const body = decodeBody(m.data, wireSchema(contract.schema).encoding);
       if (!validate(m.subject, contract.schema, body, m.data)) return;
       // The commit stream carries three kinds: counted apart, so a test can ask for each.
-      if (contract.schema === "commit-entry") count(`commit-entry/${(body as { type: string }).type}`);
+      const kind = contract.schema === "commit-entry" ? `commit-entry/${(body as { type: string }).type}` : contract.schema;
+      if (kind !== contract.schema) count(kind);
+      if (typeof (body as { traceparent?: unknown }).traceparent === "string") count(`${kind}+traceparent`);
+      if (contract.carrier !== "kv") checkHeaders(m, contract);
       if (contract.reply !== undefined && m.reply) replies.set(m.reply, contract.reply);
       if (contract.schema === "consume-open") inboxes.set((body as { inbox: string }).inbox, 0);
     } catch (e) {

@@ -1,23 +1,37 @@
 /**
  * Every message a real cluster sends validates against the published JSON Schemas (schemas/). A wire tap (its own
  * NATS connection on `lake.>`, `$KV.>` and `_INBOX.>`, test/helpers/wire-tap.ts) decodes each message by its subject
- * and validates it with ajv while two nodes run a table under load: producer batches, raw rows (JSON and msgpack: a
- * row, an array, a batch), rows the router and the writers dead-letter, commits and writer compactions, a stale
- * committable the leader rejects, a bucket handed over to a node that joins, a snapshot subscriber, a consume session
- * with acknowledgements, and maintenance requests (one refused: it names another table). A subject without a contract fails the test, and
+ * and validates it — body and headers — with ajv while two nodes run a table under load: producer batches, raw rows
+ * (JSON and msgpack: a row, an array, a batch), rows the router and the writers dead-letter and their replay (`dlq
+ * replay` from fixed rows, recorded in KV), commits and writer compactions, a stale committable the leader rejects, a
+ * bucket handed over to a node that joins, a snapshot subscriber, a consume session with acknowledgements, the
+ * joined node drained (`node drain`, staying up: its drained heartbeats), and maintenance requests (one refused: it
+ * names another table). A subject without a contract, or a header its contract does not name, fails the test, and
  * each main message type must have been seen.
+ *
+ * Tracing is on — in this process (the producing service: `traceparent` headers on its batches) and in the first
+ * node (flush and commit spans: `traceparent` in committables and notifications, body and header), exporting to an
+ * OTLP receiver on loopback — and off in the node that joins, as in a cluster where it is being turned on: messages
+ * with trace context and without are both validated.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream } from "@nats-io/jetstream";
 import { adminRequest } from "../../cluster/admin-client.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
+import { readLetters, replay } from "../../cluster/dlq.ts";
 import { requestMaintenance } from "../../cluster/maintenance-client.ts";
+import { Subjects } from "../../cluster/nats/subjects.ts";
+import { openKv } from "../../cluster/nats/table-infra.ts";
+import { requestDrain } from "../../cluster/node-control-client.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
+import { startTracingIfConfigured } from "../../cluster/tracing.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
 import { encodeMsg } from "../../actors/wire/codec.ts";
-import type { Committable, SnapshotNotification } from "../../actors/wire/messages.ts";
+import type { Committable, MemberHeartbeat, SnapshotNotification, TableAssignment } from "../../actors/wire/messages.ts";
 import { encodeRowBatch, packValue } from "../../actors/wire/row-batch.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
+import { startOtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { startWireTap } from "../helpers/wire-tap.ts";
 
 const TABLE = "wire.events";
@@ -25,12 +39,19 @@ const ROUNDS = 30;
 const PER_ROUND = 400;
 
 test("wire contracts - every message a cluster sends under load validates against its published JSON Schema; no subject without one", { timeout: 240_000 }, async () => {
-  const c = await startCluster({ nodes: 1, commitInterval: "100ms", env: { NATSLAKE_COMPACTION_INTERVAL: "400ms" } });
+  const receiver = await startOtlpReceiver();
+  const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "200" };
+  const tracing = await startTracingIfConfigured(otel, { serviceName: "wire-contracts-producer" });
+  assert.ok(tracing !== null, "the OTLP endpoint turns this process's tracing on");
+  const c = await startCluster({ nodes: 0, commitInterval: "100ms", env: { NATSLAKE_COMPACTION_INTERVAL: "400ms" } });
   const tap = await startWireTap(c.nats.url);
   let tapStopped = false;
   try {
+    c.startNode("n1", [], otel);
     await withNodeLogsOnFailure(c, async () => {
       const enc = new TextEncoder();
+      const subjects = new Subjects("lake");
+      const table = parseIdentifier(TABLE);
       // The node answers admin requests once its start-up table scan is done.
       await waitFor("the node serving admin requests", () => adminRequest(c.nc, "lake", { type: "list-tables" }, 2000).then(() => true), 60_000, 200);
       await adminRequest(c.nc, "lake", { type: "create-table", table: TABLE, columns: "id BIGINT NOT NULL, msg STRING", options: { bucket: "2", "bucket-key": "id", "compaction.min.file-num": "3" } });
@@ -66,8 +87,20 @@ test("wire contracts - every message a cluster sends under load validates agains
           await js.publish(raw, enc.encode(JSON.stringify({ id: "not a number", msg: "bad" })));
           await js.publish(`lake.in.${TABLE}.0`, encodeRowBatch({ v: 1, schema: 0, cols: ["id", "msg"], rows: [["nope", "bad"]] }), { msgID: "wire-bad-batch" });
         }
-        // A second node joins: the leader hands it a bucket (revoke, the writer's release, the new assignment).
+        // A second node joins, not tracing: the leader hands it a bucket (revoke, the writer's release, the new assignment).
         if (round === 10) c.startNode("n2");
+        if (round === 15) {
+          // The two dead letters replayed with fixed rows (as `natslake dlq replay <file>` does): published again
+          // through the producer client and recorded in KV `lake_dlq_replays`.
+          const { letters } = await waitFor("the router's and the writer's dead letters in the DLQ", async () => {
+            const r = await readLetters(c.nc, subjects, table, { limit: 10 });
+            return r.letters.length >= 2 ? r : undefined;
+          });
+          const items = letters.map((l, i) => ({ seq: l.seq, rows: [{ id: 2_000_000 + i, msg: `replayed ${l.letter.stage} letter` }], source: "file" as const, where: `letter ${l.seq}` }));
+          const replayed = await replay(c.nc, subjects, items, { table, tableName: TABLE, again: false, dryRun: false });
+          assert.deepEqual([replayed.letters, replayed.rows, replayed.failed, replayed.unknown], [2, 2, [], []], replayed.firstError);
+          good += 2;
+        }
         if (round === 20) {
           // A stale committable (owner epoch 0, from a writer that does not exist) is rejected by the leader.
           const stream = notifications.at(-1)?.stream;
@@ -82,10 +115,23 @@ test("wire contracts - every message a cluster sends under load validates agains
       await producer.close();
       expected = good;
       await waitFor("the consumer has every row", () => (consumed >= good ? true : undefined), 60_000, 200);
+      // Closing ends the loop even when it took the last rows before `expected` was set (it would wait for a snapshot
+      // that never comes); what was already delivered is still taken, so a duplicate would show in the count.
+      await consumer.close();
       await consuming;
       assert.equal(consumed, good, "the consume session delivered every good row once");
-      await consumer.close();
       sub.stop();
+
+      // The joined node drained without a signal, staying up: accepted (progress) done, then drained heartbeats.
+      const assign = await openKv(c.nc, subjects.assignKv);
+      await waitFor("a bucket owned by n2", async () => {
+        const a = (await assign.get(subjects.tableKey(table)))?.json<TableAssignment>();
+        return a !== undefined && Object.values(a.buckets).some((b) => b.node === "n2" && b.state === "active") ? true : undefined;
+      }, 60_000, 200);
+      const drained = await requestDrain(c.nc, "n2", { prefix: "lake", then: "stay", silenceTimeoutMs: 30_000 });
+      assert.equal(drained.stillOwned, 0, "n2 handed every bucket off");
+      const members = await openKv(c.nc, subjects.membersKv);
+      await waitFor("n2's drained heartbeat", async () => ((await members.get("n2"))?.json<MemberHeartbeat>().drained === true ? true : undefined), 30_000, 200);
 
       // Maintenance over NATS: a dry run answered with accepted … done, and a request the leader refuses.
       const result = await requestMaintenance(c.nc, { type: "maintenance", v: 1, task: "expire-snapshots", table: TABLE, options: { dryRun: true }, progress: true }, { prefix: "lake", acceptTimeoutMs: 30_000, silenceTimeoutMs: 30_000 });
@@ -96,6 +142,8 @@ test("wire contracts - every message a cluster sends under load validates agains
       assert.ok(Array.isArray(await adminRequest(c.nc, "lake", { type: "list-tables" })));
 
       await waitFor("a COMPACT snapshot and a bucket released to the joining node", () => (notifications.some((n) => n.kind === "COMPACT") && (tap.counts.get("released") ?? 0) > 0 ? true : undefined), 60_000, 200);
+      // n1 traced: its flush and commit spans reached the collector.
+      await waitFor("n1's flush and commit spans at the collector", () => (["natslake.flush", "natslake.commit"].every((name) => receiver.spans.some((s) => s.name === name && s.service === "natslake")) ? true : undefined), 30_000, 100);
       await tap.stop();
       tapStopped = true;
       const counts = Object.fromEntries([...tap.counts].sort());
@@ -118,6 +166,15 @@ test("wire contracts - every message a cluster sends under load validates agains
         "admin-reply",
         "maintenance-request",
         "maintenance-reply",
+        "node-control-request",
+        "node-control-reply",
+        "dlq-replay-record",
+        "message-headers",
+        // Trace context, in bodies and headers.
+        "commit-entry/committable+traceparent",
+        "snapshot-notification+traceparent",
+        "snapshot-notification+traceparent-header",
+        "row-batch+traceparent-header",
         "consume-open",
         "consume-open-reply",
         "consume-control",
@@ -128,10 +185,13 @@ test("wire contracts - every message a cluster sends under load validates agains
       for (const name of main) assert.ok((tap.counts.get(name) ?? 0) > 0, `no ${name} seen; counts: ${JSON.stringify(counts)}`);
       assert.ok(tap.chunkRows >= good, `the consume chunks carried every row (${tap.chunkRows} of ${good})`);
       assert.ok((tap.counts.get("dead-letter") ?? 0) >= 2, "the router's and the writer's dead letters");
+      assert.ok((tap.counts.get("commit-entry/committable") ?? 0) > (tap.counts.get("commit-entry/committable+traceparent") ?? 0), "committables without trace context too (the forged one at least)");
       process.stdout.write(`wire contracts: validated ${JSON.stringify(counts)}\n`);
     });
   } finally {
     if (!tapStopped) await tap.stop().catch(() => undefined);
     await c.stop();
+    await tracing.shutdown();
+    await receiver.close();
   }
 });

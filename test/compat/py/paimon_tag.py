@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from paimon_json import parse_json_type, render  # noqa: E402
+from paimon_json import catalog_options, parse_json_type, render  # noqa: E402
 
 from pypaimon import CatalogFactory  # noqa: E402
 
@@ -31,7 +31,7 @@ def main():
     ap.add_argument("--time-retained", default=None)
     args = ap.parse_args()
 
-    catalog = CatalogFactory.create({"warehouse": args.warehouse})
+    catalog = CatalogFactory.create(catalog_options(args.warehouse))
     table = catalog.get_table(args.table)
     out = sys.stdout
 

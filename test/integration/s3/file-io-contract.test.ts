@@ -6,6 +6,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import type { FileIO } from "../../../src/io/file-io.ts";
 import { LocalFileIO } from "../../../src/io/local.ts";
@@ -139,6 +141,24 @@ describe("S3FileIO beyond the contract", () => {
     assert.equal(cost.PUT, 5, JSON.stringify(cost));
     assert.deepEqual(Buffer.from(await wh.io.readFile(p)), bytes);
     assert.equal(await wh.io.size(p), bytes.length);
+  });
+
+  test("a process killed half-way through a PUT (failpoint io.write.mid, the chaos suite's) leaves no object", () => {
+    const wh = store.open();
+    const warehouseModule = fileURLToPath(new URL("../../../src/io/warehouse.ts", import.meta.url));
+    // The second write dies after half its bytes went out; the first one is whole.
+    const child = `import { openWarehouse } from ${JSON.stringify(warehouseModule)};
+const { io, root } = openWarehouse(process.env.WH);
+await io.writeFile(root + "/mid/first", Buffer.alloc(200000, 1));
+await io.writeFile(root + "/mid/second", Buffer.alloc(2000000, 2));
+console.log("not killed");`;
+    const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", child], { env: { ...process.env, WH: store.uri(wh.root.slice(1)), FAILPOINTS: "io.write.mid:kill@2" }, encoding: "utf8", timeout: 60_000 });
+    assert.equal(r.signal, "SIGKILL", `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stderr, /failpoint io\.write\.mid: SIGKILL/);
+    return (async () => {
+      assert.deepEqual((await wh.io.listStatus(`${wh.root}/mid`)).map((f) => [f.name, f.size]), [["first", 200000]], "the cut upload created nothing");
+      assert.equal(await wh.io.isFile(`${wh.root}/mid/second`), false);
+    })();
   });
 
   /** An S3FileIO whose requests pass through the fault proxy. */

@@ -197,3 +197,41 @@ test("maintenance - scheduled snapshot expiration runs after commits (not again 
     wh.cleanup();
   }
 });
+
+test("maintenance - orphan cleanup (scheduled or requested) waits until the leader decided its commit-stream backlog; the other jobs do not", async () => {
+  const wh = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(wh.path, "m.o", "id BIGINT NOT NULL");
+    const runs: string[] = [];
+    let decided = false;
+    const tasks: MaintenanceTask[] = [
+      { name: "remove-orphans", intervalMs: () => 20, run: async () => (runs.push("scheduled-orphans"), {}) },
+      { name: "expire-snapshots", intervalMs: () => 20, run: async () => (runs.push("scheduled-expire"), {}) },
+    ];
+    const ref = system.spawn("maintenance-m.o", () =>
+      new MaintenanceActor({
+        table,
+        tasks,
+        clock: systemClock,
+        meter: metrics.getMeter("test"),
+        tickMs: 5,
+        backlogDecided: () => decided,
+        runJob: async (_t, job) => (runs.push(`request-${job.task}`), {}),
+      }),
+    );
+    const orphans = recorder();
+    ref.tell({ type: "request", job: { task: "remove-orphans", options: {} }, responder: orphans });
+    await sleep(200);
+    assert.ok(runs.includes("scheduled-expire"), "expiration runs meanwhile");
+    assert.ok(!runs.some((r) => r.includes("orphans")), `no orphan cleanup before the backlog is decided: ${runs.join(",")}`);
+    assert.deepEqual(orphans.events, ["accepted:0"], "the request waits, accepted");
+    decided = true;
+    await orphans.ended;
+    await sleep(100);
+    assert.ok(runs.includes("request-remove-orphans") && runs.includes("scheduled-orphans"), runs.join(","));
+  } finally {
+    await system.shutdown();
+    wh.cleanup();
+  }
+});

@@ -1,18 +1,22 @@
 /**
  * The published wire contracts (`schemas/`): the files are exactly what the zod schemas generate, every one compiles
  * with ajv in strict mode, messages made by the real encoders (msgpack committables, rejections and row batches; JSON
- * dead letters, cut ones too) validate, and broken ones do not — a missing field, a field the schema does not know,
- * a wrong type, a msgpack `undefined`. Subjects map to their contracts; an unknown subject to none.
+ * dead letters, cut ones too; trace context as the W3C propagator writes it) validate, and broken ones do not — a
+ * missing field, a field the schema does not know, a wrong type, a msgpack `undefined`, a malformed `traceparent`, a
+ * header no contract names. Subjects map to their contracts; an unknown subject to none.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Packr } from "msgpackr";
+import { ROOT_CONTEXT, trace, TraceFlags } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { encodeMsg } from "../../../actors/wire/codec.ts";
 import { contractOf, SUBJECT_CONTRACTS } from "../../../actors/wire/contracts.ts";
 import { fitDeadLetter } from "../../../actors/wire/limits.ts";
-import type { Committable, CompactionEntry, DeadLetter, Rejection, SnapshotNotification } from "../../../actors/wire/messages.ts";
+import type { Committable, CommittableRef, CompactionEntry, DeadLetter, DlqReplayRecord, MemberHeartbeat, NodeControlReply, Rejection, SnapshotNotification } from "../../../actors/wire/messages.ts";
+import { parseNodeControlRequest } from "../../../actors/wire/node-control.ts";
 import { publishedSchemaFiles } from "../../../actors/wire/published.ts";
 import { encodeRowBatch, unpackValue } from "../../../actors/wire/row-batch.ts";
 import { jsonView, WIRE_SCHEMAS } from "../../../actors/wire/schemas.ts";
@@ -67,14 +71,26 @@ const committable: Committable = {
   firstArrivalMillis: Date.now(),
 };
 
+/** A `traceparent` as OpenTelemetry's W3C propagator writes it (what a tracing node puts in bodies and headers). */
+function w3cTraceparent(): string {
+  const carrier: Record<string, string> = {};
+  const span = trace.wrapSpanContext({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", traceFlags: TraceFlags.SAMPLED });
+  new W3CTraceContextPropagator().inject(trace.setSpan(ROOT_CONTEXT, span), carrier, { set: (c, k, v) => void (c[k] = v) });
+  const tp = carrier["traceparent"];
+  assert.ok(tp !== undefined, "the propagator wrote a traceparent");
+  return tp;
+}
+
 test("wire schemas - the files in schemas/ are exactly what the zod schemas generate, one per schema plus subjects.json", () => {
   const want = publishedSchemaFiles();
   const have = readdirSync(SCHEMAS_DIR).filter((f) => f.endsWith(".json")).sort();
   assert.deepEqual(have, Object.keys(want).sort(), "run `npm run schemas`");
   for (const [f, text] of Object.entries(want)) assert.equal(readFileSync(join(SCHEMAS_DIR, f), "utf8"), text, `${f} is out of date: run \`npm run schemas\``);
   assert.deepEqual(v.names.sort(), WIRE_SCHEMAS.map((s) => s.name).sort());
-  // Every subject names a schema that exists.
+  // Every subject names a schema that exists, and headers the headers schema describes.
   for (const c of SUBJECT_CONTRACTS) for (const n of [c.schema, c.reply]) if (n !== undefined) assert.ok(v.names.includes(n), `${c.subject}: no schema ${n}`);
+  const described = Object.keys((JSON.parse(readFileSync(join(SCHEMAS_DIR, "message-headers.schema.json"), "utf8")) as { properties: object }).properties);
+  for (const c of SUBJECT_CONTRACTS) for (const h of c.headers ?? []) assert.ok(described.includes(h), `${c.subject}: header ${h} is not in message-headers`);
 });
 
 test("wire schemas - msgpack commit entries and rejections from the real codec validate in their JSON view; broken ones do not", () => {
@@ -93,6 +109,47 @@ test("wire schemas - msgpack commit entries and rejections from the real codec v
   const withUndefined = viaMsgpack(encodeMsg({ ...committable, files: [{ ...committable.files[0]!, meta: { ...meta(1), externalPath: undefined as unknown as null } }] }));
   invalid("commit-entry", withUndefined, /externalPath|must be/);
   invalid("rejection", viaMsgpack(encodeMsg({ ...rejection, reason: "because" as Rejection["reason"] })), /allowed values/);
+});
+
+test("wire schemas - trace context: committables (by reference too), notifications and headers carry the propagator's traceparent; a malformed one is refused", () => {
+  const tp = w3cTraceparent();
+  valid("commit-entry", viaMsgpack(encodeMsg({ ...committable, traceparent: tp })));
+  const ref: CommittableRef = { type: "committable-ref", v: 1, table: "db.t", bucket: 0, ownerEpoch: 1, writerId: "n1", prevOffset: 0, lastOffset: 5, flushId: 1, traceparent: tp, path: "natslake-committables/x", size: 2_000_000 };
+  valid("commit-entry", viaMsgpack(encodeMsg(ref)));
+  invalid("commit-entry", viaMsgpack(encodeMsg({ ...committable, traceparent: tp.toUpperCase() })), /traceparent.*pattern/);
+  invalid("commit-entry", viaMsgpack(encodeMsg({ ...committable, traceparent: "" })), /traceparent.*pattern/);
+  const n: SnapshotNotification = { type: "snapshot", table: "db.t", snapshotId: 5, kind: "APPEND", timeMillis: 1, linkedAtMillis: 2, totalRecordCount: 10, deltaRecordCount: 3, epoch: 1, offsets: { "0": 7 }, traceparent: tp };
+  valid("snapshot-notification", n);
+  invalid("snapshot-notification", { ...n, traceparent: `01-${tp.slice(3)}` }, /traceparent.*pattern/);
+  valid("message-headers", { traceparent: tp, "Nats-Msg-Id": "p1-0-4", "Natslake-Raw-Seq": "12" });
+  invalid("message-headers", { traceparent: "00-abc" }, /pattern/);
+  invalid("message-headers", { "Trace-Parent": tp }, /additional properties/);
+  invalid("message-headers", { "Natslake-Reason": "x".repeat(201) }, /200/);
+});
+
+test("wire schemas - node control, dead-letter replay records and drained heartbeats", () => {
+  // The request schema is the node's own check: what it accepts validates, what it refuses does not.
+  const drain = parseNodeControlRequest(new TextEncoder().encode(JSON.stringify({ type: "drain", v: 1, then: "stay" })));
+  valid("node-control-request", drain);
+  invalid("node-control-request", { ...drain, force: true }, /additional properties/);
+  invalid("node-control-request", { ...drain, then: "later" }, /allowed values/);
+  const replies: NodeControlReply[] = [
+    { type: "accepted", node: "n2", buckets: 1, leading: ["db.t"], alreadyDraining: false },
+    { type: "progress", node: "n2", buckets: 1 },
+    { type: "done", ok: true, node: "n2", handedOff: 1, stillOwned: 0, uncommitted: 0, then: "stay" },
+    { type: "done", ok: false, node: "n2", error: "node control request: unknown type \"reboot\" (drain)", kind: "DataInvalid" },
+  ];
+  for (const r of replies) valid("node-control-reply", r);
+  invalid("node-control-reply", { type: "done", ok: true, node: "n2", handedOff: 1, stillOwned: 0, then: "stay" }, /uncommitted/);
+
+  const record: DlqReplayRecord = { v: 1, table: "db.t", seq: 12, at: Date.now(), rows: 1, source: "file", msgIds: ["dlq-replay-12-0-0"] };
+  valid("dlq-replay-record", record);
+  invalid("dlq-replay-record", { ...record, source: "stdin" }, /allowed values/);
+  invalid("dlq-replay-record", { ...record, seq: 0 }, /seq/);
+
+  const hb: MemberHeartbeat = { v: 1, nodeId: "n2", roles: ["writer", "committer", "reader"], pid: 4242, startedAt: 1, at: 2, draining: true, drained: true, leading: [] };
+  valid("member-heartbeat", hb);
+  invalid("member-heartbeat", { ...hb, drained: "yes" }, /boolean/);
 });
 
 test("wire schemas - row batches, raw rows, dead letters (whole and cut) and notifications validate", () => {
@@ -142,6 +199,12 @@ test("wire schemas - every subject maps to its contract; an unknown one to none"
   assert.equal(of("$KV.lake_assign.db.t"), "table-assignment");
   assert.equal(of("$KV.lake_assign.released.db.t.3"), "released");
   assert.equal(of("$KV.lake_members.n1"), "member-heartbeat");
+  assert.equal(of("lake.ctl.node.n2"), "node-control-request");
+  assert.equal(contractOf("lake.ctl.node.n2", "lake")?.reply, "node-control-reply");
+  assert.equal(of("$KV.lake_dlq_replays.db.t.12"), "dlq-replay-record");
+  assert.equal(of("$KV.lake_dlq_replays.db.t.x"), undefined, "a replay record's key ends in a DLQ sequence");
+  assert.deepEqual(contractOf("lake.in.db.t.3", "lake")?.headers, ["Nats-Msg-Id", "traceparent", "Natslake-Raw-Seq"]);
+  assert.equal(contractOf("lake.ctl.reject.db.t.n1", "lake")?.headers, undefined);
   assert.equal(of("lake.in.db.t.x"), undefined);
   assert.equal(of("lake.ctl.drain.n1"), undefined);
   assert.equal(of("other.in.db.t"), undefined);
