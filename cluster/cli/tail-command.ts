@@ -66,7 +66,7 @@ export function registerTailCommand(program: Command, out: (s: string) => void):
     .option("--for <duration>", "stop after this long", durationArg)
     .option("--with-snapshot-id", "jsonl: add `_snapshot` (the snapshot that delivered the row) to every line, to de-duplicate by")
     .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
-    .addHelpText("after", "\nExamples:\n  natslake tail shop.orders --nats nats://127.0.0.1:4222                  # through a reader node\n  natslake tail shop.orders --nats nats://127.0.0.1:4222 --warehouse /wh # the warehouse, woken by notifications\n  natslake tail shop.orders --from full --consumer-id audit --format table\n  natslake tail shop.orders --from time:2026-12-01T10:00:00Z --max-snapshots 10\n")
+    .addHelpText("after", "\nExamples:\n  natslake tail shop.orders --nats nats://127.0.0.1:4222                  # through a reader node\n  natslake tail shop.orders --nats nats://127.0.0.1:4222 --warehouse /wh  # the warehouse, woken by notifications\n  natslake tail shop.orders --from full --consumer-id audit --format table\n  natslake tail shop.orders --from time:2026-12-01T10:00:00Z --max-snapshots 10\n")
     .action(async (name: string, o: TailOpts) => {
       if (o.format !== "jsonl" && o.format !== "table") throw new UsageError(`--format must be jsonl or table, got '${o.format}'`);
       if (o.nats !== undefined && (o.warehouse ?? process.env["NATSLAKE_WAREHOUSE"]) === undefined) return tailThroughReader(name, o, out);
