@@ -1,11 +1,17 @@
 /**
  * ConsumeSessionActor: one consumer's session on a reader node (the protocol: actors/wire/consume.ts). It follows
- * the table with a TableStream, reads each item's Arrow batches (projection and partition filter applied here, at
- * the reader) and sends them as Arrow IPC chunks, one message per step, only while the consumer's credit allows —
- * so a slow or stalled consumer holds at most `window` chunks of this node's memory and never slows another session.
- * Every snapshot ends with an empty chunk marked last. Acks are written as the consumer's Paimon progress.
+ * the table with a TableStream and sends each item's rows (projection and partition filter applied here, at the
+ * reader) as Arrow IPC chunks, only while the consumer's credit allows — so a slow or stalled consumer holds at most
+ * 2 × `window` chunks of this node's memory (in flight, and read ahead) and never slows another session. Every
+ * snapshot ends with a chunk marked
+ * last. Acks are written as the consumer's Paimon progress.
+ *
+ * Where the rows come from: a new snapshot's delta from the table's shared DeltaFeed (read and encoded once for every
+ * session that projects and filters the same way: actors/consume-feed.ts); a full scan, a snapshot the feed no longer
+ * holds (this session is behind) or one too large to share, from this session's own read of the table, streamed
+ * batch by batch within its window.
  */
-import * as arrow from "apache-arrow";
+import type * as arrow from "apache-arrow";
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import { readBatches } from "../src/scan/read.ts";
 import type { StreamItem, TableStream } from "../src/scan/table-stream.ts";
@@ -13,6 +19,8 @@ import type { Value } from "../src/spec/values.ts";
 import type { Table } from "../src/table/table.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Clock } from "./ports.ts";
+import { ChunkPacker } from "./consume-chunks.ts";
+import type { FeedCursor } from "./consume-feed.ts";
 import { CONSUME_HEADER, HEARTBEAT_MS, SESSION_TIMEOUT_MS, type ConsumeControl } from "./wire/consume.ts";
 import { payloadLimit } from "./wire/limits.ts";
 
@@ -37,6 +45,8 @@ export interface ConsumeSessionDeps {
   stream: TableStream;
   projection?: string[];
   partition?: Value[];
+  /** This session's place on the shared feed of its (table, projection, partition); none: every item read alone. */
+  feed?: FeedCursor;
   window: number;
   out: ConsumeOut;
   clock: Clock;
@@ -44,24 +54,41 @@ export interface ConsumeSessionDeps {
   onEnd: (reason: string) => void;
   /** Chunk bytes sent, by table (the reader's share of the node's memory and bandwidth). */
   onSent?: (bytes: number) => void;
+  /** Called when a snapshot's delta was sent whole (its last chunk went out): the reader's part of its latency. */
+  onDelivered?: (snapshotId: number) => void;
 }
 
 interface Chunk {
   headers: Record<string, string>;
   body: Uint8Array;
+  /** Set on a delta's last chunk. */
+  delivers?: number;
+}
+
+/** An item this session reads itself. */
+interface OwnRead {
+  item: StreamItem;
+  batches: AsyncGenerator<arrow.RecordBatch>;
+  packer: ChunkPacker;
+  /** The last complete body, sent once the next is known (the final one carries the last mark). */
+  held: Uint8Array | null;
 }
 
 const EMPTY = new Uint8Array(0);
+/**
+ * Data files a session's own read decodes ahead (in the worker pool) of the batch it encodes: with the pool's default
+ * (workers + 1) the workers idled half the time while this thread encoded and sent (profiled catch-up).
+ */
+const READ_AHEAD_FILES = 8;
 
 export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   /** The last chunk number sent, and the highest the consumer has taken. */
   private sent = 0;
   private credited = 0;
   private busy = false;
-  /** Chunks of the batch being sent (a batch too large for one message is cut by rows). */
+  /** Chunks ready to send, in order (a shared entry's bodies, or what this session's own read packed). */
   private queue: Chunk[] = [];
-  private item: StreamItem | null = null;
-  private batches: AsyncGenerator<arrow.RecordBatch> | null = null;
+  private own: OwnRead | null = null;
   private lastHeard: number;
   private lastSent: number;
   private timer: Cancellable | null = null;
@@ -80,7 +107,8 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   async postStop(): Promise<void> {
     this.timer?.cancel();
     this.d.stream.close();
-    await this.batches?.return(undefined).catch(() => undefined);
+    this.d.feed?.detach();
+    await this.own?.batches.return(undefined).catch(() => undefined);
     this.end("stopped");
   }
 
@@ -126,7 +154,8 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
           return;
         }
         // Waiting for a snapshot or for credit: say we are alive, so the consumer does not move to another reader.
-        if (now - this.lastSent >= HEARTBEAT_MS) this.emit({ headers: { [CONSUME_HEADER.type]: "heartbeat" }, body: EMPTY });
+        // It says which chunk was sent last, so a consumer that lost it (and so gives no credit) finds out.
+        if (now - this.lastSent >= HEARTBEAT_MS) this.emit({ headers: { [CONSUME_HEADER.type]: "heartbeat", [CONSUME_HEADER.sent]: String(this.sent) }, body: EMPTY });
         return;
       }
     }
@@ -159,52 +188,86 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
     }
   }
 
-  /** Sends exactly one message (resolves true when the stream ended: the session is closed). */
+  /**
+   * Sends what the consumer's credit allows, reading more as needed; resolves false when it must wait for credit
+   * (with up to `window` chunks ready), true when the stream ended (the session is closed). Control messages (credit,
+   * ack) are handled meanwhile: the work runs outside the mailbox, and each send looks at the credit afresh.
+   *
+   * Chunks are read and encoded ahead while the consumer's credit is used up, at most `window` of them: otherwise the
+   * reader would idle until a credit came back and the consumer until the next chunk was read (a catch-up stopped and
+   * went, at half its speed). A stalled session therefore holds up to `window` chunks in flight and `window` ready.
+   */
   private async step(): Promise<boolean> {
     for (;;) {
-      const next = this.queue.shift();
-      if (next !== undefined) {
-        this.sent++;
-        next.headers[CONSUME_HEADER.chunk] = String(this.sent);
-        this.emit(next);
-        return false;
-      }
-      if (this.batches !== null && this.item !== null) {
-        const r = await this.batches.next();
-        if (r.done) {
-          this.queue.push(this.chunk(this.item, EMPTY, true));
-          this.batches = null;
-          this.item = null;
-        } else this.queue.push(...this.encode(this.item, r.value));
+      if (this.ended) return true;
+      if (this.sent < this.credited + this.d.window) {
+        const next = this.queue.shift();
+        if (next !== undefined) {
+          this.sent++;
+          next.headers[CONSUME_HEADER.chunk] = String(this.sent);
+          this.emit(next);
+          if (next.delivers !== undefined) this.d.onDelivered?.(next.delivers);
+          continue;
+        }
+      } else if (this.queue.length >= this.d.window) return false;
+      if (this.own !== null) {
+        await this.readOwn(this.own);
         continue;
       }
+      // The next item only once everything ready was sent: waiting for a new snapshot must never hold back chunks
+      // that a credit arriving meanwhile would let go.
+      if (this.queue.length > 0) return false;
       const item = await this.d.stream.next();
       if (item === null) return true;
-      this.item = item;
-      this.batches = readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}) });
+      if (item.kind === "delta" && this.d.feed !== undefined) {
+        const entry = await this.d.feed.get(item.snapshot);
+        if (entry !== null) {
+          // Shared: the bodies are the feed's, taken by reference; only the headers are this session's.
+          entry.bodies.forEach((body, i) => this.queue.push(this.chunk(item, body, i === entry.bodies.length - 1)));
+          if (entry.bodies.length === 0) this.queue.push(this.chunk(item, EMPTY, true));
+          this.d.feed.need(item.snapshotId + 1);
+          continue;
+        }
+      }
+      // Read by this session alone: a full scan, a snapshot behind the feed or too large to share.
+      if (item.kind === "full") this.d.feed?.need(item.snapshotId + 1); // the deltas after it: the feed keeps them for us
+      this.own = {
+        item,
+        // Every file decodes in the worker pool: this thread encodes and sends meanwhile (a full scan of small files
+        // decoded here would leave the workers idle and this thread doing all the work, one step after the other).
+        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), inlineDecodeBelowBytes: 0, readAheadFiles: READ_AHEAD_FILES }),
+        packer: new ChunkPacker(payloadLimit(this.d.out.maxPayload)),
+        held: null,
+      };
     }
+  }
+
+  /**
+   * The next batch of an item this session reads itself, packed into chunks. The chunk completed last is held back
+   * until the next one is known (or the item ends), so that the snapshot's final chunk carries the last mark.
+   */
+  private async readOwn(own: OwnRead): Promise<void> {
+    const r = await own.batches.next();
+    if (r.done !== true) {
+      for (const body of own.packer.add(r.value)) this.hold(own, body);
+      return;
+    }
+    for (const body of own.packer.flush()) this.hold(own, body);
+    this.queue.push(this.chunk(own.item, own.held ?? EMPTY, true));
+    this.own = null;
+    if (own.item.kind === "delta") this.d.feed?.need(own.item.snapshotId + 1);
+  }
+
+  private hold(own: OwnRead, body: Uint8Array): void {
+    if (own.held !== null) this.queue.push(this.chunk(own.item, own.held, false));
+    own.held = body;
   }
 
   private chunk(item: StreamItem, body: Uint8Array, last: boolean): Chunk {
     const headers: Record<string, string> = { [CONSUME_HEADER.type]: "chunk", [CONSUME_HEADER.snapshot]: String(item.snapshotId), [CONSUME_HEADER.kind]: item.kind };
-    if (last) headers[CONSUME_HEADER.last] = "1";
-    return { headers, body };
-  }
-
-  /**
-   * A batch as IPC streams that each fit in one message. A batch too large is cut once, into pieces sized from its
-   * encoded bytes per row (with a margin); only a piece still too large (rows of uneven size) is cut again — not the
-   * whole batch halved and re-encoded log2(size / limit) times.
-   */
-  private encode(item: StreamItem, batch: arrow.RecordBatch): Chunk[] {
-    if (batch.numRows === 0) return [];
-    const limit = payloadLimit(this.d.out.maxPayload);
-    const bytes = arrow.tableToIPC(new arrow.Table([batch]), "stream");
-    if (bytes.length <= limit || batch.numRows === 1) return [this.chunk(item, bytes, false)];
-    const rows = Math.max(1, Math.min(Math.ceil(batch.numRows / 2), Math.floor((batch.numRows * limit * 0.8) / bytes.length)));
-    const out: Chunk[] = [];
-    for (let at = 0; at < batch.numRows; at += rows) out.push(...this.encode(item, batch.slice(at, Math.min(batch.numRows, at + rows))));
-    return out;
+    if (!last) return { headers, body };
+    headers[CONSUME_HEADER.last] = "1";
+    return item.kind === "delta" ? { headers, body, delivers: item.snapshotId } : { headers, body };
   }
 
   private emit(c: Chunk): void {

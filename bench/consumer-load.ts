@@ -8,12 +8,12 @@
  *   {"mode":"catchup","rows":R,"timeoutMs":T}  one consumer `from: "full"`, timed until it holds R rows;
  *   {"mode":"stall","stallMs":S,"resumeMs":M}  a fast consumer and one (window 8) that takes one snapshot, then pulls
  *       nothing for S ms, then pulls again until it reaches the latest APPEND snapshot (at most M ms).
- * Latency of a delivered snapshot = the time the consumer received it whole (the client yields a snapshot when its
- * last chunk arrives) − its link time (`linkedAtMillis` of the snapshot notification, same machine clock).
+ * Latency of a delivered snapshot = the time the consumer holds it whole (its batches read to the end: the client
+ * yields a snapshot with its first chunk and feeds the rest as it arrives) − its link time (`linkedAtMillis` of the
+ * snapshot notification, same machine clock).
  * Stdout: JSON lines with an `event`: "ready", then (stall) "stall-start" / "stall-end", then one "result".
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import type { RecordBatch } from "apache-arrow";
 import { openConsumer, type ConsumedSnapshot, type Consumer } from "../cluster/consumer.ts";
 import { subscribeSnapshots } from "../cluster/snapshots-client.ts";
 
@@ -33,7 +33,12 @@ const PER_CONNECTION = 25;
 
 const emit = (event: string, data: Record<string, unknown> = {}): void => void process.stdout.write(JSON.stringify({ event, ...data }) + "\n");
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const rowsOf = (batches: RecordBatch[]): number => batches.reduce((n, b) => n + b.numRows, 0);
+/** Reads a snapshot's batches to the end; its rows. */
+async function rowsOf(s: ConsumedSnapshot): Promise<number> {
+  let n = 0;
+  for await (const b of s.batches) n += b.numRows;
+  return n;
+}
 const cpuSeconds = (since: NodeJS.CpuUsage): number => {
   const c = process.cpuUsage(since);
   return (c.user + c.system) / 1e6;
@@ -73,14 +78,15 @@ interface Follower {
 function follow(consumer: Consumer): Follower {
   const f: Follower = { consumer, received: new Map(), rows: 0, last: 0, done: Promise.resolve() };
   f.done = (async () => {
-    for await (const s of consumer) record(f, s);
+    for await (const s of consumer) await record(f, s);
   })();
   return f;
 }
 
-function record(f: Follower, s: ConsumedSnapshot): void {
+/** Reads the snapshot whole, then records when. */
+async function record(f: Follower, s: ConsumedSnapshot): Promise<void> {
+  f.rows += await rowsOf(s);
   f.received.set(s.snapshotId, Date.now());
-  f.rows += rowsOf(s.batches);
   f.last = Math.max(f.last, s.snapshotId);
 }
 
@@ -183,7 +189,7 @@ async function catchupJob(j: Extract<Job, { mode: "catchup" }>): Promise<void> {
   const deadline = setTimeout(() => void consumer.close(), j.timeoutMs);
   for await (const s of consumer) {
     firstRowsMs ??= performance.now() - t0;
-    rows += rowsOf(s.batches);
+    rows += await rowsOf(s);
     snapshots++;
     if (rows >= j.rows) break;
   }
@@ -205,7 +211,7 @@ async function stallJob(j: Extract<Job, { mode: "stall" }>): Promise<void> {
   const it = stalledConsumer[Symbol.asyncIterator]();
   const first = await it.next();
   if (first.done === true) throw new Error("the stalled consumer ended before its first snapshot");
-  record(stalled, first.value);
+  await record(stalled, first.value);
   const stallStart = Date.now();
   emit("stall-start", { at: stallStart, snapshotId: first.value.snapshotId });
   // The stall: nothing pulls from `it`, so the client holds its finished snapshot and stops crediting the reader.
@@ -218,7 +224,7 @@ async function stallJob(j: Extract<Job, { mode: "stall" }>): Promise<void> {
   while (stalled.last < resumeTarget && Date.now() < resumeDeadline) {
     const r = await Promise.race([it.next(), sleep(resumeDeadline - Date.now()).then(() => null)]);
     if (r === null || r.done === true) break;
-    record(stalled, r.value);
+    await record(stalled, r.value);
     resumeSnapshots++;
   }
   const resumeMs = Date.now() - stallEnd;

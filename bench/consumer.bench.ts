@@ -11,6 +11,8 @@
  *             against natslake's own full scan of the same snapshot in this process (readBatches), before and after;
  *   stall     one consumer (window 8) takes one snapshot and then pulls nothing for --stall-seconds while 50k rows/s
  *             keep landing; the reader's RSS sampled every second; a fast consumer's latency meanwhile.
+ * The reader's part of each delivery (link → its session sent the rows) comes from its natslake_consume_delivery_ms
+ * histogram (/metrics): what is left of a consumer's latency is NATS and the consumer process.
  * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
  *
  *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--quick]
@@ -25,7 +27,7 @@ import { parseArgs } from "node:util";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { CLUSTER_TABLE_DEFAULTS } from "../cluster/admin.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
-import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../cluster/local/servers.ts";
+import { chooseNatsServer, freePort, startNats, startRedis, type ServerHandle } from "../cluster/local/servers.ts";
 import { readBatches } from "../src/scan/read.ts";
 import { parseColumnList } from "../src/spec/data-types.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
@@ -80,6 +82,8 @@ interface Cluster extends Processes {
   nc: NatsConnection;
   catalog: Catalog;
   reader: ChildProcess;
+  /** The reader's /metrics (its delivery-latency histogram: link → a session sent the rows). */
+  readerMetricsPort: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -197,6 +201,37 @@ function figuresLine(f: PhaseFigures): string {
   return `reader ${cores(f.reader.cpu)}, peak RSS ${f.reader.peakMb} MB; writers ${cores(f.writersCpu)}; nats-server ${cores(f.natsCpu)}; over ${f.seconds.toFixed(0)} s`;
 }
 
+/** Cumulative bucket counts of the reader's `natslake_consume_delivery_ms` histogram (all tables), by upper bound. */
+async function readerDeliveryBuckets(c: Cluster): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  try {
+    const body = await (await fetch(`http://127.0.0.1:${c.readerMetricsPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+    for (const m of body.matchAll(/^natslake_consume_delivery_ms_bucket\{[^}]*le="([^"]+)"[^}]*\} (\S+)$/gm)) {
+      const le = m[1] === "+Inf" ? Infinity : Number(m[1]);
+      out.set(le, (out.get(le) ?? 0) + Number(m[2]));
+    }
+  } catch {
+    /* no figures: the line says so */
+  }
+  return out;
+}
+
+/**
+ * The reader's part of the latency over a phase (link → the session sent the snapshot's rows), from the histogram's
+ * growth between two reads: the bucket bounds its p50 and p99 fall under.
+ */
+function readerLatencyLine(before: Map<number, number>, after: Map<number, number>): string {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const grown = bounds.map((le) => ({ le, n: (after.get(le) ?? 0) - (before.get(le) ?? 0) }));
+  const total = grown[grown.length - 1]?.n ?? 0;
+  if (total <= 0) return "reader: no delivery latency recorded";
+  const under = (p: number): string => {
+    const le = grown.find((g) => g.n >= p * total)!.le;
+    return le === Infinity ? "above the largest bucket" : `≤ ${le} ms`;
+  };
+  return `reader's part (link → rows sent, its histogram): p50 ${under(0.5)}, p99 ${under(0.99)} over ${fmt(total)} session deliveries`;
+}
+
 function loadLine(l: LoadRun): string {
   const r = l.result;
   return `load generator: ${fmt(Number(r["rows"]))} rows (${fmt(Number(r["acked"]))} acknowledged) in ${Number(r["publishSeconds"]).toFixed(1)} s, publish→visible p50 ${ms(r["latencyP50"])}, p99 ${ms(r["latencyP99"])}, ${Number(r["cpuSeconds"]).toFixed(1)} CPU s`;
@@ -219,6 +254,7 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   const run = startConsumers(c, table, { mode: "latency", consumers: n, warmupMs: WARMUP_SECONDS * 1000, drainMs: DRAIN_MS });
   const ready = await run.next("ready", 120_000);
   const watch = watchCluster(c, 500);
+  const buckets = await readerDeliveryBuckets(c);
   const seconds = LATENCY_SECONDS + WARMUP_SECONDS;
   const load = await runLoad(c.nats.url, table, RATE * LATENCY_SECONDS, RATE, RATE * WARMUP_SECONDS, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
   run.stop();
@@ -228,6 +264,7 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   const warm = r["warmup"] as Record<string, unknown>;
   say(`  delivery latency (link → whole snapshot at the consumer): p50 ${ms(r["p50"])}, p99 ${ms(r["p99"])}, max ${ms(r["max"])} over ${fmt(Number(r["samples"]))} deliveries; warm-up p50/p99 ${ms(warm["p50"])}/${ms(warm["p99"])}`);
   say(`  ${fmt(Number(r["rows"]))} rows received in all; ${r["missing"]} snapshot deliveries missing ${Number(r["drainMs"]) >= DRAIN_MS ? `(still missing ${DRAIN_MS / 1000} s after the load ended)` : `(all in ${r["drainMs"]} ms after the load ended)`}; ${r["unlinked"]} without a link time; ${r["sessions"]} sessions on ${(r["readers"] as string[]).join(", ")} (at open: ${(ready["readers"] as string[]).join(", ")})`);
+  say(`  ${readerLatencyLine(buckets, await readerDeliveryBuckets(c))} (warm-up included)`);
   say(`  ${figuresLine(figures)}; consumer process ${Number(r["cpuSeconds"]).toFixed(1)} CPU s`);
   say(`  ${loadLine(load)}`);
   return { consumers: n, p50: r["p50"] as number | null, p99: r["p99"] as number | null, samples: Number(r["samples"]), missing: Number(r["missing"]) };
@@ -314,7 +351,9 @@ async function stallPhase(c: Cluster, table: string): Promise<StallFigure> {
   const loadP = runLoad(c.nats.url, table, RATE * seconds, RATE, 0, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
   loadP.catch(() => undefined); // observed below; a failed phase kills it through the abort
   const start = await run.next("stall-start", 60_000);
+  const buckets = await readerDeliveryBuckets(c);
   const end = await run.next("stall-end", STALL_SECONDS * 1000 + 60_000);
+  const bucketsAtEnd = await readerDeliveryBuckets(c);
   const r = await run.next("result", resumeMs + 60_000);
   const load = await loadP;
   const figures = watch.stop();
@@ -325,7 +364,7 @@ async function stallPhase(c: Cluster, table: string): Promise<StallFigure> {
   const fast = r["fast"] as Record<string, unknown>;
   const stalled = r["stalled"] as Record<string, unknown>;
   say(`  reader RSS during the stall (${during.length} samples, 1 s apart): at its start ${atStartMb} MB, max ${peakMb} MB, at its end ${during[during.length - 1]?.rssMb ?? "n/a"} MB`);
-  say(`  fast consumer during the stall: p50 ${ms(fast["p50"])}, p99 ${ms(fast["p99"])}, max ${ms(fast["max"])} over ${fast["samples"]} snapshots, ${fast["missing"]} missing, ${fast["sessions"]} session(s)`);
+  say(`  fast consumer during the stall: p50 ${ms(fast["p50"])}, p99 ${ms(fast["p99"])}, max ${ms(fast["max"])} over ${fast["samples"]} snapshots, ${fast["missing"]} missing, ${fast["sessions"]} session(s); ${readerLatencyLine(buckets, bucketsAtEnd)} (both sessions: the stalled one's late sends, once pulled again, may fall in)`);
   say(`  stalled consumer: held snapshot ${stalled["firstSnapshot"]}; pulled again, it ${stalled["reached"] === true ? "reached" : "did NOT reach"} snapshot ${stalled["resumeTarget"]} (the latest at the stall's end) in ${stalled["resumeMs"]} ms, ${stalled["resumeSnapshots"]} snapshots, ${stalled["skipped"]} skipped, ${stalled["sessions"]} session(s)`);
   say(`  the whole phase: ${figuresLine(figures)}`);
   say(`  ${loadLine(load)}`);
@@ -341,10 +380,10 @@ function nodesRunFrom(): string {
   return /\((\w+)\)/.exec(r.stdout ?? "")?.[1] ?? "unknown";
 }
 
-/** Starts node n<i> (nodes[i - 1], replacing a previous one of that number). */
-function spawnNode(p: Processes, i: number, roles: string, nats: ServerHandle, redis: ServerHandle, warehouse: string): ChildProcess {
+/** Starts node n<i> (nodes[i - 1], replacing a previous one of that number), with `extra` flags. */
+function spawnNode(p: Processes, i: number, roles: string, nats: ServerHandle, redis: ServerHandle, warehouse: string, extra: string[] = []): ChildProcess {
   const fd = openSync(join(p.dir, `n${i}.log`), "a");
-  const args = [BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn"];
+  const args = [BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn", ...extra];
   const n = spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
   p.nodes[i - 1] = n;
   return n;
@@ -381,7 +420,7 @@ async function restartReader(c: Cluster): Promise<void> {
   const killer = setTimeout(() => old.kill("SIGKILL"), 40_000);
   await exited;
   clearTimeout(killer);
-  c.reader = spawnNode(c, WRITERS + 1, "reader", c.nats, c.redis, c.warehouse);
+  c.reader = spawnNode(c, WRITERS + 1, "reader", c.nats, c.redis, c.warehouse, ["--metrics-port", String(c.readerMetricsPort)]);
   await waitForReader(c, 60_000);
 }
 
@@ -395,8 +434,9 @@ async function startCluster(natsBin: string): Promise<Cluster> {
     p.nc = await connect({ servers: nats.url });
     const warehouse = join(p.dir, "wh");
     for (let i = 1; i <= WRITERS; i++) spawnNode(p, i, "writer,committer", nats, redis, warehouse);
-    const reader = spawnNode(p, WRITERS + 1, "reader", nats, redis, warehouse);
-    const c: Cluster = { ...p, nats, redis, warehouse, nc: p.nc, catalog: new Catalog(warehouse), reader };
+    const readerMetricsPort = await freePort();
+    const reader = spawnNode(p, WRITERS + 1, "reader", nats, redis, warehouse, ["--metrics-port", String(readerMetricsPort)]);
+    const c: Cluster = { ...p, nats, redis, warehouse, nc: p.nc, catalog: new Catalog(warehouse), reader, readerMetricsPort };
     await waitForReader(c, 60_000);
     return c;
   } catch (e) {

@@ -61,6 +61,12 @@ export const NodeConfigSchema = z.object({
   maxBufferedRows: z.number().int().positive().default(500_000),
   /** Bytes of decoded, not yet written rows that this node's bucket writers may hold together (WriteBudget). */
   writerMemory: memory.default(128 * 1024 * 1024),
+  /**
+   * Encoded rows one shared consume feed of a reader may hold (snapshots read once for every session that projects
+   * and filters a table the same way; actors/consume-feed.ts): beyond it the oldest go, and sessions that still
+   * need them read them themselves.
+   */
+  consumeFeedMemory: memory.default(32 * 1024 * 1024),
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
   drainTimeout: duration.default(15_000),
   /**
@@ -98,6 +104,7 @@ const ENV: Record<string, string> = {
   replicas: "NATSLAKE_REPLICAS",
   logLevel: "NATSLAKE_LOG_LEVEL",
   writerMemory: "NATSLAKE_WRITER_MEMORY",
+  consumeFeedMemory: "NATSLAKE_CONSUME_FEED_MEMORY",
   compactionSlots: "NATSLAKE_COMPACTION_SLOTS",
   compactionInterval: "NATSLAKE_COMPACTION_INTERVAL",
   metricsPort: "NATSLAKE_METRICS_PORT",

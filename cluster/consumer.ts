@@ -4,21 +4,28 @@
  * actors/wire/consume.ts).
  *
  *   const consumer = await openConsumer({ nc, table: "shop.orders", consumerId: "billing", from: "full" });
- *   for await (const s of consumer) { handle(s.batches); await s.ack(); }
+ *   for await (const s of consumer) {
+ *     for await (const batch of s.batches) handle(batch);
+ *     await s.ack();
+ *   }
  *
- * - A snapshot is yielded whole: its Arrow record batches (projection and partition filter applied by the reader).
- *   Credit goes back to the reader as chunks are taken, but only while no finished snapshot waits for the caller:
- *   a caller that does not pull stalls its own session, holding at most `window` chunks on the reader.
+ * - A snapshot is yielded as soon as its first rows arrive; `batches` is an async iterable of its Arrow record
+ *   batches (projection and partition filter applied by the reader), fed by the session's window: credit goes back
+ *   to the reader as the caller takes the rows, so a snapshot of any size — a `full` start of a large table — holds
+ *   at most `window` chunks (≤ the server's max_payload each) in this process, and a caller that does not pull
+ *   stalls its own session only. Read `batches` once, to the end, then `ack()`; taking the next snapshot first
+ *   skips the rest of this one (its `ack()` then refuses).
  * - `ack()` resolves once the reader recorded the progress (with a consumer id: Paimon's consumer file, so any
- *   reader resumes after it). At least once per snapshot: one not acknowledged is delivered again after a restart or
- *   a reader change; de-duplicate by `snapshotId` for exactly once.
- * - A reader that goes silent (no chunk and no heartbeat for READER_TIMEOUT_MS) is left for another: the session is
- *   opened again from the last acknowledged snapshot (with a consumer id: from its progress), and the snapshot in
- *   flight is received again, whole.
+ *   reader resumes after it). At least once per snapshot: one not acknowledged is delivered again after a restart;
+ *   de-duplicate by `snapshotId` for exactly once.
+ * - A reader that goes silent (no chunk and no heartbeat for READER_TIMEOUT_MS), or a chunk lost on the way (a
+ *   later chunk, or a heartbeat naming a chunk it never got), and the client opens a new session (on another reader,
+ *   if this one died) from where it is: the rows it already received are not handed over again — a snapshot
+ *   interrupted halfway goes on from its next row.
  */
 import * as arrow from "apache-arrow";
 import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { LakeError } from "../src/errors.ts";
+import { ErrorKind, LakeError } from "../src/errors.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { CONSUME_HEADER, HEARTBEAT_MS, READER_TIMEOUT_MS, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 
@@ -42,8 +49,9 @@ export interface ConsumedSnapshot {
   snapshotId: number;
   /** `full`: the table as of the snapshot (a -full start); `delta`: the rows the snapshot added. */
   kind: "full" | "delta";
-  batches: arrow.RecordBatch[];
-  /** Records that this snapshot (and every one before) was processed. */
+  /** The snapshot's rows, as they arrive; iterate once, to the end. */
+  batches: AsyncIterable<arrow.RecordBatch>;
+  /** Records that this snapshot (and every one before) was processed; refused before `batches` was read to the end. */
   ack(): Promise<void>;
 }
 
@@ -52,11 +60,34 @@ export interface Consumer extends AsyncIterable<ConsumedSnapshot> {
   readonly reader: string;
   /** Sessions opened (more than one after a reader change). */
   readonly sessions: number;
+  /** Chunks received and not taken by the caller yet (at most `window` per session: what this process holds). */
+  readonly buffered: number;
   close(): Promise<void>;
 }
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
+
+/** One chunk's rows, received and waiting for the caller. */
+interface Part {
+  snapshotId: number;
+  kind: "full" | "delta";
+  batches: arrow.RecordBatch[];
+  last: boolean;
+  /** Its number in its session, credited when the caller takes it (only while that session is the current one). */
+  chunk: number;
+  session: number;
+  /** A snapshot cut short: the new session did not send it again (its batches iterator fails). */
+  interrupted?: boolean;
+}
+
+/** Where the rows received so far end: the new session's repeats of them are dropped. */
+interface Received {
+  snapshotId: number;
+  kind: "full" | "delta";
+  rows: number;
+  complete: boolean;
+}
 
 class ConsumerImpl implements Consumer {
   reader = "";
@@ -65,25 +96,26 @@ class ConsumerImpl implements Consumer {
   private session = "";
   private sub: Subscription | null = null;
   private expectedChunk = 1;
-  private current: { snapshotId: number; kind: "full" | "delta"; batches: arrow.RecordBatch[] } | null = null;
-  private readonly ready: ConsumedSnapshot[] = [];
-  /** Chunks taken but not credited yet (held back while a finished snapshot waits for the caller). */
-  private uncredited = 0;
+  private readonly parts: Part[] = [];
+  private received: Received | null = null;
+  /** After a new session: rows of this snapshot still to drop (they were received from the session before). */
+  private skip: { snapshotId: number; rows: number } | null = null;
   private lastHeard = Date.now();
   private failure: Error | null = null;
-  private wake: (() => void) | null = null;
+  /** Whoever waits for a part (the snapshot iterator, a batches iterator). */
+  private readonly waiters = new Set<() => void>();
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
-  /**
-   * The first snapshot received and not acknowledged yet: a new session starts there (later ones follow from it).
-   * One record, however long a consumer goes without acknowledging.
-   */
-  private firstUnacked: { snapshotId: number; kind: "full" | "delta" } | null = null;
-  private lastAcked = 0;
   private reopening: Promise<void> | null = null;
+  /** The snapshot last yielded, until its last part was taken. */
+  private current: SnapshotReader | null = null;
 
   constructor(private readonly o: ConsumerOptions) {
     this.subjects = new Subjects(o.prefix ?? DEFAULT_PREFIX);
+  }
+
+  get buffered(): number {
+    return this.parts.length;
   }
 
   async open(): Promise<void> {
@@ -93,16 +125,13 @@ class ConsumerImpl implements Consumer {
 
   async *[Symbol.asyncIterator](): AsyncGenerator<ConsumedSnapshot> {
     for (;;) {
-      if (this.failure) throw this.failure;
-      const next = this.ready.shift();
-      if (next !== undefined) {
-        // The caller takes a snapshot: what was held back is credited, so the reader goes on.
-        this.grant();
-        yield next;
-        continue;
-      }
-      if (this.closed) return;
-      await new Promise<void>((r) => (this.wake = r));
+      // The caller moved on without reading the previous snapshot to its end: the rest of it is skipped.
+      if (this.current !== null && !this.current.done) await this.current.discard();
+      const head = await this.peek();
+      if (head === null) return;
+      const s = new SnapshotReader(this, head.snapshotId, head.kind);
+      this.current = s;
+      yield { snapshotId: s.snapshotId, kind: s.kind, batches: s, ack: () => s.ack() };
     }
   }
 
@@ -115,23 +144,47 @@ class ConsumerImpl implements Consumer {
     this.notify();
   }
 
+  /** The next part, waiting for one; null once closed. */
+  async peek(): Promise<Part | null> {
+    for (;;) {
+      if (this.failure) throw this.failure;
+      const p = this.parts[0];
+      if (p !== undefined) return p;
+      if (this.closed) return null;
+      await new Promise<void>((r) => this.waiters.add(r));
+    }
+  }
+
+  /** The caller takes the first part: the reader may send one more chunk. */
+  take(): Part {
+    const p = this.parts.shift()!;
+    if (p.session === this.sessions && !p.interrupted) this.control({ type: "credit", through: p.chunk });
+    return p;
+  }
+
+  async ack(snapshotId: number): Promise<void> {
+    if (this.reopening) await this.reopening;
+    const m = await this.o.nc.request(this.subjects.consumeSession(this.session), enc.encode(JSON.stringify({ type: "ack", snapshotId } satisfies ConsumeControl)), { timeout: 10_000 });
+    const r = JSON.parse(dec.decode(m.data)) as { ok: boolean; error?: string };
+    if (!r.ok) throw new LakeError(ErrorKind.Unexpected, `the reader could not record the progress: ${r.error}`);
+  }
+
   private notify(): void {
-    const w = this.wake;
-    this.wake = null;
-    w?.();
+    const ws = [...this.waiters];
+    this.waiters.clear();
+    for (const w of ws) w();
   }
 
   /**
-   * Where a new session starts: at the first snapshot received and not acknowledged (its full scan again, for a
-   * -full start), else after the last acknowledged one, else by the mode. With a consumer id the reader prefers the
-   * consumer file's progress, which is the same point once an ack was recorded.
+   * Where a new session starts: after the rows received so far (the snapshot after the last complete one, or the one
+   * cut short), else by the mode. With a consumer id the reader starts at the consumer file's progress instead, which
+   * is never later than that; what it sends again is dropped here.
    */
   private resumeFrom(): string {
-    const first = this.firstUnacked;
-    // Snapshots between the last ack and `first` were received before that ack and not acknowledged: start after the ack.
-    if (first !== null && (this.lastAcked === 0 || first.snapshotId <= this.lastAcked + 1)) return first.kind === "full" ? `snapshot-full:${first.snapshotId}` : `snapshot:${first.snapshotId}`;
-    if (this.lastAcked > 0) return `snapshot:${this.lastAcked + 1}`;
-    return this.o.from ?? "latest";
+    const r = this.received;
+    if (r === null) return this.o.from ?? "latest";
+    if (r.complete) return `snapshot:${r.snapshotId + 1}`;
+    return r.kind === "full" ? `snapshot-full:${r.snapshotId}` : `snapshot:${r.snapshotId}`;
   }
 
   private async openSession(): Promise<void> {
@@ -154,11 +207,11 @@ class ConsumerImpl implements Consumer {
       reply = JSON.parse(dec.decode(m.data)) as ConsumeOpenReply;
     } catch (e) {
       sub.unsubscribe();
-      throw new LakeError("Unexpected", `no reader took the consume session for ${this.o.table} (is a node with the reader role running?): ${(e as Error).message}`, { cause: e });
+      throw new LakeError(ErrorKind.Unexpected, `no reader took the consume session for ${this.o.table} (is a node with the reader role running?): ${(e as Error).message}`, { cause: e });
     }
     if (!reply.ok) {
       sub.unsubscribe();
-      throw new LakeError(reply.kind as never, reply.error);
+      throw new LakeError(reply.kind as ErrorKind, reply.error);
     }
     this.sub?.unsubscribe();
     this.sub = sub;
@@ -166,8 +219,7 @@ class ConsumerImpl implements Consumer {
     this.reader = reply.reader;
     this.sessions++;
     this.expectedChunk = 1;
-    this.current = null;
-    this.uncredited = 0;
+    this.skip = this.received !== null && !this.received.complete ? { snapshotId: this.received.snapshotId, rows: this.received.rows } : null;
     this.lastHeard = Date.now();
   }
 
@@ -175,50 +227,58 @@ class ConsumerImpl implements Consumer {
     if (sub !== this.sub || this.closed) return; // a message of a session already left
     this.lastHeard = Date.now();
     const type = m.headers?.get(CONSUME_HEADER.type);
-    if (type === "heartbeat") return;
+    if (type === "heartbeat") {
+      // The reader sent a chunk this session never got: it waits for credit for it, and nothing else would come.
+      const sent = Number(m.headers!.get(CONSUME_HEADER.sent) ?? 0);
+      if (sent >= this.expectedChunk) void this.reopen(`chunk ${this.expectedChunk} lost (the reader sent ${sent})`);
+      return;
+    }
     if (type === "error") {
       const e = JSON.parse(dec.decode(m.data)) as { error: string; kind: string };
-      this.fail(new LakeError(e.kind as never, e.error));
+      this.fail(new LakeError(e.kind as ErrorKind, e.error));
       return;
     }
     if (type !== "chunk") return;
     const n = Number(m.headers!.get(CONSUME_HEADER.chunk));
     if (n !== this.expectedChunk) {
-      // A gap (core NATS dropped a message): this session's snapshot cannot be completed; start another.
+      // A gap (core NATS dropped a message): this session cannot go on; another starts after what was received.
       void this.reopen(`chunk ${n} arrived, ${this.expectedChunk} expected`);
       return;
     }
     this.expectedChunk++;
     const snapshotId = Number(m.headers!.get(CONSUME_HEADER.snapshot));
     const kind = m.headers!.get(CONSUME_HEADER.kind) === "full" ? "full" : "delta";
-    if (this.current === null || this.current.snapshotId !== snapshotId) this.current = { snapshotId, kind, batches: [] };
-    if (m.data.length > 0) this.current.batches.push(...arrow.tableFromIPC(m.data).batches);
-    this.uncredited = n;
-    if (m.headers!.get(CONSUME_HEADER.last) === "1") {
-      const done = this.current;
-      this.current = null;
-      if (this.firstUnacked === null && done.snapshotId > this.lastAcked) this.firstUnacked = { snapshotId: done.snapshotId, kind: done.kind };
-      this.ready.push({ snapshotId: done.snapshotId, kind: done.kind, batches: done.batches, ack: () => this.ack(done.snapshotId) });
-      this.notify();
+    const last = m.headers!.get(CONSUME_HEADER.last) === "1";
+    const r = this.received;
+    const credit = (): void => this.control({ type: "credit", through: n });
+    // Sent again by a new session: what was received before is not handed over twice.
+    if (r !== null && (snapshotId < r.snapshotId || (snapshotId === r.snapshotId && r.complete))) return credit();
+    let batches = m.data.length > 0 ? arrow.tableFromIPC(m.data).batches : [];
+    if (this.skip !== null && this.skip.snapshotId === snapshotId) batches = this.dropRows(batches);
+    if (r !== null && !r.complete && snapshotId > r.snapshotId) {
+      // The snapshot cut short was not sent again (another consumer with this id acknowledged it meanwhile).
+      this.parts.push({ snapshotId: r.snapshotId, kind: r.kind, batches: [], last: true, chunk: 0, session: this.sessions, interrupted: true });
     }
-    if (this.ready.length === 0) this.grant();
+    const rows = batches.reduce((t, b) => t + b.numRows, 0);
+    this.received = { snapshotId, kind, rows: (r !== null && r.snapshotId === snapshotId && !r.complete ? r.rows : 0) + rows, complete: last };
+    if (last) this.skip = null;
+    this.parts.push({ snapshotId, kind, batches, last, chunk: n, session: this.sessions });
+    this.notify();
   }
 
-  private grant(): void {
-    if (this.uncredited > 0) this.control({ type: "credit", through: this.uncredited });
-  }
-
-  private async ack(snapshotId: number): Promise<void> {
-    const m = await this.o.nc.request(this.subjects.consumeSession(this.session), enc.encode(JSON.stringify({ type: "ack", snapshotId } satisfies ConsumeControl)), { timeout: 10_000 });
-    const r = JSON.parse(dec.decode(m.data)) as { ok: boolean; error?: string };
-    if (!r.ok) throw new LakeError("Unexpected", `the reader could not record the progress: ${r.error}`);
-    this.lastAcked = Math.max(this.lastAcked, snapshotId);
-    // Anything received after it and not acknowledged is covered by resuming right after it.
-    if (this.firstUnacked !== null && this.firstUnacked.snapshotId <= this.lastAcked) this.firstUnacked = null;
+  /** Drops the rows of a snapshot received from the session before (its next rows come after them, in order). */
+  private dropRows(batches: arrow.RecordBatch[]): arrow.RecordBatch[] {
+    const out: arrow.RecordBatch[] = [];
+    for (const b of batches) {
+      const drop = Math.min(this.skip!.rows, b.numRows);
+      this.skip!.rows -= drop;
+      if (drop < b.numRows) out.push(drop === 0 ? b : b.slice(drop));
+    }
+    return out;
   }
 
   private control(c: ConsumeControl): void {
-    if (this.session === "") return;
+    if (this.session === "" || this.closed) return;
     this.o.nc.publish(this.subjects.consumeSession(this.session), enc.encode(JSON.stringify(c)));
   }
 
@@ -231,13 +291,11 @@ class ConsumerImpl implements Consumer {
     this.control({ type: "ping" });
   }
 
-  /** Leaves the current session for a new one (another reader, if this one is gone), from the last ack. */
+  /** Leaves the current session for a new one (another reader, if this one is gone), after what was received. */
   private reopen(_why: string): Promise<void> {
     if (this.reopening) return this.reopening;
     this.sub?.unsubscribe();
     this.sub = null;
-    // Snapshots received but not taken by the caller come again from the new session.
-    this.ready.length = 0;
     this.reopening = (async () => {
       for (let attempt = 0; !this.closed; attempt++) {
         try {
@@ -258,6 +316,49 @@ class ConsumerImpl implements Consumer {
   private fail(e: Error): void {
     this.failure ??= e;
     this.notify();
+  }
+}
+
+/** One yielded snapshot: its batches, taken part by part as the caller reads them. */
+class SnapshotReader implements AsyncIterable<arrow.RecordBatch> {
+  done = false;
+  private started = false;
+
+  constructor(
+    private readonly c: ConsumerImpl,
+    readonly snapshotId: number,
+    readonly kind: "full" | "delta",
+  ) {}
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<arrow.RecordBatch> {
+    if (this.started) throw new LakeError(ErrorKind.DataInvalid, `snapshot ${this.snapshotId}'s batches are read once`);
+    this.started = true;
+    while (!this.done) {
+      const part = await this.c.peek();
+      // Closed halfway: the snapshot stays unacknowledged, and comes again after a restart.
+      if (part === null) return;
+      if (part.snapshotId !== this.snapshotId) throw new LakeError(ErrorKind.Unexpected, `snapshot ${this.snapshotId} was cut short: the reader moved on to snapshot ${part.snapshotId}`);
+      this.c.take();
+      if (part.interrupted === true) throw new LakeError(ErrorKind.Unexpected, `snapshot ${this.snapshotId} was cut short by a reader change and not sent again (another consumer with this id acknowledged it?)`);
+      for (const b of part.batches) yield b;
+      // Done only once the last part's batches were all taken: a caller that stopped before cannot ack.
+      if (part.last) this.done = true;
+    }
+  }
+
+  /** Takes what is left of this snapshot without handing it over (the caller moved on; its ack() refuses). */
+  async discard(): Promise<void> {
+    for (;;) {
+      const part = await this.c.peek();
+      if (part === null || part.snapshotId !== this.snapshotId) return;
+      this.c.take();
+      if (part.last || part.interrupted === true) return;
+    }
+  }
+
+  ack(): Promise<void> {
+    if (!this.done) return Promise.reject(new LakeError(ErrorKind.DataInvalid, `snapshot ${this.snapshotId}: read its batches to the end before ack() (at least once: a snapshot is acknowledged only after all of its rows were taken)`));
+    return this.c.ack(this.snapshotId);
   }
 }
 

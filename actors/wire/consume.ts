@@ -7,22 +7,32 @@
  *    `ConsumeOpen` → `ConsumeOpenReply`. The consumer names an inbox it subscribed to; the reader sends everything
  *    for the session there, and listens for the consumer's control messages on `<p>.ctl.consume.s.<session>`.
  * 2. Rows: each message on the inbox carries the header `Natslake-Type`:
- *    - `chunk`: the body is one Arrow IPC *stream* (schema message, one record batch, end-of-stream marker: read
- *      with `pyarrow.ipc.open_stream`, arrow-js `tableFromIPC`). Headers: `Natslake-Chunk` (the session's chunk
- *      number, from 1, contiguous), `Natslake-Snapshot`, `Natslake-Kind` (`full` | `delta`). Every snapshot ends
- *      with a chunk with an empty body and `Natslake-Last: 1` (a snapshot with no rows left after the projection
- *      and partition filter is that chunk alone). A chunk never exceeds the server's max_payload.
- *    - `heartbeat`: no body, sent every HEARTBEAT_MS while the reader has nothing else to send.
+ *    - `chunk`: the body is one Arrow IPC *stream* (schema message, one or more record batches, end-of-stream
+ *      marker: read with `pyarrow.ipc.open_stream(body).read_all()`, arrow-js `tableFromIPC`), or empty. Headers:
+ *      `Natslake-Chunk` (the session's chunk number, from 1, contiguous), `Natslake-Snapshot`, `Natslake-Kind`
+ *      (`full` | `delta`). A snapshot's chunks are consecutive and its last one carries `Natslake-Last: 1` (with
+ *      rows, or an empty body; a snapshot with no rows left after the projection and partition filter is one empty
+ *      chunk marked last). Rows come in the table's read order (splits in plan order, a bucket in write order), so
+ *      a snapshot sent again — by another session, possibly cut into other chunks — holds the same rows in the same
+ *      order. A chunk is about 256 KiB at most and never exceeds the server's max_payload.
+ *    - `heartbeat`: no body, sent every HEARTBEAT_MS while the reader has nothing else to send, with
+ *      `Natslake-Sent`: the number of the last chunk sent. A consumer that has not received that chunk lost one (core
+ *      NATS drops messages to a client that falls too far behind) and opens a new session — the reader, waiting for
+ *      credit for a chunk the consumer never got, would otherwise wait forever.
  *    - `error`: the body is `{ "error": string, "kind": string }`; the session is over (e.g. its start was expired).
  * 3. Flow control: the reader sends chunk n only while n ≤ credited + window (`window` from the open request). The
- *    consumer grants credit with `{"type":"credit","through":n}` once it has taken chunk n; a consumer that grants
- *    nothing stalls its session only: the reader holds at most `window` chunks for it.
+ *    consumer grants credit with `{"type":"credit","through":n}` once it has taken chunk n (the natslake client: once
+ *    its caller took the chunk's rows); a consumer that grants nothing stalls its session only: the reader holds at
+ *    most `window` chunks in flight and `window` more read ahead for it, and rows it shares with other sessions are
+ *    dropped from its memory once those moved on (the stalled session reads them again from the table when it
+ *    resumes).
  * 4. Progress: `{"type":"ack","snapshotId":s}` records that every snapshot up to s was processed (with a consumer id:
  *    Paimon's consumer file `nextSnapshot = s + 1`, so a new session — on any reader — resumes after it).
  * 5. Liveness: the consumer sends credit or `{"type":"ping"}` at least every HEARTBEAT_MS; a session silent for
  *    SESSION_TIMEOUT_MS is closed by the reader. A consumer that hears nothing (no chunk, no heartbeat) for
- *    READER_TIMEOUT_MS opens a new session on another reader, from its last acknowledged snapshot. `{"type":"close"}`
- *    ends a session at once.
+ *    READER_TIMEOUT_MS opens a new session on another reader, from where it is (the natslake client: after the rows
+ *    it received, dropping what the new session sends again; with a consumer id the reader starts at the consumer
+ *    file's progress, at or before that). `{"type":"close"}` ends a session at once.
  */
 import { z } from "zod";
 
@@ -32,6 +42,8 @@ export const CONSUME_HEADER = {
   snapshot: "Natslake-Snapshot",
   kind: "Natslake-Kind",
   last: "Natslake-Last",
+  /** On a heartbeat: the number of the last chunk the session sent (0: none yet). */
+  sent: "Natslake-Sent",
 } as const;
 
 /** A reader sends a heartbeat after this long without sending anything; a consumer pings as often. */

@@ -59,8 +59,8 @@ export const SUBJECT_CONTRACTS: readonly SubjectContract[] = [
 
 /**
  * Where a reader sends a consume session's messages: the `inbox` its ConsumeOpen named. Each message's headers
- * follow this schema; the body is an Arrow IPC stream (chunk), empty (heartbeat, a snapshot's last chunk) or a
- * ConsumeError (error).
+ * follow this schema; the body is an Arrow IPC stream (chunk; a snapshot's last chunk may be empty), empty
+ * (heartbeat) or a ConsumeError (error).
  */
 export const CONSUME_INBOX_CONTRACT = { subject: "<the inbox of ConsumeOpen>", headers: "consume-headers", errorBody: "consume-error", chunkBody: "Arrow IPC stream" } as const;
 

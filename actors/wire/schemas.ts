@@ -430,15 +430,15 @@ export const consumeHeadersSchema = z
       "Natslake-Chunk": digits.describe("the session's chunk number, from 1, contiguous"),
       "Natslake-Snapshot": digits,
       "Natslake-Kind": z.enum(["full", "delta"]),
-      "Natslake-Last": z.literal("1").optional().describe("the snapshot's last chunk (its body is empty)"),
+      "Natslake-Last": z.literal("1").optional().describe("the snapshot's last chunk (its body holds rows, or is empty)"),
     }),
-    z.strictObject({ "Natslake-Type": z.literal("heartbeat") }),
+    z.strictObject({ "Natslake-Type": z.literal("heartbeat"), "Natslake-Sent": digits.optional().describe("the number of the last chunk the session sent") }),
     z.strictObject({ "Natslake-Type": z.literal("error") }),
   ])
   .meta({
     title: "ConsumeHeaders",
     description:
-      "The NATS headers of a message a reader sends to a consumer's inbox: a `chunk` carries one Arrow IPC stream (empty for the snapshot's last chunk), a `heartbeat` no body, an `error` a ConsumeError body.",
+      "The NATS headers of a message a reader sends to a consumer's inbox: a `chunk` carries one Arrow IPC stream of one or more record batches, or no body (a snapshot without rows: one empty chunk marked last), a `heartbeat` no body, an `error` a ConsumeError body.",
   });
 
 export const consumeErrorSchema = z

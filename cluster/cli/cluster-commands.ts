@@ -43,6 +43,7 @@ export interface NodeFlags {
   leaseTtl?: string;
   replicas?: number;
   writerMemory?: string;
+  consumeFeedMemory?: string;
   metricsPort?: number;
   metricsHost?: string;
   otlpEndpoint?: string;
@@ -67,6 +68,7 @@ export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
         leaseTtl: o.leaseTtl,
         replicas: o.replicas,
         writerMemory: o.writerMemory,
+        consumeFeedMemory: o.consumeFeedMemory,
         logLevel: o.logLevel,
         metricsPort: o.metricsPort,
         metricsHost: o.metricsHost,
@@ -95,6 +97,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--lease-ttl <d>", "committer lease TTL, e.g. 2s")
     .option("--replicas <n>", "stream replicas", parsePositiveInt("--replicas"))
     .option("--writer-memory <size>", "decoded rows this node's writers may hold before flushing early, e.g. 64mb (NATSLAKE_WRITER_MEMORY)")
+    .option("--consume-feed-memory <size>", "encoded rows one shared consume feed of this reader may hold, e.g. 32mb (NATSLAKE_CONSUME_FEED_MEMORY)")
     .option("--log-level <level>", "debug, info, warn or error")
     .option("--metrics-port <port>", "serve /metrics (Prometheus), /healthz and /readyz on this port (NATSLAKE_METRICS_PORT)", parseNonNegativeInt("--metrics-port"))
     .option("--metrics-host <addr>", "address of the metrics endpoint (default 127.0.0.1; NATSLAKE_METRICS_HOST)")

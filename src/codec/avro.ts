@@ -89,7 +89,21 @@ const BIGINT_LONG = avro.types.LongType.__with({
  * raw bigint: avsc would otherwise build them from its number-only long (object-form `{"type":"long",…}` schemas
  * bypass the registry). The logical type itself is not lost — the header carries the caller's schema verbatim.
  */
-function avroType(schema: AvroSchema): avro.Type {
+function avroType(schema: AvroSchema, text = JSON.stringify(schema)): avro.Type {
+  // avsc generates and compiles code for every type it builds (~1 ms for a manifest's schema): files of one schema
+  // — every manifest of a table — share the compiled type. Types hold no state between reads.
+  const hit = TYPES.get(text);
+  if (hit !== undefined) return hit;
+  const type = compileType(schema);
+  if (TYPES.size >= 64) TYPES.delete(TYPES.keys().next().value!);
+  TYPES.set(text, type);
+  return type;
+}
+
+/** Compiled avsc types by their schema's JSON text (bounded: a process sees a handful of schemas). */
+const TYPES = new Map<string, avro.Type>();
+
+function compileType(schema: AvroSchema): avro.Type {
   return avro.Type.forSchema(schema as avro.Schema, {
     registry: { long: BIGINT_LONG },
     wrapUnions: false,
@@ -200,8 +214,9 @@ export function decodeAvroFile(bytes: Uint8Array): DecodedAvroFile {
   const schemaBytes = meta["avro.schema"];
   if (schemaBytes === undefined) throw malformed("header has no avro.schema");
   let schema: AvroSchema;
+  const schemaText = schemaBytes.toString("utf8");
   try {
-    schema = JSON.parse(schemaBytes.toString("utf8")) as AvroSchema;
+    schema = JSON.parse(schemaText) as AvroSchema;
   } catch (e) {
     throw malformed(`avro.schema is not JSON: ${errorText(e)}`);
   }
@@ -209,7 +224,7 @@ export function decodeAvroFile(bytes: Uint8Array): DecodedAvroFile {
   const inflate = blockDecompressor(codec);
   let type: avro.Type;
   try {
-    type = avroType(schema);
+    type = avroType(schema, schemaText);
   } catch (e) {
     throw malformed(`avro.schema is not a valid schema: ${errorText(e)}`);
   }

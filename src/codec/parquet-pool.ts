@@ -151,6 +151,20 @@ export class ParquetEncoderPool {
     this.maxWasmMemoryBytes = opts.maxWasmMemoryBytes ?? 1024 ** 3;
   }
 
+  /**
+   * Starts the workers now (up to `size`), idle: a process that will decode soon — a reader node, whose first
+   * consumer catching up would otherwise wait for threads and WebAssembly to start — pays that at start instead.
+   */
+  warm(): void {
+    while (!this.closed && this.workers.length < this.size) {
+      try {
+        this.startWorker();
+      } catch {
+        return; // started on demand, as usual, by the first job (which then reports why it cannot)
+      }
+    }
+  }
+
   /** Workers currently started (for tests and metrics). */
   get startedWorkers(): number {
     return this.workers.length;

@@ -12,7 +12,7 @@
 import { ErrorKind, LakeError } from "../errors.ts";
 import { deserializeBinaryRow } from "../spec/binary-row.ts";
 import { FileKind } from "../spec/manifest.ts";
-import { CommitKind } from "../spec/snapshot.ts";
+import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
 import type { Value } from "../spec/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
@@ -48,28 +48,35 @@ export async function planIncremental(
   const earliest = (await table.snapshots.earliestId()) ?? 1;
   if (from + 1 < earliest)
     throw new LakeError(ErrorKind.NotFound, `incremental range ${from}..${to}: snapshots before ${earliest} of ${table.name} were expired, so the rows they added can no longer be told apart; start at ${earliest - 1} or later`);
-  const types = table.partitionTypes;
   const splits: DataSplit[] = [];
   for (let id = from + 1; id <= to; id++) {
     const s = await table.snapshots.snapshot(id);
-    if (s.commitKind !== CommitKind.APPEND) continue;
-    const bySplit = new Map<string, DataSplit>();
-    for (const e of await store.readDeltaEntries(s)) {
-      if (e.kind !== FileKind.ADD || e.bucket === -2) continue;
-      const key = `${Buffer.from(e.partition).toString("hex")}/${e.bucket}`;
-      let split = bySplit.get(key);
-      if (split === undefined) {
-        const values = deserializeBinaryRow(types, e.partition);
-        if (partitionFilter && !partitionFilter(values)) continue;
-        split = { snapshotId: s.id, partition: e.partition, partitionValues: values, bucket: e.bucket, totalBuckets: e.totalBuckets, files: [] };
-        bySplit.set(key, split);
-      }
-      split.files.push(e.file);
-    }
-    for (const split of bySplit.values()) {
-      split.files.sort((a, b) => (a.minSequenceNumber < b.minSequenceNumber ? -1 : a.minSequenceNumber > b.minSequenceNumber ? 1 : 0));
-      splits.push(split);
-    }
+    if (s.commitKind === CommitKind.APPEND) splits.push(...(await deltaSplits(table, s, partitionFilter, store)));
   }
   return { snapshot: await table.snapshots.snapshot(to), splits };
+}
+
+/**
+ * The splits of the files one snapshot added (its delta manifests' ADD entries), a bucket's files in sequence order —
+ * what `planIncremental` gives for the range (id − 1, id] of an APPEND snapshot, without looking at the snapshot chain
+ * (a caller that holds the snapshot knows it exists).
+ */
+export async function deltaSplits(table: Table, s: Snapshot, partitionFilter?: (values: Value[]) => boolean, store = new ManifestStore(table)): Promise<DataSplit[]> {
+  const types = table.partitionTypes;
+  const bySplit = new Map<string, DataSplit>();
+  for (const e of await store.readDeltaEntries(s)) {
+    if (e.kind !== FileKind.ADD || e.bucket === -2) continue;
+    const key = `${Buffer.from(e.partition).toString("hex")}/${e.bucket}`;
+    let split = bySplit.get(key);
+    if (split === undefined) {
+      const values = deserializeBinaryRow(types, e.partition);
+      if (partitionFilter && !partitionFilter(values)) continue;
+      split = { snapshotId: s.id, partition: e.partition, partitionValues: values, bucket: e.bucket, totalBuckets: e.totalBuckets, files: [] };
+      bySplit.set(key, split);
+    }
+    split.files.push(e.file);
+  }
+  const splits = [...bySplit.values()];
+  for (const split of splits) split.files.sort((a, b) => (a.minSequenceNumber < b.minSequenceNumber ? -1 : a.minSequenceNumber > b.minSequenceNumber ? 1 : 0));
+  return splits;
 }

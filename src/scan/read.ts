@@ -24,8 +24,10 @@ import type { DataFileMeta } from "../spec/manifest.ts";
 import type { TableSchema } from "../spec/schema.ts";
 import { toCanonical, type Row, type Value } from "../spec/values.ts";
 import type { Table } from "../table/table.ts";
-import { planScan, type DataSplit, type ScanSpec } from "./plan.ts";
-import { planIncremental, type IncrementalRange } from "./incremental.ts";
+import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
+import type { ManifestStore } from "../table/manifest-store.ts";
+import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
+import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -38,9 +40,20 @@ export interface ReadSpec extends ScanSpec {
   decoderPool?: ParquetEncoderPool | null;
   /** Only the rows APPEND snapshots in (from, to] added (src/scan/incremental.ts), instead of a snapshot's rows. */
   incremental?: IncrementalRange;
+  /**
+   * Files smaller than this are decoded on the calling thread (default 64 KiB: a worker round trip would cost more
+   * than it saves). 0: every file in the pool — for a caller whose thread has other work meanwhile (a reader node
+   * encodes and sends the rows it read while the next files decode).
+   */
+  inlineDecodeBelowBytes?: number;
+  /**
+   * Files read and decoded ahead of the one being consumed (default: one more than the pool has workers). A caller
+   * that does more with each batch than take it (encodes and sends it) keeps the workers busy meanwhile with more.
+   */
+  readAheadFiles?: number;
 }
 
-/** Files smaller than this are decoded on the calling thread: a worker round trip would cost more than it saves. */
+/** Files smaller than this are decoded on the calling thread by default: a worker round trip would cost more than it saves. */
 const POOL_MIN_FILE_BYTES = 64 * 1024;
 
 function projectedFields(table: Table, projection?: string[]): DataField[] {
@@ -55,8 +68,8 @@ function projectedFields(table: Table, projection?: string[]): DataField[] {
 const sameType = (a: DataType, b: DataType): boolean => JSON.stringify({ ...a, nullable: true }) === JSON.stringify({ ...b, nullable: true });
 
 /** The file's columns as an Arrow table (only `columns`, or all when undefined). */
-async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool | null): Promise<arrow.Table> {
-  if (pool === null || bytes.length < POOL_MIN_FILE_BYTES) {
+async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool | null, inlineBelow = POOL_MIN_FILE_BYTES): Promise<arrow.Table> {
+  if (pool === null || bytes.length < inlineBelow) {
     // parquet-wasm's synchronous reader decodes every column; the file reader skips unselected ones.
     return columns === undefined ? readParquet(bytes) : readParquetAsync(bytes, { columns });
   }
@@ -86,6 +99,7 @@ export async function readDataFile(
   file: DataFileMeta,
   fields: DataField[] = table.schema.fields,
   pool: ParquetEncoderPool | null = sharedParquetPool(),
+  inlineDecodeBelowBytes?: number,
 ): Promise<arrow.RecordBatch[]> {
   const fileSchema: TableSchema = file.schemaId === table.schema.id ? table.schema : await table.schemas.schema(file.schemaId);
   const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
@@ -100,7 +114,7 @@ export async function readDataFile(
   }
   const bytes = await table.io.readFile(path);
   // Every column of the file wanted: no projection (the cheaper full decode).
-  const data = await decodeFile(bytes, columns.length === fileSchema.fields.length ? undefined : columns, pool);
+  const data = await decodeFile(bytes, columns.length === fileSchema.fields.length ? undefined : columns, pool, inlineDecodeBelowBytes);
   if (data.numRows !== file.rowCount) {
     throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${data.numRows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
   }
@@ -145,16 +159,50 @@ function convertColumn(from: DataType, to: DataField, col: arrow.Data): arrow.Da
 
 /** Record batches of a table (or snapshot) in the current schema; splits in plan order, buckets in sequence order. */
 export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGenerator<arrow.RecordBatch> {
+  yield* readPlanBatches(table, await planRead(table, spec), spec);
+}
+
+/**
+ * The plan `readBatches` reads: a snapshot's live files, or an incremental range's added files, with `partition` /
+ * `partitionFilter` applied. A caller that wants to look at the files first (their sizes) plans, then reads the plan
+ * with `readPlanBatches`. `store` shares manifest caches between plans of one table.
+ */
+export async function planRead(table: Table, spec: ReadSpec = {}, store?: ManifestStore): Promise<ScanPlan> {
+  checkReadable(table, spec);
+  const filter = partitionFilterOf(table, spec);
+  return spec.incremental !== undefined ? planIncremental(table, spec.incremental, filter, store) : planScan(table, { ...spec, ...(filter ? { partitionFilter: filter } : {}) }, store);
+}
+
+/**
+ * The plan of the rows one APPEND snapshot added — `planRead` with `incremental: { from: s.id − 1, to: s.id }`, the
+ * same splits in the same order — for a caller that holds the snapshot: the snapshot chain is not looked at again
+ * (a reader serving consumers plans every new snapshot this way, two manifest reads).
+ */
+export async function planSnapshotDelta(table: Table, s: Snapshot, spec: Pick<ReadSpec, "projection" | "partition" | "partitionFilter"> = {}, store?: ManifestStore): Promise<ScanPlan> {
+  checkReadable(table, spec);
+  return { snapshot: s, splits: s.commitKind === CommitKind.APPEND ? await deltaSplits(table, s, partitionFilterOf(table, spec), store) : [] };
+}
+
+function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">): void {
   if (table.isPrimaryKeyTable) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key; merge-on-read is not supported yet`);
-  const fields = projectedFields(table, spec.projection);
+  projectedFields(table, spec.projection); // an unknown column fails before any manifest is read
+}
+
+/** `partition` (values in partition-key order) as a filter, else the spec's own filter. */
+function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "partitionFilter">): ((values: Value[]) => boolean) | undefined {
+  if (!spec.partition) return spec.partitionFilter;
   const ptypes = table.partitionTypes;
-  const wantPartition = spec.partition ? Buffer.from(serializeBinaryRow(ptypes, spec.partition)).toString("hex") : null;
-  const filter = wantPartition !== null ? { partitionFilter: (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === wantPartition } : {};
-  const plan = spec.incremental !== undefined ? await planIncremental(table, spec.incremental, filter.partitionFilter ?? spec.partitionFilter) : await planScan(table, { ...spec, ...filter });
+  const want = Buffer.from(serializeBinaryRow(ptypes, spec.partition)).toString("hex");
+  return (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === want;
+}
+
+/** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
+export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles"> = {}): AsyncGenerator<arrow.RecordBatch> {
+  const fields = projectedFields(table, spec.projection);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
   // Files read ahead of the one being consumed: enough to keep every worker busy.
-  const window = pool === null ? 1 : pool.size + 1;
+  const window = pool === null ? 1 : Math.max(1, spec.readAheadFiles ?? pool.size + 1);
   const limit = spec.limit ?? Infinity;
   const pending: Array<Promise<arrow.RecordBatch[]>> = [];
   let next = 0;
@@ -163,7 +211,7 @@ export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGene
     while (next < tasks.length && pending.length < window && startedRows < limit) {
       const { split, file } = tasks[next++]!;
       startedRows += file.rowCount;
-      const read = readDataFile(table, split, file, fields, pool);
+      const read = readDataFile(table, split, file, fields, pool, spec.inlineDecodeBelowBytes);
       // Observed here so a read abandoned by an early return never becomes an unhandled rejection.
       read.catch(() => undefined);
       pending.push(read);

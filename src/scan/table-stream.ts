@@ -92,6 +92,11 @@ export class TableStream {
     if (opts.consumerId !== undefined) validateConsumerId(opts.consumerId);
   }
 
+  /** The snapshot the next item is about (a pending full scan's, else the next delta's); null before it started. */
+  get nextSnapshotId(): number | null {
+    return this.pendingFull ?? this.nextDelta;
+  }
+
   /** A new snapshot may exist: the waiting `next()` looks now. */
   wake(): void {
     this.woken = true;

@@ -43,6 +43,8 @@ export const isDamagedSnapshot = (e: unknown): boolean => isLakeError(e, ErrorKi
 export class SnapshotManager {
   /** Snapshots never change once created, so a cache by id is always valid (expiration only removes). */
   private readonly cache = new Map<number, Snapshot>();
+  /** Reads in flight, by id: concurrent readers of one new snapshot (a reader's consume sessions) read it once. */
+  private readonly reading = new Map<number, Promise<Snapshot>>();
 
   constructor(
     private readonly io: FileIO,
@@ -56,6 +58,15 @@ export class SnapshotManager {
   async snapshot(id: number): Promise<Snapshot> {
     const hit = this.cache.get(id);
     if (hit) return hit;
+    let pending = this.reading.get(id);
+    if (pending === undefined) {
+      pending = this.read(id).finally(() => this.reading.delete(id));
+      this.reading.set(id, pending);
+    }
+    return pending;
+  }
+
+  private async read(id: number): Promise<Snapshot> {
     let text: string;
     try {
       text = await this.io.readText(this.paths.snapshotPath(id));

@@ -63,7 +63,7 @@ const sub = await subscribeSnapshots(nc, "pkg.t", () => {});
 sub.stop();
 const consumer = await openConsumer({ nc, table: "pkg.t", from: "full" });
 let rows = 0;
-for await (const s of consumer) { rows = s.batches.reduce((n, b) => n + b.numRows, 0); break; }
+for await (const s of consumer) { for await (const b of s.batches) rows += b.numRows; break; }
 await consumer.close();
 await nc.close();
 console.log(JSON.stringify({ library: typeof lake.Catalog, snapshot: seen.snapshotId, rows, subjects: contracts.subjects.length, snapTitle: snapSchema.title }));

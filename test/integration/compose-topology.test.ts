@@ -139,7 +139,7 @@ test("compose topology - the nodes run with their services' roles on the NATS cl
     const consumer = await openConsumer({ nc: nc!, table: TABLE, from: "full", consumerId: "compose-test" });
     const got: number[] = [];
     for await (const s of consumer) {
-      for (const b of s.batches) got.push(...[...b.getChild("id")!.toArray()].map(Number));
+      for await (const b of s.batches) got.push(...[...b.getChild("id")!.toArray()].map(Number));
       await s.ack();
       if (got.length >= total) break;
     }

@@ -2,10 +2,12 @@
  * Rows over NATS from reader nodes (actors/wire/consume.ts): consumers that never touch the warehouse receive each
  * snapshot's rows as Arrow batches — what natslake's own read of that snapshot gives; a stalled consumer does not hold
  * back a fast one; a reader node killed under a consumer: it goes on from its last acknowledged snapshot on another
- * reader; a Python consumer (nats-py + pyarrow) speaks the same protocol; bad requests are refused with the reason.
+ * reader; a Python consumer (nats-py + pyarrow) speaks the same protocol; bad requests are refused with the reason;
+ * a large full start is handed over at the caller's pace within the window, and survives its reader's death halfway.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
@@ -17,7 +19,19 @@ import { openConsumer, type ConsumedSnapshot } from "../../cluster/consumer.ts";
 import { REPO_ROOT, parseJsonLines, runPython } from "../helpers/python.ts";
 import { join } from "node:path";
 
-const ids = (s: ConsumedSnapshot): number[] => s.batches.flatMap((b) => [...b.getChild("id")!.toArray()].map(Number));
+/** A snapshot as received: its batches read to the end (they are streamed), the ids of its rows. */
+interface Got {
+  snapshotId: number;
+  kind: "full" | "delta";
+  ids: number[];
+}
+
+async function take(s: ConsumedSnapshot): Promise<Got> {
+  const ids: number[] = [];
+  for await (const b of s.batches) ids.push(...[...b.getChild("id")!.toArray()].map(Number));
+  return { snapshotId: s.snapshotId, kind: s.kind, ids };
+}
+const ids = (g: Got): number[] => g.ids;
 
 /** Writes `rounds` small batches through the producer, one commit each; resolves with the number of rows. */
 async function trickle(c: TestCluster, table: string, rounds: number, from: number, gapMs = 80): Promise<number> {
@@ -50,12 +64,14 @@ test("consume - two consumers over NATS, one stalled: the fast one gets every sn
       const stalledIter = stalled[Symbol.asyncIterator]();
       const firstStalled = await stalledIter.next(); // one snapshot taken, then nothing pulled for a while
       assert.equal(firstStalled.done, false);
-      const got: ConsumedSnapshot[] = [];
+      const firstStalledGot = await take(firstStalled.value!);
+      const got: Got[] = [];
       const fastRun = (async () => {
         for await (const s of fast) {
-          got.push(s);
+          const g = await take(s);
+          got.push(g);
           await s.ack();
-          if (ids(s).includes(-1)) break;
+          if (g.ids.includes(-1)) break;
         }
       })();
       let total = await trickle(c, name, 25, first);
@@ -81,12 +97,12 @@ test("consume - two consumers over NATS, one stalled: the fast one gets every sn
       for (const s of got.slice(seenBefore)) assert.ok(s.snapshotId >= ackedBefore, `snapshot ${s.snapshotId} was acknowledged before the reader died (next ${ackedBefore}): never again`);
       total = more;
       // The stalled consumer, pulled again, still gets every row (at least once; exactly once by snapshot id).
-      const stalledSeen = new Map<number, number[]>([[firstStalled.value!.snapshotId, ids(firstStalled.value!)]]);
+      const stalledSeen = new Map<number, number[]>([[firstStalledGot.snapshotId, firstStalledGot.ids]]);
       await firstStalled.value!.ack();
       while (new Set([...stalledSeen.values()].flat()).size < total) {
         const n = await stalledIter.next();
         assert.equal(n.done, false);
-        stalledSeen.set(n.value!.snapshotId, ids(n.value!));
+        stalledSeen.set(n.value!.snapshotId, (await take(n.value!)).ids);
         await n.value!.ack();
       }
       const all = [...stalledSeen.values()].flat();
@@ -142,6 +158,65 @@ test("consume - bad requests are refused with the reason: an unknown table or co
     await assert.rejects(openConsumer({ nc, table: name, from: "snapshot:1" }), new RegExp(`snapshot 1 of ${name} was expired: the earliest snapshot retained is ${earliest}`));
     await assert.rejects(openConsumer({ nc, table: name, from: "whenever" }), /unknown scan mode 'whenever'/);
     await assert.rejects(openConsumer({ nc, table: name, window: 0 }), /window/);
+  } finally {
+    await nc.close();
+    await c.stop();
+  }
+});
+
+test("consume - a large full start is delivered within the window (the caller's pace), ack only after its last batch; its reader SIGKILLed halfway: the snapshot goes on from its next row on the other reader, every row once, in order", { timeout: 300_000 }, async () => {
+  const c = await startCluster({ nodes: 2, commitInterval: "100ms" });
+  const nc = await connect({ servers: c.nats.url });
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      const name = "con.large";
+      await createTable(c, name);
+      // ~40k rows of incompressible text: some 8 MB of Arrow, dozens of chunks.
+      const producer = await producerWhenRegistered(c.nc, name);
+      const rows = 40_000;
+      for (let i = 0; i < rows; i++) void producer.write({ id: i, s: randomBytes(150).toString("base64") });
+      await producer.flush();
+      await producer.waitVisible(producer.token(), 120_000);
+      await producer.close();
+      const t = await new Catalog(c.warehouse).getTable(parseIdentifier(name));
+      const snapshotId = (await t.snapshots.latestId())!;
+      const want = (await readAllRows(t, { snapshotId, projection: ["id"] })).map((r) => Number(r["id"]));
+      const window = 2;
+      const consumer = await openConsumer({ nc, table: name, from: `snapshot-full:${snapshotId}`, consumerId: "large", window });
+      const it = consumer[Symbol.asyncIterator]();
+      const first = await it.next();
+      assert.equal(first.done, false);
+      const s = first.value!;
+      assert.equal(s.snapshotId, snapshotId);
+      assert.equal(s.kind, "full");
+      const batches = s.batches[Symbol.asyncIterator]();
+      const got: number[] = [];
+      const takeBatch = async (): Promise<boolean> => {
+        const b = await batches.next();
+        if (b.done === true) return false;
+        got.push(...[...b.value.getChild("id")!.toArray()].map(Number));
+        return true;
+      };
+      assert.ok(await takeBatch());
+      // The caller pauses: the client holds what the window allows, no more, while most of the snapshot is unsent.
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.ok(consumer.buffered <= window, `${consumer.buffered} chunks held, window ${window}`);
+      assert.ok(got.length < rows / 4, "most of the snapshot is still on the reader's side");
+      await assert.rejects(s.ack(), /read its batches to the end before ack/);
+      for (let k = 0; k < 5; k++) assert.ok(await takeBatch());
+      // The reader serving it dies halfway: the client moves to the other one, which sends the snapshot again from
+      // its start; what was received already is dropped, the caller goes on with the next row.
+      const victim = consumer.reader;
+      c.signal(victim, "SIGKILL");
+      while (await takeBatch());
+      assert.ok(consumer.sessions >= 2, "a second session was opened");
+      assert.notEqual(consumer.reader, victim);
+      assert.equal(got.length, rows, "every row once");
+      assert.deepEqual(got, want, "in natslake's read order");
+      await s.ack();
+      assert.equal((await getConsumer(t, "large"))?.nextSnapshot, snapshotId + 1, "acknowledged after its last batch");
+      await consumer.close();
+    }, 60);
   } finally {
     await nc.close();
     await c.stop();

@@ -136,3 +136,21 @@ test("parquet pool - workers never keep a process alive, under --import tsx and 
     assert.deepEqual(JSON.parse(r.stdout.trim()), { rows: 2000, workers: 2 });
   }
 });
+
+test("parquet pool - warm() starts every worker before any job, then they serve jobs", async () => {
+  const pool = new ParquetEncoderPool({ size: 2 });
+  try {
+    assert.equal(pool.startedWorkers, 0, "lazy by default");
+    pool.warm();
+    assert.equal(pool.startedWorkers, 2);
+    pool.warm();
+    assert.equal(pool.startedWorkers, 2, "never more than size");
+    const bytes = await pool.encode(rowsToRecordBatch(FIELDS, rowsFrom(0, 100)));
+    assert.equal((await pool.decode(bytes)).numRows, 100);
+    assert.equal(pool.startedWorkers, 2);
+  } finally {
+    await pool.close();
+  }
+  pool.warm();
+  assert.equal(pool.startedWorkers, 0, "a closed pool starts nothing");
+});

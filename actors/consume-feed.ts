@@ -1,0 +1,253 @@
+/**
+ * DeltaFeed: the rows each new snapshot of a table added, read and encoded ONCE on a reader node for every consume
+ * session that wants them the same way — one feed per (table schema, projection, partition) — and shared by every
+ * session positioned at that snapshot. Without it, N sessions read and Arrow-encode every snapshot N times, and the
+ * reader's CPU grows with the number of consumers (issue 11's benchmark: p99 in seconds with 10 consumers).
+ *
+ * What a session gets for a snapshot it is at (`FeedCursor.get`):
+ * - the shared entry (the encoded chunk bodies) when the feed holds it, is reading it, or the snapshot is newer than
+ *   any the feed has read (then this session's request reads it, once, for everyone), or when other sessions are at
+ *   or behind it too (then it is read once more, for all of them);
+ * - null — read it yourself, through the table, as before — when the snapshot is behind the feed's head, no longer
+ *   held, and this session is alone back there (catching up, or fallen behind), or when the snapshot is too large to
+ *   hold in memory (see `maxEntryFileBytes`), or when reading it failed here (the session's own read reports why).
+ *
+ * Memory: an entry is released as soon as no attached session still needs it (every cursor moved past it), and the
+ * entries held never exceed `maxBytes` in all: beyond that the oldest are dropped, so a slow or stalled session never
+ * grows the reader's memory — it reads its backlog itself later, and joins the shared entries again once it reaches
+ * them. Flow control stays per session: a session takes an entry's bodies by reference and sends them at its own
+ * consumer's pace; the feed never waits for a session.
+ */
+import type * as arrow from "apache-arrow";
+import { planSnapshotDelta, readPlanBatches } from "../src/scan/read.ts";
+import type { Snapshot } from "../src/spec/snapshot.ts";
+import type { Value } from "../src/spec/values.ts";
+import { ManifestStore } from "../src/table/manifest-store.ts";
+import type { Table } from "../src/table/table.ts";
+import { ChunkPacker } from "./consume-chunks.ts";
+
+/** One snapshot's rows (its delta), projected and filtered, as chunk bodies. */
+export interface FeedEntry {
+  readonly snapshotId: number;
+  /** IPC stream bodies, each within the payload limit; empty when the snapshot added no rows that pass the filter. */
+  readonly bodies: readonly Uint8Array[];
+  readonly bytes: number;
+  readonly rows: number;
+}
+
+export interface DeltaFeedOptions {
+  table: Table;
+  projection?: string[];
+  partition?: Value[];
+  /** The largest chunk body (the server's max_payload less header room). */
+  payloadLimit: number;
+  /** Encoded bytes held at most, all entries together (default 32 MiB). */
+  maxBytes?: number;
+  /**
+   * A snapshot whose added data files are larger than this (Parquet bytes, default 4 MiB), or whose encoded rows grow
+   * past half of `maxBytes`, is not held: sessions read it themselves, each within its own window.
+   */
+  maxEntryFileBytes?: number;
+  /** Manifest caches shared with the table's other feeds. */
+  store?: ManifestStore;
+  /** Told when reading a snapshot for sharing failed (the sessions then read it themselves). */
+  onLoadError?: (snapshotId: number, error: Error) => void;
+  /** Told of each count added to `stats` (metrics): `read`, `shared` (served), `own` (declined), `evicted`. */
+  onEvent?: (outcome: "read" | "shared" | "own" | "evicted") => void;
+}
+
+export const DEFAULT_FEED_MAX_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_FEED_MAX_ENTRY_FILE_BYTES = 4 * 1024 * 1024;
+/** What an entry costs at least (its bookkeeping), so that entries without rows are bounded too. */
+const ENTRY_OVERHEAD = 1024;
+
+/** A snapshot not held (too large to share). */
+const TOO_LARGE = "too-large";
+
+/** Counts since the feed was made: what the fan-out saved, for metrics and tests. */
+export interface FeedStats {
+  /** Snapshots read and encoded for sharing. */
+  reads: number;
+  /** Entries handed to sessions (a read shared by 10 sessions counts 10 here). */
+  served: number;
+  /** Requests answered "read it yourself". */
+  declined: number;
+  /** Entries dropped because the feed held `maxBytes` (not because every session had moved past them). */
+  evicted: number;
+}
+
+export class DeltaFeed {
+  /** Entries held, by snapshot id. */
+  private readonly entries = new Map<number, FeedEntry | typeof TOO_LARGE>();
+  private readonly loading = new Map<number, Promise<FeedEntry | null>>();
+  /** The newest snapshot the feed has read or is reading (0: none yet). */
+  private head = 0;
+  private heldBytes = 0;
+  private readonly cursors = new Set<FeedCursor>();
+  private readonly store: ManifestStore;
+  readonly stats: FeedStats = { reads: 0, served: 0, declined: 0, evicted: 0 };
+
+  constructor(private readonly o: DeltaFeedOptions) {
+    this.store = o.store ?? new ManifestStore(o.table);
+  }
+
+  /** A session's position on this feed; detach it when the session ends. */
+  attach(): FeedCursor {
+    const c = new FeedCursor(this);
+    this.cursors.add(c);
+    return c;
+  }
+
+  get sessions(): number {
+    return this.cursors.size;
+  }
+
+  /** Encoded bytes held now. */
+  get bytes(): number {
+    return this.heldBytes;
+  }
+
+  /** @internal (FeedCursor) */
+  detachCursor(c: FeedCursor): void {
+    this.cursors.delete(c);
+    this.release();
+  }
+
+  /** @internal (FeedCursor) The shared entry of an APPEND snapshot, or null: read it yourself. */
+  async entry(requester: FeedCursor, snapshot: Snapshot): Promise<FeedEntry | null> {
+    const snapshotId = snapshot.id;
+    const held = this.entries.get(snapshotId);
+    if (held !== undefined) return this.hand(held);
+    let pending = this.loading.get(snapshotId);
+    if (pending === undefined) {
+      // Behind the head and not held (released once every session had passed it, or evicted): a session back there
+      // alone reads it alone, streamed; when others are at or behind it too, it is read once again for all of them
+      // (when every consumer is slow — an overloaded machine — they must not all fall back to reading alone).
+      if (snapshotId <= this.head && !this.othersAtOrBefore(requester, snapshotId)) return this.hand(null);
+      this.head = Math.max(this.head, snapshotId);
+      pending = this.load(snapshot);
+      this.loading.set(snapshotId, pending);
+    }
+    return this.hand(await pending);
+  }
+
+  private othersAtOrBefore(requester: FeedCursor, snapshotId: number): boolean {
+    for (const c of this.cursors) if (c !== requester && c.next <= snapshotId) return true;
+    return false;
+  }
+
+  /** @internal (FeedCursor) A cursor's next need changed: entries below every cursor's need are released. */
+  release(): void {
+    let floor = Infinity;
+    for (const c of this.cursors) floor = Math.min(floor, c.next);
+    for (const [id, e] of this.entries) if (id < floor) this.drop(id, e);
+  }
+
+  private hand(e: FeedEntry | typeof TOO_LARGE | null): FeedEntry | null {
+    if (e === null || e === TOO_LARGE) {
+      this.stats.declined++;
+      this.o.onEvent?.("own");
+      return null;
+    }
+    this.stats.served++;
+    this.o.onEvent?.("shared");
+    return e;
+  }
+
+  private async load(snapshot: Snapshot): Promise<FeedEntry | null> {
+    const snapshotId = snapshot.id;
+    try {
+      const { table, projection, partition } = this.o;
+      const plan = await planSnapshotDelta(table, snapshot, partition ? { partition } : {}, this.store);
+      let fileBytes = 0;
+      for (const split of plan.splits) for (const f of split.files) fileBytes += f.fileSize;
+      if (fileBytes > (this.o.maxEntryFileBytes ?? DEFAULT_FEED_MAX_ENTRY_FILE_BYTES)) {
+        this.keep(snapshotId, TOO_LARGE);
+        return null;
+      }
+      const packer = new ChunkPacker(this.o.payloadLimit);
+      const bodies: Uint8Array[] = [];
+      let rows = 0;
+      let bytes = 0;
+      // Compressed files can hide many more bytes than they take: an entry that grows past half of what the feed may
+      // hold is given up (the generator's return() stops the reads), and its sessions read it themselves.
+      const most = (this.o.maxBytes ?? DEFAULT_FEED_MAX_BYTES) / 2;
+      // Every file decodes in the worker pool, several at once, while this thread encodes (and sends for the others).
+      for await (const b of readPlanBatches(table, plan, { ...(projection ? { projection } : {}), inlineDecodeBelowBytes: 0 }) as AsyncGenerator<arrow.RecordBatch>) {
+        rows += b.numRows;
+        for (const body of packer.add(b)) {
+          bodies.push(body);
+          bytes += body.length;
+        }
+        if (bytes > most) {
+          this.keep(snapshotId, TOO_LARGE);
+          return null;
+        }
+      }
+      for (const body of packer.flush()) {
+        bodies.push(body);
+        bytes += body.length;
+      }
+      const entry: FeedEntry = { snapshotId, bodies, rows, bytes };
+      this.stats.reads++;
+      this.o.onEvent?.("read");
+      this.keep(snapshotId, entry);
+      return entry;
+    } catch (e) {
+      this.o.onLoadError?.(snapshotId, e as Error);
+      return null;
+    } finally {
+      this.loading.delete(snapshotId);
+    }
+  }
+
+  /** Holds an entry (unless every session is past it already), then keeps the total within `maxBytes`. */
+  private keep(snapshotId: number, e: FeedEntry | typeof TOO_LARGE): void {
+    this.entries.set(snapshotId, e);
+    this.heldBytes += cost(e);
+    this.release();
+    const max = this.o.maxBytes ?? DEFAULT_FEED_MAX_BYTES;
+    while (this.heldBytes > max && this.entries.size > 1) {
+      // The oldest goes: the sessions that still need it are the slowest, and they can read it themselves.
+      const oldest = Math.min(...this.entries.keys());
+      this.drop(oldest, this.entries.get(oldest)!);
+      this.stats.evicted++;
+      this.o.onEvent?.("evicted");
+    }
+  }
+
+  private drop(id: number, e: FeedEntry | typeof TOO_LARGE): void {
+    this.entries.delete(id);
+    this.heldBytes -= cost(e);
+  }
+}
+
+const cost = (e: FeedEntry | typeof TOO_LARGE): number => ENTRY_OVERHEAD + (e === TOO_LARGE ? 0 : e.bytes);
+
+/** One session's position on a feed. */
+export class FeedCursor {
+  /** The lowest snapshot this session may still ask for (Infinity: none it knows of yet). */
+  next = Infinity;
+  private detached = false;
+
+  constructor(private readonly feed: DeltaFeed) {}
+
+  /** The shared entry of an APPEND snapshot, or null: read it yourself. */
+  get(snapshot: Snapshot): Promise<FeedEntry | null> {
+    this.need(snapshot.id);
+    return this.feed.entry(this, snapshot);
+  }
+
+  /** This session will ask for nothing below `snapshotId` (it took the entry before it, or starts there). */
+  need(snapshotId: number): void {
+    if (this.detached) return;
+    this.next = snapshotId;
+    this.feed.release();
+  }
+
+  detach(): void {
+    if (this.detached) return;
+    this.detached = true;
+    this.feed.detachCursor(this);
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The reader's fan-out pieces, on real tables in a temporary warehouse (no NATS needed: they know none):
+ * - ChunkPacker: batches packed into IPC streams within the payload limit, large batches cut, rows and order kept;
+ * - DeltaFeed: a snapshot read once for any number of sessions, equal to natslake's incremental read of it; released
+ *   once every session moved past it; the bytes it holds capped (the oldest go); a session alone behind the head
+ *   reads for itself, several behind it share one read again; a snapshot too large to hold is not held.
+ */
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import * as arrow from "apache-arrow";
+import { ChunkPacker, packBatches } from "../../../actors/consume-chunks.ts";
+import { DeltaFeed, type FeedEntry } from "../../../actors/consume-feed.ts";
+import { readBatches } from "../../../src/scan/read.ts";
+import type { Snapshot } from "../../../src/spec/snapshot.ts";
+import type { Table } from "../../../src/table/table.ts";
+import { createTable, tempDir, writeRows } from "../../helpers/tables.ts";
+
+const wh = tempDir();
+after(() => wh.cleanup());
+
+const LIMIT = 64 * 1024;
+const rowsOf = (bodies: readonly Uint8Array[]): Array<Record<string, unknown>> => bodies.flatMap((b) => arrow.tableFromIPC(b).toArray().map((r) => ({ ...(r as object) })));
+const idsOf = (bodies: readonly Uint8Array[]): number[] => rowsOf(bodies).map((r) => Number(r["id"]));
+
+/** The snapshot object of `id` (what a session hands the feed). */
+const snap = (t: Table, id: number): Promise<Snapshot> => t.snapshots.snapshot(id);
+
+async function batchesOf(t: Table, spec: Parameters<typeof readBatches>[1]): Promise<arrow.RecordBatch[]> {
+  const out: arrow.RecordBatch[] = [];
+  for await (const b of readBatches(t, spec)) out.push(b);
+  return out;
+}
+
+/** Commits `rounds` snapshots of `perRound` rows with `pad`-character strings; ids continue from `from`. */
+async function commitRounds(t: Table, rounds: number, perRound: number, from = 0, pad = 20): Promise<number[]> {
+  const ids: number[] = [];
+  let next = from;
+  for (let r = 0; r < rounds; r++) {
+    const rows = Array.from({ length: perRound }, () => ({ id: next, s: `${next++}`.padEnd(pad, "x") }));
+    ids.push((await writeRows(t, rows))!);
+  }
+  return ids;
+}
+
+test("chunk packer - small batches packed into one IPC stream, large ones cut within the limit; rows and their order kept", async () => {
+  const t = await createTable(wh.path, "fan.pack", "id BIGINT NOT NULL, s STRING", { options: { bucket: "1", "bucket-key": "id" } });
+  await commitRounds(t, 3, 50); // three small files
+  await commitRounds(t, 1, 6000, 150, 60); // one file well above the limit
+  const small = await batchesOf(t, { incremental: { from: 0, to: 3 } });
+  assert.ok(small.length >= 3);
+  const packed = packBatches(small, LIMIT);
+  assert.equal(packed.length, 1, "three small batches make one message");
+  assert.deepEqual(idsOf(packed), Array.from({ length: 150 }, (_, i) => i));
+  const large = await batchesOf(t, { snapshotId: 4 });
+  const bodies = packBatches(large, LIMIT);
+  assert.ok(bodies.length > 5, `a ${large.reduce((n, b) => n + b.numRows, 0)}-row read is cut into several chunks (${bodies.length})`);
+  for (const b of bodies) assert.ok(b.length <= LIMIT, `a chunk of ${b.length} bytes is within the ${LIMIT}-byte limit`);
+  assert.deepEqual(idsOf(bodies), Array.from({ length: 6150 }, (_, i) => i), "every row once, in order");
+  // add() hands out what is complete as it goes; flush() the rest.
+  const packer = new ChunkPacker(LIMIT);
+  const streamed = [...large.flatMap((b) => packer.add(b)), ...packer.flush()];
+  assert.deepEqual(idsOf(streamed), idsOf(bodies));
+  assert.deepEqual(packBatches([], LIMIT), []);
+});
+
+test("delta feed - one read per snapshot for every session; each entry equals natslake's incremental read; released once all moved on", async () => {
+  const t = await createTable(wh.path, "fan.once", "id BIGINT NOT NULL, s STRING, p STRING", { partitionKeys: ["p"], options: { bucket: "2", "bucket-key": "id" } });
+  const feed = new DeltaFeed({ table: t, payloadLimit: LIMIT, projection: ["s", "id"], partition: ["a"] });
+  const cursors = Array.from({ length: 5 }, () => feed.attach());
+  let next = 0;
+  for (let round = 1; round <= 4; round++) {
+    const rows = Array.from({ length: 40 }, (_, k) => ({ id: next++, s: `r${round}-${k}`, p: k % 2 === 0 ? "a" : "b" }));
+    const id = (await writeRows(t, rows))!;
+    // All five ask at once: one read between them, the same entry for all.
+    const s = await snap(t, id);
+    const entries = await Promise.all(cursors.map((c) => c.get(s)));
+    assert.ok(entries.every((e) => e !== null && e === entries[0]), "the same shared entry");
+    const want = (await batchesOf(t, { incremental: { from: id - 1, to: id }, projection: ["s", "id"], partition: ["a"] })).flatMap((b) => b.toArray().map((r) => ({ ...(r as object) })));
+    assert.deepEqual(rowsOf(entries[0]!.bodies), want, `snapshot ${id}: the projected rows of partition a that it added`);
+    assert.equal(entries[0]!.rows, 20);
+    assert.deepEqual(Object.keys(rowsOf(entries[0]!.bodies)[0]!), ["s", "id"], "in the projection's order");
+    for (const c of cursors.slice(0, 4)) c.need(id + 1);
+    assert.ok(feed.bytes > 0, "held while one session still needs it");
+    cursors[4]!.need(id + 1);
+    assert.equal(feed.bytes, 0, "released once every session moved past it");
+  }
+  assert.equal(feed.stats.reads, 4, "four snapshots, four reads — not twenty");
+  assert.equal(feed.stats.served, 20);
+  for (const c of cursors) c.detach();
+  assert.equal(feed.sessions, 0);
+});
+
+test("delta feed - the bytes held are capped (the oldest go); a session alone behind the head reads for itself, several behind it share a read again", async () => {
+  const t = await createTable(wh.path, "fan.cap", "id BIGINT NOT NULL, s STRING", { options: { bucket: "1", "bucket-key": "id" } });
+  const snaps = await commitRounds(t, 12, 200, 0, 100);
+  const one = await new DeltaFeed({ table: t, payloadLimit: LIMIT }).attach().get(await snap(t, snaps[0]!));
+  const entryBytes = one!.bytes;
+  const feed = new DeltaFeed({ table: t, payloadLimit: LIMIT, maxBytes: Math.floor(entryBytes * 4.5) });
+  const fast = feed.attach();
+  const stalled = feed.attach();
+  const stalledToo = feed.attach();
+  // The stalled sessions took snapshot 1 and stopped; the fast one goes through all twelve.
+  for (const c of [fast, stalled, stalledToo]) await c.get(await snap(t, snaps[0]!));
+  stalled.need(snaps[0]! + 1);
+  stalledToo.need(snaps[0]! + 1);
+  const got: FeedEntry[] = [];
+  for (const id of snaps) {
+    const e = await fast.get(await snap(t, id));
+    assert.ok(e !== null, `the fast session is served snapshot ${id} from the feed`);
+    got.push(e);
+    fast.need(id + 1);
+    assert.ok(feed.bytes <= Math.floor(entryBytes * 4.5) + 2048, `held ${feed.bytes} bytes, capped at ${Math.floor(entryBytes * 4.5)}`);
+  }
+  assert.ok(feed.stats.evicted >= 6, `the oldest entries went (${feed.stats.evicted} evicted)`);
+  // Snapshot 2 went: two sessions need it, so it is read once more for both.
+  const second = await snap(t, snaps[1]!);
+  const [a, b] = await Promise.all([stalled.get(second), stalledToo.get(second)]);
+  assert.ok(a !== null && a === b, "read again once, for both");
+  assert.deepEqual(idsOf(a.bodies), idsOf(got[1]!.bodies));
+  stalledToo.detach();
+  stalled.need(snaps[2]!);
+  // Alone behind the head now: it reads for itself (null), and the feed holds nothing for it.
+  const before = feed.stats.reads;
+  assert.equal(await stalled.get(await snap(t, snaps[2]!)), null);
+  assert.equal(feed.stats.reads, before);
+  // Still held entries are served to it once it reaches them.
+  assert.ok((await stalled.get(await snap(t, snaps[11]!))) !== null);
+});
+
+test("delta feed - a snapshot whose files are too large to hold is not held: every session reads it itself", async () => {
+  const t = await createTable(wh.path, "fan.large", "id BIGINT NOT NULL, s STRING", { options: { bucket: "1", "bucket-key": "id" } });
+  const small = (await commitRounds(t, 1, 10))[0];
+  // Rows that do not compress: 5000 × 150 random bytes make a data file well above 64 KiB.
+  const large = await writeRows(t, Array.from({ length: 5000 }, (_, i) => ({ id: 10 + i, s: randomBytes(150).toString("base64") })));
+  const feed = new DeltaFeed({ table: t, payloadLimit: LIMIT, maxEntryFileBytes: 64 * 1024 });
+  const c = feed.attach();
+  const d = feed.attach();
+  assert.ok((await c.get(await snap(t, small!))) !== null);
+  c.need(small! + 1);
+  d.need(small! + 1);
+  assert.equal(await c.get(await snap(t, large!)), null, "too large: read it yourself");
+  assert.equal(await d.get(await snap(t, large!)), null);
+  assert.equal(feed.stats.reads, 1);
+  // Encoded rows beyond half of what the feed may hold are given up too (compressed files hide their size).
+  const tight = new DeltaFeed({ table: t, payloadLimit: LIMIT, maxBytes: 256 * 1024 });
+  assert.equal(await tight.attach().get(await snap(t, large!)), null);
+  assert.equal(tight.bytes, 1024, "only the marker is held");
+});
