@@ -28,6 +28,16 @@ export interface FileStatus {
 
 export interface FileIO {
   readFile(path: string): Promise<Uint8Array>;
+  /**
+   * `length` bytes of a file from `offset` (fewer only at its end). For reading the parts of a large file a caller
+   * needs — a Parquet footer, the column chunks of a projection — without fetching the rest.
+   */
+  readRange(path: string, offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * Reading a projection of a large file by ranges pays on this store (an object store: every byte crosses the
+   * network); false where a whole read is as cheap (a local disk, read ahead by the kernel).
+   */
+  readonly prefersRangedReads: boolean;
   readText(path: string): Promise<string>;
   writeFile(path: string, data: Uint8Array | string, opts?: WriteOptions): Promise<void>;
   /** Makes the names created in a directory durable. */

@@ -39,6 +39,27 @@ export class LocalFileIO implements FileIO {
     }
   }
 
+  readonly prefersRangedReads = false;
+
+  async readRange(path: string, offset: number, length: number): Promise<Uint8Array> {
+    let handle: fs.FileHandle | undefined;
+    try {
+      handle = await fs.open(path, "r");
+      const buf = Buffer.allocUnsafe(length);
+      let got = 0;
+      while (got < length) {
+        const { bytesRead } = await handle.read(buf, got, length - got, offset + got);
+        if (bytesRead === 0) break; // the end of the file
+        got += bytesRead;
+      }
+      return buf.subarray(0, got);
+    } catch (e) {
+      throw this.wrap(e, "read", path);
+    } finally {
+      await handle?.close();
+    }
+  }
+
   async readText(path: string): Promise<string> {
     return Buffer.from(await this.readFile(path)).toString("utf8");
   }

@@ -24,6 +24,7 @@ import type { DataFileMeta } from "../spec/manifest.ts";
 import type { TableSchema } from "../spec/schema.ts";
 import { toCanonical, type Row, type Value } from "../spec/values.ts";
 import type { Table } from "../table/table.ts";
+import { fetchColumnsOf, RANGED_READ_MIN_BYTES } from "./ranged-fetch.ts";
 import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
@@ -112,9 +113,13 @@ export async function readDataFile(
   if (!file.fileName.endsWith(".parquet")) {
     throw new LakeError(ErrorKind.Unsupported, `data file ${file.fileName}: only Parquet data files can be read (file format from its extension)`);
   }
-  const bytes = await table.io.readFile(path);
   // Every column of the file wanted: no projection (the cheaper full decode).
-  const data = await decodeFile(bytes, columns.length === fileSchema.fields.length ? undefined : columns, pool, inlineDecodeBelowBytes);
+  const projected = columns.length !== fileSchema.fields.length;
+  // A projection of a large file on an object store fetches the footer and the wanted column chunks only.
+  const bytes = projected && table.io.prefersRangedReads && file.fileSize >= RANGED_READ_MIN_BYTES
+    ? (await fetchColumnsOf(table.io, path, file.fileSize, columns)).bytes
+    : await table.io.readFile(path);
+  const data = await decodeFile(bytes, projected ? columns : undefined, pool, inlineDecodeBelowBytes);
   if (data.numRows !== file.rowCount) {
     throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${data.numRows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
   }

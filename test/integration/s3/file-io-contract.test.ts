@@ -63,6 +63,18 @@ for (const [name, make] of Object.entries(subjects)) {
       await assert.rejects(io.readFile(`${root}/a/nope`), (e: unknown) => isLakeError(e, "NotFound"));
     });
 
+    test("readRange: the bytes asked for, fewer at the end, none past it; a missing file is NotFound", async () => {
+      const { io, root } = make();
+      const p = `${root}/ranged/file.bin`;
+      const bytes = randomBytes(5000);
+      await io.writeFile(p, bytes);
+      assert.deepEqual(Buffer.from(await io.readRange(p, 0, 10)), bytes.subarray(0, 10));
+      assert.deepEqual(Buffer.from(await io.readRange(p, 1234, 2000)), bytes.subarray(1234, 3234));
+      assert.deepEqual(Buffer.from(await io.readRange(p, 4990, 100)), bytes.subarray(4990), "stops at the end");
+      assert.equal((await io.readRange(p, 6000, 10)).length, 0, "nothing past the end");
+      await assert.rejects(io.readRange(`${root}/ranged/nope`, 0, 10), (e: unknown) => isLakeError(e, "NotFound"));
+    });
+
     test("createExclusive: the first wins, later ones get false and the content stays; concurrent creators: exactly one wins", async () => {
       const { io, root } = make();
       const p = `${root}/snapshot/snapshot-1`;
