@@ -46,6 +46,7 @@ import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerD
 import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
 import { registerS3RequestMetric } from "./s3-metrics.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
+import { installRedisCommitLock } from "./redis/commit-lock.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
@@ -149,6 +150,8 @@ export class Node {
     const oldServer = unsupportedNatsServer(nc.info?.version);
     if (oldServer !== undefined) log.warn(oldServer, { nats: cfg.nats });
     const subjects = new Subjects(cfg.prefix);
+    // A warehouse that opted into commit-lock=redis locks in the cluster's Redis (the one of the lease).
+    installRedisCommitLock(cfg.redis);
     let redis: Redis | null = null;
     let node: Node | null = null;
     try {

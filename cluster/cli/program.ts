@@ -18,9 +18,13 @@ import { registerRollbackCommand } from "./rollback-command.ts";
 import { registerCompactCommand } from "./compact-command.ts";
 import { registerDlqCommands } from "./dlq-commands.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
+import { installRedisCommitLock } from "../redis/commit-lock.ts";
 
 /** The program; `out` receives each line a command prints on stdout. */
 export function buildProgram(out: (s: string) => void): Command {
+  // A warehouse URI with commit-lock=redis locks in the Redis NATSLAKE_REDIS names (src/io/commit-lock.ts); `natslake
+  // node` registers its own --redis instead (cluster/node.ts).
+  installRedisCommitLock();
   const program = new Command("natslake")
     .description("natslake: rows published on NATS, landed as Apache Paimon tables")
     // Which code runs: the compiled build (dist/) or the TypeScript sources (bin/natslake.mjs decides and says so).

@@ -48,6 +48,11 @@ export interface SeaweedOptions {
   detached?: boolean;
   /** Readiness deadline (default 60 s: the first start initialises its stores). */
   startTimeoutMs?: number;
+  /**
+   * No identities: the gateway takes every request without checking its signature (tests only — a proxy in front
+   * may then change a request's headers, e.g. drop `If-None-Match` to play a store that ignores conditions).
+   */
+  anonymous?: boolean;
 }
 
 /** The pinned SeaweedFS version (a Go pseudo-version: SeaweedFS tags are not semantic versions). */
@@ -113,7 +118,7 @@ async function launch(bin: string, opts: SeaweedOptions): Promise<SeaweedHandle>
     "-s3.port.iceberg=0",
     "-s3.port.lance=0",
     `-s3.localSocket=${join(dir, "s3.sock")}`,
-    `-s3.config=${configPath}`,
+    ...(opts.anonymous === true ? [] : [`-s3.config=${configPath}`]),
   ];
   const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir, detached: opts.detached ?? false });
   let out = "";

@@ -14,7 +14,12 @@
  * retries, since a retried put that meets its own first attempt would answer 412 for a write that won.
  *
  * A store that ignores `If-None-Match` would let two committers both "create" `snapshot-N`; `verifyConditionalPut`
- * probes for that once (it creates an object twice) and refuses the store, before the first `createExclusive`.
+ * probes for that once (it creates an object twice) and refuses the store, before the first `createExclusive` —
+ * unless the warehouse opted into a commit lock (commit-lock.ts), under which a create is a HEAD, a plain PUT and a
+ * read-back instead.
+ *
+ * Reads: `readRange` is a GET with `Range`, which the table's reader uses to fetch a projection of a large Parquet
+ * file (src/scan/ranged-fetch.ts).
  *
  * Every request is counted by type (s3-requests.ts): the commit path is meant to cost no LIST.
  */
@@ -36,6 +41,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpoint, failpointArmed } from "../failpoints.ts";
 import type { FileIO, FileStatus, WriteOptions } from "./file-io.ts";
+import type { CommitLock } from "./commit-lock.ts";
 import { countRequests, type S3AreaCounts, type S3RequestCounts, zeroAreaCounts, zeroCounts } from "./s3-requests.ts";
 
 export interface S3Settings {
@@ -55,6 +61,11 @@ export interface S3Settings {
   partSize?: number;
   /** Attempts of a conditional put whose outcome stays unknown (default 5). */
   createAttempts?: number;
+  /**
+   * Paimon's alternative to conditional puts, opted into explicitly (`commit-lock=` in the warehouse URI): exclusive
+   * creates check and write under this lock instead, and the probe is not needed (commit-lock.ts).
+   */
+  commitLock?: CommitLock;
   /** Where `verifyConditionalPut` puts its probe object (default `/.natslake`; a warehouse uses `<root>/.natslake`). */
   probeDir?: string;
   /** Credentials for the client; default: the SDK's chain (environment, shared credentials file, …). */
@@ -62,6 +73,8 @@ export interface S3Settings {
 }
 
 const MiB = 1024 * 1024;
+/** Under a commit lock, a create writes only while at least this much of the lock's lease is left (a PUT's bound). */
+const LOCK_LEASE_NEEDED_MS = 10_000;
 
 /** The HTTP status of an SDK error, or undefined for a failure without an answer (network, timeout). */
 const statusOf = (e: unknown): number | undefined => (e as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
@@ -197,8 +210,41 @@ export class S3FileIO implements FileIO {
   }
 
   async createExclusive(path: string, data: Uint8Array | string): Promise<boolean> {
+    if (this.settings.commitLock !== undefined) return this.createUnderLock(this.settings.commitLock, path, toBytes(data));
     await this.verifyConditionalPut();
     return this.putIfAbsent(path, toBytes(data));
+  }
+
+  /** The commit lock exclusive creates go through (the warehouse opted into it), or undefined: conditional puts. */
+  get commitLock(): CommitLock | undefined {
+    return this.settings.commitLock;
+  }
+
+  /**
+   * An exclusive create under the commit lock, for a store without conditional puts: under the lock of the file's
+   * directory, a HEAD (there: false), a plain PUT once the lease has time left for it, and a read-back — the content
+   * says whether the object is ours, should a stalled holder have written over it after its lease ran out.
+   */
+  private async createUnderLock(lock: CommitLock, path: string, body: Uint8Array): Promise<boolean> {
+    const key = this.keyOf(path);
+    const dir = key.includes("/") ? key.slice(0, key.lastIndexOf("/")) : "";
+    return lock.withLock(`s3://${this.bucket}/${dir}`, async (timeLeft) => {
+      if (await this.isFile(path)) return false;
+      const left = await timeLeft();
+      if (left < LOCK_LEASE_NEEDED_MS) {
+        throw new LakeError(ErrorKind.Io, `create ${this.uriOf(path)}: the commit lock's lease has ${Math.max(0, Math.round(left))} ms left, less than a write may take`, {
+          retryable: true,
+          context: { path, op: "create" },
+        });
+      }
+      try {
+        // A plain PUT: retried by the SDK, which is harmless here — nobody else writes this key while we hold the lock.
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
+      } catch (e) {
+        throw this.wrap(e, "create", path);
+      }
+      return this.isOurs(path, body);
+    });
   }
 
   /** The conditional put itself (no probe): true when this call created the object. */
@@ -265,7 +311,7 @@ export class S3FileIO implements FileIO {
       if (second || kept === null || !sameBytes(kept, first)) {
         throw new LakeError(
           ErrorKind.Unsupported,
-          `the object store at ${this.settings.endpoint ?? "AWS S3"} (bucket ${this.bucket}) does not enforce conditional puts (If-None-Match: *): creating an object that exists succeeded, so two committers could both create one snapshot. natslake refuses such a store; Paimon's alternative, a catalog lock, is not implemented by natslake`,
+          `the object store at ${this.settings.endpoint ?? "AWS S3"} (bucket ${this.bucket}) does not enforce conditional puts (If-None-Match: *): creating an object that exists succeeded, so two committers could both create one snapshot. natslake refuses such a store unless its warehouse URI opts into Paimon's alternative, a commit lock: add commit-lock=redis (e.g. s3://${this.bucket}/prefix?commit-lock=redis, with NATSLAKE_REDIS naming the Redis every writer of the warehouse uses)`,
           { retryable: false, context: { bucket: this.bucket } },
         );
       }

@@ -5,6 +5,7 @@
  * - an object store: `s3://bucket/prefix` → S3FileIO on `bucket`, root = `/prefix` (`/` for the whole bucket).
  *
  * S3 settings, none of them secret: `?endpoint=http://127.0.0.1:8333&region=us-east-1&path-style=true` in the URI,
+ * and `commit-lock=redis` for a store without conditional puts (commit-lock.ts: Paimon's lock alternative, explicit),
  * else the environment (`NATSLAKE_S3_ENDPOINT`, `AWS_REGION` / `AWS_DEFAULT_REGION`, `NATSLAKE_S3_PATH_STYLE`).
  * Credentials never come from the URI (it appears in `ps`, logs and status output): they come from the SDK's chain —
  * `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` (/ `AWS_SESSION_TOKEN`), or the shared credentials file
@@ -15,6 +16,7 @@ import { dataInvalid } from "../errors.ts";
 import type { FileIO } from "./file-io.ts";
 import { LocalFileIO } from "./local.ts";
 import { S3FileIO, type S3Settings } from "./s3.ts";
+import { COMMIT_LOCK_KINDS, commitLockOf, type CommitLockKind } from "./commit-lock.ts";
 
 export interface Warehouse {
   /** How the user named it, normalised (for messages and logs; holds no secret). */
@@ -26,7 +28,7 @@ export interface Warehouse {
 
 export type WarehouseLocation =
   | { kind: "local"; path: string }
-  | { kind: "s3"; bucket: string; prefix: string; endpoint?: string; region?: string; pathStyle?: boolean };
+  | { kind: "s3"; bucket: string; prefix: string; endpoint?: string; region?: string; pathStyle?: boolean; commitLock?: CommitLockKind };
 
 const TRUE = new Set(["true", "1", "yes", "on"]);
 const FALSE = new Set(["false", "0", "no", "off"]);
@@ -66,7 +68,10 @@ export function parseWarehouse(text: string): WarehouseLocation {
     if (k === "endpoint") loc.endpoint = v;
     else if (k === "region") loc.region = v;
     else if (k === "path-style") loc.pathStyle = parseBool("path-style", v);
-    else throw dataInvalid(`warehouse '${text}': unknown setting '${k}' (known: endpoint, region, path-style)`);
+    else if (k === "commit-lock") {
+      if (!(COMMIT_LOCK_KINDS as readonly string[]).includes(v)) throw dataInvalid(`warehouse '${text}': commit-lock must be one of ${COMMIT_LOCK_KINDS.join(", ")}, got '${v}'`);
+      loc.commitLock = v as CommitLockKind;
+    } else throw dataInvalid(`warehouse '${text}': unknown setting '${k}' (known: endpoint, region, path-style, commit-lock)`);
   }
   if (loc.endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/i.test(loc.endpoint)) throw dataInvalid(`warehouse '${text}': endpoint must be http(s)://host[:port], got '${loc.endpoint}'`);
   return loc;
@@ -93,6 +98,7 @@ export function warehouseUri(loc: WarehouseLocation): string {
   if (loc.endpoint !== undefined) q.set("endpoint", loc.endpoint);
   if (loc.region !== undefined) q.set("region", loc.region);
   if (loc.pathStyle !== undefined) q.set("path-style", String(loc.pathStyle));
+  if (loc.commitLock !== undefined) q.set("commit-lock", loc.commitLock);
   const qs = q.toString();
   return `s3://${loc.bucket}${loc.prefix === "" ? "" : `/${loc.prefix}`}${qs === "" ? "" : `?${qs}`}`;
 }
@@ -110,8 +116,10 @@ export function openWarehouse(text: string, opts: OpenOptions = {}): Warehouse {
   const loc = parseWarehouse(text);
   if (loc.kind === "local") return { uri: loc.path, root: loc.path, io: new LocalFileIO({ fsync: opts.fsync ?? true }) };
   const root = `/${loc.prefix}`;
-  const io = new S3FileIO({ ...s3SettingsOf(loc, opts.env), probeDir: `${loc.prefix === "" ? "" : root}/.natslake`, ...opts.s3 });
-  return { uri: warehouseUri(loc), root, io };
+  const uri = warehouseUri(loc);
+  const settings: S3Settings = { ...s3SettingsOf(loc, opts.env), probeDir: `${loc.prefix === "" ? "" : root}/.natslake`, ...opts.s3 };
+  if (loc.commitLock !== undefined && settings.commitLock === undefined) settings.commitLock = commitLockOf(loc.commitLock, uri);
+  return { uri, root, io: new S3FileIO(settings) };
 }
 
 /**
@@ -123,5 +131,8 @@ export function openWarehouse(text: string, opts: OpenOptions = {}): Warehouse {
 export async function checkWarehouse(io: FileIO, opts: { writes?: boolean } = {}): Promise<void> {
   if (!(io instanceof S3FileIO)) return;
   await io.checkBucket();
-  if (opts.writes ?? true) await io.verifyConditionalPut();
+  if (!(opts.writes ?? true)) return;
+  // A warehouse that opted into a commit lock needs its lock service, not conditional puts.
+  if (io.commitLock !== undefined) await io.commitLock.check();
+  else await io.verifyConditionalPut();
 }

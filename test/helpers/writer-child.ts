@@ -6,12 +6,15 @@
  */
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { BatchWriter } from "../../src/write/batch-writer.ts";
+import { installRedisCommitLock } from "../../cluster/redis/commit-lock.ts";
 
 const [warehouse, name, first, rows, commits] = process.argv.slice(2);
 if (!warehouse || !name || !first || !rows || !commits) {
   process.stderr.write("usage: writer-child.ts <warehouse> <db.table> <firstId> <rows> <commits>\n");
   process.exit(2);
 }
+// A warehouse with commit-lock=redis locks in NATSLAKE_REDIS, as the CLI does.
+installRedisCommitLock();
 const catalog = new Catalog(warehouse);
 let id = Number(first);
 for (let c = 0; c < Number(commits); c++) {
