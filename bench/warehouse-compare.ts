@@ -52,6 +52,8 @@ interface WarehouseRun {
   kind: "local" | "s3";
   throughput: Phase;
   latency: Phase;
+  /** The mean commit round of the latency phase (all nodes' natslake_commit_duration_ms), null without rounds. */
+  commitRoundMs: number | null;
   /** S3 only. */
   requests?: {
     perCommit: Record<"PUT" | "GET" | "HEAD" | "LIST" | "DELETE", number>;
@@ -89,6 +91,17 @@ async function leaderChanges(ports: number[]): Promise<number> {
   let n = 0;
   for (const p of ports) for (const m of (await scrapeMetrics(p)).matchAll(/^natslake_leader_changes_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
   return n;
+}
+
+/** A histogram's `_sum` and `_count` summed over the nodes (its mean between two scrapes is Δsum / Δcount). */
+async function histogramTotals(ports: number[], name: string): Promise<{ sum: number; count: number }> {
+  const out = { sum: 0, count: 0 };
+  for (const p of ports) {
+    const text = await scrapeMetrics(p);
+    for (const m of text.matchAll(new RegExp(`^${name}_sum(?:\\{[^}]*\\})? ([0-9.e+-]+)`, "gm"))) out.sum += Number(m[1]);
+    for (const m of text.matchAll(new RegExp(`^${name}_count(?:\\{[^}]*\\})? ([0-9.e+-]+)`, "gm"))) out.count += Number(m[1]);
+  }
+  return out;
 }
 
 async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<WarehouseRun> {
@@ -161,17 +174,20 @@ async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<Warehouse
     assertAlive(nodes, dir, "during the throughput phase");
     const latStartReq = s3 ? await scrapeAll() : null;
     const latStartId = (await table.snapshots.latestId()) ?? 0;
+    const commitRounds0 = await histogramTotals(ports, "natslake_commit_duration_ms");
     const lat = await runLoad(nats.url, TABLE, o.latencyRows, o.latencyRate, o.latencyRate * 2, { timeoutMs: 600_000 });
     assertAlive(nodes, dir, "during the latency phase");
     const latEndReq = s3 ? await scrapeAll() : null;
     const latEndId = (await table.snapshots.latestId()) ?? 0;
+    const commitRounds1 = await histogramTotals(ports, "natslake_commit_duration_ms");
+    const commitRoundMs = commitRounds1.count > commitRounds0.count ? (commitRounds1.sum - commitRounds0.sum) / (commitRounds1.count - commitRounds0.count) : null;
     const loadSecs = (Date.now() - tLoad0) / 1000;
     const leadersDuring = (await leaderChanges(ports)) - leadersBefore;
     const cpu = `nodes ${nodes.map((n, i) => `${(procStats(n.pid!).cpu - cpu0.nodes[i]!).toFixed(1)}`).join(" + ")} CPU s, peak RSS ${nodes.map((n) => procStats(n.pid!).rssMb).join("/")} MB; nats-server ${(procStats(nats.pid).cpu - cpu0.nats).toFixed(1)} CPU s${s3 ? `; SeaweedFS ${(procStats(s3.pid).cpu - cpu0.weed).toFixed(1)} CPU s` : ""}`;
     await nc.close();
 
     const phase = (r: Record<string, number | null>, rows: number): Phase => ({ rowsPerSec: rows / Number(r["visibleSeconds"]), p50: r["latencyP50"] ?? null, p99: r["latencyP99"] ?? null, warmupP99: r["warmupP99"] ?? null });
-    const out: WarehouseRun = { kind, throughput: phase(thr.result, o.rows), latency: phase(lat.result, o.latencyRows), cpu };
+    const out: WarehouseRun = { kind, throughput: phase(thr.result, o.rows), latency: phase(lat.result, o.latencyRows), cpu, commitRoundMs };
     if (s3 !== null && idle !== null && loadStart && latStartReq && latEndReq) {
       const commits = Math.max(1, latEndId - latStartId);
       const steady = sum(latEndReq.map((r, i) => requestsSince(latStartReq[i]!, r)));
@@ -214,7 +230,7 @@ export async function compareWarehouses(o: CompareOptions): Promise<string[]> {
     lines.push(
       `  ${name}: end-to-end ${n0(r.throughput.rowsPerSec)} rows/s (${n0(o.rows)} rows)${ratio}; ${n0(o.latencyRate)} rows/s offered: publish→visible p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms (warm-up p99 ${r.latency.warmupP99} ms)`,
     );
-    lines.push(`    ${r.cpu}`);
+    lines.push(`    ${r.cpu}; the leader's commit round (natslake_commit_duration_ms) in the latency phase: mean ${r.commitRoundMs === null ? "–" : r.commitRoundMs.toFixed(0)} ms`);
   }
   const q = s3.requests!;
   const f = (x: number): string => x.toFixed(1);
