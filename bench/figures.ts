@@ -193,13 +193,16 @@ export function recordFigures(benchmark: string, figures: Figures, targets: Targ
   return next;
 }
 
-/** `target` as a Target: `measured` against a bound (≥ or ≤), null (not judged) when nothing was measured. */
-export function targetAtLeast(name: string, measured: number | null, bound: number, unit = ""): Target {
-  return { name, measured, target: `≥ ${bound}${unit}`, met: measured === null || !Number.isFinite(measured) ? null : measured >= bound };
+const bound = (x: number): string => x.toLocaleString("en-US", { maximumFractionDigits: 3 });
+
+/** `measured` against a lower bound; `met` null (not judged) when nothing was measured. */
+export function targetAtLeast(name: string, measured: number | null, min: number): Target {
+  return { name, measured, target: `≥ ${bound(min)}`, met: measured === null || !Number.isFinite(measured) ? null : measured >= min };
 }
 
-export function targetAtMost(name: string, measured: number | null, bound: number, unit = ""): Target {
-  return { name, measured, target: `≤ ${bound}${unit}`, met: measured === null || !Number.isFinite(measured) ? null : measured <= bound };
+/** `measured` against an upper bound; `met` null (not judged) when nothing was measured. */
+export function targetAtMost(name: string, measured: number | null, max: number): Target {
+  return { name, measured, target: `≤ ${bound(max)}`, met: measured === null || !Number.isFinite(measured) ? null : measured <= max };
 }
 
 // `node --import tsx bench/figures.ts --reset`: npm run bench's first step.

@@ -206,7 +206,7 @@ test("report - date, machine, every figure, and each target with ✔, ✘ or –
   assert.match(md, /^Machine: 2 × Test CPU @ 2\.0GHz, 7\.75 GiB, Linux 6\.1\.0-test, Node v20\.20\.2; nats-server 2\.9\.10 \(cluster\), 2\.12\.15 \(maintenance, consumer\); load average at the start 0\.30 0\.40 0\.50$/m);
   assert.match(md, /^### cluster\n\nFinished 2026-12-02 10:40 UTC; load average at its start 1\.25 1\.00 0\.75\.$/m);
   for (const row of ["| writers_1_rows_per_sec | 549,123 |", "| latency_p99_ms | 163 |", "| ratio | 0.157 |", "| in_order | yes |", "| note | a\\|b |", "| missing | – |"]) assert.ok(md.includes(row), row);
-  assert.ok(md.includes("| writers_1_rows_per_sec | 549,123 | ≥ 250000 | ✔ |"));
+  assert.ok(md.includes("| writers_1_rows_per_sec | 549,123 | ≥ 250,000 | ✔ |"));
   assert.ok(md.includes("| writers_1_raw_ratio | 0.160 | ≥ 0.35 | ✘ |"));
   assert.ok(md.includes("| no_list_on_commit_path | 3 | = 0 | – |"));
   assert.ok(md.includes("### decode") && md.includes("| direct_rows_per_sec | 4,000,000 |"));
@@ -214,6 +214,9 @@ test("report - date, machine, every figure, and each target with ✔, ✘ or –
   assert.ok(md.indexOf("### cluster") < md.indexOf("### decode"), "sections in the file's order");
   assert.equal(formatValue(12.345), "12.3");
   assert.equal(formatValue(-0.5), "-0.500");
+  assert.deepEqual(targetAtMost("rss_mb", 301, 300), { name: "rss_mb", measured: 301, target: "≤ 300", met: false });
+  assert.deepEqual(targetAtLeast("ratio", 0.35, 0.35), { name: "ratio", measured: 0.35, target: "≥ 0.35", met: true });
+  assert.equal(targetAtMost("p99_ms", null, 50).met, null);
 });
 
 test("report - the CLI prints the file; a missing file or a stray argument is a one-line error", (tc) => {
