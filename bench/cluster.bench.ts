@@ -13,6 +13,7 @@
  *
  *   node --import tsx bench/cluster.bench.ts [rows=1000000]
  *   CLUSTER_BENCH_ONLY=1,2,3,catch-up,latency,s3 (a subset)
+ * Its figures go to the benchmark results file too (bench/figures.ts, section `cluster`: the parts that ran).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, openSync } from "node:fs";
@@ -21,7 +22,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import { startNats, startRedis } from "../cluster/local/servers.ts";
+import { natsServerVersionOf, startNats, startRedis } from "../cluster/local/servers.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { parseColumnList } from "../src/spec/data-types.ts";
 import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
@@ -29,12 +30,23 @@ import { Subjects } from "../cluster/nats/subjects.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
 import { compareWarehouses } from "./warehouse-compare.ts";
+import { recordFigures, targetAtLeast, targetAtMost, type FigureSet } from "./figures.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const COLUMNS = BENCH_COLUMNS;
+const TARGETS = { rowsPerSec: 250_000, rawRatio: 0.35, latencyOverIntervalMs: 100, notificationP99Ms: 50, rssMb: 300 };
+const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
-async function scenario(writers: number, rows: number, rate: number, commitInterval: string): Promise<string[]> {
+/**
+ * One cluster run: its report lines and its figures, named `writers_<N>_…` (as fast as the producer goes) or
+ * `latency_…` (at `rate` rows/s).
+ */
+async function scenario(writers: number, rows: number, rate: number, commitIntervalMs: number): Promise<{ lines: string[] } & FigureSet> {
+  const commitInterval = `${commitIntervalMs}ms`;
+  const p = rate === 0 ? `writers_${writers}` : "latency";
+  const figures: FigureSet["figures"] = {};
+  const targets: FigureSet["targets"] = [];
   const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
   const nats = await startNats();
   const redis = await startRedis();
@@ -69,14 +81,48 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     const e2e = rows / Number(r["visibleSeconds"]);
     if (rate === 0) {
       const raw = await rawConsumeRate(nc, rows);
+      Object.assign(figures, {
+        [`${p}_rows_per_sec`]: Math.round(e2e),
+        [`${p}_publish_s`]: r3(Number(r["publishSeconds"])),
+        [`${p}_visible_s`]: r3(Number(r["visibleSeconds"])),
+        [`${p}_raw_rows_per_sec`]: Math.round(raw),
+        [`${p}_raw_ratio`]: r3(e2e / raw),
+      });
+      targets.push(targetAtLeast(`${p}_rows_per_sec`, Math.round(e2e), TARGETS.rowsPerSec), targetAtLeast(`${p}_raw_ratio`, r3(e2e / raw), TARGETS.rawRatio));
       lines.push(
         `  ${writers} writer process(es): end-to-end ${Math.round(e2e).toLocaleString("en-US")} rows/s (publish ${Number(r["publishSeconds"]).toFixed(2)} s, visible ${Number(r["visibleSeconds"]).toFixed(2)} s); ` +
           `raw consume+decode ${Math.round(raw).toLocaleString("en-US")} rows/s; ratio ${(e2e / raw).toFixed(2)}×`,
       );
     } else {
       lines.push(`  ${rate.toLocaleString("en-US")} rows/s offered, commit interval ${commitInterval}: publish→visible p50 ${r["latencyP50"]} ms, p99 ${r["latencyP99"]} ms (${r["samples"]} batches; after a 2 s warm-up whose p50/p99 were ${r["warmupP50"]}/${r["warmupP99"]} ms)`);
-      if (subscriber !== null) lines.push(`  snapshot notifications to a subscriber process: ${await subscriber.summary()}`);
+      const num = (v: number | null | undefined): number | null => (typeof v === "number" ? v : null);
+      Object.assign(figures, {
+        [`${p}_rows`]: rows,
+        [`${p}_offered_rows_per_sec`]: rate,
+        [`${p}_commit_interval_ms`]: commitIntervalMs,
+        [`${p}_p50_ms`]: num(r["latencyP50"]),
+        [`${p}_p99_ms`]: num(r["latencyP99"]),
+        [`${p}_batches`]: num(r["samples"]),
+        [`${p}_warmup_p50_ms`]: num(r["warmupP50"]),
+        [`${p}_warmup_p99_ms`]: num(r["warmupP99"]),
+      });
+      targets.push(targetAtMost(`${p}_p99_ms`, num(r["latencyP99"]), commitIntervalMs + TARGETS.latencyOverIntervalMs));
+      if (subscriber !== null) {
+        const n = await subscriber.summary();
+        lines.push(`  snapshot notifications to a subscriber process: ${n.line}`);
+        Object.assign(figures, { notification_p50_ms: n.p50, notification_p99_ms: n.p99, notification_snapshots: n.count, notification_in_order: n.inOrder });
+        targets.push(targetAtMost("notification_p99_ms", n.p99, TARGETS.notificationP99Ms));
+      }
     }
+    const rssMax = Math.max(...nodeStats.map((s) => s.rssMb));
+    Object.assign(figures, {
+      [`${p}_node_cpu_s`]: r3(nodeStats.reduce((t, s) => t + s.cpu, 0)),
+      [`${p}_node_rss_max_mb`]: rssMax,
+      [`${p}_load_generator_cpu_s`]: r3(Number(r["cpuSeconds"])),
+      [`${p}_load_generator_rss_mb`]: load.rssMb,
+      [`${p}_nats_cpu_s`]: r3(natsStats.cpu),
+    });
+    targets.push(targetAtMost(`${p}_node_rss_max_mb`, rssMax, TARGETS.rssMb));
     lines.push(`    nodes: ${nodeStats.map((s, i) => `n${i + 1} ${s.cpu.toFixed(1)} CPU s, RSS ${s.rssMb} MB`).join("; ")}; load generator ${Number(r["cpuSeconds"]).toFixed(1)} CPU s, RSS ${load.rssMb} MB; nats-server ${natsStats.cpu.toFixed(1)} CPU s`);
     await nc.close();
   } finally {
@@ -86,7 +132,16 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return lines;
+  return { lines, figures, targets };
+}
+
+interface NotificationSummary {
+  line: string;
+  p50: number | null;
+  p99: number | null;
+  /** Notifications timed (the first, the KV's last value, left out). */
+  count: number;
+  inOrder: boolean;
 }
 
 /**
@@ -94,7 +149,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
  * `summary()` stops it and gives the link → receipt latency p50/p99 (the first notification, the KV's last value, is
  * left out) and whether ids came in order without gaps.
  */
-function spawnSubscriber(url: string, ms: number): { summary: () => Promise<string> } {
+function spawnSubscriber(url: string, ms: number): { summary: () => Promise<NotificationSummary> } {
   const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("../test/helpers/subscriber-child.ts", import.meta.url)), url, "bench.events", String(ms)], { stdio: ["ignore", "pipe", "inherit"] });
   let text = "";
   child.stdout!.on("data", (b: Buffer) => (text += b.toString()));
@@ -104,10 +159,11 @@ function spawnSubscriber(url: string, ms: number): { summary: () => Promise<stri
       await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once("exit", r)));
       const got = text.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { n: { snapshotId: number; linkedAtMillis: number }; at: number });
       const lat = got.slice(1).map((g) => g.at - g.n.linkedAtMillis).sort((a, b) => a - b);
-      if (lat.length === 0) return "none received";
-      const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))]!;
       const inOrder = got.every((g, i) => i === 0 || g.n.snapshotId === got[i - 1]!.n.snapshotId + 1);
-      return `p50 ${q(0.5)} ms, p99 ${q(0.99)} ms over ${lat.length} snapshots, ${inOrder ? "every id in order" : "GAPS OR REORDERING"} (target p99 ≤ 50 ms)`;
+      if (lat.length === 0) return { line: "none received", p50: null, p99: null, count: 0, inOrder };
+      const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))]!;
+      const line = `p50 ${q(0.5)} ms, p99 ${q(0.99)} ms over ${lat.length} snapshots, ${inOrder ? "every id in order" : "GAPS OR REORDERING"} (target p99 ≤ ${TARGETS.notificationP99Ms} ms)`;
+      return { line, p50: q(0.5), p99: q(0.99), count: lat.length, inOrder };
     },
   };
 }
@@ -154,7 +210,7 @@ async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: num
  * is the writer's whole pipeline (consume, decode, Parquet, commit) against the raw consume + decode of the same
  * messages, with no load generator competing for the two cores.
  */
-async function catchUp(rows: number): Promise<string[]> {
+async function catchUp(rows: number): Promise<{ lines: string[] } & FigureSet> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
   const nats = await startNats();
   const redis = await startRedis();
@@ -186,10 +242,20 @@ async function catchUp(rows: number): Promise<string[]> {
     const secs = (Number(last.timeMillis) - Math.min(...opened)) / 1000;
     const raw = await rawConsumeRate(nc, rows);
     await nc.close();
-    return [
+    const figures = {
+      catch_up_rows_per_sec: Math.round(rows / secs),
+      catch_up_s: r3(secs),
+      catch_up_snapshots: Number(last.id),
+      catch_up_raw_rows_per_sec: Math.round(raw),
+      catch_up_raw_ratio: r3(rows / secs / raw),
+      catch_up_node_cpu_s: r3(cpu),
+      catch_up_node_rss_mb: rss,
+    };
+    const lines = [
       `  catch-up, 1 writer process: ${Math.round(rows / secs).toLocaleString("en-US")} rows/s (${secs.toFixed(2)} s from the first bucket opened to the last snapshot, ${Number(last.id)} snapshots); raw consume+decode ${Math.round(raw).toLocaleString("en-US")} rows/s; ratio ${(rows / secs / raw).toFixed(2)}×`,
       `    node: ${cpu.toFixed(1)} CPU s including start-up, RSS ${rss} MB`,
     ];
+    return { lines, figures, targets: [] };
   } finally {
     node?.kill("SIGKILL");
     if (node !== null && node.exitCode === null) await new Promise((r) => node!.once("exit", r));
@@ -199,19 +265,31 @@ async function catchUp(rows: number): Promise<string[]> {
   }
 }
 
+const recorded: FigureSet = { figures: { rows: ROWS }, targets: [] };
+const keep = (part: { lines: string[] } & FigureSet): string[] => {
+  Object.assign(recorded.figures, part.figures);
+  recorded.targets.push(...part.targets);
+  return part.lines;
+};
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
 // CLUSTER_BENCH_ONLY=1,3,catch-up,latency,s3 runs only those scenarios (for quick comparisons); default: all.
 const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
-for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...(await scenario(writers, ROWS, 0, "250ms")));
-if (!only || only.includes("catch-up")) out.push(...(await catchUp(ROWS)));
+for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...keep(await scenario(writers, ROWS, 0, 250)));
+if (!only || only.includes("catch-up")) out.push(...keep(await catchUp(ROWS)));
 if (!only || only.includes("latency")) {
   out.push("latency");
-  out.push(...(await scenario(3, 500_000, 50_000, "100ms")));
+  out.push(...keep(await scenario(3, 500_000, 50_000, 100)));
 }
-out.push("targets: ≥ 250k rows/s end-to-end and ≥ 0.35× the raw rate; p99 ≤ commit interval + 100 ms; notification p99 ≤ 50 ms; RSS ≤ 300 MB per node");
+out.push(
+  `targets: ≥ ${TARGETS.rowsPerSec / 1000}k rows/s end-to-end and ≥ ${TARGETS.rawRatio}× the raw rate; p99 ≤ commit interval + ${TARGETS.latencyOverIntervalMs} ms; notification p99 ≤ ${TARGETS.notificationP99Ms} ms; RSS ≤ ${TARGETS.rssMb} MB per node`,
+);
 if (!only || only.includes("s3")) {
   const load0 = loadavg().map((x) => x.toFixed(2)).join(" ");
-  out.push(...(await compareWarehouses({ rows: ROWS, latencyRate: 50_000, latencyRows: Math.min(500_000, Math.max(100_000, Math.floor(ROWS / 2))), nodes: 2 })));
+  const load1m0 = loadavg()[0]!;
+  out.push(...keep(await compareWarehouses({ rows: ROWS, latencyRate: 50_000, latencyRows: Math.min(500_000, Math.max(100_000, Math.floor(ROWS / 2))), nodes: 2 })));
   out.push(`  load average at the start of the warehouse runs ${load0}, at the end ${loadavg().map((x) => x.toFixed(2)).join(" ")} (a shared machine: figures under load are indicative)`);
+  Object.assign(recorded.figures, { s3_load_average_1m_start: Math.round(load1m0 * 100) / 100, s3_load_average_1m_end: Math.round(loadavg()[0]! * 100) / 100 });
 }
 process.stdout.write(out.join("\n") + "\n");
+// Every server here is startNats's default: NATSLAKE_NATS_SERVER, else the nats-server on PATH.
+recordFigures("cluster", recorded.figures, recorded.targets, { natsServer: natsServerVersionOf(process.env["NATSLAKE_NATS_SERVER"] || "nats-server") });

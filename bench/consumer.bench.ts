@@ -17,6 +17,7 @@
  *
  *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--quick]
  *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
+ * Its figures go to the benchmark results file too (bench/figures.ts, section `consumer`).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, rmSync } from "node:fs";
@@ -34,6 +35,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
+import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures } from "./figures.ts";
 
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const CONSUMERS = fileURLToPath(new URL("./consumer-load.ts", import.meta.url));
@@ -456,23 +458,44 @@ async function stopCluster(c: Processes): Promise<void> {
   rmSync(c.dir, { recursive: true, force: true });
 }
 
-function targetLines(lat: LatencyFigure[], catchUp: { consumerRate: number; scanRate: number }, stall: StallFigure): string[] {
+function targetLines(lat: LatencyFigure[], catchUp: { consumerRate: number; scanRate: number }, stall: StallFigure): { lines: string[] } & FigureSet {
   const ten = lat.find((l) => l.consumers === TARGETS.p99Consumers);
   const p99 = ten?.p99 ?? null;
   const ratio = catchUp.consumerRate / catchUp.scanRate;
   const short = STALL_SECONDS < TARGETS.stallSeconds ? ` (shorter than the target's ${TARGETS.stallSeconds} s)` : "";
-  return [
+  const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+  const figures: Figures = {};
+  for (const l of lat) Object.assign(figures, { [`latency_${l.consumers}_p50_ms`]: l.p50, [`latency_${l.consumers}_p99_ms`]: l.p99, [`latency_${l.consumers}_deliveries`]: l.samples, [`latency_${l.consumers}_missing`]: l.missing });
+  Object.assign(figures, {
+    catch_up_rows_per_sec: Math.round(catchUp.consumerRate),
+    scan_rows_per_sec: Math.round(catchUp.scanRate),
+    catch_up_vs_scan_ratio: r3(ratio),
+    stall_measured_s: r3(stall.seconds),
+    stall_reader_rss_start_mb: Number.isFinite(stall.atStartMb) ? stall.atStartMb : null,
+    stall_reader_rss_max_mb: stall.peakMb,
+    stall_fast_p99_ms: stall.fastP99,
+  });
+  // As printed: the p99 target also wants every delivery there.
+  const p99Target = targetAtMost(`latency_${TARGETS.p99Consumers}_p99_ms`, p99, TARGETS.p99Ms);
+  const targets = [
+    { ...p99Target, target: `${p99Target.target}, none missing`, met: p99 !== null && p99 <= TARGETS.p99Ms && ten!.missing === 0 },
+    targetAtLeast("catch_up_vs_scan_ratio", r3(ratio), TARGETS.catchUpVsScan),
+    targetAtMost("stall_reader_rss_max_mb", stall.peakMb, TARGETS.stalledRssMb),
+  ];
+  const lines = [
     "targets",
     `  ${mark(p99 !== null && p99 <= TARGETS.p99Ms && ten!.missing === 0)} delivery p99 ≤ ${TARGETS.p99Ms} ms with ${TARGETS.p99Consumers} consumers: ${ms(p99)}${ten !== undefined && ten.missing > 0 ? `, ${ten.missing} deliveries missing` : ""} (1: ${ms(lat[0]?.p99)}, 100: ${ms(lat[2]?.p99)}; no target)`,
     `  ${mark(ratio >= TARGETS.catchUpVsScan)} catch-up ≥ ${TARGETS.catchUpVsScan}× natslake's full scan: ${fmt(catchUp.consumerRate)} / ${fmt(catchUp.scanRate)} rows/s = ${ratio.toFixed(2)}×`,
     `  ${mark(stall.peakMb <= TARGETS.stalledRssMb)} reader RSS ≤ ${TARGETS.stalledRssMb} MB with a consumer stalled for ${stall.seconds.toFixed(0)} s${short}: max ${stall.peakMb} MB (${stall.atStartMb} MB at the stall's start); the fast consumer's p99 meanwhile ${ms(stall.fastP99)}`,
   ];
+  return { lines, figures, targets };
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
   const nats = chooseNatsServer();
-  say(`consumer${QUICK ? " (--quick)" : ""}: ${WRITERS} writer,committer nodes + 1 reader node (from ${nodesRunFrom()}), ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${fmt(RATE)} rows/s, backlog ${fmt(ROWS)} rows, stall ${STALL_SECONDS} s, loopback nats-server + redis-server`);
+  const nodesFrom = nodesRunFrom();
+  say(`consumer${QUICK ? " (--quick)" : ""}: ${WRITERS} writer,committer nodes + 1 reader node (from ${nodesFrom}), ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${fmt(RATE)} rows/s, backlog ${fmt(ROWS)} rows, stall ${STALL_SECONDS} s, loopback nats-server + redis-server`);
   say(`  nats-server ${nats.version ?? "(version unknown)"} (${nats.bin}, ${nats.source}${nats.old ? "; older than 2.10" : ""}); load average at start ${loads()}`);
   const c = await startCluster(nats.bin);
   try {
@@ -486,8 +509,21 @@ async function main(): Promise<void> {
     say(`\nreader restarted before the stall (RSS ${before} MB after the earlier phases; ${procStats(c.reader.pid!).rssNowMb} MB fresh)`);
     const stall = await stallPhase(c, live);
     say("");
-    for (const l of targetLines(lat, catchUp, stall)) say(l);
+    const judged = targetLines(lat, catchUp, stall);
+    for (const l of judged.lines) say(l);
     say(`whole run ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end ${loads()}`);
+    const figures: Figures = {
+      quick: QUICK,
+      backlog_rows: ROWS,
+      stall_asked_s: STALL_SECONDS,
+      latency_phase_s: LATENCY_SECONDS,
+      offered_rows_per_sec: RATE,
+      nodes_from: nodesFrom,
+      ...judged.figures,
+      run_s: Math.round((Date.now() - started) / 1000),
+      load_average_1m_end: Math.round(loadavg()[0]! * 100) / 100,
+    };
+    recordFigures("consumer", figures, judged.targets, { natsServer: nats.version });
   } finally {
     await stopCluster(c);
   }

@@ -5,11 +5,13 @@
  * of 3 after a warm-up run, and the ratio.
  *
  *   node --import tsx bench/decode.bench.ts [rows]
+ * Its figures go to the benchmark results file too (bench/figures.ts, section `decode`).
  */
 import { decodeSized, packPayloads, type IngestPayloads } from "../actors/ingest/decode.ts";
 import { encodeRowBatch } from "../actors/wire/row-batch.ts";
 import { assignFieldIds, parseColumnList } from "../src/spec/data-types.ts";
 import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { recordFigures } from "./figures.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const fields = assignFieldIds(parseColumnList(BENCH_COLUMNS).map((c) => ({ id: -1, ...c }))).fields;
@@ -49,3 +51,9 @@ process.stdout.write(
   `ingest decoding, ${ROWS.toLocaleString("en-US")} rows of the bench shape in 500-row batches, jobs of 64 messages, one thread\n` +
     `  generic (msgpackr + builders) ${fmt(generic)}\n  direct (bytes → builders)     ${fmt(direct)}\n  direct / generic              ${(direct / generic).toFixed(2)}×\n`,
 );
+recordFigures("decode", {
+  rows: ROWS,
+  generic_rows_per_sec: Math.round(generic),
+  direct_rows_per_sec: Math.round(direct),
+  direct_vs_generic_ratio: Math.round((direct / generic) * 1000) / 1000,
+});

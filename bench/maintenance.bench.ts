@@ -12,6 +12,7 @@
  * load generator: throughput and publish→visible p50/p99 per phase. Each issue-10 target is printed with ✔/✘.
  *
  *   node --import tsx bench/maintenance.bench.ts [--minutes N]   (default 2 minutes per phase; the issue's run: 10)
+ * Its figures go to the benchmark results file too (bench/figures.ts, section `maintenance`).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, openSync, rmSync } from "node:fs";
@@ -33,6 +34,7 @@ import type { Table } from "../src/table/table.ts";
 import { BatchWriter } from "../src/write/batch-writer.ts";
 import { assertAlive, procStats, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
+import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures, type Target } from "./figures.ts";
 
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const RATE = 10_000;
@@ -407,7 +409,30 @@ function planPoints(samples: Sample[]): { first: PlanPoint; last: PlanPoint } | 
   return { first: planPoint(loaded.slice(from1, from1 + PLAN_WINDOW)), last: planPoint(loaded.slice(-PLAN_WINDOW)) };
 }
 
-function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFigure }): string[] {
+/** A phase's ingest figures for the results file, named `<phase>_…`. */
+function ingestFigures(p: PhaseResult): Figures {
+  const rows = num(p.load, "rows");
+  const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+  const ms = (key: string): number | null => (Number.isFinite(num(p.load, key)) ? num(p.load, key) : null);
+  const nodeCpu = p.nodeCpu.reduce((a, b) => a + b, 0);
+  return {
+    [`${p.name}_rows`]: rows,
+    [`${p.name}_rows_per_sec`]: Math.round(rows / num(p.load, "visibleSeconds")),
+    [`${p.name}_p50_ms`]: ms("latencyP50"),
+    [`${p.name}_p99_ms`]: ms("latencyP99"),
+    [`${p.name}_warmup_p99_ms`]: ms("warmupP99"),
+    [`${p.name}_node_cpu_s`]: r3(nodeCpu),
+    [`${p.name}_node_cpu_s_per_million_rows`]: r3(nodeCpu / (rows / 1e6)),
+    [`${p.name}_node_peak_rss_max_mb`]: Math.max(...p.nodePeakRssMb),
+    [`${p.name}_nats_cpu_s`]: r3(p.natsCpu),
+    [`${p.name}_load_generator_cpu_s`]: r3(num(p.load, "cpuSeconds")),
+    [`${p.name}_scan_end_rows_per_sec`]: Math.round(scanRate(p.scanEnd)),
+    [`${p.name}_scan_minute_1_rows_per_sec`]: p.scanMinute1 === null ? null : Math.round(scanRate(p.scanMinute1)),
+    [`${p.name}_phase_s`]: Math.round(p.seconds),
+  };
+}
+
+function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFigure }): { lines: string[] } & FigureSet {
   const after1 = on.samples.filter((s) => s.t > 60);
   const filesMax = after1.length === 0 ? null : Math.max(...after1.map((s) => s.filesMax));
   const over = after1.length === 0 ? null : Math.max(...after1.map((s) => s.snapshots - s.bound));
@@ -421,8 +446,27 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
   const na = "n/a (no samples after minute 1: run longer)";
   const end = on.samples[on.samples.length - 1]!;
   // A run shorter than time-retained tests the bound only through num-retained.max (3000 with the cluster's defaults).
+  const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+  const targets: Target[] = [
+    targetAtMost("files_per_bucket_max", filesMax, ON_TARGETS.filesPerBucket),
+    targetAtMost("snapshots_over_retention_bound", over, 0),
+    targetAtMost("plan_growth_ratio", planRatio === null ? null : r3(planRatio), ON_TARGETS.planGrowth),
+    targetAtLeast("scan_vs_batch_ratio", r3(scanRatio), ON_TARGETS.scanVsBatch),
+    targetAtLeast("throughput_on_vs_off_ratio", r3(tputRatio), ON_TARGETS.throughputVsOff),
+    targetAtMost("on_p99_ms", Number.isFinite(p99) ? p99 : null, ON_TARGETS.p99Ms),
+  ];
+  const figures: Figures = {
+    off_files_per_bucket_max: Math.max(...off.samples.map((s) => s.filesMax)),
+    off_snapshots_max: Math.max(...off.samples.map((s) => s.snapshots)),
+    on_snapshots_max_after_minute_1: after1.length === 0 ? null : Math.max(...after1.map((s) => s.snapshots)),
+    on_snapshots_expired: end.earliest - 1,
+    plan_minute_1_ms: plans === null ? null : r3(plans.first.ms),
+    plan_end_ms: plans === null ? null : r3(plans.last.ms),
+    baseline_scan_rows_per_sec: Math.round(scanRate(baseline.scan)),
+    off_scan_vs_batch_ratio: r3(scanRate(off.scanEnd) / scanRate(baseline.scan)),
+  };
   const expired = end.earliest > 1 ? `snapshots 1–${end.earliest - 1} expired by the end` : `nothing expired yet: no snapshot was older than ${CLUSTER_TABLE_DEFAULTS["snapshot.time-retained"]} or beyond ${CLUSTER_TABLE_DEFAULTS["snapshot.num-retained.max"]}`;
-  return [
+  const lines = [
     `targets (phase on unless said)`,
     `  ${mark(filesMax === null ? null : filesMax <= ON_TARGETS.filesPerBucket)} live data files per bucket ≤ ${ON_TARGETS.filesPerBucket} after minute 1: max ${filesMax ?? na} (phase off: max ${Math.max(...off.samples.map((s) => s.filesMax))})`,
     `  ${mark(over === null ? null : over <= 0)} snapshot files within the retention bound after minute 1: ${over === null ? na : over <= 0 ? `always (at most ${Math.max(...after1.map((s) => s.snapshots))} files)` : `exceeded by up to ${over}`}; ${expired} (phase off, write-only: ${Math.max(...off.samples.map((s) => s.snapshots))} at the end)`,
@@ -431,6 +475,7 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
     `  ${mark(tputRatio >= ON_TARGETS.throughputVsOff)} ingest throughput on ≥ ${ON_TARGETS.throughputVsOff}× off (rows / first publish → all visible): ${fmt(tput(on))} / ${fmt(tput(off))} rows/s = ${tputRatio.toFixed(3)}×`,
     `  ${mark(p99 <= ON_TARGETS.p99Ms)} publish→visible p99 ≤ commit interval + 100 ms = ${ON_TARGETS.p99Ms} ms: on ${p99} ms, off ${num(off.load, "latencyP99")} ms`,
   ];
+  return { lines, figures, targets };
 }
 
 /** How the nodes run: `natslake --version` says "dist" when dist/ matches the sources, else "sources" (tsx). */
@@ -474,7 +519,8 @@ async function stopCluster(c: Processes): Promise<void> {
 async function main(): Promise<void> {
   const started = Date.now();
   const nats = chooseNatsServer();
-  say(`maintenance, ${MINUTES} min per phase, ${fmt(RATE)} rows/s, ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${NODES} nodes (from ${nodesRunFrom()}), loopback nats-server + redis-server`);
+  const nodesFrom = nodesRunFrom();
+  say(`maintenance, ${MINUTES} min per phase, ${fmt(RATE)} rows/s, ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${NODES} nodes (from ${nodesFrom}), loopback nats-server + redis-server`);
   say(`  nats-server ${nats.version ?? "(version unknown)"} (${nats.bin}, ${nats.source}${nats.old ? "; older than 2.10" : ""}); load average at start ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
   say(`  retention: ${Object.entries(CLUSTER_TABLE_DEFAULTS).map(([k, v]) => `${k} = ${v}`).join(", ")}`);
   const c = await startCluster(nats.bin);
@@ -487,8 +533,22 @@ async function main(): Promise<void> {
     say("\ningest");
     for (const p of [on, off]) for (const l of ingestLines(p)) say(l);
     say("");
-    for (const l of targetLines(on, off, baseline)) say(l);
+    const judged = targetLines(on, off, baseline);
+    for (const l of judged.lines) say(l);
     say(`phases: on ${on.seconds.toFixed(0)} s, off ${off.seconds.toFixed(0)} s; whole run ${((Date.now() - started) / 1000).toFixed(0)} s; load average at the end ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+    const figures: Figures = {
+      minutes_per_phase: MINUTES,
+      offered_rows_per_sec: RATE,
+      nodes_from: nodesFrom,
+      ...ingestFigures(on),
+      ...ingestFigures(off),
+      baseline_files: baseline.files,
+      baseline_write_s: Math.round(baseline.writeSeconds * 1000) / 1000,
+      ...judged.figures,
+      run_s: Math.round((Date.now() - started) / 1000),
+      load_average_1m_end: Math.round(loadavg()[0]! * 100) / 100,
+    };
+    recordFigures("maintenance", figures, judged.targets, { natsServer: nats.version });
   } finally {
     await stopCluster(c);
   }

@@ -9,7 +9,8 @@
  * and decodes Parquet in worker threads (ParquetEncoderPool, one per core), so its wall time can be below its CPU
  * time; the ratios are of wall time, as the targets are.
  *
- *   npm run bench -- [rows]      (default 1000000)
+ *   node --expose-gc --import tsx bench/table-core.bench.ts [rows]      (default 1000000)
+ * Its figures go to the benchmark results file too (bench/figures.ts, section `table_core`).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,6 +23,7 @@ import { BatchWriter } from "../src/write/batch-writer.ts";
 import { readBatches } from "../src/scan/read.ts";
 import { PYPAIMON_BENCH_PY, runPython } from "../test/helpers/python.ts";
 import { BENCH_COLUMNS, BENCH_EVENTS, benchInputRow, benchUser } from "./shape.ts";
+import { recordFigures, targetAtLeast } from "./figures.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const RUNS = 3;
@@ -139,6 +141,34 @@ async function main(): Promise<void> {
     `  all runs (s): Arrow write ${arrowWrite.map((x) => x.toFixed(3)).join(" ")}; objects ${objectWrite.map((x) => x.toFixed(3)).join(" ")}; scan ${scan.map((x) => x.toFixed(3)).join(" ")}`,
   ];
   process.stdout.write(lines.join("\n") + "\n");
+  const rps = (secs: number): number => Math.round(ROWS / secs);
+  const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+  const arrowVsPypaimon = r3(py.pypaimon_write_s / aw);
+  const scanVsPypaimon = r3(py.pypaimon_scan_s / sc);
+  recordFigures(
+    "table_core",
+    {
+      rows: ROWS,
+      runs: RUNS,
+      arrow_write_rows_per_sec: rps(aw),
+      arrow_write_cpu_s: r3(median(cpu.arrowWrite)),
+      object_write_rows_per_sec: rps(ow),
+      object_write_cpu_s: r3(median(cpu.objectWrite)),
+      scan_rows_per_sec: rps(sc),
+      scan_cpu_s: r3(median(cpu.scan)),
+      pypaimon_write_rows_per_sec: rps(py.pypaimon_write_s),
+      pypaimon_write_cpu_s: r3(py.pypaimon_write_cpu_s),
+      pypaimon_scan_rows_per_sec: rps(py.pypaimon_scan_s),
+      pypaimon_scan_cpu_s: r3(py.pypaimon_scan_cpu_s),
+      pyarrow_write_rows_per_sec: rps(py.pyarrow_write_s),
+      pyarrow_write_cpu_s: r3(py.pyarrow_write_cpu_s),
+      arrow_write_vs_pypaimon_ratio: arrowVsPypaimon,
+      object_write_vs_pypaimon_ratio: r3(py.pypaimon_write_s / ow),
+      scan_vs_pypaimon_ratio: scanVsPypaimon,
+      arrow_write_vs_pyarrow_ratio: r3(py.pyarrow_write_s / aw),
+    },
+    [targetAtLeast("arrow_write_vs_pypaimon_ratio", arrowVsPypaimon, 1.0), targetAtLeast("scan_vs_pypaimon_ratio", scanVsPypaimon, 1.0)],
+  );
 }
 
 await main();

@@ -25,6 +25,7 @@ import { S3_AREAS, type S3Area } from "../src/io/s3-requests.ts";
 import { requestsSince, scrapeMetrics, scrapeS3Requests, type NodeS3Requests } from "../test/helpers/node-metrics.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
+import { targetAtLeast, targetAtMost, type FigureSet } from "./figures.ts";
 
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const TABLE = "bench.events";
@@ -219,8 +220,8 @@ async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<Warehouse
   }
 }
 
-/** Runs both warehouses and returns the report's lines. */
-export async function compareWarehouses(o: CompareOptions): Promise<string[]> {
+/** Runs both warehouses; returns the report's lines and the figures (`local_…`, `s3_…`) and targets behind them. */
+export async function compareWarehouses(o: CompareOptions): Promise<{ lines: string[] } & FigureSet> {
   const local = await runOn("local", o);
   const s3 = await runOn("s3", o);
   const lines = [`warehouses, ${o.nodes} nodes (every role), 6 buckets, commit interval ${COMMIT_INTERVAL_MS} ms; local directory vs S3 (SeaweedFS ${seaweedVersion()} on loopback)`];
@@ -246,8 +247,38 @@ export async function compareWarehouses(o: CompareOptions): Promise<string[]> {
     q.leaderChanges > 0
       ? `not judged: the leadership moved ${q.leaderChanges} time(s) during the load (${commitPathLists} listings of the table's directories, a new leader's orphan cleanup among them)`
       : `${mark(commitPathLists === 0)} (${commitPathLists} listings of snapshot/, manifest/, data, schema/, tag/ or committables/)`;
+  const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+  const figures: FigureSet["figures"] = { warehouse_offered_rows_per_sec: o.latencyRate, warehouse_latency_rows: o.latencyRows };
+  for (const r of [local, s3]) {
+    Object.assign(figures, {
+      [`${r.kind}_rows_per_sec`]: Math.round(r.throughput.rowsPerSec),
+      [`${r.kind}_p50_ms`]: r.latency.p50,
+      [`${r.kind}_p99_ms`]: r.latency.p99,
+      [`${r.kind}_warmup_p99_ms`]: r.latency.warmupP99,
+      [`${r.kind}_commit_round_ms`]: r.commitRoundMs === null ? null : Math.round(r.commitRoundMs),
+    });
+  }
+  Object.assign(figures, {
+    s3_vs_local_ratio: r3(ratio),
+    s3_commits: q.commits,
+    s3_put_per_commit: r3(q.perCommit.PUT),
+    s3_get_per_commit: r3(q.perCommit.GET),
+    s3_head_per_commit: r3(q.perCommit.HEAD),
+    s3_list_per_commit: r3(q.perCommit.LIST),
+    s3_delete_per_commit: r3(q.perCommit.DELETE),
+    s3_commit_path_lists: commitPathLists,
+    s3_leader_changes: q.leaderChanges,
+    s3_list_per_sec_idle_max: r3(Math.max(...q.listPerSecIdle)),
+    s3_list_per_sec_load_max: r3(Math.max(...q.listPerSecLoad)),
+  });
+  const targets = [
+    targetAtLeast("s3_vs_local_ratio", r3(ratio), 0.8),
+    targetAtMost("s3_p99_ms", s3.latency.p99, COMMIT_INTERVAL_MS + 200),
+    // Not judged when the leadership moved (see listVerdict).
+    { name: "s3_commit_path_lists", measured: commitPathLists, target: "= 0", met: q.leaderChanges > 0 ? null : commitPathLists === 0 },
+  ];
   lines.push(
     `  targets: S3 throughput ≥ 0.8× local ${mark(ratio >= 0.8)} (${ratio.toFixed(2)}×); S3 p99 ≤ ${COMMIT_INTERVAL_MS + 200} ms ${mark(s3.latency.p99 !== null && s3.latency.p99 <= COMMIT_INTERVAL_MS + 200)} (${s3.latency.p99} ms); no LIST on the commit path ${listVerdict}`,
   );
-  return lines;
+  return { lines, figures, targets };
 }
