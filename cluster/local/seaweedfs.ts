@@ -12,14 +12,14 @@
  * `$NATSLAKE_TOOLS_DIR/seaweedfs-<version>/weed` (version in scripts/seaweedfs-version). A missing binary is an error
  * that says how to build it (tests never skip).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from "@aws-sdk/client-s3";
 import { REPO_ROOT } from "../repo-root.ts";
-import { freePort } from "./servers.ts";
+import { freePort, PortTakenError, spawnServerProcess } from "./servers.ts";
 
 export interface SeaweedHandle {
   /** The S3 gateway, e.g. `http://127.0.0.1:41234`. */
@@ -65,8 +65,6 @@ export function seaweedBin(env: NodeJS.ProcessEnv = process.env): string {
   if (env["NATSLAKE_WEED"]) return env["NATSLAKE_WEED"];
   return join(env["NATSLAKE_TOOLS_DIR"] || join(homedir(), "go", "natslake-bin"), `seaweedfs-${seaweedVersion()}`, "weed");
 }
-
-class PortTakenError extends Error {}
 
 export async function startSeaweed(opts: SeaweedOptions = {}): Promise<SeaweedHandle> {
   const bin = opts.bin ?? seaweedBin();
@@ -120,36 +118,17 @@ async function launch(bin: string, opts: SeaweedOptions): Promise<SeaweedHandle>
     `-s3.localSocket=${join(dir, "s3.sock")}`,
     ...(opts.anonymous === true ? [] : [`-s3.config=${configPath}`]),
   ];
-  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir, detached: opts.detached ?? false });
-  let out = "";
-  const keep = (b: Buffer): void => {
-    out = (out + b.toString()).slice(-8000);
-  };
-  proc.stdout?.on("data", keep);
-  proc.stderr?.on("data", keep);
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    proc.once("error", (e) => reject(new Error(`cannot start ${bin}: ${e.message}`)));
-    proc.once("spawn", () => resolve());
-  });
-  const stopWith = async (signal: NodeJS.Signals, keepData: boolean): Promise<void> => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill(signal);
-      const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    if (!keepData) rmSync(dir, { recursive: true, force: true });
-  };
+  const server = await spawnServerProcess(bin, args, { dir, ...(opts.detached !== undefined ? { detached: opts.detached } : {}) });
+  const { proc, output } = server;
   const endpoint = `http://127.0.0.1:${s3}`;
   process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true"; // see S3FileIO's constructor
   const region = "us-east-1";
   const client = new S3Client({ endpoint, region, forcePathStyle: true, credentials, maxAttempts: 1, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED" });
   try {
-    await waitReady(client, proc, opts.startTimeoutMs ?? 60_000, () => out);
+    await waitReady(client, proc, opts.startTimeoutMs ?? 60_000, output);
   } catch (e) {
     client.destroy();
-    await stopWith("SIGKILL", opts.dir !== undefined);
+    await server.stop("SIGKILL", opts.dir !== undefined);
     throw e;
   }
   return {
@@ -162,13 +141,13 @@ async function launch(bin: string, opts: SeaweedOptions): Promise<SeaweedHandle>
     env: { AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey, AWS_REGION: region, NATSLAKE_S3_ENDPOINT: endpoint },
     client,
     process: proc,
-    output: () => out,
+    output,
     createBucket: async (name: string) => {
       await client.send(new CreateBucketCommand({ Bucket: name }));
     },
     stop: async (o?: { keepData?: boolean }) => {
       client.destroy();
-      await stopWith("SIGTERM", o?.keepData ?? false);
+      await server.stop("SIGTERM", o?.keepData ?? false);
     },
   };
 }

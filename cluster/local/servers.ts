@@ -105,7 +105,46 @@ function redisIdentity(pid: () => number | undefined) {
     }, 2000);
 }
 
-class PortTakenError extends Error {}
+/** The port a server was started on was taken by another process first: try again on another. */
+export class PortTakenError extends Error {}
+
+/** A server process started by this module: the tail of its output, and a stop that signals and waits. */
+export interface ServerProcess {
+  proc: ChildProcess;
+  /** The last 8 KB it printed (stdout and stderr). */
+  output(): string;
+  /** `signal`, SIGKILL after 5 s, wait for the exit; then removes `dir` unless `keepData`. */
+  stop(signal: NodeJS.Signals, keepData: boolean): Promise<void>;
+}
+
+/** Spawns `bin` in `dir` (resolves once spawned; a missing binary rejects, naming it and `hint`). */
+export async function spawnServerProcess(bin: string, args: string[], o: { dir: string; detached?: boolean; hint?: string }): Promise<ServerProcess> {
+  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: o.dir, detached: o.detached ?? false });
+  let out = "";
+  const keep = (b: Buffer): void => {
+    out = (out + b.toString()).slice(-8000);
+  };
+  proc.stdout?.on("data", keep);
+  proc.stderr?.on("data", keep);
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    proc.once("error", (e) => reject(new Error(`cannot start ${bin}: ${e.message}${o.hint ? `. ${o.hint}` : ""}`)));
+    proc.once("spawn", () => resolve());
+  });
+  return {
+    proc,
+    output: () => out,
+    stop: async (signal, keepData) => {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill(signal);
+        const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      if (!keepData) rmSync(o.dir, { recursive: true, force: true });
+    },
+  };
+}
 
 /**
  * Waits until the server listens on `port` and `identify` says it is the one started (a port held by another process
@@ -153,33 +192,13 @@ interface LaunchSpec {
 
 async function launch(spec: LaunchSpec): Promise<ServerHandle> {
   const { bin, args, port, dir, url, hint } = spec;
-  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir, detached: spec.detached ?? false });
-  let out = "";
-  const keep = (b: Buffer): void => {
-    out = (out + b.toString()).slice(-8000);
-  };
-  proc.stdout?.on("data", keep);
-  proc.stderr?.on("data", keep);
-  const spawned = new Promise<void>((resolve, reject) => {
-    proc.once("error", (e) => reject(new Error(`cannot start ${bin}: ${e.message}. ${hint}`)));
-    proc.once("spawn", () => resolve());
-  });
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-  const stopWith = async (signal: NodeJS.Signals, keepData: boolean): Promise<void> => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill(signal);
-      const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    if (!keepData) rmSync(dir, { recursive: true, force: true });
-  };
-  await spawned;
+  const server = await spawnServerProcess(bin, args, { dir, hint, ...(spec.detached !== undefined ? { detached: spec.detached } : {}) });
+  const proc = server.proc;
   try {
-    await waitForPort(port, proc, 15_000, () => out, spec.identify(() => proc.pid));
+    await waitForPort(port, proc, 15_000, server.output, spec.identify(() => proc.pid));
   } catch (e) {
     // Not left running on a port it never got (or that nobody will use).
-    await stopWith("SIGKILL", true);
+    await server.stop("SIGKILL", true);
     throw e;
   }
   return {
@@ -188,9 +207,9 @@ async function launch(spec: LaunchSpec): Promise<ServerHandle> {
     pid: proc.pid!,
     dir,
     process: proc,
-    output: () => out,
-    stop: (opts?: { keepData?: boolean }) => stopWith("SIGTERM", opts?.keepData ?? false),
-    kill: () => stopWith("SIGKILL", true),
+    output: server.output,
+    stop: (opts?: { keepData?: boolean }) => server.stop("SIGTERM", opts?.keepData ?? false),
+    kill: () => server.stop("SIGKILL", true),
   };
 }
 

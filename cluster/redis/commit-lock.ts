@@ -1,8 +1,9 @@
 /**
  * The commit lock in Redis (src/io/commit-lock.ts): for a warehouse on an object store without conditional puts
- * whose URI opted in with `commit-lock=redis`. `SET <key> <token> NX PX <lease>` takes it, a compare-and-delete
- * script releases it; a holder learns its lease's time left from its own monotonic clock (measured from the start
- * of the SET that took it, so never later than Redis's expiry) after checking the key still holds its token.
+ * whose URI opted in with `commit-lock=redis`. `SET <key> <token> NX PX <lease>` takes it, the lease's
+ * compare-and-delete script releases it; a holder learns its lease's time left from its own monotonic clock (measured
+ * from the start of the SET that took it, so never later than Redis's expiry) after checking the key still holds its
+ * token.
  *
  * A connection is opened while locks are in use and closed when the last is released: a CLI command must be able to
  * exit, and commits under this lock are an opt-in fallback where one loopback connect per commit does not matter.
@@ -14,14 +15,8 @@ import { Redis } from "ioredis";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
 import { registerCommitLockProvider, type CommitLock } from "../../src/io/commit-lock.ts";
 import { withTimeout } from "../../src/timeout.ts";
-import { redactRedisUrl } from "./lease.ts";
+import { redactRedisUrl, RELEASE_LUA } from "./lease.ts";
 
-/** Compare-and-delete: the key is removed only while it holds our token. KEYS: key. ARGV: token. */
-const RELEASE_LUA = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`;
 
 export interface RedisCommitLockOptions {
   /** The lock's lease: a holder that dies leaves it for at most this long (default 30 s). */

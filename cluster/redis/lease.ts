@@ -40,7 +40,7 @@ end
 return 0`;
 
 /** Compare-and-DEL. Returns 1 when this token's key was deleted, else 0. KEYS: key. ARGV: token. */
-const RELEASE_LUA = `
+export const RELEASE_LUA = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end

@@ -11,7 +11,8 @@
 import { ErrorKind, LakeError } from "../errors.ts";
 import { decodeStruct, type ThriftField, type ThriftList, type ThriftValue } from "./parquet-footer.mjs";
 
-const MAGIC = [0x50, 0x41, 0x52, 0x31];
+/** `PAR1`: the first and the last four bytes of a Parquet file. */
+export const PARQUET_MAGIC: readonly number[] = [0x50, 0x41, 0x52, 0x31];
 
 const corrupt = (what: string): LakeError => new LakeError(ErrorKind.DataInvalid, `not a readable Parquet file: ${what}`);
 
@@ -27,7 +28,7 @@ export interface ByteRange {
  */
 export function footerRangeFromTail(tail: Uint8Array, fileSize: number): ByteRange {
   const n = tail.length;
-  if (n < 8 || !MAGIC.every((m, k) => tail[n - 4 + k] === m)) throw corrupt("missing PAR1 magic at its end");
+  if (n < 8 || !PARQUET_MAGIC.every((m, k) => tail[n - 4 + k] === m)) throw corrupt("missing PAR1 magic at its end");
   const len = (tail[n - 8]! | (tail[n - 7]! << 8) | (tail[n - 6]! << 16) | (tail[n - 5]! << 24)) >>> 0;
   const start = fileSize - 8 - len;
   if (len === 0 || start < 4) throw corrupt(`bad footer length ${len} in a file of ${fileSize} bytes`);

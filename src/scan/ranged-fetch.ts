@@ -8,7 +8,7 @@
  * same footers (test/compat/parquet-ranges.test.ts), dictionary pages and several row groups included.
  */
 import type { FileIO } from "../io/file-io.ts";
-import { coalesceRanges, columnChunkRanges, footerRangeFromTail, type ByteRange } from "../codec/parquet-ranges.ts";
+import { coalesceRanges, columnChunkRanges, footerRangeFromTail, PARQUET_MAGIC, type ByteRange } from "../codec/parquet-ranges.ts";
 
 /** Below this size a file is fetched whole: one request is cheaper than two or three. */
 export const RANGED_READ_MIN_BYTES = 1024 * 1024;
@@ -20,8 +20,6 @@ const COALESCE_GAP = 128 * 1024;
 const WHOLE_FILE_SHARE = 0.7;
 /** Range requests in flight per file. */
 const PARALLEL_RANGES = 4;
-
-const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
 /** What a ranged fetch did: the bytes, and how many of them crossed the wire (for tests and metrics). */
 export interface RangedFetch {
@@ -60,7 +58,7 @@ export async function fetchColumnsOf(io: FileIO, path: string, fileSize: number,
     return { bytes: whole, fetchedBytes: fetched + whole.length, requests: requests + 1 };
   }
   const bytes = new Uint8Array(fileSize);
-  bytes.set(MAGIC, 0);
+  bytes.set(PARQUET_MAGIC, 0);
   bytes.set(tail, tailStart);
   if (footerRange.start < tailStart) bytes.set(footer, footerRange.start);
   const queue: ByteRange[] = [...ranges];

@@ -9,7 +9,9 @@ import { parseColumnList } from "../../src/spec/data-types.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import type { Table } from "../../src/table/table.ts";
 import { BatchWriter, type OverwriteSpec } from "../../src/write/batch-writer.ts";
-import { readAllRows } from "../../src/scan/read.ts";
+import assert from "node:assert/strict";
+import { readAllRows, readRows } from "../../src/scan/read.ts";
+import { planScan } from "../../src/scan/plan.ts";
 import { toCanonical, toJsonValue } from "../../src/spec/values.ts";
 
 export function tempDir(prefix = "natslake-test-"): { path: string; cleanup: () => void } {
@@ -57,4 +59,25 @@ export const sortRows = (rows: Array<Record<string, unknown>>): Array<Record<str
 
 export async function reopen(warehouse: string, name: string): Promise<Table> {
   return new Catalog(warehouse).getTable(parseIdentifier(name));
+}
+
+/**
+ * The ids of a table read bucket by bucket, asserting exactly once (no id twice) and, per bucket, publish order: ids
+ * below `orderedBelow` (all by default — e.g. the producer client's, not the raw publishers') come back increasing.
+ */
+export async function idsOnceInBucketOrder(t: Table, orderedBelow = Infinity): Promise<Set<number>> {
+  const seen = new Set<number>();
+  for (const split of (await planScan(t)).splits) {
+    let last = -1;
+    for await (const row of readRows(t, { buckets: [split.bucket] })) {
+      const id = Number(row["id"]);
+      assert.ok(!seen.has(id), `id ${id} appears twice`);
+      seen.add(id);
+      if (id < orderedBelow) {
+        assert.ok(id > last, `bucket ${split.bucket}: id ${id} after ${last} breaks publish order`);
+        last = id;
+      }
+    }
+  }
+  return seen;
 }

@@ -7,10 +7,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream } from "@nats-io/jetstream";
 import { producerWhenRegistered, startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
+import { idsOnceInBucketOrder } from "../helpers/tables.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
-import { planScan } from "../../src/scan/plan.ts";
-import { readRows } from "../../src/scan/read.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 
@@ -61,20 +60,7 @@ test(`cluster (${label}) - 200k client rows and 20k raw rows land exactly once, 
   assert.equal(latest.totalRecordCount, CLIENT_ROWS + RAW_ROWS, "no row twice");
 
   // Exactly once, and per bucket the client's ids (published in increasing order) come back increasing.
-  const seen = new Set<number>();
-  const plan = await planScan(t);
-  for (const split of plan.splits) {
-    let lastClientId = -1;
-    for await (const row of readRows(t, { buckets: [split.bucket] })) {
-      const id = Number(row["id"]);
-      assert.ok(!seen.has(id), `id ${id} appears twice`);
-      seen.add(id);
-      if (id < RAW_BASE) {
-        assert.ok(id > lastClientId, `bucket ${split.bucket}: id ${id} after ${lastClientId} breaks publish order`);
-        lastClientId = id;
-      }
-    }
-  }
+  const seen = await idsOnceInBucketOrder(t, RAW_BASE);
   assert.equal(seen.size, CLIENT_ROWS + RAW_ROWS);
   for (let i = 0; i < CLIENT_ROWS; i++) assert.ok(seen.has(i), `client row ${i} missing`);
   for (let i = 0; i < RAW_ROWS; i++) assert.ok(seen.has(RAW_BASE + i), `raw row ${RAW_BASE + i} missing`);

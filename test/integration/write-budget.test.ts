@@ -6,10 +6,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { producerWhenRegistered, startCluster } from "../helpers/cluster.ts";
+import { idsOnceInBucketOrder } from "../helpers/tables.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
 import { planScan } from "../../src/scan/plan.ts";
-import { readRows } from "../../src/scan/read.ts";
 
 const ROWS = 150_000;
 const BUCKETS = 2;
@@ -41,17 +41,7 @@ test(`write budget (${workers} bucket-buffer workers) - a node over its writers'
     // in 1 snapshot when this ran with 1 GB). ~4 MB of decoded rows through 32 KiB: several flushes per tick.
     assert.ok(files > 1.5 * BUCKETS * Number(latest.id), `expected early flushes: ${files} files in ${latest.id} snapshots of ${BUCKETS} buckets`);
 
-    const seen = new Set<number>();
-    for (const split of plan.splits) {
-      let last = -1;
-      for await (const row of readRows(t, { buckets: [split.bucket] })) {
-        const id = Number(row["id"]);
-        assert.ok(!seen.has(id), `id ${id} appears twice`);
-        assert.ok(id > last, `bucket ${split.bucket}: id ${id} after ${last} breaks publish order`);
-        seen.add(id);
-        last = id;
-      }
-    }
+    const seen = await idsOnceInBucketOrder(t);
     assert.equal(seen.size, ROWS);
   } finally {
     await c.stop();
