@@ -24,7 +24,7 @@
  *   interrupted halfway goes on from its next row.
  */
 import * as arrow from "apache-arrow";
-import { createInbox, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { createInbox, RequestError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { CONSUME_HEADER, HEARTBEAT_MS, READER_TIMEOUT_MS, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
@@ -67,6 +67,8 @@ export interface Consumer extends AsyncIterable<ConsumedSnapshot> {
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
+/** Between two opens that found no reader subscribed. */
+const NO_READER_RETRY_MS = 200;
 
 /** One chunk's rows, received and waiting for the caller. */
 interface Part {
@@ -202,12 +204,22 @@ class ConsumerImpl implements Consumer {
       ...(this.o.partition ? { partition: this.o.partition } : {}),
     };
     let reply: ConsumeOpenReply;
-    try {
-      const m = await this.o.nc.request(this.subjects.consumeOpen, enc.encode(JSON.stringify(req)), { timeout: this.o.openTimeoutMs ?? 10_000 });
-      reply = JSON.parse(dec.decode(m.data)) as ConsumeOpenReply;
-    } catch (e) {
-      sub.unsubscribe();
-      throw new LakeError(ErrorKind.Unexpected, `no reader took the consume session for ${this.o.table} (is a node with the reader role running?): ${(e as Error).message}`, { cause: e });
+    // "No responders" comes back at once while no reader is subscribed — a cluster still starting, a reader being
+    // replaced: asked again until the open timeout, as a request that nobody answered would have waited.
+    const giveUp = Date.now() + (this.o.openTimeoutMs ?? 10_000);
+    for (;;) {
+      try {
+        const m = await this.o.nc.request(this.subjects.consumeOpen, enc.encode(JSON.stringify(req)), { timeout: Math.max(1, giveUp - Date.now()) });
+        reply = JSON.parse(dec.decode(m.data)) as ConsumeOpenReply;
+        break;
+      } catch (e) {
+        if (e instanceof RequestError && e.isNoResponders() && Date.now() + NO_READER_RETRY_MS < giveUp) {
+          await new Promise((r) => setTimeout(r, NO_READER_RETRY_MS));
+          continue;
+        }
+        sub.unsubscribe();
+        throw new LakeError(ErrorKind.Unexpected, `no reader took the consume session for ${this.o.table} (is a node with the reader role running?): ${(e as Error).message}`, { cause: e });
+      }
     }
     if (!reply.ok) {
       sub.unsubscribe();
