@@ -68,6 +68,11 @@ export interface CommitterDeps {
    * whatever a previous leader left there is committed or rejected by then (orphan cleanup waits for it).
    */
   onBacklogDecided?: (epoch: number) => void;
+  /**
+   * A snapshot landed (appended or compacted), after its notification: the leader's maintenance expires snapshots
+   * right after commits, as Paimon's committer does, instead of on a timer the commit rate outruns.
+   */
+  onCommitted?: (snapshotId: number) => void;
   /** Commit and notify spans (default: the global API's tracer, recording nothing until tracing is registered). */
   tracer?: Tracer;
 }
@@ -330,6 +335,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     await this.announceThrough(l, res.snapshot.id - 1);
     await this.d.bus.publishSnapshot(this.notificationOf(res.snapshot, res.linkedAt));
     l.notified = res.snapshot.id;
+    this.d.onCommitted?.(res.snapshot.id);
   }
 
   /** The notification of a snapshot, rebuilt from it and natslake's state as of it (its own properties by default). */
@@ -411,6 +417,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
         notify.end();
       }
       l.notified = s.id;
+      this.d.onCommitted?.(s.id);
       for (const v of res.verdicts) {
         if (v.kind === "accepted" && v.committable.firstArrivalMillis > 0) this.visibleLatency.record(res.linkedAt - v.committable.firstArrivalMillis, { table });
       }

@@ -36,7 +36,10 @@ export const removeOrphansTask: MaintenanceTask = {
   },
 };
 
-/** The leader expires snapshots at most this often (a run removes up to `snapshot.expire.limit`). */
+/**
+ * The leader expires snapshots after every commit (runOnCommit) and, besides, this often: a run stopped by
+ * `snapshot.expire.limit` or by a consumer's protection goes on without waiting for the next commit.
+ */
 export const EXPIRE_EVERY_MS = 1000;
 
 /** Counts what snapshot expiration removed — scheduled or asked for — under the metric names the committer used. */
@@ -52,9 +55,10 @@ export function expirationCounters(meter: Meter): (table: string, r: ExpireResul
 }
 
 /**
- * Snapshot expiration by the table's retention options, at most once per EXPIRE_EVERY_MS, after commits: it runs
- * when a snapshot landed since its last run, or when that run stopped at `snapshot.expire.limit` with more to go
- * (an idle table is left as its last commit left it, as in Paimon, which expires on commit). It deletes only
+ * Snapshot expiration by the table's retention options, right after each commit as Paimon does it (runs coalesce:
+ * commits that land while it runs make one more run), and every EXPIRE_EVERY_MS when a snapshot landed since its
+ * last run or that run stopped at `snapshot.expire.limit` with more to go (an idle table is left as its last commit
+ * left it, as in Paimon, which expires on commit). It deletes only
  * snapshots older than the one commits build on and files no snapshot from the oldest retained one on references,
  * so it never races the commit path. `write-only = true` turns it off, as in Paimon.
  */
@@ -64,6 +68,7 @@ export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => 
   return {
     name: "expire-snapshots",
     quiet: true, // several runs a second under load: the metrics say what it did
+    runOnCommit: true,
     intervalMs: (t: Table) => (t.options.bool("write-only") ? null : EXPIRE_EVERY_MS),
     run: async (t): Promise<Record<string, number>> => {
       const latest = await t.snapshots.latestId();

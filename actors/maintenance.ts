@@ -28,10 +28,18 @@ export interface MaintenanceTask {
   run(table: Table): Promise<Record<string, number>>;
   /** Runs too often to log each run (its metrics say what it did). */
   quiet?: boolean;
+  /**
+   * Due as soon as a snapshot lands (the committer tells the actor), not only every `intervalMs`: snapshot
+   * expiration, which Paimon runs in the commit itself — on a timer, a table committing 14 times a second would
+   * hold up to an interval's worth of snapshots over its bound.
+   */
+  runOnCommit?: boolean;
 }
 
 export type MaintenanceMsg =
   | { type: "tick" }
+  /** The leader's committer landed a snapshot (see `MaintenanceTask.runOnCommit`). */
+  | { type: "committed"; snapshotId: number }
   | { type: "done"; task: string; counts: Record<string, number> }
   | { type: "failed"; task: string; error: Error }
   /** A job asked for over NATS; its answers go to `responder`. */
@@ -77,6 +85,8 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
   private readonly queue: Array<{ job: MaintenanceJob; responder: MaintenanceResponder }> = [];
   /** Monotonic time each task last started (absent: never in this leadership — due at once). */
   private readonly lastRun = new Map<string, number>();
+  /** Run-on-commit tasks with a snapshot landed since they last started. */
+  private readonly committedSince = new Set<string>();
   private readonly removed;
   private readonly failures;
   private readonly requests;
@@ -103,6 +113,10 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
     const table = this.d.table.name;
     switch (msg.type) {
       case "tick":
+        this.next(ctx);
+        return;
+      case "committed":
+        for (const t of this.d.tasks) if (t.runOnCommit === true) this.committedSince.add(t.name);
         this.next(ctx);
         return;
       case "request": {
@@ -162,8 +176,10 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
       if (every === null || (waiting && ORPHAN_TASKS.has(t.name))) continue;
       const last = this.lastRun.get(t.name);
       // Overdue by how much: a task never run in this leadership is the most overdue; ties keep the list's order,
-      // and a task due every second cannot starve the hourly ones.
-      const by = last === undefined ? Infinity : now - last - every;
+      // and a task due every second cannot starve the hourly ones. A run-on-commit task with a snapshot landed is
+      // overdue by the time since it last started: due at once, yet an hourly task overdue for longer goes first,
+      // so one running after every commit cannot starve it either.
+      const by = last === undefined ? Infinity : this.committedSince.has(t.name) ? now - last : now - last - every;
       if (by >= 0 && by > dueBy) {
         due = t;
         dueBy = by;
@@ -173,6 +189,7 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
     const task = due;
     this.running = task.name;
     this.lastRun.set(task.name, now);
+    this.committedSince.delete(task.name);
     ctx.pipeToSelf(
       task.run(this.d.table),
       (counts) => ({ type: "done", task: task.name, counts }),

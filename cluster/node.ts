@@ -418,6 +418,7 @@ export class Node {
             onBacklogDecided: (epoch) => {
               svc.backlogDecidedEpoch = epoch;
             },
+            onCommitted: (snapshotId) => svc.maintenance?.tell({ type: "committed", snapshotId }),
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );

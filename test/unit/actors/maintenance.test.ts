@@ -235,3 +235,44 @@ test("maintenance - orphan cleanup (scheduled or requested) waits until the lead
     wh.cleanup();
   }
 });
+
+test("maintenance - a run-on-commit task runs right after each landed snapshot (commits during a run make one more), without starving the others", async () => {
+  const wh = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(wh.path, "m.c", "id BIGINT NOT NULL");
+    const runs: Array<{ name: string; at: number }> = [];
+    const t0 = performance.now();
+    const onCommit: MaintenanceTask = { name: "expire-snapshots", runOnCommit: true, intervalMs: () => 60_000, run: async () => (runs.push({ name: "expire", at: performance.now() - t0 }), await sleep(30), {}) };
+    const hourly: MaintenanceTask = { name: "remove-orphans", intervalMs: () => 200, run: async () => (runs.push({ name: "orphans", at: performance.now() - t0 }), await sleep(5), {}) };
+    // A long tick: anything that runs between ticks was started by a commit (or by the end of the previous run).
+    const ref = system.spawn("maintenance-m.c", () => new MaintenanceActor({ table, tasks: [onCommit, hourly], clock: systemClock, meter: metrics.getMeter("test"), tickMs: 10_000 }));
+    // The first commit starts both (never run in this leadership: due at once), the on-commit task first (list order).
+    ref.tell({ type: "committed", snapshotId: 1 });
+    await sleep(100);
+    assert.deepEqual(runs.map((r) => r.name), ["expire", "orphans"], "nothing before the first tick but what the commit started");
+    ref.tell({ type: "committed", snapshotId: 2 });
+    await sleep(10);
+    // Three commits land while that run is in flight: they make one more run, not three.
+    for (let id = 3; id <= 5; id++) ref.tell({ type: "committed", snapshotId: id });
+    await sleep(150);
+    const expires = runs.filter((r) => r.name === "expire");
+    assert.equal(expires.length, 3, `one run per commit, coalesced while running: ${JSON.stringify(runs)}`);
+    assert.ok(expires[1]!.at < 100 + 20, `started at once after the commit (at ${expires[1]!.at.toFixed(0)} ms)`);
+
+    // Commits every 10 ms for 1 s keep the on-commit task always due; the 200 ms task still gets its turns. Its own
+    // schedule is driven by the actor's runs ending (the tick is 10 s).
+    runs.length = 0;
+    for (let i = 0; i < 100; i++) {
+      ref.tell({ type: "committed", snapshotId: 10 + i });
+      await sleep(10);
+    }
+    const orphans = runs.filter((r) => r.name === "orphans").length;
+    const expiresUnderLoad = runs.filter((r) => r.name === "expire").length;
+    assert.ok(expiresUnderLoad >= 15, `expiration ran ${expiresUnderLoad} times under 100 commits`);
+    assert.ok(orphans >= 2, `the other task ran ${orphans} times in ~1 s beside commits every 10 ms (${JSON.stringify(runs.map((r) => r.name))})`);
+  } finally {
+    await system.shutdown();
+    wh.cleanup();
+  }
+});
