@@ -150,6 +150,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private nextCompactionAt = 0;
   private readonly compactionJobs;
   private readonly compactionFiles;
+  private readonly compactionSeconds;
 
   constructor(private readonly d: WriterDeps) {
     this.writeBufferBytes = d.table.options.writeBufferSize;
@@ -166,6 +167,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         : null;
     this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
     this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });
+    // Where a bucket's compaction time goes: waiting for the node's slot (other buckets' rewrites) or rewriting.
+    this.compactionSeconds = d.meter.createHistogram("natslake_compaction_seconds", { description: "writers' compaction jobs that sent a change: seconds waiting for the node's compaction slot and rewriting, by stage (slot-wait, rewrite)", unit: "s", advice: { explicitBucketBoundaries: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] } });
     this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
     // From 0, so a dashboard's rate() shows the first early flush (they are rare while the budget suffices).
     this.preemptions.add(0, this.labels);
@@ -344,7 +347,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (r.entry !== null) {
           this.compactionFiles.add(r.inputFiles, { ...this.labels, role: "input" });
           this.compactionFiles.add(r.outputFiles, { ...this.labels, role: "output" });
-          ctx.log.debug("compaction sent", { ...this.labels, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes });
+          this.compactionSeconds.record(r.slotWaitMs / 1000, { table: this.d.table.name, stage: "slot-wait" });
+          this.compactionSeconds.record(r.rewriteMs / 1000, { table: this.d.table.name, stage: "rewrite" });
+          ctx.log.debug("compaction sent", { ...this.labels, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
         }
         return;
       }

@@ -11,11 +11,12 @@
  * scan at minute 1 and at the end, and compares the end's with the same rows written by one batch write. From the
  * load generator: throughput and publish→visible p50/p99 per phase. Each issue-10 target is printed with ✔/✘.
  *
- *   node --import tsx bench/maintenance.bench.ts [--minutes N]   (default 2 minutes per phase; the issue's run: 10)
+ *   node --import tsx bench/maintenance.bench.ts [--minutes N] [--node-logs DIR --log-level debug]
+ *   (default 2 minutes per phase; the issue's run: 10)
  * Its figures go to the benchmark results file too (bench/figures.ts, section `maintenance`).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -55,7 +56,8 @@ const SCAN_RUNS = 3;
 const EXPIRE_GRACE_MS = 2_000;
 const ON_TARGETS = { filesPerBucket: 10, planGrowth: 1.2, scanVsBatch: 0.8, throughputVsOff: 0.9, p99Ms: COMMIT_INTERVAL_MS + 100 };
 
-const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" } } });
+// --node-logs DIR keeps the nodes' logs (at --log-level, default warn) after the run, e.g. to read compaction timings.
+const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" }, "node-logs": { type: "string" }, "log-level": { type: "string", default: "warn" } } });
 const MINUTES = Number(flags.minutes);
 if (!(MINUTES > 0)) throw new Error(`--minutes must be a positive number, got ${flags.minutes}`);
 
@@ -495,8 +497,9 @@ async function startCluster(natsBin: string): Promise<Cluster> {
     p.nc = nc;
     const warehouse = join(p.dir, "wh");
     for (let i = 1; i <= NODES; i++) {
-      const fd = openSync(join(p.dir, `n${i}.log`), "a");
-      const args = [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn"];
+      if (flags["node-logs"] !== undefined) mkdirSync(flags["node-logs"], { recursive: true });
+      const fd = openSync(join(flags["node-logs"] ?? p.dir, `n${i}.log`), "a");
+      const args = [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", flags["log-level"]];
       p.nodes.push(spawn(process.execPath, args, { stdio: ["ignore", fd, fd] }));
     }
     return { ...p, nats, nc, catalog: new Catalog(warehouse) };

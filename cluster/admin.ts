@@ -51,7 +51,7 @@ async function ensureWithin(t: Table, ensure: (t: Table) => Promise<void>, budge
  * 10, at most 2^31 snapshots, kept 1 h) would keep 14k–36k snapshots — each with two manifest lists — and make every
  * listing of the table's metadata slow. These keep 10 minutes (enough for a consumer or a reader of an older snapshot
  * to finish and for time travel over a deploy), capped at 3,000 snapshots (5–12 minutes at those rates), and let a
- * run (once a second) expire up to 100, so expiration catches up after a pause. Written into the table's options, so
+ * run (after every commit) expire up to 100, so expiration catches up after a pause. Written into the table's options, so
  * Java and pypaimon see the same retention; explicit options win.
  */
 export const CLUSTER_TABLE_DEFAULTS: Readonly<Record<string, string>> = {

@@ -4,8 +4,8 @@
  * Which snapshots: keep at least `snapshot.num-retained.min`, at most `snapshot.num-retained.max`; a snapshot younger
  * than `snapshot.time-retained` and every one after it is kept; at most `snapshot.expire.limit` go per run; nothing at
  * or after `protectFrom` or the smallest `nextSnapshot` of the table's consumers (src/table/consumers.ts;
- * consumers idle for `consumer.expiration-time` are removed first) goes, nor the newest snapshot that carries
- * natslake's stream offsets (see below). The expired range is [earliest, end).
+ * consumers idle for `consumer.expiration-time` are removed first, in a run that has something to expire) goes, nor
+ * the newest snapshot that carries natslake's stream offsets (see below). The expired range is [earliest, end).
  *
  * What goes with them:
  * 1. data files DELETEd by the deltas of snapshots (earliest, end] — no snapshot from `end` on holds them (a file name
@@ -87,23 +87,35 @@ export async function expirableRange(table: Table, o: ExpireOptions = {}): Promi
   if (latest === null || earliest === null) return { earliest: 0, end: 0 };
   let maxExclusive = Math.min(latest - p.retainMin + 1, earliest + p.limit);
   if (o.protectFrom !== undefined) maxExclusive = Math.min(maxExclusive, o.protectFrom);
+  const end = await endByAge(table, p, earliest, latest, maxExclusive, o.now ?? Date.now());
+  // What the retention options leave nothing to expire: done, without listing the consumers (the leader runs this
+  // after every commit; on an object store that listing is a LIST request). The bounds below only lower `end`.
+  if (end <= earliest) return { earliest, end: earliest };
+  let bound = end;
   // Consumers keep every snapshot from their next one on; idle ones (consumer.expiration-time) are removed first.
   const consumers = await consumerProtection(table, o.now ?? Date.now(), { dryRun: o.dryRun === true });
-  if (consumers.minNextSnapshot !== null) maxExclusive = Math.min(maxExclusive, consumers.minNextSnapshot);
+  if (consumers.minNextSnapshot !== null) bound = Math.min(bound, consumers.minNextSnapshot);
   // The newest snapshot that carries natslake's offsets must stay: commits by other engines do not carry them
   // forward, and a cluster that finds no offsets on the chain would read its streams again from the start.
   const carrier = await newestNatslakeSnapshot(table, latest, earliest);
-  if (carrier !== null) maxExclusive = Math.min(maxExclusive, carrier);
-  if (maxExclusive <= earliest) return { earliest, end: earliest };
-  const cutoff = (o.now ?? Date.now()) - p.timeRetainedMs;
-  // Snapshots beyond num-retained.max go whatever their age; from there, the first one young enough stops the range.
+  if (carrier !== null) bound = Math.min(bound, carrier);
+  return { earliest, end: Math.max(earliest, bound) };
+}
+
+/**
+ * Where the age rule ends the range below `maxExclusive`: snapshots beyond num-retained.max go whatever their age;
+ * from there, the first one young enough stops the range.
+ */
+async function endByAge(table: Table, p: RetentionPolicy, earliest: number, latest: number, maxExclusive: number, now: number): Promise<number> {
+  if (maxExclusive <= earliest) return earliest;
+  const cutoff = now - p.timeRetainedMs;
   for (let id = Math.max(latest - p.retainMax + 1, earliest); id < maxExclusive; id++) {
     if (!(await table.snapshots.snapshotExists(id))) continue;
     const s = await table.snapshots.snapshotOrDamaged(id);
     // A damaged snapshot's age cannot be read: it counts as old (nothing can be read from it anyway).
-    if (s !== null && s.timeMillis >= cutoff) return { earliest, end: id };
+    if (s !== null && s.timeMillis >= cutoff) return id;
   }
-  return { earliest, end: maxExclusive };
+  return maxExclusive;
 }
 
 /** Expires snapshots by the table's retention options; see the module comment for what goes and in which order. */

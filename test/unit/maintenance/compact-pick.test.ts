@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { packUnaware, pickBucketed, type CompactionRules } from "../../../src/maintenance/compact.ts";
 import { EMPTY_STATS, type DataFileMeta } from "../../../src/spec/manifest.ts";
 import { TableOptions, validateCreateOptions } from "../../../src/options.ts";
+import { WRITER_SIZE_RATIO } from "../../../actors/bucket-compactor.ts";
 
 const MB = 1024 * 1024;
 const rules: CompactionRules = { smallFileSize: 70 * MB, targetFileSize: 100 * MB, minFileNum: 3, maxFileNum: 6, maxRowsPerFile: 1_000_000 };
@@ -113,4 +114,51 @@ test("pickBucketed with a size ratio - a bucket fed one small file per flush and
   assert.ok(maxLive <= 10, `at most 10 live files (saw ${maxLive})`);
   assert.ok(rewritten / ingested <= 12, `write amplification ${(rewritten / ingested).toFixed(1)}`);
   for (let i = 1; i < files.length; i++) assert.ok(files[i]!.minSequenceNumber > files[i - 1]!.maxSequenceNumber, "sequence order kept");
+});
+
+/**
+ * The writers' cadence, modelled: one small file per flush, a plan every `period` flushes while no job is in flight,
+ * the job's inputs out of planning (in flight) until its COMPACT snapshot lands `lag` flushes later.
+ */
+function modelBucket(o: { flushes: number; period: number; lag: number; sizeRatio: number }): { maxLive: number; amplification: number; files: DataFileMeta[] } {
+  nextSeq = 0n;
+  const r: CompactionRules = { ...rules, smallFileSize: 1e12, targetFileSize: 1e12, minFileNum: 5, maxFileNum: 50, sizeRatio: o.sizeRatio };
+  let files: DataFileMeta[] = [];
+  let inFlight: { landsAt: number; task: DataFileMeta[] } | null = null;
+  let rewritten = 0;
+  let ingested = 0;
+  let maxLive = 0;
+  for (let i = 0; i < o.flushes; i++) {
+    if (inFlight !== null && inFlight.landsAt <= i) {
+      const task = inFlight.task;
+      const at = files.indexOf(task[0]!);
+      const out: DataFileMeta = { ...task[0]!, fileName: `c${i}`, fileSize: task.reduce((n, x) => n + x.fileSize, 0), maxSequenceNumber: task[task.length - 1]!.maxSequenceNumber };
+      files = [...files.slice(0, at), out, ...files.slice(at + task.length)];
+      inFlight = null;
+    }
+    const f = file(`f${i}`, 30_000 + ((i * 7919) % 3000));
+    files.push(f);
+    ingested += f.fileSize;
+    maxLive = Math.max(maxLive, files.length);
+    if (i % o.period !== o.period - 1 || inFlight !== null) continue;
+    const task = pickBucketed(files, r)[0];
+    if (task === undefined) continue;
+    rewritten += task.reduce((n, x) => n + x.fileSize, 0);
+    inFlight = { landsAt: i + o.lag, task };
+  }
+  return { maxLive, amplification: rewritten / ingested, files };
+}
+
+test("pickBucketed with the writers' size ratio - planned every 2 flushes, landing 2 flushes later: ≤ 8 live files, each byte rewritten ≤ 8 times; fewer of both than Paimon's ratio of 1", () => {
+  const writers = modelBucket({ flushes: 2400, period: 2, lag: 2, sizeRatio: WRITER_SIZE_RATIO });
+  assert.ok(writers.maxLive <= 8, `at most 8 live files (saw ${writers.maxLive})`);
+  assert.ok(writers.amplification <= 8, `write amplification ${writers.amplification.toFixed(1)}`);
+  for (let i = 1; i < writers.files.length; i++) assert.ok(writers.files[i]!.minSequenceNumber > writers.files[i - 1]!.maxSequenceNumber, "sequence order kept");
+  const paimonRatio = modelBucket({ flushes: 2400, period: 2, lag: 2, sizeRatio: 1 });
+  assert.ok(paimonRatio.amplification > 1.5 * writers.amplification, `ratio 1 rewrites more: ${paimonRatio.amplification.toFixed(1)} vs ${writers.amplification.toFixed(1)}`);
+  // Three times as long: the amplification grows slowly (a level more), the live files not at all.
+  const longer = modelBucket({ flushes: 7200, period: 2, lag: 2, sizeRatio: WRITER_SIZE_RATIO });
+  const longerPaimon = modelBucket({ flushes: 7200, period: 2, lag: 2, sizeRatio: 1 });
+  assert.ok(longer.maxLive <= 8 && longer.amplification <= 12, `7,200 flushes: ${longer.maxLive} files, amplification ${longer.amplification.toFixed(1)}`);
+  assert.ok(longerPaimon.amplification > 1.5 * longer.amplification, `7,200 flushes, ratio 1: ${longerPaimon.amplification.toFixed(1)} vs ${longer.amplification.toFixed(1)}`);
 });
