@@ -58,9 +58,14 @@ const EXPIRE_GRACE_MS = 1_000;
 const ON_TARGETS = { filesPerBucket: 10, planGrowth: 1.2, scanVsBatch: 0.8, throughputVsOff: 0.9, p99Ms: COMMIT_INTERVAL_MS + 100 };
 
 // --node-logs DIR keeps the nodes' logs (at --log-level, default warn) after the run, e.g. to read compaction timings.
-const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" }, "node-logs": { type: "string" }, "log-level": { type: "string", default: "warn" } } });
+// --retain-max N sets the table's snapshot.num-retained.max (the cluster's default is 3000, reached after ~3.5 min):
+// a short run then tests the expiration bound too.
+const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" }, "node-logs": { type: "string" }, "log-level": { type: "string", default: "warn" }, "retain-max": { type: "string" } } });
 const MINUTES = Number(flags.minutes);
 if (!(MINUTES > 0)) throw new Error(`--minutes must be a positive number, got ${flags.minutes}`);
+if (flags["retain-max"] !== undefined && !(Number.isInteger(Number(flags["retain-max"])) && Number(flags["retain-max"]) >= 10)) throw new Error(`--retain-max must be an integer ≥ 10 (num-retained.min), got ${flags["retain-max"]}`);
+/** The on phase's retention: the cluster's defaults, or --retain-max. */
+const RETENTION: Readonly<Record<string, string>> = { ...CLUSTER_TABLE_DEFAULTS, ...(flags["retain-max"] !== undefined ? { "snapshot.num-retained.max": flags["retain-max"] } : {}) };
 
 interface Sample {
   /** Seconds since the phase's load generator started. */
@@ -468,7 +473,7 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
     baseline_scan_rows_per_sec: Math.round(scanRate(baseline.scan)),
     off_scan_vs_batch_ratio: r3(scanRate(off.scanEnd) / scanRate(baseline.scan)),
   };
-  const expired = end.earliest > 1 ? `snapshots 1–${end.earliest - 1} expired by the end` : `nothing expired yet: no snapshot was older than ${CLUSTER_TABLE_DEFAULTS["snapshot.time-retained"]} or beyond ${CLUSTER_TABLE_DEFAULTS["snapshot.num-retained.max"]}`;
+  const expired = end.earliest > 1 ? `snapshots 1–${end.earliest - 1} expired by the end` : `nothing expired yet: no snapshot was older than ${RETENTION["snapshot.time-retained"]} or beyond ${RETENTION["snapshot.num-retained.max"]}`;
   const lines = [
     `targets (phase on unless said)`,
     `  ${mark(filesMax === null ? null : filesMax <= ON_TARGETS.filesPerBucket)} live data files per bucket ≤ ${ON_TARGETS.filesPerBucket} after minute 1: max ${filesMax ?? na} (phase off: max ${Math.max(...off.samples.map((s) => s.filesMax))})`,
@@ -526,10 +531,10 @@ async function main(): Promise<void> {
   const nodesFrom = nodesRunFrom();
   say(`maintenance, ${MINUTES} min per phase, ${fmt(RATE)} rows/s, ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${NODES} nodes (from ${nodesFrom}), loopback nats-server + redis-server`);
   say(`  nats-server ${nats.version ?? "(version unknown)"} (${nats.bin}, ${nats.source}${nats.old ? "; older than 2.10" : ""}); load average at start ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
-  say(`  retention: ${Object.entries(CLUSTER_TABLE_DEFAULTS).map(([k, v]) => `${k} = ${v}`).join(", ")}`);
+  say(`  retention: ${Object.entries(RETENTION).map(([k, v]) => `${k} = ${v}`).join(", ")}`);
   const c = await startCluster(nats.bin);
   try {
-    const on = await runPhase(c, "on", {}, "writer-side compaction, expiration by the leader");
+    const on = await runPhase(c, "on", flags["retain-max"] !== undefined ? { "snapshot.num-retained.max": flags["retain-max"] } : {}, "writer-side compaction, expiration by the leader");
     say(`\nbaseline: the ${fmt(on.scanEnd.rows)} rows of snapshot ${on.endSnapshot} written by one batch write`);
     const baseline = await batchBaseline(c.dir, on.tableHandle, on.endSnapshot);
     say(`  written in ${baseline.writeSeconds.toFixed(1)} s into ${baseline.files} files; full scan median of ${SCAN_RUNS} ${baseline.scan.seconds.toFixed(2)} s = ${fmt(scanRate(baseline.scan))} rows/s (runs ${baseline.scan.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
