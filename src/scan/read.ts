@@ -7,8 +7,8 @@
  * whose row count differs from its manifest entry is reported as corrupt rather than read silently.
  *
  * Decoding runs in a `ParquetEncoderPool` (the process-wide one by default): the next files are read and decoded
- * while the current one is consumed (one more file than there are workers, and further files while the bytes in
- * flight stay small: READ_AHEAD_BYTES), and a file of several row groups is decoded by several workers at once.
+ * while the current one is consumed (one more file than there are workers, and more while the files in flight are
+ * small: READ_AHEAD_BYTES), and a file of several row groups is decoded by several workers at once.
  * Results are still yielded strictly in plan order. Only the columns the projection needs are decoded. What does not
  * depend on the file (the target schema, the mapping of each file schema to it) is worked out once per scan.
  */
@@ -50,8 +50,8 @@ export interface ReadSpec extends ScanSpec {
   inlineDecodeBelowBytes?: number;
   /**
    * Files read and decoded ahead of the one being consumed, exactly (default: one more than the pool has workers,
-   * and more while the files in flight total at most 16 MiB, at most 32). A caller that does more with each batch
-   * than take it (encodes and sends it) keeps the workers busy meanwhile with more.
+   * and more while the files in flight total at most 8 MiB, at most 32 files). A caller that does more with each
+   * batch than take it (encodes and sends it) keeps the workers busy meanwhile with more.
    */
   readAheadFiles?: number;
 }
@@ -260,13 +260,14 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
 }
 
 /**
- * Read-ahead beyond the files that keep every worker busy: further files are started while the bytes of the files in
- * flight stay within this (and their count within READ_AHEAD_MAX_FILES). A bucket's small files then decode (and
- * are fetched) while the workers already decode the next bucket's large files, instead of the workers idling through
- * a run of small files. Memory: what is in flight holds at most about this many file bytes (decoded: a few times
- * that) on top of the pool-size files read ahead before.
+ * Read-ahead beyond the files that keep every worker busy: further files start while the files in flight (started,
+ * not yet consumed) total at most READ_AHEAD_BYTES of file bytes, and number at most READ_AHEAD_MAX_FILES. In a
+ * table of many small files (a bucket's fresh files after its compacted ones) the workers then already decode the
+ * next buckets' large files while this thread decodes a run of small ones, instead of idling through it: a
+ * completed file waiting to be consumed held a read-ahead place before. Memory: what is in flight is at most the
+ * larger of these bounds and the pool-size + 1 files read ahead before (whatever their size).
  */
-const READ_AHEAD_BYTES = 16 * 1024 * 1024;
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 const READ_AHEAD_MAX_FILES = 32;
 
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
@@ -275,9 +276,9 @@ export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<
   const context = new FileReadContext(table, fields);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
-  // Files always read ahead of the one being consumed: enough to keep every worker busy. By default more while
-  // they are small (READ_AHEAD_BYTES); a caller that sets `readAheadFiles` gets exactly that many.
-  const minWindow = pool === null ? 1 : Math.max(1, spec.readAheadFiles ?? pool.size + 1);
+  // Files always read ahead of the one being consumed: enough to keep every worker busy. By default more while they
+  // are small (READ_AHEAD_BYTES); a caller that sets `readAheadFiles` gets exactly that many.
+  const window = pool === null ? 1 : Math.max(1, spec.readAheadFiles ?? pool.size + 1);
   const byBytes = pool !== null && spec.readAheadFiles === undefined;
   const limit = spec.limit ?? Infinity;
   const pending: Array<{ read: Promise<arrow.RecordBatch[]>; bytes: number }> = [];
@@ -287,7 +288,7 @@ export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<
   const startMore = (): void => {
     while (next < tasks.length && startedRows < limit) {
       const { split, file } = tasks[next]!;
-      const fits = pending.length < minWindow || (byBytes && pending.length < READ_AHEAD_MAX_FILES && pendingBytes + file.fileSize <= READ_AHEAD_BYTES);
+      const fits = pending.length < window || (byBytes && pending.length < READ_AHEAD_MAX_FILES && pendingBytes + file.fileSize <= READ_AHEAD_BYTES);
       if (!fits) return;
       next++;
       startedRows += file.rowCount;
@@ -302,8 +303,9 @@ export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<
   startMore();
   while (pending.length > 0 && remaining > 0) {
     const head = pending.shift()!;
-    pendingBytes -= head.bytes;
     const batches = await head.read;
+    // Released once consumed (its batches go to the caller): until then its decoded data is held here.
+    pendingBytes -= head.bytes;
     startMore();
     for (const batch of batches) {
       if (remaining <= 0) return;
