@@ -7,9 +7,10 @@
  * whose row count differs from its manifest entry is reported as corrupt rather than read silently.
  *
  * Decoding runs in a `ParquetEncoderPool` (the process-wide one by default): the next files are read and decoded
- * while the current one is consumed (up to one more file than there are workers), and a file of several row groups
- * is decoded by several workers at once. Results are still yielded strictly in plan order. Only the columns the
- * projection needs are decoded.
+ * while the current one is consumed (one more file than there are workers, and more while the files in flight are
+ * small: READ_AHEAD_BYTES), and a file of several row groups is decoded by several workers at once.
+ * Results are still yielded strictly in plan order. Only the columns the projection needs are decoded. What does not
+ * depend on the file (the target schema, the mapping of each file schema to it) is worked out once per scan.
  */
 import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
@@ -48,8 +49,9 @@ export interface ReadSpec extends ScanSpec {
    */
   inlineDecodeBelowBytes?: number;
   /**
-   * Files read and decoded ahead of the one being consumed (default: one more than the pool has workers). A caller
-   * that does more with each batch than take it (encodes and sends it) keeps the workers busy meanwhile with more.
+   * Files read and decoded ahead of the one being consumed, exactly (default: one more than the pool has workers,
+   * and more while the files in flight total at most 8 MiB, at most 32 files). A caller that does more with each
+   * batch than take it (encodes and sends it) keeps the workers busy meanwhile with more.
    */
   readAheadFiles?: number;
 }
@@ -90,6 +92,102 @@ async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool
 
 type ColumnSource = { kind: "take"; index: number } | { kind: "convert"; index: number; from: DataType } | { kind: "null" };
 
+/** How files written with one schema are read into the target fields (the same for every file of that schema). */
+interface SchemaMapping {
+  /** The file schema's field for each target field (by id), undefined for a column added later. */
+  sources: Array<DataField | undefined>;
+  /** The file columns to decode, by name. */
+  columns: string[];
+  /** Not every column of the file is wanted. */
+  projected: boolean;
+  /** Per target field: the file column has the same logical type (renaming is free). */
+  sameLogicalType: boolean[];
+}
+
+/**
+ * What reading files into `fields` needs that does not depend on the file: the target Arrow schema, and per file
+ * schema id the mapping by field id. A scan makes one and reads every file through it, so a table of many small
+ * files does not rebuild schemas and mappings per file.
+ */
+class FileReadContext {
+  readonly targetSchema: arrow.Schema;
+  readonly structType: arrow.Struct;
+  private readonly mappings = new Map<number, Promise<SchemaMapping>>();
+
+  constructor(
+    readonly table: Table,
+    readonly fields: DataField[],
+  ) {
+    this.targetSchema = new arrow.Schema(fields.map((f) => toArrowField(f.name, f.type)));
+    this.structType = new arrow.Struct(this.targetSchema.fields);
+  }
+
+  mapping(schemaId: number): Promise<SchemaMapping> {
+    let m = this.mappings.get(schemaId);
+    if (m === undefined) {
+      m = this.resolve(schemaId);
+      // A failed lookup (an IO error reading the schema file) is not remembered: the next file asks again.
+      m.catch(() => this.mappings.delete(schemaId));
+      this.mappings.set(schemaId, m);
+    }
+    return m;
+  }
+
+  private async resolve(schemaId: number): Promise<SchemaMapping> {
+    const table = this.table;
+    const fileSchema: TableSchema = schemaId === table.schema.id ? table.schema : await table.schemas.schema(schemaId);
+    const sources = this.fields.map((f) => fileSchema.fields.find((x) => x.id === f.id));
+    const columns = [...new Set(sources.filter((s): s is DataField => s !== undefined).map((s) => s.name))];
+    return {
+      sources,
+      columns,
+      // Every column of the file wanted: no projection (the cheaper full decode).
+      projected: columns.length !== fileSchema.fields.length,
+      sameLogicalType: this.fields.map((f, k) => sources[k] !== undefined && sameType(sources[k].type, f.type)),
+    };
+  }
+
+  /** Reads one data file (see `readDataFile`). */
+  async read(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool | null, inlineDecodeBelowBytes?: number): Promise<arrow.RecordBatch[]> {
+    const { table, fields, targetSchema, structType } = this;
+    const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
+      defaultName: table.options.partitionDefaultName,
+      legacyName: table.options.partitionLegacyName,
+    });
+    const path = table.paths.dataFilePath(ppath, split.bucket, file.fileName, file.externalPath);
+    const { sources, columns, projected, sameLogicalType } = await this.mapping(file.schemaId);
+    if (!file.fileName.endsWith(".parquet")) {
+      throw new LakeError(ErrorKind.Unsupported, `data file ${file.fileName}: only Parquet data files can be read (file format from its extension)`);
+    }
+    // A projection of a large file on an object store fetches the footer and the wanted column chunks only.
+    const bytes = projected && table.io.prefersRangedReads && file.fileSize >= RANGED_READ_MIN_BYTES
+      ? (await fetchColumnsOf(table.io, path, file.fileSize, columns)).bytes
+      : await table.io.readFile(path);
+    const data = await decodeFile(bytes, projected ? columns : undefined, pool, inlineDecodeBelowBytes);
+    if (data.numRows !== file.rowCount) {
+      throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${data.numRows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
+    }
+    // How each target column comes out of the file, decided once per file (its batches share one schema).
+    const names = data.schema.fields.map((x) => x.name);
+    const plan: ColumnSource[] = fields.map((f, k) => {
+      const src = sources[k];
+      const index = src ? names.indexOf(src.name) : -1;
+      if (!src || index < 0) return { kind: "null" };
+      // Same physical type: take the column as it is (renaming is free). Otherwise convert value by value.
+      if (sameLogicalType[k] && arrow.util.compareTypes(data.schema.fields[index]!.type, targetSchema.fields[k]!.type)) return { kind: "take", index };
+      return { kind: "convert", index, from: src.type };
+    });
+    return data.batches.map((batch) => {
+      const children = plan.map((p, k) => {
+        if (p.kind === "null") return nullColumn(fields[k]!.type, batch.numRows);
+        const col = batch.data.children[p.index]!;
+        return p.kind === "take" ? col : convertColumn(p.from, fields[k]!, col);
+      });
+      return new arrow.RecordBatch(targetSchema, arrow.makeData({ type: structType, length: batch.numRows, nullCount: 0, children }));
+    });
+  }
+}
+
 /**
  * Reads one data file and returns its batches with the target fields (by id), renamed and evolved. `split` gives the
  * file's partition and bucket (its directory); compaction reads its inputs through this too.
@@ -102,47 +200,7 @@ export async function readDataFile(
   pool: ParquetEncoderPool | null = sharedParquetPool(),
   inlineDecodeBelowBytes?: number,
 ): Promise<arrow.RecordBatch[]> {
-  const fileSchema: TableSchema = file.schemaId === table.schema.id ? table.schema : await table.schemas.schema(file.schemaId);
-  const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
-    defaultName: table.options.partitionDefaultName,
-    legacyName: table.options.partitionLegacyName,
-  });
-  const path = table.paths.dataFilePath(ppath, split.bucket, file.fileName, file.externalPath);
-  const sources = fields.map((f) => fileSchema.fields.find((x) => x.id === f.id));
-  const columns = [...new Set(sources.filter((s): s is DataField => s !== undefined).map((s) => s.name))];
-  if (!file.fileName.endsWith(".parquet")) {
-    throw new LakeError(ErrorKind.Unsupported, `data file ${file.fileName}: only Parquet data files can be read (file format from its extension)`);
-  }
-  // Every column of the file wanted: no projection (the cheaper full decode).
-  const projected = columns.length !== fileSchema.fields.length;
-  // A projection of a large file on an object store fetches the footer and the wanted column chunks only.
-  const bytes = projected && table.io.prefersRangedReads && file.fileSize >= RANGED_READ_MIN_BYTES
-    ? (await fetchColumnsOf(table.io, path, file.fileSize, columns)).bytes
-    : await table.io.readFile(path);
-  const data = await decodeFile(bytes, projected ? columns : undefined, pool, inlineDecodeBelowBytes);
-  if (data.numRows !== file.rowCount) {
-    throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${data.numRows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
-  }
-  const targetSchema = new arrow.Schema(fields.map((f) => toArrowField(f.name, f.type)));
-  const structType = new arrow.Struct(targetSchema.fields);
-  // How each target column comes out of the file, decided once per file (its batches share one schema).
-  const names = data.schema.fields.map((x) => x.name);
-  const plan: ColumnSource[] = fields.map((f, k) => {
-    const src = sources[k];
-    const index = src ? names.indexOf(src.name) : -1;
-    if (!src || index < 0) return { kind: "null" };
-    // Same physical type: take the column as it is (renaming is free). Otherwise convert value by value.
-    if (sameType(src.type, f.type) && arrow.util.compareTypes(data.schema.fields[index]!.type, targetSchema.fields[k]!.type)) return { kind: "take", index };
-    return { kind: "convert", index, from: src.type };
-  });
-  return data.batches.map((batch) => {
-    const children = plan.map((p, k) => {
-      if (p.kind === "null") return nullColumn(fields[k]!.type, batch.numRows);
-      const col = batch.data.children[p.index]!;
-      return p.kind === "take" ? col : convertColumn(p.from, fields[k]!, col);
-    });
-    return new arrow.RecordBatch(targetSchema, arrow.makeData({ type: structType, length: batch.numRows, nullCount: 0, children }));
-  });
+  return new FileReadContext(table, fields).read(split, file, pool, inlineDecodeBelowBytes);
 }
 
 function nullColumn(type: DataType, length: number): arrow.Data {
@@ -201,31 +259,53 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
   return (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === want;
 }
 
+/**
+ * Read-ahead beyond the files that keep every worker busy: further files start while the files in flight (started,
+ * not yet consumed) total at most READ_AHEAD_BYTES of file bytes, and number at most READ_AHEAD_MAX_FILES. In a
+ * table of many small files (a bucket's fresh files after its compacted ones) the workers then already decode the
+ * next buckets' large files while this thread decodes a run of small ones, instead of idling through it: a
+ * completed file waiting to be consumed held a read-ahead place before. Memory: what is in flight is at most the
+ * larger of these bounds and the pool-size + 1 files read ahead before (whatever their size).
+ */
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+const READ_AHEAD_MAX_FILES = 32;
+
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
 export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles"> = {}): AsyncGenerator<arrow.RecordBatch> {
   const fields = projectedFields(table, spec.projection);
+  const context = new FileReadContext(table, fields);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
-  // Files read ahead of the one being consumed: enough to keep every worker busy.
+  // Files always read ahead of the one being consumed: enough to keep every worker busy. By default more while they
+  // are small (READ_AHEAD_BYTES); a caller that sets `readAheadFiles` gets exactly that many.
   const window = pool === null ? 1 : Math.max(1, spec.readAheadFiles ?? pool.size + 1);
+  const byBytes = pool !== null && spec.readAheadFiles === undefined;
   const limit = spec.limit ?? Infinity;
-  const pending: Array<Promise<arrow.RecordBatch[]>> = [];
+  const pending: Array<{ read: Promise<arrow.RecordBatch[]>; bytes: number }> = [];
+  let pendingBytes = 0;
   let next = 0;
   let startedRows = 0;
   const startMore = (): void => {
-    while (next < tasks.length && pending.length < window && startedRows < limit) {
-      const { split, file } = tasks[next++]!;
+    while (next < tasks.length && startedRows < limit) {
+      const { split, file } = tasks[next]!;
+      const fits = pending.length < window || (byBytes && pending.length < READ_AHEAD_MAX_FILES && pendingBytes + file.fileSize <= READ_AHEAD_BYTES);
+      if (!fits) return;
+      next++;
       startedRows += file.rowCount;
-      const read = readDataFile(table, split, file, fields, pool, spec.inlineDecodeBelowBytes);
+      const read = context.read(split, file, pool, spec.inlineDecodeBelowBytes);
       // Observed here so a read abandoned by an early return never becomes an unhandled rejection.
       read.catch(() => undefined);
-      pending.push(read);
+      pending.push({ read, bytes: file.fileSize });
+      pendingBytes += file.fileSize;
     }
   };
   let remaining = limit;
   startMore();
   while (pending.length > 0 && remaining > 0) {
-    const batches = await pending.shift()!;
+    const head = pending.shift()!;
+    const batches = await head.read;
+    // Released once consumed (its batches go to the caller): until then its decoded data is held here.
+    pendingBytes -= head.bytes;
     startMore();
     for (const batch of batches) {
       if (remaining <= 0) return;

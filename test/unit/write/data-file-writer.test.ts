@@ -94,6 +94,35 @@ test("scan - files decode in parallel in the pool (also by row groups), projecte
   assert.deepEqual(await readAllRows(t, { decoderPool: pool, limit: 0 }), []);
 });
 
+test("scan - a bucket of large and many small files reads in sequence order with any read-ahead, limit and decoder", async () => {
+  const t = await createTable(wh.path, "w.mixed", "id BIGINT, s STRING, x DOUBLE");
+  const noise = (): string => randomBytes(30).toString("base64");
+  // Per round: one file above the inline size (decoded in the pool), then ten small ones (decoded on this thread),
+  // so the default read-ahead starts files of both kinds at once and they complete out of order.
+  const sizes = [2500, 40, 40, 40, 40, 40, 40, 40, 40, 40, 40, 2500, 40, 40, 40, 40, 40, 40, 40, 40, 40, 40, 2500, 7];
+  const total = sizes.reduce((a, b) => a + b, 0);
+  const all: Row[] = Array.from({ length: total }, (_, i) => ({ id: BigInt(i), s: i % 11 === 0 ? null : noise(), x: i / 4 }));
+  const batch = rowsToRecordBatch(t.schema.fields, all);
+  const writer = new DataFileWriter(t, { pool, poolMinRows: 0 });
+  const metas = [];
+  let at = 0;
+  for (const n of sizes) {
+    metas.push(...(await writer.writeFiles("", 0, [batch.slice(at, at + n)], BigInt(at), () => undefined)));
+    at += n;
+  }
+  assert.equal(metas.length, sizes.length);
+  assert.equal(metas.filter((m) => m.fileSize >= 64 * 1024).length, 3, `three files for the pool: ${metas.map((m) => m.fileSize).join(", ")}`);
+  // Committed newest first: the plan orders a bucket by sequence number, not by manifest order.
+  await new FileStoreCommit(t).commit({ commitUser: "u", messages: [{ partition: serializeBinaryRow([], []), bucket: 0, totalBuckets: t.bucket, newFiles: [...metas].reverse(), deletedFiles: [] }] });
+  assert.deepEqual(await readAllRows(t, { decoderPool: pool }), all);
+  assert.deepEqual(await readAllRows(t, { decoderPool: pool, readAheadFiles: 1 }), all);
+  assert.deepEqual(await readAllRows(t, { decoderPool: pool, inlineDecodeBelowBytes: 0 }), all);
+  assert.deepEqual(await readAllRows(t, { decoderPool: null }), all);
+  for (const limit of [1, 2539, 2541, 2900, total - 3]) {
+    assert.deepEqual(await readAllRows(t, { decoderPool: pool, limit }), all.slice(0, limit), `limit ${limit}`);
+  }
+});
+
 test("data files - a DOUBLE column holding NaN has null bounds in the file's value stats, on every encode path", async () => {
   const t = await createTable(wh.path, "w.nan", "id BIGINT, x DOUBLE");
   const types = t.schema.fields.map((f) => f.type);
