@@ -3,8 +3,8 @@
  *
  * Rows over NATS (cluster/consumer.ts ↔ cluster/consume-service.ts on a reader node), on loopback nats-server and
  * redis-server, with 2 node processes `--roles writer,committer` and ONE `--roles reader`, so every consume session
- * lands on that reader, whose CPU and RSS are reported. Consumers run in their own processes (bench/consumer-load.ts;
- * a latency phase's consumers one per process, up to 10 processes), the load generator in another
+ * lands on that reader, whose CPU and RSS are reported. Consumers run in their own process (bench/consumer-load.ts;
+ * a latency phase's consumers in up to --consumer-processes P processes, default 1), the load generator in another
  * (bench/cluster-load.ts), so each one's CPU is apart.
  *   latency   a 6-bucket table, 100 ms commits, 50k rows/s; N = 1, 10, 100 consumers `from: "latest"`: snapshot
  *             link → the consumer holds the whole snapshot, p50/p99 per N (the first seconds reported apart);
@@ -46,13 +46,14 @@ const WRITERS = 2;
 const COMMIT_INTERVAL_MS = 100;
 const CONSUMER_COUNTS = [1, 10, 100];
 /**
- * Consumers of a latency phase run one per process up to this many processes (100 consumers: 10 processes of 10;
- * `--consumer-processes N` changes it, 1 for all of a phase's consumers in one process as before).
- * One process for all of them measured that process: with 10 consumers in one event loop, a snapshot's chunks for
- * the 10th consumer waited behind the other nine's (receipt after the reader's send p50 23 ms, p99 169 ms, against
- * 4 / 45 ms with one consumer), where 10 consumers of a table are normally 10 services.
+ * How many processes carry a latency phase's consumers (`--consumer-processes P`): one per process up to P, then
+ * shared evenly (100 consumers with P = 10: 10 processes of 10). Default 1, all in one process, as the README's
+ * figures were taken. Neither measures the reader alone on this 2-core machine: in one process the 10th consumer's
+ * chunks wait behind the other nine's (reader send → receipt p50 23 / p99 169 ms, against 4 / 45 ms with one
+ * consumer), while 10 processes cost 2.5-3.5× the consumers' CPU (8-11 CPU s against 3 per 24 s phase), taken from
+ * the nodes; in runs side by side neither moved the 10-consumer p99 beyond the machine's noise.
  */
-const DEFAULT_CONSUMER_PROCESSES = 10;
+const DEFAULT_CONSUMER_PROCESSES = 1;
 /** Snapshots linked in the first seconds of each latency phase's load are reported apart (JIT, first files). */
 const WARMUP_SECONDS = 2;
 /** How long the consumers get, after the load, to receive the last snapshot before the missing ones are counted. */
