@@ -12,6 +12,11 @@
  *   held, and this session is alone back there (catching up, or fallen behind), or when the snapshot is too large to
  *   hold in memory (see `maxEntryFileBytes`), or when reading it failed here (the session's own read reports why).
  *
+ * When the table's notification announces a snapshot and a session waits at the feed's head for it, the feed reads
+ * it at once (`prefetch`), before any session asks: a session's own look at the snapshot chain comes later (after it
+ * sent the snapshot before, its wake-up, a stat and a read of the snapshot file), and the read is what every session
+ * waits for.
+ *
  * Memory: an entry is released as soon as no attached session still needs it (every cursor moved past it), and the
  * entries held never exceed `maxBytes` in all: beyond that the oldest are dropped, so a slow or stalled session never
  * grows the reader's memory — it reads its backlog itself later, and joins the shared entries again once it reaches
@@ -20,7 +25,8 @@
  */
 import type * as arrow from "apache-arrow";
 import { planSnapshotDelta, readPlanBatches } from "../src/scan/read.ts";
-import type { Snapshot } from "../src/spec/snapshot.ts";
+import { ensureError } from "../src/errors.ts";
+import { CommitKind, type Snapshot } from "../src/spec/snapshot.ts";
 import type { Value } from "../src/spec/values.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
@@ -58,6 +64,8 @@ export interface DeltaFeedOptions {
 
 export const DEFAULT_FEED_MAX_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_FEED_MAX_ENTRY_FILE_BYTES = 4 * 1024 * 1024;
+/** Data files one load decodes ahead of the batch it encodes (a new snapshot has one small file per bucket written). */
+const READ_AHEAD_FILES = 16;
 /** What an entry costs at least (its bookkeeping), so that entries without rows are bounded too. */
 const ENTRY_OVERHEAD = 1024;
 
@@ -98,6 +106,11 @@ export class DeltaFeed {
     return c;
   }
 
+  /** The table it reads (`db.table`). */
+  get tableName(): string {
+    return this.o.table.name;
+  }
+
   get sessions(): number {
     return this.cursors.size;
   }
@@ -129,6 +142,42 @@ export class DeltaFeed {
       this.loading.set(snapshotId, pending);
     }
     return this.hand(await pending);
+  }
+
+  /**
+   * A new snapshot was announced (the table's notification): when a session is waiting at the feed's head for it,
+   * it is read now, before any session asks. Its sessions would otherwise start it only once one of them had looked
+   * at the snapshot chain again — after sending the snapshot before, its own wake-up, a stat and a read of the
+   * snapshot file — so every load waited behind the previous one and behind the event loop's queue (issue 11's
+   * benchmark: notification → read started p99 ~100-190 ms on a loaded machine). Sessions behind the head (a stalled
+   * or slow one) start nothing here: they are served as before.
+   */
+  prefetch(snapshotId: number): void {
+    if (snapshotId <= this.head || !this.waitingAtHeadFor(snapshotId)) return;
+    this.head = snapshotId;
+    const pending = this.o.table.snapshots.snapshot(snapshotId).then(
+      (snapshot) => {
+        if (snapshot.commitKind === CommitKind.APPEND) return this.load(snapshot);
+        this.loading.delete(snapshotId); // no rows: nothing to hold, and sessions pass over it without asking
+        return null;
+      },
+      (e: unknown) => {
+        this.loading.delete(snapshotId);
+        this.o.onLoadError?.(snapshotId, ensureError(e));
+        return null;
+      },
+    );
+    this.loading.set(snapshotId, pending);
+  }
+
+  /**
+   * Whether a session is at the head (taking the newest snapshot read, or waiting for the next) and will want
+   * `snapshotId`. A session further behind is catching up or stalled: a feed whose sessions are all behind reads
+   * at most one snapshot ahead of them.
+   */
+  private waitingAtHeadFor(snapshotId: number): boolean {
+    for (const c of this.cursors) if (c.next >= this.head && c.next <= snapshotId) return true;
+    return false;
   }
 
   private othersAtOrBefore(requester: FeedCursor, snapshotId: number): boolean {
@@ -173,7 +222,9 @@ export class DeltaFeed {
       // hold is given up (the generator's return() stops the reads), and its sessions read it themselves.
       const most = (this.o.maxBytes ?? DEFAULT_FEED_MAX_BYTES) / 2;
       // Every file decodes in the worker pool, several at once, while this thread encodes (and sends for the others).
-      for await (const b of readPlanBatches(table, plan, { ...(projection ? { projection } : {}), inlineDecodeBelowBytes: 0 }) as AsyncGenerator<arrow.RecordBatch>) {
+      // All of a snapshot's files (up to READ_AHEAD_FILES) are asked for at once: with the pool's default (workers + 1)
+      // a snapshot of 6-12 small files went to the workers in rounds, each waiting for this thread to ask again.
+      for await (const b of readPlanBatches(table, plan, { ...(projection ? { projection } : {}), inlineDecodeBelowBytes: 0, readAheadFiles: READ_AHEAD_FILES }) as AsyncGenerator<arrow.RecordBatch>) {
         rows += b.numRows;
         for (const body of packer.add(b)) {
           bodies.push(body);

@@ -4,7 +4,8 @@
  *   node --import tsx bench/consumer-load.ts <nats-url> <db.table> <job as JSON>
  * Jobs:
  *   {"mode":"latency","consumers":N,"warmupMs":W,"drainMs":D}  N consumers `from: "latest"`; on "stop" (stdin) waits up
- *       to D ms for every consumer to receive the last APPEND snapshot notified, then reports delivery latencies;
+ *       to D ms for every consumer to receive the last APPEND snapshot notified, then reports delivery latencies (each
+ *       one, and p50/p99 of this process's; the bench runs several such processes and merges them);
  *   {"mode":"catchup","rows":R,"timeoutMs":T}  one consumer `from: "full"`, timed until it holds R rows;
  *   {"mode":"stall","stallMs":S,"resumeMs":M}  a fast consumer and one (window 8) that takes one snapshot, then pulls
  *       nothing for S ms, then pulls again until it reaches the latest APPEND snapshot (at most M ms).
@@ -172,7 +173,8 @@ async function latencyJob(j: Extract<Job, { mode: "latency" }>): Promise<void> {
   const sessions = consumers.reduce((n, c) => n + c.sessions, 0);
   links.stop();
   await Promise.all(consumers.map((c) => c.close()));
-  emit("result", { ...summarise(measured), warmup: summarise(warm), missing, unlinked, target, drainMs, rows, sessions, readers: [...new Set(consumers.map((c) => c.reader))], cpuSeconds: cpu, silentConsumers: followers.filter((f) => f.received.size === 0).length });
+  // The latencies themselves too: the bench merges the figures of several consumer processes.
+  emit("result", { ...summarise(measured), warmup: summarise(warm), latencies: measured, warmupLatencies: warm, missing, unlinked, target, drainMs, rows, sessions, readers: [...new Set(consumers.map((c) => c.reader))], cpuSeconds: cpu, silentConsumers: followers.filter((f) => f.received.size === 0).length });
   await Promise.all(ncs.map((nc) => nc.close()));
 }
 

@@ -3,7 +3,7 @@
  * checks the request (table, columns, partition, scan mode, an expired start — all refused in the reply, before a
  * session exists), spawns a ConsumeSessionActor per session, routes the consumer's control messages to it, and fans
  * the table's snapshot notifications out to its sessions (one core-NATS subscription per table, however many
- * sessions) so they read a new snapshot at once. Sessions that project and filter a table the same way share one
+ * sessions) so they read a new snapshot at once — and the table's feeds start reading it for them on the notification. Sessions that project and filter a table the same way share one
  * DeltaFeed (actors/consume-feed.ts): each new snapshot is read and encoded once for all of them.
  */
 import { randomUUID } from "node:crypto";
@@ -234,6 +234,8 @@ export class ConsumeService {
             n = undefined; // not a notification: the wake-up is harmless, there is no link time to keep
           }
           if (n === undefined) continue;
+          // The feeds of this table read it now for their sessions at the head (not when a session gets to it).
+          if (n.kind === "APPEND") for (const feed of this.feeds.values()) if (feed.tableName === name) feed.prefetch(n.snapshotId);
           f.linkedAt.set(n.snapshotId, n.linkedAtMillis);
           if (f.linkedAt.size > LINK_TIMES_KEPT) f.linkedAt.delete(f.linkedAt.keys().next().value!);
         }

@@ -3,7 +3,8 @@
  * - ChunkPacker: batches packed into IPC streams within the payload limit, large batches cut, rows and order kept;
  * - DeltaFeed: a snapshot read once for any number of sessions, equal to natslake's incremental read of it; released
  *   once every session moved past it; the bytes it holds capped (the oldest go); a session alone behind the head
- *   reads for itself, several behind it share one read again; a snapshot too large to hold is not held.
+ *   reads for itself, several behind it share one read again; a snapshot too large to hold is not held; a notified
+ *   snapshot is read before a session asks when one waits at the head for it, and not for sessions behind the head.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -146,4 +147,39 @@ test("delta feed - a snapshot whose files are too large to hold is not held: eve
   const tight = new DeltaFeed({ table: t, payloadLimit: LIMIT, maxBytes: 256 * 1024 });
   assert.equal(await tight.attach().get(await snap(t, large!)), null);
   assert.equal(tight.bytes, 1024, "only the marker is held");
+});
+
+test("delta feed - a notified snapshot is read before any session asks when a session waits at the head for it; sessions behind the head start nothing", async () => {
+  const t = await createTable(wh.path, "fan.prefetch", "id BIGINT NOT NULL, s STRING", { options: { bucket: "2", "bucket-key": "id" } });
+  const [first] = await commitRounds(t, 1, 30);
+  const feed = new DeltaFeed({ table: t, payloadLimit: LIMIT });
+  const live = feed.attach();
+  live.need(first! + 1); // took the first snapshot: waits for the next
+  const [second] = await commitRounds(t, 1, 30, 30);
+  feed.prefetch(second!);
+  feed.prefetch(second!); // a repeated notification starts no second read
+  // The read runs without the session: wait for it by the feed's own count (bounded).
+  for (let i = 0; i < 200 && feed.stats.reads === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(feed.stats.reads, 1, "read on the notification, once");
+  assert.ok(feed.bytes > 0, "held for the session waiting for it");
+  const e = await live.get(await snap(t, second!));
+  assert.ok(e !== null);
+  assert.deepEqual(idsOf(e.bodies).sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => 30 + i), "the rows the snapshot added");
+  assert.equal(feed.stats.reads, 1, "the session was handed the read made before it asked");
+  live.need(second! + 1);
+  assert.equal(feed.bytes, 0, "released once the session moved past it");
+  // A session that stops at the head (stalled while taking the second snapshot): the next snapshot notified is read
+  // for it (it may be just slow), none after that.
+  live.detach();
+  const stalled = feed.attach();
+  stalled.need(second!);
+  const [third, fourth] = await commitRounds(t, 2, 30, 60);
+  feed.prefetch(third!);
+  for (let i = 0; i < 200 && feed.stats.reads === 1; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(feed.stats.reads, 2, "one snapshot read ahead of a session at the head");
+  feed.prefetch(fourth!);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(feed.stats.reads, 2, "nothing read for a session behind the head");
+  stalled.detach();
+  assert.equal(feed.bytes, 0, "released with the last session");
 });
