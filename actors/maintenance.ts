@@ -34,12 +34,20 @@ export interface MaintenanceTask {
    * hold up to an interval's worth of snapshots over its bound.
    */
   runOnCommit?: boolean;
+  /**
+   * With runOnCommit: a run after a commit starts at least this long after the previous one started (default 0).
+   * A table committing 15 times a second then pays a run's fixed cost (reading the retained snapshot's manifest
+   * lists) a few times a second instead of at every commit, and each run removes several snapshots.
+   */
+  onCommitGapMs?: number;
 }
 
 export type MaintenanceMsg =
   | { type: "tick" }
   /** The leader's committer landed a snapshot (see `MaintenanceTask.runOnCommit`). */
   | { type: "committed"; snapshotId: number }
+  /** A run-on-commit task's gap has ended (see `MaintenanceTask.onCommitGapMs`). */
+  | { type: "gap-ended" }
   | { type: "done"; task: string; counts: Record<string, number> }
   | { type: "failed"; task: string; error: Error }
   /** A job asked for over NATS; its answers go to `responder`. */
@@ -87,6 +95,8 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
   private readonly lastRun = new Map<string, number>();
   /** Run-on-commit tasks with a snapshot landed since they last started. */
   private readonly committedSince = new Set<string>();
+  /** A wake-up is scheduled for a run-on-commit task waiting out its gap. */
+  private gapWakeUp: Cancellable | null = null;
   private readonly removed;
   private readonly failures;
   private readonly requests;
@@ -105,6 +115,7 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
 
   postStop(): void {
     this.timer?.cancel();
+    this.gapWakeUp?.cancel();
     // The leadership ended: what was queued never ran. (A running job goes on and answers for itself.)
     for (const q of this.queue.splice(0)) q.responder.failed(new LakeError(ErrorKind.Fenced, `${this.d.table.name}: this node stopped leading the table before the job ran; nothing was done (run it again)`));
   }
@@ -115,8 +126,24 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
       case "tick":
         this.next(ctx);
         return;
-      case "committed":
-        for (const t of this.d.tasks) if (t.runOnCommit === true) this.committedSince.add(t.name);
+      case "committed": {
+        let wait = 0;
+        const now = this.d.clock.monotonic();
+        for (const t of this.d.tasks) {
+          if (t.runOnCommit !== true) continue;
+          this.committedSince.add(t.name);
+          const last = this.lastRun.get(t.name);
+          if (last !== undefined) wait = Math.max(wait, last + (t.onCommitGapMs ?? 0) - now);
+        }
+        // A task still in its gap is due when the gap ends: wake up then rather than at the next tick.
+        if (wait > 0 && this.gapWakeUp === null) {
+          this.gapWakeUp = ctx.scheduleOnce(Math.ceil(wait), { type: "gap-ended" });
+        }
+        this.next(ctx);
+        return;
+      }
+      case "gap-ended":
+        this.gapWakeUp = null;
         this.next(ctx);
         return;
       case "request": {
@@ -179,7 +206,7 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
       // and a task due every second cannot starve the hourly ones. A run-on-commit task with a snapshot landed is
       // overdue by the time since it last started: due at once, yet an hourly task overdue for longer goes first,
       // so one running after every commit cannot starve it either.
-      const by = last === undefined ? Infinity : this.committedSince.has(t.name) ? now - last : now - last - every;
+      const by = last === undefined ? Infinity : this.committedSince.has(t.name) ? now - last - (t.onCommitGapMs ?? 0) : now - last - every;
       if (by >= 0 && by > dueBy) {
         due = t;
         dueBy = by;

@@ -44,6 +44,12 @@ export interface ExpireOptions {
   retainMax?: number;
   timeRetainedMs?: number;
   limit?: number;
+  /**
+   * Manifests read through this store (default: a new one). The leader's scheduled expiration runs after every commit
+   * and passes one store to all its runs: what a run reads as the retained snapshot's lists, the next reads as the
+   * expired one's, and manifests never change once written.
+   */
+  store?: ManifestStore;
 }
 
 export interface ExpireResult {
@@ -123,7 +129,7 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
   const { earliest, end } = await expirableRange(table, o);
   const result: ExpireResult = { from: earliest, to: end, snapshotsDeleted: 0, damagedSnapshots: [], dataFilesDeleted: 0, manifestsDeleted: 0, dryRun: o.dryRun === true };
   if (end <= earliest) return result;
-  const store = new ManifestStore(table);
+  const store = o.store ?? new ManifestStore(table);
   const retained = await table.snapshots.snapshot(end);
   const tagged = await listTags(table);
 

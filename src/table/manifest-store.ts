@@ -18,7 +18,7 @@ export class ManifestStore {
   private readonly listCache = new Map<string, ManifestFileMeta[]>();
   private readonly manifestCache = new Map<string, ManifestEntry[]>();
 
-  constructor(private readonly table: Table) {}
+  constructor(readonly table: Table) {}
 
   async readManifestList(name: string): Promise<ManifestFileMeta[]> {
     const hit = this.listCache.get(name);

@@ -276,3 +276,30 @@ test("maintenance - a run-on-commit task runs right after each landed snapshot (
     wh.cleanup();
   }
 });
+
+test("maintenance - a run-on-commit task with a gap runs at most once per gap under constant commits, and a commit in the gap still gets its run when the gap ends", async () => {
+  const wh = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(wh.path, "m.g", "id BIGINT NOT NULL");
+    const starts: number[] = [];
+    const t0 = performance.now();
+    const task: MaintenanceTask = { name: "expire-snapshots", runOnCommit: true, onCommitGapMs: 100, intervalMs: () => 60_000, run: async () => (starts.push(performance.now() - t0), await sleep(5), {}) };
+    const ref = system.spawn("maintenance-m.g", () => new MaintenanceActor({ table, tasks: [task], clock: systemClock, meter: metrics.getMeter("test"), tickMs: 10_000 }));
+    let lastCommitAt = 0;
+    for (let i = 0; i < 50; i++) {
+      lastCommitAt = performance.now() - t0;
+      ref.tell({ type: "committed", snapshotId: i + 1 });
+      await sleep(10);
+    }
+    await sleep(250);
+    const gaps = starts.slice(1).map((s, i) => s - starts[i]!);
+    assert.ok(starts.length >= 4 && starts.length <= 8, `${starts.length} runs for 50 commits over ~${lastCommitAt.toFixed(0)} ms with a 100 ms gap: ${starts.map((s) => s.toFixed(0)).join(", ")}`);
+    assert.ok(gaps.every((g) => g >= 95), `runs at least a gap apart: ${gaps.map((g) => g.toFixed(0)).join(", ")}`);
+    // The last commits landed inside a gap: their run comes when it ends, not at the next (10 s) tick.
+    assert.ok(starts[starts.length - 1]! >= lastCommitAt, `a run after the last commit (last run at ${starts[starts.length - 1]!.toFixed(0)} ms, last commit at ${lastCommitAt.toFixed(0)} ms)`);
+  } finally {
+    await system.shutdown();
+    wh.cleanup();
+  }
+});
