@@ -16,7 +16,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { failpointAsync } from "../src/failpoints.ts";
-import { abortCompaction, compactionRules, planCompaction, rewrite, type CompactResult } from "../src/maintenance/compact.ts";
+import { abortCompaction, compactionRules, planCompaction, rewrite, type CompactionRules, type CompactionTask, type CompactResult } from "../src/maintenance/compact.ts";
 import type { DataFileMeta } from "../src/spec/manifest.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
@@ -59,6 +59,21 @@ export function defaultCompactionInterval(commitIntervalMs: number): number {
   return Math.max(500, 2 * commitIntervalMs);
 }
 
+/**
+ * The inputs of a small-lane job at most (bytes of data files): a job this small needs no compaction slot and may run
+ * beside the bucket's own larger job (see `CompactionLane`).
+ */
+export const SMALL_LANE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Which jobs a run may start. `any`: whatever the plan picks, under the node's compaction slot. `small`: only a task
+ * of at most SMALL_LANE_BYTES, without a slot — the writer starts one while its bucket's `any` job runs, on the files
+ * flushed after that job's inputs. All buckets grow at the same rate, so their largest merges (a level as large as
+ * the bucket) come due together and queue for the node's slot for seconds; without this lane each of them gathered a
+ * flush's file every 250 ms meanwhile (a 10-minute run saw 14 live files in a bucket, 10 on average, at such a moment).
+ */
+export type CompactionLane = "any" | "small";
+
 /** How long the inputs of a job sent stay out of planning unless they leave the live set first. */
 export const IN_FLIGHT_MS = 60_000;
 
@@ -88,6 +103,8 @@ export class BucketCompactor {
   private readonly manifests: ManifestStore;
   /** Input file name → until when it stays out of planning. */
   private readonly inFlight = new Map<string, number>();
+  /** Inputs of jobs being rewritten (not sent yet): out of the other lane's planning. */
+  private readonly reserved = new Set<string>();
   private stopped = false;
 
   constructor(private readonly d: BucketCompactorDeps) {
@@ -101,31 +118,39 @@ export class BucketCompactor {
     this.stopped = true;
   }
 
-  /** Plans, rewrites and sends one job. Throws on failure (outputs written by it are removed unless sent). */
-  async runOnce(): Promise<CompactionJobResult> {
+  /**
+   * Plans, rewrites and sends one job of the lane. Throws on failure (outputs written by it are removed unless sent).
+   * A job of each lane may run at once: their inputs never overlap (each excludes the other's reserved inputs, and
+   * excluded files end a run, so each job stays a contiguous run of the bucket).
+   */
+  async runOnce(lane: CompactionLane = "any"): Promise<CompactionJobResult> {
     const table = this.d.table;
     const now = this.d.now();
     const rules = {
       maxSchemaId: table.schema.id,
       sizeRatio: writerSizeRatio(table),
-      exclude: (f: DataFileMeta) => (this.inFlight.get(f.fileName) ?? 0) > now,
+      exclude: (f: DataFileMeta) => this.reserved.has(f.fileName) || (this.inFlight.get(f.fileName) ?? 0) > now,
     };
     const plan = await planCompaction(table, { bucket: this.d.bucket, rules }, this.manifests);
     // Inputs no longer live were decided; expired ones are planned again.
     for (const [name, until] of this.inFlight) if (until <= now || !plan.liveFileNames.has(name)) this.inFlight.delete(name);
     const none: CompactionJobResult = { entry: null, inputFiles: 0, outputFiles: 0, inputBytes: 0, slotWaitMs: 0, rewriteMs: 0 };
     if (plan.tasks.length === 0 || plan.snapshotId === null || this.stopped) return none;
-    // One job rewrites about one target file's worth: a long backlog is worked off job by job.
-    const tasks = [];
-    let bytes = 0;
-    const targetFileSize = compactionRules(table).targetFileSize;
-    for (const t of plan.tasks) {
-      if (tasks.length > 0 && bytes >= targetFileSize) break;
-      tasks.push(t);
-      bytes += t.files.reduce((n, f) => n + f.fileSize, 0);
+    const tasks = lane === "any" ? tasksOfAJob(plan.tasks, compactionRules(table).targetFileSize) : smallTask(plan.tasks);
+    if (tasks.length === 0) return none;
+    const inputs = tasks.flatMap((t) => t.files.map((f) => f.fileName));
+    for (const name of inputs) this.reserved.add(name);
+    try {
+      return await this.rewriteAndSend(tasks, lane, rules, plan.snapshotId, none);
+    } finally {
+      for (const name of inputs) this.reserved.delete(name);
     }
+  }
+
+  private async rewriteAndSend(tasks: readonly CompactionTask[], lane: CompactionLane, rules: Partial<CompactionRules>, planSnapshotId: number, none: CompactionJobResult): Promise<CompactionJobResult> {
+    const table = this.d.table;
     const waitFrom = this.d.now();
-    const release = await this.d.slots.acquire();
+    const release = lane === "any" ? await this.d.slots.acquire() : () => undefined;
     const rewriteFrom = this.d.now();
     const results: CompactResult[] = [];
     try {
@@ -144,7 +169,7 @@ export class BucketCompactor {
       await abortCompaction(table, results);
       return none;
     }
-    const entry = this.fitting(results, plan.snapshotId);
+    const entry = this.fitting(results, planSnapshotId);
     const sent = results.slice(0, entry.changes.length);
     await abortCompaction(table, results.slice(entry.changes.length));
     if (sent.length === 0) return none;
@@ -169,6 +194,7 @@ export class BucketCompactor {
   }
 
   private markInFlight(results: readonly CompactResult[]): void {
+    // (The caller's finally releases the reservation after this: the inputs are never plannable in between.)
     const until = this.d.now() + IN_FLIGHT_MS;
     for (const r of results) for (const f of r.inputs) this.inFlight.set(f.fileName, until);
   }
@@ -193,4 +219,35 @@ export class BucketCompactor {
     }
     return entryOf([]);
   }
+}
+
+/** The tasks of an `any` job: about one target file's worth, so a long backlog is worked off job by job. */
+function tasksOfAJob(planned: readonly CompactionTask[], targetFileSize: number): CompactionTask[] {
+  const tasks: CompactionTask[] = [];
+  let bytes = 0;
+  for (const t of planned) {
+    if (tasks.length > 0 && bytes >= targetFileSize) break;
+    tasks.push(t);
+    bytes += t.files.reduce((n, f) => n + f.fileSize, 0);
+  }
+  return tasks;
+}
+
+/**
+ * The task of a `small` job: the first planned task within SMALL_LANE_BYTES, or, when the pick joined older files that
+ * make it larger, its newest files within that size (still a contiguous run, at least two files); none otherwise.
+ */
+export function smallTask(planned: readonly CompactionTask[]): CompactionTask[] {
+  for (const t of planned) {
+    const files: DataFileMeta[] = [];
+    let bytes = 0;
+    for (let i = t.files.length - 1; i >= 0; i--) {
+      const f = t.files[i]!;
+      if (bytes + f.fileSize > SMALL_LANE_BYTES) break;
+      files.unshift(f);
+      bytes += f.fileSize;
+    }
+    if (files.length >= 2) return [{ ...t, files }];
+  }
+  return [];
 }

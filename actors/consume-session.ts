@@ -75,11 +75,6 @@ interface OwnRead {
 }
 
 const EMPTY = new Uint8Array(0);
-/**
- * Data files a session's own read decodes ahead (in the worker pool) of the batch it encodes: with the pool's default
- * (workers + 1) the workers idled half the time while this thread encoded and sent (profiled catch-up).
- */
-const READ_AHEAD_FILES = 8;
 
 export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   /** The last chunk number sent, and the highest the consumer has taken. */
@@ -235,7 +230,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
         item,
         // Every file decodes in the worker pool: this thread encodes and sends meanwhile (a full scan of small files
         // decoded here would leave the workers idle and this thread doing all the work, one step after the other).
-        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), inlineDecodeBelowBytes: 0, readAheadFiles: READ_AHEAD_FILES }),
+        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), inlineDecodeBelowBytes: 0 }),
         packer: new ChunkPacker(payloadLimit(this.d.out.maxPayload)),
         held: null,
       };

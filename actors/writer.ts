@@ -31,7 +31,7 @@ import { failIfSchemaMovedOn } from "./schema-check.ts";
 import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
 import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
-import { BucketCompactor, type CompactionJobResult } from "./bucket-compactor.ts";
+import { BucketCompactor, type CompactionJobResult, type CompactionLane } from "./bucket-compactor.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
 
 export type WriterMsg =
@@ -50,8 +50,8 @@ export type WriterMsg =
   | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number }
   | { type: "flush-failed"; generation: number; error: Error }
   | { type: "rejected"; rejection: Rejection }
-  | { type: "compacted"; result: CompactionJobResult }
-  | { type: "compaction-failed"; error: Error }
+  | { type: "compacted"; lane: CompactionLane; result: CompactionJobResult }
+  | { type: "compaction-failed"; lane: CompactionLane; error: Error }
   | { type: "revoke"; reply: (lastOffset: number) => void }
   /**
    * Re-open the bucket: from the committed offset (after a failed flush, whose committable may or may not have
@@ -145,7 +145,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   /** Where committables too large for one message go (sent by reference). */
   private readonly store: CommittableStore;
   private readonly compactor: BucketCompactor | null;
-  private compacting = false;
+  /** The lanes with a compaction job running (at most one job per lane: see CompactionLane). */
+  private readonly compacting = new Set<CompactionLane>();
   /** Monotonic ms before which no compaction job starts. */
   private nextCompactionAt = 0;
   private readonly compactionJobs;
@@ -341,7 +342,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.maybeCompact(ctx);
         return;
       case "compacted": {
-        this.compacting = false;
+        this.compacting.delete(msg.lane);
         const r = msg.result;
         this.compactionJobs.add(1, { ...this.labels, result: r.entry === null ? "idle" : "sent" });
         if (r.entry !== null) {
@@ -349,12 +350,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           this.compactionFiles.add(r.outputFiles, { ...this.labels, role: "output" });
           this.compactionSeconds.record(r.slotWaitMs / 1000, { table: this.d.table.name, stage: "slot-wait" });
           this.compactionSeconds.record(r.rewriteMs / 1000, { table: this.d.table.name, stage: "rewrite" });
-          ctx.log.debug("compaction sent", { ...this.labels, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
+          ctx.log.debug("compaction sent", { ...this.labels, lane: msg.lane, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
         }
         return;
       }
       case "compaction-failed":
-        this.compacting = false;
+        this.compacting.delete(msg.lane);
         this.compactionJobs.add(1, { ...this.labels, result: "failed" });
         // Ingest goes on; the next job plans afresh after a pause (a full disk must not become a retry loop).
         this.nextCompactionAt = this.d.clock.monotonic() + Math.max(10_000, this.d.compaction?.checkIntervalMs ?? 0);
@@ -401,18 +402,23 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     }
   }
 
-  /** Starts a compaction job when one is due and none runs; it never waits for, or holds up, ingest. */
+  /**
+   * Starts a compaction job when one is due: of any size when none runs, else a small one beside it (the files flushed
+   * since the running job's inputs). It never waits for, or holds up, ingest.
+   */
   private maybeCompact(ctx: ActorContext<WriterMsg>): void {
     const c = this.compactor;
-    if (c === null || this.compacting || this.revoking) return;
+    if (c === null || this.revoking) return;
+    const lane: CompactionLane | null = !this.compacting.has("any") ? "any" : !this.compacting.has("small") ? "small" : null;
+    if (lane === null) return;
     const now = this.d.clock.monotonic();
     if (now < this.nextCompactionAt) return;
     this.nextCompactionAt = now + (this.d.compaction?.checkIntervalMs ?? 0);
-    this.compacting = true;
+    this.compacting.add(lane);
     ctx.pipeToSelf(
-      c.runOnce(),
-      (result) => ({ type: "compacted", result }),
-      (e) => ({ type: "compaction-failed", error: ensureError(e) }),
+      c.runOnce(lane),
+      (result) => ({ type: "compacted", lane, result }),
+      (e) => ({ type: "compaction-failed", lane, error: ensureError(e) }),
     );
   }
 

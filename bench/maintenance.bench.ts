@@ -359,9 +359,12 @@ async function runPhase(c: Cluster, name: string, options: Record<string, string
 /**
  * The scan's yardstick: the rows of the phase's end snapshot written by ONE batch write (one BatchWriter, one
  * commit) into a fresh table of the same schema and buckets, in a warehouse of its own (the cluster does not serve
- * it), then scanned the same way.
+ * it), then scanned the same way — alternately with the maintained table's end snapshot, so both are timed under the
+ * same conditions. (The phase's own end scan runs right after the load, while the writers still compact what the
+ * last minutes left and the leader lands and expires: on this 2-core machine it competes with them, and the batch
+ * copy, scanned later, would not.)
  */
-async function batchBaseline(dir: string, source: Table, snapshotId: number): Promise<{ scan: ScanFigure; files: number; writeSeconds: number }> {
+async function batchBaseline(dir: string, source: Table, snapshotId: number): Promise<{ scan: ScanFigure; maintained: ScanFigure; files: number; writeSeconds: number }> {
   const table = await new Catalog(join(dir, "baseline-wh")).createTable(parseIdentifier("bench.batch"), {
     columns: parseColumnList(BENCH_COLUMNS),
     options: { ...CLUSTER_TABLE_DEFAULTS, bucket: String(BUCKETS), "bucket-key": "id" },
@@ -371,8 +374,14 @@ async function batchBaseline(dir: string, source: Table, snapshotId: number): Pr
   for await (const b of readBatches(source, { snapshotId })) await writer.writeArrow(b);
   const res = await writer.commit();
   const writeSeconds = (performance.now() - t0) / 1000;
-  const scan = await timeScans(table, SCAN_RUNS);
-  return { scan, files: res.files, writeSeconds };
+  const batch: Array<{ rows: number; seconds: number }> = [];
+  const maintained: Array<{ rows: number; seconds: number }> = [];
+  for (let i = 0; i < SCAN_RUNS; i++) {
+    batch.push(await scanOnce(table));
+    maintained.push(await scanOnce(source, snapshotId));
+  }
+  const figure = (all: Array<{ rows: number; seconds: number }>): ScanFigure => ({ rows: all[0]!.rows, seconds: median(all.map((x) => x.seconds)), runs: all.map((x) => x.seconds) });
+  return { scan: figure(batch), maintained: figure(maintained), files: res.files, writeSeconds };
 }
 
 function num(r: LoadRun, key: string): number {
@@ -440,14 +449,14 @@ function ingestFigures(p: PhaseResult): Figures {
   };
 }
 
-function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFigure }): { lines: string[] } & FigureSet {
+function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFigure; maintained: ScanFigure }): { lines: string[] } & FigureSet {
   const after1 = on.samples.filter((s) => s.t > 60);
   const filesMax = after1.length === 0 ? null : Math.max(...after1.map((s) => s.filesMax));
   const over = after1.length === 0 ? null : Math.max(...after1.map((s) => s.snapshots - s.bound));
   const plans = planPoints(on.samples);
   const planRatio = plans === null ? null : plans.last.ms / plans.first.ms;
   const span = (p: PlanPoint): string => `${p.ms.toFixed(1)} ms (${p.entries} entries) at ${p.from.toFixed(0)}–${p.to.toFixed(0)} s`;
-  const scanRatio = scanRate(on.scanEnd) / scanRate(baseline.scan);
+  const scanRatio = scanRate(baseline.maintained) / scanRate(baseline.scan);
   const tput = (p: PhaseResult): number => num(p.load, "rows") / num(p.load, "visibleSeconds");
   const tputRatio = tput(on) / tput(off);
   const p99 = num(on.load, "latencyP99");
@@ -471,6 +480,8 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
     plan_minute_1_ms: plans === null ? null : r3(plans.first.ms),
     plan_end_ms: plans === null ? null : r3(plans.last.ms),
     baseline_scan_rows_per_sec: Math.round(scanRate(baseline.scan)),
+    on_scan_alternated_rows_per_sec: Math.round(scanRate(baseline.maintained)),
+    on_scan_right_after_load_vs_batch_ratio: r3(scanRate(on.scanEnd) / scanRate(baseline.scan)),
     off_scan_vs_batch_ratio: r3(scanRate(off.scanEnd) / scanRate(baseline.scan)),
   };
   const expired = end.earliest > 1 ? `snapshots 1–${end.earliest - 1} expired by the end` : `nothing expired yet: no snapshot was older than ${RETENTION["snapshot.time-retained"]} or beyond ${RETENTION["snapshot.num-retained.max"]}`;
@@ -479,7 +490,7 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
     `  ${mark(filesMax === null ? null : filesMax <= ON_TARGETS.filesPerBucket)} live data files per bucket ≤ ${ON_TARGETS.filesPerBucket} after minute 1: max ${filesMax ?? na} (phase off: max ${Math.max(...off.samples.map((s) => s.filesMax))})`,
     `  ${mark(over === null ? null : over <= 0)} snapshot files within the retention bound after minute 1: ${over === null ? na : over <= 0 ? `always (at most ${Math.max(...after1.map((s) => s.snapshots))} files)` : `exceeded by up to ${over}`}; ${expired} (phase off, write-only: ${Math.max(...off.samples.map((s) => s.snapshots))} at the end)`,
     `  ${mark(planRatio === null ? null : planRatio <= ON_TARGETS.planGrowth)} plan at the end ≤ ${ON_TARGETS.planGrowth}× minute 1: ${plans === null || planRatio === null ? "n/a (too few samples after minute 1: run longer)" : `median of ${PLAN_WINDOW} samples ${span(plans.last)} / ${span(plans.first)} = ${planRatio.toFixed(2)}×; entries read ${(plans.last.entries / plans.first.entries).toFixed(2)}×`}`,
-    `  ${mark(scanRatio >= ON_TARGETS.scanVsBatch)} full scan at the end ≥ ${ON_TARGETS.scanVsBatch}× one batch write's: ${fmt(scanRate(on.scanEnd))} / ${fmt(scanRate(baseline.scan))} rows/s = ${scanRatio.toFixed(2)}× (phase off: ${(scanRate(off.scanEnd) / scanRate(baseline.scan)).toFixed(2)}×)`,
+    `  ${mark(scanRatio >= ON_TARGETS.scanVsBatch)} full scan at the end ≥ ${ON_TARGETS.scanVsBatch}× one batch write's, scanned alternately: ${fmt(scanRate(baseline.maintained))} / ${fmt(scanRate(baseline.scan))} rows/s = ${scanRatio.toFixed(2)}× (right after the load, the cluster still compacting: ${(scanRate(on.scanEnd) / scanRate(baseline.scan)).toFixed(2)}×; phase off: ${(scanRate(off.scanEnd) / scanRate(baseline.scan)).toFixed(2)}×)`,
     `  ${mark(tputRatio >= ON_TARGETS.throughputVsOff)} ingest throughput on ≥ ${ON_TARGETS.throughputVsOff}× off (rows / first publish → all visible): ${fmt(tput(on))} / ${fmt(tput(off))} rows/s = ${tputRatio.toFixed(3)}×`,
     `  ${mark(p99 <= ON_TARGETS.p99Ms)} publish→visible p99 ≤ commit interval + 100 ms = ${ON_TARGETS.p99Ms} ms: on ${p99} ms, off ${num(off.load, "latencyP99")} ms`,
   ];
@@ -537,7 +548,7 @@ async function main(): Promise<void> {
     const on = await runPhase(c, "on", flags["retain-max"] !== undefined ? { "snapshot.num-retained.max": flags["retain-max"] } : {}, "writer-side compaction, expiration by the leader");
     say(`\nbaseline: the ${fmt(on.scanEnd.rows)} rows of snapshot ${on.endSnapshot} written by one batch write`);
     const baseline = await batchBaseline(c.dir, on.tableHandle, on.endSnapshot);
-    say(`  written in ${baseline.writeSeconds.toFixed(1)} s into ${baseline.files} files; full scan median of ${SCAN_RUNS} ${baseline.scan.seconds.toFixed(2)} s = ${fmt(scanRate(baseline.scan))} rows/s (runs ${baseline.scan.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
+    say(`  written in ${baseline.writeSeconds.toFixed(1)} s into ${baseline.files} files; full scans alternated with the maintained table's snapshot ${on.endSnapshot}, median of ${SCAN_RUNS}: batch ${baseline.scan.seconds.toFixed(2)} s = ${fmt(scanRate(baseline.scan))} rows/s (runs ${baseline.scan.runs.map((x) => x.toFixed(2)).join(" ")} s), maintained ${baseline.maintained.seconds.toFixed(2)} s = ${fmt(scanRate(baseline.maintained))} rows/s (runs ${baseline.maintained.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
     const off = await runPhase(c, "off", { "write-only": "true" }, "write-only = true: no writer-side compaction, no expiration");
     say("\ningest");
     for (const p of [on, off]) for (const l of ingestLines(p)) say(l);
