@@ -5,7 +5,7 @@
  *   maintained  written as the cluster writes them — commits of COMMIT_ROWS rows (10k rows/s in 250 ms commits, one
  *               ~12 KB file per bucket each; the older history in larger commits, see LIVE_COMMITS) — and compacted
  *               every COMPACT_EVERY commits with the size-ratio rule the writers' BucketCompactor uses
- *               (`compaction.size-ratio`, `compaction.min.file-num`), the last TAIL_COMMITS commits left uncompacted:
+ *               (writerSizeRatio: `compaction.size-ratio` when set, else 100; `compaction.min.file-num`), the last TAIL_COMMITS commits left uncompacted:
  *               per bucket a few large files plus several small ones, the mix the maintenance bench's table ends with;
  *   batch       written by one BatchWriter in one commit (the maintenance bench's yardstick).
  * Full scans (`readBatches`, the shared decoder pool, plan included, as the maintenance bench times them) of the two
@@ -30,13 +30,14 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { BatchWriter } from "../src/write/batch-writer.ts";
 import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { writerSizeRatio } from "../actors/bucket-compactor.ts";
 import { recordFigures, targetAtLeast } from "./figures.ts";
 
 const BUCKETS = 6;
 /** 10k rows/s in 250 ms commits, as the maintenance bench's load. */
 const COMMIT_ROWS = 2_500;
-/** The cluster's writers check for compaction every max(1 s, 4 commit intervals). */
-const COMPACT_EVERY = 4;
+/** The cluster's writers plan a compaction every max(0.5 s, 2 commit intervals) (defaultCompactionInterval). */
+const COMPACT_EVERY = 2;
 /** Commits after the last compaction: the fresh small files a live table always has. */
 const TAIL_COMMITS = 6;
 /**
@@ -75,7 +76,7 @@ async function commitRows(table: Table, from: number, to: number): Promise<void>
 
 /** The maintained table: small commits, compacted every COMPACT_EVERY commits by the writers' size-ratio rule. */
 async function writeMaintained(table: Table): Promise<{ commits: number; compactions: number }> {
-  const rules = { sizeRatio: table.options.int("compaction.size-ratio") };
+  const rules = { sizeRatio: writerSizeRatio(table) };
   // Commit boundaries: large history commits, then LIVE_COMMITS of the cluster's size.
   const liveFrom = Math.max(0, ROWS - LIVE_COMMITS * COMMIT_ROWS);
   const bounds: number[] = [];
