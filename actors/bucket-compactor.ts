@@ -99,6 +99,9 @@ export interface CompactionJobResult {
   rewriteMs: number;
 }
 
+/** A job that sent nothing (nothing worth compacting, stopped, or nothing fitted a message). */
+const NOTHING_SENT: Readonly<CompactionJobResult> = Object.freeze({ entry: null, inputFiles: 0, outputFiles: 0, inputBytes: 0, slotWaitMs: 0, rewriteMs: 0 });
+
 export class BucketCompactor {
   private readonly manifests: ManifestStore;
   /** Input file name → until when it stays out of planning. */
@@ -134,20 +137,19 @@ export class BucketCompactor {
     const plan = await planCompaction(table, { bucket: this.d.bucket, rules }, this.manifests);
     // Inputs no longer live were decided; expired ones are planned again.
     for (const [name, until] of this.inFlight) if (until <= now || !plan.liveFileNames.has(name)) this.inFlight.delete(name);
-    const none: CompactionJobResult = { entry: null, inputFiles: 0, outputFiles: 0, inputBytes: 0, slotWaitMs: 0, rewriteMs: 0 };
-    if (plan.tasks.length === 0 || plan.snapshotId === null || this.stopped) return none;
+    if (plan.tasks.length === 0 || plan.snapshotId === null || this.stopped) return NOTHING_SENT;
     const tasks = lane === "any" ? tasksOfAJob(plan.tasks, compactionRules(table).targetFileSize) : smallTask(plan.tasks);
-    if (tasks.length === 0) return none;
+    if (tasks.length === 0) return NOTHING_SENT;
     const inputs = tasks.flatMap((t) => t.files.map((f) => f.fileName));
     for (const name of inputs) this.reserved.add(name);
     try {
-      return await this.rewriteAndSend(tasks, lane, rules, plan.snapshotId, none);
+      return await this.rewriteAndSend(tasks, lane, rules, plan.snapshotId);
     } finally {
       for (const name of inputs) this.reserved.delete(name);
     }
   }
 
-  private async rewriteAndSend(tasks: readonly CompactionTask[], lane: CompactionLane, rules: Partial<CompactionRules>, planSnapshotId: number, none: CompactionJobResult): Promise<CompactionJobResult> {
+  private async rewriteAndSend(tasks: readonly CompactionTask[], lane: CompactionLane, rules: Partial<CompactionRules>, planSnapshotId: number): Promise<CompactionJobResult> {
     const table = this.d.table;
     const waitFrom = this.d.now();
     const release = lane === "any" ? await this.d.slots.acquire() : () => undefined;
@@ -167,12 +169,12 @@ export class BucketCompactor {
     const rewriteMs = this.d.now() - rewriteFrom;
     if (this.stopped || results.length === 0) {
       await abortCompaction(table, results);
-      return none;
+      return NOTHING_SENT;
     }
     const entry = this.fitting(results, planSnapshotId);
     const sent = results.slice(0, entry.changes.length);
     await abortCompaction(table, results.slice(entry.changes.length));
-    if (sent.length === 0) return none;
+    if (sent.length === 0) return NOTHING_SENT;
     await failpointAsync("writer.compaction-before-send");
     try {
       await this.d.commitLog.append(entry, `compaction-${entry.compactionId}`);

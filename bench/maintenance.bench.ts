@@ -240,6 +240,11 @@ async function scanOnce(table: Table, snapshotId?: number): Promise<{ rows: numb
 async function timeScans(table: Table, runs: number, snapshotId?: number): Promise<ScanFigure> {
   const all: Array<{ rows: number; seconds: number }> = [];
   for (let i = 0; i < runs; i++) all.push(await scanOnce(table, snapshotId));
+  return scanFigure(all);
+}
+
+/** Timed scans of the same rows as one figure: their median. */
+function scanFigure(all: ReadonlyArray<{ rows: number; seconds: number }>): ScanFigure {
   return { rows: all[0]!.rows, seconds: median(all.map((s) => s.seconds)), runs: all.map((s) => s.seconds) };
 }
 
@@ -380,8 +385,7 @@ async function batchBaseline(dir: string, source: Table, snapshotId: number): Pr
     batch.push(await scanOnce(table));
     maintained.push(await scanOnce(source, snapshotId));
   }
-  const figure = (all: Array<{ rows: number; seconds: number }>): ScanFigure => ({ rows: all[0]!.rows, seconds: median(all.map((x) => x.seconds)), runs: all.map((x) => x.seconds) });
-  return { scan: figure(batch), maintained: figure(maintained), files: res.files, writeSeconds };
+  return { scan: scanFigure(batch), maintained: scanFigure(maintained), files: res.files, writeSeconds };
 }
 
 function num(r: LoadRun, key: string): number {
