@@ -1,5 +1,6 @@
 /**
- * DuckDB reads every data file natslake writes, with the row count the manifest declares and the same values.
+ * DuckDB reads every data file natslake writes, with the row count the manifest declares and the same values; a
+ * large file comes in row groups of at most MAX_ROW_GROUP_ROWS (so readers decode it in parallel).
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -8,6 +9,13 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { planScan } from "../../src/scan/plan.ts";
 import { partitionPath } from "../../src/spec/partition.ts";
 import { createTable, tempDir, writeRows } from "../helpers/tables.ts";
+import { rowsToRecordBatch } from "../../src/codec/columns.ts";
+import { parquetFooterInfo } from "../../src/codec/parquet.ts";
+import { ParquetEncoderPool } from "../../src/codec/parquet-pool.ts";
+import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
+import { readBatches } from "../../src/scan/read.ts";
+import { serializeBinaryRow } from "../../src/spec/binary-row.ts";
+import { DataFileWriter, MAX_ROW_GROUP_ROWS } from "../../src/write/data-file-writer.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -56,4 +64,36 @@ test("duckdb - reads every natslake data file with its declared row count and va
   assert.equal(total, 240);
   assert.ok(files >= 4, `expected files in 2 partitions × 2 buckets × 2 commits, got ${files}`);
   conn.closeSync();
+});
+
+test("duckdb - a large file is written in row groups of at most MAX_ROW_GROUP_ROWS, and reads whole and in order", async () => {
+  const t = await createTable(wh.path, "duck.big", "id BIGINT NOT NULL, s STRING");
+  const n = 2 * MAX_ROW_GROUP_ROWS + 1_000;
+  // One bucket, no pool: the batch writer keeps this in one file, as a compaction's output is.
+  const writer = new DataFileWriter(t, { pool: null });
+  const batch = rowsToRecordBatch(t.schema.fields, Array.from({ length: n }, (_, i) => ({ id: BigInt(i), s: i % 7 === 0 ? null : `v${i % 1000}` })));
+  const [meta, ...more] = await writer.writeFiles("", 0, [batch], 0n, () => undefined);
+  assert.equal(more.length, 0, "one file");
+  const path = t.paths.dataFilePath("", 0, meta!.fileName);
+  assert.deepEqual(parquetFooterInfo(await t.io.readFile(path)), { numRows: n, numRowGroups: 3 });
+  const db = await DuckDBInstance.create(":memory:");
+  const conn = await db.connect();
+  const groups = await conn.runAndReadAll(`select row_group_id::BIGINT, max(row_group_num_rows)::BIGINT from parquet_metadata('${path}') group by 1 order by 1`);
+  assert.deepEqual(groups.getRows().map(([g, r]) => [Number(g), Number(r)]), [[0, MAX_ROW_GROUP_ROWS], [1, MAX_ROW_GROUP_ROWS], [2, 1_000]]);
+  const [[count, sum, nulls]] = (await conn.runAndReadAll(`select count(*)::BIGINT, sum(id)::BIGINT, count(*) filter (where s is null)::BIGINT from read_parquet('${path}')`)).getRows() as unknown as [[bigint, bigint, bigint]];
+  assert.deepEqual([Number(count), Number(sum), Number(nulls)], [n, (n * (n - 1)) / 2, Math.ceil(n / 7)]);
+  conn.closeSync();
+  // natslake's scan hands the row groups to different decoder workers and puts them back in order.
+  await new FileStoreCommit(t).commit({ commitUser: "u", messages: [{ partition: serializeBinaryRow([], []), bucket: 0, totalBuckets: t.bucket, newFiles: [meta!], deletedFiles: [] }] });
+  const pool = new ParquetEncoderPool({ size: 2 });
+  try {
+    let next = 0;
+    for await (const b of readBatches(t, { decoderPool: pool, projection: ["id"] })) {
+      const ids = b.getChildAt(0)!.toArray() as BigInt64Array;
+      for (const id of ids) assert.equal(id, BigInt(next++));
+    }
+    assert.equal(next, n);
+  } finally {
+    await pool.close();
+  }
 });
