@@ -60,7 +60,18 @@ export interface DeltaFeedOptions {
   onLoadError?: (snapshotId: number, error: Error) => void;
   /** Told of each count added to `stats` (metrics): `read`, `shared` (served), `own` (declined), `evicted`. */
   onEvent?: (outcome: "read" | "shared" | "own" | "evicted") => void;
+  /** Told how long each stage of a shared read took (metrics: where a reader's part of the latency goes). */
+  onStage?: (stage: FeedStage, ms: number) => void;
+  /** Monotonic milliseconds (the node's clock; default `performance.now`). */
+  now?: () => number;
 }
+
+/**
+ * The stages of a shared read: `snapshot` (a prefetch reading the announced snapshot's file), `plan` (its delta's
+ * manifest list and manifests), `read` (decoding its data files and packing the chunk bodies, until the entry is
+ * ready for the sessions).
+ */
+export type FeedStage = "snapshot" | "plan" | "read";
 
 export const DEFAULT_FEED_MAX_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_FEED_MAX_ENTRY_FILE_BYTES = 4 * 1024 * 1024;
@@ -95,8 +106,11 @@ export class DeltaFeed {
   private readonly store: ManifestStore;
   readonly stats: FeedStats = { reads: 0, served: 0, declined: 0, evicted: 0 };
 
+  private readonly now: () => number;
+
   constructor(private readonly o: DeltaFeedOptions) {
     this.store = o.store ?? new ManifestStore(o.table);
+    this.now = o.now ?? (() => performance.now());
   }
 
   /** A session's position on this feed; detach it when the session ends. */
@@ -155,8 +169,10 @@ export class DeltaFeed {
   prefetch(snapshotId: number): void {
     if (snapshotId <= this.head || !this.waitingAtHeadFor(snapshotId)) return;
     this.head = snapshotId;
+    const from = this.now();
     const pending = this.o.table.snapshots.snapshot(snapshotId).then(
       (snapshot) => {
+        this.o.onStage?.("snapshot", this.now() - from);
         if (snapshot.commitKind === CommitKind.APPEND) return this.load(snapshot);
         this.loading.delete(snapshotId); // no rows: nothing to hold, and sessions pass over it without asking
         return null;
@@ -207,7 +223,10 @@ export class DeltaFeed {
     const snapshotId = snapshot.id;
     try {
       const { table, projection, partition } = this.o;
+      const planFrom = this.now();
       const plan = await planSnapshotDelta(table, snapshot, partition ? { partition } : {}, this.store);
+      const readFrom = this.now();
+      this.o.onStage?.("plan", readFrom - planFrom);
       let fileBytes = 0;
       for (const split of plan.splits) for (const f of split.files) fileBytes += f.fileSize;
       if (fileBytes > (this.o.maxEntryFileBytes ?? DEFAULT_FEED_MAX_ENTRY_FILE_BYTES)) {
@@ -240,6 +259,7 @@ export class DeltaFeed {
         bytes += body.length;
       }
       const entry: FeedEntry = { snapshotId, bodies, rows, bytes };
+      this.o.onStage?.("read", this.now() - readFrom);
       this.stats.reads++;
       this.o.onEvent?.("read");
       this.keep(snapshotId, entry);

@@ -16,8 +16,10 @@
  * histogram (/metrics): what is left of a consumer's latency is NATS and the consumer process.
  * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
  *
- *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--quick]
+ *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--quick]
  *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
+ * `--writers-nice N` (1-19) starts the writer nodes under `nice -n N`: when the machine is saturated the reader and
+ * the consumers get the CPU first, as where a reader has cores of its own (default 0: every process alike).
  * Its figures go to the benchmark results file too (bench/figures.ts, section `consumer`).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -60,7 +62,7 @@ const WARMUP_SECONDS = 2;
 const DRAIN_MS = 30_000;
 const TARGETS = { p99Ms: 50, p99Consumers: 10, catchUpVsScan: 0.5, stalledRssMb: 300, stallSeconds: 60 };
 
-const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, quick: { type: "boolean", default: false } } });
+const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, quick: { type: "boolean", default: false } } });
 const QUICK = flags.quick === true;
 const ROWS = Number(flags.rows ?? (QUICK ? 200_000 : 1_000_000));
 const STALL_SECONDS = Number(flags["stall-seconds"] ?? (QUICK ? 15 : 60));
@@ -68,6 +70,8 @@ const LATENCY_SECONDS = QUICK ? 8 : 20;
 const CONSUMER_PROCESSES = Number(flags["consumer-processes"] ?? DEFAULT_CONSUMER_PROCESSES);
 if (!(ROWS > 0) || !(STALL_SECONDS > 0)) throw new Error(`--rows and --stall-seconds must be positive numbers, got ${flags.rows} and ${flags["stall-seconds"]}`);
 if (!Number.isInteger(CONSUMER_PROCESSES) || CONSUMER_PROCESSES < 1) throw new Error(`--consumer-processes must be a positive integer, got ${flags["consumer-processes"]}`);
+const WRITERS_NICE = Number(flags["writers-nice"] ?? 0);
+if (!Number.isInteger(WRITERS_NICE) || WRITERS_NICE < 0 || WRITERS_NICE > 19) throw new Error(`--writers-nice must be an integer in 0..19, got ${flags["writers-nice"]}`);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
@@ -215,14 +219,31 @@ function figuresLine(f: PhaseFigures): string {
   return `reader ${cores(f.reader.cpu)}, peak RSS ${f.reader.peakMb} MB; writers ${cores(f.writersCpu)}; nats-server ${cores(f.natsCpu)}; over ${f.seconds.toFixed(0)} s`;
 }
 
-/** Cumulative bucket counts of the reader's `natslake_consume_delivery_ms` histogram (all tables), by upper bound. */
-async function readerDeliveryBuckets(c: Cluster): Promise<Map<number, number>> {
-  const out = new Map<number, number>();
+/** The reader's delivery histogram and its stage histogram (by stage): cumulative bucket counts by upper bound. */
+interface ReaderHistograms {
+  delivery: Map<number, number>;
+  stages: Map<string, Map<number, number>>;
+}
+
+/** The stages of the reader's part (natslake_consume_stage_ms), in the order a delivery passes them. */
+const STAGES = ["notified", "snapshot", "plan", "read"];
+
+/** Reads `natslake_consume_delivery_ms` and `natslake_consume_stage_ms` (all tables) from the reader's /metrics. */
+async function readerHistograms(c: Cluster): Promise<ReaderHistograms> {
+  const out: ReaderHistograms = { delivery: new Map(), stages: new Map() };
+  const add = (into: Map<number, number>, le: string, n: string): void => {
+    const bound = le === "+Inf" ? Infinity : Number(le);
+    into.set(bound, (into.get(bound) ?? 0) + Number(n));
+  };
   try {
     const body = await (await fetch(`http://127.0.0.1:${c.readerMetricsPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
-    for (const m of body.matchAll(/^natslake_consume_delivery_ms_bucket\{[^}]*le="([^"]+)"[^}]*\} (\S+)$/gm)) {
-      const le = m[1] === "+Inf" ? Infinity : Number(m[1]);
-      out.set(le, (out.get(le) ?? 0) + Number(m[2]));
+    for (const m of body.matchAll(/^natslake_consume_delivery_ms_bucket\{[^}]*le="([^"]+)"[^}]*\} (\S+)$/gm)) add(out.delivery, m[1]!, m[2]!);
+    for (const m of body.matchAll(/^natslake_consume_stage_ms_bucket\{([^}]*)\} (\S+)$/gm)) {
+      const stage = /stage="([^"]+)"/.exec(m[1]!)?.[1];
+      const le = /le="([^"]+)"/.exec(m[1]!)?.[1];
+      if (stage === undefined || le === undefined) continue;
+      if (!out.stages.has(stage)) out.stages.set(stage, new Map());
+      add(out.stages.get(stage)!, le, m[2]!);
     }
   } catch {
     /* no figures: the line says so */
@@ -230,20 +251,32 @@ async function readerDeliveryBuckets(c: Cluster): Promise<Map<number, number>> {
   return out;
 }
 
-/**
- * The reader's part of the latency over a phase (link → the session sent the snapshot's rows), from the histogram's
- * growth between two reads: the bucket bounds its p50 and p99 fall under.
- */
-function readerLatencyLine(before: Map<number, number>, after: Map<number, number>): string {
+/** The bucket bounds a histogram's p50 and p99 fall under over a phase (its growth between two reads), or null. */
+function grownQuantiles(before: Map<number, number> | undefined, after: Map<number, number> | undefined): { p50: string; p99: string; total: number } | null {
+  if (after === undefined) return null;
   const bounds = [...after.keys()].sort((a, b) => a - b);
-  const grown = bounds.map((le) => ({ le, n: (after.get(le) ?? 0) - (before.get(le) ?? 0) }));
+  const grown = bounds.map((le) => ({ le, n: (after.get(le) ?? 0) - (before?.get(le) ?? 0) }));
   const total = grown[grown.length - 1]?.n ?? 0;
-  if (total <= 0) return "reader: no delivery latency recorded";
+  if (total <= 0) return null;
   const under = (p: number): string => {
     const le = grown.find((g) => g.n >= p * total)!.le;
     return le === Infinity ? "above the largest bucket" : `≤ ${le} ms`;
   };
-  return `reader's part (link → rows sent, its histogram): p50 ${under(0.5)}, p99 ${under(0.99)} over ${fmt(total)} session deliveries`;
+  return { p50: under(0.5), p99: under(0.99), total };
+}
+
+/**
+ * The reader's part of the latency over a phase (link → the session sent the snapshot's rows), and where it went by
+ * stage (the shared reads' stages count once per snapshot, not per session).
+ */
+function readerLatencyLine(before: ReaderHistograms, after: ReaderHistograms): string {
+  const q = grownQuantiles(before.delivery, after.delivery);
+  if (q === null) return "reader: no delivery latency recorded";
+  const stages = STAGES.flatMap((s) => {
+    const sq = grownQuantiles(before.stages.get(s), after.stages.get(s));
+    return sq === null ? [] : [`${s} p50 ${sq.p50} p99 ${sq.p99}`];
+  });
+  return `reader's part (link → rows sent, its histogram): p50 ${q.p50}, p99 ${q.p99} over ${fmt(q.total)} session deliveries${stages.length > 0 ? `; by stage: ${stages.join(", ")}` : ""}`;
 }
 
 function loadLine(l: LoadRun): string {
@@ -282,7 +315,7 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   const runs = split.map((k) => startConsumers(c, table, { mode: "latency", consumers: k, warmupMs: WARMUP_SECONDS * 1000, drainMs: DRAIN_MS }));
   const ready = await Promise.all(runs.map((r) => r.next("ready", 120_000)));
   const watch = watchCluster(c, 500);
-  const buckets = await readerDeliveryBuckets(c);
+  const buckets = await readerHistograms(c);
   const seconds = LATENCY_SECONDS + WARMUP_SECONDS;
   const load = await runLoad(c.nats.url, table, RATE * LATENCY_SECONDS, RATE, RATE * WARMUP_SECONDS, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
   for (const run of runs) run.stop();
@@ -298,7 +331,7 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   const cpus = rs.map((x) => Number(x["cpuSeconds"]));
   say(`  delivery latency (link → whole snapshot at the consumer): p50 ${ms(r.p50)}, p99 ${ms(r.p99)}, max ${ms(r.max)} over ${fmt(all.length)} deliveries; warm-up p50/p99 ${ms(warm.p50)}/${ms(warm.p99)}`);
   say(`  ${fmt(sum("rows"))} rows received in all; ${sum("missing")} snapshot deliveries missing ${drainMs >= DRAIN_MS ? `(still missing ${DRAIN_MS / 1000} s after the load ended)` : `(all in ${drainMs} ms after the load ended)`}; ${sum("unlinked")} without a link time; ${sum("sessions")} sessions on ${readersOf(rs)} (at open: ${readersOf(ready)})`);
-  say(`  ${readerLatencyLine(buckets, await readerDeliveryBuckets(c))} (warm-up included)`);
+  say(`  ${readerLatencyLine(buckets, await readerHistograms(c))} (warm-up included)`);
   say(`  ${figuresLine(figures)}; consumer processes ${cpus.reduce((a, b) => a + b, 0).toFixed(1)} CPU s in all (at most ${Math.max(...cpus).toFixed(1)} in one)`);
   say(`  ${loadLine(load)}`);
   return { consumers: n, p50: r.p50, p99: r.p99, samples: all.length, missing: sum("missing") };
@@ -385,9 +418,9 @@ async function stallPhase(c: Cluster, table: string): Promise<StallFigure> {
   const loadP = runLoad(c.nats.url, table, RATE * seconds, RATE, 0, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
   loadP.catch(() => undefined); // observed below; a failed phase kills it through the abort
   const start = await run.next("stall-start", 60_000);
-  const buckets = await readerDeliveryBuckets(c);
+  const buckets = await readerHistograms(c);
   const end = await run.next("stall-end", STALL_SECONDS * 1000 + 60_000);
-  const bucketsAtEnd = await readerDeliveryBuckets(c);
+  const bucketsAtEnd = await readerHistograms(c);
   const r = await run.next("result", resumeMs + 60_000);
   const load = await loadP;
   const figures = watch.stop();
@@ -418,7 +451,8 @@ function nodesRunFrom(): string {
 function spawnNode(p: Processes, i: number, roles: string, nats: ServerHandle, redis: ServerHandle, warehouse: string, extra: string[] = []): ChildProcess {
   const fd = openSync(join(p.dir, `n${i}.log`), "a");
   const args = [BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn", ...extra];
-  const n = spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
+  // nice(1) execs node in its own process, so the pid (and its /proc figures) are the node's; threads inherit it.
+  const n = WRITERS_NICE > 0 && roles.includes("writer") ? spawn("nice", ["-n", String(WRITERS_NICE), process.execPath, ...args], { stdio: ["ignore", fd, fd] }) : spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
   p.nodes[i - 1] = n;
   return n;
 }
@@ -527,7 +561,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const nats = chooseNatsServer();
   const nodesFrom = nodesRunFrom();
-  say(`consumer${QUICK ? " (--quick)" : ""}: ${WRITERS} writer,committer nodes + 1 reader node (from ${nodesFrom}), ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${fmt(RATE)} rows/s, backlog ${fmt(ROWS)} rows, stall ${STALL_SECONDS} s, loopback nats-server + redis-server`);
+  say(`consumer${QUICK ? " (--quick)" : ""}: ${WRITERS} writer,committer nodes + 1 reader node (from ${nodesFrom}), ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, ${fmt(RATE)} rows/s, backlog ${fmt(ROWS)} rows, stall ${STALL_SECONDS} s, loopback nats-server + redis-server${WRITERS_NICE > 0 ? `; writer nodes under nice -n ${WRITERS_NICE}` : ""}`);
   say(`  nats-server ${nats.version ?? "(version unknown)"} (${nats.bin}, ${nats.source}${nats.old ? "; older than 2.10" : ""}); load average at start ${loads()}`);
   const c = await startCluster(nats.bin);
   try {
@@ -551,6 +585,7 @@ async function main(): Promise<void> {
       latency_phase_s: LATENCY_SECONDS,
       offered_rows_per_sec: RATE,
       consumer_processes_max: CONSUMER_PROCESSES,
+      writers_nice: WRITERS_NICE,
       nodes_from: nodesFrom,
       ...judged.figures,
       run_s: Math.round((Date.now() - started) / 1000),

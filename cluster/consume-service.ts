@@ -69,6 +69,7 @@ export class ConsumeService {
 
   private readonly feedSnapshots;
   private readonly deliveryLatency;
+  private readonly stageLatency;
 
   constructor(private readonly d: ConsumeServiceDeps) {
     this.bytesSent = d.meter.createCounter("natslake_consume_bytes_total", { description: "Arrow IPC bytes reader nodes sent to consumers", unit: "By" });
@@ -80,6 +81,11 @@ export class ConsumeService {
       unit: "ms",
       // Fine below 100 ms, where a consumer's latency target lies (the default buckets jump from 50 to 75 to 100).
       advice: { explicitBucketBoundaries: [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000, 10_000, 30_000] },
+    });
+    this.stageLatency = d.meter.createHistogram("natslake_consume_stage_ms", {
+      description: "the reader's part of a delivery by stage: notified (snapshot link → its notification reached this reader), and a shared read's snapshot (reading the announced snapshot file), plan (its delta's manifests) and read (decoding its files and packing the chunks)",
+      unit: "ms",
+      advice: { explicitBucketBoundaries: [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000] },
     });
     d.meter.createObservableGauge("natslake_consume_sessions", { description: "consume sessions this reader serves" }).addCallback((r) => r.observe(this.sessions.size));
     d.meter.createObservableGauge("natslake_consume_feed_bytes", { description: "encoded rows the reader's shared feeds hold", unit: "By" }).addCallback((r) => {
@@ -211,6 +217,8 @@ export class ConsumeService {
         ...(limits.maxBytes !== undefined ? { maxBytes: limits.maxBytes } : {}),
         ...(limits.maxEntryFileBytes !== undefined ? { maxEntryFileBytes: limits.maxEntryFileBytes } : {}),
         onEvent: (outcome) => this.feedSnapshots.add(1, { table: table.name, outcome }),
+        onStage: (stage, ms) => this.stageLatency.record(ms, { table: table.name, stage }),
+        now: () => systemClock.monotonic(),
         onLoadError: (snapshotId, e) => this.d.log.warn("reading a snapshot to share between consume sessions failed; they read it themselves", { table: table.name, snapshotId, error: e.message }),
       });
       this.feeds.set(key, feed);
@@ -237,6 +245,8 @@ export class ConsumeService {
           // The feeds of this table read it now for their sessions at the head (not when a session gets to it).
           if (n.kind === "APPEND") for (const feed of this.feeds.values()) if (feed.tableName === name) feed.prefetch(n.snapshotId);
           f.linkedAt.set(n.snapshotId, n.linkedAtMillis);
+          // Wall clocks of two processes: exact on one machine, as good as their clock sync across machines.
+          this.stageLatency.record(Math.max(0, Date.now() - n.linkedAtMillis), { table: name, stage: "notified" });
           if (f.linkedAt.size > LINK_TIMES_KEPT) f.linkedAt.delete(f.linkedAt.keys().next().value!);
         }
       })();

@@ -173,6 +173,9 @@ test("consume fan-out - eight consumers, four projections/filters at once: each 
       // The reader's part of the delivery latency (link → the rows sent) is measured for the deltas it delivered.
       const measured = await metric(port, "natslake_consume_delivery_ms_count", { table: name });
       assert.ok(measured > 0 && measured <= deliveries, `${measured} deliveries measured of ${deliveries}`);
+      // Where it went, by stage: each shared read planned and read once; the notifications' arrival was timed.
+      for (const stage of ["plan", "read"]) assert.equal(await metric(port, "natslake_consume_stage_ms_count", { table: name, stage }), reads, `${stage}: one per shared read`);
+      assert.ok((await metric(port, "natslake_consume_stage_ms_count", { table: name, stage: "notified" })) > 0, "the notifications' arrival is timed");
     }, 60);
   } finally {
     await c.stop();
