@@ -239,8 +239,9 @@ async function readerHistograms(c: Cluster): Promise<ReaderHistograms> {
     const body = await (await fetch(`http://127.0.0.1:${c.readerMetricsPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
     for (const m of body.matchAll(/^natslake_consume_delivery_ms_bucket\{[^}]*le="([^"]+)"[^}]*\} (\S+)$/gm)) add(out.delivery, m[1]!, m[2]!);
     for (const m of body.matchAll(/^natslake_consume_stage_ms_bucket\{([^}]*)\} (\S+)$/gm)) {
-      const stage = /stage="([^"]+)"/.exec(m[1]!)?.[1];
-      const le = /le="([^"]+)"/.exec(m[1]!)?.[1];
+      // Label names whole (`table="…"` ends in `le="` too).
+      const stage = /(?:^|,)stage="([^"]+)"/.exec(m[1]!)?.[1];
+      const le = /(?:^|,)le="([^"]+)"/.exec(m[1]!)?.[1];
       if (stage === undefined || le === undefined) continue;
       if (!out.stages.has(stage)) out.stages.set(stage, new Map());
       add(out.stages.get(stage)!, le, m[2]!);
