@@ -97,9 +97,12 @@ export function wasmMemoryBytes() {
 
 /**
  * The ArrayBuffer behind `bytes` when `bytes` covers all of it and it may be transferred to another thread
- * (not wasm memory, not shared), else null.
+ * (not wasm memory, not shared, not empty), else null. Never an empty one: a buffer already transferred away
+ * (detached) is empty too, and a postMessage that lists a detached buffer drops the message without an error — its
+ * job would never settle and its worker stay taken (`ParquetEncoderPool.decode` refuses empty bytes before this).
  */
 export function transferableBuffer(bytes) {
+  if (bytes.byteLength === 0) return null;
   const buffer = bytes.buffer;
   if (!(buffer instanceof ArrayBuffer) || buffer === pw.wasmMemory().buffer) return null;
   return bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? buffer : null;

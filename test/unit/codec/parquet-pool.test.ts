@@ -109,6 +109,22 @@ test("parquet pool - a job that fails inside the worker rejects alone; the worke
   }
 });
 
+test("parquet pool - bytes whose buffer was already transferred away (a decode with transfer, then the same bytes again) (or none at all) reject with a clear error, and the worker serves the next job", { timeout: 20_000 }, async () => {
+  const pool = new ParquetEncoderPool({ size: 1 });
+  try {
+    const bytes = writeParquet(rowsToRecordBatch(FIELDS, rowsFrom(0, 10)));
+    assert.equal((await pool.decode(bytes, { transfer: true })).numRows, 10);
+    assert.equal(bytes.byteLength, 0, "the first decode moved the buffer to the worker");
+    // Transferring a detached buffer made postMessage drop the job silently: the promise never settled and the
+    // worker stayed taken.
+    await assert.rejects(pool.decode(bytes, { transfer: true }), (e: unknown) => isLakeError(e) && /nothing to decode: 0 bytes/.test(e.message));
+    await assert.rejects(pool.decode(new Uint8Array(0)), /nothing to decode: 0 bytes/);
+    assert.equal((await pool.decode(writeParquet(rowsToRecordBatch(FIELDS, rowsFrom(0, 3))))).numRows, 3);
+  } finally {
+    await pool.close();
+  }
+});
+
 test("parquet pool - close() rejects running and queued jobs, stops the workers and refuses new jobs", async () => {
   const pool = new ParquetEncoderPool({ size: 1 });
   const batch = rowsToRecordBatch(FIELDS, rowsFrom(0, 10));
