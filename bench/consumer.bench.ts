@@ -38,6 +38,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
+import type { FeedStage } from "../actors/consume-feed.ts";
 import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures } from "./figures.ts";
 
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
@@ -226,7 +227,7 @@ interface ReaderHistograms {
 }
 
 /** The stages of the reader's part (natslake_consume_stage_ms), in the order a delivery passes them. */
-const STAGES = ["notified", "snapshot", "plan", "read"];
+const STAGES: ReadonlyArray<FeedStage | "notified"> = ["notified", "snapshot", "plan", "read"];
 
 /** Reads `natslake_consume_delivery_ms` and `natslake_consume_stage_ms` (all tables) from the reader's /metrics. */
 async function readerHistograms(c: Cluster): Promise<ReaderHistograms> {

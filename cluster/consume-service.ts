@@ -57,6 +57,12 @@ export interface FeedLimits {
   maxEntryFileBytes?: number;
 }
 
+/**
+ * Buckets of the reader's latency histograms (a delivery, and its stages): fine below 100 ms, where a consumer's
+ * latency target lies (the default buckets jump from 50 to 75 to 100).
+ */
+const CONSUME_LATENCY_BUCKETS_MS = [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000, 10_000, 30_000];
+
 export class ConsumeService {
   private openSub: Subscription | null = null;
   private readonly fans = new Map<string, TableFan>();
@@ -79,13 +85,12 @@ export class ConsumeService {
     this.deliveryLatency = d.meter.createHistogram("natslake_consume_delivery_ms", {
       description: "snapshot link → a consume session sent the snapshot's rows whole (the reader's part of a consumer's latency), per session and snapshot",
       unit: "ms",
-      // Fine below 100 ms, where a consumer's latency target lies (the default buckets jump from 50 to 75 to 100).
-      advice: { explicitBucketBoundaries: [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000, 10_000, 30_000] },
+      advice: { explicitBucketBoundaries: CONSUME_LATENCY_BUCKETS_MS },
     });
     this.stageLatency = d.meter.createHistogram("natslake_consume_stage_ms", {
       description: "the reader's part of a delivery by stage: notified (snapshot link → its notification reached this reader), and a shared read's snapshot (reading the announced snapshot file), plan (its delta's manifests) and read (decoding its files and packing the chunks)",
       unit: "ms",
-      advice: { explicitBucketBoundaries: [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000] },
+      advice: { explicitBucketBoundaries: CONSUME_LATENCY_BUCKETS_MS },
     });
     d.meter.createObservableGauge("natslake_consume_sessions", { description: "consume sessions this reader serves" }).addCallback((r) => r.observe(this.sessions.size));
     d.meter.createObservableGauge("natslake_consume_feed_bytes", { description: "encoded rows the reader's shared feeds hold", unit: "By" }).addCallback((r) => {
