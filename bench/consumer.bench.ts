@@ -16,7 +16,7 @@
  * histogram (/metrics): what is left of a consumer's latency is NATS and the consumer process.
  * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
  *
- *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--quick]
+ *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--quick]
  *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
  * `--writers-nice N` (1-19) starts the writer nodes under `nice -n N`: when the machine is saturated the reader and
  * the consumers get the CPU first, as where a reader has cores of its own (default 0: every process alike).
@@ -63,7 +63,9 @@ const WARMUP_SECONDS = 2;
 const DRAIN_MS = 30_000;
 const TARGETS = { p99Ms: 50, p99Consumers: 10, catchUpVsScan: 0.5, stalledRssMb: 300, stallSeconds: 60 };
 
-const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, quick: { type: "boolean", default: false } } });
+const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, quick: { type: "boolean", default: false } } });
+/** `--node-cpu-prof DIR`: the nodes run with `--cpu-prof` into DIR and are stopped with SIGTERM (the profile is written at exit). */
+const NODE_PROF_DIR = flags["node-cpu-prof"];
 const QUICK = flags.quick === true;
 const ROWS = Number(flags.rows ?? (QUICK ? 200_000 : 1_000_000));
 const STALL_SECONDS = Number(flags["stall-seconds"] ?? (QUICK ? 15 : 60));
@@ -452,7 +454,7 @@ function nodesRunFrom(): string {
 /** Starts node n<i> (nodes[i - 1], replacing a previous one of that number), with `extra` flags. */
 function spawnNode(p: Processes, i: number, roles: string, nats: ServerHandle, redis: ServerHandle, warehouse: string, extra: string[] = []): ChildProcess {
   const fd = openSync(join(p.dir, `n${i}.log`), "a");
-  const args = [BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn", ...extra];
+  const args = [...(NODE_PROF_DIR !== undefined ? ["--cpu-prof", "--cpu-prof-dir", NODE_PROF_DIR] : []), BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn", ...extra];
   // nice(1) execs node in its own process, so the pid (and its /proc figures) are the node's; threads inherit it.
   const n = WRITERS_NICE > 0 && roles.includes("writer") ? spawn("nice", ["-n", String(WRITERS_NICE), process.execPath, ...args], { stdio: ["ignore", fd, fd] }) : spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
   p.nodes[i - 1] = n;
@@ -519,7 +521,7 @@ async function startCluster(natsBin: string): Promise<Cluster> {
 async function stopCluster(c: Processes): Promise<void> {
   c.abort.abort();
   const all = [...c.children, ...c.nodes];
-  for (const p of all) p.kill("SIGKILL");
+  for (const p of all) p.kill(NODE_PROF_DIR !== undefined && c.nodes.includes(p) ? "SIGTERM" : "SIGKILL");
   await Promise.all(all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once("exit", r)))));
   await c.nc?.close().catch(() => undefined);
   for (const s of c.servers) await s.stop();
