@@ -6,7 +6,7 @@
  * lands on that reader, whose CPU and RSS are reported. Consumers run in their own process (bench/consumer-load.ts;
  * a latency phase's consumers in up to --consumer-processes P processes, default 1), the load generator in another
  * (bench/cluster-load.ts), so each one's CPU is apart.
- *   latency   a 6-bucket table, 100 ms commits, 50k rows/s; N = 1, 10, 100 consumers `from: "latest"`: snapshot
+ *   latency   a 6-bucket table, 100 ms commits (--commit-interval-ms), 50k rows/s; N = 1, 10, 100 consumers `from: "latest"`: snapshot
  *             link → the consumer holds the whole snapshot, p50/p99 per N (the first seconds reported apart);
  *   catch-up  a backlog of --rows rows, committed; one consumer `from: "full"` receiving all of them (rows/s)
  *             against natslake's own full scan of the same snapshot in this process (readBatches), before and after;
@@ -16,7 +16,7 @@
  * histogram (/metrics): what is left of a consumer's latency is NATS and the consumer process.
  * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
  *
- *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--quick]
+ *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--commit-interval-ms N] [--quick]
  *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
  * `--writers-nice N` (1-19) starts the writer nodes under `nice -n N`: when the machine is saturated the reader and
  * the consumers get the CPU first, as where a reader has cores of its own (default 0: every process alike).
@@ -46,7 +46,6 @@ const CONSUMERS = fileURLToPath(new URL("./consumer-load.ts", import.meta.url));
 const RATE = 50_000;
 const BUCKETS = 6;
 const WRITERS = 2;
-const COMMIT_INTERVAL_MS = 100;
 const CONSUMER_COUNTS = [1, 10, 100];
 /**
  * How many processes carry a latency phase's consumers (`--consumer-processes P`): one per process up to P, then
@@ -63,9 +62,12 @@ const WARMUP_SECONDS = 2;
 const DRAIN_MS = 30_000;
 const TARGETS = { p99Ms: 50, p99Consumers: 10, catchUpVsScan: 0.5, stalledRssMb: 300, stallSeconds: 60 };
 
-const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, quick: { type: "boolean", default: false } } });
+const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, "commit-interval-ms": { type: "string" }, quick: { type: "boolean", default: false } } });
 /** `--node-cpu-prof DIR`: the nodes run with `--cpu-prof` into DIR and are stopped with SIGTERM (the profile is written at exit). */
 const NODE_PROF_DIR = flags["node-cpu-prof"];
+/** The cluster's commit interval (`--commit-interval-ms`, default 100: snapshots every 100 ms, the harder case for the reader). */
+const COMMIT_INTERVAL_MS = Number(flags["commit-interval-ms"] ?? 100);
+if (!Number.isInteger(COMMIT_INTERVAL_MS) || COMMIT_INTERVAL_MS < 10) throw new Error(`--commit-interval-ms must be an integer ≥ 10, got ${flags["commit-interval-ms"]}`);
 const QUICK = flags.quick === true;
 const ROWS = Number(flags.rows ?? (QUICK ? 200_000 : 1_000_000));
 const STALL_SECONDS = Number(flags["stall-seconds"] ?? (QUICK ? 15 : 60));
