@@ -96,6 +96,15 @@ export interface WriterDeps {
 
 let nextBudgetId = 0;
 
+/**
+ * Milliseconds from `nowMs` (wall clock) to the next flush: the next multiple of `intervalMs`, at least a quarter
+ * interval away (a timer that fired a little early or late never makes two flushes back to back).
+ */
+export function nextFlushDelay(nowMs: number, intervalMs: number): number {
+  const delay = intervalMs - (nowMs % intervalMs);
+  return delay < intervalMs / 4 ? delay + intervalMs : delay;
+}
+
 export class BucketWriterActor implements Actor<WriterMsg> {
   private generation = 0;
   private reader: BucketReader | null = null;
@@ -193,10 +202,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
    * interval, so a late timer never makes two flushes back to back.
    */
   private scheduleFlushTick(ctx: ActorContext<WriterMsg>): void {
-    const interval = this.d.commitIntervalMs;
-    let delay = interval - (this.d.clock.now() % interval);
-    if (delay < interval / 4) delay += interval;
-    this.tick = ctx.scheduleOnce(delay, { type: "flush-tick" });
+    this.tick = ctx.scheduleOnce(nextFlushDelay(this.d.clock.now(), this.d.commitIntervalMs), { type: "flush-tick" });
   }
 
   async postStop(): Promise<void> {
