@@ -198,8 +198,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
    * every node — flushes at the same instants, as Paimon's writers all prepare their commit at the same checkpoint:
    * the leader, woken by the first committable, folds the others into the next round, about one snapshot per
    * interval instead of one per bucket flush at scattered phases (fewer snapshot, manifest and notification
-   * writes; consumers get the interval's rows together). A tick that fired late still waits at least a quarter
-   * interval, so a late timer never makes two flushes back to back.
+   * writes; consumers get the interval's rows together).
    */
   private scheduleFlushTick(ctx: ActorContext<WriterMsg>): void {
     this.tick = ctx.scheduleOnce(nextFlushDelay(this.d.clock.now(), this.d.commitIntervalMs), { type: "flush-tick" });

@@ -1,7 +1,8 @@
 /**
  * What the cluster benchmarks (bench/cluster.bench.ts, bench/maintenance.bench.ts, bench/consumer.bench.ts) share:
  * process figures from /proc, the load generator (bench/cluster-load.ts) in its own process, a check that no node
- * died, the wait for a table's buckets to be assigned, and a backlog published as fast as the producer goes.
+ * died, the wait for a table's buckets to be assigned, a backlog published as fast as the producer goes, and the
+ * nodes' CPU profiles (`--node-cpu-prof DIR`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -10,6 +11,14 @@ import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { createProducer } from "../cluster/producer.ts";
 import { benchInputRow } from "./shape.ts";
+
+/**
+ * `--node-cpu-prof DIR`: the Node flags that run a node under the V8 profiler into DIR (none without a DIR), and the
+ * signal that stops it — SIGTERM, so the node exits and the profile is written; SIGKILL otherwise.
+ */
+export function nodeProfiling(dir: string | undefined): { flags: string[]; stopSignal: NodeJS.Signals } {
+  return dir === undefined ? { flags: [], stopSignal: "SIGKILL" } : { flags: ["--cpu-prof", "--cpu-prof-dir", dir], stopSignal: "SIGTERM" };
+}
 
 const LOAD = fileURLToPath(new URL("./cluster-load.ts", import.meta.url));
 

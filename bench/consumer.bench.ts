@@ -36,7 +36,7 @@ import { readBatches } from "../src/scan/read.ts";
 import { parseColumnList } from "../src/spec/data-types.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
-import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
+import { assertAlive, nodeProfiling, procStats, publishBenchRows, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import type { FeedStage } from "../actors/consume-feed.ts";
 import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures } from "./figures.ts";
@@ -63,8 +63,7 @@ const DRAIN_MS = 30_000;
 const TARGETS = { p99Ms: 50, p99Consumers: 10, catchUpVsScan: 0.5, stalledRssMb: 300, stallSeconds: 60 };
 
 const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, "commit-interval-ms": { type: "string" }, quick: { type: "boolean", default: false } } });
-/** `--node-cpu-prof DIR`: the nodes run with `--cpu-prof` into DIR and are stopped with SIGTERM (the profile is written at exit). */
-const NODE_PROF_DIR = flags["node-cpu-prof"];
+const PROFILING = nodeProfiling(flags["node-cpu-prof"]);
 /** The cluster's commit interval (`--commit-interval-ms`, default 100: snapshots every 100 ms, the harder case for the reader). */
 const COMMIT_INTERVAL_MS = Number(flags["commit-interval-ms"] ?? 100);
 if (!Number.isInteger(COMMIT_INTERVAL_MS) || COMMIT_INTERVAL_MS < 10) throw new Error(`--commit-interval-ms must be an integer ≥ 10, got ${flags["commit-interval-ms"]}`);
@@ -456,7 +455,7 @@ function nodesRunFrom(): string {
 /** Starts node n<i> (nodes[i - 1], replacing a previous one of that number), with `extra` flags. */
 function spawnNode(p: Processes, i: number, roles: string, nats: ServerHandle, redis: ServerHandle, warehouse: string, extra: string[] = []): ChildProcess {
   const fd = openSync(join(p.dir, `n${i}.log`), "a");
-  const args = [...(NODE_PROF_DIR !== undefined ? ["--cpu-prof", "--cpu-prof-dir", NODE_PROF_DIR] : []), BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn", ...extra];
+  const args = [...PROFILING.flags, BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn", ...extra];
   // nice(1) execs node in its own process, so the pid (and its /proc figures) are the node's; threads inherit it.
   const n = WRITERS_NICE > 0 && roles.includes("writer") ? spawn("nice", ["-n", String(WRITERS_NICE), process.execPath, ...args], { stdio: ["ignore", fd, fd] }) : spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
   p.nodes[i - 1] = n;
@@ -523,7 +522,7 @@ async function startCluster(natsBin: string): Promise<Cluster> {
 async function stopCluster(c: Processes): Promise<void> {
   c.abort.abort();
   const all = [...c.children, ...c.nodes];
-  for (const p of all) p.kill(NODE_PROF_DIR !== undefined && c.nodes.includes(p) ? "SIGTERM" : "SIGKILL");
+  for (const p of all) p.kill(c.nodes.includes(p) ? PROFILING.stopSignal : "SIGKILL");
   await Promise.all(all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once("exit", r)))));
   await c.nc?.close().catch(() => undefined);
   for (const s of c.servers) await s.stop();

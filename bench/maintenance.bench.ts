@@ -34,7 +34,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 import { BatchWriter } from "../src/write/batch-writer.ts";
-import { assertAlive, procStats, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
+import { assertAlive, nodeProfiling, procStats, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures, type Target } from "./figures.ts";
 
@@ -62,8 +62,7 @@ const ON_TARGETS = { filesPerBucket: 10, planGrowth: 1.2, scanVsBatch: 0.8, thro
 // --retain-max N sets the table's snapshot.num-retained.max (the cluster's default is 3000, reached after ~3.5 min):
 // a short run then tests the expiration bound too.
 const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" }, "node-logs": { type: "string" }, "log-level": { type: "string", default: "warn" }, "retain-max": { type: "string" }, "node-cpu-prof": { type: "string" } } });
-/** `--node-cpu-prof DIR`: the nodes run with `--cpu-prof` into DIR and are stopped with SIGTERM (the profile is written at exit). */
-const NODE_PROF_DIR = flags["node-cpu-prof"];
+const PROFILING = nodeProfiling(flags["node-cpu-prof"]);
 const MINUTES = Number(flags.minutes);
 if (!(MINUTES > 0)) throw new Error(`--minutes must be a positive number, got ${flags.minutes}`);
 if (flags["retain-max"] !== undefined && !(Number.isInteger(Number(flags["retain-max"])) && Number(flags["retain-max"]) >= 10)) throw new Error(`--retain-max must be an integer ≥ 10 (num-retained.min), got ${flags["retain-max"]}`);
@@ -545,7 +544,7 @@ async function startCluster(natsBin: string): Promise<Cluster> {
       if (flags["node-logs"] !== undefined) mkdirSync(flags["node-logs"], { recursive: true });
       const fd = openSync(join(flags["node-logs"] ?? p.dir, `n${i}.log`), "a");
       const args = [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", flags["log-level"]];
-      p.nodes.push(spawn(process.execPath, [...(NODE_PROF_DIR !== undefined ? ["--cpu-prof", "--cpu-prof-dir", NODE_PROF_DIR] : []), ...args], { stdio: ["ignore", fd, fd] }));
+      p.nodes.push(spawn(process.execPath, [...PROFILING.flags, ...args], { stdio: ["ignore", fd, fd] }));
     }
     return { ...p, nats, nc, catalog: new Catalog(warehouse) };
   } catch (e) {
@@ -557,7 +556,7 @@ async function startCluster(natsBin: string): Promise<Cluster> {
 /** Kills the load generator and the nodes, stops the servers, removes the temporary directory. */
 async function stopCluster(c: Processes): Promise<void> {
   c.abort.abort();
-  for (const n of c.nodes) n.kill(NODE_PROF_DIR !== undefined ? "SIGTERM" : "SIGKILL");
+  for (const n of c.nodes) n.kill(PROFILING.stopSignal);
   await Promise.all(c.nodes.map((n) => new Promise((r) => (n.exitCode !== null || n.signalCode !== null ? r(null) : n.once("exit", r)))));
   await c.nc?.close().catch(() => undefined);
   for (const s of c.servers) await s.stop();

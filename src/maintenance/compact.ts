@@ -301,7 +301,7 @@ export async function rewrite(table: Table, task: CompactionTask, o: { rules?: P
       // Every input decodes in the pool, small ones too (0: no inline threshold): a writer node compacts on its main
       // thread's time otherwise — small inputs are most of them, and decoding them inline took ~7 % of a writer
       // node's main thread at 50k rows/s, delaying its ingest, flushes and (on the leader) commits. One file at a
-      // time, so the flushes' encodes queued in the same pool wait behind at most one compaction job.
+      // time, so a compaction holds at most one of the pool's workers (flushes a TableWrite encodes share the pool).
       for (const f of group) batches.push(...(await readDataFile(table, task, f, table.schema.fields, pool, 0)));
       const rows = batches.reduce((n, b) => n + b.numRows, 0);
       if (rows === 0) continue;
