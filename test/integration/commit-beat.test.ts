@@ -73,7 +73,10 @@ test("commit beat - writers flush on the interval's beat, a node that joined lat
     assert.ok(files >= BUCKETS * SECONDS, `${files} files flushed`);
     // Most files written within a quarter interval after a beat (a flush encodes a few hundred rows), the joined
     // node's too; a writer flushing on its own start's phase lands anywhere in the interval (~400 ms after it here).
-    const late = phases.filter((p) => p > INTERVAL_MS / 4);
+    // A file's mtime comes from the kernel's coarse clock, a few ms behind Date.now(): a flush right on a beat can
+    // carry an mtime just before it (a phase of 499.9 ms), so up to 20 ms before a beat counts as on it. Without the
+    // beat this fails whenever the joined writers start 125-480 ms into an interval (most runs; 1 of 2 when tried).
+    const late = phases.filter((p) => p > INTERVAL_MS / 4 && p < INTERVAL_MS - 20);
     assert.ok(phases.length >= BUCKETS * 4, `${phases.length} files flushed after the join`);
     assert.ok(late.length <= phases.length / 5, `files written off the beat (ms after it): ${late.map(Math.round).join(", ")} of ${phases.length}: ${phases.map(Math.round).join(",")}`);
     assert.ok(files / snapshots >= 1.6, `${files} files in ${snapshots} APPEND snapshots: ${(files / snapshots).toFixed(2)} per snapshot`);
