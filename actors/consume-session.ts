@@ -35,7 +35,8 @@ export type ConsumeSessionMsg =
   | { type: "sent"; ended: boolean }
   | { type: "failed"; error: Error }
   | { type: "control"; control: ConsumeControl; reply?: (ok: boolean, error?: string) => void }
-  | { type: "wake" }
+  /** A snapshot notification: `snapshotId` is the snapshot it announced (absent when the message did not say). */
+  | { type: "wake"; snapshotId?: number }
   | { type: "tick" };
 
 export interface ConsumeSessionDeps {
@@ -139,7 +140,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
         this.control(msg.control, msg.reply, ctx);
         return;
       case "wake":
-        this.d.stream.wake();
+        this.d.stream.wake(msg.snapshotId);
         return;
       case "tick": {
         const now = this.d.clock.monotonic();

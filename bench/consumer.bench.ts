@@ -16,8 +16,10 @@
  * histogram (/metrics): what is left of a consumer's latency is NATS and the consumer process.
  * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
  *
- *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--commit-interval-ms N] [--quick]
+ *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--commit-interval-ms N] [--consumers 1,10,100] [--latency-only] [--quick]
  *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
+ * `--consumers` picks the latency phases; `--latency-only` skips catch-up and stall and records nothing (a quick look or a
+ * profile: with `--node-cpu-prof`, each latency phase prints its window for `bench/cpuprofile-summary.mjs FILE FROM TO`).
  * `--writers-nice N` (1-19) starts the writer nodes under `nice -n N`: when the machine is saturated the reader and
  * the consumers get the CPU first, as where a reader has cores of its own (default 0: every process alike).
  * Its figures go to the benchmark results file too (bench/figures.ts, section `consumer`).
@@ -46,7 +48,7 @@ const CONSUMERS = fileURLToPath(new URL("./consumer-load.ts", import.meta.url));
 const RATE = 50_000;
 const BUCKETS = 6;
 const WRITERS = 2;
-const CONSUMER_COUNTS = [1, 10, 100];
+const DEFAULT_CONSUMER_COUNTS = [1, 10, 100];
 /**
  * How many processes carry a latency phase's consumers (`--consumer-processes P`): one per process up to P, then
  * shared evenly (100 consumers with P = 10: 10 processes of 10). Default 1, all in one process, as the README's
@@ -62,12 +64,17 @@ const WARMUP_SECONDS = 2;
 const DRAIN_MS = 30_000;
 const TARGETS = { p99Ms: 50, p99Consumers: 10, catchUpVsScan: 0.5, stalledRssMb: 300, stallSeconds: 60 };
 
-const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, "commit-interval-ms": { type: "string" }, quick: { type: "boolean", default: false } } });
+const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, "commit-interval-ms": { type: "string" }, consumers: { type: "string" }, "latency-only": { type: "boolean", default: false }, quick: { type: "boolean", default: false } } });
 const PROFILING = nodeProfiling(flags["node-cpu-prof"]);
 /** The cluster's commit interval (`--commit-interval-ms`, default 100: snapshots every 100 ms, the harder case for the reader). */
 const COMMIT_INTERVAL_MS = Number(flags["commit-interval-ms"] ?? 100);
 if (!Number.isInteger(COMMIT_INTERVAL_MS) || COMMIT_INTERVAL_MS < 10) throw new Error(`--commit-interval-ms must be an integer ≥ 10, got ${flags["commit-interval-ms"]}`);
 const QUICK = flags.quick === true;
+/** `--consumers 10` or `1,10`: the latency phases to run (default 1, 10, 100). */
+const CONSUMER_COUNTS = flags.consumers === undefined ? DEFAULT_CONSUMER_COUNTS : flags.consumers.split(",").map(Number);
+if (!CONSUMER_COUNTS.every((n) => Number.isInteger(n) && n > 0)) throw new Error(`--consumers is a comma-separated list of positive integers, got ${flags.consumers}`);
+/** `--latency-only`: only the latency phases (for profiling and quick looks); nothing is recorded in the results file. */
+const LATENCY_ONLY = flags["latency-only"] === true;
 const ROWS = Number(flags.rows ?? (QUICK ? 200_000 : 1_000_000));
 const STALL_SECONDS = Number(flags["stall-seconds"] ?? (QUICK ? 15 : 60));
 const LATENCY_SECONDS = QUICK ? 8 : 20;
@@ -77,6 +84,8 @@ if (!Number.isInteger(CONSUMER_PROCESSES) || CONSUMER_PROCESSES < 1) throw new E
 const WRITERS_NICE = Number(flags["writers-nice"] ?? 0);
 if (!Number.isInteger(WRITERS_NICE) || WRITERS_NICE < 0 || WRITERS_NICE > 19) throw new Error(`--writers-nice must be an integer in 0..19, got ${flags["writers-nice"]}`);
 
+/** CLOCK_MONOTONIC in µs: the clock of a .cpuprofile's sample times. */
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
 const say = (line: string): void => void process.stdout.write(line + "\n");
@@ -322,7 +331,9 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   const watch = watchCluster(c, 500);
   const buckets = await readerHistograms(c);
   const seconds = LATENCY_SECONDS + WARMUP_SECONDS;
+  const fromUs = monotonicUs();
   const load = await runLoad(c.nats.url, table, RATE * LATENCY_SECONDS, RATE, RATE * WARMUP_SECONDS, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
+  const toUs = monotonicUs();
   for (const run of runs) run.stop();
   const rs = await Promise.all(runs.map((run) => run.next("result", DRAIN_MS + 60_000)));
   const figures = watch.stop();
@@ -339,6 +350,7 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   say(`  ${readerLatencyLine(buckets, await readerHistograms(c))} (warm-up included)`);
   say(`  ${figuresLine(figures)}; consumer processes ${cpus.reduce((a, b) => a + b, 0).toFixed(1)} CPU s in all (at most ${Math.max(...cpus).toFixed(1)} in one)`);
   say(`  ${loadLine(load)}`);
+  if (PROFILING.flags.length > 0) say(`  profile window (CLOCK_MONOTONIC µs, for bench/cpuprofile-summary.mjs FILE FROM TO): ${fromUs} ${toUs}`);
   return { consumers: n, p50: r.p50, p99: r.p99, samples: all.length, missing: sum("missing") };
 }
 
@@ -574,6 +586,11 @@ async function main(): Promise<void> {
     await createServedTable(c, live);
     const lat: LatencyFigure[] = [];
     for (const n of CONSUMER_COUNTS) lat.push(await latencyPhase(c, live, n));
+    if (LATENCY_ONLY) {
+      const ten = lat.find((l) => l.consumers === TARGETS.p99Consumers);
+      if (ten !== undefined) say(`\n${mark(ten.p99 !== null && ten.p99 <= TARGETS.p99Ms && ten.missing === 0)} delivery p99 ≤ ${TARGETS.p99Ms} ms with ${TARGETS.p99Consumers} consumers: ${ms(ten.p99)} (--latency-only: not recorded)`);
+      return;
+    }
     const catchUp = await catchUpPhase(c);
     const before = procStats(c.reader.pid!).rssNowMb;
     await restartReader(c);

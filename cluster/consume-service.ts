@@ -239,13 +239,14 @@ export class ConsumeService {
       const f: TableFan = { sub, sessions: new Set(), linkedAt: new Map() };
       void (async () => {
         for await (const m of sub) {
-          for (const s of f.sessions) if (!s.stopped) s.tell({ type: "wake" });
           let n: SnapshotNotification | undefined;
           try {
             n = parseSnapshotNotification(m.json());
           } catch {
-            n = undefined; // not a notification: the wake-up is harmless, there is no link time to keep
+            n = undefined; // not a notification: the wake-up (without an id: the sessions look) is harmless, there is no link time to keep
           }
+          const wake: ConsumeSessionMsg = n === undefined ? { type: "wake" } : { type: "wake", snapshotId: n.snapshotId };
+          for (const s of f.sessions) if (!s.stopped) s.tell(wake);
           if (n === undefined) continue;
           // The feeds of this table read it now for their sessions at the head (not when a session gets to it).
           if (n.kind === "APPEND") for (const feed of this.feeds.values()) if (feed.tableName === name) feed.prefetch(n.snapshotId);

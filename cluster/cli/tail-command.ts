@@ -84,7 +84,7 @@ export function registerTailCommand(program: Command, out: (s: string) => void):
       try {
         if (o.nats !== undefined) {
           nc = await connectOrExplain(o.nats, { name: "natslake-tail" });
-          sub = await subscribeSnapshots(nc, table.identifier, () => stream.wake(), { prefix: o.prefix });
+          sub = await subscribeSnapshots(nc, table.identifier, (n) => stream.wake(n.snapshotId), { prefix: o.prefix });
         }
         let printed = 0;
         for await (const item of stream) {

@@ -145,6 +145,8 @@ export class ParquetEncoderPool {
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
+  /** Jobs the workers completed, by kind (for tests and metrics: what ran off the calling thread). */
+  readonly completed: Record<Op, number> = { encode: 0, decode: 0 };
 
   constructor(opts: ParquetPoolOptions = {}) {
     this.size = Math.max(1, Math.floor(opts.size ?? availableParallelism()));
@@ -268,8 +270,10 @@ export class ParquetEncoderPool {
     w.worker.unref();
     // An arena grown for an unusually large job is not kept around.
     if (w.arena !== null && w.arena.byteLength > MAX_KEPT_ARENA_BYTES) w.arena = null;
-    if (msg.ok) job.resolve(msg.payload!);
-    else {
+    if (msg.ok) {
+      this.completed[job.op]++;
+      job.resolve(msg.payload!);
+    } else {
       job.reject(
         new LakeError(ErrorKind.Unexpected, `Parquet ${job.op} failed in a worker thread: ${msg.message ?? "unknown error"}`, {
           context: { op: job.op, error: msg.name },

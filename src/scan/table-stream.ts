@@ -82,6 +82,10 @@ export class TableStream {
   private closed = false;
   private waker: (() => void) | null = null;
   private woken = false;
+  /** The newest snapshot a wake-up announced (`wake(id)`, from the table's notifications); null: none yet. */
+  private announced: number | null = null;
+  /** Look at the snapshot chain on the next turn whatever was announced (the start, a poll, a wake-up without an id). */
+  private lookAnyway = true;
   /** Where the stream started (for logs): `consumer`, or the mode. */
   startedBy: string | null = null;
 
@@ -97,8 +101,13 @@ export class TableStream {
     return this.pendingFull ?? this.nextDelta;
   }
 
-  /** A new snapshot may exist: the waiting `next()` looks now. */
-  wake(): void {
+  /**
+   * A new snapshot may exist: the waiting `next()` looks now. `snapshotId` is the one a notification announced: a
+   * stream waiting for a later one then does not look at the chain (see `next`); without it, it always looks.
+   */
+  wake(snapshotId?: number): void {
+    if (snapshotId === undefined) this.lookAnyway = true;
+    else this.announced = Math.max(this.announced ?? 0, snapshotId);
     this.woken = true;
     const w = this.waker;
     this.waker = null;
@@ -129,15 +138,24 @@ export class TableStream {
         return { snapshotId: id, kind: "full", snapshot: await this.table.snapshots.snapshot(id), read: { snapshotId: id } };
       }
       const id = this.nextDelta!;
+      // Whether snapshot `id` may be on the chain: announced, or not known otherwise (the start, a poll, a wake-up
+      // without an id). A stream waiting at the head for the next snapshot would otherwise look (a stat) and check for
+      // expiration (a hint read and two stats) at every wake-up and after every delivery — on a reader node, for
+      // every session, ~7 file-system calls a snapshot each, its main thread's largest cost after the sends (issue
+      // 11's profile). A notification that never came is caught up by the poll, as before.
+      const look = this.lookAnyway || this.announced === null || id <= this.announced;
       this.woken = false;
-      if (await this.table.snapshots.snapshotExists(id)) {
-        const s = await this.table.snapshots.snapshot(id);
-        this.nextDelta = id + 1;
-        if (s.commitKind !== CommitKind.APPEND) continue;
-        return { snapshotId: id, kind: "delta", snapshot: s, read: { incremental: { from: id - 1, to: id } } };
+      this.lookAnyway = false;
+      if (look) {
+        if (await this.table.snapshots.snapshotExists(id)) {
+          const s = await this.table.snapshots.snapshot(id);
+          this.nextDelta = id + 1;
+          if (s.commitKind !== CommitKind.APPEND) continue;
+          return { snapshotId: id, kind: "delta", snapshot: s, read: { incremental: { from: id - 1, to: id } } };
+        }
+        const earliest = await this.table.snapshots.earliestId();
+        if (earliest !== null && id < earliest) throw this.expired(id, earliest);
       }
-      const earliest = await this.table.snapshots.earliestId();
-      if (earliest !== null && id < earliest) throw this.expired(id, earliest);
       await this.sleep();
     }
   }
@@ -234,6 +252,7 @@ export class TableStream {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.waker = null;
+        this.lookAnyway = true; // the poll: a notification may have been lost
         resolve();
       }, this.opts.pollMs ?? 1000);
       this.waker = () => {

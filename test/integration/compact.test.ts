@@ -16,6 +16,7 @@ import { createTable, readJson, reopen, sortRows, tempDir, writeRows } from "../
 import { paimonRead } from "../helpers/python.ts";
 import { javaPaimonRead, javaRows } from "../helpers/java.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
+import { sharedParquetPool } from "../../src/codec/parquet-pool.ts";
 import { abortCompaction, commitCompaction, compactTable, planCompaction, rewrite } from "../../src/maintenance/compact.ts";
 import { CommitKind, natslakeProperties } from "../../src/spec/snapshot.ts";
 import { FileSource } from "../../src/spec/manifest.ts";
@@ -243,7 +244,12 @@ test("compact - a dry run writes nothing; abortCompaction removes rewritten outp
   assert.deepEqual([dry.dryRun, dry.tasks, dry.filesBefore, dry.filesAfter, dry.snapshotId], [true, 1, 6, 1, null]);
   assert.equal(await t.snapshots.latestId(), latest);
   assert.deepEqual(parquetOnDisk(t.root), files);
+  // Compaction runs off the calling thread (issue 10): every input is decoded and every output encoded in the Parquet
+  // pool, small ones too (these hold 2 rows each, far below the table writer's inline threshold).
+  const pool = sharedParquetPool()!;
+  const before = { ...pool.completed };
   const r = await rewrite(t, (await planCompaction(t)).tasks[0]!);
+  assert.deepEqual([pool.completed.decode - before.decode, pool.completed.encode - before.encode], [6, 1], "6 inputs decoded and 1 output encoded in the pool");
   assert.equal(parquetOnDisk(t.root).length, 7);
   await abortCompaction(t, [r]);
   assert.deepEqual(parquetOnDisk(t.root), files);

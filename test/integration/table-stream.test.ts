@@ -112,6 +112,39 @@ test("table stream - wake() ends the wait at once; close() ends next() with null
   assert.equal(await waiting, null);
 });
 
+test("table stream - wake(id) looks at the chain only for an announced snapshot it waits for; a lost notification is caught by the poll", { timeout: 30_000 }, async () => {
+  const name = "stream.announced";
+  const t = await createTable(wh.path, name, "id BIGINT NOT NULL, n INT", { options: { bucket: "1", "bucket-key": "id" } });
+  await commitRound(t, 1);
+  const stream = new TableStream(t, { mode: { mode: "latest" }, pollMs: 60_000 });
+  await stream.prepare(); // waits for snapshot 2
+  stream.wake(1); // the announcement of the snapshot it already has
+  let settled = false;
+  const pending = stream.next().then((item) => {
+    settled = true;
+    return item;
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  await commitRound(t, 2); // snapshot 2 is on the chain, but no wake-up said so yet
+  stream.wake(1); // a late, stale announcement: the stream waiting for 2 does not look
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(settled, false, "a wake-up announcing an older snapshot does not make the stream look");
+  stream.wake(2);
+  assert.equal((await pending)?.snapshotId, 2, "the announcement of the snapshot it waits for delivers it");
+
+  // A notification that never comes: the poll looks anyway.
+  const polled = new TableStream(t, { mode: { mode: "from-snapshot", snapshotId: 3 }, pollMs: 200 });
+  polled.wake(2);
+  const waiting = polled.next();
+  await new Promise((r) => setTimeout(r, 50));
+  await commitRound(t, 3);
+  const started = performance.now();
+  assert.equal((await waiting)?.snapshotId, 3);
+  assert.ok(performance.now() - started < 5_000, "caught up by the poll");
+  stream.close();
+  polled.close();
+});
+
 test("table stream - a consumer resumes at its first unacknowledged snapshot; an acknowledged one never comes again; ignore-progress starts by the mode", { timeout: 60_000 }, async () => {
   const name = "stream.consumer";
   const t = await createTable(wh.path, name, "id BIGINT NOT NULL, n INT", { options: { bucket: "1", "bucket-key": "id" } });
