@@ -32,6 +32,10 @@ import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant 
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
 import { streamMismatchCounter } from "./stream-check.ts";
 import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
+import { SpacedTasks } from "./spaced-tasks.ts";
+
+/** Purges of one target (the commit stream, an ingest bucket) start at least this far apart: see SpacedTasks. */
+export const PURGE_SPACING_MS = 1000;
 
 export type CommitterMsg =
   | { type: "tick" }
@@ -117,8 +121,8 @@ export const commitCheckMs = (commitIntervalMs: number): number => Math.max(10, 
 
 export class CommitterActor implements Actor<CommitterMsg> {
   private leader: Leadership | null = null;
-  /** Purges in flight (by target), see `inBackground`. */
-  private readonly purging = new Set<string>();
+  /** Purges by target (the commit stream, each ingest bucket), spaced; see `inBackground`. */
+  private readonly purges = new SpacedTasks(PURGE_SPACING_MS);
   /** Bodies of committables sent by reference, decided for good: removed once the commit stream is purged past them. */
   private removable: Array<{ seq: number; ref: CommittableRef }> = [];
   private readonly store: CommittableStore;
@@ -158,6 +162,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
 
   async postStop(ctx: ActorContext<CommitterMsg>): Promise<void> {
     this.tickTimer?.cancel();
+    this.purges.stop();
     await this.stepDown(ctx, "stopped");
   }
 
@@ -497,14 +502,11 @@ export class CommitterActor implements Actor<CommitterMsg> {
   /**
    * Runs a purge without holding up the commit loop (when JetStream elects leaders a purge can time out after
    * seconds; a round waiting for it delayed every commit — chaos: nats-node-kill). At most one purge per target is in
-   * flight; one skipped now is covered by the next (purges are "everything through seq", so monotone).
+   * flight, and they start PURGE_SPACING_MS apart: one asked meanwhile replaces the one waiting (purges are
+   * "everything through seq", so monotone) and runs when its turn comes.
    */
   private inBackground(key: string, purge: () => Promise<void>, onError: (e: Error) => void): void {
-    if (this.purging.has(key)) return;
-    this.purging.add(key);
-    void purge()
-      .catch((e: unknown) => onError(ensureError(e)))
-      .finally(() => this.purging.delete(key));
+    this.purges.run(key, purge, onError);
   }
 
   /** Publishes the notifications of snapshots after `l.notified` up to `id`, rebuilt from the snapshot files. */

@@ -237,6 +237,8 @@ async function execute(table: Table, plan: Plan, resumed: boolean): Promise<Roll
     await io.delete(table.paths.snapshotPath(id));
     failpoint("rollback.after-snapshot");
   }
+  // This handle's cache must not answer for the snapshots just removed (its latest, its existence checks).
+  table.snapshots.forgetAfter(plan.target);
   // 4. Hints, then the files nothing retained references.
   try {
     await io.writeFile(`${table.paths.snapshotDir}/LATEST`, String(plan.target), { durable: false });

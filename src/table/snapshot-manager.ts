@@ -45,6 +45,8 @@ export class SnapshotManager {
   private readonly cache = new Map<number, Snapshot>();
   /** Reads in flight, by id: concurrent readers of one new snapshot (a reader's consume sessions) read it once. */
   private readonly reading = new Map<number, Promise<Snapshot>>();
+  /** The newest snapshot this handle committed or found as the latest: where `latestId` looks first. */
+  private knownLatest: number | null = null;
 
   constructor(
     private readonly io: FileIO,
@@ -106,6 +108,18 @@ export class SnapshotManager {
    * a LIST per commit would grow with the table).
    */
   async latestId(): Promise<number | null> {
+    const found = await this.findLatestId();
+    if (found !== null) this.knownLatest = found;
+    return found;
+  }
+
+  private async findLatestId(): Promise<number | null> {
+    // The snapshot this handle knows as the latest (a committer's own last commit, most often), when no next one
+    // exists: one existence check instead of reading the hint and two — the leader asks before every commit, and on
+    // a busy node every file-system call waits for a thread-pool turn. (Snapshots are never removed from the top:
+    // expiration keeps the newest, and a rollback through the cluster is a new snapshot.) Otherwise the hint.
+    const known = this.knownLatest;
+    if (known !== null && this.cache.has(known) && !(await this.snapshotExists(known + 1))) return known;
     const hint = await this.readHint("LATEST");
     // The hinted snapshot and the next one are checked at once (one round trip on an object store): the usual answer.
     const [here, next] = hint === null ? [false, true] : await Promise.all([this.snapshotExists(hint), this.snapshotExists(hint + 1)]);
@@ -163,6 +177,7 @@ export class SnapshotManager {
     const created = await this.io.createExclusive(path, stringifyJson(snapshotToJson(snapshot)));
     if (!created) return false;
     this.remember(snapshot);
+    this.knownLatest = Math.max(this.knownLatest ?? 0, snapshot.id);
     failpoint("commit.after-snapshot");
     try {
       // A hint: readers check it against the directory, so it needs no fsync.
@@ -171,6 +186,12 @@ export class SnapshotManager {
       // A stale hint is corrected by readers (they check snapshot-(N+1)); the commit itself has succeeded.
     }
     return true;
+  }
+
+  /** Forgets what this handle knew of snapshots after `id` (a rollback removed them). */
+  forgetAfter(id: number): void {
+    for (const k of [...this.cache.keys()]) if (k > id) this.cache.delete(k);
+    if (this.knownLatest !== null && this.knownLatest > id) this.knownLatest = null;
   }
 
   /** Caches a snapshot; bounded, because a long-running committer sees every snapshot of the table. */

@@ -10,6 +10,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createTable, readJson, reopen, tempDir, writeRows } from "../helpers/tables.ts";
 import { paimonRead } from "../helpers/python.ts";
+import { rollback } from "../../src/maintenance/rollback.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -71,4 +72,22 @@ test("concurrency - two processes committing at once: contiguous snapshots, no r
   assert.deepEqual([...got].sort((x, y) => x - y), want.sort((x, y) => x - y));
   const latest = await t.snapshots.latest();
   assert.equal(latest?.totalRecordCount, 2 * commits * rows);
+});
+
+test("concurrency - a handle's known latest snapshot is checked against the chain: another handle's commits and a rollback are seen", async () => {
+  const name = "conc.known";
+  await createTable(wh.path, name, "id BIGINT NOT NULL", { options: { bucket: "1", "bucket-key": "id" } });
+  const a = await reopen(wh.path, name);
+  const b = await reopen(wh.path, name);
+  await writeRows(a, [{ id: 1 }]);
+  assert.equal(await a.snapshots.latestId(), 1, "its own commit");
+  await writeRows(b, [{ id: 2 }]);
+  await writeRows(b, [{ id: 3 }]);
+  assert.equal(await a.snapshots.latestId(), 3, "commits by another handle, past the one it knows");
+  await writeRows(a, [{ id: 4 }]);
+  assert.equal((await a.snapshots.latest())?.totalRecordCount, 4, "a commit builds on the real latest");
+  await rollback(a, { toSnapshot: 2 });
+  assert.equal(await a.snapshots.latestId(), 2, "the rolled-back handle forgets the snapshots it removed");
+  await writeRows(a, [{ id: 5 }]);
+  assert.deepEqual((await readJson(await reopen(wh.path, name))).map((r) => Number(r["id"])).sort(), [1, 2, 5]);
 });
