@@ -17,6 +17,10 @@
  * sent the snapshot before, its wake-up, a stat and a read of the snapshot file), and the read is what every session
  * waits for.
  *
+ * Earlier still: the files of the next snapshots are named by the committables writers send the leader, which the
+ * reader node reads along (`announce`); while a session waits at the head, the feed decodes them during the commit,
+ * and the load after the notification takes those decodes (`earlyRead`) instead of reading the files.
+ *
  * Memory: an entry is released as soon as no attached session still needs it (every cursor moved past it), and the
  * entries held never exceed `maxBytes` in all: beyond that the oldest are dropped, so a slow or stalled session never
  * grows the reader's memory — it reads its backlog itself later, and joins the shared entries again once it reaches
@@ -24,7 +28,10 @@
  * consumer's pace; the feed never waits for a session.
  */
 import type * as arrow from "apache-arrow";
-import { planSnapshotDelta, readPlanBatches } from "../src/scan/read.ts";
+import { dataFileReader, planSnapshotDelta, readPlanBatches, type DataFileReader } from "../src/scan/read.ts";
+import { sharedParquetPool } from "../src/codec/parquet-pool.ts";
+import { deserializeBinaryRow, serializeBinaryRow } from "../src/spec/binary-row.ts";
+import type { DataFileMeta } from "../src/spec/manifest.ts";
 import { ensureError } from "../src/errors.ts";
 import { CommitKind, type Snapshot } from "../src/spec/snapshot.ts";
 import type { Value } from "../src/spec/values.ts";
@@ -60,6 +67,8 @@ export interface DeltaFeedOptions {
   onLoadError?: (snapshotId: number, error: Error) => void;
   /** Told of each count added to `stats` (metrics): `read`, `shared` (served), `own` (declined), `evicted`. */
   onEvent?: (outcome: "read" | "shared" | "own" | "evicted") => void;
+  /** Told of each announced file decoded ahead (`early`) and each a load took instead of reading it (`taken`). */
+  onFile?: (outcome: "early" | "taken") => void;
   /** Told how long each stage of a shared read took (metrics: where a reader's part of the latency goes). */
   onStage?: (stage: FeedStage, ms: number) => void;
   /** Monotonic milliseconds (the node's clock; default `performance.now`). */
@@ -83,6 +92,19 @@ const ENTRY_OVERHEAD = 1024;
 /** A snapshot not held (too large to share). */
 const TOO_LARGE = "too-large";
 
+/** A data file a writer announced (its committable), before the snapshot that adds it links. */
+export interface AnnouncedFile {
+  /** Framed BinaryRow of its partition. */
+  partition: Uint8Array;
+  bucket: number;
+  meta: DataFileMeta;
+}
+
+/** Parquet bytes of announced files decoded ahead and not taken yet, at most (all of a feed's). */
+const EARLY_MAX_FILE_BYTES = 4 * 1024 * 1024;
+/** An announced file not taken by a load within this long is dropped (its committable was rejected, or it is late). */
+const EARLY_TTL_MS = 10_000;
+
 /** Counts since the feed was made: what the fan-out saved, for metrics and tests. */
 export interface FeedStats {
   /** Snapshots read and encoded for sharing. */
@@ -93,6 +115,9 @@ export interface FeedStats {
   declined: number;
   /** Entries dropped because the feed held `maxBytes` (not because every session had moved past them). */
   evicted: number;
+  /** Announced files decoded ahead (`announce`), and those a load then took instead of reading them. */
+  early: number;
+  earlyTaken: number;
 }
 
 export class DeltaFeed {
@@ -104,13 +129,76 @@ export class DeltaFeed {
   private heldBytes = 0;
   private readonly cursors = new Set<FeedCursor>();
   private readonly store: ManifestStore;
-  readonly stats: FeedStats = { reads: 0, served: 0, declined: 0, evicted: 0 };
+  readonly stats: FeedStats = { reads: 0, served: 0, declined: 0, evicted: 0, early: 0, earlyTaken: 0 };
+  /** Announced files decoded ahead, by file name (names are unique), until a load takes them or they go stale. */
+  private readonly early = new Map<string, { read: Promise<arrow.RecordBatch[]>; bytes: number; at: number }>();
+  private earlyBytes = 0;
+  private fileReader: DataFileReader | null = null;
+  /** The feed's partition filter as framed BinaryRow bytes (hex), to match announced files; null: every partition. */
+  private readonly partitionHex: string | null;
 
   private readonly now: () => number;
 
   constructor(private readonly o: DeltaFeedOptions) {
     this.store = o.store ?? new ManifestStore(o.table);
     this.now = o.now ?? (() => performance.now());
+    this.partitionHex = o.partition === undefined ? null : Buffer.from(serializeBinaryRow(o.table.partitionTypes, o.partition)).toString("hex");
+  }
+
+  /**
+   * Files a writer announced (the committable it sent the leader), before the snapshot that adds them links: when a
+   * session waits at the feed's head, they are decoded now — projected as the feed reads — while the leader commits,
+   * and the load of that snapshot takes them instead of reading them after the link (the read was the largest part of
+   * a reader's share of the latency: issue 11's benchmark, read stage p99 75–300 ms). A file whose committable is
+   * rejected is never asked for and goes stale; one a load never takes costs only its decode. At most
+   * EARLY_MAX_FILE_BYTES of Parquet bytes wait.
+   */
+  announce(files: readonly AnnouncedFile[]): void {
+    if (!this.anyAtHead()) return;
+    const now = this.now();
+    this.dropStaleEarly(now);
+    for (const f of files) {
+      if (this.early.has(f.meta.fileName)) continue;
+      if (this.partitionHex !== null && Buffer.from(f.partition).toString("hex") !== this.partitionHex) continue;
+      if (this.earlyBytes + f.meta.fileSize > EARLY_MAX_FILE_BYTES) return;
+      const reader = (this.fileReader ??= dataFileReader(this.o.table, this.o.projection));
+      const split = { partitionValues: deserializeBinaryRow(this.o.table.partitionTypes, f.partition), bucket: f.bucket };
+      const read = reader.read(split, f.meta, sharedParquetPool(), 0);
+      read.catch(() => undefined); // a failed early read is read again by the load that wants it
+      this.early.set(f.meta.fileName, { read, bytes: f.meta.fileSize, at: now });
+      this.earlyBytes += f.meta.fileSize;
+      this.stats.early++;
+      this.o.onFile?.("early");
+    }
+  }
+
+  /** Announced files decoded ahead and not taken yet (for tests). */
+  get earlyFiles(): number {
+    return this.early.size;
+  }
+
+  private takeEarly(fileName: string): Promise<arrow.RecordBatch[]> | undefined {
+    const e = this.early.get(fileName);
+    if (e === undefined) return undefined;
+    this.early.delete(fileName);
+    this.earlyBytes -= e.bytes;
+    this.stats.earlyTaken++;
+    this.o.onFile?.("taken");
+    return e.read;
+  }
+
+  private dropStaleEarly(now: number): void {
+    for (const [name, e] of this.early) {
+      if (now - e.at <= EARLY_TTL_MS) continue;
+      this.early.delete(name);
+      this.earlyBytes -= e.bytes;
+    }
+  }
+
+  /** Whether a session waits at the head (for the next snapshot to link). */
+  private anyAtHead(): boolean {
+    for (const c of this.cursors) if (c.next !== Infinity && c.next >= this.head) return true;
+    return false;
   }
 
   /** A session's position on this feed; detach it when the session ends. */
@@ -138,6 +226,10 @@ export class DeltaFeed {
   detachCursor(c: FeedCursor): void {
     this.cursors.delete(c);
     this.release();
+    if (this.cursors.size === 0) {
+      this.early.clear();
+      this.earlyBytes = 0;
+    }
   }
 
   /** @internal (FeedCursor) The shared entry of an APPEND snapshot, or null: read it yourself. */
@@ -243,7 +335,8 @@ export class DeltaFeed {
       // Every file decodes in the worker pool, several at once, while this thread encodes (and sends for the others).
       // All of a snapshot's files (up to READ_AHEAD_FILES) are asked for at once: with the pool's default (workers + 1)
       // a snapshot of 6-12 small files went to the workers in rounds, each waiting for this thread to ask again.
-      for await (const b of readPlanBatches(table, plan, { ...(projection ? { projection } : {}), inlineDecodeBelowBytes: 0, readAheadFiles: READ_AHEAD_FILES }) as AsyncGenerator<arrow.RecordBatch>) {
+      const earlyRead = (_: unknown, file: DataFileMeta): Promise<arrow.RecordBatch[]> | undefined => this.takeEarly(file.fileName);
+      for await (const b of readPlanBatches(table, plan, { ...(projection ? { projection } : {}), inlineDecodeBelowBytes: 0, readAheadFiles: READ_AHEAD_FILES, earlyRead }) as AsyncGenerator<arrow.RecordBatch>) {
         rows += b.numRows;
         for (const body of packer.add(b)) {
           bodies.push(body);

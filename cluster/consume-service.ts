@@ -26,7 +26,8 @@ import type { z } from "zod";
 import { consumeOpenSchema, parseConsumeControl, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 import type { Subjects } from "./nats/subjects.ts";
 import { parseSnapshotNotification } from "./snapshots-client.ts";
-import type { SnapshotNotification } from "../actors/wire/messages.ts";
+import type { CommitEntry, SnapshotNotification } from "../actors/wire/messages.ts";
+import { decodeCommitEntry } from "../actors/wire/codec.ts";
 
 export interface ConsumeServiceDeps {
   nc: NatsConnection;
@@ -41,6 +42,8 @@ export interface ConsumeServiceDeps {
 
 interface TableFan {
   sub: Subscription;
+  /** The table's commit subject, read along (core NATS): the files writers announce, decoded ahead by the feeds. */
+  commits: Subscription;
   sessions: Set<ActorRef<ConsumeSessionMsg>>;
   /** Link times of the table's latest notified snapshots, by id (for the delivery latency). */
   linkedAt: Map<number, number>;
@@ -75,12 +78,16 @@ export class ConsumeService {
 
   private readonly feedSnapshots;
   private readonly deliveryLatency;
+  private readonly feedFiles;
   private readonly stageLatency;
 
   constructor(private readonly d: ConsumeServiceDeps) {
     this.bytesSent = d.meter.createCounter("natslake_consume_bytes_total", { description: "Arrow IPC bytes reader nodes sent to consumers", unit: "By" });
     this.feedSnapshots = d.meter.createCounter("natslake_consume_feed_snapshots_total", {
       description: "snapshots through the shared consume feeds, by outcome: read (read and encoded once to share), shared (a session sent a shared read), own (a session read it itself: behind the others, too large, or the shared read failed), evicted (dropped because the feed was full)",
+    });
+    this.feedFiles = d.meter.createCounter("natslake_consume_feed_files_total", {
+      description: "data files the shared consume feeds decoded ahead, by outcome: early (announced by a writer's committable and decoded before its snapshot linked), taken (a snapshot's load used such a decode instead of reading the file)",
     });
     this.deliveryLatency = d.meter.createHistogram("natslake_consume_delivery_ms", {
       description: "snapshot link → a consume session sent the snapshot's rows whole (the reader's part of a consumer's latency), per session and snapshot",
@@ -114,7 +121,10 @@ export class ConsumeService {
   async stop(): Promise<void> {
     this.openSub?.unsubscribe();
     await Promise.all([...this.sessions.values()].map((s) => this.d.system.stop(s.ref).catch(() => undefined)));
-    for (const f of this.fans.values()) f.sub.unsubscribe();
+    for (const f of this.fans.values()) {
+      f.sub.unsubscribe();
+      f.commits.unsubscribe();
+    }
     this.fans.clear();
   }
 
@@ -174,6 +184,7 @@ export class ConsumeService {
           fan.sessions.delete(ref);
           if (fan.sessions.size === 0) {
             fan.sub.unsubscribe();
+            fan.commits.unsubscribe();
             this.fans.delete(table.name);
           }
         },
@@ -222,6 +233,7 @@ export class ConsumeService {
         ...(limits.maxBytes !== undefined ? { maxBytes: limits.maxBytes } : {}),
         ...(limits.maxEntryFileBytes !== undefined ? { maxEntryFileBytes: limits.maxEntryFileBytes } : {}),
         onEvent: (outcome) => this.feedSnapshots.add(1, { table: table.name, outcome }),
+        onFile: (outcome) => this.feedFiles.add(1, { table: table.name, outcome }),
         onStage: (stage, ms) => this.stageLatency.record(ms, { table: table.name, stage }),
         now: () => systemClock.monotonic(),
         onLoadError: (snapshotId, e) => this.d.log.warn("reading a snapshot to share between consume sessions failed; they read it themselves", { table: table.name, snapshotId, error: e.message }),
@@ -236,7 +248,23 @@ export class ConsumeService {
     let fan = this.fans.get(name);
     if (fan === undefined) {
       const sub = this.d.nc.subscribe(this.d.subjects.snapshots(id));
-      const f: TableFan = { sub, sessions: new Set(), linkedAt: new Map() };
+      const commits = this.d.nc.subscribe(this.d.subjects.commit(id));
+      const f: TableFan = { sub, commits, sessions: new Set(), linkedAt: new Map() };
+      // The committables writers send the leader name the files of the next snapshots: the feeds decode them while
+      // the leader commits (DeltaFeed.announce). Compactions and committables sent by reference add nothing here.
+      void (async () => {
+        for await (const m of commits) {
+          let entry: CommitEntry;
+          try {
+            entry = decodeCommitEntry(m.data);
+          } catch {
+            continue; // the leader reports a bad entry; here it only means nothing to decode ahead
+          }
+          if (entry.type !== "committable" || entry.files.length === 0) continue;
+          const files = entry.files.map((x) => ({ partition: x.partition, bucket: entry.bucket, meta: x.meta }));
+          for (const feed of this.feeds.values()) if (feed.tableName === name) feed.announce(files);
+        }
+      })();
       void (async () => {
         for await (const m of sub) {
           let n: SnapshotNotification | undefined;

@@ -8,7 +8,7 @@
  * | `<p>.in.<db>.<table>`                   | raw rows from publishers that do not route (JSON / msgpack) |
  * | `<p>.in.<db>.<table>.stream-id`         | the ingest stream's identity marker (its first message)     |
  * | `<p>.dlq.<db>.<table>`                  | rejected rows with the reason and the original payload      |
- * | `<p>.commit.<db>.<table>`               | committables, writer → committer                            |
+ * | `<p>.commit.<db>.<table>`               | committables, writer → committer (readers read along)       |
  * | `<p>.snap.<db>.<table>`                 | snapshot notifications (core NATS)                          |
  * | `<p>.ctl.reject.<db>.<table>.<writer>`  | committable rejections, committer → writer                  |
  * | `<p>.ctl.admin`                         | admin request-reply (create table, …)                       |

@@ -188,6 +188,20 @@ class FileReadContext {
   }
 }
 
+/** Reads data files the way `readPlanBatches` reads them with this projection (the same batches, schema and checks). */
+export interface DataFileReader {
+  read(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool | null, inlineDecodeBelowBytes?: number): Promise<arrow.RecordBatch[]>;
+}
+
+/**
+ * A reader of single data files for `projection` (default all columns): for a caller that reads a file before a
+ * plan names it — a reader node decoding the files a writer announced, before their snapshot links — and hands the
+ * result to `readPlanBatches` through `earlyRead`.
+ */
+export function dataFileReader(table: Table, projection?: string[]): DataFileReader {
+  return new FileReadContext(table, projectedFields(table, projection));
+}
+
 /**
  * Reads one data file and returns its batches with the target fields (by id), renamed and evolved. `split` gives the
  * file's partition and bucket (its directory); compaction reads its inputs through this too.
@@ -270,8 +284,16 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 const READ_AHEAD_MAX_FILES = 32;
 
+export interface PlanReadOptions extends Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles"> {
+  /**
+   * A file's batches read before (by a `dataFileReader` of the same table and projection), or undefined: read it
+   * here. A read that failed is done again here.
+   */
+  earlyRead?: (split: DataSplit, file: DataFileMeta) => Promise<arrow.RecordBatch[]> | undefined;
+}
+
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
-export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles"> = {}): AsyncGenerator<arrow.RecordBatch> {
+export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<arrow.RecordBatch> {
   const fields = projectedFields(table, spec.projection);
   const context = new FileReadContext(table, fields);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
@@ -292,7 +314,8 @@ export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: Pick<
       if (!fits) return;
       next++;
       startedRows += file.rowCount;
-      const read = context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+      const early = spec.earlyRead?.(split, file);
+      const read = early !== undefined ? early.catch(() => context.read(split, file, pool, spec.inlineDecodeBelowBytes)) : context.read(split, file, pool, spec.inlineDecodeBelowBytes);
       // Observed here so a read abandoned by an early return never becomes an unhandled rejection.
       read.catch(() => undefined);
       pending.push({ read, bytes: file.fileSize });

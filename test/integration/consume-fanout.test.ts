@@ -170,6 +170,10 @@ test("consume fan-out - eight consumers, four projections/filters at once: each 
       assert.ok(follows.every((f) => f.consumer.sessions === 1), "no consumer changed sessions");
       assert.equal(reads, distinct, `one read per snapshot and projection (${reads}), not one per consumer (${deliveries} deliveries)`);
       assert.equal(shared, deliveries, "every delivery came from a shared read");
+      // The feeds decoded the files the writers announced before their snapshots linked, and the loads took them.
+      const taken = await metric(port, "natslake_consume_feed_files_total", { table: name, outcome: "taken" });
+      const early = await metric(port, "natslake_consume_feed_files_total", { table: name, outcome: "early" });
+      assert.ok(taken > 0 && taken <= early, `files decoded ahead and taken by a load: ${taken} of ${early}`);
       // The reader's part of the delivery latency (link → the rows sent) is measured for the deltas it delivered.
       const measured = await metric(port, "natslake_consume_delivery_ms_count", { table: name });
       assert.ok(measured > 0 && measured <= deliveries, `${measured} deliveries measured of ${deliveries}`);

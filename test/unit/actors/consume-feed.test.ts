@@ -4,14 +4,17 @@
  * - DeltaFeed: a snapshot read once for any number of sessions, equal to natslake's incremental read of it; released
  *   once every session moved past it; the bytes it holds capped (the oldest go); a session alone behind the head
  *   reads for itself, several behind it share one read again; a snapshot too large to hold is not held; a notified
- *   snapshot is read before a session asks when one waits at the head for it, and not for sessions behind the head.
+ *   snapshot is read before a session asks when one waits at the head for it, and not for sessions behind the head;
+ *   files announced before their snapshot links (writers' committables) are decoded once, ahead, and taken by the load.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import * as arrow from "apache-arrow";
 import { ChunkPacker, packBatches } from "../../../actors/consume-chunks.ts";
-import { DeltaFeed, type FeedEntry } from "../../../actors/consume-feed.ts";
+import { DeltaFeed, type AnnouncedFile, type FeedEntry } from "../../../actors/consume-feed.ts";
+import { sharedParquetPool } from "../../../src/codec/parquet-pool.ts";
+import { ManifestStore } from "../../../src/table/manifest-store.ts";
 import { readBatches } from "../../../src/scan/read.ts";
 import type { Snapshot } from "../../../src/spec/snapshot.ts";
 import type { Table } from "../../../src/table/table.ts";
@@ -182,4 +185,46 @@ test("delta feed - a notified snapshot is read before any session asks when a se
   assert.equal(feed.stats.reads, 2, "nothing read for a session behind the head");
   stalled.detach();
   assert.equal(feed.bytes, 0, "released with the last session");
+});
+
+test("delta feed - files announced before their snapshot links are decoded once, ahead, and the load takes them; none without a session at the head; stale ones dropped", async () => {
+  const t = await createTable(wh.path, "fan.early", "id BIGINT NOT NULL, s STRING", { options: { bucket: "2", "bucket-key": "id" } });
+  const store = new ManifestStore(t);
+  const announced = async (id: number): Promise<AnnouncedFile[]> =>
+    (await store.readDeltaEntries(await snap(t, id))).map((e) => ({ partition: e.partition, bucket: e.bucket, meta: e.file }));
+  let clock = 0;
+  const feed = new DeltaFeed({ table: t, payloadLimit: LIMIT, now: () => clock });
+  const [first] = await commitRounds(t, 1, 40);
+  feed.announce(await announced(first!));
+  assert.equal(feed.earlyFiles, 0, "no session: nothing decoded ahead");
+
+  const live = feed.attach();
+  live.need(first! + 1); // waits for the next snapshot
+  const [second] = await commitRounds(t, 1, 40, 40);
+  const files = await announced(second!);
+  assert.equal(files.length, 2, "one file per bucket");
+  const pool = sharedParquetPool()!;
+  const decodesBefore = pool.completed.decode;
+  feed.announce(files);
+  feed.announce(files); // a committable read again (a leader change) decodes nothing twice
+  assert.equal(feed.earlyFiles, 2);
+  const e = await live.get(await snap(t, second!));
+  assert.ok(e !== null);
+  assert.deepEqual(idsOf(e.bodies).sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => 40 + i), "the rows the snapshot added");
+  assert.deepEqual([feed.stats.early, feed.stats.earlyTaken, feed.earlyFiles], [2, 2, 0], "the load took both files decoded ahead");
+  assert.equal(pool.completed.decode - decodesBefore, 2, "each file decoded once");
+  // The entry equals natslake's incremental read of the snapshot, batch for batch.
+  const want = await batchesOf(t, { incremental: { from: second! - 1, to: second! } });
+  assert.deepEqual(idsOf(e.bodies), idsOf(packBatches(want, LIMIT)));
+
+  // Announced, never linked (a rejected committable): dropped once stale, at the next announcement.
+  live.need(second! + 1);
+  const [third, fourth] = await commitRounds(t, 2, 10, 80);
+  feed.announce(await announced(third!));
+  assert.equal(feed.earlyFiles, 2);
+  clock += 11_000;
+  feed.announce(await announced(fourth!));
+  assert.equal(feed.earlyFiles, 2, "the stale ones went, the new ones wait");
+  live.detach();
+  assert.equal(feed.earlyFiles, 0, "released with the last session");
 });
