@@ -17,6 +17,14 @@ export interface WriteOptions {
   syncDir?: boolean;
 }
 
+export interface ReadOptions {
+  /**
+   * A table metadata file (a snapshot, a hint, a manifest or manifest list): small, and read on a latency path. A
+   * local file system reads it on the calling thread; an object store ignores it.
+   */
+  metadata?: boolean;
+}
+
 /** One entry of a directory listing (`listStatus`). Symbolic links and other special files are `other`. */
 export interface FileStatus {
   name: string;
@@ -27,7 +35,7 @@ export interface FileStatus {
 }
 
 export interface FileIO {
-  readFile(path: string): Promise<Uint8Array>;
+  readFile(path: string, opts?: ReadOptions): Promise<Uint8Array>;
   /**
    * `length` bytes of a file from `offset` (fewer only at its end). For reading the parts of a large file a caller
    * needs — a Parquet footer, the column chunks of a projection — without fetching the rest.
@@ -38,7 +46,7 @@ export interface FileIO {
    * network); false where a whole read is as cheap (a local disk, read ahead by the kernel).
    */
   readonly prefersRangedReads: boolean;
-  readText(path: string): Promise<string>;
+  readText(path: string, opts?: ReadOptions): Promise<string>;
   writeFile(path: string, data: Uint8Array | string, opts?: WriteOptions): Promise<void>;
   /** Makes the names created in a directory durable. */
   syncDir(dir: string): Promise<void>;

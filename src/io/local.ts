@@ -6,12 +6,12 @@
  * exists, which `rename()` would silently overwrite. The directory is fsynced so the new name survives a crash.
  */
 import { randomUUID } from "node:crypto";
-import { constants as fsc, promises as fs, readFile as readFileCallback } from "node:fs";
+import { constants as fsc, promises as fs, readFile as readFileCallback, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpoint, failpointArmed } from "../failpoints.ts";
-import type { FileIO, FileStatus, WriteOptions } from "./file-io.ts";
+import type { FileIO, FileStatus, ReadOptions, WriteOptions } from "./file-io.ts";
 
 const isCode = (e: unknown, code: string): boolean => (e as NodeJS.ErrnoException | undefined)?.code === code;
 
@@ -39,9 +39,15 @@ export class LocalFileIO implements FileIO {
   /** `fsync: false` trades durability for speed (tests and benchmarks that measure the format, not the disk). */
   constructor(private readonly opts: { fsync: boolean } = { fsync: true }) {}
 
-  async readFile(path: string): Promise<Uint8Array> {
+  /**
+   * Metadata files (`opts.metadata`: snapshots, hints, manifests) are read on this thread: a whole-file read through
+   * the thread pool is four round trips (open, fstat, read, close), and on a busy node each waits for a pool thread
+   * and then for the event loop — a reader node's snapshot and plan stages reached p99 30–50 ms for two or three
+   * files of a few KB that take ~20 µs to read here (issue 11's benchmark). Data files stay asynchronous.
+   */
+  async readFile(path: string, opts?: ReadOptions): Promise<Uint8Array> {
     try {
-      return await readWholeFile(path);
+      return opts?.metadata === true ? readFileSync(path) : await readWholeFile(path);
     } catch (e) {
       throw this.wrap(e, "read", path);
     }
@@ -68,8 +74,8 @@ export class LocalFileIO implements FileIO {
     }
   }
 
-  async readText(path: string): Promise<string> {
-    return Buffer.from(await this.readFile(path)).toString("utf8");
+  async readText(path: string, opts?: ReadOptions): Promise<string> {
+    return Buffer.from(await this.readFile(path, opts)).toString("utf8");
   }
 
   async writeFile(path: string, data: Uint8Array | string, opts: WriteOptions = {}): Promise<void> {
@@ -131,9 +137,10 @@ export class LocalFileIO implements FileIO {
     }
   }
 
+  /** On this thread, as metadata reads are (see `readFile`): the leader and the readers ask before every snapshot. */
   async isFile(path: string): Promise<boolean> {
     try {
-      return (await fs.stat(path)).isFile();
+      return statSync(path).isFile();
     } catch (e) {
       if (isCode(e, "ENOENT") || isCode(e, "ENOTDIR")) return false;
       throw this.wrap(e, "stat", path);

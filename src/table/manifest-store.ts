@@ -23,7 +23,7 @@ export class ManifestStore {
   async readManifestList(name: string): Promise<ManifestFileMeta[]> {
     const hit = this.listCache.get(name);
     if (hit) return hit;
-    const metas = decodeManifestList(await this.table.io.readFile(this.table.paths.manifestPath(name)));
+    const metas = decodeManifestList(await this.table.io.readFile(this.table.paths.manifestPath(name), { metadata: true }));
     this.rememberList(name, metas);
     return metas;
   }
@@ -31,7 +31,7 @@ export class ManifestStore {
   async readManifest(name: string): Promise<ManifestEntry[]> {
     const hit = this.manifestCache.get(name);
     if (hit) return hit;
-    const entries = decodeManifest(await this.table.io.readFile(this.table.paths.manifestPath(name)));
+    const entries = decodeManifest(await this.table.io.readFile(this.table.paths.manifestPath(name), { metadata: true }));
     // Bound the cache: a long-running committer reads many manifests, most only once.
     if (this.manifestCache.size > 256) this.manifestCache.clear();
     this.manifestCache.set(name, entries);

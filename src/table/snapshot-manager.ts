@@ -71,7 +71,7 @@ export class SnapshotManager {
   private async read(id: number): Promise<Snapshot> {
     let text: string;
     try {
-      text = await this.io.readText(this.paths.snapshotPath(id));
+      text = await this.io.readText(this.paths.snapshotPath(id), { metadata: true });
     } catch (e) {
       if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `snapshot ${id} does not exist`, { cause: e });
       throw e;
@@ -206,7 +206,7 @@ export class SnapshotManager {
 
   private async readHint(name: "LATEST" | "EARLIEST"): Promise<number | null> {
     try {
-      const text = (await this.io.readText(`${this.paths.snapshotDir}/${name}`)).trim();
+      const text = (await this.io.readText(`${this.paths.snapshotDir}/${name}`, { metadata: true })).trim();
       return /^\d+$/.test(text) ? Number(text) : null;
     } catch {
       return null;

@@ -61,6 +61,11 @@ for (const [name, make] of Object.entries(subjects)) {
       assert.equal(await io.size(p), 8);
       assert.ok(Math.abs((await io.mtime(p)) - Date.now()) < 120_000, "mtime is the write's time");
       await assert.rejects(io.readFile(`${root}/a/nope`), (e: unknown) => isLakeError(e, "NotFound"));
+      // Metadata reads (read on the calling thread locally) read the same and fail the same.
+      assert.equal(Buffer.from(await io.readFile(p, { metadata: true })).toString(), "replaced");
+      assert.equal(await io.readText(p, { metadata: true }), "replaced");
+      await assert.rejects(io.readFile(`${root}/a/nope`, { metadata: true }), (e: unknown) => isLakeError(e, "NotFound"));
+      await assert.rejects(io.readText(`${root}/a`, { metadata: true }), (e: unknown) => isLakeError(e), "a directory is no file to read");
     });
 
     test("readRange: the bytes asked for, fewer at the end, none past it; a missing file is NotFound", async () => {
