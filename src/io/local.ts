@@ -35,7 +35,12 @@ export const tempPathFor = (path: string): string => join(dirname(path), `.${bas
  */
 const readWholeFile = promisify(readFileCallback);
 
+/** Metadata reads on the calling thread between two turns of the event loop (see `readFile`). */
+const METADATA_READS_PER_TURN = 16;
+
 export class LocalFileIO implements FileIO {
+  private metadataReads = 0;
+
   /** `fsync: false` trades durability for speed (tests and benchmarks that measure the format, not the disk). */
   constructor(private readonly opts: { fsync: boolean } = { fsync: true }) {}
 
@@ -46,8 +51,18 @@ export class LocalFileIO implements FileIO {
    * files of a few KB that take ~20 µs to read here (issue 11's benchmark). Data files stay asynchronous.
    */
   async readFile(path: string, opts?: ReadOptions): Promise<Uint8Array> {
+    if (opts?.metadata === true) {
+      // A loop of reads that all complete at once never lets the event loop turn (an orphan scan over thousands of
+      // manifests, an expiration run): every METADATA_READS_PER_TURN reads, it does.
+      if (++this.metadataReads % METADATA_READS_PER_TURN === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      try {
+        return readFileSync(path);
+      } catch (e) {
+        throw this.wrap(e, "read", path);
+      }
+    }
     try {
-      return opts?.metadata === true ? readFileSync(path) : await readWholeFile(path);
+      return await readWholeFile(path);
     } catch (e) {
       throw this.wrap(e, "read", path);
     }

@@ -1,6 +1,7 @@
 /**
  * LocalFileIO.mkdirs against real filesystems: /proc refuses new entries with ENOENT (Node's recursive mkdir spins
- * on that forever), a file in the way, and concurrent creators of one deep path.
+ * on that forever), a file in the way, and concurrent creators of one deep path; metadata reads on the calling
+ * thread (same bytes, same errors, the event loop still turns during a long run of them).
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -44,4 +45,18 @@ test("mkdirs - makes every level; a file in the way is said; concurrent creators
   writeFileSync(join(dir.path, "file"), "x");
   await assert.rejects(io.mkdirs(join(dir.path, "file")), /cannot create directory .*file: a file of that name exists/);
   await assert.rejects(io.mkdirs(join(dir.path, "file", "sub")), /cannot create directory .*sub: a parent is not a directory \(ENOTDIR\)/);
+});
+
+test("metadata reads - the same bytes as a data read, NotFound alike; a long run of them still lets the event loop turn", async () => {
+  const io = new LocalFileIO();
+  const p = join(dir.path, "meta.json");
+  writeFileSync(p, '{"id":1}');
+  assert.equal(await io.readText(p, { metadata: true }), await io.readText(p));
+  await assert.rejects(io.readFile(join(dir.path, "nope"), { metadata: true }), (e: unknown) => isLakeError(e, "NotFound"));
+  // 64 reads in a row: each completes on this thread, yet a task queued before them runs before the last one.
+  let turnedAt = -1;
+  let i = 0;
+  setImmediate(() => (turnedAt = i));
+  for (; i < 64; i++) await io.readFile(p, { metadata: true });
+  assert.ok(turnedAt >= 0 && turnedAt < 64, `the event loop turned during the reads (at read ${turnedAt})`);
 });
