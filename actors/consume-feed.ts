@@ -154,7 +154,7 @@ export class DeltaFeed {
    * EARLY_MAX_FILE_BYTES of Parquet bytes wait.
    */
   announce(files: readonly AnnouncedFile[]): void {
-    if (!this.anyAtHead()) return;
+    if (!this.waitingAtHeadFor(Number.MAX_SAFE_INTEGER)) return; // any session at the head, whatever it waits for
     const now = this.now();
     this.dropStaleEarly(now);
     for (const f of files) {
@@ -195,11 +195,6 @@ export class DeltaFeed {
     }
   }
 
-  /** Whether a session waits at the head (for the next snapshot to link). */
-  private anyAtHead(): boolean {
-    for (const c of this.cursors) if (c.next !== Infinity && c.next >= this.head) return true;
-    return false;
-  }
 
   /** A session's position on this feed; detach it when the session ends. */
   attach(): FeedCursor {

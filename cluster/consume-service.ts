@@ -254,6 +254,8 @@ export class ConsumeService {
       // the leader commits (DeltaFeed.announce). Compactions and committables sent by reference add nothing here.
       void (async () => {
         for await (const m of commits) {
+          const feeds = [...this.feeds.values()].filter((feed) => feed.tableName === name);
+          if (feeds.length === 0) continue; // nothing to decode for: the committable is not even unpacked
           let entry: CommitEntry;
           try {
             entry = decodeCommitEntry(m.data);
@@ -262,7 +264,7 @@ export class ConsumeService {
           }
           if (entry.type !== "committable" || entry.files.length === 0) continue;
           const files = entry.files.map((x) => ({ partition: x.partition, bucket: entry.bucket, meta: x.meta }));
-          for (const feed of this.feeds.values()) if (feed.tableName === name) feed.announce(files);
+          for (const feed of feeds) feed.announce(files);
         }
       })();
       void (async () => {

@@ -51,18 +51,12 @@ export class LocalFileIO implements FileIO {
    * files of a few KB that take ~20 µs to read here (issue 11's benchmark). Data files stay asynchronous.
    */
   async readFile(path: string, opts?: ReadOptions): Promise<Uint8Array> {
-    if (opts?.metadata === true) {
-      // A loop of reads that all complete at once never lets the event loop turn (an orphan scan over thousands of
-      // manifests, an expiration run): every METADATA_READS_PER_TURN reads, it does.
-      if (++this.metadataReads % METADATA_READS_PER_TURN === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      try {
-        return readFileSync(path);
-      } catch (e) {
-        throw this.wrap(e, "read", path);
-      }
-    }
+    const metadata = opts?.metadata === true;
+    // A loop of reads that all complete at once never lets the event loop turn (an orphan scan over thousands of
+    // manifests, an expiration run): every METADATA_READS_PER_TURN reads, it does.
+    if (metadata && ++this.metadataReads % METADATA_READS_PER_TURN === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     try {
-      return await readWholeFile(path);
+      return metadata ? readFileSync(path) : await readWholeFile(path);
     } catch (e) {
       throw this.wrap(e, "read", path);
     }
