@@ -11,12 +11,12 @@
  * holds (this session is behind) or one too large to share, from this session's own read of the table, streamed
  * batch by batch within its window.
  */
-import type * as arrow from "apache-arrow";
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
-import { readBatches } from "../src/scan/read.ts";
+import { readMessages, type FileRows } from "../src/scan/read.ts";
 import type { StreamItem, TableStream } from "../src/scan/table-stream.ts";
 import type { Value } from "../src/spec/values.ts";
 import type { Table } from "../src/table/table.ts";
+import type { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Clock } from "./ports.ts";
 import { ChunkPacker } from "./consume-chunks.ts";
@@ -46,6 +46,8 @@ export interface ConsumeSessionDeps {
   stream: TableStream;
   projection?: string[];
   partition?: Value[];
+  /** The node's manifest cache of the table (its feeds plan through it too): a full start plans from it. */
+  manifests?: ManifestStore;
   /** This session's place on the shared feed of its (table, projection, partition); none: every item read alone. */
   feed?: FeedCursor;
   window: number;
@@ -69,7 +71,7 @@ interface Chunk {
 /** An item this session reads itself. */
 interface OwnRead {
   item: StreamItem;
-  batches: AsyncGenerator<arrow.RecordBatch>;
+  files: AsyncGenerator<FileRows>;
   packer: ChunkPacker;
   /** The last complete body, sent once the next is known (the final one carries the last mark). */
   held: Uint8Array | null;
@@ -104,7 +106,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
     this.timer?.cancel();
     this.d.stream.close();
     this.d.feed?.detach();
-    await this.own?.batches.return(undefined).catch(() => undefined);
+    await this.own?.files.return(undefined).catch(() => undefined);
     this.end("stopped");
   }
 
@@ -227,25 +229,29 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
       }
       // Read by this session alone: a full scan, a snapshot behind the feed or too large to share.
       if (item.kind === "full") this.d.feed?.need(item.snapshotId + 1); // the deltas after it: the feed keeps them for us
+      const packer = new ChunkPacker(payloadLimit(this.d.out.maxPayload));
       this.own = {
         item,
-        // Every file decodes in the worker pool: this thread encodes and sends meanwhile (a full scan of small files
-        // decoded here would leave the workers idle and this thread doing all the work, one step after the other).
-        batches: readBatches(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), inlineDecodeBelowBytes: 0 }),
-        packer: new ChunkPacker(payloadLimit(this.d.out.maxPayload)),
+        // Every file decodes in the worker pool, this thread sends meanwhile (a full scan of small files decoded here
+        // would leave the workers idle and this thread doing all the work); the decoders' IPC messages go out as they
+        // are whenever the files' columns are the target's (src/codec/ipc-stream.ts).
+        files: readMessages(this.d.table, { ...item.read, ...(this.d.projection ? { projection: this.d.projection } : {}), ...(this.d.partition ? { partition: this.d.partition } : {}), messageBytes: packer.messageBytes }, this.d.manifests),
+        packer,
         held: null,
       };
     }
   }
 
   /**
-   * The next batch of an item this session reads itself, packed into chunks. The chunk completed last is held back
+   * The next file of an item this session reads itself, packed into chunks. The chunk completed last is held back
    * until the next one is known (or the item ends), so that the snapshot's final chunk carries the last mark.
    */
   private async readOwn(own: OwnRead): Promise<void> {
-    const r = await own.batches.next();
+    const r = await own.files.next();
     if (r.done !== true) {
-      for (const body of own.packer.add(r.value)) this.hold(own, body);
+      const file = r.value;
+      const bodies = file.kind === "messages" ? own.packer.addMessages(file.schema, file.messages) : file.batches.flatMap((b) => own.packer.add(b));
+      for (const body of bodies) this.hold(own, body);
       return;
     }
     for (const body of own.packer.flush()) this.hold(own, body);

@@ -16,7 +16,7 @@
  * histogram (/metrics): what is left of a consumer's latency is NATS and the consumer process.
  * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
  *
- *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--commit-interval-ms N] [--consumers 1,10,100] [--latency-only] [--quick]
+ *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--commit-interval-ms N] [--consumers 1,10,100] [--latency-only] [--catch-up-only N] [--quick]
  *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
  * `--consumers` picks the latency phases; `--latency-only` skips catch-up and stall and records nothing (a quick look or a
  * profile: with `--node-cpu-prof`, each latency phase prints its window for `bench/cpuprofile-summary.mjs FILE FROM TO`).
@@ -64,7 +64,7 @@ const WARMUP_SECONDS = 2;
 const DRAIN_MS = 30_000;
 const TARGETS = { p99Ms: 50, p99Consumers: 10, catchUpVsScan: 0.5, stalledRssMb: 300, stallSeconds: 60 };
 
-const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, "commit-interval-ms": { type: "string" }, consumers: { type: "string" }, "latency-only": { type: "boolean", default: false }, quick: { type: "boolean", default: false } } });
+const { values: flags } = parseArgs({ options: { rows: { type: "string" }, "stall-seconds": { type: "string" }, "consumer-processes": { type: "string" }, "writers-nice": { type: "string" }, "node-cpu-prof": { type: "string" }, "commit-interval-ms": { type: "string" }, consumers: { type: "string" }, "latency-only": { type: "boolean", default: false }, "catch-up-only": { type: "string" }, quick: { type: "boolean", default: false } } });
 const PROFILING = nodeProfiling(flags["node-cpu-prof"]);
 /** The cluster's commit interval (`--commit-interval-ms`, default 100: snapshots every 100 ms, the harder case for the reader). */
 const COMMIT_INTERVAL_MS = Number(flags["commit-interval-ms"] ?? 100);
@@ -75,6 +75,9 @@ const CONSUMER_COUNTS = flags.consumers === undefined ? DEFAULT_CONSUMER_COUNTS 
 if (!CONSUMER_COUNTS.every((n) => Number.isInteger(n) && n > 0)) throw new Error(`--consumers is a comma-separated list of positive integers, got ${flags.consumers}`);
 /** `--latency-only`: only the latency phases (for profiling and quick looks); nothing is recorded in the results file. */
 const LATENCY_ONLY = flags["latency-only"] === true;
+/** `--catch-up-only N`: only the catch-up phase, N times on fresh backlogs (its ratio is noisy on a shared machine); nothing recorded. */
+const CATCH_UP_ONLY = flags["catch-up-only"] === undefined ? 0 : Number(flags["catch-up-only"]);
+if (!Number.isInteger(CATCH_UP_ONLY) || CATCH_UP_ONLY < 0) throw new Error(`--catch-up-only takes a repeat count (a positive integer), got ${flags["catch-up-only"]}`);
 const ROWS = Number(flags.rows ?? (QUICK ? 200_000 : 1_000_000));
 const STALL_SECONDS = Number(flags["stall-seconds"] ?? (QUICK ? 15 : 60));
 const LATENCY_SECONDS = QUICK ? 8 : 20;
@@ -130,7 +133,7 @@ interface ConsumerRun {
 }
 
 function startConsumers(c: Cluster, table: string, job: Record<string, unknown>): ConsumerRun {
-  const p = spawn(process.execPath, ["--import", "tsx", CONSUMERS, c.nats.url, table, JSON.stringify(job)], { stdio: ["pipe", "pipe", "inherit"] });
+  const p = spawn(process.execPath, [...PROFILING.flags, "--import", "tsx", CONSUMERS, c.nats.url, table, JSON.stringify(job)], { stdio: ["pipe", "pipe", "inherit"] });
   c.children.add(p);
   const events: Event[] = [];
   const waiters = new Set<() => void>();
@@ -388,8 +391,7 @@ async function scan(table: Table, snapshotId: number): Promise<{ rows: number; s
 }
 
 /** The backlog: published, committed, then one consumer from full against natslake's own full scan around it. */
-async function catchUpPhase(c: Cluster): Promise<{ consumerRate: number; scanRate: number }> {
-  const name = "bench.backlog";
+async function catchUpPhase(c: Cluster, name = "bench.backlog"): Promise<{ consumerRate: number; scanRate: number }> {
   say(`\ncatch-up: a backlog of ${fmt(ROWS)} rows, then one consumer from full against natslake's full scan of the same snapshot`);
   const table = await createServedTable(c, name);
   const t0 = performance.now();
@@ -582,6 +584,15 @@ async function main(): Promise<void> {
   say(`  nats-server ${nats.version ?? "(version unknown)"} (${nats.bin}, ${nats.source}${nats.old ? "; older than 2.10" : ""}); load average at start ${loads()}`);
   const c = await startCluster(nats.bin);
   try {
+    if (CATCH_UP_ONLY > 0) {
+      const ratios: number[] = [];
+      for (let i = 0; i < CATCH_UP_ONLY; i++) {
+        const r = await catchUpPhase(c, `bench.backlog${i}`);
+        ratios.push(r.consumerRate / r.scanRate);
+      }
+      say(`\ncatch-up ratios (--catch-up-only: not recorded): ${ratios.map((r) => r.toFixed(2)).join(" ")}`);
+      return;
+    }
     const live = "bench.live";
     await createServedTable(c, live);
     const lat: LatencyFigure[] = [];

@@ -165,6 +165,7 @@ export class ConsumeService {
         session,
         inbox: req.inbox,
         stream,
+        manifests: store,
         ...(req.projection ? { projection: req.projection } : {}),
         ...(partition ? { partition } : {}),
         feed: cursor,

@@ -192,13 +192,20 @@ export class ParquetEncoderPool {
 
   /** Decodes a Parquet file in a worker into an apache-arrow Table (see `ParquetDecodeOptions`). */
   async decode(bytes: Uint8Array, opts: ParquetDecodeOptions = {}): Promise<arrow.Table> {
+    return arrow.tableFromIPC(await this.decodeIpc(bytes, opts));
+  }
+
+  /**
+   * Decodes a Parquet file in a worker into an Arrow IPC stream, as the worker made it (transferred, not copied): for
+   * a caller that forwards the stream's messages rather than reading them (src/codec/ipc-stream.ts).
+   */
+  async decodeIpc(bytes: Uint8Array, opts: ParquetDecodeOptions = {}): Promise<Uint8Array> {
     if (this.closed) throw closedError();
     // Empty bytes are no Parquet file; and bytes whose buffer was transferred away before (detached) are empty too.
     if (bytes.byteLength === 0) throw new LakeError(ErrorKind.DataInvalid, "nothing to decode: 0 bytes (an empty file, or bytes already transferred to a worker thread)");
     const spec: ParquetDecodeSpec = { columns: opts.columns, rowGroups: opts.rowGroups, batchSize: opts.batchSize };
     const transfer = opts.transfer === true ? transferableBuffer(bytes) : null;
-    const ipc = transfer !== null ? await this.submit("decode", bytes, spec, [transfer]) : await this.submit("decode", { chunks: [bytes], byteLength: bytes.byteLength }, spec, []);
-    return arrow.tableFromIPC(ipc);
+    return transfer !== null ? await this.submit("decode", bytes, spec, [transfer]) : await this.submit("decode", { chunks: [bytes], byteLength: bytes.byteLength }, spec, []);
   }
 
   /** Rejects queued and running jobs and stops every worker. Idempotent; a closed pool rejects new jobs. */

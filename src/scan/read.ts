@@ -18,6 +18,7 @@ import { columnReader, makeColumnBuilder, recordBatchToRows } from "../codec/col
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
+import { schemaMessage, splitIpcStream, type IpcBatchMessage, type IpcStreamParts } from "../codec/ipc-stream.ts";
 import type { DataField, DataType } from "../spec/data-types.ts";
 import { serializeBinaryRow } from "../spec/binary-row.ts";
 import { partitionPath } from "../spec/partition.ts";
@@ -76,18 +77,25 @@ async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool
     // parquet-wasm's synchronous reader decodes every column; the file reader skips unselected ones.
     return columns === undefined ? readParquet(bytes) : readParquetAsync(bytes, { columns });
   }
+  const streams = await decodeFileIpc(bytes, columns, pool);
+  return streams.length === 1 ? arrow.tableFromIPC(streams[0]!) : new arrow.Table(streams.flatMap((s) => arrow.tableFromIPC(s).batches));
+}
+
+/**
+ * The file's columns as Arrow IPC streams decoded in `pool`: one stream, or — a file of several row groups — one per
+ * contiguous range of them, each decoded by another worker, in file order.
+ */
+async function decodeFileIpc(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool, batchSize?: number): Promise<Uint8Array[]> {
   const groups = pool.size > 1 ? parquetFooterInfo(bytes).numRowGroups : 1;
-  if (groups <= 1) return pool.decode(bytes, { columns, transfer: true });
-  // Several row groups: contiguous ranges of them to different workers, concatenated back in order.
+  if (groups <= 1) return [await pool.decodeIpc(bytes, { columns, batchSize, transfer: true })];
   const parts = Math.min(pool.size, groups);
-  const jobs: Array<Promise<arrow.Table>> = [];
+  const jobs: Array<Promise<Uint8Array>> = [];
   for (let p = 0; p < parts; p++) {
     const from = Math.floor((p * groups) / parts);
     const to = Math.floor(((p + 1) * groups) / parts);
-    jobs.push(pool.decode(bytes, { columns, rowGroups: Array.from({ length: to - from }, (_, k) => from + k) }));
+    jobs.push(pool.decodeIpc(bytes, { columns, batchSize, rowGroups: Array.from({ length: to - from }, (_, k) => from + k) }));
   }
-  const tables = await Promise.all(jobs);
-  return new arrow.Table(tables.flatMap((t) => t.batches));
+  return Promise.all(jobs);
 }
 
 type ColumnSource = { kind: "take"; index: number } | { kind: "convert"; index: number; from: DataType } | { kind: "null" };
@@ -149,24 +157,91 @@ class FileReadContext {
 
   /** Reads one data file (see `readDataFile`). */
   async read(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool | null, inlineDecodeBelowBytes?: number): Promise<arrow.RecordBatch[]> {
-    const { table, fields, targetSchema, structType } = this;
+    const { path, mapping, decoded } = await this.fetchAndDecode(split, file, (bytes, m) => decodeFile(bytes, m.projected ? m.columns : undefined, pool, inlineDecodeBelowBytes));
+    return this.toTarget(decoded, mapping, file, path);
+  }
+
+  /** The last read's turn to submit its decode (see `fetchAndDecode`). */
+  private lastTurn: Promise<void> = Promise.resolve();
+
+  /**
+   * Fetches a file, then decodes it — starting the decode only once every read started before this one started its
+   * own. File reads complete out of order (a small file's sooner) and the pool's queue is first come, first served:
+   * without the turn a scan's first file, needed first, was decoded after the small files read ahead of it (measured:
+   * a reader's first rows of a catch-up 240 ms after its plan, instead of the ~60 its first file takes). `decode`
+   * submits its pool jobs before it first awaits; the turn passes on then, not when the decode ends.
+   */
+  private async fetchAndDecode<T>(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, decode: (bytes: Uint8Array, mapping: SchemaMapping) => Promise<T>): Promise<{ path: string; mapping: SchemaMapping; decoded: T }> {
+    const turn = this.lastTurn;
+    let pass!: () => void;
+    this.lastTurn = new Promise<void>((resolve) => (pass = resolve));
+    let decoding: Promise<T>;
+    let fetched: { path: string; bytes: Uint8Array; mapping: SchemaMapping };
+    try {
+      fetched = await this.fetch(split, file);
+      await turn;
+      decoding = decode(fetched.bytes, fetched.mapping);
+    } finally {
+      pass();
+    }
+    return { path: fetched.path, mapping: fetched.mapping, decoded: await decoding };
+  }
+
+  /**
+   * Reads one data file as record batch messages of the target schema when the decoder's are that already (the
+   * file's columns have the target's types, in its order: see src/codec/ipc-stream.ts), else as `read` does.
+   * `batchSize`: rows per message.
+   */
+  async readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool, batchSize: number): Promise<FileRows> {
+    const { path, mapping, decoded: streams } = await this.fetchAndDecode(split, file, (bytes, m) => decodeFileIpc(bytes, m.projected ? m.columns : undefined, pool, batchSize));
+    const parts = streams.map(splitIpcStream);
+    if (parts.every((p): p is IpcStreamParts => p !== null && this.forwardable(p.schema, mapping))) {
+      const messages = parts.flatMap((p) => p.batches);
+      const rows = messages.reduce((n, m) => n + m.rows, 0);
+      checkRowCount(rows, file, path);
+      this.schemaBytes ??= schemaMessage(this.targetSchema);
+      return { kind: "messages", schema: this.schemaBytes, messages, rows };
+    }
+    const data = new arrow.Table(streams.flatMap((s) => arrow.tableFromIPC(s).batches));
+    return { kind: "batches", batches: this.toTarget(data, mapping, file, path) };
+  }
+
+  /** The target's schema message (framed), made once. */
+  private schemaBytes: Uint8Array | undefined;
+
+  /** The decoder's batches are the target's: every target column taken as it is, from the same position. */
+  private forwardable(decoded: arrow.Schema, mapping: SchemaMapping): boolean {
+    if (decoded.fields.length !== this.fields.length) return false;
+    return this.fields.every((_, k) => {
+      const source = mapping.sources[k];
+      return source !== undefined && mapping.sameLogicalType[k] === true && decoded.fields[k]!.name === source.name && arrow.util.compareTypes(decoded.fields[k]!.type, this.targetSchema.fields[k]!.type);
+    });
+  }
+
+  /** The file's bytes (all, or its wanted column chunks on an object store) and how its schema maps to the target. */
+  private async fetch(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta): Promise<{ path: string; bytes: Uint8Array; mapping: SchemaMapping }> {
+    const { table } = this;
     const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
       defaultName: table.options.partitionDefaultName,
       legacyName: table.options.partitionLegacyName,
     });
     const path = table.paths.dataFilePath(ppath, split.bucket, file.fileName, file.externalPath);
-    const { sources, columns, projected, sameLogicalType } = await this.mapping(file.schemaId);
+    const mapping = await this.mapping(file.schemaId);
     if (!file.fileName.endsWith(".parquet")) {
       throw new LakeError(ErrorKind.Unsupported, `data file ${file.fileName}: only Parquet data files can be read (file format from its extension)`);
     }
     // A projection of a large file on an object store fetches the footer and the wanted column chunks only.
-    const bytes = projected && table.io.prefersRangedReads && file.fileSize >= RANGED_READ_MIN_BYTES
-      ? (await fetchColumnsOf(table.io, path, file.fileSize, columns)).bytes
+    const bytes = mapping.projected && table.io.prefersRangedReads && file.fileSize >= RANGED_READ_MIN_BYTES
+      ? (await fetchColumnsOf(table.io, path, file.fileSize, mapping.columns)).bytes
       : await table.io.readFile(path);
-    const data = await decodeFile(bytes, projected ? columns : undefined, pool, inlineDecodeBelowBytes);
-    if (data.numRows !== file.rowCount) {
-      throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${data.numRows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
-    }
+    return { path, bytes, mapping };
+  }
+
+  /** The decoded file's batches in the target schema: columns taken, converted or null-filled by the mapping. */
+  private toTarget(data: arrow.Table, mapping: SchemaMapping, file: DataFileMeta, path: string): arrow.RecordBatch[] {
+    const { fields, targetSchema, structType } = this;
+    const { sources, sameLogicalType } = mapping;
+    checkRowCount(data.numRows, file, path);
     // How each target column comes out of the file, decided once per file (its batches share one schema).
     const names = data.schema.fields.map((x) => x.name);
     const plan: ColumnSource[] = fields.map((f, k) => {
@@ -185,6 +260,12 @@ class FileReadContext {
       });
       return new arrow.RecordBatch(targetSchema, arrow.makeData({ type: structType, length: batch.numRows, nullCount: 0, children }));
     });
+  }
+}
+
+function checkRowCount(rows: number, file: DataFileMeta, path: string): void {
+  if (rows !== file.rowCount) {
+    throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${rows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
   }
 }
 
@@ -294,16 +375,89 @@ export interface PlanReadOptions extends Pick<ReadSpec, "projection" | "limit" |
 
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
 export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<arrow.RecordBatch> {
+  const context = new FileReadContext(table, projectedFields(table, spec.projection));
+  const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+  let remaining = spec.limit ?? Infinity;
+  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => {
+    const early = spec.earlyRead?.(split, file);
+    const fresh = (): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+    return early !== undefined ? early.catch(fresh) : fresh();
+  };
+  for await (const batches of filesAhead(plan, pool, spec, read)) {
+    for (const batch of batches) {
+      if (remaining <= 0) return;
+      if (batch.numRows > remaining) {
+        yield batch.slice(0, remaining);
+        return;
+      }
+      remaining -= batch.numRows;
+      yield batch;
+    }
+    if (remaining <= 0) return;
+  }
+}
+
+/**
+ * One data file's rows as `readPlanMessages` gives them: the decoder's record batch messages, ready to follow the
+ * target's schema message (`schema`, framed) in an IPC stream — or, when the file needs mapping (another column
+ * order, a type change, a column added later), Arrow record batches.
+ */
+export type FileRows =
+  | { kind: "messages"; schema: Uint8Array; messages: IpcBatchMessage[]; rows: number }
+  | { kind: "batches"; batches: arrow.RecordBatch[] };
+
+/**
+ * The files of a plan made by `planRead`, in plan order, for a caller that sends the rows on as Arrow IPC (a reader
+ * node's consume sessions): each decoded in the pool (`spec.decoderPool`, default the shared one; it needs one) in
+ * record batch messages of about `messageBytes` each, forwarded without being decoded here when the file's columns
+ * are the target's (see `FileRows`). Read ahead as `readPlanBatches` reads; no `limit`.
+ */
+export async function* readPlanMessages(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "decoderPool" | "readAheadFiles"> & { messageBytes: number }): AsyncGenerator<FileRows> {
   const fields = projectedFields(table, spec.projection);
   const context = new FileReadContext(table, fields);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+  if (pool === null) {
+    for await (const batches of filesAhead(plan, null, spec, (split, file) => context.read(split, file, null))) yield { kind: "batches", batches };
+    return;
+  }
+  // Rows per message from the bytes per row seen so far (a first guess from the column types).
+  let bytesPerRow = estimatedRowBytes(fields);
+  const read = (split: DataSplit, file: DataFileMeta): Promise<FileRows> => {
+    const batchSize = Math.max(MIN_MESSAGE_ROWS, Math.min(MAX_MESSAGE_ROWS, Math.floor(spec.messageBytes / bytesPerRow)));
+    return context.readMessages(split, file, pool, batchSize);
+  };
+  for await (const rows of filesAhead(plan, pool, spec, read)) {
+    if (rows.kind === "messages" && rows.rows > 0) bytesPerRow = Math.max(1, rows.messages.reduce((n, m) => n + m.bytes.byteLength, 0) / rows.rows);
+    yield rows;
+  }
+}
+
+/** `readBatches`' counterpart for a caller that sends the rows on as Arrow IPC: `readPlanMessages` of `planRead(spec)`. */
+export async function* readMessages(table: Table, spec: ReadSpec & { messageBytes: number }, store?: ManifestStore): AsyncGenerator<FileRows> {
+  yield* readPlanMessages(table, await planRead(table, spec, store), spec);
+}
+
+/** Bounds of the rows per message `readPlanMessages` asks the decoder for. */
+const MIN_MESSAGE_ROWS = 256;
+const MAX_MESSAGE_ROWS = 65_536;
+
+/** Bytes per row of `fields` in Arrow, roughly: fixed widths, 32 bytes for a string or binary value. */
+function estimatedRowBytes(fields: readonly DataField[]): number {
+  const width: Partial<Record<string, number>> = { BOOLEAN: 1, TINYINT: 1, SMALLINT: 2, INT: 4, DATE: 4, TIME: 4, FLOAT: 4, BIGINT: 8, DOUBLE: 8, TIMESTAMP: 8, TIMESTAMP_LTZ: 8, DECIMAL: 16 };
+  return fields.reduce((n, f) => n + (width[f.type.root] ?? 32), 0);
+}
+
+/**
+ * The plan's files read by `read`, yielded in plan order while later ones are read ahead: enough to keep every
+ * worker of `pool` busy, more while the files in flight are small (READ_AHEAD_BYTES), or exactly
+ * `spec.readAheadFiles`. No file starts once those started hold `spec.limit` rows.
+ */
+async function* filesAhead<T>(plan: ScanPlan, pool: ParquetEncoderPool | null, spec: Pick<ReadSpec, "limit" | "readAheadFiles">, read: (split: DataSplit, file: DataFileMeta) => Promise<T>): AsyncGenerator<T> {
   const tasks = plan.splits.flatMap((split) => split.files.map((file) => ({ split, file })));
-  // Files always read ahead of the one being consumed: enough to keep every worker busy. By default more while they
-  // are small (READ_AHEAD_BYTES); a caller that sets `readAheadFiles` gets exactly that many.
   const window = pool === null ? 1 : Math.max(1, spec.readAheadFiles ?? pool.size + 1);
   const byBytes = pool !== null && spec.readAheadFiles === undefined;
   const limit = spec.limit ?? Infinity;
-  const pending: Array<{ read: Promise<arrow.RecordBatch[]>; bytes: number }> = [];
+  const pending: Array<{ read: Promise<T>; bytes: number }> = [];
   let pendingBytes = 0;
   let next = 0;
   let startedRows = 0;
@@ -314,32 +468,21 @@ export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: PlanR
       if (!fits) return;
       next++;
       startedRows += file.rowCount;
-      const early = spec.earlyRead?.(split, file);
-      const read = early !== undefined ? early.catch(() => context.read(split, file, pool, spec.inlineDecodeBelowBytes)) : context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+      const started = read(split, file);
       // Observed here so a read abandoned by an early return never becomes an unhandled rejection.
-      read.catch(() => undefined);
-      pending.push({ read, bytes: file.fileSize });
+      started.catch(() => undefined);
+      pending.push({ read: started, bytes: file.fileSize });
       pendingBytes += file.fileSize;
     }
   };
-  let remaining = limit;
   startMore();
-  while (pending.length > 0 && remaining > 0) {
+  while (pending.length > 0) {
     const head = pending.shift()!;
-    const batches = await head.read;
-    // Released once consumed (its batches go to the caller): until then its decoded data is held here.
+    const result = await head.read;
+    // Released once consumed (its rows go to the caller): until then its decoded data is held here.
     pendingBytes -= head.bytes;
     startMore();
-    for (const batch of batches) {
-      if (remaining <= 0) return;
-      if (batch.numRows > remaining) {
-        yield batch.slice(0, remaining);
-        remaining = 0;
-        return;
-      }
-      remaining -= batch.numRows;
-      yield batch;
-    }
+    yield result;
   }
 }
 

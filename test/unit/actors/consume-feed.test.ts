@@ -1,6 +1,9 @@
 /**
  * The reader's fan-out pieces, on real tables in a temporary warehouse (no NATS needed: they know none):
  * - ChunkPacker: batches packed into IPC streams within the payload limit, large batches cut, rows and order kept;
+ * - a session's own read (readMessages): the decoders' record batch messages forwarded as they are where a file's
+ *   columns are the target's, Arrow batches where not (another column order, a column added later); either way the
+ *   rows of natslake's scan, packed within the limit;
  * - DeltaFeed: a snapshot read once for any number of sessions, equal to natslake's incremental read of it; released
  *   once every session moved past it; the bytes it holds capped (the oldest go); a session alone behind the head
  *   reads for itself, several behind it share one read again; a snapshot too large to hold is not held; a notified
@@ -15,7 +18,9 @@ import { ChunkPacker, packBatches } from "../../../actors/consume-chunks.ts";
 import { DeltaFeed, type AnnouncedFile, type FeedEntry } from "../../../actors/consume-feed.ts";
 import { sharedParquetPool } from "../../../src/codec/parquet-pool.ts";
 import { ManifestStore } from "../../../src/table/manifest-store.ts";
-import { readBatches } from "../../../src/scan/read.ts";
+import { readBatches, readMessages, type FileRows } from "../../../src/scan/read.ts";
+import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
+import { parseColumnList } from "../../../src/spec/data-types.ts";
 import type { Snapshot } from "../../../src/spec/snapshot.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { createTable, tempDir, writeRows } from "../../helpers/tables.ts";
@@ -66,6 +71,54 @@ test("chunk packer - small batches packed into one IPC stream, large ones cut wi
   const streamed = [...large.flatMap((b) => packer.add(b)), ...packer.flush()];
   assert.deepEqual(idsOf(streamed), idsOf(bodies));
   assert.deepEqual(packBatches([], LIMIT), []);
+});
+
+async function filesOf(t: Table, spec: Parameters<typeof readMessages>[1]): Promise<FileRows[]> {
+  const out: FileRows[] = [];
+  for await (const f of readMessages(t, spec)) out.push(f);
+  return out;
+}
+
+/** Bodies of a session's own read: each file's messages or batches through one packer, in order. */
+function packFiles(files: readonly FileRows[], limit: number): Uint8Array[] {
+  const packer = new ChunkPacker(limit);
+  const bodies = files.flatMap((f) => (f.kind === "messages" ? packer.addMessages(f.schema, f.messages) : f.batches.flatMap((b) => packer.add(b))));
+  return [...bodies, ...packer.flush()];
+}
+
+const plainRows = (batches: readonly arrow.RecordBatch[]): Array<Record<string, unknown>> => batches.flatMap((b) => b.toArray().map((r) => ({ ...(r as object) })));
+
+test("own read - decoder messages forwarded where the file's columns are the target's, batches where not; the rows of natslake's scan either way", { timeout: 60_000 }, async () => {
+  const t0 = await createTable(wh.path, "fan.msgs", "id BIGINT NOT NULL, s STRING", { options: { bucket: "2", "bucket-key": "id" } });
+  await commitRounds(t0, 3, 300, 0, 30);
+  await commitRounds(t0, 1, 132_000, 900, 8); // a file above 131,072 rows: two row groups, decoded by two workers
+  const kinds = (files: readonly FileRows[]): string[] => [...new Set(files.map((f) => f.kind))];
+  const all = await filesOf(t0, { messageBytes: 16 * 1024 });
+  assert.deepEqual(kinds(all), ["messages"], "every file's columns are the table's: forwarded");
+  const want = plainRows(await batchesOf(t0, {}));
+  assert.deepEqual(rowsOf(packFiles(all, 256 * 1024)), want, "the rows of the scan, in its order");
+  // Message sizes follow `messageBytes` once the reader has seen the bytes per row of a file.
+  const sizes = all.slice(1).flatMap((f) => (f.kind === "messages" ? f.messages.map((m) => m.bytes.byteLength) : []));
+  assert.ok(Math.max(...sizes) < 64 * 1024, `messages of ~16 KiB (largest ${Math.max(...sizes)} bytes)`);
+  // A projection in the files' column order is forwarded; in another order it is mapped.
+  const idOnly = await filesOf(t0, { projection: ["id"], messageBytes: 64 * 1024 });
+  assert.deepEqual(kinds(idOnly), ["messages"]);
+  assert.deepEqual(rowsOf(packFiles(idOnly, 256 * 1024)), plainRows(await batchesOf(t0, { projection: ["id"] })));
+  const reversed = await filesOf(t0, { projection: ["s", "id"], messageBytes: 64 * 1024 });
+  assert.deepEqual(kinds(reversed), ["batches"]);
+  assert.deepEqual(rowsOf(packFiles(reversed, 256 * 1024)), plainRows(await batchesOf(t0, { projection: ["s", "id"] })));
+  // Messages larger than a body may be are cut by rows; every body within the limit, every row once, in order.
+  const small = packFiles(await filesOf(t0, { messageBytes: 64 * 1024 }), 8 * 1024);
+  for (const b of small) assert.ok(b.length <= 8 * 1024, `a ${b.length}-byte chunk within 8 KiB`);
+  assert.deepEqual(rowsOf(small), want);
+  // A column added later: the older files read it as nulls (mapped), the newer ones are the target's (forwarded).
+  const catalog = new Catalog(wh.path);
+  const t1 = await catalog.addColumns(parseIdentifier("fan.msgs"), parseColumnList("note STRING"));
+  await writeRows(t1, [{ id: 200_000, s: "new", note: "n" }]);
+  const evolved = await filesOf(t1, { messageBytes: 64 * 1024 });
+  assert.deepEqual(evolved.map((f) => f.kind).sort().at(-1), "messages");
+  assert.ok(evolved.some((f) => f.kind === "batches"), "the files of the first schema are mapped");
+  assert.deepEqual(rowsOf(packFiles(evolved, 256 * 1024)), plainRows(await batchesOf(t1, {})));
 });
 
 test("delta feed - one read per snapshot for every session; each entry equals natslake's incremental read; released once all moved on", async () => {

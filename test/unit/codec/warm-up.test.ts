@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ParquetEncoderPool } from "../../../src/codec/parquet-pool.ts";
-import { warmUpParquet } from "../../../src/codec/warm-up.ts";
+import { warmUpParquet, warmUpParquetDecode } from "../../../src/codec/warm-up.ts";
 
 test("warmUpParquet - encodes on this thread and on every worker of the pool, and reports what it did", async () => {
   const pool = new ParquetEncoderPool({ size: 2 });
@@ -34,5 +34,17 @@ test("setSharedParquetPoolDefaultSize - sets the shared pool's size before its f
     assert.equal(sharedParquetPool()?.size, 1);
   } finally {
     if (before !== undefined) process.env["NATSLAKE_PARQUET_WORKERS"] = before;
+  }
+});
+
+test("warmUpParquetDecode - decodes on every worker of the pool", async () => {
+  const pool = new ParquetEncoderPool({ size: 2 });
+  try {
+    const r = await warmUpParquetDecode(pool, { rounds: 3, rows: 256 });
+    assert.equal(r.rounds, 3);
+    assert.equal(pool.startedWorkers, 2, "both workers started and decoded");
+    assert.equal(pool.completed.decode, 6, "three decodes per worker");
+  } finally {
+    await pool.close();
   }
 });
