@@ -2,9 +2,8 @@
  * ConsumeSessionActor: one consumer's session on a reader node (the protocol: actors/wire/consume.ts). It follows
  * the table with a TableStream and sends each item's rows (projection and partition filter applied here, at the
  * reader) as Arrow IPC chunks, only while the consumer's credit allows — so a slow or stalled consumer holds at most
- * 2 × `window` chunks of this node's memory (in flight, and read ahead) and never slows another session. Every
- * snapshot ends with a chunk marked
- * last. Acks are written as the consumer's Paimon progress.
+ * two windows of this node's memory (in flight, and read ahead; a window bounds chunks and bytes) and never slows
+ * another session. Every snapshot ends with a chunk marked last. Acks are written as the consumer's Paimon progress.
  *
  * Where the rows come from: a new snapshot's delta from the table's shared DeltaFeed (read and encoded once for every
  * session that projects and filters the same way: actors/consume-feed.ts); a full scan, a snapshot the feed no longer
@@ -21,7 +20,7 @@ import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Clock } from "./ports.ts";
 import { ChunkPacker } from "./consume-chunks.ts";
 import type { FeedCursor } from "./consume-feed.ts";
-import { CONSUME_HEADER, HEARTBEAT_MS, SESSION_TIMEOUT_MS, type ConsumeControl } from "./wire/consume.ts";
+import { CONSUME_HEADER, HEARTBEAT_MS, SESSION_TIMEOUT_MS, WINDOW_BYTES_PER_CHUNK, type ConsumeControl } from "./wire/consume.ts";
 import { payloadLimit } from "./wire/limits.ts";
 
 /** Where a session's messages go (the node sends them on NATS). */
@@ -84,6 +83,10 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   private sent = 0;
   private credited = 0;
   private busy = false;
+  /** Chunks sent and not credited yet (number and body bytes), oldest first, and their bytes. */
+  private inFlight: Array<{ chunk: number; bytes: number }> = [];
+  private inFlightBytes = 0;
+  private readonly windowBytes: number;
   /** Chunks ready to send, in order (a shared entry's bodies, or what this session's own read packed). */
   private queue: Chunk[] = [];
   private own: OwnRead | null = null;
@@ -95,6 +98,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   constructor(private readonly d: ConsumeSessionDeps) {
     this.lastHeard = d.clock.monotonic();
     this.lastSent = this.lastHeard;
+    this.windowBytes = d.window * WINDOW_BYTES_PER_CHUNK;
   }
 
   preStart(ctx: ActorContext<ConsumeSessionMsg>): void {
@@ -113,7 +117,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
   receive(msg: ConsumeSessionMsg, ctx: ActorContext<ConsumeSessionMsg>): void {
     switch (msg.type) {
       case "pump":
-        if (this.busy || this.ended || this.sent >= this.credited + this.d.window) return;
+        if (this.busy || this.ended || !this.creditAllows()) return;
         this.busy = true;
         ctx.pipeToSelf(
           this.step(),
@@ -163,6 +167,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
     switch (c.type) {
       case "credit":
         if (c.through > this.credited) this.credited = Math.min(c.through, this.sent);
+        while (this.inFlight.length > 0 && this.inFlight[0]!.chunk <= this.credited) this.inFlightBytes -= this.inFlight.shift()!.bytes;
         ctx.self.tell({ type: "pump" });
         reply?.(true);
         return;
@@ -191,23 +196,26 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
    * (with up to `window` chunks ready), true when the stream ended (the session is closed). Control messages (credit,
    * ack) are handled meanwhile: the work runs outside the mailbox, and each send looks at the credit afresh.
    *
-   * Chunks are read and encoded ahead while the consumer's credit is used up, at most `window` of them: otherwise the
-   * reader would idle until a credit came back and the consumer until the next chunk was read (a catch-up stopped and
-   * went, at half its speed). A stalled session therefore holds up to `window` chunks in flight and `window` ready.
+   * Chunks are read and encoded ahead while the consumer's credit is used up, a window of them at most (in chunks and
+   * bytes, as in flight): otherwise the reader would idle until a credit came back and the consumer until the next
+   * chunk was read (a catch-up stopped and went, at half its speed). A stalled session therefore holds up to a window
+   * in flight and a window ready.
    */
   private async step(): Promise<boolean> {
     for (;;) {
       if (this.ended) return true;
-      if (this.sent < this.credited + this.d.window) {
-        const next = this.queue.shift();
-        if (next !== undefined) {
-          this.sent++;
-          next.headers[CONSUME_HEADER.chunk] = String(this.sent);
-          this.emit(next);
-          if (next.delivers !== undefined) this.d.onDelivered?.(next.delivers);
-          continue;
-        }
-      } else if (this.queue.length >= this.d.window) return false;
+      const creditAllows = this.creditAllows();
+      if (creditAllows && this.queue.length > 0) {
+        const next = this.queue.shift()!;
+        this.sent++;
+        next.headers[CONSUME_HEADER.chunk] = String(this.sent);
+        this.inFlight.push({ chunk: this.sent, bytes: next.body.byteLength });
+        this.inFlightBytes += next.body.byteLength;
+        this.emit(next);
+        if (next.delivers !== undefined) this.d.onDelivered?.(next.delivers);
+        continue;
+      }
+      if (!creditAllows && (this.queue.length >= this.d.window || this.queuedBytes() >= this.windowBytes)) return false;
       if (this.own !== null) {
         await this.readOwn(this.own);
         continue;
@@ -240,6 +248,17 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
         held: null,
       };
     }
+  }
+
+  /** Whether the consumer's credit lets the next chunk go (protocol step 3: the window in chunks and in bytes). */
+  private creditAllows(): boolean {
+    return this.sent < this.credited + this.d.window && this.inFlightBytes < this.windowBytes;
+  }
+
+  private queuedBytes(): number {
+    let n = 0;
+    for (const c of this.queue) n += c.body.byteLength;
+    return n;
   }
 
   /**

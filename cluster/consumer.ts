@@ -27,7 +27,7 @@ import * as arrow from "apache-arrow";
 import { createInbox, RequestError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
-import { CONSUME_HEADER, HEARTBEAT_MS, READER_TIMEOUT_MS, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
+import { CONSUME_HEADER, HEARTBEAT_MS, READER_TIMEOUT_MS, WINDOW_BYTES_PER_CHUNK, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 
 export interface ConsumerOptions {
   nc: NatsConnection;
@@ -62,6 +62,8 @@ export interface Consumer extends AsyncIterable<ConsumedSnapshot> {
   readonly sessions: number;
   /** Chunks received and not taken by the caller yet (at most `window` per session: what this process holds). */
   readonly buffered: number;
+  /** Their body bytes (below `window` × 128 KiB and one chunk: the protocol's byte window). */
+  readonly bufferedBytes: number;
   close(): Promise<void>;
 }
 
@@ -78,6 +80,8 @@ interface Part {
   last: boolean;
   /** Its number in its session, credited when the caller takes it (only while that session is the current one). */
   chunk: number;
+  /** Its body's size (credit is owed in bytes too). */
+  bytes: number;
   session: number;
   /** A snapshot cut short: the new session did not send it again (its batches iterator fails). */
   interrupted?: boolean;
@@ -98,8 +102,9 @@ class ConsumerImpl implements Consumer {
   private session = "";
   private sub: Subscription | null = null;
   private expectedChunk = 1;
-  /** The last chunk of this session credited to the reader. */
+  /** The last chunk of this session credited to the reader, and the body bytes taken since. */
   private credited = 0;
+  private owedBytes = 0;
   private readonly window: number;
   private readonly parts: Part[] = [];
   private received: Received | null = null;
@@ -122,6 +127,10 @@ class ConsumerImpl implements Consumer {
 
   get buffered(): number {
     return this.parts.length;
+  }
+
+  get bufferedBytes(): number {
+    return this.parts.reduce((n, p) => n + p.bytes, 0);
   }
 
   async open(): Promise<void> {
@@ -164,18 +173,21 @@ class ConsumerImpl implements Consumer {
   /** The caller takes the first part: the reader may send one more chunk. */
   take(): Part {
     const p = this.parts.shift()!;
-    if (p.session === this.sessions && !p.interrupted) this.credit(p.chunk);
+    if (p.session === this.sessions && !p.interrupted) this.credit(p.chunk, p.bytes);
     return p;
   }
 
   /**
-   * Chunks up to `through` were taken: credit goes back once half a window's worth of them is owed, not per chunk
-   * (a credit is a message both sides handle; per chunk, a catch-up spent a tenth of its consumer's CPU on them). The
-   * reader never waits on what is owed: it stops only with a whole window unanswered, by then owed here and sent.
+   * Chunks up to `through` were taken (`bytes` more of bodies): credit goes back once half a window is owed, in chunks
+   * or in bytes, not per chunk (a credit is a message both sides handle; per chunk, a catch-up spent a tenth of its
+   * consumer's CPU on them). The reader never waits on what is owed here: it stops only with a whole window
+   * unanswered (protocol step 3), and half of one is credited before.
    */
-  private credit(through: number): void {
-    if (through - this.credited < Math.ceil(this.window / 2)) return;
+  private credit(through: number, bytes: number): void {
+    this.owedBytes += bytes;
+    if (through - this.credited < Math.ceil(this.window / 2) && this.owedBytes < (this.window * WINDOW_BYTES_PER_CHUNK) / 2) return;
     this.credited = through;
+    this.owedBytes = 0;
     this.control({ type: "credit", through });
   }
 
@@ -247,6 +259,7 @@ class ConsumerImpl implements Consumer {
     this.sessions++;
     this.expectedChunk = 1;
     this.credited = 0;
+    this.owedBytes = 0;
     this.skip = this.received !== null && !this.received.complete ? { snapshotId: this.received.snapshotId, rows: this.received.rows } : null;
     this.lastHeard = Date.now();
   }
@@ -278,19 +291,19 @@ class ConsumerImpl implements Consumer {
     const kind = m.headers!.get(CONSUME_HEADER.kind) === "full" ? "full" : "delta";
     const last = m.headers!.get(CONSUME_HEADER.last) === "1";
     const r = this.received;
-    const credit = (): void => this.credit(n);
+    const credit = (): void => this.credit(n, m.data.length);
     // Sent again by a new session: what was received before is not handed over twice.
     if (r !== null && (snapshotId < r.snapshotId || (snapshotId === r.snapshotId && r.complete))) return credit();
     let batches = m.data.length > 0 ? arrow.tableFromIPC(m.data).batches : [];
     if (this.skip !== null && this.skip.snapshotId === snapshotId) batches = this.dropRows(batches);
     if (r !== null && !r.complete && snapshotId > r.snapshotId) {
       // The snapshot cut short was not sent again (another consumer with this id acknowledged it meanwhile).
-      this.parts.push({ snapshotId: r.snapshotId, kind: r.kind, batches: [], last: true, chunk: 0, session: this.sessions, interrupted: true });
+      this.parts.push({ snapshotId: r.snapshotId, kind: r.kind, batches: [], last: true, chunk: 0, bytes: 0, session: this.sessions, interrupted: true });
     }
     const rows = batches.reduce((t, b) => t + b.numRows, 0);
     this.received = { snapshotId, kind, rows: (r !== null && r.snapshotId === snapshotId && !r.complete ? r.rows : 0) + rows, complete: last };
     if (last) this.skip = null;
-    this.parts.push({ snapshotId, kind, batches, last, chunk: n, session: this.sessions });
+    this.parts.push({ snapshotId, kind, batches, last, chunk: n, bytes: m.data.length, session: this.sessions });
     this.notify();
   }
 

@@ -14,18 +14,22 @@
  *      rows, or an empty body; a snapshot with no rows left after the projection and partition filter is one empty
  *      chunk marked last). Rows come in the table's read order (splits in plan order, a bucket in write order), so
  *      a snapshot sent again — by another session, possibly cut into other chunks — holds the same rows in the same
- *      order. A chunk is about 256 KiB at most and never exceeds the server's max_payload.
+ *      order. A chunk is about 768 KiB at most and never exceeds the server's max_payload.
  *    - `heartbeat`: no body, sent every HEARTBEAT_MS while the reader has nothing else to send, with
  *      `Natslake-Sent`: the number of the last chunk sent. A consumer that has not received that chunk lost one (core
  *      NATS drops messages to a client that falls too far behind) and opens a new session — the reader, waiting for
  *      credit for a chunk the consumer never got, would otherwise wait forever.
  *    - `error`: the body is `{ "error": string, "kind": string }`; the session is over (e.g. its start was expired).
- * 3. Flow control: the reader sends chunk n only while n ≤ credited + window (`window` from the open request). The
- *    consumer grants credit with `{"type":"credit","through":n}` once it has taken chunk n (the natslake client: once
- *    its caller took the chunk's rows); a consumer that grants nothing stalls its session only: the reader holds at
- *    most `window` chunks in flight and `window` more read ahead for it, and rows it shares with other sessions are
- *    dropped from its memory once those moved on (the stalled session reads them again from the table when it
- *    resumes).
+ * 3. Flow control: the reader sends chunk n only while n ≤ credited + window (`window` from the open request) and
+ *    the bodies of the chunks sent and not credited total less than window × WINDOW_BYTES_PER_CHUNK (so at most
+ *    that and one chunk are in flight). The consumer grants credit with `{"type":"credit","through":n}` once it has
+ *    taken chunk n: for each chunk, or for several at once as long as it never sits on a credit of half the window
+ *    (in chunks or bytes) with nothing left to take (the natslake client: once its caller took the rows of half a
+ *    window, in chunks or in bytes); a
+ *    consumer that grants nothing stalls its session only: the reader holds at most a window in flight and another
+ *    read ahead for it, and rows it shares with other sessions are dropped from its memory once those moved on (the
+ *    stalled session reads them again from the table when it resumes). The byte bound keeps what a connection of
+ *    many consumers has pending at the server under its slow-consumer limit (nats-server's `max_pending`, 64 MB).
  * 4. Progress: `{"type":"ack","snapshotId":s}` records that every snapshot up to s was processed (with a consumer id:
  *    Paimon's consumer file `nextSnapshot = s + 1`, so a new session — on any reader — resumes after it).
  * 5. Liveness: the consumer sends credit or `{"type":"ping"}` at least every HEARTBEAT_MS; a session silent for
@@ -45,6 +49,13 @@ export const CONSUME_HEADER = {
   /** On a heartbeat: the number of the last chunk the session sent (0: none yet). */
   sent: "Natslake-Sent",
 } as const;
+
+/**
+ * The bytes of chunk bodies a window allows per chunk: a window of 8 has less than 1 MiB uncredited before the reader
+ * sends its next chunk, so at most ~2 MiB in flight, whatever the size of its chunks (a catch-up's are large, a delta
+ * of a few thousand rows small).
+ */
+export const WINDOW_BYTES_PER_CHUNK = 128 * 1024;
 
 /** A reader sends a heartbeat after this long without sending anything; a consumer pings as often. */
 export const HEARTBEAT_MS = 1000;

@@ -16,6 +16,7 @@ import { readAllRows } from "../../src/scan/read.ts";
 import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
 import { getConsumer } from "../../src/table/consumers.ts";
 import { openConsumer, type ConsumedSnapshot } from "../../cluster/consumer.ts";
+import { WINDOW_BYTES_PER_CHUNK } from "../../actors/wire/consume.ts";
 import { REPO_ROOT, parseJsonLines, runPython } from "../helpers/python.ts";
 import { join } from "node:path";
 
@@ -201,6 +202,9 @@ test("consume - a large full start is delivered within the window (the caller's 
       // The caller pauses: the client holds what the window allows, no more, while most of the snapshot is unsent.
       await new Promise((r) => setTimeout(r, 1500));
       assert.ok(consumer.buffered <= window, `${consumer.buffered} chunks held, window ${window}`);
+      // And in bytes: less than the window's bytes before the last chunk the reader sent (protocol step 3).
+      const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+      assert.ok(consumer.bufferedBytes < window * WINDOW_BYTES_PER_CHUNK + maxPayload, `${consumer.bufferedBytes} bytes held, window ${window} (${window * WINDOW_BYTES_PER_CHUNK} bytes)`);
       assert.ok(got.length < rows / 4, "most of the snapshot is still on the reader's side");
       await assert.rejects(s.ack(), /read its batches to the end before ack/);
       for (let k = 0; k < 5; k++) assert.ok(await takeBatch());
