@@ -66,6 +66,14 @@ export function defaultCompactionInterval(commitIntervalMs: number): number {
 export const SMALL_LANE_BYTES = 4 * 1024 * 1024;
 
 /**
+ * The files a small-lane job needs at least (the table's `compaction.min.file-num` if lower). The small lane runs only
+ * beside a running job, on what flushed since its inputs; waiting for the usual 5 there, then for that job to land,
+ * let a bucket reach 11 live files at one sample of a 10-minute run (the running job's inputs still live, the older
+ * files it did not take, 5 fresh ones and those flushed while the small job ran). Its jobs are small: a few flushes.
+ */
+export const SMALL_LANE_MIN_FILES = 3;
+
+/**
  * Which jobs a run may start. `any`: whatever the plan picks, under the node's compaction slot. `small`: only a task
  * of at most SMALL_LANE_BYTES, without a slot — the writer starts one while its bucket's `any` job runs, on the files
  * flushed after that job's inputs. All buckets grow at the same rate, so their largest merges (a level as large as
@@ -129,10 +137,11 @@ export class BucketCompactor {
   async runOnce(lane: CompactionLane = "any"): Promise<CompactionJobResult> {
     const table = this.d.table;
     const now = this.d.now();
-    const rules = {
+    const rules: Partial<CompactionRules> = {
       maxSchemaId: table.schema.id,
       sizeRatio: writerSizeRatio(table),
       exclude: (f: DataFileMeta) => this.reserved.has(f.fileName) || (this.inFlight.get(f.fileName) ?? 0) > now,
+      ...(lane === "small" ? { minFileNum: Math.min(SMALL_LANE_MIN_FILES, compactionRules(table).minFileNum) } : {}),
     };
     const plan = await planCompaction(table, { bucket: this.d.bucket, rules }, this.manifests);
     // Inputs no longer live were decided; expired ones are planned again.

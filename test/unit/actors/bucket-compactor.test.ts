@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BucketCompactor, SMALL_LANE_BYTES, smallTask } from "../../../actors/bucket-compactor.ts";
+import { BucketCompactor, SMALL_LANE_BYTES, SMALL_LANE_MIN_FILES, smallTask } from "../../../actors/bucket-compactor.ts";
 import { CompactionSlots } from "../../../actors/compaction-slots.ts";
 import type { CommitLog } from "../../../actors/ports.ts";
 import type { CommitEntry, CompactionEntry } from "../../../actors/wire/messages.ts";
@@ -36,7 +36,9 @@ test("bucket compactor - a small-lane job runs while the any-lane job waits for 
     const anyJob = compactor.runOnce("any");
     await sleep(100);
     assert.equal(sent.length, 0, "the any-lane job waits for the slot");
-    for (let i = 0; i < 5; i++) await flush();
+    for (let i = 0; i < SMALL_LANE_MIN_FILES - 1; i++) await flush();
+    assert.equal((await compactor.runOnce("small")).entry, null, `fewer than ${SMALL_LANE_MIN_FILES} fresh files: no small job`);
+    await flush();
     const small = await compactor.runOnce("small");
     assert.ok(small.entry !== null, "the small lane ran without the slot");
     assert.equal(sent.length, 1);
@@ -47,10 +49,10 @@ test("bucket compactor - a small-lane job runs while the any-lane job waits for 
     const smallInputs = inputs(small.entry);
     const bigInputs = inputs(big.entry);
     assert.equal(bigInputs.length, 6, "the any-lane job took the six files it planned");
-    assert.equal(smallInputs.length, 5, "the small lane took the five files flushed after them");
+    assert.equal(smallInputs.length, SMALL_LANE_MIN_FILES, "the small lane took the files flushed after them, fewer than compaction.min.file-num (5)");
     const maxBig = bigInputs.reduce((m, f) => (f.maxSequenceNumber > m ? f.maxSequenceNumber : m), -1n);
     assert.ok(smallInputs.every((f) => f.minSequenceNumber > maxBig), "the small job's inputs all come after the any-lane job's: each stays a contiguous run");
-    assert.equal(new Set([...smallInputs, ...bigInputs].map((f) => f.fileName)).size, 11, "no input in both");
+    assert.equal(new Set([...smallInputs, ...bigInputs].map((f) => f.fileName)).size, 6 + SMALL_LANE_MIN_FILES, "no input in both");
     // Neither job's inputs are planned again while they are in flight.
     assert.equal((await compactor.runOnce("any")).entry, null);
     assert.equal((await compactor.runOnce("small")).entry, null);
