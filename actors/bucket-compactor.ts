@@ -3,10 +3,10 @@
  * buckets), one job at a time, off the writer's ingest path — the writer starts a job and goes on reading and
  * flushing; a job that takes long only delays the next job.
  *
- * A job: take a node-wide CompactionSlots permit (it bounds the memory of rewrites), plan against the latest
- * snapshot (src/maintenance/compact.ts, this bucket only; the size-ratio rule keeps rewrites incremental), rewrite
- * the picked files in the shared Parquet pool (decoding and encoding happen in worker threads), and append one
- * CompactionEntry to the commit stream. The leader lands it as a COMPACT snapshot or rejects it and deletes its outputs
+ * A job: plan against the latest snapshot (src/maintenance/compact.ts, this bucket only; the size-ratio rule keeps
+ * rewrites incremental), rewrite the picked files in the shared Parquet pool (decoding and encoding happen in worker
+ * threads, under a node-wide CompactionSlots permit that bounds memory), and append one CompactionEntry to the
+ * commit stream. The leader lands it as a COMPACT snapshot or rejects it and deletes its outputs
  * (src/commit/compaction-commit.ts).
  *
  * Inputs of a job sent are not planned again until they left the live set (accepted) or IN_FLIGHT_MS passed (the job
@@ -66,12 +66,11 @@ export function defaultCompactionInterval(commitIntervalMs: number): number {
 export const SMALL_LANE_BYTES = 4 * 1024 * 1024;
 
 /**
- * Which jobs a run may start. `any`: whatever the plan picks, planned and rewritten once it holds the node's
- * compaction slot. `small`: only a task of at most SMALL_LANE_BYTES, without a slot — the writer starts one while its
- * bucket's `any` job waits for the slot or runs, on the files not in that job. All buckets grow at the same rate, so
- * their largest merges (a level as large as the bucket) come due together and queue for the node's slot for seconds;
- * without this lane each of them gathered a flush's file every 250 ms meanwhile (a 10-minute run saw 14 live files in
- * a bucket, 10 on average, at such a moment).
+ * Which jobs a run may start. `any`: whatever the plan picks, under the node's compaction slot. `small`: only a task
+ * of at most SMALL_LANE_BYTES, without a slot — the writer starts one while its bucket's `any` job runs, on the files
+ * flushed after that job's inputs. All buckets grow at the same rate, so their largest merges (a level as large as
+ * the bucket) come due together and queue for the node's slot for seconds; without this lane each of them gathered a
+ * flush's file every 250 ms meanwhile (a 10-minute run saw 14 live files in a bucket, 10 on average, at such a moment).
  */
 export type CompactionLane = "any" | "small";
 
@@ -128,21 +127,6 @@ export class BucketCompactor {
    * excluded files end a run, so each job stays a contiguous run of the bucket).
    */
   async runOnce(lane: CompactionLane = "any"): Promise<CompactionJobResult> {
-    // An `any` job plans once it holds the node's slot, not before: a plan made before a wait of seconds (the other
-    // buckets' merges come due together) left out every file flushed meanwhile, which then waited for the job to land
-    // and for the next plan — modelled with waits of 0–3 flushes, a bucket's live files peaked at 16–19 planning first
-    // and at 11–13 planning after the wait, for the same bytes rewritten. While it waits, the small lane may run.
-    const waitFrom = this.d.now();
-    const release = lane === "any" ? await this.d.slots.acquire() : () => undefined;
-    const slotWaitMs = this.d.now() - waitFrom;
-    try {
-      return await this.planAndRun(lane, slotWaitMs);
-    } finally {
-      release();
-    }
-  }
-
-  private async planAndRun(lane: CompactionLane, slotWaitMs: number): Promise<CompactionJobResult> {
     const table = this.d.table;
     const now = this.d.now();
     const rules = {
@@ -159,14 +143,16 @@ export class BucketCompactor {
     const inputs = tasks.flatMap((t) => t.files.map((f) => f.fileName));
     for (const name of inputs) this.reserved.add(name);
     try {
-      return await this.rewriteAndSend(tasks, rules, plan.snapshotId, slotWaitMs);
+      return await this.rewriteAndSend(tasks, lane, rules, plan.snapshotId);
     } finally {
       for (const name of inputs) this.reserved.delete(name);
     }
   }
 
-  private async rewriteAndSend(tasks: readonly CompactionTask[], rules: Partial<CompactionRules>, planSnapshotId: number, slotWaitMs: number): Promise<CompactionJobResult> {
+  private async rewriteAndSend(tasks: readonly CompactionTask[], lane: CompactionLane, rules: Partial<CompactionRules>, planSnapshotId: number): Promise<CompactionJobResult> {
     const table = this.d.table;
+    const waitFrom = this.d.now();
+    const release = lane === "any" ? await this.d.slots.acquire() : () => undefined;
     const rewriteFrom = this.d.now();
     const results: CompactResult[] = [];
     try {
@@ -177,6 +163,8 @@ export class BucketCompactor {
     } catch (e) {
       await abortCompaction(table, results);
       throw e;
+    } finally {
+      release();
     }
     const rewriteMs = this.d.now() - rewriteFrom;
     if (this.stopped || results.length === 0) {
@@ -202,7 +190,7 @@ export class BucketCompactor {
       inputFiles: sent.reduce((n, r) => n + r.inputs.length, 0),
       outputFiles: sent.reduce((n, r) => n + r.outputs.length, 0),
       inputBytes: sent.reduce((n, r) => n + r.inputs.reduce((m, f) => m + f.fileSize, 0), 0),
-      slotWaitMs,
+      slotWaitMs: rewriteFrom - waitFrom,
       rewriteMs,
     };
   }
