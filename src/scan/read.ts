@@ -8,8 +8,8 @@
  *
  * Decoding runs in a `ParquetEncoderPool` (the process-wide one by default): the next files are read and decoded
  * while the current one is consumed (one more file than there are workers, and more while the files in flight are
- * small: READ_AHEAD_BYTES), and a file of several row groups is decoded by several workers at once.
- * Results are still yielded strictly in plan order. Only the columns the projection needs are decoded. What does not
+ * small: READ_AHEAD_BYTES), and a file of several row groups is decoded by several workers at once. Decodes are
+ * submitted in plan order, whichever file's bytes arrive first. Results are still yielded strictly in plan order. Only the columns the projection needs are decoded. What does not
  * depend on the file (the target schema, the mapping of each file schema to it) is worked out once per scan.
  */
 import * as arrow from "apache-arrow";
