@@ -49,14 +49,15 @@ export function writerSizeRatio(table: Table): number {
 }
 
 /**
- * How often a writer plans its bucket when the node sets no `compactionInterval`: every 2 commit intervals, at least
- * 0.5 s. A bucket keeps the files of the older levels plus what flushed since its last plan, so planning every 2
- * flushes rather than 4 keeps it at ≤ 8 live files instead of ≤ 10 (the model in the unit tests; the cluster's
- * landing lag adds to both); planning reads only the manifests new since the last plan (a shared cache), and an idle
- * plan rewrites nothing.
+ * How often a writer plans its bucket when the node sets no `compactionInterval`: every commit interval, at least
+ * 250 ms. A bucket keeps the files of the older levels plus what flushed since its last plan and the running job's
+ * landing: planning every 2 flushes let a bucket reach 10–11 live files at one sample of 60 in 10-minute runs at
+ * 250 ms commits (five older levels beside five or six fresh flushes), every flush 9 at most, 6–8 otherwise, with
+ * publish → visible p99 312 ms and planning's CPU flat (the same run). Planning reads only the manifests new since
+ * the last plan (a shared cache), and an idle plan rewrites nothing.
  */
 export function defaultCompactionInterval(commitIntervalMs: number): number {
-  return Math.max(500, 2 * commitIntervalMs);
+  return Math.max(250, commitIntervalMs);
 }
 
 /**

@@ -38,8 +38,8 @@ import { recordFigures, targetAtLeast } from "./figures.ts";
 const BUCKETS = 6;
 /** 10k rows/s in 250 ms commits, as the maintenance bench's load. */
 const COMMIT_ROWS = 2_500;
-/** The cluster's writers plan a compaction every max(0.5 s, 2 commit intervals) (defaultCompactionInterval). */
-const COMPACT_EVERY = 2;
+/** The cluster's writers plan a compaction every commit interval, at least 250 ms (defaultCompactionInterval). */
+const COMPACT_EVERY = 1;
 /** Commits after the last compaction: the fresh small files a live table always has. */
 const TAIL_COMMITS = 6;
 /**

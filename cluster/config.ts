@@ -74,7 +74,7 @@ export const NodeConfigSchema = z.object({
    * writer-side compaction off on this node (the table's `write-only = true` turns it off for a table).
    */
   compactionSlots: z.number().int().min(0).max(16).default(1),
-  /** How often a bucket writer plans a compaction (default: 2 commit intervals, at least 0.5 s). */
+  /** How often a bucket writer plans a compaction (default: every commit interval, at least 250 ms). */
   compactionInterval: duration.optional(),
   /** Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this port (0: any free one; absent: no endpoint). */
   metricsPort: z.number().int().min(0).max(65535).optional(),
