@@ -6,9 +6,9 @@
  *
  * The size: what a chunk costs besides its bytes — a NATS message with headers each way, the consumer's IPC schema
  * decode, an actor turn on the reader — was a third of a 1M-row catch-up's consumer CPU at 256 KiB; at 768 KiB the
- * catch-up took 0.67–0.89 s instead of 0.94–1.13 (consumer 0.2–0.3 CPU s instead of 0.4–0.5). Not the server's 1 MiB
- * whole: a window counts chunks, and a stalled session holds 2 × `window` of them on the reader — 12 MiB at the
- * default window of 8. A delta of a few thousand rows is one message either way.
+ * catch-up took 0.67–0.89 s instead of 0.94–1.13 (consumer 0.2–0.3 CPU s instead of 0.4–0.5). What a session holds
+ * in flight is bounded in bytes by the protocol's window (actors/wire/consume.ts, step 3), not by the chunk size. A
+ * delta of a few thousand rows is one message either way.
  *
  * A file whose decoder output is already the target schema's comes as record batch messages (src/scan/read.ts
  * `readPlanMessages`, decoded `messageBytes` at a time): those are packed as they are, behind the schema message.

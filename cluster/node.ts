@@ -612,29 +612,24 @@ async function retryAtStart<T>(log: Logger, step: string, run: () => Promise<T>)
   }
 }
 
-/** The reader's Parquet pool started and its decoders warmed; bounded and best-effort, as the encoders' warm-up. */
+/** The reader's Parquet pool: its workers started and their decoders warmed (see `warmUp`). */
 async function warmUpDecoders(log: Logger): Promise<void> {
   const pool = sharedParquetPool();
-  if (pool === null) return;
-  pool.warm();
-  const started = performance.now();
-  try {
-    const done = await withTimeout(warmUpParquetDecode(pool, { rounds: 20 }).then(() => true), 5000, () => false);
-    if (!done) log.warn("Parquet decoder warm-up still running after 5 s; starting anyway");
-    else log.info("Parquet decoders warmed up", { ms: Math.round(performance.now() - started) });
-  } catch (e) {
-    log.warn("Parquet decoder warm-up failed", { error: ensureError(e).message });
-  }
+  if (pool !== null) await warmUp(log, "decoder", () => warmUpParquetDecode(pool, { rounds: 20 }));
+}
+
+async function warmUpEncoders(log: Logger, buffers: BucketBuffers): Promise<void> {
+  await warmUp(log, "encoder", () => buffers.warmUp());
 }
 
 /** Bounded and best-effort: a failed or slow warm-up only costs latency later, never the node's start. */
-async function warmUpEncoders(log: Logger, buffers: BucketBuffers): Promise<void> {
+async function warmUp(log: Logger, what: "encoder" | "decoder", work: () => Promise<unknown>): Promise<void> {
   const started = performance.now();
   try {
-    const done = await withTimeout(buffers.warmUp().then(() => true), 5000, () => false);
-    if (!done) log.warn("Parquet encoder warm-up still running after 5 s; starting anyway");
-    else log.info("Parquet encoders warmed up", { ms: Math.round(performance.now() - started) });
+    const done = await withTimeout(work().then(() => true), 5000, () => false);
+    if (!done) log.warn(`Parquet ${what} warm-up still running after 5 s; starting anyway`);
+    else log.info(`Parquet ${what}s warmed up`, { ms: Math.round(performance.now() - started) });
   } catch (e) {
-    log.warn("Parquet encoder warm-up failed", { error: ensureError(e).message });
+    log.warn(`Parquet ${what} warm-up failed`, { error: ensureError(e).message });
   }
 }

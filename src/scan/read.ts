@@ -77,7 +77,11 @@ async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool
     // parquet-wasm's synchronous reader decodes every column; the file reader skips unselected ones.
     return columns === undefined ? readParquet(bytes) : readParquetAsync(bytes, { columns });
   }
-  const streams = await decodeFileIpc(bytes, columns, pool);
+  return tableOfStreams(await decodeFileIpc(bytes, columns, pool));
+}
+
+/** IPC streams of one file (in file order) as one Arrow table. */
+function tableOfStreams(streams: readonly Uint8Array[]): arrow.Table {
   return streams.length === 1 ? arrow.tableFromIPC(streams[0]!) : new arrow.Table(streams.flatMap((s) => arrow.tableFromIPC(s).batches));
 }
 
@@ -202,8 +206,7 @@ class FileReadContext {
       this.schemaBytes ??= schemaMessage(this.targetSchema);
       return { kind: "messages", schema: this.schemaBytes, messages, rows };
     }
-    const data = new arrow.Table(streams.flatMap((s) => arrow.tableFromIPC(s).batches));
-    return { kind: "batches", batches: this.toTarget(data, mapping, file, path) };
+    return { kind: "batches", batches: this.toTarget(tableOfStreams(streams), mapping, file, path) };
   }
 
   /** The target's schema message (framed), made once. */
