@@ -615,7 +615,9 @@ async function retryAtStart<T>(log: Logger, step: string, run: () => Promise<T>)
 /** The reader's Parquet pool: its workers started and their decoders warmed (see `warmUp`). */
 async function warmUpDecoders(log: Logger): Promise<void> {
   const pool = sharedParquetPool();
-  if (pool !== null) await warmUp(log, "decoder", () => warmUpParquetDecode(pool, { rounds: 20 }));
+  if (pool === null) return;
+  pool.warm();
+  await warmUp(log, "decoder", () => warmUpParquetDecode(pool, { rounds: 20 }));
 }
 
 async function warmUpEncoders(log: Logger, buffers: BucketBuffers): Promise<void> {
