@@ -19,7 +19,10 @@ test("spaced tasks - a burst of asks runs the first at once and the last after t
   assert.equal(tasks.waiting, 2, "each key keeps its latest ask");
   for (let i = 0; i < 100 && ran.length < 4; i++) await sleep(50);
   await sleep(100); // nothing more comes
-  assert.deepEqual(ran.map((r) => `${r.key}${r.n}`), ["a1", "b1", "a10", "b10"], "then the latest ask of each, once");
+  // Keys are apart: a's and b's second runs are due within a millisecond of each other, and which timer fires first
+  // is the runtime's business (CI saw b10 before a10). Each key's own order is the contract.
+  assert.deepEqual(ran.slice(0, 2).map((r) => `${r.key}${r.n}`), ["a1", "b1"], "the first asks, as before");
+  assert.deepEqual(ran.slice(2).map((r) => `${r.key}${r.n}`).sort(), ["a10", "b10"], "then the latest ask of each, once");
   for (const r of ran.filter((x) => x.n === 10)) assert.ok(r.at >= 990, `spaced: ${r.key} ran again after ${r.at.toFixed(0)} ms`);
   assert.equal(tasks.waiting, 0);
 });
