@@ -15,6 +15,7 @@
  */
 import * as arrow from "apache-arrow";
 import { IPC_END_OF_STREAM, ipcStreamOf, type IpcBatchMessage } from "../src/codec/ipc-stream.ts";
+import type { FileRows } from "../src/scan/read.ts";
 
 /** The size chunks are packed to, at most (the payload limit, if lower, wins). */
 export const CHUNK_TARGET_BYTES = 768 * 1024;
@@ -82,6 +83,11 @@ export class ChunkPacker {
       this.pendingBytes += size;
     }
     return out;
+  }
+
+  /** Takes a file's rows as a read gave them (messages to forward, or batches); returns the bodies complete now. */
+  addFile(file: FileRows): Uint8Array[] {
+    return file.kind === "messages" ? this.addMessages(file.schema, file.messages) : file.batches.flatMap((b) => this.add(b));
   }
 
   /** What is held back, as bodies (none when nothing is held). */

@@ -27,8 +27,7 @@
  * them. Flow control stays per session: a session takes an entry's bodies by reference and sends them at its own
  * consumer's pace; the feed never waits for a session.
  */
-import type * as arrow from "apache-arrow";
-import { dataFileReader, planSnapshotDelta, readPlanBatches, type DataFileReader } from "../src/scan/read.ts";
+import { dataFileReader, planSnapshotDelta, readPlanMessages, type DataFileReader, type FileRows } from "../src/scan/read.ts";
 import { sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { deserializeBinaryRow, serializeBinaryRow } from "../src/spec/binary-row.ts";
 import type { DataFileMeta } from "../src/spec/manifest.ts";
@@ -118,6 +117,8 @@ export interface FeedStats {
   /** Announced files decoded ahead (`announce`), and those a load then took instead of reading them. */
   early: number;
   earlyTaken: number;
+  /** Files of shared reads whose decoder messages went into chunks as they were (not decoded and encoded again here). */
+  forwarded: number;
 }
 
 export class DeltaFeed {
@@ -129,17 +130,20 @@ export class DeltaFeed {
   private heldBytes = 0;
   private readonly cursors = new Set<FeedCursor>();
   private readonly store: ManifestStore;
-  readonly stats: FeedStats = { reads: 0, served: 0, declined: 0, evicted: 0, early: 0, earlyTaken: 0 };
+  readonly stats: FeedStats = { reads: 0, served: 0, declined: 0, evicted: 0, early: 0, earlyTaken: 0, forwarded: 0 };
   /** Announced files decoded ahead, by file name (names are unique), until a load takes them or they go stale. */
-  private readonly early = new Map<string, { read: Promise<arrow.RecordBatch[]>; bytes: number; at: number }>();
+  private readonly early = new Map<string, { read: Promise<FileRows>; bytes: number; at: number }>();
   private earlyBytes = 0;
   private fileReader: DataFileReader | null = null;
   /** The feed's partition filter as framed BinaryRow bytes (hex), to match announced files; null: every partition. */
   private readonly partitionHex: string | null;
 
   private readonly now: () => number;
+  /** The size of record batch messages to ask decoders for (the chunk packer's: about one per chunk). */
+  private readonly messageBytes: number;
 
   constructor(private readonly o: DeltaFeedOptions) {
+    this.messageBytes = new ChunkPacker(o.payloadLimit).messageBytes;
     this.store = o.store ?? new ManifestStore(o.table);
     this.now = o.now ?? (() => performance.now());
     this.partitionHex = o.partition === undefined ? null : Buffer.from(serializeBinaryRow(o.table.partitionTypes, o.partition)).toString("hex");
@@ -163,7 +167,8 @@ export class DeltaFeed {
       if (this.earlyBytes + f.meta.fileSize > EARLY_MAX_FILE_BYTES) return;
       const reader = (this.fileReader ??= dataFileReader(this.o.table, this.o.projection));
       const split = { partitionValues: deserializeBinaryRow(this.o.table.partitionTypes, f.partition), bucket: f.bucket };
-      const read = reader.read(split, f.meta, sharedParquetPool(), 0);
+      const pool = sharedParquetPool();
+      const read: Promise<FileRows> = pool !== null ? reader.readMessages(split, f.meta, pool, this.messageBytes) : reader.read(split, f.meta, null).then((batches) => ({ kind: "batches", batches }));
       read.catch(() => undefined); // a failed early read is read again by the load that wants it
       this.early.set(f.meta.fileName, { read, bytes: f.meta.fileSize, at: now });
       this.earlyBytes += f.meta.fileSize;
@@ -177,7 +182,7 @@ export class DeltaFeed {
     return this.early.size;
   }
 
-  private takeEarly(fileName: string): Promise<arrow.RecordBatch[]> | undefined {
+  private takeEarly(fileName: string): Promise<FileRows> | undefined {
     const e = this.early.get(fileName);
     if (e === undefined) return undefined;
     this.early.delete(fileName);
@@ -327,13 +332,17 @@ export class DeltaFeed {
       // Compressed files can hide many more bytes than they take: an entry that grows past half of what the feed may
       // hold is given up (the generator's return() stops the reads), and its sessions read it themselves.
       const most = (this.o.maxBytes ?? DEFAULT_FEED_MAX_BYTES) / 2;
-      // Every file decodes in the worker pool, several at once, while this thread encodes (and sends for the others).
+      // Every file decodes in the worker pool, several at once, while this thread packs (and sends for the others).
       // All of a snapshot's files (up to READ_AHEAD_FILES) are asked for at once: with the pool's default (workers + 1)
-      // a snapshot of 6-12 small files went to the workers in rounds, each waiting for this thread to ask again.
-      const earlyRead = (_: unknown, file: DataFileMeta): Promise<arrow.RecordBatch[]> | undefined => this.takeEarly(file.fileName);
-      for await (const b of readPlanBatches(table, plan, { ...(projection ? { projection } : {}), inlineDecodeBelowBytes: 0, readAheadFiles: READ_AHEAD_FILES, earlyRead }) as AsyncGenerator<arrow.RecordBatch>) {
-        rows += b.numRows;
-        for (const body of packer.add(b)) {
+      // a snapshot of 6-12 small files went to the workers in rounds, each waiting for this thread to ask again. The
+      // decoders' record batch messages are forwarded as they are when a file's columns are the feed's (see
+      // src/codec/ipc-stream.ts): no decode into Arrow objects and no re-encode on this thread, which every session's
+      // delivery waits for.
+      const earlyRead = (_: unknown, file: DataFileMeta): Promise<FileRows> | undefined => this.takeEarly(file.fileName);
+      for await (const file of readPlanMessages(table, plan, { ...(projection ? { projection } : {}), messageBytes: this.messageBytes, readAheadFiles: READ_AHEAD_FILES, earlyRead })) {
+        if (file.kind === "messages") this.stats.forwarded++;
+        rows += file.kind === "messages" ? file.rows : file.batches.reduce((n, b) => n + b.numRows, 0);
+        for (const body of packer.addFile(file)) {
           bodies.push(body);
           bytes += body.length;
         }

@@ -269,7 +269,7 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
     const r = await own.files.next();
     if (r.done !== true) {
       const file = r.value;
-      const bodies = file.kind === "messages" ? own.packer.addMessages(file.schema, file.messages) : file.batches.flatMap((b) => own.packer.add(b));
+      const bodies = own.packer.addFile(file);
       for (const body of bodies) this.hold(own, body);
       return;
     }

@@ -194,20 +194,26 @@ class FileReadContext {
   /**
    * Reads one data file as record batch messages of the target schema when the decoder's are that already (the
    * file's columns have the target's types, in its order: see src/codec/ipc-stream.ts), else as `read` does.
-   * `batchSize`: rows per message.
+   * `messageBytes`: about how large a message to ask the decoder for.
    */
-  async readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool, batchSize: number): Promise<FileRows> {
+  async readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool, messageBytes: number): Promise<FileRows> {
+    // Rows per message from the bytes per row of the files read so far (a first guess from the column types).
+    const batchSize = Math.max(MIN_MESSAGE_ROWS, Math.min(MAX_MESSAGE_ROWS, Math.floor(messageBytes / (this.bytesPerRow ??= estimatedRowBytes(this.fields)))));
     const { path, mapping, decoded: streams } = await this.fetchAndDecode(split, file, (bytes, m) => decodeFileIpc(bytes, m.projected ? m.columns : undefined, pool, batchSize));
     const parts = streams.map(splitIpcStream);
     if (parts.every((p): p is IpcStreamParts => p !== null && this.forwardable(p.schema, mapping))) {
       const messages = parts.flatMap((p) => p.batches);
       const rows = messages.reduce((n, m) => n + m.rows, 0);
       checkRowCount(rows, file, path);
+      if (rows > 0) this.bytesPerRow = Math.max(1, messages.reduce((n, m) => n + m.bytes.byteLength, 0) / rows);
       this.schemaBytes ??= schemaMessage(this.targetSchema);
       return { kind: "messages", schema: this.schemaBytes, messages, rows };
     }
     return { kind: "batches", batches: this.toTarget(tableOfStreams(streams), mapping, file, path) };
   }
+
+  /** Bytes per row of the messages read so far (`readMessages` sizes the next file's messages by it). */
+  private bytesPerRow: number | undefined;
 
   /** The target's schema message (framed), made once. */
   private schemaBytes: Uint8Array | undefined;
@@ -275,12 +281,14 @@ function checkRowCount(rows: number, file: DataFileMeta, path: string): void {
 /** Reads data files the way `readPlanBatches` reads them with this projection (the same batches, schema and checks). */
 export interface DataFileReader {
   read(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool | null, inlineDecodeBelowBytes?: number): Promise<arrow.RecordBatch[]>;
+  /** The file as `readPlanMessages` gives it, in messages of about `messageBytes`. */
+  readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool, messageBytes: number): Promise<FileRows>;
 }
 
 /**
  * A reader of single data files for `projection` (default all columns): for a caller that reads a file before a
  * plan names it — a reader node decoding the files a writer announced, before their snapshot links — and hands the
- * result to `readPlanBatches` through `earlyRead`.
+ * result to `readPlanMessages` through `earlyRead`.
  */
 export function dataFileReader(table: Table, projection?: string[]): DataFileReader {
   return new FileReadContext(table, projectedFields(table, projection));
@@ -368,24 +376,14 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 const READ_AHEAD_MAX_FILES = 32;
 
-export interface PlanReadOptions extends Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles"> {
-  /**
-   * A file's batches read before (by a `dataFileReader` of the same table and projection), or undefined: read it
-   * here. A read that failed is done again here.
-   */
-  earlyRead?: (split: DataSplit, file: DataFileMeta) => Promise<arrow.RecordBatch[]> | undefined;
-}
+export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles">;
 
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
 export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<arrow.RecordBatch> {
   const context = new FileReadContext(table, projectedFields(table, spec.projection));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   let remaining = spec.limit ?? Infinity;
-  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => {
-    const early = spec.earlyRead?.(split, file);
-    const fresh = (): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
-    return early !== undefined ? early.catch(fresh) : fresh();
-  };
+  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
   for await (const batches of filesAhead(plan, pool, spec, read)) {
     for (const batch of batches) {
       if (remaining <= 0) return;
@@ -415,24 +413,25 @@ export type FileRows =
  * record batch messages of about `messageBytes` each, forwarded without being decoded here when the file's columns
  * are the target's (see `FileRows`). Read ahead as `readPlanBatches` reads; no `limit`.
  */
-export async function* readPlanMessages(table: Table, plan: ScanPlan, spec: Pick<ReadSpec, "projection" | "decoderPool" | "readAheadFiles"> & { messageBytes: number }): AsyncGenerator<FileRows> {
-  const fields = projectedFields(table, spec.projection);
-  const context = new FileReadContext(table, fields);
+export async function* readPlanMessages(table: Table, plan: ScanPlan, spec: PlanMessagesOptions): AsyncGenerator<FileRows> {
+  const context = new FileReadContext(table, projectedFields(table, spec.projection));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
-  if (pool === null) {
-    for await (const batches of filesAhead(plan, null, spec, (split, file) => context.read(split, file, null))) yield { kind: "batches", batches };
-    return;
-  }
-  // Rows per message from the bytes per row seen so far (a first guess from the column types).
-  let bytesPerRow = estimatedRowBytes(fields);
   const read = (split: DataSplit, file: DataFileMeta): Promise<FileRows> => {
-    const batchSize = Math.max(MIN_MESSAGE_ROWS, Math.min(MAX_MESSAGE_ROWS, Math.floor(spec.messageBytes / bytesPerRow)));
-    return context.readMessages(split, file, pool, batchSize);
+    const fresh = async (): Promise<FileRows> => (pool === null ? { kind: "batches", batches: await context.read(split, file, null) } : context.readMessages(split, file, pool, spec.messageBytes));
+    const early = spec.earlyRead?.(split, file);
+    return early !== undefined ? early.catch(fresh) : fresh();
   };
-  for await (const rows of filesAhead(plan, pool, spec, read)) {
-    if (rows.kind === "messages" && rows.rows > 0) bytesPerRow = Math.max(1, rows.messages.reduce((n, m) => n + m.bytes.byteLength, 0) / rows.rows);
-    yield rows;
-  }
+  yield* filesAhead(plan, pool, spec, read);
+}
+
+export interface PlanMessagesOptions extends Pick<ReadSpec, "projection" | "decoderPool" | "readAheadFiles"> {
+  /** About how large a record batch message to ask the decoder for. */
+  messageBytes: number;
+  /**
+   * A file read before (by a `dataFileReader` of the same table and projection: `readMessages`), or undefined: read
+   * it here. A read that failed is done again here.
+   */
+  earlyRead?: (split: DataSplit, file: DataFileMeta) => Promise<FileRows> | undefined;
 }
 
 /** `readBatches`' counterpart for a caller that sends the rows on as Arrow IPC: `readPlanMessages` of `planRead(spec)`. */

@@ -82,7 +82,7 @@ async function filesOf(t: Table, spec: Parameters<typeof readMessages>[1]): Prom
 /** Bodies of a session's own read: each file's messages or batches through one packer, in order. */
 function packFiles(files: readonly FileRows[], limit: number): Uint8Array[] {
   const packer = new ChunkPacker(limit);
-  const bodies = files.flatMap((f) => (f.kind === "messages" ? packer.addMessages(f.schema, f.messages) : f.batches.flatMap((b) => packer.add(b))));
+  const bodies = files.flatMap((f) => packer.addFile(f));
   return [...bodies, ...packer.flush()];
 }
 
@@ -144,6 +144,7 @@ test("delta feed - one read per snapshot for every session; each entry equals na
   }
   assert.equal(feed.stats.reads, 4, "four snapshots, four reads — not twenty");
   assert.equal(feed.stats.served, 20);
+  assert.equal(feed.stats.forwarded, 0, "a projection in another order than the files' columns is mapped, not forwarded");
   for (const c of cursors) c.detach();
   assert.equal(feed.sessions, 0);
 });
@@ -266,6 +267,7 @@ test("delta feed - files announced before their snapshot links are decoded once,
   assert.deepEqual(idsOf(e.bodies).sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => 40 + i), "the rows the snapshot added");
   assert.deepEqual([feed.stats.early, feed.stats.earlyTaken, feed.earlyFiles], [2, 2, 0], "the load took both files decoded ahead");
   assert.equal(pool.completed.decode - decodesBefore, 2, "each file decoded once");
+  assert.equal(feed.stats.forwarded, 2, "both files' decoder messages forwarded as they were (the feed's columns are the files')");
   // The entry equals natslake's incremental read of the snapshot, batch for batch.
   const want = await batchesOf(t, { incremental: { from: second! - 1, to: second! } });
   assert.deepEqual(idsOf(e.bodies), idsOf(packBatches(want, LIMIT)));
