@@ -181,7 +181,7 @@ async function planRollback(table: Table, target: Snapshot, latestId: number): P
   }
 
   const dataFiles = new Map<string, string>();
-  const consider = (entries: ManifestEntry[]): void => {
+  const consider = (entries: readonly ManifestEntry[]): void => {
     for (const e of entries) if (e.kind === FileKind.ADD && !keepFiles.has(fileKey(e))) dataFiles.set(fileKey(e), dataFilePath(table, e));
   };
   const manifests = new Set<string>();

@@ -155,33 +155,55 @@ export interface MergeEntriesOptions {
  * Returns the surviving entries in first-seen order: the live ADDs, plus the unmatched DELETEs if asked.
  */
 export function mergeEntries(entries: readonly ManifestEntry[], options: MergeEntriesOptions = {}): ManifestEntry[] {
-  const map = new Map<string, ManifestEntry>();
-  for (const entry of entries) {
-    const id = fileIdentifier(entry);
-    const previous = map.get(id);
-    if (entry.kind === FileKind.ADD) {
-      if (previous === undefined) {
+  const merger = new EntryMerger();
+  merger.apply(entries);
+  return options.keepUnmatchedDeletes === true ? merger.survivors() : merger.live();
+}
+
+/**
+ * `mergeEntries` that can go on: entries applied in several steps end in the state one merge of all of them would
+ * (a caller that materialised a snapshot's manifests applies only the manifests the next snapshot added). A step
+ * that throws leaves the state half-applied: drop the merger then.
+ */
+export class EntryMerger {
+  private readonly map = new Map<string, ManifestEntry>();
+
+  apply(entries: readonly ManifestEntry[]): void {
+    const map = this.map;
+    for (const entry of entries) {
+      const id = fileIdentifier(entry);
+      const previous = map.get(id);
+      if (entry.kind === FileKind.ADD) {
+        if (previous === undefined) {
+          map.set(id, entry);
+        } else {
+          // Also when the recorded entry is a DELETE: a file is added once and deleted after, so a DELETE ahead of
+          // its ADD is as corrupt as a second ADD. Java and pypaimon both reject it; accepting it would let us read
+          // tables they cannot.
+          throw new LakeError(
+            ErrorKind.DataInvalid,
+            `Trying to add file ${entry.file.fileName} which is already in the map ` +
+              `(partition ${hex(entry.partition)}, bucket ${entry.bucket}, level ${entry.file.level})`,
+            { context: { fileName: entry.file.fileName, bucket: entry.bucket, level: entry.file.level } },
+          );
+        }
+      } else if (previous === undefined) {
         map.set(id, entry);
       } else {
-        // Also when the recorded entry is a DELETE: a file is added once and deleted after, so a DELETE ahead of
-        // its ADD is as corrupt as a second ADD. Java and pypaimon both reject it; accepting it would let us read
-        // tables they cannot.
-        throw new LakeError(
-          ErrorKind.DataInvalid,
-          `Trying to add file ${entry.file.fileName} which is already in the map ` +
-            `(partition ${hex(entry.partition)}, bucket ${entry.bucket}, level ${entry.file.level})`,
-          { context: { fileName: entry.file.fileName, bucket: entry.bucket, level: entry.file.level } },
-        );
+        map.delete(id);
       }
-    } else if (previous === undefined) {
-      map.set(id, entry);
-    } else {
-      map.delete(id);
     }
   }
-  const out: ManifestEntry[] = [];
-  for (const e of map.values()) {
-    if (e.kind === FileKind.ADD || options.keepUnmatchedDeletes === true) out.push(e);
+
+  /** The live ADDs, in first-seen order. */
+  live(): ManifestEntry[] {
+    const out: ManifestEntry[] = [];
+    for (const e of this.map.values()) if (e.kind === FileKind.ADD) out.push(e);
+    return out;
   }
-  return out;
+
+  /** The live ADDs and the unmatched DELETEs, in first-seen order. */
+  survivors(): ManifestEntry[] {
+    return [...this.map.values()];
+  }
 }

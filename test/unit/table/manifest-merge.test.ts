@@ -53,3 +53,44 @@ test("manifest merge - full compaction: past the threshold every DELETE and its 
   assert.deepEqual(entries.map((e) => e.file.fileName).sort(), live, "exactly the live files");
   assert.equal(live.length, 600 - 300 + 30);
 });
+
+test("manifest store - readLiveEntries goes on from the snapshot it materialised last and equals a fresh merge at every snapshot: appends, compactions, manifest merges, an overwrite; older snapshots and concurrent calls too", { timeout: 120_000 }, async () => {
+  const { writeRows } = await import("../../helpers/tables.ts");
+  const { compactTable } = await import("../../../src/maintenance/compact.ts");
+  const t = await createTable(wh.path, "m.incremental", "id BIGINT NOT NULL, p STRING", {
+    partitionKeys: ["p"],
+    // Small manifests merge every 4 commits and a full compaction comes round: the prefix breaks at those.
+    options: { bucket: "2", "bucket-key": "id", "manifest.merge-min-count": "4", "manifest.target-file-size": "8kb", "manifest.full-compaction-threshold-size": "24kb", "compaction.min.file-num": "3" },
+  });
+  const store = new ManifestStore(t);
+  const fresh = async (id: number): Promise<string[]> => {
+    const s = await t.snapshots.snapshot(id);
+    const other = new ManifestStore(t);
+    return mergeEntries(await other.readEntries(await other.allManifests(s))).map((e) => `${e.bucket}/${e.file.fileName}`);
+  };
+  const live = async (id: number): Promise<string[]> => (await store.readLiveEntries(await t.snapshots.snapshot(id))).map((e) => `${e.bucket}/${e.file.fileName}`);
+  let next = 0;
+  const kinds = new Set<string>();
+  for (let round = 0; round < 30; round++) {
+    if (round % 7 === 6) await compactTable(t, {});
+    else if (round === 19) await writeRows(t, [{ id: next++, p: "b" }], { partition: ["b"] });
+    else await writeRows(t, Array.from({ length: 6 }, (_, k) => ({ id: next++, p: k % 2 === 0 ? "a" : "b" })));
+    const latest = (await t.snapshots.latest())!;
+    kinds.add(latest.commitKind);
+    assert.deepEqual(await live(latest.id), await fresh(latest.id), `snapshot ${latest.id} (${latest.commitKind})`);
+    assert.equal(await store.readLiveEntries(latest), await store.readLiveEntries(latest), "the same snapshot again: the same answer");
+    // An older snapshot between two newer ones, and the same snapshot twice at once.
+    if (round % 5 === 4) {
+      assert.deepEqual(await live(latest.id - 3), await fresh(latest.id - 3), `older snapshot ${latest.id - 3}`);
+      const [x, y] = await Promise.all([live(latest.id), live(latest.id - 1)]);
+      assert.deepEqual([x, y], [await fresh(latest.id), await fresh(latest.id - 1)], "two snapshots at once");
+    }
+  }
+  assert.deepEqual([...kinds].sort(), ["APPEND", "COMPACT", "OVERWRITE"], "every kind of commit was covered");
+  const merges = (await store.readManifestList((await t.snapshots.latest())!.baseManifestList)).length;
+  assert.ok(merges < 30, `manifests were merged along the way (base list of ${merges})`);
+  const r = store.liveReads;
+  // Every latest snapshot after an append goes on from the one before; merges, older snapshots and the concurrent
+  // pairs start over.
+  assert.ok(r.same >= 30 && r.incremental >= 15 && r.full > 0, `reads went on from the last state where they could: ${JSON.stringify(r)}`);
+});
