@@ -25,6 +25,7 @@ import { payloadLimit } from "./wire/limits.ts";
 import type { CompactionEntry } from "./wire/messages.ts";
 import type { CommitLog } from "./ports.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
+import type { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 
 /**
  * One manifest cache per table object, i.e. per table on a node, shared by the compactors of all its buckets there:
@@ -85,6 +86,8 @@ export interface BucketCompactorDeps {
   writerId: string;
   commitLog: CommitLog;
   slots: CompactionSlots;
+  /** The Parquet workers that rewrite (the node's compaction pool); default the process's shared pool. */
+  pool?: ParquetEncoderPool;
   /** Monotonic ms. */
   now: () => number;
 }
@@ -159,7 +162,7 @@ export class BucketCompactor {
     try {
       for (const t of tasks) {
         if (this.stopped) break;
-        results.push(await rewrite(table, t, { rules }));
+        results.push(await rewrite(table, t, { rules, ...(this.d.pool !== undefined ? { pool: this.d.pool } : {}) }));
       }
     } catch (e) {
       await abortCompaction(table, results);

@@ -32,6 +32,7 @@ import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
 import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
 import { BucketCompactor, type CompactionJobResult, type CompactionLane } from "./bucket-compactor.ts";
+import type { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
 
 export type WriterMsg =
@@ -89,7 +90,7 @@ export interface WriterDeps {
    * Writer-side compaction of the bucket's small files (actors/bucket-compactor.ts): a job at most every
    * `checkIntervalMs`, under the node's `slots`. Absent, or the table's `write-only = true`: none.
    */
-  compaction?: { slots: CompactionSlots; checkIntervalMs: number };
+  compaction?: { slots: CompactionSlots; checkIntervalMs: number; pool?: ParquetEncoderPool };
   /** Flush spans (default: the global API's tracer, which records nothing until a process registers tracing). */
   tracer?: Tracer;
 }
@@ -173,7 +174,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.streamMismatches = streamMismatchCounter(d.meter);
     this.compactor =
       d.compaction !== undefined && !d.table.options.bool("write-only")
-        ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, now: () => d.clock.monotonic() })
+        ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, ...(d.compaction.pool !== undefined ? { pool: d.compaction.pool } : {}), now: () => d.clock.monotonic() })
         : null;
     this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
     this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });

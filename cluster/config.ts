@@ -74,6 +74,13 @@ export const NodeConfigSchema = z.object({
    * writer-side compaction off on this node (the table's `write-only = true` turns it off for a table).
    */
   compactionSlots: z.number().int().min(0).max(16).default(1),
+  /**
+   * The CPU priority (Unix nice, 0–19) of the worker threads that rewrite this node's compactions: 10 by default, so
+   * that on a saturated machine compaction — background work, several times the bytes ingested — yields the cores to
+   * the threads that ingest, commit and deliver (and to other processes: nats-server, readers, consumers). 0: the
+   * compactions share the node's Parquet workers at its own priority, as flushes do.
+   */
+  compactionNice: z.number().int().min(0).max(19).default(10),
   /** How often a bucket writer plans a compaction (default: every commit interval, at least 250 ms). */
   compactionInterval: duration.optional(),
   /** Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this port (0: any free one; absent: no endpoint). */
@@ -107,11 +114,12 @@ const ENV: Record<string, string> = {
   consumeFeedMemory: "NATSLAKE_CONSUME_FEED_MEMORY",
   compactionSlots: "NATSLAKE_COMPACTION_SLOTS",
   compactionInterval: "NATSLAKE_COMPACTION_INTERVAL",
+  compactionNice: "NATSLAKE_COMPACTION_NICE",
   metricsPort: "NATSLAKE_METRICS_PORT",
   metricsHost: "NATSLAKE_METRICS_HOST",
 };
 
-const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows", "compactionSlots", "metricsPort"]);
+const NUMERIC = new Set(["replicas", "streamMaxBytes", "maxBufferedRows", "compactionSlots", "compactionNice", "metricsPort"]);
 
 export function defaultNodeId(): string {
   return `${hostname().replace(/[^A-Za-z0-9_-]/g, "-")}-${process.pid}-${randomBytes(2).toString("hex")}`;

@@ -15,7 +15,7 @@
  * the same but keeps the process and its NATS connection: a drained member holding nothing until it is restarted.
  */
 import { availableParallelism } from "node:os";
-import { setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
+import { ParquetEncoderPool, setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { createBucketBuffers, type BucketBuffers } from "../actors/ingest/bucket-buffers.ts";
 import { workerCountFromEnv } from "../src/env.ts";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
@@ -117,6 +117,12 @@ export class Node {
   private writeBudget: WriteBudget | null = null;
   /** How many writer-side compactions run at once on this node (null: compaction off, `compactionSlots: 0`). */
   private readonly compactionSlots: CompactionSlots | null;
+  /**
+   * The Parquet workers of this node's compactions, at the lower CPU priority `compactionNice` (null: compaction off,
+   * or nice 0 — then they share the process's pool with the flushes). One more than the slots: a bucket's small-lane
+   * job may run beside the jobs holding a slot.
+   */
+  private readonly compactionPool: ParquetEncoderPool | null;
   private readonly meter: Meter;
   /** Lease failures of every table, logged as `redis at <url>: <reason>` (rate-limited), and the recovery. */
   private readonly redisReporter: RedisErrorReporter;
@@ -135,6 +141,7 @@ export class Node {
     this.catalog = new Catalog(cfg.warehouse);
     this.subjects = new Subjects(cfg.prefix);
     this.compactionSlots = cfg.compactionSlots > 0 ? new CompactionSlots(cfg.compactionSlots) : null;
+    this.compactionPool = this.compactionSlots !== null && cfg.compactionNice > 0 && cfg.roles.includes("writer") ? new ParquetEncoderPool({ size: Math.min(availableParallelism(), cfg.compactionSlots + 1), nice: cfg.compactionNice, onPriorityError: (error) => log.warn("compaction workers run at the node's CPU priority: lowering it failed", { compactionNice: cfg.compactionNice, error }) }) : null;
     this.meter = metrics.getMeter("natslake");
     const lag = this.meter.createObservableGauge("natslake_lease_renew_lag_ms", { description: "max lease renew lag of active leaders", unit: "ms" });
     lag.addCallback((r) => {
@@ -173,6 +180,9 @@ export class Node {
         // The bucket-buffer workers start now and warm their Parquet encoders before the node announces itself,
         // so no bucket's first flushes wait on cold WebAssembly.
         await warmUpEncoders(log, n.buffers());
+        // Its compaction workers start now too (idle, at their lower priority): a priority that cannot be lowered is
+        // logged at start, and the first compaction does not wait for threads to start.
+        n.compactionPool?.warm();
       }
       await retryAtStart(log, "first heartbeat", () => n.heartbeat());
       n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
@@ -352,7 +362,7 @@ export class Node {
           budget: (this.writeBudget ??= new WriteBudget(this.cfg.writerMemory)),
           fetchBatch: 64,
           buffers: this.buffers(),
-          ...(this.compactionSlots !== null ? { compaction: { slots: this.compactionSlots, checkIntervalMs: this.cfg.compactionInterval ?? defaultCompactionInterval(commitIntervalMs) } } : {}),
+          ...(this.compactionSlots !== null ? { compaction: { slots: this.compactionSlots, checkIntervalMs: this.cfg.compactionInterval ?? defaultCompactionInterval(commitIntervalMs), ...(this.compactionPool !== null ? { pool: this.compactionPool } : {}) } } : {}),
         },
         spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
         stopWriter: (ref) => this.system.stop(ref),
@@ -574,6 +584,7 @@ export class Node {
     await this.system.shutdown();
     this.log.info("actors stopped", { nodeId: this.cfg.nodeId });
     await this.bucketBuffers?.close().catch(() => undefined);
+    await this.compactionPool?.close().catch(() => undefined);
   }
 
   stop(): Promise<void> {

@@ -39,6 +39,15 @@ export interface ParquetPoolOptions {
   size?: number;
   /** A worker whose wasm memory exceeds this after a job is replaced (wasm memory never shrinks). Default 1 GiB. */
   maxWasmMemoryBytes?: number;
+  /**
+   * The workers' CPU priority as a Unix nice value (1–19 lowers it; default 0: the process's): a pool of background
+   * work — a writer node's compactions — yields the cores to the threads that ingest, commit and deliver when the
+   * machine is saturated, as RocksDB lowers its compaction threads' priority. Linux only (each worker thread sets
+   * its own; elsewhere `priorityError` says why not).
+   */
+  nice?: number;
+  /** Told once when a worker could not lower its priority (the reason): it works on at the process's priority. */
+  onPriorityError?: (message: string) => void;
 }
 
 export interface ParquetDecodeOptions extends ParquetReadOptions {
@@ -66,6 +75,8 @@ interface Job {
 
 interface Reply {
   id: number;
+  /** Set on the message a worker sends when it could not lower its priority (id 0, no job). */
+  priorityError?: string;
   ok: boolean;
   payload?: Uint8Array;
   name?: string;
@@ -125,17 +136,18 @@ function workerExecArgv(): string[] {
 /** Whether workers take the main thread's (loader-free) Node options; false once Node refused them. */
 let inheritExecArgv = true;
 
-function newWorker(): Worker {
+function newWorker(nice: number): Worker {
+  const workerData = { nice };
   if (inheritExecArgv) {
     try {
-      return new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+      return new Worker(WORKER_URL, { execArgv: workerExecArgv(), workerData });
     } catch (e) {
       // V8 and process-wide flags (--trace-gc, --max-old-space-size, …) are not valid for workers.
       if ((e as { code?: string }).code !== "ERR_WORKER_INVALID_EXEC_ARGV") throw e;
       inheritExecArgv = false;
     }
   }
-  return new Worker(WORKER_URL, { execArgv: [] });
+  return new Worker(WORKER_URL, { execArgv: [], workerData });
 }
 
 export class ParquetEncoderPool {
@@ -148,10 +160,21 @@ export class ParquetEncoderPool {
   /** Jobs the workers completed, by kind (for tests and metrics: what ran off the calling thread). */
   readonly completed: Record<Op, number> = { encode: 0, decode: 0 };
 
+  /** The workers' nice value (0: the process's priority). */
+  readonly nice: number;
+  /** Why a worker could not lower its priority, when one could not (null: none failed). */
+  priorityError: string | null = null;
+
   constructor(opts: ParquetPoolOptions = {}) {
     this.size = Math.max(1, Math.floor(opts.size ?? availableParallelism()));
     this.maxWasmMemoryBytes = opts.maxWasmMemoryBytes ?? 1024 ** 3;
+    const nice = opts.nice ?? 0;
+    if (!Number.isInteger(nice) || nice < 0 || nice > 19) throw new LakeError(ErrorKind.DataInvalid, `a Parquet pool's nice value is an integer in 0..19, got ${nice}`);
+    this.nice = nice;
+    this.onPriorityError = opts.onPriorityError;
   }
+
+  private readonly onPriorityError: ((message: string) => void) | undefined;
 
   /**
    * Starts the workers now (up to `size`), idle: a process that will decode soon — a reader node, whose first
@@ -259,7 +282,7 @@ export class ParquetEncoderPool {
   }
 
   private startWorker(): PoolWorker {
-    const worker = newWorker();
+    const worker = newWorker(this.nice);
     const w: PoolWorker = { worker, job: null, arena: null, gone: false };
     worker.unref();
     worker.on("message", (msg: Reply) => this.onReply(w, msg));
@@ -271,6 +294,11 @@ export class ParquetEncoderPool {
   }
 
   private onReply(w: PoolWorker, msg: Reply): void {
+    if (msg.priorityError !== undefined) {
+      if (this.priorityError === null) this.onPriorityError?.(msg.priorityError);
+      this.priorityError = msg.priorityError;
+      return;
+    }
     const job = w.job;
     if (job === null || job.id !== msg.id) return;
     w.job = null;

@@ -7,6 +7,7 @@
  *        { id, op: "decode", payload: Uint8Array (Parquet file), spec: ParquetDecodeSpec }
  *   out: { id, ok: true, payload: Uint8Array, wasmBytes }            (payload's buffer is transferred)
  *        { id, ok: false, name, message, fatal, wasmBytes }
+ *        { id: 0, priorityError }                                      (once, at start: see `nice` below)
  * `fatal` marks a WebAssembly trap (a Rust panic, out of memory): the wasm instance may be left inconsistent, so
  * the worker exits after replying and the pool starts a fresh one.
  *
@@ -15,10 +16,27 @@
  * `sleep(ms)`.
  */
 /* global WebAssembly */
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import process from "node:process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import { decodeToIpcStream, encodeIpcStream, transferableBuffer, wasmMemoryBytes } from "./parquet-wasm-ops.mjs";
+
+/**
+ * A pool of background work (compaction) asks its workers to run at a lower CPU priority (`workerData.nice`): on
+ * Linux a thread has its own nice value, and `setpriority` given a thread id changes that thread alone. The thread id
+ * is the last part of /proc/thread-self. Best effort: where that fails (another OS) the worker says why, once, in a
+ * message the pool keeps (`priorityError`), and works on at the usual priority.
+ */
+const nice = Number(workerData?.nice ?? 0);
+if (nice > 0) {
+  try {
+    setPriority(Number(readlinkSync("/proc/thread-self").split("/").pop()), nice);
+  } catch (e) {
+    parentPort.postMessage({ id: 0, priorityError: e instanceof Error ? e.message : String(e) });
+  }
+}
 
 const failpoints = new Map();
 for (const part of (process.env.FAILPOINTS ?? "").split(",")) {

@@ -35,7 +35,7 @@ import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { failpointAsync } from "../failpoints.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
 import { FileStoreCommit } from "../commit/file-store-commit.ts";
-import { sharedParquetPool } from "../codec/parquet-pool.ts";
+import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { readDataFile } from "../scan/read.ts";
 import { deserializeBinaryRow, serializeBinaryRow } from "../spec/binary-row.ts";
 import { FileSource, type DataFileMeta } from "../spec/manifest.ts";
@@ -279,10 +279,11 @@ export interface CompactResult {
  * written with an older schema come out in the current one), into files of the current schema with `_FILE_SOURCE`
  * COMPACT. Nothing is visible until `commitCompaction`. On failure the files written so far are removed.
  */
-export async function rewrite(table: Table, task: CompactionTask, o: { rules?: Partial<CompactionRules> } = {}): Promise<CompactResult> {
+export async function rewrite(table: Table, task: CompactionTask, o: { rules?: Partial<CompactionRules>; pool?: ParquetEncoderPool | null } = {}): Promise<CompactResult> {
   checkCompactable(table);
   const rules = compactionRules(table, o.rules);
-  const pool = sharedParquetPool();
+  // A writer node passes its compaction pool (workers at a lower CPU priority); the CLI's compaction the shared one.
+  const pool = o.pool !== undefined ? o.pool : sharedParquetPool();
   // One output per group (never split further by the writer): a compaction aims at fewer files. Every output is
   // encoded in the pool, small ones too (`poolMinRows: 0`), as every input is decoded there: the writer's default
   // keeps batches under 8,192 rows on the calling thread, which put a writer node's compactions (a few thousand

@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { idsOnceInBucketOrder } from "../helpers/tables.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
@@ -18,6 +19,18 @@ import { paimonRead } from "../helpers/python.ts";
 
 const ROUNDS = 60;
 const PER_ROUND = 40;
+
+/** The nice values of a process's threads (or of one of them), from /proc (field 19 of each thread's stat). */
+function threadNicesOf(pid: number, only?: string): number[] {
+  return (only !== undefined ? [only] : readdirSync(`/proc/${pid}/task`)).flatMap((tid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      return [Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16])];
+    } catch {
+      return []; // the thread ended meanwhile
+    }
+  });
+}
 
 async function liveFilesPerBucket(t: Table): Promise<Map<number, number>> {
   const latest = await t.snapshots.latest();
@@ -85,6 +98,14 @@ test("cluster compaction - writers compact their buckets and the leader expires 
       const ids = await t.snapshots.listIds();
       const kinds = await Promise.all(ids.map(async (s) => (await t.snapshots.snapshot(s)).commitKind));
       assert.ok(kinds.includes(CommitKind.COMPACT), `COMPACT snapshots were committed: ${kinds.join(",")}`);
+      // The rewrites ran in the nodes' compaction workers, whose threads run at the lower CPU priority (nice 10 by
+      // default) while the nodes' main threads keep theirs.
+      for (const n of c.nodes.values()) {
+        const pid = n.proc.pid!;
+        const nices = threadNicesOf(pid);
+        assert.ok(nices.filter((x) => x === 10).length >= 1, `node ${n.id}: a compaction worker thread at nice 10 (threads' nice values: ${nices.join(",")})`);
+        assert.equal(threadNicesOf(pid, String(pid))[0], 0, `node ${n.id}: its main thread at nice 0`);
+      }
       const latest = (await t.snapshots.latest())!;
       assert.equal(latest.totalRecordCount, next, "a compaction neither adds nor drops rows");
       assert.ok([...files.values()].reduce((a, b) => a + b, 0) < (ROUNDS * 2) / 3, `far fewer files than commits: ${JSON.stringify([...files])}`);

@@ -41,6 +41,15 @@ test("config - the writers' memory budget takes a size from a flag, the environm
   assert.throws(() => loadNodeConfig({ flags: { ...base, writerMemory: "0mb" }, env: {} }), /writerMemory: expected a size above zero/);
 });
 
+test("config - compaction workers' nice value: 10 by default, from the environment, 0 allowed, beyond 19 refused", () => {
+  const base = { nats: "nats://x", warehouse: "/w", roles: ["writer"] };
+  assert.equal(loadNodeConfig({ flags: base, env: {} }).compactionNice, 10, "default");
+  assert.equal(loadNodeConfig({ flags: base, env: { NATSLAKE_COMPACTION_NICE: "0" } }).compactionNice, 0);
+  assert.equal(loadNodeConfig({ flags: base, env: { NATSLAKE_COMPACTION_NICE: "19" } }).compactionNice, 19);
+  assert.throws(() => loadNodeConfig({ flags: base, env: { NATSLAKE_COMPACTION_NICE: "20" } }), /compactionNice/);
+  assert.throws(() => loadNodeConfig({ flags: base, env: { NATSLAKE_COMPACTION_NICE: "low" } }), /compactionNice/);
+});
+
 test("config - an unknown key in the config file is refused, naming the nearest known setting", () => {
   const d = tempDir();
   try {

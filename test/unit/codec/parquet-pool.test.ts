@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns.ts";
 import { parquetFooterInfo, readParquet, writeParquet } from "../../../src/codec/parquet.ts";
@@ -169,4 +170,37 @@ test("parquet pool - warm() starts every worker before any job, then they serve 
   }
   pool.warm();
   assert.equal(pool.startedWorkers, 0, "a closed pool starts nothing");
+});
+
+/** The nice value of a thread of this process (Linux: field 19 of /proc/self/task/<tid>/stat). */
+function threadNice(tid: string): number {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+}
+
+/** The nice value of each thread of this process. */
+function threadNices(): number[] {
+  return readdirSync("/proc/self/task").flatMap((tid) => {
+    try {
+      return [threadNice(tid)];
+    } catch {
+      return []; // the thread ended meanwhile
+    }
+  });
+}
+
+test("parquet pool - workers of a pool given a nice value run at that lower CPU priority, each thread alone; the process's other threads keep theirs; a value out of 0..19 is refused", { skip: process.platform !== "linux" && "thread priorities are read from /proc" }, async () => {
+  const before = threadNices().filter((n) => n === 7).length;
+  const pool = new ParquetEncoderPool({ size: 2, nice: 7 });
+  try {
+    const batch = rowsToRecordBatch(FIELDS, rowsFrom(0, 100));
+    await Promise.all([pool.encode(batch), pool.encode(batch)]);
+    assert.equal(pool.startedWorkers, 2);
+    assert.equal(pool.priorityError, null, "lowering the priority worked");
+    assert.equal(threadNices().filter((n) => n === 7).length - before, 2, "two threads at nice 7: the workers");
+    assert.equal(threadNice(String(process.pid)), 0, "the main thread keeps its priority");
+  } finally {
+    await pool.close();
+  }
+  assert.throws(() => new ParquetEncoderPool({ nice: 20 }), /nice value is an integer in 0\.\.19, got 20/);
 });
