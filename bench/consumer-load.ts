@@ -29,15 +29,6 @@ if (!url || !table || !jobArg) {
   process.exit(2);
 }
 const job = JSON.parse(jobArg) as Job;
-if (process.env.NATSLAKE_TRACE) {
-  const fs = await import("node:fs");
-  const { PerformanceObserver, performance: perf } = await import("node:perf_hooks");
-  const out = (o: object): void => fs.appendFileSync(process.env.NATSLAKE_TRACE + ".consumer", JSON.stringify(o) + "\n");
-  new PerformanceObserver((l) => { for (const e of l.getEntries()) if (e.duration > 3) out({ ev: "gc", kind: (e as any).detail?.kind, dur: e.duration, t: perf.timeOrigin + e.startTime }); }).observe({ entryTypes: ["gc"] });
-  let last = Date.now();
-  let lastCpu = process.cpuUsage();
-  setInterval(() => { const now = Date.now(); const cpu = process.cpuUsage(lastCpu); if (now - last > 30) out({ ev: "lag", gap: now - last, cpu: (cpu.user + cpu.system) / 1000, t: now }); last = now; lastCpu = process.cpuUsage(); }, 10).unref();
-}
 /** Consumers per NATS connection: "one connection or a few", so one socket's reads do not serialise 100 sessions. */
 const PER_CONNECTION = 25;
 
@@ -97,7 +88,6 @@ function follow(consumer: Consumer): Follower {
 async function record(f: Follower, s: ConsumedSnapshot): Promise<void> {
   f.rows += await rowsOf(s);
   f.received.set(s.snapshotId, Date.now());
-  if (process.env.NATSLAKE_TRACE) (await import("node:fs")).appendFileSync(process.env.NATSLAKE_TRACE + ".consumer", JSON.stringify({ ev: "recv", id: s.snapshotId, c: (f as any).idx ??= Math.random(), t: Date.now() }) + "\n");
   f.last = Math.max(f.last, s.snapshotId);
 }
 
