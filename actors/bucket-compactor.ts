@@ -87,7 +87,7 @@ export interface BucketCompactorDeps {
   commitLog: CommitLog;
   slots: CompactionSlots;
   /** The Parquet workers that rewrite (the node's compaction pool); default the process's shared pool. */
-  pool?: ParquetEncoderPool;
+  pool?: ParquetEncoderPool | undefined;
   /** Monotonic ms. */
   now: () => number;
 }
@@ -162,7 +162,7 @@ export class BucketCompactor {
     try {
       for (const t of tasks) {
         if (this.stopped) break;
-        results.push(await rewrite(table, t, { rules, ...(this.d.pool !== undefined ? { pool: this.d.pool } : {}) }));
+        results.push(await rewrite(table, t, { rules, pool: this.d.pool }));
       }
     } catch (e) {
       await abortCompaction(table, results);

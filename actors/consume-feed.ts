@@ -167,8 +167,7 @@ export class DeltaFeed {
       if (this.earlyBytes + f.meta.fileSize > EARLY_MAX_FILE_BYTES) return;
       const reader = (this.fileReader ??= dataFileReader(this.o.table, this.o.projection));
       const split = { partitionValues: deserializeBinaryRow(this.o.table.partitionTypes, f.partition), bucket: f.bucket };
-      const pool = sharedParquetPool();
-      const read: Promise<FileRows> = pool !== null ? reader.readMessages(split, f.meta, pool, this.messageBytes) : reader.read(split, f.meta, null).then((batches) => ({ kind: "batches", batches }));
+      const read = reader.readMessages(split, f.meta, sharedParquetPool(), this.messageBytes);
       read.catch(() => undefined); // a failed early read is read again by the load that wants it
       this.early.set(f.meta.fileName, { read, bytes: f.meta.fileSize, at: now });
       this.earlyBytes += f.meta.fileSize;

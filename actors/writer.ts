@@ -174,7 +174,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.streamMismatches = streamMismatchCounter(d.meter);
     this.compactor =
       d.compaction !== undefined && !d.table.options.bool("write-only")
-        ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, ...(d.compaction.pool !== undefined ? { pool: d.compaction.pool } : {}), now: () => d.clock.monotonic() })
+        ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, pool: d.compaction.pool, now: () => d.clock.monotonic() })
         : null;
     this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
     this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });

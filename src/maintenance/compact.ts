@@ -279,7 +279,7 @@ export interface CompactResult {
  * written with an older schema come out in the current one), into files of the current schema with `_FILE_SOURCE`
  * COMPACT. Nothing is visible until `commitCompaction`. On failure the files written so far are removed.
  */
-export async function rewrite(table: Table, task: CompactionTask, o: { rules?: Partial<CompactionRules>; pool?: ParquetEncoderPool | null } = {}): Promise<CompactResult> {
+export async function rewrite(table: Table, task: CompactionTask, o: { rules?: Partial<CompactionRules>; pool?: ParquetEncoderPool | null | undefined } = {}): Promise<CompactResult> {
   checkCompactable(table);
   const rules = compactionRules(table, o.rules);
   // A writer node passes its compaction pool (workers at a lower CPU priority); the CLI's compaction the shared one.

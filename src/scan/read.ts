@@ -194,9 +194,11 @@ class FileReadContext {
   /**
    * Reads one data file as record batch messages of the target schema when the decoder's are that already (the
    * file's columns have the target's types, in its order: see src/codec/ipc-stream.ts), else as `read` does.
-   * `messageBytes`: about how large a message to ask the decoder for.
+   * `messageBytes`: about how large a message to ask the decoder for. Without a pool, batches decoded here.
    */
-  async readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool, messageBytes: number): Promise<FileRows> {
+  async readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool | null, messageBytes: number): Promise<FileRows> {
+    // Without a pool there are no decoder messages: the file is decoded here into batches.
+    if (pool === null) return { kind: "batches", batches: await this.read(split, file, null) };
     // Rows per message from the bytes per row of the files read so far (a first guess from the column types).
     const batchSize = Math.max(MIN_MESSAGE_ROWS, Math.min(MAX_MESSAGE_ROWS, Math.floor(messageBytes / (this.bytesPerRow ??= estimatedRowBytes(this.fields)))));
     const { path, mapping, decoded: streams } = await this.fetchAndDecode(split, file, (bytes, m) => decodeFileIpc(bytes, m.projected ? m.columns : undefined, pool, batchSize));
@@ -282,7 +284,7 @@ function checkRowCount(rows: number, file: DataFileMeta, path: string): void {
 export interface DataFileReader {
   read(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool | null, inlineDecodeBelowBytes?: number): Promise<arrow.RecordBatch[]>;
   /** The file as `readPlanMessages` gives it, in messages of about `messageBytes`. */
-  readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool, messageBytes: number): Promise<FileRows>;
+  readMessages(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta, pool: ParquetEncoderPool | null, messageBytes: number): Promise<FileRows>;
 }
 
 /**
@@ -417,7 +419,7 @@ export async function* readPlanMessages(table: Table, plan: ScanPlan, spec: Plan
   const context = new FileReadContext(table, projectedFields(table, spec.projection));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const read = (split: DataSplit, file: DataFileMeta): Promise<FileRows> => {
-    const fresh = async (): Promise<FileRows> => (pool === null ? { kind: "batches", batches: await context.read(split, file, null) } : context.readMessages(split, file, pool, spec.messageBytes));
+    const fresh = (): Promise<FileRows> => context.readMessages(split, file, pool, spec.messageBytes);
     const early = spec.earlyRead?.(split, file);
     return early !== undefined ? early.catch(fresh) : fresh();
   };

@@ -24,7 +24,7 @@ export class ManifestStore {
     const hit = this.listCache.get(name);
     if (hit) return hit;
     const metas = decodeManifestList(await this.table.io.readFile(this.table.paths.manifestPath(name), { metadata: true }));
-    this.rememberList(name, metas);
+    remember(this.listCache, name, metas);
     return metas;
   }
 
@@ -32,25 +32,11 @@ export class ManifestStore {
     const hit = this.manifestCache.get(name);
     if (hit) return hit;
     const entries = decodeManifest(await this.table.io.readFile(this.table.paths.manifestPath(name), { metadata: true }));
-    this.rememberManifest(name, entries);
+    remember(this.manifestCache, name, entries);
     return entries;
   }
 
-  /**
-   * Caches a manifest; bounded (a long-running committer reads many, most only once), the oldest going first. It
-   * used to be cleared whole at 256: every 25 s at 10 commits a second, and the next plan of every process decoded
-   * the table's base manifests again.
-   */
-  private rememberManifest(name: string, entries: ManifestEntry[]): void {
-    if (this.manifestCache.size >= 256) this.manifestCache.delete(this.manifestCache.keys().next().value!);
-    this.manifestCache.set(name, entries);
-  }
 
-  /** Caches a manifest list; bounded, because every commit writes two new ones. */
-  private rememberList(name: string, metas: ManifestFileMeta[]): void {
-    if (this.listCache.size >= 256) this.listCache.delete(this.listCache.keys().next().value!);
-    this.listCache.set(name, metas);
-  }
 
   /** All manifests of a snapshot: base then delta, in that order (order matters for ADD/DELETE merging). */
   async allManifests(s: Snapshot): Promise<ManifestFileMeta[]> {
@@ -121,7 +107,7 @@ export class ManifestStore {
     // The directory is synced once by the commit, before the snapshot that names these files.
     await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes, { syncDir: false });
     written.push(name);
-    this.rememberManifest(name, entries);
+    remember(this.manifestCache, name, entries);
     let added = 0;
     let deleted = 0;
     let minBucket = Infinity;
@@ -157,7 +143,7 @@ export class ManifestStore {
     const bytes = encodeManifestList(metas);
     await this.table.io.writeFile(this.table.paths.manifestPath(name), bytes, { syncDir: false });
     written.push(name);
-    this.rememberList(name, metas);
+    remember(this.listCache, name, metas);
     return { name, size: bytes.length };
   }
 
@@ -308,6 +294,18 @@ export class ManifestStore {
     };
   }
 }
+
+/**
+ * Caches a manifest or a list, bounded, the oldest going first: a long-running committer reads many manifests, most
+ * only once, and every commit writes two new lists. The manifest cache used to be cleared whole at 256 — every 25 s
+ * at 10 commits a second, and the next plan of every process decoded the table's base manifests again.
+ */
+function remember<T>(cache: Map<string, T>, name: string, value: T): void {
+  if (cache.size >= CACHED_FILES) cache.delete(cache.keys().next().value!);
+  cache.set(name, value);
+}
+
+const CACHED_FILES = 256;
 
 /** Whether `prefix` begins `names`. */
 function isPrefix(prefix: readonly string[], names: readonly string[]): boolean {

@@ -6,9 +6,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { idsOnceInBucketOrder } from "../helpers/tables.ts";
+import { threadNice, threadNices } from "../helpers/threads.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
@@ -19,18 +19,6 @@ import { paimonRead } from "../helpers/python.ts";
 
 const ROUNDS = 60;
 const PER_ROUND = 40;
-
-/** The nice values of a process's threads (or of one of them), from /proc (field 19 of each thread's stat). */
-function threadNicesOf(pid: number, only?: string): number[] {
-  return (only !== undefined ? [only] : readdirSync(`/proc/${pid}/task`)).flatMap((tid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      return [Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16])];
-    } catch {
-      return []; // the thread ended meanwhile
-    }
-  });
-}
 
 async function liveFilesPerBucket(t: Table): Promise<Map<number, number>> {
   const latest = await t.snapshots.latest();
@@ -102,9 +90,9 @@ test("cluster compaction - writers compact their buckets and the leader expires 
       // default) while the nodes' main threads keep theirs.
       for (const n of c.nodes.values()) {
         const pid = n.proc.pid!;
-        const nices = threadNicesOf(pid);
+        const nices = threadNices(pid);
         assert.ok(nices.filter((x) => x === 10).length >= 1, `node ${n.id}: a compaction worker thread at nice 10 (threads' nice values: ${nices.join(",")})`);
-        assert.equal(threadNicesOf(pid, String(pid))[0], 0, `node ${n.id}: its main thread at nice 0`);
+        assert.equal(threadNice(pid, pid), 0, `node ${n.id}: its main thread at nice 0`);
       }
       const latest = (await t.snapshots.latest())!;
       assert.equal(latest.totalRecordCount, next, "a compaction neither adds nor drops rows");

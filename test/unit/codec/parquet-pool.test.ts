@@ -1,7 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns.ts";
 import { parquetFooterInfo, readParquet, writeParquet } from "../../../src/codec/parquet.ts";
@@ -10,6 +9,7 @@ import { isLakeError } from "../../../src/errors.ts";
 import { parseColumnList } from "../../../src/spec/data-types.ts";
 import type { Row } from "../../../src/spec/values.ts";
 import { ALL_ROWS, ALL_TYPES } from "../../helpers/codec-fixtures.ts";
+import { threadNice, threadNices } from "../../helpers/threads.ts";
 
 const FIELDS = parseColumnList("id BIGINT NOT NULL, s STRING, x DOUBLE");
 const rowsFrom = (from: number, n: number): Row[] => Array.from({ length: n }, (_, i) => ({ id: BigInt(from + i), s: i % 7 === 0 ? null : `s-${from + i}`, x: (from + i) * 0.5 }));
@@ -172,33 +172,16 @@ test("parquet pool - warm() starts every worker before any job, then they serve 
   assert.equal(pool.startedWorkers, 0, "a closed pool starts nothing");
 });
 
-/** The nice value of a thread of this process (Linux: field 19 of /proc/self/task/<tid>/stat). */
-function threadNice(tid: string): number {
-  const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
-  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
-}
-
-/** The nice value of each thread of this process. */
-function threadNices(): number[] {
-  return readdirSync("/proc/self/task").flatMap((tid) => {
-    try {
-      return [threadNice(tid)];
-    } catch {
-      return []; // the thread ended meanwhile
-    }
-  });
-}
-
 test("parquet pool - workers of a pool given a nice value run at that lower CPU priority, each thread alone; the process's other threads keep theirs; a value out of 0..19 is refused", { skip: process.platform !== "linux" && "thread priorities are read from /proc" }, async () => {
-  const before = threadNices().filter((n) => n === 7).length;
+  const before = threadNices("self").filter((n) => n === 7).length;
   const pool = new ParquetEncoderPool({ size: 2, nice: 7 });
   try {
     const batch = rowsToRecordBatch(FIELDS, rowsFrom(0, 100));
     await Promise.all([pool.encode(batch), pool.encode(batch)]);
     assert.equal(pool.startedWorkers, 2);
     assert.equal(pool.priorityError, null, "lowering the priority worked");
-    assert.equal(threadNices().filter((n) => n === 7).length - before, 2, "two threads at nice 7: the workers");
-    assert.equal(threadNice(String(process.pid)), 0, "the main thread keeps its priority");
+    assert.equal(threadNices("self").filter((n) => n === 7).length - before, 2, "two threads at nice 7: the workers");
+    assert.equal(threadNice("self", process.pid), 0, "the main thread keeps its priority");
   } finally {
     await pool.close();
   }
