@@ -341,14 +341,9 @@ export class CommitterActor implements Actor<CommitterMsg> {
     }
     if (res.snapshot === null) return;
     this.commits.add(1, { table });
-    const id = res.snapshot.id;
-    try {
-      await this.announceThrough(l, id - 1);
-      await this.d.bus.publishSnapshot(this.notificationOf(res.snapshot, res.linkedAt));
-    } finally {
-      void this.d.table.snapshots.writeLatestHint(id); // after the announcement, as for appends
-    }
-    l.notified = id;
+    await this.announceThrough(l, res.snapshot.id - 1);
+    await this.d.bus.publishSnapshot(this.notificationOf(res.snapshot, res.linkedAt));
+    l.notified = res.snapshot.id;
     this.d.onCommitted?.(res.snapshot.id);
   }
 
@@ -419,18 +414,16 @@ export class CommitterActor implements Actor<CommitterMsg> {
       // The snapshot's own natslake properties are what this round decided (epoch, offsets, stream).
       const n = this.notificationOf(s, res.linkedAt);
       span.setAttributes({ "natslake.snapshot_id": s.id, "natslake.rows": s.deltaRecordCount });
+      // Snapshots linked since the last announcement (by a leader that died or was drained right after linking).
+      await this.announceThrough(l, s.id - 1);
       // The notification carries the notify span's context (a child of the commit span): subscribers continue it.
       const notify = this.tracer.startSpan("natslake.notify", { kind: SpanKind.PRODUCER, attributes: { "natslake.table": table, "natslake.snapshot_id": s.id } }, trace.setSpan(ROOT_CONTEXT, span));
       const traceparent = traceparentOf(notify);
       if (traceparent !== undefined) n.traceparent = traceparent;
       try {
-        // Snapshots linked since the last announcement (by a leader that died or was drained right after linking).
-        await this.announceThrough(l, s.id - 1);
         await this.d.bus.publishSnapshot(n);
       } finally {
         notify.end();
-        // The commit left the LATEST hint to us, to be written after the announcement (SnapshotManager.tryCommit).
-        void this.d.table.snapshots.writeLatestHint(s.id);
       }
       l.notified = s.id;
       this.d.onCommitted?.(s.id);

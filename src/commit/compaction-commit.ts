@@ -162,8 +162,6 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
       commitUser: this.opts.commitUser,
       kind: CommitKind.COMPACT,
       messages: [],
-      // As for appends: the leader announces the snapshot, then writes the hint.
-      deferLatestHint: true,
       prepare: async (base) => {
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
         const st = await natslakeStateAsOf(this.table, base);

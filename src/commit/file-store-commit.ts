@@ -51,11 +51,6 @@ export interface CommitRequest {
    * landed as a snapshot with an id ≥ this. It is looked for before anything is written, and never applied twice.
    */
   recoverFrom?: number;
-  /**
-   * The LATEST hint is left for the caller (`table.snapshots.writeLatestHint`), to be written after it announced the
-   * snapshot (see `SnapshotManager.tryCommit`); `linkedAt` is then the time right after the link.
-   */
-  deferLatestHint?: boolean;
   /** Skip a commit with no files (default true, as Paimon does), unless properties must be recorded. */
   skipEmpty?: boolean;
 }
@@ -73,10 +68,7 @@ export interface CommitResult {
   /** The commit had landed already (same commitUser + commitIdentifier found on the chain). */
   alreadyCommitted: boolean;
   attempts: number;
-  /**
-   * Wall-clock ms after the `link()` that created the snapshot returned (for notification latency); after the LATEST
-   * hint's write too unless it was deferred.
-   */
+  /** Wall-clock ms after the `link()` that created the snapshot returned (for notification latency). */
   linkedAt: number;
 }
 
@@ -119,7 +111,7 @@ export class FileStoreCommit {
       const written: string[] = [];
       const delta = await this.deltaEntries(messages, req.overwrite, latest);
       const snapshot = await this.buildSnapshot(latest, delta, req.commitUser, commitIdentifier, kind, prepared.properties, written);
-      const ok = await this.table.snapshots.tryCommit(snapshot, { latestHint: req.deferLatestHint === true ? "defer" : "write" });
+      const ok = await this.table.snapshots.tryCommit(snapshot);
       if (ok) return { snapshot, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
 
       // Lost the race: our manifests are unreferenced, remove them and retry on top of the winner.

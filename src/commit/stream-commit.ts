@@ -82,8 +82,6 @@ export class StreamCommitter<C extends StreamCommittable> {
     const res = await this.fileCommit.commit({
       commitUser: this.opts.commitUser,
       messages: [],
-      // The leader announces the snapshot first, then writes the hint (actors/committer.ts).
-      deferLatestHint: true,
       prepare: async (base) => {
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
         const st = await natslakeStateAsOf(this.table, base);

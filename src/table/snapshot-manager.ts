@@ -47,9 +47,6 @@ export class SnapshotManager {
   private readonly reading = new Map<number, Promise<Snapshot>>();
   /** The newest snapshot this handle committed or found as the latest: where `latestId` looks first. */
   private knownLatest: number | null = null;
-  /** Deferred LATEST hint writes, one after another; the newest id written by them (an older one is skipped). */
-  private hintWrites: Promise<void> = Promise.resolve();
-  private hinted = 0;
 
   constructor(
     private readonly io: FileIO,
@@ -172,12 +169,9 @@ export class SnapshotManager {
 
   /**
    * Creates `snapshot-N` if and only if it does not exist yet. Returns false when another committer created it
-   * first. The LATEST hint is written afterwards and is best-effort: readers verify it. With `latestHint: "defer"`
-   * the caller writes it later (`writeLatestHint`): the cluster's committer announces the snapshot first, because
-   * the hint's four file-system calls (a created temp file, a write, a close, a rename) otherwise sit between the
-   * link and the notification that every consumer and producer waits for.
+   * first. The LATEST hint is written afterwards and is best-effort: readers verify it.
    */
-  async tryCommit(snapshot: Snapshot, opts: { latestHint?: "write" | "defer" } = {}): Promise<boolean> {
+  async tryCommit(snapshot: Snapshot): Promise<boolean> {
     const path = this.paths.snapshotPath(snapshot.id);
     failpoint("commit.before-snapshot");
     const created = await this.io.createExclusive(path, stringifyJson(snapshotToJson(snapshot)));
@@ -185,38 +179,19 @@ export class SnapshotManager {
     this.remember(snapshot);
     this.knownLatest = Math.max(this.knownLatest ?? 0, snapshot.id);
     failpoint("commit.after-snapshot");
-    if (opts.latestHint !== "defer") await this.writeHintNow(snapshot.id);
-    return true;
-  }
-
-  /**
-   * Writes the LATEST hint for a snapshot this handle committed with the hint deferred. Never fails (a hint is
-   * best-effort). Writes queue one after another and a hint older than one already written is skipped, so deferred
-   * writes never move the hint back; a process that dies first leaves a stale hint, which readers walk past.
-   */
-  writeLatestHint(id: number): Promise<void> {
-    this.hintWrites = this.hintWrites.then(async () => {
-      if (id <= this.hinted) return;
-      await this.writeHintNow(id);
-    });
-    return this.hintWrites;
-  }
-
-  private async writeHintNow(id: number): Promise<void> {
     try {
       // A hint: readers check it against the directory, so it needs no fsync.
-      await this.io.writeFile(`${this.paths.snapshotDir}/LATEST`, String(id), { durable: false, syncDir: false });
-      this.hinted = Math.max(this.hinted, id);
+      await this.io.writeFile(`${this.paths.snapshotDir}/LATEST`, String(snapshot.id), { durable: false, syncDir: false });
     } catch {
       // A stale hint is corrected by readers (they check snapshot-(N+1)); the commit itself has succeeded.
     }
+    return true;
   }
 
   /** Forgets what this handle knew of snapshots after `id` (a rollback removed them). */
   forgetAfter(id: number): void {
     for (const k of [...this.cache.keys()]) if (k > id) this.cache.delete(k);
     if (this.knownLatest !== null && this.knownLatest > id) this.knownLatest = null;
-    this.hinted = Math.min(this.hinted, id); // the rollback wrote the hint back to `id`: later ones are newer again
   }
 
   /** Caches a snapshot; bounded, because a long-running committer sees every snapshot of the table. */

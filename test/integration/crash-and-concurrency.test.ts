@@ -11,12 +11,6 @@ import { fileURLToPath } from "node:url";
 import { createTable, readJson, reopen, tempDir, writeRows } from "../helpers/tables.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { rollback } from "../../src/maintenance/rollback.ts";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
-import { TableWrite } from "../../src/write/table-write.ts";
-import { javaPaimonRead, javaRows } from "../helpers/java.ts";
-import type { Table } from "../../src/table/table.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -96,35 +90,4 @@ test("concurrency - a handle's known latest snapshot is checked against the chai
   assert.equal(await a.snapshots.latestId(), 2, "the rolled-back handle forgets the snapshots it removed");
   await writeRows(a, [{ id: 5 }]);
   assert.deepEqual((await readJson(await reopen(wh.path, name))).map((r) => Number(r["id"])).sort(), [1, 2, 5]);
-});
-
-/** Commits rows as the cluster's committer does: the LATEST hint left to the caller. */
-async function commitDeferringHint(t: Table, rows: Array<Record<string, unknown>>): Promise<number> {
-  const w = new TableWrite(t);
-  w.writeRows(rows, 0);
-  const res = await new FileStoreCommit(t).commit({ commitUser: "deferring", messages: await w.prepareCommit(), deferLatestHint: true });
-  return res.snapshot!.id;
-}
-
-test("latest hint - a commit that defers it is found before the hint is written, by natslake and pypaimon; deferred hints never move it back", async () => {
-  const name = "conc.deferred_hint";
-  await createTable(wh.path, name, "id BIGINT NOT NULL", { options: { bucket: "1", "bucket-key": "id" } });
-  const a = await reopen(wh.path, name);
-  await writeRows(a, [{ id: 1 }]); // a batch commit writes the hint itself
-  const hint = (): string => readFileSync(join(a.root, "snapshot", "LATEST"), "utf8");
-  assert.equal(hint(), "1");
-  const second = await commitDeferringHint(a, [{ id: 2 }]);
-  const third = await commitDeferringHint(a, [{ id: 3 }]);
-  assert.equal(hint(), "1", "the deferred commits left the hint alone");
-  // Another handle (another process, a reader node) walks past the stale hint.
-  assert.equal(await (await reopen(wh.path, name)).snapshots.latestId(), third);
-  assert.deepEqual((await readJson(await reopen(wh.path, name))).map((r) => Number(r["id"])).sort(), [1, 2, 3]);
-  assert.deepEqual((await paimonRead(wh.path, name)).map((r) => Number(r["id"])).sort(), [1, 2, 3]);
-  const [java] = await javaPaimonRead(wh.path, [a], [{ table: name }]);
-  assert.deepEqual(javaRows(java).map((r) => Number(r["id"])).sort(), [1, 2, 3], "Java Paimon walks past the stale hint too");
-  // Written later, newest first: the older one is skipped.
-  await a.snapshots.writeLatestHint(third);
-  assert.equal(hint(), String(third));
-  await a.snapshots.writeLatestHint(second);
-  assert.equal(hint(), String(third), "a deferred write never moves the hint back");
 });
