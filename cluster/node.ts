@@ -14,6 +14,7 @@
  * hand off), then committers release their leases and the process stops. `handOff()` (`natslake node drain`) does
  * the same but keeps the process and its NATS connection: a drained member holding nothing until it is restarted.
  */
+import { failpointAsync } from "../src/failpoints.ts";
 import { availableParallelism } from "node:os";
 import { ParquetEncoderPool, setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { createBucketBuffers, type BucketBuffers } from "../actors/ingest/bucket-buffers.ts";
@@ -189,6 +190,18 @@ export class Node {
       await n.scanTables();
       n.scanTimer = setInterval(() => void n.scanTables().catch((e: unknown) => log.warn("table scan failed", { error: ensureError(e).message })), 2000);
       if (cfg.roles.includes("reader")) {
+        // Consumers catching up (a full start, a backlog) decode data files in the Parquet pool: its threads start
+        // and its WebAssembly warms now, not under the first one (measured: ~0.2–0.6 s of a 1M-row catch-up to start
+        // the threads; its first files decoded 2–3× slower than once warm).
+        await failpointAsync("node.before-reader");
+        await warmUpDecoders(log);
+        n.consume = new ConsumeService({ nc, subjects, catalog: n.catalog, system: n.system, nodeId: cfg.nodeId, log, meter: n.meter, feedLimits: { maxBytes: cfg.consumeFeedMemory } });
+        n.consume.start();
+        // Admin requests last: a node that answers one serves consume sessions too. Answering admin before the
+        // decoders warmed up let a client create a table and open a consumer while no reader listened yet — and a
+        // plain subscriber to the prefix (a wire tap, `nats sub 'lake.>'`) then took the consume-open without
+        // answering, so the consumer waited out its whole timeout instead of being told "no responders" and retrying
+        // (the wire-contracts test, whenever the warm-up ran long on a loaded machine).
         const sub = nc.subscribe(subjects.admin, { queue: `${cfg.prefix}-admin` });
         n.adminSub = sub;
         void (async () => {
@@ -198,12 +211,6 @@ export class Node {
             void n.scanTables().catch(() => undefined);
           }
         })();
-        // Consumers catching up (a full start, a backlog) decode data files in the Parquet pool: its threads start
-        // and its WebAssembly warms now, not under the first one (measured: ~0.2–0.6 s of a 1M-row catch-up to start
-        // the threads; its first files decoded 2–3× slower than once warm).
-        await warmUpDecoders(log);
-        n.consume = new ConsumeService({ nc, subjects, catalog: n.catalog, system: n.system, nodeId: cfg.nodeId, log, meter: n.meter, feedLimits: { maxBytes: cfg.consumeFeedMemory } });
-        n.consume.start();
       }
     } catch (e) {
       // A node that cannot start must not linger with open connections (the process would never exit): close

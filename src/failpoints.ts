@@ -29,6 +29,8 @@
  *   the COMPACT commit, whose own points are the committer's `commit.*` ones);
  * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
  *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts).
+ * - node start: `node.before-reader` (cluster/node.ts: a reader node's last start-up step, before its decoders warm
+ *   up and it answers consume and admin requests; with `sleep(ms)` a slow warm-up — test/integration/node-start.test.ts).
  */
 import { writeSync } from "node:fs";
 

@@ -1,7 +1,8 @@
 /**
- * A table whose streams cannot be set up (here: its ingest stream exists with storage JetStream cannot change) does
- * not keep a node from starting, nor its other tables from running; once the conflict is gone, the next table scan
- * starts it.
+ * Starting a node. A table whose streams cannot be set up (here: its ingest stream exists with storage JetStream
+ * cannot change) does not keep a node from starting, nor its other tables from running; once the conflict is gone,
+ * the next table scan starts it. A node waits for JetStream, turns a SIGTERM during start-up into a drain, and
+ * answers admin requests only once it serves consumers.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,6 +14,8 @@ import { startNats, type ServerHandle } from "../helpers/servers.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/spec/data-types.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
+import { adminRequest } from "../../cluster/admin-client.ts";
+import { openConsumer } from "../../cluster/consumer.ts";
 
 async function landRows(nc: NatsConnection, catalog: Catalog, table: string, rows: number): Promise<void> {
   const producer = await producerWhenRegistered(nc, table, 60_000);
@@ -108,4 +111,28 @@ test("node start - a SIGTERM while the node starts is a drain once it is up, not
     assert.equal(await c.waitExit("n1", 60_000), 0, "started, drained and exited 0");
     assert.match(c.logs("n1"), /"msg":"node started"[\s\S]*"msg":"node stopped"/);
   });
+});
+
+test("node start - a reader node answers admin requests only once it serves consumers: a consumer opened right after is taken, even with a plain subscriber on the prefix", { timeout: 180_000 }, async () => {
+  const c = await startCluster({ nodes: 0 });
+  // A plain subscriber to everything under the prefix (a wire tap, `nats sub 'lake.>'`): it gets a copy of every
+  // consume-open and answers none, so a request sent while no reader listens is not refused ("no responders") but
+  // waits out its timeout.
+  const tap = c.nc.subscribe("lake.>", { callback: () => {} });
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      // The reader's last start-up step takes 3 s (its decoders warming up on a loaded machine).
+      c.startNode("n1", [], { FAILPOINTS: "node.before-reader:sleep(3000)" });
+      await waitFor("the node answering admin requests", () => adminRequest(c.nc, "lake", { type: "list-tables" }, 1000).then(() => true), 60_000, 100);
+      await adminRequest(c.nc, "lake", { type: "create-table", table: "start.events", columns: "id BIGINT NOT NULL", options: { bucket: "1", "bucket-key": "id" } });
+      const t0 = Date.now();
+      const consumer = await openConsumer({ nc: c.nc, table: "start.events", from: "latest", openTimeoutMs: 8000 });
+      assert.ok(Date.now() - t0 < 5000, `the consume-open was answered at once (${Date.now() - t0} ms)`);
+      await consumer.close();
+      assert.match(c.logs("n1"), /"msg":"consume session opened"/);
+    });
+  } finally {
+    tap.unsubscribe();
+    await c.stop();
+  }
 });
