@@ -50,6 +50,7 @@ export class CommittableStore {
     };
     if (c.stream !== undefined) ref.stream = c.stream;
     if (c.traceparent !== undefined) ref.traceparent = c.traceparent;
+    if (c.beatMillis !== undefined) ref.beatMillis = c.beatMillis;
     return ref;
   }
 

@@ -33,6 +33,7 @@ import type { LeaseKeeperLike } from "./lease-keeper.ts";
 import { streamMismatchCounter } from "./stream-check.ts";
 import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
 import { SpacedTasks } from "./spaced-tasks.ts";
+import { BeatGather, gatherWindowMs, type GatherEntry } from "./beat-gather.ts";
 
 /** Purges of one target (the commit stream, an ingest bucket) start at least this far apart: see SpacedTasks. */
 export const PURGE_SPACING_MS = 1000;
@@ -96,6 +97,12 @@ interface Leadership {
   notified: number | null;
   /** A round has read the commit stream to its end and decided everything in it (see `onBacklogDecided`). */
   backlogDecided: boolean;
+  /** Which buckets flushed on which beat: what a round waits for before it commits (actors/beat-gather.ts). */
+  beats: BeatGather;
+}
+
+function gatherEntryOf(e: CommitEntry): GatherEntry {
+  return e.type === "compaction" ? { bucket: e.bucket, compaction: true } : { bucket: e.bucket, compaction: false, beatMillis: e.beatMillis };
 }
 
 /** A leadership that could not start after the lease was won (reading the chain or opening the commit stream failed). */
@@ -105,6 +112,9 @@ class LeadSetupFailed extends Error {
     super(cause.message, { cause });
   }
 }
+
+/** The most commit-stream entries one read takes (a round reads on while reads come back full). */
+const READ_MAX = 2000;
 
 /** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
 export const CATCH_UP_MAX = 100;
@@ -205,7 +215,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
           stillLeader: () => keeper.isValid(),
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
         });
-        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null, backlogDecided: false };
+        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null, backlogDecided: false, beats: new BeatGather(this.d.commitIntervalMs) };
         this.leaderChanges.add(1, { table: this.d.table.name });
         ctx.log.info("became leader", { table: this.d.table.name, epoch: msg.epoch, node: this.d.nodeId });
         this.d.onLeadership?.(true, msg.epoch);
@@ -276,25 +286,12 @@ export class CommitterActor implements Actor<CommitterMsg> {
       if (latest > last) ctx.log.info("announcing snapshots an earlier leader did not", { table: this.d.table.name, from: last + 1, to: latest });
       await this.announceThrough(l, latest);
     }
-    for (;;) {
-      let got;
-      try {
-        got = await l.reader.fetch(2000, l.pending.length === 0 ? commitCheckMs(this.d.commitIntervalMs) : 1);
-      } catch (e) {
-        // The commit stream's consumer is gone (its NATS server died): read the stream again with a new one. What was
-        // read but not decided is read again; what was decided and not purged yet comes back as duplicates.
-        await l.reader.close().catch(() => undefined);
-        l.pending = [];
-        ctx.log.warn("commit stream reader failed; re-opening it", { table: this.d.table.name, error: ensureError(e).message });
-        l.reader = await this.d.commitLog.open(this.d.table.name);
-        throw e;
-      }
-      l.pending.push(...got);
-      if (got.length < 2000) break;
-    }
+    while ((await this.readMore(l, ctx, l.pending.length === 0 ? commitCheckMs(this.d.commitIntervalMs) : 1)) === READ_MAX);
     if (l.pending.length === 0) return this.backlogDecided(l);
+    await this.gatherBeat(l, ctx);
     if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
     const decided = l.pending;
+    l.beats.decided(decided.map((p) => gatherEntryOf(p.committable)));
     const compactions: PendingCompaction<CompactionEntry>[] = [];
     for (const p of decided) if (p.committable.type === "compaction") compactions.push({ seq: p.seq, compaction: p.committable });
     if (compactions.length < decided.length) await this.appendRound(l, ctx);
@@ -315,6 +312,51 @@ export class CommitterActor implements Actor<CommitterMsg> {
       },
       (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }),
     );
+  }
+
+  /**
+   * Reads what the commit stream holds into `pending` (at most READ_MAX), waiting at most `waitMs` for the first
+   * entry; returns how many it read.
+   */
+  private async readMore(l: Leadership, ctx: ActorContext<CommitterMsg>, waitMs: number): Promise<number> {
+    let got;
+    try {
+      got = await l.reader.fetch(READ_MAX, waitMs);
+    } catch (e) {
+      // The commit stream's consumer is gone (its NATS server died): read the stream again with a new one. What was
+      // read but not decided is read again; what was decided and not purged yet comes back as duplicates.
+      await l.reader.close().catch(() => undefined);
+      l.pending = [];
+      ctx.log.warn("commit stream reader failed; re-opening it", { table: this.d.table.name, error: ensureError(e).message });
+      l.reader = await this.d.commitLog.open(this.d.table.name);
+      throw e;
+    }
+    l.pending.push(...got);
+    return got.length;
+  }
+
+  /**
+   * Waits, at most a gather window, for the rest of the beat the pending committables were cut on (or, when only
+   * compactions are pending, for more compactions or the beat's appends): one snapshot a beat instead of one for
+   * the first committable and one for the others (actors/beat-gather.ts).
+   */
+  private async gatherBeat(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
+    const windowMs = gatherWindowMs(this.d.commitIntervalMs);
+    const clock = this.d.clock;
+    let compactionsOnly = BeatGather.onlyCompactions(l.pending.map((p) => gatherEntryOf(p.committable)));
+    let deadline = clock.monotonic() + windowMs;
+    for (;;) {
+      const entries = l.pending.map((p) => gatherEntryOf(p.committable));
+      if (compactionsOnly && !BeatGather.onlyCompactions(entries)) {
+        // The beat's appends began to arrive: wait for the rest of them with a window of their own.
+        compactionsOnly = false;
+        deadline = clock.monotonic() + windowMs;
+      }
+      if (!compactionsOnly && l.beats.awaited(entries).length === 0) return;
+      const left = deadline - clock.monotonic();
+      if (left <= 0) return;
+      await this.readMore(l, ctx, left);
+    }
   }
 
   /** The first round that decided everything it read (it read the stream to its end) tells the node, once. */

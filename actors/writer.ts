@@ -106,6 +106,14 @@ export function nextFlushDelay(nowMs: number, intervalMs: number): number {
   return delay < intervalMs / 4 ? delay + intervalMs : delay;
 }
 
+/**
+ * The beat a flush tick firing at `nowMs` stands for: the nearest multiple of `intervalMs` (a timer fires a little
+ * late, sometimes a millisecond early), the same instant on every node whose clock is within half an interval.
+ */
+export function flushBeat(nowMs: number, intervalMs: number): number {
+  return Math.round(nowMs / intervalMs) * intervalMs;
+}
+
 export class BucketWriterActor implements Actor<WriterMsg> {
   private generation = 0;
   private reader: BucketReader | null = null;
@@ -127,6 +135,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private sessionBytes = 0;
   /** A flush asked for while an append was in flight: it starts once that append's dead letters are out. */
   private flushWaiting = false;
+  /** The beat of the waiting flush (see `flush`), when a flush tick asked for it. */
+  private waitingBeat: number | undefined;
   private firstArrival = 0;
   /** Trace contexts of the batches appended since the last flush cut: the next flush span links to them. */
   private traceLinks = new TraceLinks();
@@ -235,6 +245,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.sessionRows = 0;
     this.sessionBytes = 0;
     this.flushWaiting = false;
+    this.waitingBeat = undefined;
     this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
     this.traceLinks = new TraceLinks();
@@ -320,8 +331,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         // Dead letters are out before any committable covers their messages.
         await this.publishRejected(r.rejected);
         if (this.flushWaiting || this.bufferFull()) {
+          const beat = this.flushWaiting ? this.waitingBeat : undefined;
           this.flushWaiting = false;
-          this.flush(ctx);
+          this.flush(ctx, beat);
         }
         if (this.revoking && !this.flushPending()) {
           this.finishRevoke(ctx);
@@ -360,7 +372,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         return;
       case "flush-tick":
         this.scheduleFlushTick(ctx);
-        this.flush(ctx);
+        this.flush(ctx, flushBeat(this.d.clock.now(), this.d.commitIntervalMs));
         this.maybeCompact(ctx);
         return;
       case "compacted": {
@@ -542,14 +554,19 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     budget.update(this.budgetId, { preempt: () => tellQuietly(self, { type: "preempted" }) }, this.bufferedBytes(), this.flushingBytes);
   }
 
-  /** Writes the buffer as files and sends its committable; one flush at a time keeps the offset chain. */
-  private flush(ctx: ActorContext<WriterMsg>): void {
+  /**
+   * Writes the buffer as files and sends its committable; one flush at a time keeps the offset chain. `beat` is the
+   * commit-interval instant a flush tick cut it on (absent for early flushes: a full buffer, a preemption, a revoke);
+   * the committable carries it so the leader can wait for the beat's other buckets (actors/beat-gather.ts).
+   */
+  private flush(ctx: ActorContext<WriterMsg>, beat?: number): void {
     const w = this.write;
     if (this.flushing || w === null) return;
     // The session answers in posting order, so a flush posted now would also cover the append in flight — whose
     // dead letters are not out yet and whose last sequence this writer has not recorded: flush after it instead.
     if (this.session !== null && this.decoding) {
       this.flushWaiting = true;
+      this.waitingBeat = beat;
       return;
     }
     if (this.lastSeq <= this.prevOffset) return;
@@ -603,6 +620,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           files,
           flushId,
           firstArrivalMillis: firstArrival,
+          ...(beat !== undefined ? { beatMillis: beat } : {}),
         };
         const traceparent = traceparentOf(span);
         if (traceparent !== undefined) c.traceparent = traceparent;

@@ -31,6 +31,7 @@ function decodeClaim(o: Record<string, unknown>): CommittableClaim {
     prevOffset: num(o["prevOffset"], "prevOffset"),
     lastOffset: num(o["lastOffset"], "lastOffset"),
     flushId: num(o["flushId"], "flushId"),
+    ...(typeof o["beatMillis"] === "number" ? { beatMillis: o["beatMillis"] } : {}),
     ...(typeof o["traceparent"] === "string" ? { traceparent: o["traceparent"] } : {}),
   };
 }

@@ -85,6 +85,12 @@ export interface CommittableClaim {
   /** Writer-local flush counter, for logs and dedupe of republished committables. */
   flushId: number;
   /**
+   * The commit-interval instant (wall-clock ms, a multiple of the interval) the flush was cut on, when a flush tick
+   * cut it; absent for early flushes (a full buffer, a preemption, a hand-off). The leader waits briefly for the
+   * beat's other buckets before it commits (actors/beat-gather.ts).
+   */
+  beatMillis?: number;
+  /**
    * W3C trace context of the flush that made it (actors/wire/trace-context.ts), when tracing is on: the leader's
    * commit span links to it.
    */

@@ -176,6 +176,7 @@ const claim = {
   prevOffset: seq.describe("the stream sequence the writer resumed after"),
   lastOffset: seq.describe("the last stream sequence the files cover"),
   flushId: count,
+  beatMillis: z.number().int().nonnegative().optional().describe("the commit-interval instant (wall-clock ms) a flush tick cut the flush on; absent for early flushes"),
   traceparent: traceparent.optional().describe("the writer's flush span, when the writer traces: the leader's commit span links to it"),
 };
 

@@ -25,6 +25,7 @@ export interface WireTap {
    * chunks with rows), `kv-delete` (KV delete markers) and `jetstream-delivery` (copies of stored messages, skipped).
    * Trace context: `<name>+traceparent` counts bodies that carry one (`<name>` the schema, or `commit-entry/<type>`),
    * `<schema>+traceparent-header` messages with the header; `message-headers` counts messages with any header.
+   * `commit-entry/committable+beat` counts committables that carry the beat a flush tick cut them on.
    */
   counts: Map<string, number>;
   /** What did not validate (at most 50 kept, `failureCount` counts all). */
@@ -155,6 +156,8 @@ export async function startWireTap(natsUrl: string, prefix = "lake"): Promise<Wi
       const kind = contract.schema === "commit-entry" ? `commit-entry/${(body as { type: string }).type}` : contract.schema;
       if (kind !== contract.schema) count(kind);
       if (typeof (body as { traceparent?: unknown }).traceparent === "string") count(`${kind}+traceparent`);
+      // Committables a flush tick cut carry their beat (the leader gathers a beat's buckets into one round).
+      if (typeof (body as { beatMillis?: unknown }).beatMillis === "number") count(`${kind}+beat`);
       if (contract.carrier !== "kv") checkHeaders(m, contract);
       if (contract.reply !== undefined && m.reply) replies.set(m.reply, contract.reply);
       if (contract.schema === "consume-open") inboxes.set((body as { inbox: string }).inbox, 0);

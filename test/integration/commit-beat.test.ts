@@ -1,8 +1,8 @@
 /**
  * The commit beat with real processes: the writers of a table's buckets flush at the same instants — the multiples
  * of the commit interval on the clock — even on a node that joined later (its writers start at some other moment),
- * and the leader, committing on arrival, folds what lands together: snapshots hold several buckets' files, not one
- * snapshot per flush. Every row exactly once.
+ * and the leader gathers what lands on one beat into one snapshot: snapshots hold the buckets' files together, not
+ * one snapshot per flush. Every row exactly once.
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
@@ -69,7 +69,9 @@ test("commit beat - writers flush on the interval's beat, a node that joined lat
       files += n;
     }
     // Each bucket flushes once per beat while rows arrive; scattered flushes committed on arrival would make about
-    // one snapshot per file (a ratio near 1). On the beat, a round holds the first flushes and the next the rest.
+    // one snapshot per file (a ratio near 1). On the beat, a round committing on the first arrival held the first
+    // flushes and the next round the rest (1.83 files a snapshot when tried); the leader now gathers the beat's
+    // buckets into one round (actors/beat-gather.ts: 3.13 of at most 4 — the join and the first beats break some).
     assert.ok(files >= BUCKETS * SECONDS, `${files} files flushed`);
     // Most files written within a quarter interval after a beat (a flush encodes a few hundred rows), the joined
     // node's too; a writer flushing on its own start's phase lands anywhere in the interval (~400 ms after it here).
@@ -79,7 +81,7 @@ test("commit beat - writers flush on the interval's beat, a node that joined lat
     const late = phases.filter((p) => p > INTERVAL_MS / 4 && p < INTERVAL_MS - 20);
     assert.ok(phases.length >= BUCKETS * 4, `${phases.length} files flushed after the join`);
     assert.ok(late.length <= phases.length / 5, `files written off the beat (ms after it): ${late.map(Math.round).join(", ")} of ${phases.length}: ${phases.map(Math.round).join(",")}`);
-    assert.ok(files / snapshots >= 1.6, `${files} files in ${snapshots} APPEND snapshots: ${(files / snapshots).toFixed(2)} per snapshot`);
+    assert.ok(files / snapshots >= 2.6, `${files} files in ${snapshots} APPEND snapshots: ${(files / snapshots).toFixed(2)} per snapshot`);
     const seen = await idsOnceInBucketOrder(t);
     assert.equal(seen.size, id, "every row once");
   } finally {

@@ -172,6 +172,8 @@ test("wire contracts - every message a cluster sends under load validates agains
         "message-headers",
         // Trace context, in bodies and headers.
         "commit-entry/committable+traceparent",
+        // The beat a flush tick cut a committable on.
+        "commit-entry/committable+beat",
         "snapshot-notification+traceparent",
         "snapshot-notification+traceparent-header",
         "row-batch+traceparent-header",

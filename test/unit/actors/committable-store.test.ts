@@ -75,7 +75,7 @@ test("committable by reference - small ones travel as they are; large ones as a 
     const small = committable(0, 10, [meta(1, 20)]);
     assert.equal(await toCommitEntry(small, limit, store), small);
     // 2 000 files with 600 bytes of statistics each: ~2.5 MB encoded.
-    const large = committable(10, 20, Array.from({ length: 2000 }, (_, i) => meta(i, 300)));
+    const large = { ...committable(10, 20, Array.from({ length: 2000 }, (_, i) => meta(i, 300))), beatMillis: 1_000_250 };
     assert.ok(encodeMsg(large).length > 1024 * 1024);
     const entry = await toCommitEntry(large, limit, store);
     assert.equal(entry.type, "committable-ref");
@@ -84,7 +84,7 @@ test("committable by reference - small ones travel as they are; large ones as a 
     const ref = decodeCommitEntry(wire);
     assert.ok(ref.type === "committable-ref");
     assert.ok(ref.path.startsWith(`${COMMITTABLES_DIR}/`));
-    assert.deepEqual({ ...ref, path: "", size: 0 }, { type: "committable-ref", v: 1, table: "t.refs", stream: "S#1", bucket: 0, ownerEpoch: 1, writerId: "w1", prevOffset: 10, lastOffset: 20, flushId: 20, path: "", size: 0 });
+    assert.deepEqual({ ...ref, path: "", size: 0 }, { type: "committable-ref", v: 1, table: "t.refs", stream: "S#1", bucket: 0, ownerEpoch: 1, writerId: "w1", prevOffset: 10, lastOffset: 20, flushId: 20, beatMillis: 1_000_250, path: "", size: 0 }, "the reference carries the flush's beat: the leader gathers a beat before loading bodies");
     assert.deepEqual(await store.load(ref), large);
     // A body that is not the committable the reference describes is refused, never applied.
     await assert.rejects(store.load({ ...ref, bucket: 1 }), /does not match its reference/);
