@@ -6,7 +6,7 @@ import { metrics } from "@opentelemetry/api";
 import type { ActorSystem } from "../../actors/runtime/index.ts";
 import { CommitterActor } from "../../actors/committer.ts";
 import { systemClock, type Bus, type CommitLog, type CommitReader, type IngestLog, type Lease, type LeaseGrant } from "../../actors/ports.ts";
-import type { Committable, SnapshotNotification } from "../../actors/wire/messages.ts";
+import type { CommitEntry, Committable, Rejection, SnapshotNotification } from "../../actors/wire/messages.ts";
 import type { Table } from "../../src/table/table.ts";
 
 /** A committable of no files covering (prevOffset, lastOffset] of `bucket`, cut on `beatMillis` when given. */
@@ -26,27 +26,42 @@ export const committable = (prevOffset: number, lastOffset: number, o: { bucket?
   ...(o.beatMillis !== undefined ? { beatMillis: o.beatMillis } : {}),
 });
 
+export interface HarnessOptions {
+  /** What an earlier leadership left in the commit stream. */
+  backlog?: Array<{ seq: number; committable: CommitEntry }>;
+  onBacklogDecided?: (epoch: number) => void;
+  commitIntervalMs?: number;
+  /** The last snapshot id announced before this leader (default 1). */
+  lastNotified?: number;
+  /** The leader epoch of the stored assignment (default 4: a leader that wrote one but committed nothing). */
+  storedLeaderEpoch?: number;
+}
+
+/** What the fake ports saw, and the commit stream the test feeds. */
+export interface HarnessState {
+  published: SnapshotNotification[];
+  rejections: Rejection[];
+  /** The commit stream's purges: everything through this sequence. */
+  purgedThrough: number;
+  queue: Array<{ seq: number; committable: CommitEntry }>;
+}
+
 /**
- * A CommitterActor on `table` with in-process ports: an earlier announcement of snapshot 1, a commit stream fed
- * through `queue`, a lease it gets at once.
+ * A CommitterActor on `table` with in-process ports: an earlier announcement (of snapshot 1 by default), a commit
+ * stream fed through `queue`, a lease it gets at once.
  */
-export function startCommitter(
-  system: ActorSystem,
-  table: Table,
-  o: { backlog?: Array<{ seq: number; committable: Committable }>; onBacklogDecided?: (epoch: number) => void; commitIntervalMs?: number } = {},
-): { published: SnapshotNotification[]; queue: Array<{ seq: number; committable: Committable }> } {
-  const published: SnapshotNotification[] = [];
+export function startCommitter(system: ActorSystem, table: Table, o: HarnessOptions = {}): HarnessState {
+  const state: HarnessState = { published: [], rejections: [], purgedThrough: 0, queue: [...(o.backlog ?? [])] };
+  const { published, queue } = state;
   const bus: Bus = {
-    publishRejection: () => {},
+    publishRejection: (_writer, r) => void state.rejections.push(r),
     publishSnapshot: async (n) => {
       await Promise.resolve();
       published.push(n);
     },
-    lastSnapshotNotified: () => Promise.resolve(1),
+    lastSnapshotNotified: () => Promise.resolve(o.lastNotified ?? 1),
     publishDeadLetters: () => Promise.resolve(),
   };
-  // The commit stream: what an earlier leadership left in it, then what the test adds.
-  const queue: Array<{ seq: number; committable: Committable }> = [...(o.backlog ?? [])];
   const reader: CommitReader = {
     streamId: "COMMITS@1",
     fetch: async (max, waitMs) => {
@@ -55,7 +70,12 @@ export function startCommitter(
     },
     close: () => Promise.resolve(),
   };
-  const commitLog: CommitLog = { maxPayload: 1024 * 1024, append: () => Promise.resolve(), open: () => Promise.resolve(reader), purge: () => Promise.resolve() };
+  const commitLog: CommitLog = {
+    maxPayload: 1024 * 1024,
+    append: () => Promise.resolve(),
+    open: () => Promise.resolve(reader),
+    purge: (_table, through) => Promise.resolve(void (state.purgedThrough = through)),
+  };
   const ingestLog: IngestLog = { liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 1 }), streamIdentity: () => Promise.resolve("S#1"), openBucket: () => Promise.reject(new Error("unused")), purgeBucket: () => Promise.resolve() };
   const grant: LeaseGrant = { token: "x", fencingEpoch: 1, acquiredAtMono: performance.now() };
   let acquired = false;
@@ -77,8 +97,7 @@ export function startCommitter(
         commitLog,
         ingestLog,
         bus,
-        // A leader of epoch 4 wrote the stored assignment but committed nothing (the chain's newest epoch is 1).
-        assignments: { ownerEpochOf: () => 1, storedLeaderEpoch: () => Promise.resolve(4) },
+        assignments: { ownerEpochOf: () => 1, storedLeaderEpoch: () => Promise.resolve(o.storedLeaderEpoch ?? 4) },
         clock: systemClock,
         meter: metrics.getMeter("test"),
         commitIntervalMs: o.commitIntervalMs ?? 40,
@@ -86,13 +105,13 @@ export function startCommitter(
         ...(o.onBacklogDecided !== undefined ? { onBacklogDecided: o.onBacklogDecided } : {}),
       }),
   );
-  return { published, queue };
+  return state;
 }
 
 /** Polls `check` every 20 ms until it holds; fails after `timeoutMs`. */
-export async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+export async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }

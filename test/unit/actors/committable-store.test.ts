@@ -7,17 +7,14 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { metrics } from "@opentelemetry/api";
 import { ActorSystem, noopLogger } from "../../../actors/runtime/index.ts";
-import { CommitterActor } from "../../../actors/committer.ts";
 import { COMMITTABLES_DIR, CommittableStore, toCommitEntry } from "../../../actors/committable-store.ts";
-import { systemClock, type Bus, type CommitLog, type CommitReader, type IngestLog, type Lease, type LeaseGrant } from "../../../actors/ports.ts";
 import { decodeCommitEntry, encodeMsg } from "../../../actors/wire/codec.ts";
 import { fitDeadLetter, payloadLimit } from "../../../actors/wire/limits.ts";
-import type { CommitEntry, Committable, DeadLetter, Rejection, SnapshotNotification } from "../../../actors/wire/messages.ts";
+import type { Committable, DeadLetter } from "../../../actors/wire/messages.ts";
 import { EMPTY_STATS, FileSource, type DataFileMeta } from "../../../src/spec/manifest.ts";
-import type { Table } from "../../../src/table/table.ts";
 import { createTable, tempDir } from "../../helpers/tables.ts";
+import { startCommitter, until } from "../../helpers/committer-harness.ts";
 
 const meta = (i: number, statsBytes: number): DataFileMeta => ({
   fileName: `data-${i}.parquet`,
@@ -57,14 +54,6 @@ const committable = (prevOffset: number, lastOffset: number, files: DataFileMeta
   flushId: lastOffset,
   firstArrivalMillis: 0,
 });
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 test("committable by reference - small ones travel as they are; large ones as a reference to a durable body", async () => {
   const dir = tempDir();
@@ -108,63 +97,15 @@ test("dead letters - one whose original would not fit in a message carries the s
   assert.deepEqual(JSON.parse(new TextDecoder().decode(fitDeadLetter(smallLetter, 1024))), smallLetter);
 });
 
-/** A leader over fake ports reading `queue` as its commit stream. */
-function leader(table: Table, queue: Array<{ seq: number; committable: CommitEntry }>, out: { published: SnapshotNotification[]; rejections: Rejection[]; purgedThrough: number }): CommitterActor {
-  const bus: Bus = {
-    publishRejection: (_w, r) => void out.rejections.push(r),
-    publishSnapshot: (n) => Promise.resolve(void out.published.push(n)),
-    lastSnapshotNotified: () => Promise.resolve(0),
-    publishDeadLetters: () => Promise.resolve(),
-  };
-  const reader: CommitReader = {
-    streamId: "COMMITS@1",
-    fetch: async (max, waitMs) => {
-      if (queue.length === 0) await new Promise((r) => setTimeout(r, Math.min(waitMs, 20)));
-      return queue.splice(0, max);
-    },
-    close: () => Promise.resolve(),
-  };
-  const commitLog: CommitLog = {
-    maxPayload: 1024 * 1024,
-    append: () => Promise.resolve(),
-    open: () => Promise.resolve(reader),
-    purge: (_t, through) => Promise.resolve(void (out.purgedThrough = through)),
-  };
-  const ingestLog: IngestLog = { liveStream: () => Promise.resolve({ identity: "S#1", firstSeq: 1, lastSeq: 1 }), streamIdentity: () => Promise.resolve("S#1"), openBucket: () => Promise.reject(new Error("unused")), purgeBucket: () => Promise.resolve() };
-  const grant: LeaseGrant = { token: "x", fencingEpoch: 1, acquiredAtMono: performance.now() };
-  let acquired = false;
-  const lease: Lease = {
-    tryAcquire: () => Promise.resolve(acquired ? null : ((acquired = true), grant)),
-    renew: () => Promise.resolve(true),
-    release: () => Promise.resolve(),
-    validUntil: () => performance.now() + 60_000,
-    ttlMs: 60_000,
-  };
-  return new CommitterActor({
-    table,
-    nodeId: "n1",
-    lease,
-    keeper: () => ({ isValid: () => true, stop: () => {}, stats: () => ({ renewLagMsMax: 0, renewLagMsLast: 0, renewals: 0, failures: 0 }) }),
-    commitLog,
-    ingestLog,
-    bus,
-    assignments: { ownerEpochOf: () => 1, storedLeaderEpoch: () => Promise.resolve(0) },
-    clock: systemClock,
-    meter: metrics.getMeter("test"),
-    commitIntervalMs: 40,
-    acquireIntervalMs: 10,
-  });
-}
-
 test("committer - applies a committable sent by reference as one, removes its body once purged; a missing body is refused, never applied empty", async () => {
   const dir = tempDir();
   const system = new ActorSystem({ log: noopLogger });
   try {
     const table = await createTable(dir.path, "t.refs", "id BIGINT NOT NULL", { options: { bucket: "1", "bucket-key": "id" } });
     const store = new CommittableStore(table);
-    const queue: Array<{ seq: number; committable: CommitEntry }> = [];
-    const out = { published: [] as SnapshotNotification[], rejections: [] as Rejection[], purgedThrough: 0 };
-    system.spawn("committer", () => leader(table, queue, out));
+    // No snapshot announced before, no stored assignment: the leader takes epoch 1, its writers' owner epoch.
+    const out = startCommitter(system, table, { lastNotified: 0, storedLeaderEpoch: 0 });
+    const queue = out.queue;
     const ref = await store.put(committable(0, 10));
     queue.push({ seq: 1, committable: ref });
     await until("snapshot 1 announced", () => out.published.length >= 1);
