@@ -343,10 +343,11 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private async gatherBeat(l: Leadership, ctx: ActorContext<CommitterMsg>): Promise<void> {
     const windowMs = gatherWindowMs(this.d.commitIntervalMs);
     const clock = this.d.clock;
-    let compactionsOnly = BeatGather.onlyCompactions(l.pending.map((p) => gatherEntryOf(p.committable)));
+    let compactionsOnly: boolean | undefined;
     let deadline = clock.monotonic() + windowMs;
     for (;;) {
       const entries = l.pending.map((p) => gatherEntryOf(p.committable));
+      compactionsOnly ??= BeatGather.onlyCompactions(entries);
       if (compactionsOnly && !BeatGather.onlyCompactions(entries)) {
         // The beat's appends began to arrive: wait for the rest of them with a window of their own.
         compactionsOnly = false;

@@ -133,10 +133,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private session: BucketSession | null = null;
   private sessionRows = 0;
   private sessionBytes = 0;
-  /** A flush asked for while an append was in flight: it starts once that append's dead letters are out. */
-  private flushWaiting = false;
-  /** The beat of the waiting flush (see `flush`), when a flush tick asked for it. */
-  private waitingBeat: number | undefined;
+  /**
+   * A flush asked for while an append was in flight, with the beat a flush tick cut it on (see `flush`): it starts
+   * once that append's dead letters are out. Null when none waits.
+   */
+  private flushWaiting: { beat: number | undefined } | null = null;
   private firstArrival = 0;
   /** Trace contexts of the batches appended since the last flush cut: the next flush span links to them. */
   private traceLinks = new TraceLinks();
@@ -244,8 +245,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.session = null;
     this.sessionRows = 0;
     this.sessionBytes = 0;
-    this.flushWaiting = false;
-    this.waitingBeat = undefined;
+    this.flushWaiting = null;
     this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
     this.traceLinks = new TraceLinks();
@@ -330,9 +330,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (r.rows > 0) this.rowsIn.add(r.rows, this.labels);
         // Dead letters are out before any committable covers their messages.
         await this.publishRejected(r.rejected);
-        if (this.flushWaiting || this.bufferFull()) {
-          const beat = this.flushWaiting ? this.waitingBeat : undefined;
-          this.flushWaiting = false;
+        if (this.flushWaiting !== null || this.bufferFull()) {
+          const beat = this.flushWaiting?.beat;
+          this.flushWaiting = null;
           this.flush(ctx, beat);
         }
         if (this.revoking && !this.flushPending()) {
@@ -486,7 +486,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   /** Hands the stashed messages to the bucket's session (one append at a time, so rows land in stream order). */
   private decodeStash(ctx: ActorContext<WriterMsg>): void {
     // A waiting flush goes first: appends posted after it belong to the next flush.
-    if (this.decoding || this.flushWaiting || this.stash.length === 0 || this.session === null) return;
+    if (this.decoding || this.flushWaiting !== null || this.stash.length === 0 || this.session === null) return;
     const messages = this.stash.splice(0);
     for (const m of messages) this.traceLinks.add(m.traceparent);
     this.decoding = true;
@@ -543,7 +543,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   /** A flush in flight, or one waiting for the append in flight. */
   private flushPending(): boolean {
-    return this.flushing || this.flushWaiting;
+    return this.flushing || this.flushWaiting !== null;
   }
 
   /** Tells the write budget what this writer holds now (buffered, and cut for the flush in flight). */
@@ -565,8 +565,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     // The session answers in posting order, so a flush posted now would also cover the append in flight — whose
     // dead letters are not out yet and whose last sequence this writer has not recorded: flush after it instead.
     if (this.session !== null && this.decoding) {
-      this.flushWaiting = true;
-      this.waitingBeat = beat;
+      this.flushWaiting = { beat };
       return;
     }
     if (this.lastSeq <= this.prevOffset) return;

@@ -14,8 +14,8 @@
  * hand off), then committers release their leases and the process stops. `handOff()` (`natslake node drain`) does
  * the same but keeps the process and its NATS connection: a drained member holding nothing until it is restarted.
  */
-import { failpointAsync } from "../src/failpoints.ts";
 import { availableParallelism } from "node:os";
+import { failpointAsync } from "../src/failpoints.ts";
 import { ParquetEncoderPool, setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { createBucketBuffers, type BucketBuffers } from "../actors/ingest/bucket-buffers.ts";
 import { workerCountFromEnv } from "../src/env.ts";
