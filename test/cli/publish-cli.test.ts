@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
+import { startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { freePort } from "../helpers/servers.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
@@ -103,13 +103,18 @@ test("publish - bad input, an unknown table or an unreachable server: one line, 
 test("publish - --idempotent: the same file published again is stored once; --help says plain publish duplicates", { timeout: 120_000 }, async () => {
   await createTable("pub.idem");
   const file = rowsFile("idem.jsonl", 3_000);
-  const first = nl(["publish", "pub.idem", file, "--nats", c.nats.url, "--idempotent"]);
-  assert.equal(first.status, 0, first.stderr);
-  assert.match(first.stdout, /published 3000 rows to pub\.idem: 3000 ok$/m);
-  assert.match(first.stdout, /duplicate window \(120 s\)/);
-  const again = nl(["publish", "pub.idem", file, "--nats", c.nats.url, "--idempotent", "--wait-visible"]);
-  assert.equal(again.status, 0, again.stderr);
-  assert.match(again.stdout, /published 3000 rows to pub\.idem: 3000 duplicate$/m);
+  // The node's log is printed when this fails: it failed once in CI (the second run never saw its rows visible), and
+  // the output then held nothing to say why.
+  await withNodeLogsOnFailure(c, async () => {
+    const first = nl(["publish", "pub.idem", file, "--nats", c.nats.url, "--idempotent"]);
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /published 3000 rows to pub\.idem: 3000 ok$/m);
+    assert.match(first.stdout, /duplicate window \(120 s\)/);
+    const again = nl(["publish", "pub.idem", file, "--nats", c.nats.url, "--idempotent", "--wait-visible"], 90_000);
+    assert.equal(again.signal, null, `the second publish ended by itself (not killed after 90 s); stdout: ${again.stdout}; stderr: ${again.stderr}`);
+    assert.equal(again.status, 0, again.stderr);
+    assert.match(again.stdout, /published 3000 rows to pub\.idem: 3000 duplicate$/m);
+  }, 150);
   const read = nl(["read", "pub.idem", "--warehouse", c.warehouse, "--format", "jsonl"]);
   assert.equal(read.stdout.trim().split("\n").length, 3000);
   const help = nl(["publish", "--help"]);
@@ -120,10 +125,16 @@ test("publish - --idempotent: the same file published again is stored once; --he
 test("subscribe - a known table still prints its notifications and stops at --count", { timeout: 60_000 }, async () => {
   const sub = spawn(process.execPath, [BIN, "subscribe", "pub.idem", "--nats", c.nats.url, "--count", "1"], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
+  let err = "";
   sub.stdout.on("data", (b: Buffer) => (out += b.toString()));
+  sub.stderr.on("data", (b: Buffer) => (err += b.toString()));
+  const killer = setTimeout(() => sub.kill("SIGKILL"), 30_000);
   const code = await new Promise<number | null>((r) => sub.once("exit", r));
-  assert.equal(code, 0);
-  assert.equal((JSON.parse(out.trim().split("\n")[0]!) as { table: string }).table, "pub.idem");
+  clearTimeout(killer);
+  await withNodeLogsOnFailure(c, async () => {
+    assert.equal(code, 0, `subscribe exited by itself within 30 s; stdout: ${out}; stderr: ${err}`);
+    assert.equal((JSON.parse(out.trim().split("\n")[0]!) as { table: string }).table, "pub.idem");
+  });
 });
 
 test("publish, subscribe - a NATS server without JetStream: one line naming the server, exit 1, no stack", { timeout: 60_000 }, async () => {
