@@ -80,6 +80,8 @@ export interface ParquetReadOptions {
   columns?: string[];
   /** Rows per Arrow record batch of the result; default 65536. */
   batchSize?: number;
+  /** Row groups to decode (indexes); default all. `readParquetAsync` only. */
+  rowGroups?: number[];
 }
 
 /** Maps Paimon's `file.compression` names onto Parquet codecs. */
@@ -211,7 +213,7 @@ export function readParquet(bytes: Uint8Array, opts: ParquetReadOptions = {}): a
 
 /** Like `readParquet`, but column projection happens inside the decoder (parquet-wasm's async file reader). */
 export async function readParquetAsync(bytes: Uint8Array, opts: ParquetReadOptions = {}): Promise<arrow.Table> {
-  return arrow.tableFromIPC(await decodeToIpcStream(bytes, { columns: opts.columns, batchSize: opts.batchSize }));
+  return arrow.tableFromIPC(await decodeToIpcStream(bytes, { columns: opts.columns, batchSize: opts.batchSize, rowGroups: opts.rowGroups }));
 }
 
 function project(table: arrow.Table, columns: readonly string[]): arrow.Table {
