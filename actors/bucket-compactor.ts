@@ -98,13 +98,16 @@ export interface CompactionJobResult {
   inputFiles: number;
   outputFiles: number;
   inputBytes: number;
+  /** Rows rewritten, and of them those whose row groups were copied byte for byte (src/maintenance/compact-copy.ts). */
+  rows: number;
+  rowsCopied: number;
   /** Milliseconds waiting for the node's compaction slot, and rewriting under it (0 when nothing was rewritten). */
   slotWaitMs: number;
   rewriteMs: number;
 }
 
 /** A job that sent nothing (nothing worth compacting, stopped, or nothing fitted a message). */
-const NOTHING_SENT: Readonly<CompactionJobResult> = Object.freeze({ entry: null, inputFiles: 0, outputFiles: 0, inputBytes: 0, slotWaitMs: 0, rewriteMs: 0 });
+const NOTHING_SENT: Readonly<CompactionJobResult> = Object.freeze({ entry: null, inputFiles: 0, outputFiles: 0, inputBytes: 0, rows: 0, rowsCopied: 0, slotWaitMs: 0, rewriteMs: 0 });
 
 export class BucketCompactor {
   private readonly manifests: ManifestStore;
@@ -194,6 +197,8 @@ export class BucketCompactor {
       inputFiles: sent.reduce((n, r) => n + r.inputs.length, 0),
       outputFiles: sent.reduce((n, r) => n + r.outputs.length, 0),
       inputBytes: sent.reduce((n, r) => n + r.inputs.reduce((m, f) => m + f.fileSize, 0), 0),
+      rows: sent.reduce((n, r) => n + r.inputs.reduce((m, f) => m + f.rowCount, 0), 0),
+      rowsCopied: sent.reduce((n, r) => n + r.rowsCopied, 0),
       slotWaitMs: rewriteFrom - waitFrom,
       rewriteMs,
     };

@@ -172,6 +172,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private nextCompactionAt = 0;
   private readonly compactionJobs;
   private readonly compactionFiles;
+  private readonly compactionRows;
   private readonly compactionSeconds;
 
   constructor(private readonly d: WriterDeps) {
@@ -189,6 +190,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         : null;
     this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
     this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });
+    this.compactionRows = d.meter.createCounter("natslake_compaction_rows_total", { description: "rows in compactions writers sent, by how they were written (copied: their row groups copied byte for byte; reencoded: decoded and encoded again)" });
     // Where a bucket's compaction time goes: waiting for the node's slot (other buckets' rewrites) or rewriting.
     this.compactionSeconds = d.meter.createHistogram("natslake_compaction_seconds", { description: "writers' compaction jobs that sent a change: seconds waiting for the node's compaction slot and rewriting, by stage (slot-wait, rewrite)", unit: "s", advice: { explicitBucketBoundaries: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] } });
     this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
@@ -382,9 +384,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (r.entry !== null) {
           this.compactionFiles.add(r.inputFiles, { ...this.labels, role: "input" });
           this.compactionFiles.add(r.outputFiles, { ...this.labels, role: "output" });
+          this.compactionRows.add(r.rowsCopied, { ...this.labels, how: "copied" });
+          this.compactionRows.add(r.rows - r.rowsCopied, { ...this.labels, how: "reencoded" });
           this.compactionSeconds.record(r.slotWaitMs / 1000, { table: this.d.table.name, stage: "slot-wait" });
           this.compactionSeconds.record(r.rewriteMs / 1000, { table: this.d.table.name, stage: "rewrite" });
-          ctx.log.debug("compaction sent", { ...this.labels, lane: msg.lane, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
+          ctx.log.debug("compaction sent", { ...this.labels, lane: msg.lane, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes, rows: r.rows, rowsCopied: r.rowsCopied, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
         }
         return;
       }

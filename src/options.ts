@@ -93,6 +93,12 @@ export const OPTIONS: readonly OptionDef[] = [
   def("primary-key.nullable", "bool", "Allow nullable primary key columns", "false"),
   def("dynamic-bucket.target-row-num", "long", "Rows per dynamic bucket", "2000000"),
   def("data-file.thin-mode", "bool", "Omit _KEY_ columns in primary-key files", "false"),
+  def(
+    "natslake.compaction.copy-row-group-rows",
+    "int",
+    "Compaction copies row groups of at least this many rows byte for byte instead of decoding and encoding them again (0: never)",
+    "32768",
+  ),
   def("natslake.commit-interval", "duration", "How often the cluster commits a snapshot", "250 ms"),
   def("natslake.stream.max-bytes", "memory", "Ingest stream size bound (discard new when full)", "1 gb"),
   def("natslake.stream.duplicate-window", "duration", "Ingest stream de-duplication window", "2 min"),

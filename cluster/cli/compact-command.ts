@@ -26,7 +26,7 @@ export function summaryLine(s: CompactSummary): string {
   if (s.dryRun) return `${s.table}: would compact ${s.inputFiles} files in ${s.tasks} task(s): ${s.filesBefore} → ${s.filesAfter} files, ${s.rows} rows rewritten; dry run, nothing written`;
   return (
     `${s.table}: compacted ${s.inputFiles} files into ${s.outputFiles} in ${s.tasks} task(s): ${s.filesBefore} → ${s.filesAfter} files, ` +
-    `${mb(s.bytesBefore)} → ${mb(s.bytesAfter)}, ${s.rows} rows rewritten; snapshot ${s.snapshotId ?? "(none)"}`
+    `${mb(s.bytesBefore)} → ${mb(s.bytesAfter)}, ${s.rows} rows rewritten${s.rowsCopied > 0 ? ` (${s.rowsCopied} in row groups copied as they were)` : ""}; snapshot ${s.snapshotId ?? "(none)"}`
   );
 }
 

@@ -45,6 +45,7 @@ import type { Value } from "../spec/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter } from "../write/data-file-writer.ts";
+import { writeByCopy } from "./compact-copy.ts";
 
 /** Paimon's `source.split.open-file-cost` default: what packing counts per file on top of its size. */
 const OPEN_FILE_COST = 4 * 1024 * 1024;
@@ -70,6 +71,11 @@ export interface CompactionRules {
   /** Files never taken as inputs (and, in a fixed bucket, ending a run): e.g. inputs of compactions in flight. */
   exclude?: (f: DataFileMeta) => boolean;
   /**
+   * Row groups of at least this many rows are copied into the output byte for byte (`natslake.compaction.copy-row-
+   * group-rows`; 0: every row is decoded and encoded again).
+   */
+  copyRowGroupRows: number;
+  /**
    * Files written with a newer schema than this are never inputs (the table handle's schema: rewriting them through
    * an older schema would drop the columns added since). Default: no bound.
    */
@@ -85,11 +91,13 @@ export function compactionRules(table: Table, over: Partial<CompactionRules> = {
     minFileNum: table.options.int("compaction.min.file-num"),
     maxFileNum: table.options.int("compaction.max.file-num"),
     maxRowsPerFile: MAX_ROWS_PER_FILE,
+    copyRowGroupRows: table.options.int("natslake.compaction.copy-row-group-rows"),
     ...over,
   };
   if (!(rules.targetFileSize > 0)) throw new LakeError(ErrorKind.DataInvalid, `target-file-size must be positive, got ${rules.targetFileSize}`);
   if (!(ratio > 0 && ratio <= 1) && over.smallFileSize === undefined) throw new LakeError(ErrorKind.DataInvalid, `compaction.small-file-ratio must be in (0, 1], got ${ratio}`);
   if (!(rules.minFileNum >= 1)) throw new LakeError(ErrorKind.DataInvalid, `compaction.min.file-num must be at least 1, got ${rules.minFileNum}`);
+  if (!(rules.copyRowGroupRows >= 0)) throw new LakeError(ErrorKind.DataInvalid, `natslake.compaction.copy-row-group-rows must be at least 0, got ${rules.copyRowGroupRows}`);
   if (!(rules.maxFileNum >= 2)) throw new LakeError(ErrorKind.DataInvalid, `compaction.max.file-num must be at least 2, got ${rules.maxFileNum}`);
   return rules;
 }
@@ -272,6 +280,8 @@ export interface CompactResult {
   inputs: DataFileMeta[];
   outputs: DataFileMeta[];
   writtenPaths: string[];
+  /** Rows whose row groups were copied byte for byte rather than decoded and encoded again. */
+  rowsCopied: number;
 }
 
 /**
@@ -297,10 +307,22 @@ export async function rewrite(table: Table, task: CompactionTask, o: { rules?: P
   if (newer !== undefined) {
     throw new LakeError(ErrorKind.Conflict, `${newer.fileName} of ${table.name} was written with schema ${newer.schemaId}, newer than this handle's ${table.schema.id}: reopen the table to compact it`, { retryable: false });
   }
-  const result: CompactResult = { task, inputs: task.files, outputs: [], writtenPaths: [] };
+  const result: CompactResult = { task, inputs: task.files, outputs: [], writtenPaths: [], rowsCopied: 0 };
   let seq = task.files.reduce((min, f) => (f.minSequenceNumber < min ? f.minSequenceNumber : min), task.files[0]!.minSequenceNumber);
   try {
     for (const group of outputGroups(task.files, rules)) {
+      // Large row groups are copied, not decoded and encoded again (src/maintenance/compact-copy.ts): only when an
+      // input is large enough to hold one.
+      if (rules.copyRowGroupRows > 0 && group.some((f) => f.rowCount >= rules.copyRowGroupRows)) {
+        const copied = await writeByCopy(table, writer, { partitionPath: ppath, bucket: task.bucket }, group, seq, rules.copyRowGroupRows, pool, (p) => result.writtenPaths.push(p));
+        if (copied.kind === "written") {
+          result.outputs.push(copied.file);
+          result.rowsCopied += copied.stats.rowsCopied;
+          seq = copied.file.maxSequenceNumber + 1n;
+          await failpointAsync("compact.rewrite.after-output");
+          continue;
+        }
+      }
       const batches: arrow.RecordBatch[] = [];
       // Every input decodes in the pool, small ones too (0: no inline threshold): a writer node compacts on its main
       // thread's time otherwise — small inputs are most of them, and decoding them inline took ~7 % of a writer
@@ -385,6 +407,8 @@ export interface CompactSummary {
   inputFiles: number;
   outputFiles: number;
   rows: number;
+  /** Of `rows`, those whose row groups were copied byte for byte (not decoded and encoded again). */
+  rowsCopied: number;
 }
 
 /** Plans, rewrites and commits in one go (the CLI's `natslake compact`). */
@@ -407,6 +431,7 @@ export async function compactTable(table: Table, o: CompactOptions = {}): Promis
     inputFiles,
     outputFiles: 0,
     rows: plan.tasks.reduce((n, t) => n + t.files.reduce((m, f) => m + f.rowCount, 0), 0),
+    rowsCopied: 0,
   };
   if (o.dryRun === true || plan.tasks.length === 0) return summary;
   const results: CompactResult[] = [];
@@ -424,6 +449,7 @@ export async function compactTable(table: Table, o: CompactOptions = {}): Promis
   const outputs = results.flatMap((r) => r.outputs);
   summary.snapshotId = snapshot?.id ?? null;
   summary.outputFiles = outputs.length;
+  summary.rowsCopied = results.reduce((n, r) => n + r.rowsCopied, 0);
   summary.filesAfter = plan.filesBefore - inputFiles + outputs.length;
   summary.bytesAfter = plan.bytesBefore - inputBytes + outputs.reduce((n, f) => n + f.fileSize, 0);
   return summary;

@@ -248,11 +248,23 @@ class FileReadContext {
     return { path, bytes, mapping };
   }
 
+  /**
+   * Decodes row groups of a data file fetched already (its whole bytes) into the target schema; `rows`: how many rows
+   * those groups hold (from the footer), checked against what is decoded.
+   */
+  async decodeRowGroups(file: DataFileMeta, path: string, bytes: Uint8Array, rowGroups: number[], rows: number, pool: ParquetEncoderPool | null): Promise<arrow.RecordBatch[]> {
+    const mapping = await this.mapping(file.schemaId);
+    const columns = mapping.projected ? mapping.columns : undefined;
+    const decoded = pool === null ? await readParquetAsync(bytes, { columns, rowGroups }) : await pool.decode(bytes, { columns, rowGroups });
+    return this.toTarget(decoded, mapping, file, path, rows);
+  }
+
   /** The decoded file's batches in the target schema: columns taken, converted or null-filled by the mapping. */
-  private toTarget(data: arrow.Table, mapping: SchemaMapping, file: DataFileMeta, path: string): arrow.RecordBatch[] {
+  private toTarget(data: arrow.Table, mapping: SchemaMapping, file: DataFileMeta, path: string, expectedRows = file.rowCount): arrow.RecordBatch[] {
     const { fields, targetSchema, structType } = this;
     const { sources, sameLogicalType } = mapping;
-    checkRowCount(data.numRows, file, path);
+    if (expectedRows === file.rowCount) checkRowCount(data.numRows, file, path);
+    else if (data.numRows !== expectedRows) throw new LakeError(ErrorKind.DataInvalid, `row groups of data file ${path} decoded to ${data.numRows} rows but its footer says ${expectedRows}`, { context: { path } });
     // How each target column comes out of the file, decided once per file (its batches share one schema).
     const names = data.schema.fields.map((x) => x.name);
     const plan: ColumnSource[] = fields.map((f, k) => {
@@ -278,6 +290,14 @@ function checkRowCount(rows: number, file: DataFileMeta, path: string): void {
   if (rows !== file.rowCount) {
     throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${rows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
   }
+}
+
+/**
+ * Decodes the row groups `rowGroups` (holding `rows` rows) of a data file whose bytes were read already, into the
+ * table's current schema — a compaction rewriting a file's small row groups while it copies its large ones.
+ */
+export function decodeDataFileRowGroups(table: Table, file: DataFileMeta, path: string, bytes: Uint8Array, rowGroups: number[], rows: number, pool: ParquetEncoderPool | null): Promise<arrow.RecordBatch[]> {
+  return new FileReadContext(table, table.schema.fields).decodeRowGroups(file, path, bytes, rowGroups, rows, pool);
 }
 
 /** Reads data files the way `readPlanBatches` reads them with this projection (the same batches, schema and checks). */

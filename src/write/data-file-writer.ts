@@ -133,6 +133,20 @@ export class DataFileWriter {
     };
   }
 
+  /**
+   * The columns its files' value statistics cover (empty: statistics off) and the `_VALUE_STATS_COLS` it writes for
+   * them (null: every column).
+   */
+  get valueStatsLayout(): { fields: DataField[]; cols: string[] | null } {
+    const fields = this.statsEnabled ? this.statsColumns : [];
+    return { fields, cols: !this.statsEnabled ? [] : fields.length === this.table.schema.fields.length ? null : fields.map((f) => f.name) };
+  }
+
+  /** One Parquet file of `data` in this table's settings, encoded in the pool when it has one. */
+  async encodeBytes(data: arrow.Table): Promise<Uint8Array> {
+    return this.pool === null ? writeParquet(data, this.parquetOptions) : this.pool.encode(data, this.parquetOptions);
+  }
+
   /** This table's encoding settings, for encoding its files elsewhere (`encodeDataFile`). */
   get encodeSpec(): DataFileEncodeSpec {
     return { parquet: this.parquetOptions, statsFields: this.statsEnabled ? this.statsColumns : null, statsModes: this.statsModes };
@@ -267,7 +281,7 @@ export class DataFileWriter {
       embeddedIndex: null,
       fileSource: this.fileSource,
       // null = stats cover every column; a list = only these (dense mode); [] = none.
-      valueStatsCols: !this.statsEnabled ? [] : this.statsColumns.length === fields.length ? null : this.statsColumns.map((f) => f.name),
+      valueStatsCols: this.valueStatsLayout.cols,
       externalPath: null,
       firstRowId: null,
       writeCols: null,

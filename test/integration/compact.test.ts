@@ -9,7 +9,8 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { DuckDBInstance } from "@duckdb/node-api";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTable, readJson, reopen, sortRows, tempDir, writeRows } from "../helpers/tables.ts";
@@ -17,6 +18,7 @@ import { paimonRead } from "../helpers/python.ts";
 import { javaPaimonRead, javaRows } from "../helpers/java.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
 import { sharedParquetPool } from "../../src/codec/parquet-pool.ts";
+import { parquetRowGroupRows } from "../../src/codec/parquet-stitch.ts";
 import { abortCompaction, commitCompaction, compactTable, planCompaction, rewrite } from "../../src/maintenance/compact.ts";
 import { CommitKind, natslakeProperties } from "../../src/spec/snapshot.ts";
 import { FileSource } from "../../src/spec/manifest.ts";
@@ -426,4 +428,73 @@ test("compact - files of an older schema come out in the current one; files pypa
   pt = await reopen(wh.path, py);
   assert.deepEqual(sortRows(await readJson(pt)), pyRows);
   assert.deepEqual(sortRows(await paimonRead(wh.path, py)), pyRows);
+});
+
+test("compact - large row groups are copied byte for byte, small ones merged; same rows, order and statistics as a full rewrite; pypaimon, Java and DuckDB read it", async () => {
+  // Two tables fed the same commits: one copies row groups of ≥ 300 rows, the other rewrites every row (0).
+  const columns = "id BIGINT NOT NULL, who STRING, d DOUBLE, note STRING";
+  const options = (copy: string): Record<string, string> => ({ bucket: "1", "bucket-key": "id", "natslake.compaction.copy-row-group-rows": copy });
+  const names = ["c.copy", "c.nocopy"] as const;
+  for (const [k, name] of names.entries()) await createTable(wh.path, name, columns, { options: options(k === 0 ? "300" : "0") });
+  // Values that make merging statistics interesting: a NaN (no bounds in that file), long strings (truncated
+  // bounds), nulls; the first rounds leave a stitched file with a small tail for the next round to merge.
+  const row = (id: number): Record<string, unknown> => ({
+    id,
+    who: `w${id}`,
+    d: id === 777 ? Number.NaN : id % 11 === 0 ? null : id / 3,
+    note: id % 5 === 0 ? null : `${"x".repeat(id % 40)}-${id}`,
+  });
+  let id = 0;
+  const feed = async (sizes: number[]): Promise<void> => {
+    for (const n of sizes) {
+      const rows = Array.from({ length: n }, () => row(id++));
+      for (const name of names) await writeRows(await reopen(wh.path, name), rows);
+    }
+  };
+  await feed([400, 20, 20, 500, 20]);
+  const first = await compactTable(await reopen(wh.path, names[0]));
+  assert.equal(first.filesAfter, 1);
+  // Copied: the 400 and 500 groups, and the last 20 alone (encoding one group again gives the same group).
+  assert.equal(first.rowsCopied, 920);
+  assert.equal((await compactTable(await reopen(wh.path, names[1]))).rowsCopied, 0);
+  await feed([30, 30, 30, 30, 30]);
+  const second = await compactTable(await reopen(wh.path, names[0]));
+  // Copied: 400, the 40 between the large groups (alone again), 500; the 20-row tail joined the new rows.
+  assert.equal(second.rowsCopied, 940);
+  await compactTable(await reopen(wh.path, names[1]));
+
+  const [copied, rewritten] = await Promise.all(names.map(async (name) => (await liveFiles(await reopen(wh.path, name)))[0]!.files));
+  assert.equal(copied!.length, 1);
+  assert.equal(rewritten!.length, 1);
+  const out = copied![0]!;
+  const t = await reopen(wh.path, names[0]);
+  const path = t.paths.dataFilePath("", 0, out.fileName);
+  const bytes = new Uint8Array(readFileSync(path));
+  // The large groups (400, 500) kept their size; the small rows between and after them were merged into new groups:
+  // 20+20 between, then the first round's 20-row tail with the second round's 150.
+  assert.deepEqual(parquetRowGroupRows(bytes), [400, 40, 500, 170]);
+  assert.equal(out.fileSource, FileSource.COMPACT);
+  assert.equal(out.rowCount, 1110);
+  assert.equal(out.maxSequenceNumber - out.minSequenceNumber + 1n, 1110n);
+  // Same rows in the same order as the table that rewrote everything, and the same statistics (merged from the
+  // inputs' on one side, computed from the values on the other; NaN and truncated strings included).
+  assert.deepEqual(await readJson(t), await readJson(await reopen(wh.path, names[1])));
+  assert.deepEqual(out.valueStats, rewritten![0]!.valueStats);
+  assert.deepEqual(out.valueStatsCols, rewritten![0]!.valueStatsCols);
+  const rows = await readJson(t);
+  assert.deepEqual(rows.map((r) => r["id"]), Array.from({ length: 1110 }, (_, k) => k), "the bucket reads in write order");
+  const py = await paimonRead(wh.path, names[0]);
+  assert.deepEqual(py.map((r) => r["id"]).sort((a, b) => Number(a) - Number(b)), rows.map((r) => r["id"]), "pypaimon reads every row");
+  assert.deepEqual(py.find((r) => r["id"] === 3)?.["note"], rows[3]!["note"]);
+  const java = javaRows((await javaPaimonRead(wh.path, [t], [{ table: names[0] }]))[0]);
+  assert.deepEqual(java.map((r) => r["id"]), rows.map((r) => r["id"]), "Java reads every row, in sequence order");
+  const inst = await DuckDBInstance.create(":memory:");
+  const conn = await inst.connect();
+  try {
+    const duck = (await conn.runAndReadAll(`select count(*)::INTEGER as n, sum(id)::BIGINT as s, count(note)::INTEGER as notes from read_parquet('${path}')`)).getRowObjectsJS()[0]!;
+    assert.deepEqual(duck, { n: 1110, s: BigInt((1109 * 1110) / 2), notes: rows.filter((r) => r["note"] !== null).length });
+  } finally {
+    conn.closeSync();
+    inst.closeSync();
+  }
 });

@@ -10,7 +10,7 @@ import { TableOptions, validateCreateOptions } from "../../../src/options.ts";
 import { WRITER_SIZE_RATIO } from "../../../actors/bucket-compactor.ts";
 
 const MB = 1024 * 1024;
-const rules: CompactionRules = { smallFileSize: 70 * MB, targetFileSize: 100 * MB, minFileNum: 3, maxFileNum: 6, maxRowsPerFile: 1_000_000 };
+const rules: CompactionRules = { smallFileSize: 70 * MB, targetFileSize: 100 * MB, minFileNum: 3, maxFileNum: 6, maxRowsPerFile: 1_000_000, copyRowGroupRows: 0 };
 
 let nextSeq = 0n;
 function file(name: string, size: number, rows = 10): DataFileMeta {

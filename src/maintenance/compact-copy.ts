@@ -1,0 +1,165 @@
+/**
+ * One compaction output written by copying the inputs' large row groups byte for byte and re-encoding only their
+ * small ones (src/codec/parquet-stitch.ts).
+ *
+ * Why: the writers' size-ratio pick merges a bucket's files into ones about twice as large, level by level, so every
+ * row is rewritten once per level — ~7 times in a 10-minute run at 250 ms commits, each time a decode and an encode
+ * (issue 10: node CPU per 1M rows 57 s with maintenance on against 27 s off). A row group that is already large gains
+ * nothing from being decoded and encoded again: the same pages come out. So row groups of at least
+ * `natslake.compaction.copy-row-group-rows` rows are copied; consecutive small ones (a flush's file, or the tail a
+ * previous merge re-encoded) are decoded and encoded together into new row groups, which grow until they too are
+ * copied from then on. Rows keep their order: pieces are laid out in input order, row group by row group.
+ *
+ * Statistics: the output holds exactly the inputs' rows, so its value statistics are the inputs' merged (min of
+ * minimums, max of maximums, null counts summed) — no pass over the values. A column whose bounds an input does not
+ * know (null bounds over non-null values: NaN, a string with no short upper bound, `counts` mode) has unknown bounds
+ * in the output too.
+ *
+ * Eligible inputs: Parquet files of the table's current schema whose statistics cover the columns this writer's do
+ * (a file written through an older schema or with other statistics columns is rewritten as before). When the footers
+ * disagree (another writer's key/value metadata, a file from an older natslake), the caller rewrites the group.
+ */
+import type * as arrow from "apache-arrow";
+import { Table as ArrowTable } from "apache-arrow";
+import { ErrorKind, LakeError } from "../errors.ts";
+import { compareValues } from "../codec/stats.ts";
+import { parquetRowGroupRows, stitchParquet, type StitchPiece } from "../codec/parquet-stitch.ts";
+import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
+import { decodeDataFileRowGroups } from "../scan/read.ts";
+import { deserializeBinaryRow, serializeBinaryRow } from "../spec/binary-row.ts";
+import type { DataField } from "../spec/data-types.ts";
+import { EMPTY_STATS, type DataFileMeta, type SimpleStats } from "../spec/manifest.ts";
+import type { Value } from "../spec/values.ts";
+import type { Table } from "../table/table.ts";
+import type { DataFileWriter } from "../write/data-file-writer.ts";
+
+/** What copying saved or cost in one output (for the compaction's summary and metrics). */
+export interface CopyStats {
+  rowsCopied: number;
+  rowsReencoded: number;
+}
+
+export type CopyOutcome = { kind: "written"; file: DataFileMeta; stats: CopyStats } | { kind: "not-eligible"; reason: string };
+
+const sameCols = (a: readonly string[] | null, b: readonly string[] | null): boolean =>
+  a === null || b === null ? a === b : a.length === b.length && a.every((x, k) => x === b[k]);
+
+/** Why `file` cannot be copied from in `table` by `writer`, or null when it can. */
+export function copyIneligibility(table: Table, writer: DataFileWriter, file: DataFileMeta): string | null {
+  if (!file.fileName.endsWith(".parquet")) return `${file.fileName} is not Parquet`;
+  if (file.schemaId !== table.schema.id) return `${file.fileName} has schema ${file.schemaId}, not ${table.schema.id}`;
+  if (!sameCols(file.valueStatsCols, writer.valueStatsLayout.cols)) return `${file.fileName} has statistics of other columns`;
+  return null;
+}
+
+/**
+ * Writes `group` (consecutive inputs of one bucket, in sequence order) as one data file whose rows take sequence
+ * numbers from `firstSeq`, copying row groups of at least `copyMinRows` rows. `not-eligible` when an input cannot be
+ * copied from or the footers disagree: the caller rewrites the group (nothing was written then).
+ */
+export async function writeByCopy(
+  table: Table,
+  writer: DataFileWriter,
+  where: { partitionPath: string; bucket: number },
+  group: readonly DataFileMeta[],
+  firstSeq: bigint,
+  copyMinRows: number,
+  pool: ParquetEncoderPool | null,
+  onPath: (path: string) => void,
+): Promise<CopyOutcome> {
+  for (const f of group) {
+    const why = copyIneligibility(table, writer, f);
+    if (why !== null) return { kind: "not-eligible", reason: why };
+  }
+  const inputs = await Promise.all(
+    group.map(async (file) => {
+      const path = table.paths.dataFilePath(where.partitionPath, where.bucket, file.fileName, file.externalPath);
+      const bytes = await table.io.readFile(path);
+      const groupRows = parquetRowGroupRows(bytes);
+      const total = groupRows.reduce((n, r) => n + r, 0);
+      if (total !== file.rowCount) throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${total} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
+      return { file, path, bytes, groupRows };
+    }),
+  );
+
+  // Row group by row group in input order: a large one is a piece of its own file; runs of small ones (across files)
+  // are decoded and encoded together into a piece.
+  const pieces: StitchPiece[] = [];
+  const stats: CopyStats = { rowsCopied: 0, rowsReencoded: 0 };
+  let run: Array<{ input: (typeof inputs)[number]; rowGroups: number[]; rows: number }> = [];
+  const flushRun = async (): Promise<void> => {
+    if (run.length === 0) return;
+    if (run.length === 1 && run[0]!.rowGroups.length === 1) {
+      // One small group alone (between large ones, or the last): encoding it again would give the same group.
+      pieces.push({ bytes: run[0]!.input.bytes, rowGroups: run[0]!.rowGroups });
+      stats.rowsCopied += run[0]!.rows;
+      run = [];
+      return;
+    }
+    const batches: arrow.RecordBatch[] = [];
+    for (const r of run) batches.push(...(await decodeDataFileRowGroups(table, r.input.file, r.input.path, r.input.bytes, r.rowGroups, r.rows, pool)));
+    const bytes = await writer.encodeBytes(new ArrowTable(batches[0]!.schema, batches));
+    pieces.push({ bytes, rowGroups: parquetRowGroupRows(bytes).map((_, k) => k) });
+    stats.rowsReencoded += run.reduce((n, r) => n + r.rows, 0);
+    run = [];
+  };
+  for (const input of inputs) {
+    for (const [g, rows] of input.groupRows.entries()) {
+      if (rows >= copyMinRows) {
+        await flushRun();
+        const last = pieces[pieces.length - 1];
+        // Consecutive large groups of one file stay one piece.
+        if (last !== undefined && last.bytes === input.bytes) (last.rowGroups as number[]).push(g);
+        else pieces.push({ bytes: input.bytes, rowGroups: [g] });
+        stats.rowsCopied += rows;
+      } else if (rows > 0) {
+        const open = run[run.length - 1];
+        if (open !== undefined && open.input === input) {
+          open.rowGroups.push(g);
+          open.rows += rows;
+        } else run.push({ input, rowGroups: [g], rows });
+      }
+    }
+  }
+  await flushRun();
+  const rowCount = group.reduce((n, f) => n + f.rowCount, 0);
+  const stitched = stitchParquet(pieces);
+  if (stitched.kind === "refused") return { kind: "not-eligible", reason: stitched.reason };
+  if (stitched.rows !== rowCount) throw new LakeError(ErrorKind.Unexpected, `a compaction of ${table.name} bucket ${where.bucket} stitched ${stitched.rows} rows from files whose manifest entries say ${rowCount}`);
+  const [file] = await writer.persistEncoded(where.partitionPath, where.bucket, [{ bytes: stitched.bytes, rowCount, valueStats: mergedValueStats(writer.valueStatsLayout.fields, group) }], firstSeq, onPath);
+  return { kind: "written", file: file!, stats };
+}
+
+/**
+ * The value statistics of the union of `files`' rows, from theirs: bounds merged, null counts summed; a column's
+ * bounds are unknown (null) when any file's are unknown while it holds non-null values in that column.
+ */
+export function mergedValueStats(fields: readonly DataField[], files: readonly DataFileMeta[]): SimpleStats {
+  if (fields.length === 0) return EMPTY_STATS;
+  const types = fields.map((f) => f.type);
+  const min: Value[] = new Array<Value>(fields.length).fill(null);
+  const max: Value[] = new Array<Value>(fields.length).fill(null);
+  const nulls: Array<bigint | null> = new Array<bigint | null>(fields.length).fill(0n);
+  const unknown = new Array<boolean>(fields.length).fill(false);
+  for (const f of files) {
+    const lo = deserializeBinaryRow(types, f.valueStats.minValues);
+    const hi = deserializeBinaryRow(types, f.valueStats.maxValues);
+    for (let k = 0; k < fields.length; k++) {
+      const n = f.valueStats.nullCounts[k] ?? null;
+      const count = nulls[k] ?? null;
+      nulls[k] = n === null || count === null ? null : count + n;
+      const a = lo[k] ?? null;
+      const b = hi[k] ?? null;
+      if (a === null || b === null) {
+        // No bounds: either every value is null (nothing to merge) or the bounds are unknown.
+        if (n === null || n < BigInt(f.rowCount)) unknown[k] = true;
+        continue;
+      }
+      const t = types[k]!;
+      if (min[k] === null || compareValues(t, a, min[k]!) < 0) min[k] = a;
+      if (max[k] === null || compareValues(t, b, max[k]!) > 0) max[k] = b;
+    }
+  }
+  for (let k = 0; k < fields.length; k++) if (unknown[k]) min[k] = max[k] = null;
+  return { minValues: serializeBinaryRow(types, min), maxValues: serializeBinaryRow(types, max), nullCounts: nulls };
+}
