@@ -12,7 +12,7 @@
  * scan at minute 1 and at the end, and compares the end's with the same rows written by one batch write. From the
  * load generator: throughput and publish→visible p50/p99 per phase. Each issue-10 target is printed with ✔/✘.
  *
- *   node --import tsx bench/maintenance.bench.ts [--minutes N] [--node-logs DIR --log-level debug] [--node-cpu-prof DIR]
+ *   node --import tsx bench/maintenance.bench.ts [--minutes N] [--option KEY=VALUE] [--node-logs DIR --log-level debug] [--node-cpu-prof DIR]
  *   (default 2 minutes per phase; the issue's run: 10)
  * Its figures go to the benchmark results file too (bench/figures.ts, section `maintenance`).
  */
@@ -61,7 +61,16 @@ const ON_TARGETS = { filesPerBucket: 10, planGrowth: 1.2, scanVsBatch: 0.8, thro
 // --node-logs DIR keeps the nodes' logs (at --log-level, default warn) after the run, e.g. to read compaction timings.
 // --retain-max N sets the table's snapshot.num-retained.max (the cluster's default is 3000, reached after ~3.5 min):
 // a short run then tests the expiration bound too.
-const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" }, "node-logs": { type: "string" }, "log-level": { type: "string", default: "warn" }, "retain-max": { type: "string" }, "node-cpu-prof": { type: "string" } } });
+// --option KEY=VALUE (repeatable) adds a table option to the on phase, e.g. natslake.compaction.copy-row-group-rows=0
+// to measure compaction without row-group copying.
+const { values: flags } = parseArgs({ options: { minutes: { type: "string", default: "2" }, "node-logs": { type: "string" }, "log-level": { type: "string", default: "warn" }, "retain-max": { type: "string" }, "node-cpu-prof": { type: "string" }, option: { type: "string", multiple: true } } });
+const ON_OPTIONS: Record<string, string> = Object.fromEntries(
+  (flags.option ?? []).map((kv) => {
+    const at = kv.indexOf("=");
+    if (at <= 0) throw new Error(`--option takes KEY=VALUE, got '${kv}'`);
+    return [kv.slice(0, at), kv.slice(at + 1)];
+  }),
+);
 const PROFILING = nodeProfiling(flags["node-cpu-prof"]);
 const MINUTES = Number(flags.minutes);
 if (!(MINUTES > 0)) throw new Error(`--minutes must be a positive number, got ${flags.minutes}`);
@@ -572,7 +581,7 @@ async function main(): Promise<void> {
   say(`  retention: ${Object.entries(RETENTION).map(([k, v]) => `${k} = ${v}`).join(", ")}`);
   const c = await startCluster(nats.bin);
   try {
-    const on = await runPhase(c, "on", flags["retain-max"] !== undefined ? { "snapshot.num-retained.max": flags["retain-max"] } : {}, "writer-side compaction, expiration by the leader");
+    const on = await runPhase(c, "on", { ...(flags["retain-max"] !== undefined ? { "snapshot.num-retained.max": flags["retain-max"] } : {}), ...ON_OPTIONS }, "writer-side compaction, expiration by the leader");
     say(`\nbaseline: the ${fmt(on.scanEnd.rows)} rows of snapshot ${on.endSnapshot} written by one batch write`);
     const baseline = await batchBaseline(c.dir, on.tableHandle, on.endSnapshot);
     say(`  written in ${baseline.writeSeconds.toFixed(1)} s into ${baseline.files} files; full scans alternated with the maintained table's snapshot ${on.endSnapshot}, median of ${SCAN_RUNS}: batch ${baseline.scan.seconds.toFixed(2)} s = ${fmt(scanRate(baseline.scan))} rows/s (runs ${baseline.scan.runs.map((x) => x.toFixed(2)).join(" ")} s), maintained ${baseline.maintained.seconds.toFixed(2)} s = ${fmt(scanRate(baseline.maintained))} rows/s (runs ${baseline.maintained.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
