@@ -257,7 +257,6 @@ export class DataFileWriter {
     onPath: (path: string) => void,
   ): Promise<DataFileMeta> {
     failpoint("writer.parquet.encoded");
-    const fields = this.table.schema.fields;
     const fileName = this.table.paths.newDataFileName(this.table.options.get("data-file.prefix") ?? "data-", "parquet");
     const path = this.table.paths.dataFilePath(partitionPath, bucket, fileName);
     onPath(path);
