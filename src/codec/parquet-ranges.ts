@@ -60,14 +60,22 @@ export function columnChunkRanges(footer: Uint8Array, columns: ReadonlySet<strin
       const path = (field(cm, 3) as ThriftList | undefined)?.items ?? [];
       const top = path[0] instanceof Uint8Array ? dec.decode(path[0]) : undefined;
       if (top === undefined || !columns.has(top)) continue;
-      const dataPage = int(field(cm, 9), "data_page_offset");
-      const dict = field(cm, 11);
-      // Some writers put 0 for "no dictionary page": the data page's offset is the start then.
-      const start = dict !== undefined && int(dict, "dictionary_page_offset") > 0 ? Math.min(dataPage, int(dict, "dictionary_page_offset")) : dataPage;
-      out.push({ start, end: start + int(field(cm, 7), "total_compressed_size") });
+      out.push(columnChunkRange(cm));
     }
   }
   return out.sort((a, b) => a.start - b.start);
+}
+
+/**
+ * The bytes of one column chunk's pages, from its ColumnMetaData: from its dictionary page (if any) or first data
+ * page, `total_compressed_size` long (which covers every page header and page).
+ */
+export function columnChunkRange(cm: ThriftField[]): ByteRange {
+  const dataPage = int(field(cm, 9), "data_page_offset");
+  const dict = field(cm, 11);
+  // Some writers put 0 for "no dictionary page": the data page's offset is the start then.
+  const start = dict !== undefined && int(dict, "dictionary_page_offset") > 0 ? Math.min(dataPage, int(dict, "dictionary_page_offset")) : dataPage;
+  return { start, end: start + int(field(cm, 7), "total_compressed_size") };
 }
 
 /** Ranges merged where they overlap or lie less than `gap` bytes apart (one request is cheaper than two there). */

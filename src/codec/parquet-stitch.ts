@@ -8,13 +8,13 @@
  * (the `ARROW:schema` readers restore types from), the column orders and the format version — and be unencrypted;
  * `stitchParquet` refuses with the reason otherwise, and the caller decodes and encodes instead.
  *
- * Offsets moved: ColumnMetaData's data, index and dictionary page offsets (its chunk's start is the smallest of them;
- * its `total_compressed_size` covers every page), ColumnChunk's `file_offset`, its column and offset index offsets and
+ * Offsets moved: ColumnMetaData's data, index and dictionary page offsets (its chunk's pages as `columnChunkRange` finds them), ColumnChunk's `file_offset`, its column and offset index offsets and
  * each PageLocation in the offset index; RowGroup's `file_offset` and `ordinal`. Bloom filters are dropped (a
  * ColumnMetaData that names one without its length could not be copied whole; natslake writes none).
  * Field numbers are parquet.thrift's.
  */
 import { decodeStruct, encodeStruct, readFileMetaData, T } from "./parquet-footer.mjs";
+import { columnChunkRange } from "./parquet-ranges.ts";
 import type { ThriftField, ThriftList } from "./parquet-footer.mjs";
 
 /** Row groups (indexes, ascending) of one file's bytes to copy into the stitched file. */
@@ -150,10 +150,9 @@ function copyChunk(out: Out, bytes: Uint8Array, chunk: ThriftField[], where: str
   const cmd = field(chunk, 3)?.value as ThriftField[] | undefined;
   if (cmd === undefined) throw new Error(`${where}: a column chunk without metadata`);
   if (field(chunk, 1) !== undefined) throw new Error(`${where}: a column chunk stored in another file`);
-  const pageOffsets = [9, 10, 11].map((id) => field(cmd, id)).filter((f): f is ThriftField => f !== undefined).map(num).filter((o) => o > 0);
-  const start = Math.min(...pageOffsets);
-  const size = num(field(cmd, 7));
-  if (!Number.isFinite(start) || size <= 0 || start + size > bytes.length) throw new Error(`${where}: a column chunk outside the file`);
+  const { start, end } = columnChunkRange(cmd);
+  const size = end - start;
+  if (size <= 0 || end > bytes.length) throw new Error(`${where}: a column chunk outside the file`);
   const at = out.push(bytes.subarray(start, start + size));
   const delta = at - start;
   const moved = setFields(

@@ -118,6 +118,9 @@ export class DataFileWriter {
     this.statsColumns = ordered.filter((_, k) => modes[k]!.kind !== "none");
     this.statsModes = modes.filter((m) => m.kind !== "none");
     this.statsEnabled = this.statsColumns.length > 0;
+    // Derived once: every file this writer persists lists the same `_VALUE_STATS_COLS`.
+    const covered = this.statsEnabled ? this.statsColumns : [];
+    this.valueStatsLayout = { fields: covered, cols: !this.statsEnabled ? [] : covered.length === table.schema.fields.length ? null : covered.map((f) => f.name) };
     this.pool = opts.pool ?? null;
     this.minRowsPerFile = Math.max(1, opts.minRowsPerFile ?? 250_000);
     this.poolMinRows = opts.poolMinRows ?? 8192;
@@ -137,10 +140,7 @@ export class DataFileWriter {
    * The columns its files' value statistics cover (empty: statistics off) and the `_VALUE_STATS_COLS` it writes for
    * them (null: every column).
    */
-  get valueStatsLayout(): { fields: DataField[]; cols: string[] | null } {
-    const fields = this.statsEnabled ? this.statsColumns : [];
-    return { fields, cols: !this.statsEnabled ? [] : fields.length === this.table.schema.fields.length ? null : fields.map((f) => f.name) };
-  }
+  readonly valueStatsLayout: { fields: DataField[]; cols: string[] | null };
 
   /** One Parquet file of `data` in this table's settings, encoded in the pool when it has one. */
   async encodeBytes(data: arrow.Table): Promise<Uint8Array> {
