@@ -66,6 +66,8 @@ export interface CommitterDeps {
   meter: Meter;
   commitIntervalMs: number;
   acquireIntervalMs: number;
+  /** A commit round running this long is reported, with its stage (default ROUND_STALL_MS). */
+  stallReportMs?: number;
   /** Called when this node becomes (true) or stops being (false) the table's leader, with the epoch. */
   onLeadership?: (leader: boolean, epoch: number) => void;
   /**
@@ -119,6 +121,9 @@ const READ_MAX = 2000;
 /** At most this many missed notifications are published when a leader catches up (older ones: the KV has the last). */
 export const CATCH_UP_MAX = 100;
 
+/** A commit round running this long is reported (with its stage). */
+const ROUND_STALL_MS = 15_000;
+
 /**
  * How long an idle leader's round waits in the commit stream for a first committable. The leader is event-driven: a
  * round that decided its committables starts the next one at once, and that round waits in the stream's reader,
@@ -137,6 +142,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private removable: Array<{ seq: number; ref: CommittableRef }> = [];
   private readonly store: CommittableStore;
   private busy = false;
+  /** The round in flight: when it started (monotonic ms), where it is, and whether it was reported as slow. */
+  private roundAt = { started: 0, stage: "idle", reported: false };
   private tickTimer: Cancellable | null = null;
   private readonly commits;
   private readonly commitLatency;
@@ -222,8 +229,10 @@ export class CommitterActor implements Actor<CommitterMsg> {
         return;
       }
       case "commit":
+        if (this.leader !== null && this.busy) this.checkRoundStall(ctx);
         if (this.leader !== null && !this.busy) {
           this.busy = true;
+          this.roundAt = { started: this.d.clock.monotonic(), stage: "start", reported: false };
           const l = this.leader;
           ctx.pipeToSelf(
             this.round(l, ctx),
@@ -234,6 +243,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
         return;
       case "round-done":
         this.busy = false;
+        if (this.roundAt.reported) ctx.log.info("slow commit round ended", { table: this.d.table.name, ok: msg.ok, seconds: Math.round((this.d.clock.monotonic() - this.roundAt.started) / 1000) });
+        this.roundAt = { started: 0, stage: "idle", reported: false };
         // Back into the stream at once (see commitCheckMs); a failed round waits for the timer instead of spinning.
         if (msg.ok && this.leader !== null) ctx.self.tell({ type: "commit" });
         if (!msg.ok && msg.error) {
@@ -279,6 +290,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     if (l.notified === null) {
       // Tests: a slow first round (a large backlog) — what orphan cleanup must wait for.
       await failpointAsync("committer.first-round");
+      this.roundAt.stage = "announce-earlier";
       // First round of this leadership: announce what an earlier leader linked but never announced.
       const last = await this.d.bus.lastSnapshotNotified(this.d.table.name);
       l.notified = last;
@@ -286,15 +298,19 @@ export class CommitterActor implements Actor<CommitterMsg> {
       if (latest > last) ctx.log.info("announcing snapshots an earlier leader did not", { table: this.d.table.name, from: last + 1, to: latest });
       await this.announceThrough(l, latest);
     }
+    this.roundAt.stage = "read";
     while ((await this.readMore(l, ctx, l.pending.length === 0 ? commitCheckMs(this.d.commitIntervalMs) : 1)) === READ_MAX);
     if (l.pending.length === 0) return this.backlogDecided(l);
+    this.roundAt.stage = "gather";
     await this.gatherBeat(l, ctx);
     if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
     const decided = l.pending;
     l.beats.decided(decided.map((p) => gatherEntryOf(p.committable)));
     const compactions: PendingCompaction<CompactionEntry>[] = [];
     for (const p of decided) if (p.committable.type === "compaction") compactions.push({ seq: p.seq, compaction: p.committable });
+    this.roundAt.stage = "append";
     if (compactions.length < decided.length) await this.appendRound(l, ctx);
+    this.roundAt.stage = "compaction";
     // Compactions only after the round's appends are decided and announced, so a failed compaction commit never
     // holds rows back; until it succeeds they stay pending (and unpurged) for the next round.
     l.pending = decided.filter((p) => p.committable.type === "compaction");
@@ -358,6 +374,17 @@ export class CommitterActor implements Actor<CommitterMsg> {
       if (left <= 0) return;
       await this.readMore(l, ctx, left);
     }
+  }
+
+  /**
+   * Reports, once per round, a round running for `stallReportMs` or more, with the stage it is in: while it runs the
+   * table commits nothing, and a round awaiting something that never settles would otherwise stall it silently.
+   */
+  private checkRoundStall(ctx: ActorContext<CommitterMsg>): void {
+    const ms = this.d.clock.monotonic() - this.roundAt.started;
+    if (this.roundAt.reported || this.roundAt.stage === "idle" || ms < (this.d.stallReportMs ?? ROUND_STALL_MS)) return;
+    this.roundAt.reported = true;
+    ctx.log.warn("commit round running for long: nothing commits meanwhile", { table: this.d.table.name, stage: this.roundAt.stage, seconds: Math.round(ms / 1000), pending: this.leader?.pending.length ?? 0 });
   }
 
   /** The first round that decided everything it read (it read the stream to its end) tells the node, once. */

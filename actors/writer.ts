@@ -13,7 +13,7 @@
  */
 import { SpanStatusCode, trace, type Meter, type Tracer } from "@opentelemetry/api";
 import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
-import { failpoint } from "../src/failpoints.ts";
+import { failpoint, failpointArmed, failpointAsync } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
@@ -91,11 +91,17 @@ export interface WriterDeps {
    * `checkIntervalMs`, under the node's `slots`. Absent, or the table's `write-only = true`: none.
    */
   compaction?: { slots: CompactionSlots; checkIntervalMs: number; pool?: ParquetEncoderPool };
+  /** Fetched messages no flush has covered for this long are reported (see `checkStall`; default STALL_REPORT_MS). */
+  stallReportMs?: number;
   /** Flush spans (default: the global API's tracer, which records nothing until a process registers tracing). */
   tracer?: Tracer;
 }
 
 let nextBudgetId = 0;
+
+/** A bucket whose fetched messages no flush covered for this long (and 20 commit intervals) is reported. */
+const STALL_REPORT_MS = 15_000;
+const STALL_INTERVALS = 20;
 
 /**
  * Milliseconds from `nowMs` (wall clock) to the next flush: the next multiple of `intervalMs`, at least a quarter
@@ -139,6 +145,10 @@ export class BucketWriterActor implements Actor<WriterMsg> {
    */
   private flushWaiting: { beat: number | undefined } | null = null;
   private firstArrival = 0;
+  /** Monotonic ms of the last flush that ended, or of the open: how long fetched rows have waited (see `checkStall`). */
+  private lastFlushedAt = 0;
+  /** The stall was reported (once per stall: a flush that ends clears it). */
+  private stallReported = false;
   /** Trace contexts of the batches appended since the last flush cut: the next flush span links to them. */
   private traceLinks = new TraceLinks();
   private readonly tracer: Tracer;
@@ -248,6 +258,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.sessionRows = 0;
     this.sessionBytes = 0;
     this.flushWaiting = null;
+    this.lastFlushedAt = this.d.clock.monotonic();
+    this.stallReported = false;
     this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
     this.traceLinks = new TraceLinks();
@@ -330,6 +342,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (this.firstArrival === 0) this.firstArrival = msg.firstPublishedAt || this.d.clock.now();
         this.lastSeq = msg.lastSeq;
         if (r.rows > 0) this.rowsIn.add(r.rows, this.labels);
+        // Tests: `sleep(ms)` holds this message's handling (the node's stuck-actor report).
+        if (failpointArmed("writer.appended")) await failpointAsync("writer.appended");
         // Dead letters are out before any committable covers their messages.
         await this.publishRejected(r.rejected);
         if (this.flushWaiting !== null || this.bufferFull()) {
@@ -374,6 +388,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         return;
       case "flush-tick":
         this.scheduleFlushTick(ctx);
+        this.checkStall(ctx);
         this.flush(ctx, flushBeat(this.d.clock.now(), this.d.commitIntervalMs));
         this.maybeCompact(ctx);
         return;
@@ -408,6 +423,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (msg.generation !== this.generation) return;
         this.flushing = false;
         this.flushingBytes = 0;
+        this.lastFlushedAt = this.d.clock.monotonic();
+        if (this.stallReported) ctx.log.info("bucket flushing again", { ...this.labels, lastOffset: msg.lastOffset });
+        this.stallReported = false;
         this.reportMemory(ctx);
         this.failures = 0;
         this.prevOffset = msg.lastOffset;
@@ -460,6 +478,32 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     );
   }
 
+  /**
+   * Reports, once, a bucket holding fetched messages that no flush has covered for `stallReportMs` (and at least
+   * STALL_INTERVALS commit intervals): they cannot become visible, and without this a stall says nothing. The state logged is
+   * what decides the next step (a decode or a flush that never ended, a flush waiting for one).
+   */
+  private checkStall(ctx: ActorContext<WriterMsg>): void {
+    if (this.stallReported || this.fetchedSeq <= this.prevOffset) return;
+    const waitedMs = this.d.clock.monotonic() - this.lastFlushedAt;
+    if (waitedMs < Math.max(this.d.stallReportMs ?? STALL_REPORT_MS, STALL_INTERVALS * this.d.commitIntervalMs)) return;
+    this.stallReported = true;
+    ctx.log.warn("bucket has not flushed what it read for long", {
+      ...this.labels,
+      seconds: Math.round(waitedMs / 1000),
+      prevOffset: this.prevOffset,
+      lastSeq: this.lastSeq,
+      fetchedSeq: this.fetchedSeq,
+      stash: this.stash.length,
+      pulling: this.pulling,
+      decoding: this.decoding,
+      flushing: this.flushing,
+      flushWaiting: this.flushWaiting !== null,
+      reader: this.reader !== null,
+      revoking: this.revoking !== null,
+    });
+  }
+
   private finishRevoke(ctx: ActorContext<WriterMsg>): void {
     const reply = this.revoking;
     this.revoking = null;
@@ -497,8 +541,10 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     const generation = this.generation;
     const lastSeq = messages[messages.length - 1]!.seq;
     const firstPublishedAt = messages[0]!.publishedAt;
+    const session = this.session;
     ctx.pipeToSelf(
-      this.session.append(messages),
+      // Tests: `sleep(ms)` holds a decode (the bucket's stall report, test/integration/stall-reports.test.ts).
+      failpointArmed("writer.before-append") ? failpointAsync("writer.before-append").then(() => session.append(messages)) : session.append(messages),
       (result) => ({ type: "appended", generation, lastSeq, firstPublishedAt, result }),
       (e) => ({ type: "decode-failed", generation, error: ensureError(e) }),
     );

@@ -70,6 +70,12 @@ export const NodeConfigSchema = z.object({
   logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
   drainTimeout: duration.default(15_000),
   /**
+   * How long an actor may handle one message, a table's commit round may run, or a bucket may hold what it read
+   * without a flush before the node reports it (a warning naming what it waits on; `natslake_actors_stuck`): each of
+   * them holds rows back, and a wait that never ends would otherwise stall a table without a word.
+   */
+  stallReport: duration.default(15_000),
+  /**
    * Writer-side compactions this node runs at once (each holds its inputs' rows while rewriting them); 0 turns
    * writer-side compaction off on this node (the table's `write-only = true` turns it off for a table).
    */

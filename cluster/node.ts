@@ -106,6 +106,10 @@ export class Node {
   private readonly renewLagMaxSeen = new WeakMap<LeaseKeeper, number>();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private scanTimer: NodeJS.Timeout | undefined;
+  private stuckTimer: NodeJS.Timeout | undefined;
+  /** Stuck handlers already reported (actor → the message's start), so each is logged once, not every check. */
+  private stuckNow = 0;
+  private readonly stuckReported = new Map<string, number>();
   private adminSub: Subscription | undefined;
   /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */
   private consume: ConsumeService | undefined;
@@ -148,6 +152,7 @@ export class Node {
     lag.addCallback((r) => {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
     });
+    this.meter.createObservableGauge("natslake_actors_stuck", { description: `actors handling one message for ${cfg.stallReport / 1000} s (the node's stallReport) or more: they handle nothing else meanwhile, see the node's log` }).addCallback((r) => r.observe(this.stuckNow));
     registerDlqDroppedMetric(this.meter, nc, this.subjects);
     registerBucketPendingMetric(this.meter, nc, this.subjects, () => [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table));
     registerS3RequestMetric(this.meter, this.catalog.io);
@@ -189,6 +194,8 @@ export class Node {
       n.heartbeatTimer = setInterval(() => void n.heartbeat().catch((e: unknown) => log.warn("heartbeat failed", { error: ensureError(e).message })), cfg.heartbeatInterval);
       await n.scanTables();
       n.scanTimer = setInterval(() => void n.scanTables().catch((e: unknown) => log.warn("table scan failed", { error: ensureError(e).message })), 2000);
+      n.stuckTimer = setInterval(() => n.reportStuckHandlers(), Math.min(STUCK_CHECK_MS, cfg.stallReport));
+      n.stuckTimer.unref();
       if (cfg.roles.includes("reader")) {
         // Consumers catching up (a full start, a backlog) decode data files in the Parquet pool: its threads start
         // and its WebAssembly warms now, not under the first one (measured: ~0.2–0.6 s of a 1M-row catch-up to start
@@ -369,6 +376,7 @@ export class Node {
           budget: (this.writeBudget ??= new WriteBudget(this.cfg.writerMemory)),
           fetchBatch: 64,
           buffers: this.buffers(),
+          stallReportMs: this.cfg.stallReport,
           ...(this.compactionSlots !== null ? { compaction: { slots: this.compactionSlots, checkIntervalMs: this.cfg.compactionInterval ?? defaultCompactionInterval(commitIntervalMs), ...(this.compactionPool !== null ? { pool: this.compactionPool } : {}) } } : {}),
         },
         spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
@@ -434,6 +442,7 @@ export class Node {
             meter: this.meter,
             commitIntervalMs,
             acquireIntervalMs: Math.max(50, Math.floor(this.cfg.leaseTtl / 10)),
+            stallReportMs: this.cfg.stallReport,
             onLeadership: (leader, epoch) => this.onLeadership(svc, leader, epoch),
             onBacklogDecided: (epoch) => {
               svc.backlogDecidedEpoch = epoch;
@@ -580,9 +589,28 @@ export class Node {
     }
   }
 
+  /**
+   * Logs, once each, the actors that have been handling one message for `stallReport` or more: such an actor
+   * handles nothing else meanwhile — no timer, no flush, no commit — so a hung await would otherwise stall a bucket
+   * or a table without a word. The gauge `natslake_actors_stuck` counts them for alerts.
+   */
+  private reportStuckHandlers(): void {
+    const stuck = this.system.busyHandlers(this.cfg.stallReport);
+    this.stuckNow = stuck.length;
+    const seen = new Set<string>();
+    for (const s of stuck) {
+      seen.add(s.actor);
+      if (this.stuckReported.get(s.actor) === s.since) continue;
+      this.stuckReported.set(s.actor, s.since);
+      this.log.warn("an actor has been handling one message for long: it handles nothing else meanwhile", { actor: s.actor, message: s.message, seconds: Math.round(s.ms / 1000) });
+    }
+    for (const a of [...this.stuckReported.keys()]) if (!seen.has(a)) this.stuckReported.delete(a);
+  }
+
   /** Stops what serves the cluster — table scans, admin, consume sessions, every actor — but not the connection. */
   private async quiesce(): Promise<void> {
     clearInterval(this.scanTimer);
+    clearInterval(this.stuckTimer);
     this.adminSub?.unsubscribe();
     await this.consume?.stop().catch(() => undefined);
     for (const s of this.services.values()) for (const f of s.stops) f();
@@ -611,6 +639,8 @@ export class Node {
 
 /** How long a starting node keeps trying a JetStream step that fails for a passing reason (see isTransientJetStreamError). */
 const START_RETRY_BUDGET_MS = 60_000;
+/** How often the node looks for actors stuck in one message (reported past its `stallReport`). */
+const STUCK_CHECK_MS = 5_000;
 
 /**
  * Runs a start-up step until it succeeds or START_RETRY_BUDGET_MS have passed: JetStream answers slowly or not at all

@@ -10,7 +10,9 @@
  * The points (the chaos suite, chaos/scenarios/, arms each on one node process):
  * - writer: `io.write.mid` (src/io/local.ts: half of a file's bytes written; src/io/s3.ts: half of a PUT's body sent), `writer.parquet.encoded` and
  *   `writer.file.written` (src/write/data-file-writer.ts: before the file / after it, before the committable),
- *   `writer.after-committable` (actors/writer.ts: the committable is in the commit stream); `bucket-buffer.append`
+ *   `writer.after-committable` (actors/writer.ts: the committable is in the commit stream); with `sleep(ms)`,
+ *   `writer.before-append` (a decode held: the bucket's stall report) and `writer.appended` (the writer's handling of a
+ *   decoded batch held: the node's stuck-actor report — test/integration/stall-reports.test.ts); `bucket-buffer.append`
  *   and `bucket-buffer.flush` (actors/ingest/bucket-buffer.ts, in the worker thread that holds a bucket's rows:
  *   there `exit` ends that thread only, and `kill` the whole node);
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),

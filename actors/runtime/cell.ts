@@ -42,9 +42,17 @@ export interface CellHandle {
   adoptChild(child: CellHandle): void;
   childStopped(child: CellHandle): void;
   childEscalated(failure: ActorFailure): void;
+  /** The message being handled now and since when (the clock's monotonic ms); null while idle. */
+  handling(): { since: number; message: string } | null;
 }
 
 type Phase = "starting" | "running" | "restarting" | "stopping" | "stopped";
+
+/** A message's `type` when it has one (every actor protocol here is a union tagged by `type`), else its kind. */
+function messageLabel(msg: unknown): string {
+  if (typeof msg === "object" && msg !== null && typeof (msg as { type?: unknown }).type === "string") return (msg as { type: string }).type;
+  return typeof msg;
+}
 
 /** Names are path segments: a child is `<parent>/<child>`, so `/` is reserved. */
 export function validateActorName(name: string): void {
@@ -120,6 +128,8 @@ export class ActorCell<M> implements CellHandle {
   private readonly children = new Map<string, CellHandle>();
   private phase: Phase = "starting";
   private current: Incarnation<M> | undefined;
+  /** The message `handle` is in (see `handling`). */
+  private inReceive: { since: number; message: string } | null = null;
   private incarnations = 0;
   /** The lifecycle chain; every step catches its own errors, so it never rejects. */
   private lifecycle: Promise<void> = Promise.resolve();
@@ -255,11 +265,20 @@ export class ActorCell<M> implements CellHandle {
       this.deadLetter(msg, "no live instance");
       return;
     }
+    // Recorded for the system's stuck-handler check: a receive that awaits something that never settles holds the
+    // whole mailbox (timers included) and would otherwise stall the actor without a word.
+    this.inReceive = { since: this.host.clock.now(), message: messageLabel(msg) };
     try {
       await inc.actor.receive(msg, inc.ctx);
     } catch (e) {
       this.fail(ensureError(e), "receive", msg);
+    } finally {
+      this.inReceive = null;
     }
+  }
+
+  handling(): { since: number; message: string } | null {
+    return this.inReceive;
   }
 
   /**

@@ -77,6 +77,20 @@ export class ActorSystem {
     return [...this.cells.keys()];
   }
 
+  /**
+   * The actors handling one message for at least `thresholdMs` now (an await inside `receive` that does not settle
+   * holds the actor's whole mailbox, its timers included): name, message type, since when (the clock's ms) and for how long. Oldest first.
+   */
+  busyHandlers(thresholdMs: number): Array<{ actor: string; message: string; since: number; ms: number }> {
+    const now = this.clock.now();
+    const out: Array<{ actor: string; message: string; since: number; ms: number }> = [];
+    for (const cell of this.cells.values()) {
+      const h = cell.handling();
+      if (h !== null && now - h.since >= thresholdMs) out.push({ actor: cell.name, message: h.message, since: h.since, ms: now - h.since });
+    }
+    return out.sort((a, b) => b.ms - a.ms);
+  }
+
   /** Stops an actor of this system (see the module header); resolves once it has fully stopped. */
   async stop(ref: ActorRef<unknown>, opts: StopOptions = {}): Promise<void> {
     const cell = this.cells.get(ref.name);

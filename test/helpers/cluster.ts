@@ -4,9 +4,9 @@
  * (SIGSTOP/SIGCONT) and restartable. Everything is stopped by PID at the end.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdtempSync, rmSync, openSync, readFileSync } from "node:fs";
+import { closeSync, mkdtempSync, rmSync, openSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
@@ -51,13 +51,17 @@ export interface SpawnNodeOptions {
   env?: Record<string, string>;
 }
 
-/** Starts one `natslake node` process (also used by the chaos suite's topology). */
+/**
+ * Starts one `natslake node` process (also used by the chaos suite's topology). SIGUSR2 makes it write Node's
+ * diagnostic report (its JavaScript stack, even while its event loop is busy) next to its log: see
+ * `withNodeLogsOnFailure`.
+ */
 export function spawnNode(o: SpawnNodeOptions): ChildProcess {
   const fd = openSync(o.logFile, "a");
   try {
     return spawn(
       process.execPath,
-      [BIN, "node", "--nats", o.nats, ...(o.redis ? ["--redis", o.redis] : []), "--warehouse", o.warehouse, "--node-id", o.id, "--commit-interval", o.commitInterval ?? "100ms", "--lease-ttl", o.leaseTtl ?? "2s", "--log-level", "info", ...(o.extra ?? [])],
+      ["--report-on-signal", "--report-signal=SIGUSR2", `--report-directory=${dirname(o.logFile)}`, BIN, "node", "--nats", o.nats, ...(o.redis ? ["--redis", o.redis] : []), "--warehouse", o.warehouse, "--node-id", o.id, "--commit-interval", o.commitInterval ?? "100ms", "--lease-ttl", o.leaseTtl ?? "2s", "--log-level", "info", ...(o.extra ?? [])],
       { stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } },
     );
   } finally {
@@ -169,16 +173,57 @@ export function producerWhenRegistered(nc: NatsConnection, table: string, timeou
 
 /**
  * Runs `fn`; when it throws, prints the last lines of every node's log first, so a failure seen once (in CI, under
- * the load of the whole suite) can be diagnosed from its output.
+ * the load of the whole suite) can be diagnosed from its output — and, for each node still running, its CPU use
+ * over one second (a busy loop or a wait) and the JavaScript stack of its diagnostic report (where it is).
  */
 export async function withNodeLogsOnFailure<T>(c: TestCluster, fn: () => Promise<T>, lines = 60): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    for (const id of c.nodes.keys()) {
-      const tail = c.logs(id).split("\n").slice(-lines).join("\n");
-      process.stderr.write(`--- last ${lines} log lines of ${id} ---\n${tail}\n`);
+    for (const n of c.nodes.values()) {
+      const tail = c.logs(n.id).split("\n").slice(-lines).join("\n");
+      process.stderr.write(`--- last ${lines} log lines of ${n.id} ---\n${tail}\n`);
+      if (n.proc.exitCode === null && n.proc.signalCode === null && n.proc.pid !== undefined) process.stderr.write(`--- ${n.id} now ---\n${await nodeDiagnosis(n)}\n`);
     }
     throw e;
   }
+}
+
+/** CPU seconds (user + system) the process has used, from /proc (Linux); null elsewhere or once it is gone. */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 per second)
+  } catch {
+    return null;
+  }
+}
+
+/** The node's CPU use over the next second and the JavaScript stack and uptime its diagnostic report (SIGUSR2) gives. */
+async function nodeDiagnosis(n: NodeProc): Promise<string> {
+  const pid = n.proc.pid!;
+  const dir = dirname(n.logFile);
+  const before = cpuSeconds(pid);
+  const reportsBefore = new Set(readdirSync(dir).filter((f) => f.startsWith("report.")));
+  n.proc.kill("SIGUSR2");
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = cpuSeconds(pid);
+  const out = [before !== null && after !== null ? `CPU over 1 s: ${Math.round((after - before) * 100)}%` : "CPU: unknown"];
+  for (let i = 0; i < 20; i++) {
+    const report = readdirSync(dir).find((f) => f.startsWith("report.") && f.endsWith(".json") && !reportsBefore.has(f) && f.includes(`.${pid}.`));
+    if (report !== undefined) {
+      try {
+        const r = JSON.parse(readFileSync(join(dir, report), "utf8")) as { javascriptStack?: { message?: string; stack?: string[] }; libuv?: Array<{ type: string; is_active?: boolean }> };
+        const active = (r.libuv ?? []).filter((h) => h.is_active === true).map((h) => h.type);
+        const counts = [...new Set(active)].map((t) => `${t}×${active.filter((x) => x === t).length}`).join(" ");
+        out.push(`JavaScript stack: ${r.javascriptStack?.message ?? ""}\n  ${(r.javascriptStack?.stack ?? []).join("\n  ")}`, `active libuv handles: ${counts}`);
+        break;
+      } catch {
+        // written but not complete yet: read it again
+      }
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  if (out.length === 1) out.push("no diagnostic report within 6 s");
+  return out.join("\n");
 }

@@ -35,6 +35,9 @@ export interface HarnessOptions {
   lastNotified?: number;
   /** The leader epoch of the stored assignment (default 4: a leader that wrote one but committed nothing). */
   storedLeaderEpoch?: number;
+  /** Every snapshot notification waits for this before it is published (a bus that hangs). */
+  publishGate?: Promise<void>;
+  stallReportMs?: number;
 }
 
 /** What the fake ports saw, and the commit stream the test feeds. */
@@ -56,7 +59,7 @@ export function startCommitter(system: ActorSystem, table: Table, o: HarnessOpti
   const bus: Bus = {
     publishRejection: (_writer, r) => void state.rejections.push(r),
     publishSnapshot: async (n) => {
-      await Promise.resolve();
+      await (o.publishGate ?? Promise.resolve());
       published.push(n);
     },
     lastSnapshotNotified: () => Promise.resolve(o.lastNotified ?? 1),
@@ -103,6 +106,7 @@ export function startCommitter(system: ActorSystem, table: Table, o: HarnessOpti
         commitIntervalMs: o.commitIntervalMs ?? 40,
         acquireIntervalMs: 10,
         ...(o.onBacklogDecided !== undefined ? { onBacklogDecided: o.onBacklogDecided } : {}),
+        ...(o.stallReportMs !== undefined ? { stallReportMs: o.stallReportMs } : {}),
       }),
   );
   return state;

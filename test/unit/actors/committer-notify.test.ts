@@ -80,3 +80,30 @@ test("committer - tells the node once per leadership that its commit-stream back
     dir.cleanup();
   }
 });
+
+test("committer - a round that hangs (here: its notification) is reported once with its stage, and again when it ends", async () => {
+  const dir = tempDir();
+  const lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
+  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({ level, msg, fields: fields ?? {} });
+  const system = new ActorSystem({ log: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") } });
+  try {
+    const table = await createTable(dir.path, "t.events", "id BIGINT NOT NULL", { options: { bucket: "1", "bucket-key": "id" } });
+    let release = (): void => {};
+    const publishGate = new Promise<void>((r) => (release = r));
+    const { queue, published } = startCommitter(system, table, { lastNotified: 0, publishGate, stallReportMs: 300 });
+    queue.push({ seq: 1, committable: committable(0, 10) });
+    await until("the slow round reported", () => lines.some((l) => l.msg.startsWith("commit round running for long")));
+    const warn = lines.find((l) => l.msg.startsWith("commit round running for long"))!;
+    assert.equal(warn.level, "warn");
+    assert.equal(warn.fields["stage"], "append", "it names where the round is: deciding the appends (their notification)");
+    assert.equal(warn.fields["table"], "t.events");
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(lines.filter((l) => l.msg.startsWith("commit round running for long")).length, 1, "once per round");
+    release();
+    await until("the round ended", () => lines.some((l) => l.msg === "slow commit round ended"));
+    assert.equal(published.at(-1)?.snapshotId, 1);
+  } finally {
+    await system.shutdown();
+    dir.cleanup();
+  }
+});

@@ -169,6 +169,33 @@ class Gated implements Actor<GateMsg> {
   }
 }
 
+test("runtime - busyHandlers names an actor held by one message (type, since, how long) until the message settles", async () => {
+  const { system, clock } = fakeSystem();
+  try {
+    const notes: number[] = [];
+    const ref = system.spawn<GateMsg>("gated", () => new Gated(notes));
+    ref.tell({ type: "note", n: 1 });
+    await settle();
+    assert.deepEqual(system.busyHandlers(0), [], "an idle actor is not busy");
+    const gate = deferred();
+    const entered = deferred();
+    clock.advance(5);
+    ref.tell({ type: "hold", gate: gate.promise, entered: () => entered.resolve() });
+    await entered.promise;
+    clock.advance(20_000);
+    ref.tell({ type: "note", n: 2 });
+    await settle();
+    assert.deepEqual(system.busyHandlers(15_000), [{ actor: "gated", message: "hold", since: 5, ms: 20_000 }]);
+    assert.deepEqual(system.busyHandlers(30_000), [], "below the threshold: not reported");
+    assert.deepEqual(notes, [1], "the message behind it waits");
+    gate.resolve();
+    await eventually(() => notes.length === 2, "the next message handled");
+    assert.deepEqual(system.busyHandlers(0), []);
+  } finally {
+    await system.shutdown();
+  }
+});
+
 test("runtime - a bounded mailbox refuses with MailboxFullError, and accepts again once drained", async () => {
   const system = new ActorSystem({ log: recordingLogger().log });
   try {
