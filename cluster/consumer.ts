@@ -23,9 +23,10 @@
  *   if this one died) from where it is: the rows it already received are not handed over again — a snapshot
  *   interrupted halfway goes on from its next row.
  */
-import * as arrow from "apache-arrow";
+import type * as arrow from "apache-arrow";
 import { createInbox, RequestError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ErrorKind, LakeError } from "../src/errors.ts";
+import { IpcStreamDecoder } from "../src/codec/ipc-decode.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { CONSUME_HEADER, HEARTBEAT_MS, READER_TIMEOUT_MS, WINDOW_BYTES_PER_CHUNK, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 
@@ -117,6 +118,8 @@ class ConsumerImpl implements Consumer {
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private reopening: Promise<void> | null = null;
+  /** Every chunk of this consumer's sessions has one projection's schema: parsed once, not per chunk. */
+  private readonly decoder = new IpcStreamDecoder();
   /** The snapshot last yielded, until its last part was taken. */
   private current: SnapshotReader | null = null;
 
@@ -218,7 +221,18 @@ class ConsumerImpl implements Consumer {
 
   private async openSession(): Promise<void> {
     const inbox = createInbox();
-    const sub = this.o.nc.subscribe(inbox, { callback: (err, m) => (err ? this.fail(err) : this.onMessage(sub, m)) });
+    // A throw from a subscription callback ends nats.js's read loop for the whole connection: a message this
+    // consumer cannot handle (a chunk that does not decode) fails the consumer instead, with the reason.
+    const sub = this.o.nc.subscribe(inbox, {
+      callback: (err, m) => {
+        if (err) return this.fail(err);
+        try {
+          this.onMessage(sub, m);
+        } catch (e) {
+          this.fail(new LakeError(ErrorKind.DataInvalid, `a message of the consume session could not be read: ${e instanceof Error ? e.message : String(e)}`, { cause: e }));
+        }
+      },
+    });
     const req: ConsumeOpen = {
       type: "consume-open",
       v: 1,
@@ -294,7 +308,7 @@ class ConsumerImpl implements Consumer {
     const credit = (): void => this.credit(n, m.data.length);
     // Sent again by a new session: what was received before is not handed over twice.
     if (r !== null && (snapshotId < r.snapshotId || (snapshotId === r.snapshotId && r.complete))) return credit();
-    let batches = m.data.length > 0 ? arrow.tableFromIPC(m.data).batches : [];
+    let batches = this.decoder.decode(m.data);
     if (this.skip !== null && this.skip.snapshotId === snapshotId) batches = this.dropRows(batches);
     if (r !== null && !r.complete && snapshotId > r.snapshotId) {
       // The snapshot cut short was not sent again (another consumer with this id acknowledged it meanwhile).

@@ -31,14 +31,19 @@ const CONTINUATION_AS_INT32 = -1;
 /** The end-of-stream marker: a continuation and a zero metadata length. */
 export const IPC_END_OF_STREAM = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
 
-/**
- * A stream's schema and record batch messages, or null when its batches cannot be forwarded as they are: it has
- * dictionary batches (their ids belong to the writer's schema) or compressed bodies. Throws on a malformed stream.
- */
-export function splitIpcStream(stream: Uint8Array): IpcStreamParts | null {
+/** One message of a stream as framed: where it starts, its metadata (decoded) and where its body lies. */
+export interface IpcFramedMessage {
+  /** Offset of its framing (the continuation marker, or the length before Arrow 0.15). */
+  readonly start: number;
+  /** Offset of its body; `end` is one past it. */
+  readonly bodyStart: number;
+  readonly end: number;
+  readonly message: arrow.Message;
+}
+
+/** The messages of an IPC stream in order, up to its end marker (or its last byte). Throws on a malformed stream. */
+export function* ipcMessages(stream: Uint8Array): Generator<IpcFramedMessage> {
   const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
-  let schema: arrow.Schema | null = null;
-  const batches: IpcBatchMessage[] = [];
   let at = 0;
   while (at + 4 <= stream.byteLength) {
     const start = at;
@@ -49,12 +54,25 @@ export function splitIpcStream(stream: Uint8Array): IpcStreamParts | null {
       metadataLength = view.getInt32(at, true);
       at += 4;
     }
-    if (metadataLength === 0) break; // end of stream
+    if (metadataLength === 0) return; // end of stream
     if (metadataLength < 0 || at + metadataLength > stream.byteLength) throw malformed(start, `metadata of ${metadataLength} bytes`);
     const message = arrow.Message.decode(stream.subarray(at, at + metadataLength));
     at += metadataLength;
     const end = at + message.bodyLength;
     if (end > stream.byteLength) throw malformed(start, `a body of ${message.bodyLength} bytes`);
+    yield { start, bodyStart: at, end, message };
+    at = end;
+  }
+}
+
+/**
+ * A stream's schema and record batch messages, or null when its batches cannot be forwarded as they are: it has
+ * dictionary batches (their ids belong to the writer's schema) or compressed bodies. Throws on a malformed stream.
+ */
+export function splitIpcStream(stream: Uint8Array): IpcStreamParts | null {
+  let schema: arrow.Schema | null = null;
+  const batches: IpcBatchMessage[] = [];
+  for (const { start, end, message } of ipcMessages(stream)) {
     if (message.isSchema()) {
       schema = message.header();
     } else if (message.isRecordBatch()) {
@@ -64,7 +82,6 @@ export function splitIpcStream(stream: Uint8Array): IpcStreamParts | null {
     } else if (message.isDictionaryBatch()) {
       return null;
     }
-    at = end;
   }
   if (schema === null) throw malformed(0, "no schema message");
   return { schema, batches };
