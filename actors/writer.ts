@@ -145,8 +145,10 @@ export class BucketWriterActor implements Actor<WriterMsg> {
    */
   private flushWaiting: { beat: number | undefined } | null = null;
   private firstArrival = 0;
-  /** Monotonic ms of the last flush that ended, or of the open: how long fetched rows have waited (see `checkStall`). */
+  /** Monotonic ms of the last flush that ended, or of the open (see `checkStall`). */
   private lastFlushedAt = 0;
+  /** Monotonic ms at which a message no flush covers was first fetched after none was (an idle bucket waits for nothing). */
+  private uncoveredSince = 0;
   /** The stall was reported (once per stall: a flush that ends clears it). */
   private stallReported = false;
   /** Trace contexts of the batches appended since the last flush cut: the next flush span links to them. */
@@ -318,6 +320,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "fetched":
         if (msg.generation !== this.generation) return;
         this.pulling = false;
+        if (this.fetchedSeq <= this.prevOffset && msg.messages.length > 0) this.uncoveredSince = this.d.clock.monotonic();
         for (const m of msg.messages) {
           // At most once per sequence, whatever the reader redelivers.
           if (m.seq <= this.fetchedSeq) continue;
@@ -485,7 +488,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
    */
   private checkStall(ctx: ActorContext<WriterMsg>): void {
     if (this.stallReported || this.fetchedSeq <= this.prevOffset) return;
-    const waitedMs = this.d.clock.monotonic() - this.lastFlushedAt;
+    const waitedMs = this.d.clock.monotonic() - Math.max(this.lastFlushedAt, this.uncoveredSince);
     if (waitedMs < Math.max(this.d.stallReportMs ?? STALL_REPORT_MS, STALL_INTERVALS * this.d.commitIntervalMs)) return;
     this.stallReported = true;
     ctx.log.warn("bucket has not flushed what it read for long", {

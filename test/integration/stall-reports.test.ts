@@ -64,7 +64,12 @@ test("stall reports - a held decode and an actor held by one message are reporte
       assert.ok(Number(held["fetchedSeq"]) > Number(held["prevOffset"]), "what it read and has not flushed");
       assert.ok(logLines(c.logs("n1")).some((l) => l.msg === "bucket flushing again"), "and when it flushed again");
       assert.equal(logLines(c.logs("n1")).filter((l) => l.msg === "bucket has not flushed what it read for long").length, 1, "once per stall");
-      // Phase 2: decodes four to seven; the writer's handling of the sixth is held.
+      // Idle past the stallReport, then rows again: waiting for rows is no stall (the first tick after them must not report).
+      await new Promise((r) => setTimeout(r, 2500));
+      total = await writeRounds(p, total, 1, 20);
+      await p.waitVisible(p.token(), 60_000);
+      assert.equal(logLines(c.logs("n1")).filter((l) => l.msg === "bucket has not flushed what it read for long").length, 1, "an idle bucket that gets rows again is not reported");
+      // Phase 2: decodes five to eight; the writer's handling of the sixth is held.
       const writing = writeRounds(p, total, 4, 20);
       const stuck = await waitFor("natslake_actors_stuck at 1", async () => ((await stuckGauge(port)) === 1 ? true : undefined), 30_000, 200);
       assert.ok(stuck);
