@@ -21,7 +21,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .description("create a table named <db>.<table>")
     .requiredOption("--columns <spec>", 'columns, e.g. "id BIGINT NOT NULL, name STRING, tags ARRAY<STRING>"')
     .option("--partition-keys <cols>", "comma-separated partition columns")
-    .option("--primary-key <cols>", "refused for now: natslake cannot write or read primary-key tables yet")
+    .option("--primary-key <cols>", "refused for now: natslake cannot write primary-key tables yet (it reads those Paimon wrote)")
     .option("--option <key=value>", "table option (repeatable), e.g. --option bucket=4 --option bucket-key=id", collectKeyValue, {})
     .option("--comment <text>", "table comment")
     .option("--if-not-exists", "succeed when the table exists already")

@@ -14,7 +14,7 @@
  */
 import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
-import { columnReader, makeColumnBuilder, recordBatchToRows } from "../codec/columns.ts";
+import { columnReader, makeColumnBuilder, recordBatchToRows, rowsToRecordBatch } from "../codec/columns.ts";
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
@@ -31,6 +31,7 @@ import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.t
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
 import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
+import { checkMergeReadable, ignoreDeleteOf, isSystemField, mergeBucketRows, mergeReadFields } from "./merge-read.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -148,7 +149,8 @@ class FileReadContext {
   private async resolve(schemaId: number): Promise<SchemaMapping> {
     const table = this.table;
     const fileSchema: TableSchema = schemaId === table.schema.id ? table.schema : await table.schemas.schema(schemaId);
-    const sources = this.fields.map((f) => fileSchema.fields.find((x) => x.id === f.id));
+    // Paimon's system columns of primary-key files are in no table schema: read by their own name.
+    const sources = this.fields.map((f) => fileSchema.fields.find((x) => x.id === f.id) ?? (isSystemField(f) ? f : undefined));
     const columns = [...new Set(sources.filter((s): s is DataField => s !== undefined).map((s) => s.name))];
     return {
       sources,
@@ -359,7 +361,7 @@ export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGene
  * with `readPlanBatches`. `store` shares manifest caches between plans of one table.
  */
 export async function planRead(table: Table, spec: ReadSpec = {}, store?: ManifestStore): Promise<ScanPlan> {
-  checkReadable(table, spec);
+  checkReadable(table, spec, spec.incremental !== undefined ? "added" : "snapshot");
   const filter = partitionFilterOf(table, spec);
   return spec.incremental !== undefined ? planIncremental(table, spec.incremental, filter, store) : planScan(table, { ...spec, ...(filter ? { partitionFilter: filter } : {}) }, store);
 }
@@ -370,13 +372,24 @@ export async function planRead(table: Table, spec: ReadSpec = {}, store?: Manife
  * (a reader serving consumers plans every new snapshot this way, two manifest reads).
  */
 export async function planSnapshotDelta(table: Table, s: Snapshot, spec: Pick<ReadSpec, "projection" | "partition" | "partitionFilter"> = {}, store?: ManifestStore): Promise<ScanPlan> {
-  checkReadable(table, spec);
+  checkReadable(table, spec, "added");
   return { snapshot: s, splits: s.commitKind === CommitKind.APPEND ? await deltaSplits(table, s, partitionFilterOf(table, spec), store) : [] };
 }
 
-function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">): void {
-  if (table.isPrimaryKeyTable) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key; merge-on-read is not supported yet`);
+/**
+ * Refuses what cannot be read: an unknown column; of a primary-key table, what snapshots added (its changes are a
+ * changelog, not appended rows) and a snapshot that needs more than the deduplicate merge (src/scan/merge-read.ts).
+ */
+function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">, what: "snapshot" | "added"): void {
+  if (table.isPrimaryKeyTable) {
+    if (what === "added") throw primaryKeyChangesUnsupported(table);
+    checkMergeReadable(table);
+  }
   projectedFields(table, spec.projection); // an unknown column fails before any manifest is read
+}
+
+function primaryKeyChangesUnsupported(table: Table): LakeError {
+  return new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key: reading the rows snapshots added (incremental reads, consumers) is not supported — its changes are a changelog, not appended rows; read a snapshot instead`);
 }
 
 /** `partition` (values in partition-key order) as a filter, else the spec's own filter. */
@@ -402,6 +415,10 @@ export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPo
 
 /** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
 export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<arrow.RecordBatch> {
+  if (table.isPrimaryKeyTable) {
+    yield* readMergedBatches(table, plan, spec);
+    return;
+  }
   const context = new FileReadContext(table, projectedFields(table, spec.projection));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   let remaining = spec.limit ?? Infinity;
@@ -429,6 +446,44 @@ export type FileRows =
   | { kind: "messages"; schema: Uint8Array; messages: IpcBatchMessage[]; rows: number }
   | { kind: "batches"; batches: arrow.RecordBatch[] };
 
+/** Rows per batch of a merged bucket. */
+const MERGED_BATCH_ROWS = 65_536;
+
+/**
+ * A primary-key table's plan: each bucket's versions merged (src/scan/merge-read.ts) once all its files are read,
+ * its rows in key order. Files are read ahead as for an append table, but all of them: a limit applies to the merged
+ * rows (a file left out would bring back a key's older version).
+ */
+async function* readMergedBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
+  checkMergeReadable(table);
+  const wanted = projectedFields(table, spec.projection);
+  const fields = mergeReadFields(table, wanted);
+  const keyFields = table.schema.primaryKeys.map((k) => table.schema.fields.find((f) => f.name === k)!);
+  const ignoreDelete = ignoreDeleteOf(table);
+  const context = new FileReadContext(table, fields);
+  const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+  let remaining = spec.limit ?? Infinity;
+  const read = async (split: DataSplit, file: DataFileMeta): Promise<{ split: DataSplit; batches: arrow.RecordBatch[] }> => ({ split, batches: await context.read(split, file, pool, spec.inlineDecodeBelowBytes) });
+  let current: DataSplit | null = null;
+  let versions: Row[] = [];
+  const merged = function* (): Generator<arrow.RecordBatch> {
+    const rows = mergeBucketRows(versions, keyFields, { ignoreDelete });
+    versions = [];
+    for (let at = 0; at < rows.length && remaining > 0; at += MERGED_BATCH_ROWS) {
+      const part = rows.slice(at, Math.min(rows.length, at + MERGED_BATCH_ROWS, at + remaining));
+      remaining -= part.length;
+      yield rowsToRecordBatch(wanted, part);
+    }
+  };
+  for await (const { split, batches } of filesAhead(plan, pool, { ...(spec.readAheadFiles !== undefined ? { readAheadFiles: spec.readAheadFiles } : {}) }, read)) {
+    if (current !== null && split !== current) yield* merged();
+    if (remaining <= 0) return;
+    current = split;
+    for (const b of batches) versions.push(...recordBatchToRows(fields, b));
+  }
+  if (current !== null) yield* merged();
+}
+
 /**
  * The files of a plan made by `planRead`, in plan order, for a caller that sends the rows on as Arrow IPC (a reader
  * node's consume sessions): each decoded in the pool (`spec.decoderPool`, default the shared one; it needs one) in
@@ -436,6 +491,8 @@ export type FileRows =
  * are the target's (see `FileRows`). Read ahead as `readPlanBatches` reads; no `limit`.
  */
 export async function* readPlanMessages(table: Table, plan: ScanPlan, spec: PlanMessagesOptions): AsyncGenerator<FileRows> {
+  // Files are forwarded one by one; a primary-key table's rows exist only after its bucket's merge.
+  if (table.isPrimaryKeyTable) throw primaryKeyChangesUnsupported(table);
   const context = new FileReadContext(table, projectedFields(table, spec.projection));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const read = (split: DataSplit, file: DataFileMeta): Promise<FileRows> => {

@@ -39,14 +39,15 @@ export function parseIdentifier(text: string): Identifier {
 }
 
 /**
- * natslake neither writes nor reads primary-key tables yet (every write and read of one fails), so creating one is
- * refused up front rather than leaving a table nothing can use. Primary-key tables made by Paimon itself still open.
+ * natslake does not write primary-key tables yet (every write of one fails), so creating one is refused up front
+ * rather than leaving a table nothing here can fill. Primary-key tables made by Paimon itself open, and read with the
+ * deduplicate merge engine (src/scan/merge-read.ts).
  */
 export function refusePrimaryKey(table: string, primaryKeys: readonly string[] | undefined): void {
   if (primaryKeys === undefined || primaryKeys.length === 0) return;
   throw new LakeError(
     ErrorKind.Unsupported,
-    `cannot create ${table} with a primary key (${primaryKeys.join(", ")}): natslake cannot write or read primary-key tables yet; create an append table (no primary key) instead`,
+    `cannot create ${table} with a primary key (${primaryKeys.join(", ")}): natslake cannot write primary-key tables yet (it reads those Paimon wrote); create an append table (no primary key) instead`,
   );
 }
 

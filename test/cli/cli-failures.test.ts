@@ -127,7 +127,7 @@ test("cli failures - table create --nats with nothing there: 'cannot reach NATS 
 });
 
 test("cli failures - --primary-key is refused at create (nothing could write or read the table)", () => {
-  fails(nl(["table", "create", "pk.t", "--columns", "id BIGINT NOT NULL, v STRING", "--primary-key", "id"]), 2, /cannot create pk\.t with a primary key \(id\): natslake cannot write or read primary-key tables yet/, "--primary-key");
+  fails(nl(["table", "create", "pk.t", "--columns", "id BIGINT NOT NULL, v STRING", "--primary-key", "id"]), 2, /cannot create pk\.t with a primary key \(id\): natslake cannot write primary-key tables yet/, "--primary-key");
   assert.equal(existsSync(join(wh.path, "pk.db")), false);
   // Refused before connecting, so also against a cluster (here: none).
   fails(nl(["table", "create", "pk.t", "--columns", "id BIGINT NOT NULL", "--primary-key", "id", "--nats", "nats://127.0.0.1:1"]), 2, /cannot create pk\.t with a primary key/, "--primary-key --nats");

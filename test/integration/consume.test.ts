@@ -17,7 +17,7 @@ import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
 import { getConsumer } from "../../src/table/consumers.ts";
 import { openConsumer, type ConsumedSnapshot } from "../../cluster/consumer.ts";
 import { WINDOW_BYTES_PER_CHUNK } from "../../actors/wire/consume.ts";
-import { REPO_ROOT, parseJsonLines, runPython } from "../helpers/python.ts";
+import { REPO_ROOT, paimonWrite, parseJsonLines, runPython } from "../helpers/python.ts";
 import { join } from "node:path";
 
 /** A snapshot as received: its batches read to the end (they are streamed), the ids of its rows. */
@@ -144,7 +144,7 @@ test("consume - a Python consumer (nats-py + pyarrow) reads the same rows over t
   }
 });
 
-test("consume - bad requests are refused with the reason: an unknown table or column, an expired start (naming the earliest), a bad mode", { timeout: 120_000 }, async () => {
+test("consume - bad requests are refused with the reason: an unknown table or column, an expired start (naming the earliest), a bad mode, a primary-key table", { timeout: 120_000 }, async () => {
   const c = await startCluster({ nodes: 1, commitInterval: "100ms" });
   const nc = await connect({ servers: c.nats.url });
   try {
@@ -159,6 +159,9 @@ test("consume - bad requests are refused with the reason: an unknown table or co
     await assert.rejects(openConsumer({ nc, table: name, from: "snapshot:1" }), new RegExp(`snapshot 1 of ${name} was expired: the earliest snapshot retained is ${earliest}`));
     await assert.rejects(openConsumer({ nc, table: name, from: "whenever" }), /unknown scan mode 'whenever'/);
     await assert.rejects(openConsumer({ nc, table: name, window: 0 }), /window/);
+    // A primary-key table (Paimon's; natslake reads it merged, but its changes are no appended rows): refused at open.
+    await paimonWrite({ warehouse: c.warehouse, table: "con.pk", create: { columns: [["id", "BIGINT NOT NULL"], ["s", "STRING"]], primaryKeys: ["id"], options: { bucket: "1", "file.format": "parquet" } }, batches: [[{ id: 1, s: "a" }]], overwrite: null });
+    await assert.rejects(openConsumer({ nc, table: "con.pk" }), /con\.pk has a primary key: consumers read append tables only/);
   } finally {
     await nc.close();
     await c.stop();

@@ -48,12 +48,12 @@ test("catalog - two concurrent creators of one table: exactly one wins", async (
   assert.ok(results.filter((r) => r.status === "rejected").every((r) => isLakeError((r as PromiseRejectedResult).reason, "AlreadyExists")));
 });
 
-test("catalog - a primary-key table is refused at create (natslake cannot write or read one yet); nothing is made", async () => {
+test("catalog - a primary-key table is refused at create (natslake cannot write one yet); nothing is made", async () => {
   const c = new Catalog(wh.path);
   const id = parseIdentifier("pk.orders");
   await assert.rejects(
     c.createTable(id, { columns: parseColumnList("id BIGINT NOT NULL, v STRING"), primaryKeys: ["id"], options: { bucket: "2" } }),
-    (e: unknown) => isLakeError(e, "Unsupported") && /cannot create pk\.orders with a primary key \(id\): natslake cannot write or read primary-key tables yet/.test((e as Error).message),
+    (e: unknown) => isLakeError(e, "Unsupported") && /cannot create pk\.orders with a primary key \(id\): natslake cannot write primary-key tables yet/.test((e as Error).message),
   );
   assert.equal(existsSync(join(wh.path, "pk.db")), false, "not even the database directory");
   // The cluster's admin create-table says the same (it creates through the catalog).
