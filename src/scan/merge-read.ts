@@ -12,8 +12,9 @@
  * (`partial-update`, `aggregation`, `first-row`), a `sequence.field`, deletion vectors, and reads of what snapshots
  * added (incremental reads, consumers: a primary-key table's changes are a changelog, not appended rows).
  *
- * A bucket's versions are merged in memory (its files' rows, of the columns read); a streaming merge of the bucket's
- * sorted runs would bound that by the number of files.
+ * A bucket's files are held decoded (Arrow) while it merges; the merge itself looks at the key, sequence and kind
+ * columns only, and only the surviving rows are gathered, a batch at a time. A streaming merge of the bucket's sorted
+ * runs would bound the decoded files too.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import { compareValues } from "../codec/stats.ts";
@@ -57,55 +58,69 @@ export function mergeReadFields(table: Table, wanted: readonly DataField[]): Dat
   return [...out, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD];
 }
 
+/** A bucket's versions as the merge sees them: `n` of them in file order, each with its key, sequence and kind. */
+export interface BucketVersions {
+  readonly n: number;
+  /** The value of key field `k` of version `i` (canonical; null only in files that break Paimon's NOT NULL keys). */
+  key(i: number, k: number): Value;
+  sequence(i: number): bigint;
+  kind(i: number): number;
+}
+
 /**
- * The rows of one bucket after the merge: per key the version with the highest `_SEQUENCE_NUMBER` (on a tie the one
- * read later: files come in sequence order), none when it retracts the key (unless `ignoreDelete`: retractions are
- * then passed over), in key order. `rows` are the bucket's versions in file order, with the key fields and the system
- * fields; the result keeps them (the caller projects).
+ * Which versions of one bucket survive the merge, in key order: per key the version with the highest sequence number
+ * (on a tie the one read later: files come in sequence order), none when it retracts the key — unless `ignoreDelete`:
+ * retractions are then passed over. Returns indexes into `v`.
  */
-export function mergeBucketRows(rows: readonly Row[], keyFields: readonly DataField[], opts: { ignoreDelete: boolean }): Row[] {
-  const compareKeys = (a: Row, b: Row): number => {
-    for (const f of keyFields) {
-      const x = a[f.name] ?? null;
-      const y = b[f.name] ?? null;
+export function mergeBucket(v: BucketVersions, keyFields: readonly DataField[], opts: { ignoreDelete: boolean }): number[] {
+  const compareKeys = (i: number, j: number): number => {
+    for (let k = 0; k < keyFields.length; k++) {
+      const x = v.key(i, k);
+      const y = v.key(j, k);
       if (x === null || y === null) {
-        if (x !== y) return x === null ? -1 : 1; // a nullable key (primary keys are NOT NULL in Paimon, but files decide)
+        if (x !== y) return x === null ? -1 : 1;
         continue;
       }
-      const c = compareValues(f.type, x, y);
+      const c = compareValues(keyFields[k]!.type, x, y);
       if (c !== 0) return c;
     }
     return 0;
   };
-  const seqOf = (r: Row): bigint => BigInt(r[SEQUENCE_NUMBER_FIELD.name] as Value as number | bigint);
-  const order = rows.map((_, i) => i);
-  // Stable: versions of one key with one sequence number keep their file order.
+  const order = Array.from({ length: v.n }, (_, i) => i);
   order.sort((i, j) => {
-    const c = compareKeys(rows[i]!, rows[j]!);
+    const c = compareKeys(i, j);
     if (c !== 0) return c;
-    const si = seqOf(rows[i]!);
-    const sj = seqOf(rows[j]!);
+    const si = v.sequence(i);
+    const sj = v.sequence(j);
     return si < sj ? -1 : si > sj ? 1 : i - j;
   });
-  const out: Row[] = [];
+  const out: number[] = [];
   let at = 0;
   while (at < order.length) {
     let end = at + 1;
-    while (end < order.length && compareKeys(rows[order[at]!]!, rows[order[end]!]!) === 0) end++;
+    while (end < order.length && compareKeys(order[at]!, order[end]!) === 0) end++;
     // The key's versions, oldest first: the latest decides (or, ignoring deletes, the latest that is no retraction).
-    let pick: Row | null = null;
     for (let k = end - 1; k >= at; k--) {
-      const r = rows[order[k]!]!;
-      const kind = Number(r[VALUE_KIND_FIELD.name]);
+      const kind = v.kind(order[k]!);
       const retracts = kind === UPDATE_BEFORE || kind === DELETE;
       if (retracts && opts.ignoreDelete) continue;
-      if (!retracts) pick = r;
+      if (!retracts) out.push(order[k]!);
       break;
     }
-    if (pick !== null) out.push(pick);
     at = end;
   }
   return out;
+}
+
+/** `mergeBucket` over rows that carry the key fields and the system fields: the surviving rows, in key order. */
+export function mergeBucketRows(rows: readonly Row[], keyFields: readonly DataField[], opts: { ignoreDelete: boolean }): Row[] {
+  const versions: BucketVersions = {
+    n: rows.length,
+    key: (i, k) => rows[i]![keyFields[k]!.name] ?? null,
+    sequence: (i) => BigInt(rows[i]![SEQUENCE_NUMBER_FIELD.name] as number | bigint),
+    kind: (i) => Number(rows[i]![VALUE_KIND_FIELD.name]),
+  };
+  return mergeBucket(versions, keyFields, opts).map((i) => rows[i]!);
 }
 
 /** `ignore-delete` as Paimon reads it (with its deduplicate-specific fallback key). */

@@ -31,7 +31,7 @@ import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.t
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
 import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
-import { checkMergeReadable, ignoreDeleteOf, isSystemField, mergeBucketRows, mergeReadFields } from "./merge-read.ts";
+import { checkMergeReadable, ignoreDeleteOf, isSystemField, mergeBucket, mergeReadFields, type BucketVersions } from "./merge-read.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -465,23 +465,58 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, spec: PlanReadOp
   let remaining = spec.limit ?? Infinity;
   const read = async (split: DataSplit, file: DataFileMeta): Promise<{ split: DataSplit; batches: arrow.RecordBatch[] }> => ({ split, batches: await context.read(split, file, pool, spec.inlineDecodeBelowBytes) });
   let current: DataSplit | null = null;
-  let versions: Row[] = [];
+  let held: arrow.RecordBatch[] = [];
   const merged = function* (): Generator<arrow.RecordBatch> {
-    const rows = mergeBucketRows(versions, keyFields, { ignoreDelete });
-    versions = [];
-    for (let at = 0; at < rows.length && remaining > 0; at += MERGED_BATCH_ROWS) {
-      const part = rows.slice(at, Math.min(rows.length, at + MERGED_BATCH_ROWS, at + remaining));
+    const batches = held;
+    held = [];
+    const bucket = bucketVersions(batches, fields, keyFields);
+    const winners = mergeBucket(bucket.versions, keyFields, { ignoreDelete });
+    // Only the surviving rows are gathered, a batch at a time, of the wanted columns.
+    const readers = batches.map((b) => wanted.map((f) => columnReader(f.type, b.data.children[fields.indexOf(f)]!)));
+    for (let at = 0; at < winners.length && remaining > 0; at += MERGED_BATCH_ROWS) {
+      const part = winners.slice(at, Math.min(winners.length, at + MERGED_BATCH_ROWS, at + remaining));
       remaining -= part.length;
-      yield rowsToRecordBatch(wanted, part);
+      const rows = part.map((i) => {
+        const r = readers[bucket.batchOf[i]!]!;
+        const row: Row = {};
+        for (let k = 0; k < wanted.length; k++) row[wanted[k]!.name] = r[k]!(bucket.rowOf[i]!);
+        return row;
+      });
+      yield rowsToRecordBatch(wanted, rows);
     }
   };
   for await (const { split, batches } of filesAhead(plan, pool, { ...(spec.readAheadFiles !== undefined ? { readAheadFiles: spec.readAheadFiles } : {}) }, read)) {
     if (current !== null && split !== current) yield* merged();
     if (remaining <= 0) return;
     current = split;
-    for (const b of batches) versions.push(...recordBatchToRows(fields, b));
+    held.push(...batches);
   }
   if (current !== null) yield* merged();
+}
+
+/** A bucket's decoded batches (of `fields`, as `mergeReadFields` orders them) as the merge's versions. */
+function bucketVersions(batches: readonly arrow.RecordBatch[], fields: readonly DataField[], keyFields: readonly DataField[]): { versions: BucketVersions; batchOf: Int32Array; rowOf: Int32Array } {
+  const n = batches.reduce((t, b) => t + b.numRows, 0);
+  const batchOf = new Int32Array(n);
+  const rowOf = new Int32Array(n);
+  const keys = keyFields.map(() => new Array<Value>(n));
+  const sequence = new BigInt64Array(n);
+  const kind = new Int8Array(n);
+  const seqAt = fields.length - 2;
+  let i = 0;
+  for (const [bi, b] of batches.entries()) {
+    const keyReaders = keyFields.map((f) => columnReader(f.type, b.data.children[fields.findIndex((x) => x.name === f.name)]!));
+    const seq = columnReader(fields[seqAt]!.type, b.data.children[seqAt]!);
+    const kinds = columnReader(fields[seqAt + 1]!.type, b.data.children[seqAt + 1]!);
+    for (let r = 0; r < b.numRows; r++, i++) {
+      batchOf[i] = bi;
+      rowOf[i] = r;
+      for (let k = 0; k < keyReaders.length; k++) keys[k]![i] = keyReaders[k]!(r);
+      sequence[i] = BigInt(seq(r) as number | bigint);
+      kind[i] = Number(kinds(r));
+    }
+  }
+  return { versions: { n, key: (x, k) => keys[k]![x]!, sequence: (x) => sequence[x]!, kind: (x) => kind[x]! }, batchOf, rowOf };
 }
 
 /**
