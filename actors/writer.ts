@@ -483,8 +483,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   /**
    * Reports, once, a bucket holding fetched messages that no flush has covered for `stallReportMs` (and at least
-   * STALL_INTERVALS commit intervals): they cannot become visible, and without this a stall says nothing. The state logged is
-   * what decides the next step (a decode or a flush that never ended, a flush waiting for one).
+   * STALL_INTERVALS commit intervals): they cannot become visible, and without this a stall says nothing. The state
+   * logged is what decides the next step (a decode or a flush that never ended, a flush waiting for one).
    */
   private checkStall(ctx: ActorContext<WriterMsg>): void {
     if (this.stallReported || this.fetchedSeq <= this.prevOffset) return;
