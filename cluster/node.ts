@@ -107,8 +107,9 @@ export class Node {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private scanTimer: NodeJS.Timeout | undefined;
   private stuckTimer: NodeJS.Timeout | undefined;
-  /** Stuck handlers already reported (actor → the message's start), so each is logged once, not every check. */
+  /** Actors stuck in one message at the last check (the gauge `natslake_actors_stuck`). */
   private stuckNow = 0;
+  /** Stuck handlers already reported (actor → the message's start), so each is logged once, not every check. */
   private readonly stuckReported = new Map<string, number>();
   private adminSub: Subscription | undefined;
   /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */

@@ -128,8 +128,9 @@ export class ActorCell<M> implements CellHandle {
   private readonly children = new Map<string, CellHandle>();
   private phase: Phase = "starting";
   private current: Incarnation<M> | undefined;
-  /** The message `handle` is in (see `handling`). */
-  private inReceive: { since: number; message: string } | null = null;
+  /** The message `handle` is in and since when (see `handling`): kept as they are, labelled only when asked. */
+  private inReceive: unknown = null;
+  private inReceiveSince = 0;
   private incarnations = 0;
   /** The lifecycle chain; every step catches its own errors, so it never rejects. */
   private lifecycle: Promise<void> = Promise.resolve();
@@ -267,7 +268,8 @@ export class ActorCell<M> implements CellHandle {
     }
     // Recorded for the system's stuck-handler check: a receive that awaits something that never settles holds the
     // whole mailbox (timers included) and would otherwise stall the actor without a word.
-    this.inReceive = { since: this.host.clock.now(), message: messageLabel(msg) };
+    this.inReceive = msg;
+    this.inReceiveSince = this.host.clock.now();
     try {
       await inc.actor.receive(msg, inc.ctx);
     } catch (e) {
@@ -278,7 +280,7 @@ export class ActorCell<M> implements CellHandle {
   }
 
   handling(): { since: number; message: string } | null {
-    return this.inReceive;
+    return this.inReceive === null ? null : { since: this.inReceiveSince, message: messageLabel(this.inReceive) };
   }
 
   /**

@@ -79,7 +79,8 @@ export class ActorSystem {
 
   /**
    * The actors handling one message for at least `thresholdMs` now (an await inside `receive` that does not settle
-   * holds the actor's whole mailbox, its timers included): name, message type, since when (the clock's ms) and for how long. Oldest first.
+   * holds the actor's whole mailbox, its timers included): name, message type, since when (the clock's ms) and for
+   * how long. Oldest first.
    */
   busyHandlers(thresholdMs: number): Array<{ actor: string; message: string; since: number; ms: number }> {
     const now = this.clock.now();

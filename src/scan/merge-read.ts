@@ -19,7 +19,7 @@
 import { ErrorKind, LakeError } from "../errors.ts";
 import { compareValues } from "../codec/stats.ts";
 import { parseColumnList, type DataField } from "../spec/data-types.ts";
-import type { Row, Value } from "../spec/values.ts";
+import type { Value } from "../spec/values.ts";
 import type { Table } from "../table/table.ts";
 
 /** Paimon's system fields of primary-key data files, with their reserved ids (Integer.MAX_VALUE − 1, − 2). */
@@ -110,17 +110,6 @@ export function mergeBucket(v: BucketVersions, keyFields: readonly DataField[], 
     at = end;
   }
   return out;
-}
-
-/** `mergeBucket` over rows that carry the key fields and the system fields: the surviving rows, in key order. */
-export function mergeBucketRows(rows: readonly Row[], keyFields: readonly DataField[], opts: { ignoreDelete: boolean }): Row[] {
-  const versions: BucketVersions = {
-    n: rows.length,
-    key: (i, k) => rows[i]![keyFields[k]!.name] ?? null,
-    sequence: (i) => BigInt(rows[i]![SEQUENCE_NUMBER_FIELD.name] as number | bigint),
-    kind: (i) => Number(rows[i]![VALUE_KIND_FIELD.name]),
-  };
-  return mergeBucket(versions, keyFields, opts).map((i) => rows[i]!);
 }
 
 /** `ignore-delete` as Paimon reads it (with its deduplicate-specific fallback key). */

@@ -31,7 +31,7 @@ import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.t
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
 import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
-import { checkMergeReadable, ignoreDeleteOf, isSystemField, mergeBucket, mergeReadFields, type BucketVersions } from "./merge-read.ts";
+import { checkMergeReadable, ignoreDeleteOf, isSystemField, mergeBucket, mergeReadFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, type BucketVersions } from "./merge-read.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -502,12 +502,13 @@ function bucketVersions(batches: readonly arrow.RecordBatch[], fields: readonly 
   const keys = keyFields.map(() => new Array<Value>(n));
   const sequence = new BigInt64Array(n);
   const kind = new Int8Array(n);
-  const seqAt = fields.length - 2;
+  const seqAt = fields.indexOf(SEQUENCE_NUMBER_FIELD);
+  const kindAt = fields.indexOf(VALUE_KIND_FIELD);
   let i = 0;
   for (const [bi, b] of batches.entries()) {
     const keyReaders = keyFields.map((f) => columnReader(f.type, b.data.children[fields.findIndex((x) => x.name === f.name)]!));
-    const seq = columnReader(fields[seqAt]!.type, b.data.children[seqAt]!);
-    const kinds = columnReader(fields[seqAt + 1]!.type, b.data.children[seqAt + 1]!);
+    const seq = columnReader(SEQUENCE_NUMBER_FIELD.type, b.data.children[seqAt]!);
+    const kinds = columnReader(VALUE_KIND_FIELD.type, b.data.children[kindAt]!);
     for (let r = 0; r < b.numRows; r++, i++) {
       batchOf[i] = bi;
       rowOf[i] = r;

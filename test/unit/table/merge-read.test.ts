@@ -7,13 +7,24 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { mergeBucketRows, mergeReadFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../../src/scan/merge-read.ts";
+import { mergeBucket, mergeReadFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, type BucketVersions } from "../../../src/scan/merge-read.ts";
 import { parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
 import type { Row } from "../../../src/spec/values.ts";
 
 const fields = (text: string): DataField[] => parseColumnList(text).map((c, i) => ({ id: i, name: c.name, type: c.type }));
 const SEQ = SEQUENCE_NUMBER_FIELD.name;
 const KIND = VALUE_KIND_FIELD.name;
+/** `mergeBucket` over rows that carry the key fields and the system fields: the surviving rows, in key order. */
+function mergeBucketRows(rows: readonly Row[], keyFields: readonly DataField[], opts: { ignoreDelete: boolean }): Row[] {
+  const versions: BucketVersions = {
+    n: rows.length,
+    key: (i, k) => rows[i]![keyFields[k]!.name] ?? null,
+    sequence: (i) => BigInt(rows[i]![SEQ] as number | bigint),
+    kind: (i) => Number(rows[i]![KIND]),
+  };
+  return mergeBucket(versions, keyFields, opts).map((i) => rows[i]!);
+}
+
 const v = (key: Row, seq: number, kind: number, rest: Row = {}): Row => ({ ...key, ...rest, [SEQ]: BigInt(seq), [KIND]: kind });
 
 test("merge - the latest version per key; -U and -D drop the key, a later +I brings it back; key order", () => {
