@@ -17,7 +17,7 @@
 import { randomUUID } from "node:crypto";
 import { failpointAsync } from "../src/failpoints.ts";
 import { abortCompaction, compactionRules, planCompaction, rewrite, type CompactionRules, type CompactionTask, type CompactResult } from "../src/maintenance/compact.ts";
-import type { DataFileMeta } from "../src/spec/manifest.ts";
+import type { DataFileMeta } from "../src/format/manifest.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 import { encodeMsg } from "./wire/codec.ts";

@@ -25,7 +25,7 @@ import { failpoint, failpointAsync } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
 import type { CommitEntry, Committable, CommittableRef, CompactionEntry, SnapshotNotification } from "./wire/messages.ts";
 import { StreamCompactionCommitter, type PendingCompaction } from "../src/commit/compaction-commit.ts";
-import { natslakeState, type Snapshot } from "../src/spec/snapshot.ts";
+import { natslakeState, type Snapshot } from "../src/format/snapshot.ts";
 import { CommittableStore } from "./committable-store.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";

@@ -29,11 +29,11 @@
  */
 import { dataFileReader, planSnapshotDelta, readPlanMessages, type DataFileReader, type FileRows } from "../src/scan/read.ts";
 import { sharedParquetPool } from "../src/codec/parquet-pool.ts";
-import { deserializeBinaryRow, serializeBinaryRow } from "../src/spec/binary-row.ts";
-import type { DataFileMeta } from "../src/spec/manifest.ts";
+import { deserializeBinaryRow, serializeBinaryRow } from "../src/format/binary-row.ts";
+import type { DataFileMeta } from "../src/format/manifest.ts";
 import { ensureError } from "../src/errors.ts";
-import { CommitKind, type Snapshot } from "../src/spec/snapshot.ts";
-import type { Value } from "../src/spec/values.ts";
+import { CommitKind, type Snapshot } from "../src/format/snapshot.ts";
+import type { Value } from "../src/format/values.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 import { ChunkPacker } from "./consume-chunks.ts";

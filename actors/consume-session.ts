@@ -13,7 +13,7 @@
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import { readMessages, type FileRows } from "../src/scan/read.ts";
 import type { StreamItem, TableStream } from "../src/scan/table-stream.ts";
-import type { Value } from "../src/spec/values.ts";
+import type { Value } from "../src/format/values.ts";
 import type { Table } from "../src/table/table.ts";
 import type { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";

@@ -13,7 +13,7 @@ import { expireSnapshots, type ExpireResult } from "../src/maintenance/expire-sn
 import { compileFormatter } from "../src/maintenance/partition-time.ts";
 import { COMMITTABLE_BODIES_DIR, dataFilePathOf, removeOrphans, type RemoveOrphansResult } from "../src/maintenance/remove-orphans.ts";
 import { restoreTable, type RestoreResult } from "../src/maintenance/restore.ts";
-import { parsePartitionSpec } from "../src/spec/partition.ts";
+import { parsePartitionSpec } from "../src/format/partition.ts";
 import type { Table } from "../src/table/table.ts";
 import { decodeCommittable } from "./wire/codec.ts";
 import type { MaintenanceTaskName, MaintenanceTaskOptions } from "./wire/messages.ts";

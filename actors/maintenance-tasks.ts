@@ -10,7 +10,30 @@ import { removeOrphans } from "../src/maintenance/remove-orphans.ts";
 import { consumerLag } from "../src/table/consumers.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
-import type { MaintenanceTask } from "./maintenance.ts";
+
+/** One kind of maintenance the leader's MaintenanceActor runs per table on its schedule (actors/maintenance.ts). */
+export interface MaintenanceTask {
+  /** A short name for logs and metrics (`expire-partitions`, `remove-orphans`). */
+  name: string;
+  /** Milliseconds between runs for this table, or null when the table's options turn the task off. */
+  intervalMs(table: Table): number | null;
+  /** Runs it once; resolves with counts to log and to add to `natslake_maintenance_removed_total{task,kind}`. */
+  run(table: Table): Promise<Record<string, number>>;
+  /** Runs too often to log each run (its metrics say what it did). */
+  quiet?: boolean;
+  /**
+   * Due as soon as a snapshot lands (the committer tells the actor), not only every `intervalMs`: snapshot
+   * expiration, which Paimon runs in the commit itself — on a timer, a table committing 14 times a second would
+   * hold up to an interval's worth of snapshots over its bound.
+   */
+  runOnCommit?: boolean;
+  /**
+   * With runOnCommit: a run after a commit starts at least this long after the previous one started (default 0).
+   * A table committing 15 times a second then pays a run's fixed cost (reading the retained snapshot's manifest
+   * lists) a few times a second instead of at every commit, and each run removes several snapshots.
+   */
+  onCommitGapMs?: number;
+}
 
 /** Partition expiration every `partition.expiration-check-interval` (default 1 h) once `partition.expiration-time` is set. */
 export const expirePartitionsTask: MaintenanceTask = {

@@ -16,31 +16,10 @@ import type { Table } from "../src/table/table.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Clock, MaintenanceResponder } from "./ports.ts";
 import { runMaintenanceJob, type MaintenanceJob } from "./maintenance-jobs.ts";
-import { expirationCounters } from "./maintenance-tasks.ts";
+import { expirationCounters, type MaintenanceTask } from "./maintenance-tasks.ts";
 import type { ExpireResult } from "../src/maintenance/expire-snapshots.ts";
 
-export interface MaintenanceTask {
-  /** A short name for logs and metrics (`expire-partitions`, `remove-orphans`). */
-  name: string;
-  /** Milliseconds between runs for this table, or null when the table's options turn the task off. */
-  intervalMs(table: Table): number | null;
-  /** Runs it once; resolves with counts to log and to add to `natslake_maintenance_removed_total{task,kind}`. */
-  run(table: Table): Promise<Record<string, number>>;
-  /** Runs too often to log each run (its metrics say what it did). */
-  quiet?: boolean;
-  /**
-   * Due as soon as a snapshot lands (the committer tells the actor), not only every `intervalMs`: snapshot
-   * expiration, which Paimon runs in the commit itself — on a timer, a table committing 14 times a second would
-   * hold up to an interval's worth of snapshots over its bound.
-   */
-  runOnCommit?: boolean;
-  /**
-   * With runOnCommit: a run after a commit starts at least this long after the previous one started (default 0).
-   * A table committing 15 times a second then pays a run's fixed cost (reading the retained snapshot's manifest
-   * lists) a few times a second instead of at every commit, and each run removes several snapshots.
-   */
-  onCommitGapMs?: number;
-}
+export type { MaintenanceTask } from "./maintenance-tasks.ts";
 
 export type MaintenanceMsg =
   | { type: "tick" }

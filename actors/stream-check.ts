@@ -4,7 +4,7 @@
  */
 import type { Counter, Meter } from "@opentelemetry/api";
 import { checkStream, resetHint, type LiveStream, type StreamCheck } from "../src/commit/stream-identity.ts";
-import type { NatslakeState } from "../src/spec/snapshot.ts";
+import type { NatslakeState } from "../src/format/snapshot.ts";
 
 /** `natslake_stream_mismatch_total{table, component}`: refusals to use offsets on a stream they do not belong to. */
 export function streamMismatchCounter(meter: Meter): Counter {

@@ -24,7 +24,7 @@ import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { natsServerVersionOf, startNats, startRedis } from "../cluster/local/servers.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
-import { parseColumnList } from "../src/spec/data-types.ts";
+import { parseColumnList } from "../src/format/data-types.ts";
 import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { BENCH_COLUMNS } from "./shape.ts";

@@ -21,8 +21,8 @@ import {
 import { readParquet, readParquetAsync, writeParquet } from "../src/codec/parquet.ts";
 import { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 import { computeStats } from "../src/codec/stats.ts";
-import { parseColumnList } from "../src/spec/data-types.ts";
-import { Timestamp, type Row } from "../src/spec/values.ts";
+import { parseColumnList } from "../src/format/data-types.ts";
+import { Timestamp, type Row } from "../src/format/values.ts";
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const FIELDS = parseColumnList("id BIGINT NOT NULL, name STRING, qty INT, price DOUBLE, ts TIMESTAMP(3), note STRING");

@@ -20,7 +20,7 @@ import { CLUSTER_TABLE_DEFAULTS } from "../cluster/admin.ts";
 import { openConsumer } from "../cluster/consumer.ts";
 import { chooseNatsServer, startNats, startRedis } from "../cluster/local/servers.ts";
 import { readBatches } from "../src/scan/read.ts";
-import { parseColumnList } from "../src/spec/data-types.ts";
+import { parseColumnList } from "../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { publishBenchRows, waitForAssignment } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";

@@ -41,7 +41,7 @@ import { CLUSTER_TABLE_DEFAULTS } from "../cluster/admin.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { chooseNatsServer, freePort, startNats, startRedis, type ServerHandle } from "../cluster/local/servers.ts";
 import { readBatches } from "../src/scan/read.ts";
-import { parseColumnList } from "../src/spec/data-types.ts";
+import { parseColumnList } from "../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { assertAlive, nodeProfiling, procStats, publishBenchRows, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";

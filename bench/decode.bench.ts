@@ -9,7 +9,7 @@
  */
 import { decodeSized, packPayloads, type IngestPayloads } from "../actors/ingest/decode.ts";
 import { encodeRowBatch } from "../actors/wire/row-batch.ts";
-import { assignFieldIds, parseColumnList } from "../src/spec/data-types.ts";
+import { assignFieldIds, parseColumnList } from "../src/format/data-types.ts";
 import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
 import { recordFigures } from "./figures.ts";
 

@@ -27,7 +27,7 @@ import { CLUSTER_TABLE_DEFAULTS } from "../cluster/admin.ts";
 import { compactTable } from "../src/maintenance/compact.ts";
 import { planScan } from "../src/scan/plan.ts";
 import { readBatches } from "../src/scan/read.ts";
-import { parseColumnList } from "../src/spec/data-types.ts";
+import { parseColumnList } from "../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { BatchWriter } from "../src/write/batch-writer.ts";

@@ -20,7 +20,7 @@ import { connect } from "@nats-io/transport-node";
 import { freePort, startNats, startRedis } from "../cluster/local/servers.ts";
 import { seaweedVersion, startSeaweed, type SeaweedHandle } from "../cluster/local/seaweedfs.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
-import { parseColumnList } from "../src/spec/data-types.ts";
+import { parseColumnList } from "../src/format/data-types.ts";
 import { S3_AREAS, type S3Area } from "../src/io/s3-requests.ts";
 import { requestsSince, scrapeMetrics, scrapeS3Requests, type NodeS3Requests } from "../test/helpers/node-metrics.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";

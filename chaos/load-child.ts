@@ -18,9 +18,9 @@ import { publishWithRetry, type RetryPolicy } from "../cluster/producer.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { readTableMeta } from "../cluster/nats/table-infra.ts";
 import { encodeRowBatch } from "../actors/wire/row-batch.ts";
-import { createBucketFunctionOfType, type BucketFunctionType } from "../src/spec/bucket.ts";
-import { compileConverter } from "../src/spec/row-converter.ts";
-import { schemaFromJson } from "../src/spec/schema.ts";
+import { createBucketFunctionOfType, type BucketFunctionType } from "../src/format/bucket.ts";
+import { compileConverter } from "../src/format/row-converter.ts";
+import { schemaFromJson } from "../src/format/schema.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import type { LoadLine, LoadPoisonLine, LoadRowsLine } from "./types.ts";
 

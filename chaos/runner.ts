@@ -14,7 +14,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
-import { natslakeState } from "../src/spec/snapshot.ts";
+import { natslakeState } from "../src/format/snapshot.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { createRng } from "./prng.ts";
 import { trackPid, untrackPid } from "./procs.ts";

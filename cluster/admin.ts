@@ -5,7 +5,7 @@
  * that a retry cannot finish (the stream and KV steps are idempotent).
  */
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
-import { parseColumnList, typeToSql } from "../src/spec/data-types.ts";
+import { parseColumnList, typeToSql } from "../src/format/data-types.ts";
 import type { Catalog } from "../src/table/catalog.ts";
 import { parseIdentifier, refusePrimaryKey } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";

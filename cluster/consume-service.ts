@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import type { Meter } from "@opentelemetry/api";
 import { headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
-import { parsePartitionSpec } from "../src/spec/partition.ts";
+import { parsePartitionSpec } from "../src/format/partition.ts";
 import { parseScanMode, TableStream } from "../src/scan/table-stream.ts";
 import type { Catalog } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
@@ -19,7 +19,7 @@ import { ConsumeSessionActor, type ConsumeOut, type ConsumeSessionMsg } from "..
 import { DeltaFeed } from "../actors/consume-feed.ts";
 import { payloadLimit } from "../actors/wire/limits.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
-import type { Value } from "../src/spec/values.ts";
+import type { Value } from "../src/format/values.ts";
 import { systemClock } from "../actors/ports.ts";
 import type { ActorRef, ActorSystem, Logger } from "../actors/runtime/index.ts";
 import type { z } from "zod";

@@ -33,10 +33,10 @@ import { connect, errors, headers as natsHeaders, nuid, RequestError, type MsgHd
 import { SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
 import { stringify as stringifyLossless } from "lossless-json";
 import { ErrorKind, LakeError, dataInvalid, isLakeError } from "../src/errors.ts";
-import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../src/spec/bucket.ts";
-import type { DataField } from "../src/spec/data-types.ts";
-import { schemaFromJson, type TableSchema } from "../src/spec/schema.ts";
-import type { Value } from "../src/spec/values.ts";
+import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../src/format/bucket.ts";
+import type { DataField } from "../src/format/data-types.ts";
+import { schemaFromJson, type TableSchema } from "../src/format/schema.ts";
+import type { Value } from "../src/format/values.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";

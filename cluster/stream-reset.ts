@@ -12,7 +12,7 @@
  */
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import { resetStreamOffsets } from "../src/commit/stream-commit.ts";
-import { natslakeState } from "../src/spec/snapshot.ts";
+import { natslakeState } from "../src/format/snapshot.ts";
 import type { Table } from "../src/table/table.ts";
 import type { IngestLog, RawLog } from "../actors/ports.ts";
 import { checkTableStream } from "../actors/stream-check.ts";

@@ -207,7 +207,7 @@ function checkValue(o: OptionDef, value: string): void {
 
 /**
  * Validates options at create time: every key must be known, every value well-formed.
- * Invalid combinations (which depend on the schema) are checked by `validateTableSchema` in spec/schema.ts.
+ * Invalid combinations (which depend on the schema) are checked by `validateTableSchema` in format/schema.ts.
  */
 export function validateCreateOptions(options: Record<string, string>): void {
   for (const [key, value] of Object.entries(options)) {

@@ -13,7 +13,7 @@
  */
 import { RecordBatchBuilder } from "../../src/codec/columns.ts";
 import { failpoint } from "../../src/failpoints.ts";
-import type { DataField } from "../../src/spec/data-types.ts";
+import type { DataField } from "../../src/format/data-types.ts";
 import { encodeDataFile, type DataFileEncodeSpec, type EncodedFile } from "../../src/write/data-file-writer.ts";
 import { decodeSized, type IngestPayloads, type RejectedRow } from "./decode.ts";
 import { warmUpParquetHere, type WarmUpResult } from "../../src/codec/warm-up.ts";

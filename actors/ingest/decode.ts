@@ -8,8 +8,8 @@
  */
 import { RecordBatchBuilder } from "../../src/codec/columns.ts";
 import { ensureError } from "../../src/errors.ts";
-import type { DataField } from "../../src/spec/data-types.ts";
-import type { Row } from "../../src/spec/values.ts";
+import type { DataField } from "../../src/format/data-types.ts";
+import type { Row } from "../../src/format/values.ts";
 import type { RowBatch } from "../wire/messages.ts";
 import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow, unpackValue } from "../wire/row-batch.ts";
 import { directDecoderFor, type DirectDecoder } from "./direct.ts";

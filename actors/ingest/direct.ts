@@ -23,7 +23,7 @@ import {
   type TimestampColumnBuilder,
   type Utf8ColumnBuilder,
 } from "../../src/codec/columns.ts";
-import type { DataField, DataType } from "../../src/spec/data-types.ts";
+import type { DataField, DataType } from "../../src/format/data-types.ts";
 
 /** Appends the value at `pos` to its column; returns the position after it, or −1 (nothing appended). */
 type Appender = (pos: number) => number;

@@ -5,7 +5,7 @@
  */
 import { Packr } from "msgpackr";
 import { dataInvalid } from "../../src/errors.ts";
-import type { DataFileMeta } from "../../src/spec/manifest.ts";
+import type { DataFileMeta } from "../../src/format/manifest.ts";
 import type { CommitEntry, Committable, CommittableClaim, CompactionEntry, Rejection } from "./messages.ts";
 
 const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObjects: true });

@@ -6,8 +6,8 @@
  * languages can read them; bigints as int64); notifications, table metadata and heartbeats are JSON (readable by
  * any subscriber and by `nats kv get`).
  */
-import type { TableSchemaJson } from "../../src/spec/schema.ts";
-import type { DataFileMeta } from "../../src/spec/manifest.ts";
+import type { TableSchemaJson } from "../../src/format/schema.ts";
+import type { DataFileMeta } from "../../src/format/manifest.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Ingest

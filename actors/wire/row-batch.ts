@@ -16,9 +16,9 @@
 import { isInteger, isSafeNumber, parse as parseLossless } from "lossless-json";
 import { C1, Packr } from "msgpackr";
 import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
-import type { DataField, DataType } from "../../src/spec/data-types.ts";
-import { compileConverter, type ValueConverter } from "../../src/spec/row-converter.ts";
-import { Timestamp, dateToString, toCanonical, unscaledToString, type Row, type Value } from "../../src/spec/values.ts";
+import type { DataField, DataType } from "../../src/format/data-types.ts";
+import { compileConverter, type ValueConverter } from "../../src/format/row-converter.ts";
+import { Timestamp, dateToString, toCanonical, unscaledToString, type Row, type Value } from "../../src/format/values.ts";
 import type { RowBatch } from "./messages.ts";
 
 // ---------------------------------------------------------------------------------------------------------------

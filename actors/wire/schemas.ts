@@ -12,9 +12,9 @@
  * a later version may add optional fields.
  */
 import { z } from "zod";
-import type { DataFileMeta, SimpleStats } from "../../src/spec/manifest.ts";
-import type { FieldJson, TypeJson } from "../../src/spec/data-types.ts";
-import type { TableSchemaJson } from "../../src/spec/schema.ts";
+import type { DataFileMeta, SimpleStats } from "../../src/format/manifest.ts";
+import type { FieldJson, TypeJson } from "../../src/format/data-types.ts";
+import type { TableSchemaJson } from "../../src/format/schema.ts";
 import type { RouterProgress } from "../ports.ts";
 import { consumeOpenSchema, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "./consume.ts";
 import { maintenanceRequestSchema } from "./maintenance-request.ts";

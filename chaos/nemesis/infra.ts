@@ -14,7 +14,7 @@
  * on a tmpfs (disk-full), the LD_PRELOAD slow-fsync shim and libfaketime (clock-skew) in a node's environment.
  */
 import type { FaultRecord, Nemesis, NemesisContext, NemesisFactory, TopologyHandle } from "../types.ts";
-import { slowFsyncAttached } from "./index.ts";
+import { slowFsyncAttached } from "./nemeses.ts";
 import { sleep, withTimeout } from "./run.ts";
 import { TcpProxy } from "./tcp-proxy.ts";
 

@@ -9,7 +9,7 @@ import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/t
 import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { Catalog } from "../../src/table/catalog.ts";
 import { isObjectStoreUri } from "../../src/io/warehouse.ts";
-import { toJsonText } from "../../src/spec/values.ts";
+import { toJsonText } from "../../src/format/values.ts";
 import { parseDuration } from "../../src/options.ts";
 
 /** The `--warehouse` flag every command that takes a warehouse declares (with {@link WAREHOUSE_HELP}). */

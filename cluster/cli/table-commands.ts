@@ -2,7 +2,7 @@
  * `natslake table create|describe|alter|reset-offsets|drop|list`, and `natslake snapshots`.
  */
 import type { Command } from "commander";
-import { parseColumnList, typeToSql } from "../../src/spec/data-types.ts";
+import { parseColumnList, typeToSql } from "../../src/format/data-types.ts";
 import { adminRequest } from "../admin-client.ts";
 import { parseIdentifier, refusePrimaryKey } from "../../src/table/catalog.ts";
 import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";

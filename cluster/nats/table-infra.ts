@@ -40,7 +40,7 @@ import type { Meter } from "@opentelemetry/api";
 import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { identifierText, type Identifier, type Table } from "../../src/table/table.ts";
-import { schemaToJson } from "../../src/spec/schema.ts";
+import { schemaToJson } from "../../src/format/schema.ts";
 import type { TableMeta } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
 

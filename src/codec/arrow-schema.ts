@@ -37,7 +37,7 @@
  * and binaries → STRING/BYTES, dictionaries → their value type, FixedSizeList → ARRAY.
  */
 import * as arrow from "apache-arrow";
-import { assignFieldIds, MAX_LENGTH, type DataField, type DataType } from "../spec/data-types.ts";
+import { assignFieldIds, MAX_LENGTH, type DataField, type DataType } from "../format/data-types.ts";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 
 /** A named column: `DataField` satisfies it; ids are not needed for Arrow. */

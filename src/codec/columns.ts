@@ -1,7 +1,7 @@
 /**
  * Columnar building and reading of Arrow data for Paimon types, without apache-arrow's slow generic builders.
  *
- * Writing: one `ColumnBuilder` per column (`makeColumnBuilder(type)`), fed canonical values (spec/values.ts) with
+ * Writing: one `ColumnBuilder` per column (`makeColumnBuilder(type)`), fed canonical values (format/values.ts) with
  * `append(value)` / `appendNull()`, or — for decoders that want to skip intermediate JS values — the typed
  * methods of the concrete builders (`Int64ColumnBuilder.appendNumber`, `TimestampColumnBuilder.appendEpochMillis`,
  * `Utf8ColumnBuilder.appendUtf8`, …). `finish()` hands over an `arrow.Data` whose type is exactly `toArrowType(type)`
@@ -22,9 +22,9 @@
  */
 import * as arrow from "apache-arrow";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
-import { MAX_LENGTH, type DataType } from "../spec/data-types.ts";
-import { compileConverter } from "../spec/row-converter.ts";
-import { Timestamp, toCanonical, type Row, type Value } from "../spec/values.ts";
+import { MAX_LENGTH, type DataType } from "../format/data-types.ts";
+import { compileConverter } from "../format/row-converter.ts";
+import { Timestamp, toCanonical, type Row, type Value } from "../format/values.ts";
 import { toArrowSchema, toArrowType, type ColumnSpec } from "./arrow-schema.ts";
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -26,8 +26,8 @@
  * reaches, or a tighter one.
  */
 import { dataInvalid } from "../errors.ts";
-import type { DataType } from "../spec/data-types.ts";
-import type { Value } from "../spec/values.ts";
+import type { DataType } from "../format/data-types.ts";
+import type { Value } from "../format/values.ts";
 
 /** A parsed statistics mode, as a plain value (it travels to the encoding workers by structured clone). */
 export type StatsMode = { kind: "none" } | { kind: "counts" } | { kind: "full" } | { kind: "truncate"; length: number };

@@ -3,7 +3,7 @@
  * from Arrow data or from canonical rows, and merged across batches of a rolling file.
  *
  * Contract:
- * - `min[i]` / `max[i]` are canonical values (spec/values.ts) of column i, or null when the column has no non-null
+ * - `min[i]` / `max[i]` are canonical values (format/values.ts) of column i, or null when the column has no non-null
  *   value or its type has no order in Paimon's stats (ARRAY, MAP, MULTISET, ROW). `nullCounts[i]` counts nulls.
  * - Orders are Java Paimon's: numbers numerically; FLOAT/DOUBLE by `Double.compare` (−0.0 < 0.0, NaN above
  *   everything, so a NaN makes max NaN; `safeFileBounds` then drops that column's bounds before they reach a
@@ -18,8 +18,8 @@
  */
 import * as arrow from "apache-arrow";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
-import type { DataType } from "../spec/data-types.ts";
-import type { Row, Timestamp, Value } from "../spec/values.ts";
+import type { DataType } from "../format/data-types.ts";
+import type { Row, Timestamp, Value } from "../format/values.ts";
 import type { ColumnSpec } from "./arrow-schema.ts";
 import { batchColumn, columnReader } from "./columns.ts";
 

@@ -10,8 +10,8 @@ import type * as arrow from "apache-arrow";
 import { rowsToRecordBatch } from "./columns.ts";
 import { writeParquet } from "./parquet.ts";
 import type { ParquetEncoderPool } from "./parquet-pool.ts";
-import { assignFieldIds, parseColumnList, type DataField } from "../spec/data-types.ts";
-import { Timestamp } from "../spec/values.ts";
+import { assignFieldIds, parseColumnList, type DataField } from "../format/data-types.ts";
+import { Timestamp } from "../format/values.ts";
 
 /** The shapes the encoder's hot paths run on: 64- and 32-bit integers, timestamps, doubles, dictionary strings. */
 const FIELDS: DataField[] = assignFieldIds(parseColumnList("id BIGINT NOT NULL, ts TIMESTAMP(3), s STRING, d DOUBLE, n INT").map((c) => ({ id: -1, ...c }))).fields;

@@ -2,7 +2,7 @@
  * CommitMessage: what a writer hands the committer for one (partition, bucket) — the split between write and
  * commit (Paimon's CommitMessage). Files named here are invisible until a snapshot references them.
  */
-import type { DataFileMeta } from "../spec/manifest.ts";
+import type { DataFileMeta } from "../format/manifest.ts";
 
 export interface CommitMessage {
   /** Serialized (framed) BinaryRow of the partition values; the empty row for unpartitioned tables. */

@@ -21,8 +21,8 @@
  * for APPEND rounds) and the new watermark. Rows are unchanged, so readers see the same table before and after.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
-import { FileKind, fileIdentifier, type DataFileMeta, type ManifestEntry } from "../spec/manifest.ts";
-import { CommitKind, natslakeProperties, type NatslakeState, type Snapshot } from "../spec/snapshot.ts";
+import { FileKind, fileIdentifier, type DataFileMeta, type ManifestEntry } from "../format/manifest.ts";
+import { CommitKind, natslakeProperties, type NatslakeState, type Snapshot } from "../format/snapshot.ts";
 import { dataFilePath } from "../table/file-refs.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";

@@ -14,8 +14,8 @@
 import { randomUUID } from "node:crypto";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
-import { BATCH_COMMIT_IDENTIFIER, CommitKind, type Snapshot } from "../spec/snapshot.ts";
-import { FileKind, fileIdentifier, type ManifestEntry, type ManifestFileMeta } from "../spec/manifest.ts";
+import { BATCH_COMMIT_IDENTIFIER, CommitKind, type Snapshot } from "../format/snapshot.ts";
+import { FileKind, fileIdentifier, type ManifestEntry, type ManifestFileMeta } from "../format/manifest.ts";
 import type { Table } from "../table/table.ts";
 import type { CommitMessage } from "./commit-message.ts";
 import { ManifestStore } from "../table/manifest-store.ts";

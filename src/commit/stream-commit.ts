@@ -13,8 +13,8 @@
  * engine carries no natslake properties, so the chain is walked back to the newest one that does.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
-import type { DataFileMeta } from "../spec/manifest.ts";
-import { natslakeProperties, natslakeState, type NatslakeState, type Snapshot } from "../spec/snapshot.ts";
+import type { DataFileMeta } from "../format/manifest.ts";
+import { natslakeProperties, natslakeState, type NatslakeState, type Snapshot } from "../format/snapshot.ts";
 import type { Table } from "../table/table.ts";
 import { decideCommittables, type BucketCommitState, type Verdict } from "./accept.ts";
 import type { CommitMessage } from "./commit-message.ts";

@@ -1,7 +1,7 @@
 /**
  * All path rules of a table directory in one place (Paimon's FileStorePathFactory): where schemas, snapshots,
  * manifests and data files live, and how new files are named. Readers recompute data file paths from manifest
- * entries, so the partition directory written here must equal what Java and pypaimon compute (spec/partition.ts).
+ * entries, so the partition directory written here must equal what Java and pypaimon compute (format/partition.ts).
  */
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";

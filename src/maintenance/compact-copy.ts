@@ -26,10 +26,10 @@ import { compareValues } from "../codec/stats.ts";
 import { parquetRowGroupRows, stitchParquet, type StitchPiece } from "../codec/parquet-stitch.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { decodeDataFileRowGroups } from "../scan/read.ts";
-import { deserializeBinaryRow, serializeBinaryRow } from "../spec/binary-row.ts";
-import type { DataField } from "../spec/data-types.ts";
-import { EMPTY_STATS, type DataFileMeta, type SimpleStats } from "../spec/manifest.ts";
-import type { Value } from "../spec/values.ts";
+import { deserializeBinaryRow, serializeBinaryRow } from "../format/binary-row.ts";
+import type { DataField } from "../format/data-types.ts";
+import { EMPTY_STATS, type DataFileMeta, type SimpleStats } from "../format/manifest.ts";
+import type { Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
 import type { DataFileWriter } from "../write/data-file-writer.ts";
 

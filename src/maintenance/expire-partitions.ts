@@ -28,12 +28,12 @@
 import { randomUUID } from "node:crypto";
 import { dataInvalid } from "../errors.ts";
 import { FileStoreCommit } from "../commit/file-store-commit.ts";
-import { deserializeBinaryRow, serializeBinaryRow } from "../spec/binary-row.ts";
-import type { DataType } from "../spec/data-types.ts";
-import { FileKind } from "../spec/manifest.ts";
-import { partitionPath, partitionValueString } from "../spec/partition.ts";
-import { CommitKind } from "../spec/snapshot.ts";
-import type { Value } from "../spec/values.ts";
+import { deserializeBinaryRow, serializeBinaryRow } from "../format/binary-row.ts";
+import type { DataType } from "../format/data-types.ts";
+import { FileKind } from "../format/manifest.ts";
+import { partitionPath, partitionValueString } from "../format/partition.ts";
+import { CommitKind } from "../format/snapshot.ts";
+import type { Value } from "../format/values.ts";
 import { parseDuration } from "../options.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";

@@ -24,8 +24,8 @@
  */
 import { ErrorKind, ifPresent, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
-import { FileKind } from "../spec/manifest.ts";
-import { natslakeState, type Snapshot } from "../spec/snapshot.ts";
+import { FileKind } from "../format/manifest.ts";
+import { natslakeState, type Snapshot } from "../format/snapshot.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { listTags } from "../table/tags.ts";

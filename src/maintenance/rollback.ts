@@ -41,9 +41,9 @@
 import { join } from "node:path";
 import { ErrorKind, ifPresent, isLakeError, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
-import { FileKind, type ManifestEntry } from "../spec/manifest.ts";
-import { snapshotFromJson, snapshotToJson, type Snapshot } from "../spec/snapshot.ts";
-import { parseJson, stringifyJson } from "../spec/wire/json.ts";
+import { FileKind, type ManifestEntry } from "../format/manifest.ts";
+import { snapshotFromJson, snapshotToJson, type Snapshot } from "../format/snapshot.ts";
+import { parseJson, stringifyJson } from "../format/wire/json.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { getTagOrThrow, listTags } from "../table/tags.ts";

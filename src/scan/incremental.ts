@@ -10,10 +10,10 @@
  * rows of expired snapshots can no longer be told apart.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
-import { deserializeBinaryRow } from "../spec/binary-row.ts";
-import { FileKind } from "../spec/manifest.ts";
-import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
-import type { Value } from "../spec/values.ts";
+import { deserializeBinaryRow } from "../format/binary-row.ts";
+import { FileKind } from "../format/manifest.ts";
+import { CommitKind, type Snapshot } from "../format/snapshot.ts";
+import type { Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import type { DataSplit, ScanPlan } from "./plan.ts";

@@ -18,8 +18,8 @@
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import { compareValues } from "../codec/stats.ts";
-import { parseColumnList, type DataField } from "../spec/data-types.ts";
-import type { Value } from "../spec/values.ts";
+import { parseColumnList, type DataField } from "../format/data-types.ts";
+import type { Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
 
 /** Paimon's system fields of primary-key data files, with their reserved ids (Integer.MAX_VALUE − 1, − 2). */

@@ -4,10 +4,10 @@
  * never data files.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
-import { deserializeBinaryRow } from "../spec/binary-row.ts";
-import type { DataFileMeta } from "../spec/manifest.ts";
-import type { Snapshot } from "../spec/snapshot.ts";
-import type { Value } from "../spec/values.ts";
+import { deserializeBinaryRow } from "../format/binary-row.ts";
+import type { DataFileMeta } from "../format/manifest.ts";
+import type { Snapshot } from "../format/snapshot.ts";
+import type { Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { getTagOrThrow } from "../table/tags.ts";

@@ -19,18 +19,18 @@ import { toArrowField } from "../codec/arrow-schema.ts";
 import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { schemaMessage, splitIpcStream, type IpcBatchMessage, type IpcStreamParts } from "../codec/ipc-stream.ts";
-import type { DataField, DataType } from "../spec/data-types.ts";
-import { serializeBinaryRow } from "../spec/binary-row.ts";
-import { partitionPath } from "../spec/partition.ts";
-import type { DataFileMeta } from "../spec/manifest.ts";
-import type { TableSchema } from "../spec/schema.ts";
-import { toCanonical, type Row, type Value } from "../spec/values.ts";
+import type { DataField, DataType } from "../format/data-types.ts";
+import { serializeBinaryRow } from "../format/binary-row.ts";
+import { partitionPath } from "../format/partition.ts";
+import type { DataFileMeta } from "../format/manifest.ts";
+import type { TableSchema } from "../format/schema.ts";
+import { toCanonical, type Row, type Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
 import { fetchColumnsOf, RANGED_READ_MIN_BYTES } from "./ranged-fetch.ts";
 import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
-import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
+import { CommitKind, type Snapshot } from "../format/snapshot.ts";
 import { checkMergeReadable, ignoreDeleteOf, isSystemField, mergeBucket, mergeReadFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, type BucketVersions } from "./merge-read.ts";
 
 export interface ReadSpec extends ScanSpec {

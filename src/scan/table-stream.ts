@@ -23,7 +23,7 @@
  * costs at most one poll interval, and nothing is skipped.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
-import { CommitKind, type Snapshot } from "../spec/snapshot.ts";
+import { CommitKind, type Snapshot } from "../format/snapshot.ts";
 import { getConsumer, validateConsumerId, writeConsumer } from "../table/consumers.ts";
 import type { Table } from "../table/table.ts";
 import type { ReadSpec } from "./read.ts";

@@ -8,9 +8,9 @@ import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import type { FileIO } from "../io/file-io.ts";
 import { openWarehouse, parseWarehouse, type Warehouse } from "../io/warehouse.ts";
 import { PathFactory } from "../io/paths.ts";
-import { newTableSchema, type SchemaInput } from "../spec/schema.ts";
+import { newTableSchema, type SchemaInput } from "../format/schema.ts";
 import { SchemaManager } from "./schema-manager.ts";
-import { withAddedColumns, type AddColumn } from "../spec/schema-change.ts";
+import { withAddedColumns, type AddColumn } from "../format/schema-change.ts";
 import { type Identifier, Table } from "./table.ts";
 
 const DB_SUFFIX = ".db";

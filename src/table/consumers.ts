@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { dataInvalid, ErrorKind, isLakeError } from "../errors.ts";
-import { parseJson } from "../spec/wire/json.ts";
+import { parseJson } from "../format/wire/json.ts";
 import type { Table } from "./table.ts";
 
 const CONSUMER_FILE = /^consumer-(.+)$/;

@@ -2,10 +2,10 @@
  * Where a snapshot's metadata and data files are: its manifest lists, a data file's identity across snapshots and
  * its path — what expiration, tag deletion and rollback need to tell which files a snapshot holds.
  */
-import { deserializeBinaryRow } from "../spec/binary-row.ts";
-import type { ManifestEntry } from "../spec/manifest.ts";
-import { partitionPath } from "../spec/partition.ts";
-import type { Snapshot } from "../spec/snapshot.ts";
+import { deserializeBinaryRow } from "../format/binary-row.ts";
+import type { ManifestEntry } from "../format/manifest.ts";
+import { partitionPath } from "../format/partition.ts";
+import type { Snapshot } from "../format/snapshot.ts";
 import type { Table } from "./table.ts";
 
 /** The manifest lists a snapshot names (base, delta and, when present, changelog). */

@@ -3,12 +3,12 @@
  * materialises a snapshot's live file set (ADD/DELETE merge, as Java's FileEntry.mergeEntries), writes new
  * manifests and lists, and merges small manifests so the list does not grow by one per commit.
  */
-import type { Snapshot } from "../spec/snapshot.ts";
-import { EMPTY_STATS, EntryMerger, FileKind, fileIdentifier, type ManifestEntry, type ManifestFileMeta, mergeEntries, type SimpleStats } from "../spec/manifest.ts";
-import { decodeManifest, decodeManifestList, encodeManifest, encodeManifestList } from "../spec/wire/manifest-avro.ts";
-import { deserializeBinaryRow, serializeBinaryRow } from "../spec/binary-row.ts";
+import type { Snapshot } from "../format/snapshot.ts";
+import { EMPTY_STATS, EntryMerger, FileKind, fileIdentifier, type ManifestEntry, type ManifestFileMeta, mergeEntries, type SimpleStats } from "../format/manifest.ts";
+import { decodeManifest, decodeManifestList, encodeManifest, encodeManifestList } from "../format/wire/manifest-avro.ts";
+import { deserializeBinaryRow, serializeBinaryRow } from "../format/binary-row.ts";
 import { compareValues } from "../codec/stats.ts";
-import type { Value } from "../spec/values.ts";
+import type { Value } from "../format/values.ts";
 import type { Table } from "./table.ts";
 
 /** Manifests at or above this size are "full" and left alone by the small-manifest merge. */

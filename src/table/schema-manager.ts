@@ -5,8 +5,8 @@
 import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import type { FileIO } from "../io/file-io.ts";
 import type { PathFactory } from "../io/paths.ts";
-import { schemaFromJson, schemaToJson, type TableSchema } from "../spec/schema.ts";
-import { parseJson, stringifyJson } from "../spec/wire/json.ts";
+import { schemaFromJson, schemaToJson, type TableSchema } from "../format/schema.ts";
+import { parseJson, stringifyJson } from "../format/wire/json.ts";
 
 const SCHEMA_NAME = /^schema-(\d+)$/;
 

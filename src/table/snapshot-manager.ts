@@ -6,8 +6,8 @@ import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { failpoint } from "../failpoints.ts";
 import type { FileIO } from "../io/file-io.ts";
 import type { PathFactory } from "../io/paths.ts";
-import { type Snapshot, snapshotFromJson, snapshotToJson } from "../spec/snapshot.ts";
-import { parseJson, stringifyJson } from "../spec/wire/json.ts";
+import { type Snapshot, snapshotFromJson, snapshotToJson } from "../format/snapshot.ts";
+import { parseJson, stringifyJson } from "../format/wire/json.ts";
 
 const SNAPSHOT_NAME = /^snapshot-(\d+)$/;
 /** How far a stale LATEST hint is followed forward before the snapshot directory is listed instead. */

@@ -5,8 +5,8 @@
 import type { FileIO } from "../io/file-io.ts";
 import { PathFactory } from "../io/paths.ts";
 import { TableOptions } from "../options.ts";
-import type { DataType } from "../spec/data-types.ts";
-import { bucketKeys, fieldByName, type TableSchema } from "../spec/schema.ts";
+import type { DataType } from "../format/data-types.ts";
+import { bucketKeys, fieldByName, type TableSchema } from "../format/schema.ts";
 import { SchemaManager } from "./schema-manager.ts";
 import { SnapshotManager } from "./snapshot-manager.ts";
 

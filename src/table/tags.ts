@@ -18,8 +18,8 @@
 import { join } from "node:path";
 import { LosslessNumber } from "lossless-json";
 import { dataInvalid, ErrorKind, isLakeError, LakeError } from "../errors.ts";
-import { snapshotFromJson, snapshotToJson, type Snapshot } from "../spec/snapshot.ts";
-import { parseJson, stringifyJson } from "../spec/wire/json.ts";
+import { snapshotFromJson, snapshotToJson, type Snapshot } from "../format/snapshot.ts";
+import { parseJson, stringifyJson } from "../format/wire/json.ts";
 import { ManifestStore } from "./manifest-store.ts";
 import type { Table } from "./table.ts";
 import { dataFilePath, fileKey, manifestListsOf } from "./file-refs.ts";

@@ -14,11 +14,11 @@ import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { computeStats, safeFileBounds } from "../codec/stats.ts";
 import { applyStatsMode, columnStatsModes, type StatsMode } from "../codec/stats-mode.ts";
-import { serializeBinaryRow } from "../spec/binary-row.ts";
+import { serializeBinaryRow } from "../format/binary-row.ts";
 import { hasOrder } from "../codec/stats.ts";
-import { EMPTY_STATS, FileSource, type DataFileMeta, type SimpleStats } from "../spec/manifest.ts";
-import type { Row } from "../spec/values.ts";
-import type { DataField } from "../spec/data-types.ts";
+import { EMPTY_STATS, FileSource, type DataFileMeta, type SimpleStats } from "../format/manifest.ts";
+import type { Row } from "../format/values.ts";
+import type { DataField } from "../format/data-types.ts";
 import type { Table } from "../table/table.ts";
 
 /** `_CREATION_TIME` is local wall-clock millis in Java and pypaimon (LocalDateTime.now()), not UTC epoch. */

@@ -1,7 +1,7 @@
 /**
  * TableWrite: rows in → data files out, per (partition, bucket), for append tables.
  *
- * Rows are validated and converted to canonical values once (spec/values.ts), routed to their partition and
+ * Rows are validated and converted to canonical values once (format/values.ts), routed to their partition and
  * bucket (Paimon's bucket function, so a row lands where Java and pypaimon would put it), and buffered per bucket
  * in arrival order. `prepareCommit()` flushes every buffer into Parquet files and returns one CommitMessage per
  * (partition, bucket); nothing is visible until a commit references the files.
@@ -14,14 +14,14 @@ import { Table as ArrowTable, util as arrowUtil } from "apache-arrow";
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
-import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../spec/binary-row.ts";
+import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../format/binary-row.ts";
 import { RecordBatchBuilder } from "../codec/columns.ts";
 import { type ParquetEncoderPool, sharedParquetPool } from "../codec/parquet-pool.ts";
-import { compileRowConverter } from "../spec/row-converter.ts";
-import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../spec/bucket.ts";
-import type { DataFileMeta } from "../spec/manifest.ts";
-import { partitionPath } from "../spec/partition.ts";
-import type { Row, Value } from "../spec/values.ts";
+import { compileRowConverter } from "../format/row-converter.ts";
+import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../format/bucket.ts";
+import type { DataFileMeta } from "../format/manifest.ts";
+import { partitionPath } from "../format/partition.ts";
+import type { Row, Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter, type DataFileEncodeSpec, type EncodedFile } from "./data-file-writer.ts";

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { jetstream } from "@nats-io/jetstream";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { readTableMeta } from "../../cluster/nats/table-infra.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";

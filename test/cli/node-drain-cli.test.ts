@@ -13,8 +13,8 @@ import { Kvm } from "@nats-io/kv";
 import { startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { startLoad, verifyExactlyOnce } from "../helpers/load.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
-import { natslakeState } from "../../src/spec/snapshot.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
+import { natslakeState } from "../../src/format/snapshot.ts";
 import type { MemberHeartbeat, TableAssignment } from "../../actors/wire/messages.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));

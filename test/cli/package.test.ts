@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { producerWhenRegistered, startCluster, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const run = (cmd: string, args: string[], cwd: string, timeout = 240_000) => spawnSync(cmd, args, { cwd, encoding: "utf8", timeout, env: { ...process.env, npm_config_loglevel: "warn", npm_config_fund: "false", npm_config_audit: "false" } });

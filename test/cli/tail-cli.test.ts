@@ -13,8 +13,8 @@ import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } 
 import { getConsumer } from "../../src/table/consumers.ts";
 import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
-import { CommitKind } from "../../src/spec/snapshot.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
+import { CommitKind } from "../../src/format/snapshot.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 const wh = tempDir();

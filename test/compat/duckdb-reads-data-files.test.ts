@@ -7,14 +7,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { planScan } from "../../src/scan/plan.ts";
-import { partitionPath } from "../../src/spec/partition.ts";
+import { partitionPath } from "../../src/format/partition.ts";
 import { createTable, tempDir, writeRows } from "../helpers/tables.ts";
 import { rowsToRecordBatch } from "../../src/codec/columns.ts";
 import { parquetFooterInfo } from "../../src/codec/parquet.ts";
 import { ParquetEncoderPool } from "../../src/codec/parquet-pool.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
 import { readBatches } from "../../src/scan/read.ts";
-import { serializeBinaryRow } from "../../src/spec/binary-row.ts";
+import { serializeBinaryRow } from "../../src/format/binary-row.ts";
 import { DataFileWriter, MAX_ROW_GROUP_ROWS } from "../../src/write/data-file-writer.ts";
 
 const wh = tempDir();

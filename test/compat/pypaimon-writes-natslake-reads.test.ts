@@ -8,7 +8,7 @@ import { paimonRead, paimonWrite } from "../helpers/python.ts";
 import { createTable, readJson, reopen, sortRows, tempDir, writeRows } from "../helpers/tables.ts";
 import { planScan } from "../../src/scan/plan.ts";
 import { readRows } from "../../src/scan/read.ts";
-import { toCanonical, toJsonValue } from "../../src/spec/values.ts";
+import { toCanonical, toJsonValue } from "../../src/format/values.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());

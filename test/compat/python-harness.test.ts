@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
-import { parseSqlType } from "../../src/spec/data-types.ts";
-import { toCanonical, toJsonValue } from "../../src/spec/values.ts";
+import { parseSqlType } from "../../src/format/data-types.ts";
+import { toCanonical, toJsonValue } from "../../src/format/values.ts";
 import { PAIMON_READ_PY, paimonRead, paimonWrite, pythonBin, runPython } from "../helpers/python.ts";
 
 const COLUMNS: Array<[string, string]> = [

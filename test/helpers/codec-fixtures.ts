@@ -2,8 +2,8 @@
  * Shared fixtures for the Arrow/Parquet codec tests: one column of every Paimon type, and rows exercising nulls,
  * extremes (38-digit decimals, pre-1970 and year-9999 timestamps with nanos, non-BMP strings) and nesting.
  */
-import { parseColumnList, type DataType } from "../../src/spec/data-types.ts";
-import { Timestamp, type Row } from "../../src/spec/values.ts";
+import { parseColumnList, type DataType } from "../../src/format/data-types.ts";
+import { Timestamp, type Row } from "../../src/format/values.ts";
 
 export const ts = (iso: string, nanoOfMilli = 0): Timestamp => new Timestamp(Date.parse(iso + "Z"), nanoOfMilli);
 export const bytes = (...b: number[]): Uint8Array => Uint8Array.from(b);

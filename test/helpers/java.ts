@@ -7,9 +7,9 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { DataType } from "../../src/spec/data-types.ts";
+import type { DataType } from "../../src/format/data-types.ts";
 import type { Table } from "../../src/table/table.ts";
-import { decimalToUnscaled, Timestamp, toJsonValue, type Value } from "../../src/spec/values.ts";
+import { decimalToUnscaled, Timestamp, toJsonValue, type Value } from "../../src/format/values.ts";
 
 export function javaOracleDir(): string {
   const fromEnv = process.env.NATSLAKE_JAVA_ORACLE_DIR;

@@ -5,7 +5,7 @@
  */
 import { rowsToRecordBatch } from "../../src/codec/columns.ts";
 import { ParquetEncoderPool } from "../../src/codec/parquet-pool.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 
 const fields = parseColumnList("id BIGINT, s STRING");
 const pool = new ParquetEncoderPool({ size: 2 });

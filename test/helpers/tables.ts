@@ -5,14 +5,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import type { Table } from "../../src/table/table.ts";
 import { BatchWriter, type OverwriteSpec } from "../../src/write/batch-writer.ts";
 import assert from "node:assert/strict";
 import { readAllRows, readRows } from "../../src/scan/read.ts";
 import { planScan } from "../../src/scan/plan.ts";
-import { toCanonical, toJsonValue } from "../../src/spec/values.ts";
+import { toCanonical, toJsonValue } from "../../src/format/values.ts";
 
 export function tempDir(prefix = "natslake-test-"): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));

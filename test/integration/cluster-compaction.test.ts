@@ -10,10 +10,10 @@ import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } 
 import { idsOnceInBucketOrder } from "../helpers/tables.ts";
 import { threadNice, threadNices } from "../helpers/threads.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
-import { CommitKind } from "../../src/spec/snapshot.ts";
+import { CommitKind } from "../../src/format/snapshot.ts";
 import type { Table } from "../../src/table/table.ts";
 import { paimonRead } from "../helpers/python.ts";
 

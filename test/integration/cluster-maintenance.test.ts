@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import type { Table } from "../../src/table/table.ts";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { producerWhenRegistered, startCluster, waitFor } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
 import { startLoad, verifyExactlyOnce } from "../helpers/load.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { createProducer } from "../../cluster/producer.ts";
 
 let c: TestCluster;

@@ -9,7 +9,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { producerWhenRegistered, startCluster, waitFor, type TestCluster } from "../helpers/cluster.ts";
 import { idsOnceInBucketOrder } from "../helpers/tables.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 

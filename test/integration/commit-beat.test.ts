@@ -11,9 +11,9 @@ import assert from "node:assert/strict";
 import { producerWhenRegistered, startCluster } from "../helpers/cluster.ts";
 import { idsOnceInBucketOrder } from "../helpers/tables.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { planSnapshotDelta } from "../../src/scan/read.ts";
-import { CommitKind } from "../../src/spec/snapshot.ts";
+import { CommitKind } from "../../src/format/snapshot.ts";
 
 const BUCKETS = 4;
 const ROWS_PER_SECOND = 2_000;

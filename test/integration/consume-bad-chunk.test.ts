@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { connect, headers as natsHeaders } from "@nats-io/transport-node";
 import { openConsumer } from "../../cluster/consumer.ts";
 import { CONSUME_HEADER } from "../../actors/wire/consume.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 

@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readAllRows } from "../../src/scan/read.ts";
 import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
 import { getConsumer } from "../../src/table/consumers.ts";

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 
 test("drain - the last node flushes and commits what was acknowledged before it exits, within the drain timeout", { timeout: 120_000 }, async () => {

@@ -13,7 +13,7 @@ import { createTable, readJson, reopen, sortRows, tempDir, writeRows } from "../
 import { paimonRead, paimonWrite } from "../helpers/python.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
 import { natslakeStateAsOf } from "../../src/commit/stream-commit.ts";
-import { natslakeProperties } from "../../src/spec/snapshot.ts";
+import { natslakeProperties } from "../../src/format/snapshot.ts";
 import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { planScan } from "../../src/scan/plan.ts";
@@ -130,7 +130,7 @@ test("expire - a tag (in Paimon's format) holds its snapshot's data files and ma
     for (const m of await store.readManifestList(list)) assert.ok(existsSync(t.paths.manifestPath(m.fileName)), `tag manifest ${m.fileName}`);
   }
   const live = new Set(dataFilesOnDisk(t));
-  for (const e of await store.readLiveEntries((await import("../../src/spec/snapshot.ts")).snapshotFromJson(tagSnapshot))) assert.ok(live.has(e.file.fileName), `tagged file ${e.file.fileName} kept`);
+  for (const e of await store.readLiveEntries((await import("../../src/format/snapshot.ts")).snapshotFromJson(tagSnapshot))) assert.ok(live.has(e.file.fileName), `tagged file ${e.file.fileName} kept`);
   assert.equal(tagged.length, 15);
   await assertWhole(t, 10);
 });

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { jetstream } from "@nats-io/jetstream";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { planScan } from "../../src/scan/plan.ts";
 import { paimonRead } from "../helpers/python.ts";

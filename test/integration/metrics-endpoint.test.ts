@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { freePort } from "../../cluster/local/servers.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { writeConsumer } from "../../src/table/consumers.ts";
 
 const get = async (url: string): Promise<{ status: number; body: string }> => {

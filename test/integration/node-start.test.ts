@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { startNats, type ServerHandle } from "../helpers/servers.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 import { adminRequest } from "../../cluster/admin-client.ts";
 import { openConsumer } from "../../cluster/consumer.ts";

@@ -18,7 +18,7 @@ import { freePort } from "../../cluster/local/servers.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
 import type { SnapshotNotification } from "../../actors/wire/messages.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 
 const TABLE = "ops.t";

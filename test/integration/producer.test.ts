@@ -9,7 +9,7 @@ import { DiscardPolicy, jetstream, jetstreamManager, StorageType, type JetStream
 import { Kvm } from "@nats-io/kv";
 import { connect, nanos, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, isLakeError } from "../../src/errors.ts";
-import { createBucketFunction } from "../../src/spec/bucket.ts";
+import { createBucketFunction } from "../../src/format/bucket.ts";
 import type { Table } from "../../src/table/table.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 import { ensureTableInfra, readTableMeta, serverHasDiscardNewSizeBug } from "../../cluster/nats/table-infra.ts";

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "../../cluster/local/servers.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 
 const RULES_DIR = fileURLToPath(new URL("../../compose/prometheus/", import.meta.url));
 

@@ -12,7 +12,7 @@ import { adminRequest } from "../../cluster/admin-client.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { readAllRows } from "../../src/scan/read.ts";
-import { toJsonValue } from "../../src/spec/values.ts";
+import { toJsonValue } from "../../src/format/values.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { REPO_ROOT, paimonRead, runPython } from "../helpers/python.ts";
 import { startWireTap } from "../helpers/wire-tap.ts";

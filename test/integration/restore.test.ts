@@ -12,7 +12,7 @@ import { readJson, reopen, sortRows, tempDir, writeRows } from "../helpers/table
 import { paimonRead } from "../helpers/python.ts";
 import { filesOf, historyTable, idsByBucket, liveDataFiles, warehouseCli } from "../helpers/warehouse-cli.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
-import { natslakeProperties } from "../../src/spec/snapshot.ts";
+import { natslakeProperties } from "../../src/format/snapshot.ts";
 import { listTags } from "../../src/table/tags.ts";
 import type { Table } from "../../src/table/table.ts";
 

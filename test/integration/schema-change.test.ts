@@ -13,7 +13,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { paimonRead, runPython } from "../helpers/python.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { Kvm } from "@nats-io/kv";
 import { startCluster, waitFor, withNodeLogsOnFailure, producerWhenRegistered } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 import type { TableAssignment } from "../../actors/wire/messages.ts";
 

@@ -16,8 +16,8 @@ import { ensureTableInfra } from "../../cluster/nats/table-infra.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
-import { natslakeState } from "../../src/spec/snapshot.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
+import { natslakeState } from "../../src/format/snapshot.ts";
 import { readRows } from "../../src/scan/read.ts";
 import type { Table } from "../../src/table/table.ts";
 

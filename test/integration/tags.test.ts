@@ -12,7 +12,7 @@ import { readJson, reopen, sortRows, tempDir, writeRows } from "../helpers/table
 import { dataFilesOnDisk, filesOf, historyTable, liveDataFiles, warehouseCli } from "../helpers/warehouse-cli.ts";
 import { paimonCreateTag, paimonListTags, paimonRead, paimonReadTag } from "../helpers/python.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";
-import { natslakeProperties } from "../../src/spec/snapshot.ts";
+import { natslakeProperties } from "../../src/format/snapshot.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { listTags } from "../../src/table/tags.ts";
 import { readRows } from "../../src/scan/read.ts";

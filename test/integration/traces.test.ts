@@ -10,7 +10,7 @@ import type { Msg } from "@nats-io/transport-node";
 import { startOtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { startTracingIfConfigured } from "../../cluster/tracing.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 import { readRows } from "../../src/scan/read.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { producerWhenRegistered, startCluster } from "../helpers/cluster.ts";
 import { idsOnceInBucketOrder } from "../helpers/tables.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
-import { parseColumnList } from "../../src/spec/data-types.ts";
+import { parseColumnList } from "../../src/format/data-types.ts";
 import { planSnapshotDelta } from "../../src/scan/read.ts";
 
 const ROWS = 150_000;

@@ -6,7 +6,7 @@ import { DiskMountUnavailable, isMountPoint, mountSmallDisk, type SmallDisk } fr
 import { diskFull } from "../../../chaos/nemesis/index.ts";
 import { isLakeError, type LakeError } from "../../../src/errors.ts";
 import { readAllRows } from "../../../src/scan/read.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
 import { BatchWriter } from "../../../src/write/batch-writer.ts";
 

@@ -1,6 +1,6 @@
 """Paimon types and the JSON value conventions shared by paimon_read.py and paimon_write.py.
 
-The rendering (`render`) reproduces `toJsonValue` in src/spec/values.ts, so that rows read by pypaimon can be
+The rendering (`render`) reproduces `toJsonValue` in src/format/values.ts, so that rows read by pypaimon can be
 compared with rows read by natslake after JSON.parse:
 
   BOOLEAN                        true / false
@@ -251,7 +251,7 @@ def parse_json_type(j):
 
 
 def type_to_sql(t):
-    """Paimon's canonical SQL text (as Java's asSQLString and src/spec/data-types.ts typeToSql write it)."""
+    """Paimon's canonical SQL text (as Java's asSQLString and src/format/data-types.ts typeToSql write it)."""
     nn = "" if t.nullable else " NOT NULL"
     r = t.root
     if r in ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE"):

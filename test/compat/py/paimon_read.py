@@ -17,7 +17,7 @@ usage: paimon_read.py <warehouse> <db.table> [--snapshot N] [--columns a,b] [--w
                     than a command-line argument may be)
 
 Rows come split by split in pypaimon's plan order, and within a split in the order pypaimon reads its files.
-Values are rendered like src/spec/values.ts toJsonValue (see paimon_json.py). Output is UTF-8 JSON lines.
+Values are rendered like src/format/values.ts toJsonValue (see paimon_json.py). Output is UTF-8 JSON lines.
 """
 
 import argparse

@@ -5,7 +5,7 @@ usage: paimon_tag.py create <warehouse> <db.table> <name> [--snapshot N] [--time
        paimon_tag.py read   <warehouse> <db.table> <name>     rows at the tag (scan.tag-name), one JSON object a line
        paimon_tag.py list   <warehouse> <db.table>            one JSON object a tag: name, snapshot, create time, retention
 
-Rows are rendered like src/spec/values.ts toJsonValue (paimon_json.py); `read` fails unless pypaimon's plan reports
+Rows are rendered like src/format/values.ts toJsonValue (paimon_json.py); `read` fails unless pypaimon's plan reports
 the tagged snapshot's id (when the plan says which snapshot it read).
 """
 

@@ -13,7 +13,7 @@ spec = {
 }
 
 Column types are Paimon SQL type strings (nested ARRAY/MAP/ROW too). Rows are JSON objects in the rendering of
-src/spec/values.ts toJsonValue: decimals as strings, dates 'YYYY-MM-DD', timestamps ISO-8601, bytes base64, BIGINT as
+src/format/values.ts toJsonValue: decimals as strings, dates 'YYYY-MM-DD', timestamps ISO-8601, bytes base64, BIGINT as
 number or decimal string, NaN/Infinity as strings (see paimon_json.py from_json). With "create", the database is
 created when missing and the table must not exist yet.
 

@@ -20,7 +20,7 @@ import { installRedisCommitLock, RedisCommitLock } from "../../../cluster/redis/
 import { checkWarehouse, openWarehouse } from "../../../src/io/warehouse.ts";
 import type { S3FileIO } from "../../../src/io/s3.ts";
 import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
 import { paimonRead } from "../../helpers/python.ts";
 import { readJson, writeRows } from "../../helpers/tables.ts";
 import { runNatslake } from "../../helpers/warehouse-cli.ts";

@@ -17,7 +17,7 @@ import { Kvm } from "@nats-io/kv";
 import { freePort } from "../../../cluster/local/servers.ts";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
 import type { Producer } from "../../../cluster/producer.ts";
 import { areasWith, requestsSince, scrapeMetrics, scrapeS3Requests } from "../../helpers/node-metrics.ts";
 import { startS3Store, type S3TestStore } from "../../helpers/s3.ts";

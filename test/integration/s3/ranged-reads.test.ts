@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
 import type { S3FileIO } from "../../../src/io/s3.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
 import { ManifestStore } from "../../../src/table/manifest-store.ts";
 import { paimonRead } from "../../helpers/python.ts";
 import { readJson, writeRows } from "../../helpers/tables.ts";

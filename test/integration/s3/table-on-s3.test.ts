@@ -14,7 +14,7 @@ import { S3FileIO } from "../../../src/io/s3.ts";
 import { countsSince, type S3RequestCounts } from "../../../src/io/s3-requests.ts";
 import { FileStoreCommit } from "../../../src/commit/file-store-commit.ts";
 import { TableWrite } from "../../../src/write/table-write.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
 import { paimonRead, paimonWrite } from "../../helpers/python.ts";
 import { readJson, sortRows, writeRows } from "../../helpers/tables.ts";
 import { startS3Store, type S3TestStore } from "../../helpers/s3.ts";

@@ -10,7 +10,7 @@ import { CompactionSlots } from "../../../actors/compaction-slots.ts";
 import type { CommitLog } from "../../../actors/ports.ts";
 import type { CommitEntry, CompactionEntry } from "../../../actors/wire/messages.ts";
 import type { CompactionTask } from "../../../src/maintenance/compact.ts";
-import { EMPTY_STATS, type DataFileMeta } from "../../../src/spec/manifest.ts";
+import { EMPTY_STATS, type DataFileMeta } from "../../../src/format/manifest.ts";
 import { createTable, tempDir, writeRows } from "../../helpers/tables.ts";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

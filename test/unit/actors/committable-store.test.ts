@@ -12,7 +12,7 @@ import { COMMITTABLES_DIR, CommittableStore, toCommitEntry } from "../../../acto
 import { decodeCommitEntry, encodeMsg } from "../../../actors/wire/codec.ts";
 import { fitDeadLetter, payloadLimit } from "../../../actors/wire/limits.ts";
 import type { Committable, DeadLetter } from "../../../actors/wire/messages.ts";
-import { EMPTY_STATS, FileSource, type DataFileMeta } from "../../../src/spec/manifest.ts";
+import { EMPTY_STATS, FileSource, type DataFileMeta } from "../../../src/format/manifest.ts";
 import { createTable, tempDir } from "../../helpers/tables.ts";
 import { startCommitter, until } from "../../helpers/committer-harness.ts";
 

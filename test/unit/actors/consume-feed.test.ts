@@ -20,8 +20,8 @@ import { sharedParquetPool } from "../../../src/codec/parquet-pool.ts";
 import { ManifestStore } from "../../../src/table/manifest-store.ts";
 import { readBatches, readMessages, type FileRows } from "../../../src/scan/read.ts";
 import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
-import type { Snapshot } from "../../../src/spec/snapshot.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
+import type { Snapshot } from "../../../src/format/snapshot.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { createTable, tempDir, writeRows } from "../../helpers/tables.ts";
 

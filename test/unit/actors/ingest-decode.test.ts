@@ -2,11 +2,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as arrow from "apache-arrow";
 import { recordBatchToRows } from "../../../src/codec/columns.ts";
-import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
+import { assignFieldIds, parseColumnList, type DataField } from "../../../src/format/data-types.ts";
 import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
 import { decodeRows, decodeSized, packPayloads } from "../../../actors/ingest/decode.ts";
 import { RecordBatchBuilder } from "../../../src/codec/columns.ts";
-import { Timestamp, type Row } from "../../../src/spec/values.ts";
+import { Timestamp, type Row } from "../../../src/format/values.ts";
 import { groupBatches } from "../../../src/write/table-write.ts";
 import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
 

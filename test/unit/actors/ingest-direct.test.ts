@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { FLOAT32_OPTIONS, Packr } from "msgpackr";
 import { RecordBatchBuilder, recordBatchToRows } from "../../../src/codec/columns.ts";
-import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
+import { assignFieldIds, parseColumnList, type DataField } from "../../../src/format/data-types.ts";
 import { decodeSized, packPayloads } from "../../../actors/ingest/decode.ts";
 import { DirectReader, directDecoderFor } from "../../../actors/ingest/direct.ts";
 

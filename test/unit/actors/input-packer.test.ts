@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
-import { compileConverter } from "../../../src/spec/row-converter.ts";
-import { toCanonical } from "../../../src/spec/values.ts";
+import { assignFieldIds, parseColumnList, type DataField } from "../../../src/format/data-types.ts";
+import { compileConverter } from "../../../src/format/row-converter.ts";
+import { toCanonical } from "../../../src/format/values.ts";
 import { MsgpackWriter, compileInputPacker, compileWireEncoder, decodeRowBatch, encodeRowBatch, packValue, rowBatchPrefix, unpackValue } from "../../../actors/wire/row-batch.ts";
 
 const fieldsOf = (sql: string): DataField[] => assignFieldIds(parseColumnList(sql).map((c) => ({ id: -1, ...c }))).fields;

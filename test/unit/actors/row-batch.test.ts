@@ -2,8 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Packr } from "msgpackr";
 import { ErrorKind } from "../../../src/errors.ts";
-import { assignFieldIds, parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
-import { toCanonical } from "../../../src/spec/values.ts";
+import { assignFieldIds, parseColumnList, type DataField } from "../../../src/format/data-types.ts";
+import { toCanonical } from "../../../src/format/values.ts";
 import type { RowBatch } from "../../../actors/wire/messages.ts";
 import {
   batchRowConverter,

@@ -20,7 +20,7 @@ import { parseNodeControlRequest } from "../../../actors/wire/node-control.ts";
 import { publishedSchemaFiles } from "../../../actors/wire/published.ts";
 import { encodeRowBatch, unpackValue } from "../../../actors/wire/row-batch.ts";
 import { jsonView, WIRE_SCHEMAS } from "../../../actors/wire/schemas.ts";
-import { EMPTY_STATS, FileSource, type DataFileMeta } from "../../../src/spec/manifest.ts";
+import { EMPTY_STATS, FileSource, type DataFileMeta } from "../../../src/format/manifest.ts";
 import { SCHEMAS_DIR, wireValidator } from "../../helpers/wire-validator.ts";
 
 const v = wireValidator();

@@ -14,9 +14,9 @@ import {
   type Utf8ColumnBuilder,
 } from "../../../src/codec/columns.ts";
 import { fromArrowSchema, fromArrowType, normalizeArrowSchema, toArrowSchema, toArrowType } from "../../../src/codec/arrow-schema.ts";
-import { parseColumnList, parseSqlType, T, typeToSql, type DataType } from "../../../src/spec/data-types.ts";
-import { compileRowConverter } from "../../../src/spec/row-converter.ts";
-import { Timestamp, type Row, type Value } from "../../../src/spec/values.ts";
+import { parseColumnList, parseSqlType, T, typeToSql, type DataType } from "../../../src/format/data-types.ts";
+import { compileRowConverter } from "../../../src/format/row-converter.ts";
+import { Timestamp, type Row, type Value } from "../../../src/format/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { ALL_ROWS, ALL_TYPES, bytes, ts } from "../../helpers/codec-fixtures.ts";
 

@@ -6,8 +6,8 @@ import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns
 import { parquetFooterInfo, readParquet, writeParquet } from "../../../src/codec/parquet.ts";
 import { ParquetEncoderPool } from "../../../src/codec/parquet-pool.ts";
 import { isLakeError } from "../../../src/errors.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
-import type { Row } from "../../../src/spec/values.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
+import type { Row } from "../../../src/format/values.ts";
 import { ALL_ROWS, ALL_TYPES } from "../../helpers/codec-fixtures.ts";
 import { threadNice, threadNices } from "../../helpers/threads.ts";
 

@@ -8,8 +8,8 @@ import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns
 import { readParquet, readParquetAsync, writeParquet, type ParquetWriteOptions } from "../../../src/codec/parquet.ts";
 import { decodeStruct, readFileMetaData, type ThriftField } from "../../../src/codec/parquet-footer.mjs";
 import { parquetRowGroupRows, stitchParquet } from "../../../src/codec/parquet-stitch.ts";
-import { T, type DataField } from "../../../src/spec/data-types.ts";
-import type { Row } from "../../../src/spec/values.ts";
+import { T, type DataField } from "../../../src/format/data-types.ts";
+import type { Row } from "../../../src/format/values.ts";
 import { ALL_ROWS, ALL_TYPES } from "../../helpers/codec-fixtures.ts";
 import { runPython } from "../../helpers/python.ts";
 

@@ -10,8 +10,8 @@ import {
   truncateStringMax,
   truncateStringMin,
 } from "../../../src/codec/stats-mode.ts";
-import { T } from "../../../src/spec/data-types.ts";
-import { deserializeBinaryRow } from "../../../src/spec/binary-row.ts";
+import { T } from "../../../src/format/data-types.ts";
+import { deserializeBinaryRow } from "../../../src/format/binary-row.ts";
 import { TableOptions, validateCreateOptions } from "../../../src/options.ts";
 import { DataFileWriter } from "../../../src/write/data-file-writer.ts";
 import { createTable, tempDir } from "../../helpers/tables.ts";

@@ -5,8 +5,8 @@ import * as arrow from "apache-arrow";
 import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
 import { readParquet, writeParquet } from "../../../src/codec/parquet.ts";
 import { compareDoubles, compareStrings, compareValues, computeStats, emptyStats, mergeStats, safeFileBounds, statsFromRows } from "../../../src/codec/stats.ts";
-import { parseColumnList, T } from "../../../src/spec/data-types.ts";
-import { Timestamp, type Row, type Value } from "../../../src/spec/values.ts";
+import { parseColumnList, T } from "../../../src/format/data-types.ts";
+import { Timestamp, type Row, type Value } from "../../../src/format/values.ts";
 import { ALL_ROWS, ALL_TYPES, bytes, ts } from "../../helpers/codec-fixtures.ts";
 
 test("stats - min, max and null counts per column of every type", () => {

@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decideCompactions, parseWatermark, type CompactionClaim } from "../../../src/commit/compaction-commit.ts";
-import { EMPTY_STATS, FileKind, fileIdentifier, type DataFileMeta } from "../../../src/spec/manifest.ts";
-import type { NatslakeState } from "../../../src/spec/snapshot.ts";
+import { EMPTY_STATS, FileKind, fileIdentifier, type DataFileMeta } from "../../../src/format/manifest.ts";
+import type { NatslakeState } from "../../../src/format/snapshot.ts";
 
 const PART = new Uint8Array(0);
 function file(name: string): DataFileMeta {

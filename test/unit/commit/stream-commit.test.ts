@@ -2,7 +2,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { StreamCommitter, type StreamCommittable } from "../../../src/commit/stream-commit.ts";
 import { TableWrite } from "../../../src/write/table-write.ts";
-import { natslakeState } from "../../../src/spec/snapshot.ts";
+import { natslakeState } from "../../../src/format/snapshot.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { createTable, readJson, tempDir } from "../../helpers/tables.ts";

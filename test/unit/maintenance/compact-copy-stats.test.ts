@@ -1,10 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mergedValueStats } from "../../../src/maintenance/compact-copy.ts";
-import { deserializeBinaryRow, serializeBinaryRow } from "../../../src/spec/binary-row.ts";
-import { T, type DataField } from "../../../src/spec/data-types.ts";
-import { EMPTY_STATS, type DataFileMeta } from "../../../src/spec/manifest.ts";
-import type { Value } from "../../../src/spec/values.ts";
+import { deserializeBinaryRow, serializeBinaryRow } from "../../../src/format/binary-row.ts";
+import { T, type DataField } from "../../../src/format/data-types.ts";
+import { EMPTY_STATS, type DataFileMeta } from "../../../src/format/manifest.ts";
+import type { Value } from "../../../src/format/values.ts";
 
 const FIELDS: DataField[] = [
   { id: 0, name: "id", type: T.bigint() },

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { packUnaware, pickBucketed, type CompactionRules } from "../../../src/maintenance/compact.ts";
-import { EMPTY_STATS, type DataFileMeta } from "../../../src/spec/manifest.ts";
+import { EMPTY_STATS, type DataFileMeta } from "../../../src/format/manifest.ts";
 import { TableOptions, validateCreateOptions } from "../../../src/options.ts";
 import { WRITER_SIZE_RATIO } from "../../../actors/bucket-compactor.ts";
 

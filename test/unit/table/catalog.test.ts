@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Catalog, parseIdentifier, validateName } from "../../../src/table/catalog.ts";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { tempDir } from "../../helpers/tables.ts";
 import { handleAdmin } from "../../../cluster/admin.ts";

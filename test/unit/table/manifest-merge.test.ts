@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import assert from "node:assert/strict";
 import { createTable, tempDir } from "../../helpers/tables.ts";
 import { ManifestStore } from "../../../src/table/manifest-store.ts";
-import { EMPTY_STATS, FileKind, mergeEntries, type DataFileMeta, type ManifestEntry, type ManifestFileMeta } from "../../../src/spec/manifest.ts";
+import { EMPTY_STATS, FileKind, mergeEntries, type DataFileMeta, type ManifestEntry, type ManifestFileMeta } from "../../../src/format/manifest.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());

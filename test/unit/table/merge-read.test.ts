@@ -8,8 +8,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { mergeBucket, mergeReadFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, type BucketVersions } from "../../../src/scan/merge-read.ts";
-import { parseColumnList, type DataField } from "../../../src/spec/data-types.ts";
-import type { Row } from "../../../src/spec/values.ts";
+import { parseColumnList, type DataField } from "../../../src/format/data-types.ts";
+import type { Row } from "../../../src/format/values.ts";
 
 const fields = (text: string): DataField[] => parseColumnList(text).map((c, i) => ({ id: i, name: c.name, type: c.type }));
 const SEQ = SEQUENCE_NUMBER_FIELD.name;

@@ -5,8 +5,8 @@ import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns
 import { ParquetEncoderPool } from "../../../src/codec/parquet-pool.ts";
 import { readParquet } from "../../../src/codec/parquet.ts";
 import { computeStats } from "../../../src/codec/stats.ts";
-import { serializeBinaryRow } from "../../../src/spec/binary-row.ts";
-import type { Row } from "../../../src/spec/values.ts";
+import { serializeBinaryRow } from "../../../src/format/binary-row.ts";
+import type { Row } from "../../../src/format/values.ts";
 import { FileStoreCommit } from "../../../src/commit/file-store-commit.ts";
 import { readAllRows, readBatches } from "../../../src/scan/read.ts";
 import { DataFileWriter, encodeDataFile } from "../../../src/write/data-file-writer.ts";

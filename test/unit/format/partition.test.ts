@@ -11,9 +11,9 @@ import {
   partitionPath,
   partitionValueString,
   unescapePathName,
-} from "../../../src/spec/partition.ts";
-import { T, type DataType } from "../../../src/spec/data-types.ts";
-import { Timestamp, type Value } from "../../../src/spec/values.ts";
+} from "../../../src/format/partition.ts";
+import { T, type DataType } from "../../../src/format/data-types.ts";
+import { Timestamp, type Value } from "../../../src/format/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 
 const LEGACY = { defaultName: DEFAULT_PARTITION_NAME, legacyName: true };

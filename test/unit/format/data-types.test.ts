@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseColumnList, parseSqlType, typeFromJson, typeToJson, typeToSql, assignFieldIds } from "../../../src/spec/data-types.ts";
-import { newTableSchema, schemaFromJson, schemaToJson } from "../../../src/spec/schema.ts";
+import { parseColumnList, parseSqlType, typeFromJson, typeToJson, typeToSql, assignFieldIds } from "../../../src/format/data-types.ts";
+import { newTableSchema, schemaFromJson, schemaToJson } from "../../../src/format/schema.ts";
 import { isLakeError } from "../../../src/errors.ts";
 
 test("data-types - canonical SQL text round-trips for every atomic type", () => {

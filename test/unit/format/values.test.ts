@@ -5,9 +5,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseColumnList, type DataType } from "../../../src/spec/data-types.ts";
-import { compileRowConverter } from "../../../src/spec/row-converter.ts";
-import { Timestamp, toCanonical, toJsonText, toJsonValue } from "../../../src/spec/values.ts";
+import { parseColumnList, type DataType } from "../../../src/format/data-types.ts";
+import { compileRowConverter } from "../../../src/format/row-converter.ts";
+import { Timestamp, toCanonical, toJsonText, toJsonValue } from "../../../src/format/values.ts";
 import { batchRowConverter } from "../../../actors/wire/row-batch.ts";
 
 const typeOf = (sql: string): DataType => parseColumnList(`c ${sql}`)[0]!.type;

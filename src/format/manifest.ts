@@ -1,6 +1,6 @@
 /**
  * Manifest domain types (Paimon's ManifestEntry, DataFileMeta, SimpleStats, ManifestFileMeta) and the rule that
- * turns a sequence of manifest entries into a live file set. No IO and no Avro here: `spec/wire/manifest-avro.ts`
+ * turns a sequence of manifest entries into a live file set. No IO and no Avro here: `format/wire/manifest-avro.ts`
  * converts these to and from the files.
  *
  * Conventions:

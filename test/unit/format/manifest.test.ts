@@ -11,7 +11,7 @@ import {
   type DataFileMeta,
   type ManifestEntry,
   type ManifestFileMeta,
-} from "../../../src/spec/manifest.ts";
+} from "../../../src/format/manifest.ts";
 import {
   MANIFEST_ENTRY_SCHEMA,
   MANIFEST_FILE_META_SCHEMA,
@@ -19,7 +19,7 @@ import {
   decodeManifestList,
   encodeManifest,
   encodeManifestList,
-} from "../../../src/spec/wire/manifest-avro.ts";
+} from "../../../src/format/wire/manifest-avro.ts";
 
 const FIXTURES = new URL("../../fixtures/pypaimon/", import.meta.url);
 const MAX_LONG = 2n ** 63n - 1n;

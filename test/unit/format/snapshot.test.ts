@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseJson, stringifyJson } from "../../../src/spec/wire/json.ts";
-import { BATCH_COMMIT_IDENTIFIER, natslakeProperties, natslakeState, snapshotFromJson, snapshotToJson } from "../../../src/spec/snapshot.ts";
+import { parseJson, stringifyJson } from "../../../src/format/wire/json.ts";
+import { BATCH_COMMIT_IDENTIFIER, natslakeProperties, natslakeState, snapshotFromJson, snapshotToJson } from "../../../src/format/snapshot.ts";
 
 const JAVA_SNAPSHOT = `{
   "version" : 3,

@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseColumnList } from "../../../src/spec/data-types.ts";
-import { newTableSchema } from "../../../src/spec/schema.ts";
-import { withAddedColumns } from "../../../src/spec/schema-change.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
+import { newTableSchema } from "../../../src/format/schema.ts";
+import { withAddedColumns } from "../../../src/format/schema-change.ts";
 
 const base = newTableSchema({ columns: parseColumnList("id BIGINT NOT NULL, r ROW<a INT, b STRING>"), options: { bucket: "2", "bucket-key": "id" } });
 

@@ -14,9 +14,9 @@ import {
   frameBinaryRow,
   nullBitsSizeInBytes,
   serializeBinaryRow,
-} from "../../../src/spec/binary-row.ts";
-import { T, type DataType } from "../../../src/spec/data-types.ts";
-import { Timestamp, type Value } from "../../../src/spec/values.ts";
+} from "../../../src/format/binary-row.ts";
+import { T, type DataType } from "../../../src/format/data-types.ts";
+import { Timestamp, type Value } from "../../../src/format/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");

@@ -10,10 +10,10 @@ import {
   modBucket,
   paimonHash,
   paimonHashRange,
-} from "../../../src/spec/bucket.ts";
-import { encodeBinaryRow } from "../../../src/spec/binary-row.ts";
-import { T, type DataType } from "../../../src/spec/data-types.ts";
-import { Timestamp, type Value } from "../../../src/spec/values.ts";
+} from "../../../src/format/bucket.ts";
+import { encodeBinaryRow } from "../../../src/format/binary-row.ts";
+import { T, type DataType } from "../../../src/format/data-types.ts";
+import { Timestamp, type Value } from "../../../src/format/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 
 const unhex = (s: string): Uint8Array => new Uint8Array(Buffer.from(s.replace(/\s+/g, ""), "hex"));
