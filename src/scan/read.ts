@@ -31,7 +31,8 @@ import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.t
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
 import { CommitKind, type Snapshot } from "../format/snapshot.ts";
-import { checkMergeReadable, ignoreDeleteOf, isSystemField, mergeBucket, mergeReadFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, type BucketVersions } from "./merge-read.ts";
+import { checkMergeReadable, ignoreDeleteOf, mergeBucket, mergeReadFields, type BucketVersions } from "../lsm/merge-read.ts";
+import { isSystemField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -378,7 +379,7 @@ export async function planSnapshotDelta(table: Table, s: Snapshot, spec: Pick<Re
 
 /**
  * Refuses what cannot be read: an unknown column; of a primary-key table, what snapshots added (its changes are a
- * changelog, not appended rows) and a snapshot that needs more than the deduplicate merge (src/scan/merge-read.ts).
+ * changelog, not appended rows) and a snapshot that needs more than the deduplicate merge (src/lsm/merge-read.ts).
  */
 function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">, what: "snapshot" | "added"): void {
   if (table.isPrimaryKeyTable) {
@@ -450,7 +451,7 @@ export type FileRows =
 const MERGED_BATCH_ROWS = 65_536;
 
 /**
- * A primary-key table's plan: each bucket's versions merged (src/scan/merge-read.ts) once all its files are read,
+ * A primary-key table's plan: each bucket's versions merged (src/lsm/merge-read.ts) once all its files are read,
  * its rows in key order. Files are read ahead as for an append table, but all of them: a limit applies to the merged
  * rows (a file left out would bring back a key's older version).
  */

@@ -41,7 +41,7 @@ export function parseIdentifier(text: string): Identifier {
 /**
  * natslake does not write primary-key tables yet (every write of one fails), so creating one is refused up front
  * rather than leaving a table nothing here can fill. Primary-key tables made by Paimon itself open, and read with the
- * deduplicate merge engine (src/scan/merge-read.ts).
+ * deduplicate merge engine (src/lsm/merge-read.ts).
  */
 export function refusePrimaryKey(table: string, primaryKeys: readonly string[] | undefined): void {
   if (primaryKeys === undefined || primaryKeys.length === 0) return;

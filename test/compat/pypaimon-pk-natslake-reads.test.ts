@@ -1,5 +1,5 @@
 /**
- * Primary-key tables written by pypaimon, read by natslake (merge-on-read, deduplicate: src/scan/merge-read.ts): the
+ * Primary-key tables written by pypaimon, read by natslake (merge-on-read, deduplicate: src/lsm/merge-read.ts): the
  * same rows as pypaimon and Java Paimon read — inserts, updates of the same keys in later snapshots, `-U`/`+U` pairs
  * and deletes (`rowkind.field`), partitioned, two buckets; projections without the key, a partition, an older
  * snapshot, a limit; per bucket in key order (Java's order); `ignore-delete` keeps deleted keys. What natslake

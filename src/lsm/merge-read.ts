@@ -18,19 +18,10 @@
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import { compareValues } from "../codec/stats.ts";
-import { parseColumnList, type DataField } from "../format/data-types.ts";
+import type { DataField } from "../format/data-types.ts";
 import type { Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
-
-/** Paimon's system fields of primary-key data files, with their reserved ids (Integer.MAX_VALUE − 1, − 2). */
-const [SEQ, KIND] = parseColumnList("_SEQUENCE_NUMBER BIGINT NOT NULL, _VALUE_KIND TINYINT NOT NULL");
-export const SEQUENCE_NUMBER_FIELD: DataField = { id: 2147483646, name: SEQ!.name, type: SEQ!.type };
-export const VALUE_KIND_FIELD: DataField = { id: 2147483645, name: KIND!.name, type: KIND!.type };
-
-/** Whether `f` is one of the system fields above (read from a data file by name: no table schema has them). */
-export function isSystemField(f: DataField): boolean {
-  return f.id === SEQUENCE_NUMBER_FIELD.id || f.id === VALUE_KIND_FIELD.id;
-}
+import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 
 /** Row kinds that retract a key's earlier version. */
 const UPDATE_BEFORE = 1;

@@ -1,5 +1,5 @@
 /**
- * The deduplicate merge of a primary-key bucket (src/scan/merge-read.ts), on rows: per key the version with the
+ * The deduplicate merge of a primary-key bucket (src/lsm/merge-read.ts), on rows: per key the version with the
  * highest sequence number, retractions drop the key (or are passed over with ignore-delete), key order in Paimon's
  * order (strings by code point, composite keys column by column), ties in file order. Checked against a direct model
  * over random histories (fast-check).
@@ -7,7 +7,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { mergeBucket, mergeReadFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, type BucketVersions } from "../../../src/scan/merge-read.ts";
+import { mergeBucket, mergeReadFields, type BucketVersions } from "../../../src/lsm/merge-read.ts";
+import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../../src/lsm/key-value-fields.ts";
 import { parseColumnList, type DataField } from "../../../src/format/data-types.ts";
 import type { Row } from "../../../src/format/values.ts";
 
