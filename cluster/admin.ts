@@ -7,7 +7,7 @@
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { parseColumnList, typeToSql } from "../src/format/data-types.ts";
 import type { Catalog } from "../src/table/catalog.ts";
-import { parseIdentifier, refusePrimaryKey } from "../src/table/catalog.ts";
+import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import type { AdminReply, AdminRequest } from "../actors/wire/messages.ts";
 import { isTransientJetStreamError } from "./nats/table-infra.ts";
@@ -73,7 +73,6 @@ export async function handleAdmin(data: Uint8Array, d: AdminDeps): Promise<Admin
     switch (req.type) {
       case "create-table": {
         const id = parseIdentifier(req.table);
-        refusePrimaryKey(req.table, req.primaryKeys); // Catalog.createTable refuses it too; said before any work
         const t = await d.catalog.createTable(id, {
           columns: parseColumnList(req.columns),
           partitionKeys: req.partitionKeys ?? [],

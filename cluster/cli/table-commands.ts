@@ -4,7 +4,7 @@
 import type { Command } from "commander";
 import { parseColumnList, typeToSql } from "../../src/format/data-types.ts";
 import { adminRequest } from "../admin-client.ts";
-import { parseIdentifier, refusePrimaryKey } from "../../src/table/catalog.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
 import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 
 const splitList = (v: string): string[] =>
@@ -21,7 +21,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .description("create a table named <db>.<table>")
     .requiredOption("--columns <spec>", 'columns, e.g. "id BIGINT NOT NULL, name STRING, tags ARRAY<STRING>"')
     .option("--partition-keys <cols>", "comma-separated partition columns")
-    .option("--primary-key <cols>", "refused for now: natslake cannot write primary-key tables yet (it reads those Paimon wrote)")
+    .option("--primary-key <cols>", "comma-separated primary-key columns: an upsert table (needs --option bucket=N; a partitioned table's key includes its partition columns)")
     .option("--option <key=value>", "table option (repeatable), e.g. --option bucket=4 --option bucket-key=id", collectKeyValue, {})
     .option("--comment <text>", "table comment")
     .option("--if-not-exists", "succeed when the table exists already")
@@ -31,8 +31,6 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .addHelpText("after", examples("natslake table create shop.orders --columns \"id BIGINT NOT NULL, dt STRING NOT NULL, amount DECIMAL(10, 2)\" --partition-keys dt --option bucket=4 --option bucket-key=id --warehouse /data/wh", "natslake table create shop.orders --columns \"id BIGINT NOT NULL, msg STRING\" --option bucket=4 --option bucket-key=id --nats nats://127.0.0.1:4222"))
     .action(async (name: string, o: WarehouseOpts & { columns: string; partitionKeys?: string; primaryKey?: string; option: Record<string, string>; comment?: string; ifNotExists?: boolean; nats?: string; prefix: string }) => {
       const id = parseIdentifier(name);
-      // Refused here too, before anything is touched: a cluster of an older version would still create one.
-      if (o.primaryKey !== undefined) refusePrimaryKey(name, splitList(o.primaryKey).length > 0 ? splitList(o.primaryKey) : [o.primaryKey]);
       const columns = parseColumnList(o.columns);
       if (columns.length === 0) throw new UsageError("--columns lists no column");
       if (o.nats) {

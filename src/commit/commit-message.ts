@@ -13,4 +13,6 @@ export interface CommitMessage {
   newFiles: DataFileMeta[];
   /** Files this commit removes (compaction inputs). */
   deletedFiles: DataFileMeta[];
+  /** Changelog files (primary-key tables: `changelog-producer = input`), listed in the snapshot's changelog manifests. */
+  changelogFiles?: DataFileMeta[];
 }

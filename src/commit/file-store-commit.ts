@@ -102,7 +102,7 @@ export class FileStoreCommit {
       const prepared: PrepareResult = req.prepare ? await req.prepare(latest) : { properties: latest?.properties ?? null };
       const messages = prepared.messages ?? req.messages;
       const commitIdentifier = prepared.commitIdentifier ?? identifier;
-      const hasFiles = messages.some((m) => m.newFiles.length > 0 || m.deletedFiles.length > 0);
+      const hasFiles = messages.some((m) => m.newFiles.length > 0 || m.deletedFiles.length > 0 || (m.changelogFiles?.length ?? 0) > 0);
       if (!hasFiles && !req.overwrite && (req.skipEmpty ?? true) && !prepared.commitEmpty) {
         return { snapshot: null, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
       }
@@ -110,7 +110,8 @@ export class FileStoreCommit {
 
       const written: string[] = [];
       const delta = await this.deltaEntries(messages, req.overwrite, latest);
-      const snapshot = await this.buildSnapshot(latest, delta, req.commitUser, commitIdentifier, kind, prepared.properties, written);
+      const changelog = changelogEntries(messages);
+      const snapshot = await this.buildSnapshot(latest, delta, changelog, req.commitUser, commitIdentifier, kind, prepared.properties, written);
       const ok = await this.table.snapshots.tryCommit(snapshot);
       if (ok) return { snapshot, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
 
@@ -194,6 +195,7 @@ export class FileStoreCommit {
   private async buildSnapshot(
     latest: Snapshot | null,
     delta: ManifestEntry[],
+    changelog: ManifestEntry[],
     commitUser: string,
     commitIdentifier: bigint,
     commitKind: CommitKind,
@@ -203,9 +205,15 @@ export class FileStoreCommit {
     const baseMetas: ManifestFileMeta[] = latest === null ? [] : await this.manifests.allManifests(latest);
     const mergedBase = await this.manifests.maybeMerge(baseMetas, written);
     const deltaMetas = delta.length === 0 ? [] : [await this.manifests.writeManifest(delta, written)];
+    // A primary-key table's changelog files (changelog-producer = input) go to a list of their own, as Java's do.
+    const changelogMetas = changelog.length === 0 ? null : [await this.manifests.writeManifest(changelog, written)];
     failpoint("commit.after-manifests");
-    // Two independent files, named by nothing until the snapshot: written at once (one round trip on an object store).
-    const [base, deltaList] = await Promise.all([this.manifests.writeManifestList(mergedBase, written), this.manifests.writeManifestList(deltaMetas, written)]);
+    // Independent files, named by nothing until the snapshot: written at once (one round trip on an object store).
+    const [base, deltaList, changelogList] = await Promise.all([
+      this.manifests.writeManifestList(mergedBase, written),
+      this.manifests.writeManifestList(deltaMetas, written),
+      changelogMetas === null ? null : this.manifests.writeManifestList(changelogMetas, written),
+    ]);
     // One directory sync makes every manifest name of this attempt durable before a snapshot can name them.
     await this.table.io.syncDir(this.table.paths.manifestDir);
     failpoint("commit.after-manifest-lists");
@@ -219,8 +227,8 @@ export class FileStoreCommit {
       baseManifestListSize: base.size,
       deltaManifestList: deltaList.name,
       deltaManifestListSize: deltaList.size,
-      changelogManifestList: null,
-      changelogManifestListSize: null,
+      changelogManifestList: changelogList?.name ?? null,
+      changelogManifestListSize: changelogList?.size ?? null,
       indexManifest: latest?.indexManifest ?? null,
       commitUser,
       commitIdentifier,
@@ -228,7 +236,7 @@ export class FileStoreCommit {
       timeMillis: Math.max(Date.now(), latest?.timeMillis ?? 0),
       totalRecordCount: (latest?.totalRecordCount ?? 0) + deltaRecordCount,
       deltaRecordCount,
-      changelogRecordCount: null,
+      changelogRecordCount: changelog.length === 0 ? null : changelog.reduce((n, e) => n + e.file.rowCount, 0),
       watermark: latest?.watermark ?? null,
       statistics: latest?.statistics ?? null,
       properties,
@@ -237,4 +245,11 @@ export class FileStoreCommit {
       operation: null,
     };
   }
+}
+
+/** The changelog files of a commit's messages as ADD entries of its changelog manifest. */
+function changelogEntries(messages: readonly CommitMessage[]): ManifestEntry[] {
+  const out: ManifestEntry[] = [];
+  for (const m of messages) for (const f of m.changelogFiles ?? []) out.push({ kind: FileKind.ADD, partition: m.partition, bucket: m.bucket, totalBuckets: m.totalBuckets, file: f });
+  return out;
 }

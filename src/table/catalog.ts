@@ -3,6 +3,7 @@
  * Paimon's own filesystem catalog lays them out. A database is just its directory; a table exists when its `schema/schema-N`
  * exists. Names are validated before any path is built from them.
  */
+import { validateWritableKeyedSchema } from "../lsm/table-rules.ts";
 import { join } from "node:path";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import type { FileIO } from "../io/file-io.ts";
@@ -36,19 +37,6 @@ export function parseIdentifier(text: string): Identifier {
   validateName("database", id.database);
   validateName("table", id.table);
   return id;
-}
-
-/**
- * natslake does not write primary-key tables yet (every write of one fails), so creating one is refused up front
- * rather than leaving a table nothing here can fill. Primary-key tables made by Paimon itself open, and read with the
- * deduplicate merge engine (src/lsm/merge-read.ts).
- */
-export function refusePrimaryKey(table: string, primaryKeys: readonly string[] | undefined): void {
-  if (primaryKeys === undefined || primaryKeys.length === 0) return;
-  throw new LakeError(
-    ErrorKind.Unsupported,
-    `cannot create ${table} with a primary key (${primaryKeys.join(", ")}): natslake cannot write primary-key tables yet (it reads those Paimon wrote); create an append table (no primary key) instead`,
-  );
 }
 
 export class Catalog {
@@ -128,8 +116,8 @@ export class Catalog {
 
   /** Creates the table (and its database). Two concurrent creators: exactly one wins, the other gets AlreadyExists. */
   async createTable(id: Identifier, input: SchemaInput, opts: { ignoreIfExists?: boolean } = {}): Promise<Table> {
-    refusePrimaryKey(`${id.database}.${id.table}`, input.primaryKeys);
     const schema = newTableSchema(input);
+    validateWritableKeyedSchema(`${id.database}.${id.table}`, schema);
     await this.createDatabase(id.database, true);
     const root = this.tablePath(id);
     const created = await new SchemaManager(this.io, new PathFactory(root)).tryCreate(schema);

@@ -78,7 +78,7 @@ export function encodeDataFile(data: arrow.RecordBatch | arrow.Table, spec: Data
  * no reader may skip its NaN rows). Columns not given — nested ones (ARRAY, MAP, ROW) and those of mode `none` — are
  * left out and the file lists the covered columns in `_VALUE_STATS_COLS` (Paimon's dense statistics mode).
  */
-function valueStatsOf(fields: readonly DataField[] | null, modes: readonly StatsMode[] | undefined, batch: arrow.RecordBatch | arrow.Table): SimpleStats {
+export function valueStatsOf(fields: readonly DataField[] | null, modes: readonly StatsMode[] | undefined, batch: arrow.RecordBatch | arrow.Table): SimpleStats {
   if (fields === null || fields.length === 0) return EMPTY_STATS;
   const stats = safeFileBounds(fields, computeStats(fields, batch));
   if (modes !== undefined) {

@@ -8,6 +8,11 @@
  *
  * Sequence numbers continue per (partition, bucket) from the highest one among the bucket's live files (Java's
  * AppendOnlyWriter), so files of a bucket order by `_MIN_SEQUENCE_NUMBER` = write order.
+ *
+ * Primary-key tables (fixed buckets): each row comes with its kind (`_row_kind`, or `upsert` / `delete`), every row
+ * takes the bucket's next sequence number, and a bucket's buffer is flushed as Paimon's MergeTreeWriter flushes it —
+ * sorted by key, folded per key, one level-0 sorted run (src/lsm/sort-buffer.ts), plus the unfolded rows as a
+ * changelog file with `changelog-producer = input`.
  */
 import type * as arrow from "apache-arrow";
 import { Table as ArrowTable, util as arrowUtil } from "apache-arrow";
@@ -25,6 +30,14 @@ import type { Row, Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter, type DataFileEncodeSpec, type EncodedFile } from "./data-file-writer.ts";
+import type { DataField } from "../format/data-types.ts";
+import { recordBatchToRows } from "../codec/columns.ts";
+import { FileSource } from "../format/manifest.ts";
+import { compileKeyedInput } from "../lsm/keyed-input.ts";
+import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
+import { ROW_KIND_COLUMN, RowKind, rowKindName } from "../lsm/row-kind.ts";
+import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
+import { VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 
 interface BucketBuffer {
   /** Partition (hex of its framed BinaryRow) and bucket: the key of `buffers` and of the sequence numbers. */
@@ -63,16 +76,28 @@ export class TableWrite {
   private readonly partitionKeyOf: (row: Row) => string;
   /** Every row goes to one buffer (no partitions; one forced bucket or no bucket function). */
   private readonly single: boolean;
+  /** Primary-key tables: how buffers fold, and the writer of their sorted runs. */
+  private readonly kv: { layout: KeyValueLayout; writer: KeyValueFileWriter } | null;
+  /** The columns buffered: the table's, and for primary-key tables `_VALUE_KIND`. */
+  private readonly bufferFields: DataField[];
   private singleBuffer: BucketBuffer | null = null;
 
   constructor(
     private readonly table: Table,
     opts: TableWriteOptions = {},
   ) {
-    if (table.isPrimaryKeyTable) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key; primary-key writes are not supported yet`);
     if (table.options.fileFormat !== "parquet") throw new LakeError(ErrorKind.Unsupported, `file.format '${table.options.fileFormat}' is not supported for writing (parquet is)`);
     if (table.bucket === -2) throw new LakeError(ErrorKind.Unsupported, "postpone buckets (bucket = -2) are not supported for writing");
-    this.fileWriter = new DataFileWriter(table, { pool: opts.encoderPool === undefined ? sharedParquetPool() : opts.encoderPool });
+    const pool = opts.encoderPool === undefined ? sharedParquetPool() : opts.encoderPool;
+    this.fileWriter = new DataFileWriter(table, { pool });
+    if (table.isPrimaryKeyTable) {
+      refuseUnwritableKeyed(table);
+      this.kv = { layout: keyValueLayout(table.schema), writer: new KeyValueFileWriter(table, { pool }) };
+      this.bufferFields = this.kv.layout.bufferFields;
+    } else {
+      this.kv = null;
+      this.bufferFields = table.schema.fields;
+    }
     this.partitionIdx = table.partitionKeys;
     this.bucketKeyNames = table.bucketKeys;
     const forced = opts.bucket;
@@ -88,7 +113,14 @@ export class TableWrite {
         : null;
     this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
     this.single = this.partitionIdx.length === 0 && (forced !== undefined || this.bucketFn === null);
-    this.convert = compileRowConverter(table.schema.fields);
+    if (this.kv !== null) {
+      const keyed = compileKeyedInput(table.schema);
+      this.convert = (input) => {
+        const { row, kind } = keyed(input);
+        row[VALUE_KIND_FIELD.name] = kind;
+        return row;
+      };
+    } else this.convert = compileRowConverter(table.schema.fields);
     // Partition values → a map key without serialising a BinaryRow per row: one reusable writer, hex of its bytes.
     // The key is the hex of the *framed* row (arity prefix + bytes), the same form manifest entries carry, so the
     // sequence numbers of a bucket's live files (nextSequence) are found under the same key.
@@ -117,13 +149,13 @@ export class TableWrite {
   writeRows(input: readonly Record<string, unknown>[], rowOffset = 0): void {
     // One buffer for every row (no partitions, no bucket function): no routing, so the builder validates and
     // appends the input directly, with the converter's rules, without canonical rows in between.
-    const direct = this.partitionIdx.length === 0 && this.bucketFn === null ? this.bufferFor({}) : null;
+    const direct = this.kv === null && this.partitionIdx.length === 0 && this.bucketFn === null ? this.bufferFor({}) : null;
     for (let i = 0; i < input.length; i++) {
       try {
         if (direct === null) this.writeRow(this.convert(input[i]!));
         else {
           // Sized for this call: growing by doubling churns external memory, which forces full GCs.
-          direct.builder ??= new RecordBatchBuilder(this.table.schema.fields, Math.min(this.maxRowsPerFile, Math.max(4096, input.length - i)));
+          direct.builder ??= new RecordBatchBuilder(this.bufferFields, Math.min(this.maxRowsPerFile, Math.max(4096, input.length - i)));
           direct.builder.appendInput(input[i]!);
           if (direct.builder.length >= this.maxRowsPerFile) direct.batches.push(direct.builder.finish());
         }
@@ -139,10 +171,28 @@ export class TableWrite {
     return this.single;
   }
 
-  /** Buffers one canonical row (already validated). */
+  /**
+   * Primary-key tables: inserts or replaces rows by key (each row whole, as `+I`; a later version of a key wins).
+   */
+  upsert(rows: readonly Record<string, unknown>[]): void {
+    this.writeKinded(rows, RowKind.INSERT);
+  }
+
+  /** Primary-key tables: deletes the rows of these keys (objects holding at least every primary-key column). */
+  delete(keys: readonly Record<string, unknown>[]): void {
+    this.writeKinded(keys, RowKind.DELETE);
+  }
+
+  private writeKinded(rows: readonly Record<string, unknown>[], kind: RowKind): void {
+    if (this.kv === null) throw new LakeError(ErrorKind.Unsupported, `${this.table.name} has no primary key: upserts and deletes need one (append rows with writeRows)`);
+    const name = rowKindName(kind);
+    this.writeRows(rows.map((r) => ({ ...r, [ROW_KIND_COLUMN]: name })));
+  }
+
+  /** Buffers one canonical row (already validated; a primary-key table's with its `_VALUE_KIND`). */
   writeRow(row: Row): void {
     const buf = this.single ? (this.singleBuffer ??= this.bufferFor(row)) : this.bufferFor(row);
-    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.table.schema.fields, 4096);
+    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, 4096);
     buf.builder.appendRow(row);
     if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
   }
@@ -152,6 +202,12 @@ export class TableWrite {
    * take the batch as it is (no per-row work); others are routed row by row.
    */
   writeArrow(batch: arrow.RecordBatch): void {
+    if (this.kv !== null) {
+      // Rows of a primary-key table go through their kinds (a `_row_kind` column, else +I), one by one.
+      const kindColumn = batch.schema.fields.some((f) => f.name === ROW_KIND_COLUMN) ? [{ name: ROW_KIND_COLUMN, type: { root: "VARCHAR", length: 2147483647, nullable: true } as const }] : [];
+      this.writeRows(recordBatchToRows([...this.table.schema.fields, ...kindColumn], batch));
+      return;
+    }
     if (this.partitionIdx.length === 0 && (this.bucketFn === null || this.single) && this.matchesTableSchema(batch)) {
       const buf = this.single ? (this.singleBuffer ??= this.bufferFor({})) : this.bufferFor({});
       // Rows buffered before this batch were written first: keep them first.
@@ -216,6 +272,10 @@ export class TableWrite {
     }
     const out: CommitMessage[] = [];
     for (const { key, buf, batches } of work) {
+      if (this.kv !== null) {
+        out.push(await this.flushKeyed(this.kv, key, buf, batches));
+        continue;
+      }
       let seq = await this.nextSequence(key);
       const files: DataFileMeta[] = await this.fileWriter.writeFiles(buf.partitionPath, buf.bucket, groupBatches(batches, this.maxRowsPerFile), seq, (path) => this.written.push(path));
       if (files.length > 0) seq = files[files.length - 1]!.maxSequenceNumber + 1n;
@@ -223,6 +283,22 @@ export class TableWrite {
       out.push({ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: files, deletedFiles: [] });
     }
     return out;
+  }
+
+  /**
+   * One bucket's buffer of a primary-key table: sorted and folded into one level-0 sorted run (and, with
+   * `changelog-producer = input`, a changelog file of every row). Every buffered row took a sequence number.
+   */
+  private async flushKeyed(kv: { layout: KeyValueLayout; writer: KeyValueFileWriter }, key: string, buf: BucketBuffer, batches: arrow.RecordBatch[]): Promise<CommitMessage> {
+    const seq = await this.nextSequence(key);
+    const rows = batches.reduce((n, b) => n + b.numRows, 0);
+    const flushed = flushBuffer(kv.layout, batches, seq);
+    this.nextSeqByBucket!.set(key, seq + BigInt(rows));
+    const onPath = (path: string): void => void this.written.push(path);
+    const level0 = { level: 0, fileSource: FileSource.APPEND };
+    const newFiles = flushed.data === null ? [] : [await kv.writer.write(buf.partitionPath, buf.bucket, flushed.data, level0, onPath)];
+    const changelogFiles = flushed.changelog === null ? [] : [await kv.writer.write(buf.partitionPath, buf.bucket, flushed.changelog, { ...level0, changelog: true }, onPath)];
+    return { partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles, deletedFiles: [], changelogFiles };
   }
 
   /**
@@ -291,6 +367,21 @@ export class TableWrite {
     }
     return this.nextSeqByBucket.get(key) ?? 0n;
   }
+}
+
+/**
+ * What natslake does not write in a primary-key table, refused by name before any row is taken: buckets other than
+ * a fixed count (dynamic buckets keep a hash index natslake does not maintain; postpone buckets need Paimon's own
+ * rescaling job), thin files, deletion vectors and the merge engines not written yet.
+ */
+export function refuseUnwritableKeyed(table: Table): void {
+  const refuse = (why: string): never => {
+    throw new LakeError(ErrorKind.Unsupported, `${table.name}: ${why}`);
+  };
+  if (table.bucket === -1) refuse("primary-key tables with dynamic buckets (bucket = -1) are not written by natslake: create the table with a fixed bucket count (bucket = N)");
+  if (table.bucket === -2) refuse("primary-key tables with postpone buckets (bucket = -2) are not written by natslake: create the table with a fixed bucket count (bucket = N)");
+  if (table.options.bool("data-file.thin-mode")) refuse("data-file.thin-mode = true is not written by natslake (its files keep the _KEY_ columns)");
+  if (table.options.bool("deletion-vectors.enabled")) refuse("deletion-vectors.enabled = true is not written by natslake yet");
 }
 
 /**

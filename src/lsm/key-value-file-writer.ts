@@ -1,0 +1,141 @@
+/**
+ * Sorted runs of a primary-key table → Parquet data (or changelog) files and their DataFileMeta, as Java's
+ * KeyValueDataFileWriter fills it: minKey / maxKey = the first and last row's key (framed BinaryRows of the trimmed
+ * key), key statistics over the `_KEY_` columns in "all" mode with truncate(128) (Java's mode for system columns),
+ * value statistics over the table's columns in the table's mode (dense: `_VALUE_STATS_COLS` lists the covered ones),
+ * the sequence range of the rows, `deleteRowCount` = rows of kind -U/-D (never null: a null means "may contain
+ * deletes" to Java), the level, and the file source (APPEND for flushes and every changelog file, COMPACT for
+ * compaction rewrites).
+ *
+ * `encodeKeyValueFile` is pure (a worker thread can run it); `KeyValueFileWriter` writes the bytes (temp name, fsync,
+ * rename: never half a file under a name a manifest could reference) and builds the meta.
+ */
+import type * as arrow from "apache-arrow";
+import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
+import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
+import { computeStats, safeFileBounds } from "../codec/stats.ts";
+import { applyStatsMode, type StatsMode } from "../codec/stats-mode.ts";
+import { serializeBinaryRow } from "../format/binary-row.ts";
+import type { DataField } from "../format/data-types.ts";
+import { FileSource, type DataFileMeta, type SimpleStats } from "../format/manifest.ts";
+import type { Value } from "../format/values.ts";
+import { failpoint } from "../failpoints.ts";
+import type { Table } from "../table/table.ts";
+import { DataFileWriter, localWallClockMillis, valueStatsOf, type DataFileEncodeSpec } from "../write/data-file-writer.ts";
+import { keyCopyField, keyFields } from "./key-value-fields.ts";
+import type { SortedRows } from "./sort-buffer.ts";
+
+/** Java's statistics mode of system columns (`_KEY_*`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). */
+const KEY_STATS_MODE: StatsMode = { kind: "truncate", length: 128 };
+
+/** How a table's key-value files are encoded, as plain values (structured-cloneable for a worker thread). */
+export interface KeyValueEncodeSpec extends DataFileEncodeSpec {
+  /** The trimmed key fields (their `_KEY_` copies carry the key statistics). */
+  keyFields: DataField[];
+}
+
+/** A key-value file encoded away from its writer: bytes and everything of its meta that depends on the rows. */
+export interface EncodedKeyValueFile {
+  bytes: Uint8Array;
+  rowCount: number;
+  minKey: Uint8Array;
+  maxKey: Uint8Array;
+  keyStats: SimpleStats;
+  valueStats: SimpleStats;
+  minSequenceNumber: bigint;
+  maxSequenceNumber: bigint;
+  deleteRowCount: number;
+}
+
+export function encodeKeyValueFile(rows: SortedRows, spec: KeyValueEncodeSpec): EncodedKeyValueFile {
+  const keyTypes = spec.keyFields.map((f) => f.type);
+  return {
+    bytes: writeParquet(rows.batch, spec.parquet),
+    rowCount: rows.batch.numRows,
+    minKey: serializeBinaryRow(keyTypes, rows.minKey),
+    maxKey: serializeBinaryRow(keyTypes, rows.maxKey),
+    keyStats: keyStatsOf(spec.keyFields, rows.batch),
+    valueStats: valueStatsOf(spec.statsFields, spec.statsModes, rows.batch),
+    minSequenceNumber: rows.minSequenceNumber,
+    maxSequenceNumber: rows.maxSequenceNumber,
+    deleteRowCount: rows.deleteRows,
+  };
+}
+
+/** Statistics of every key field, read from its `_KEY_` copy, truncated at 128 as Java does for system columns. */
+function keyStatsOf(fields: readonly DataField[], batch: arrow.RecordBatch): SimpleStats {
+  const copies = fields.map(keyCopyField);
+  const stats = safeFileBounds(copies, computeStats(copies, batch));
+  const min: Value[] = [];
+  const max: Value[] = [];
+  copies.forEach((f, k) => {
+    const s = applyStatsMode(f.type, KEY_STATS_MODE, stats.min[k] ?? null, stats.max[k] ?? null, stats.nullCounts[k] ?? 0);
+    min.push(s.min);
+    max.push(s.max);
+  });
+  const types = fields.map((f) => f.type);
+  return { minValues: serializeBinaryRow(types, min), maxValues: serializeBinaryRow(types, max), nullCounts: stats.nullCounts.map((n) => BigInt(n)) };
+}
+
+export interface KeyValueWriteOptions {
+  /** LSM level of the file: 0 for flushes, the output level for compaction rewrites. */
+  level: number;
+  fileSource: FileSource;
+  /** A changelog file (`changelog-file.prefix`) instead of a data file. */
+  changelog?: boolean;
+}
+
+export class KeyValueFileWriter {
+  private readonly values: DataFileWriter;
+  readonly encodeSpec: KeyValueEncodeSpec;
+
+  constructor(
+    private readonly table: Table,
+    opts: { pool?: ParquetEncoderPool | null; parquet?: ParquetWriteOptions } = {},
+  ) {
+    // The value columns' statistics and the Parquet settings are an append file's: one source of those rules.
+    this.values = new DataFileWriter(table, { pool: opts.pool ?? null, ...(opts.parquet !== undefined ? { parquet: opts.parquet } : {}) });
+    this.encodeSpec = { ...this.values.encodeSpec, keyFields: keyFields(table.schema) };
+  }
+
+  /** Encodes (in the pool when the writer has one) and writes one sorted run. */
+  async write(partitionPath: string, bucket: number, rows: SortedRows, opts: KeyValueWriteOptions, onPath: (path: string) => void): Promise<DataFileMeta> {
+    const encoded = encodeKeyValueFile(rows, this.encodeSpec);
+    return this.persist(partitionPath, bucket, encoded, opts, onPath);
+  }
+
+  /** Writes a file encoded elsewhere (`encodeKeyValueFile`) and returns its meta. */
+  async persist(partitionPath: string, bucket: number, f: EncodedKeyValueFile, opts: KeyValueWriteOptions, onPath: (path: string) => void): Promise<DataFileMeta> {
+    failpoint("writer.parquet.encoded");
+    const prefix = opts.changelog === true ? (this.table.options.get("changelog-file.prefix") ?? "changelog-") : (this.table.options.get("data-file.prefix") ?? "data-");
+    const fileName = this.table.paths.newDataFileName(prefix, "parquet");
+    const path = this.table.paths.dataFilePath(partitionPath, bucket, fileName);
+    onPath(path);
+    await this.table.io.writeFile(path, f.bytes);
+    failpoint("writer.file.written");
+    return {
+      fileName,
+      fileSize: f.bytes.length,
+      rowCount: f.rowCount,
+      minKey: f.minKey,
+      maxKey: f.maxKey,
+      keyStats: f.keyStats,
+      valueStats: f.valueStats,
+      minSequenceNumber: f.minSequenceNumber,
+      maxSequenceNumber: f.maxSequenceNumber,
+      schemaId: this.table.schema.id,
+      level: opts.level,
+      extraFiles: [],
+      creationTimeMillis: localWallClockMillis(),
+      deleteRowCount: f.deleteRowCount,
+      embeddedIndex: null,
+      fileSource: opts.fileSource,
+      valueStatsCols: this.values.valueStatsLayout.cols,
+      externalPath: null,
+      firstRowId: null,
+      writeCols: null,
+    };
+  }
+}
+
+export { FileSource };

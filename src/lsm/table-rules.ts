@@ -1,0 +1,51 @@
+/**
+ * What a primary-key table must be for natslake to write it, checked when it is created (so a table nothing here
+ * can fill is never made) and when a writer opens it. Java's SchemaValidation rules that concern primary keys are
+ * kept as Java words them where natslake follows them; what natslake does not write (yet) is refused by name with
+ * what to do instead.
+ */
+import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
+import { isNestedType } from "../format/data-types.ts";
+import type { TableSchema } from "../format/schema.ts";
+import { TableOptions } from "../options.ts";
+import { ROW_KIND_COLUMN } from "./row-kind.ts";
+
+const unsupported = (why: string): LakeError => new LakeError(ErrorKind.Unsupported, why);
+
+/** Throws DataInvalid (a rule Paimon has) or Unsupported (what natslake does not write) for a primary-key schema. */
+export function validateWritableKeyedSchema(table: string, schema: TableSchema): void {
+  if (schema.primaryKeys.length === 0) return;
+  const options = new TableOptions(schema.options);
+  const bucket = options.bucket;
+  if (bucket === -1) throw unsupported(`${table}: natslake writes primary-key tables with a fixed bucket count; set the option bucket = N (N > 0) — dynamic buckets (bucket = -1, Paimon's default) keep a hash index natslake does not maintain`);
+  if (bucket === -2) throw unsupported(`${table}: postpone buckets (bucket = -2) need Paimon's own rescaling job; set the option bucket = N (N > 0)`);
+  const missingPartitions = schema.partitionKeys.filter((k) => !schema.primaryKeys.includes(k));
+  if (missingPartitions.length > 0) {
+    throw dataInvalid(`${table}: the primary key (${schema.primaryKeys.join(", ")}) must contain every partition field (${schema.partitionKeys.join(", ")}); a key that moves between partitions needs dynamic buckets, which natslake does not write`);
+  }
+  if (schema.fields.some((f) => f.name === ROW_KIND_COLUMN)) throw dataInvalid(`${table}: column name '${ROW_KIND_COLUMN}' is reserved in primary-key tables (it carries each row's kind)`);
+  const engine = options.get("merge-engine") ?? "deduplicate";
+  if (engine !== "deduplicate") throw unsupported(`${table}: merge-engine = ${engine} is not written by natslake yet (deduplicate is)`);
+  const producer = options.get("changelog-producer") ?? "none";
+  if (producer !== "none" && producer !== "input") throw unsupported(`${table}: changelog-producer = ${producer} is not written by natslake yet (none and input are)`);
+  if (options.bool("deletion-vectors.enabled")) throw unsupported(`${table}: deletion-vectors.enabled = true is not written by natslake yet`);
+  if (options.bool("data-file.thin-mode")) throw unsupported(`${table}: data-file.thin-mode = true is not written by natslake (its files keep the _KEY_ columns pypaimon needs)`);
+  const seq = options.get("sequence.field");
+  if (seq !== undefined) {
+    const names = seq.split(",");
+    const seen = new Set<string>();
+    for (const name of names) {
+      const f = schema.fields.find((x) => x.name === name);
+      if (f === undefined) throw dataInvalid(`Sequence field: '${name}' can not be found in table schema.`);
+      if (seen.has(name)) throw dataInvalid(`Sequence field '${name}' is defined repeatedly.`);
+      seen.add(name);
+      if (isNestedType(f.type)) throw dataInvalid(`sequence field '${name}' must have an orderable (primitive) type`);
+    }
+  }
+}
+
+/** Java's rule for every table: a changelog producer needs a primary key. */
+export function validateChangelogProducer(schema: TableSchema): void {
+  const producer = new TableOptions(schema.options).get("changelog-producer") ?? "none";
+  if (schema.primaryKeys.length === 0 && producer !== "none") throw dataInvalid("Can not set changelog-producer on table without primary keys, please define primary keys.");
+}
