@@ -9,15 +9,14 @@
  */
 import * as arrow from "apache-arrow";
 import * as pw from "parquet-wasm";
-import {
-  RecordBatchBuilder,
-  recordBatchToRows,
-  rowsToRecordBatch,
-  type Int64ColumnBuilder,
-  type NumberColumnBuilder,
-  type TimestampColumnBuilder,
-  type Utf8ColumnBuilder,
-} from "../src/codec/columns.ts";
+import { recordBatchToRows } from "../src/codec/columns/batch-to-rows.ts";
+import type {
+  Int64ColumnBuilder,
+  NumberColumnBuilder,
+  TimestampColumnBuilder,
+} from "../src/codec/columns/fixed-width-builders.ts";
+import { RecordBatchBuilder, rowsToRecordBatch } from "../src/codec/columns/record-batch-builder.ts";
+import type { Utf8ColumnBuilder } from "../src/codec/columns/variable-width-builders.ts";
 import { readParquet, readParquetAsync, writeParquet } from "../src/codec/parquet.ts";
 import { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 import { computeStats } from "../src/codec/stats.ts";

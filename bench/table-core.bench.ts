@@ -15,7 +15,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RecordBatchBuilder } from "../src/codec/columns.ts";
+import { RecordBatchBuilder } from "../src/codec/columns/record-batch-builder.ts";
 import { parseColumnList } from "../src/format/data-types.ts";
 import { Timestamp, type Row } from "../src/format/values.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";

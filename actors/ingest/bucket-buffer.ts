@@ -11,7 +11,7 @@
  * Rows go into one column builder per bucket, grown as needed and emptied by each flush. A pure class: the same
  * code runs on the writer's thread (tests, `NATSLAKE_DECODE_WORKERS=0`) and in a worker (bucket-worker.mjs).
  */
-import { RecordBatchBuilder } from "../../src/codec/columns.ts";
+import { RecordBatchBuilder } from "../../src/codec/columns/record-batch-builder.ts";
 import { failpoint } from "../../src/failpoints.ts";
 import type { DataField } from "../../src/format/data-types.ts";
 import { encodeDataFile, type DataFileEncodeSpec, type EncodedFile } from "../../src/write/data-file-writer.ts";

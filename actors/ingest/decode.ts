@@ -6,7 +6,7 @@
  * Pure functions of their input: they run the same on the writer's thread and in a worker thread. Payloads travel in
  * one buffer (`packPayloads`), transferred to a worker rather than copied.
  */
-import { RecordBatchBuilder } from "../../src/codec/columns.ts";
+import { RecordBatchBuilder } from "../../src/codec/columns/record-batch-builder.ts";
 import { ensureError } from "../../src/errors.ts";
 import type { DataField } from "../../src/format/data-types.ts";
 import type { Row } from "../../src/format/values.ts";

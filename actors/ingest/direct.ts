@@ -13,16 +13,16 @@
  * A property test (test/unit/actors/ingest-direct.test.ts) holds both paths to the same rows and rejections.
  */
 import { isUtf8 } from "node:buffer";
+import type { ColumnBuilder } from "../../src/codec/columns/column-builder.ts";
 import {
   narrowIntShift,
   type BooleanColumnBuilder,
-  type ColumnBuilder,
   type Int64ColumnBuilder,
   type NumberColumnBuilder,
-  type RecordBatchBuilder,
   type TimestampColumnBuilder,
-  type Utf8ColumnBuilder,
-} from "../../src/codec/columns.ts";
+} from "../../src/codec/columns/fixed-width-builders.ts";
+import type { RecordBatchBuilder } from "../../src/codec/columns/record-batch-builder.ts";
+import type { Utf8ColumnBuilder } from "../../src/codec/columns/variable-width-builders.ts";
 import type { DataField, DataType } from "../../src/format/data-types.ts";
 
 /** Appends the value at `pos` to its column; returns the position after it, or −1 (nothing appended). */

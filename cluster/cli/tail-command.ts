@@ -13,7 +13,7 @@
  */
 import type { Command } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { recordBatchToRows } from "../../src/codec/columns.ts";
+import { recordBatchToRows } from "../../src/codec/columns/batch-to-rows.ts";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
 import { parseSqlType, type DataType } from "../../src/format/data-types.ts";
 import { parsePartitionSpec } from "../../src/format/partition.ts";

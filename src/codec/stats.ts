@@ -21,7 +21,8 @@ import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import type { DataType } from "../format/data-types.ts";
 import type { Row, Timestamp, Value } from "../format/values.ts";
 import type { ColumnSpec } from "./arrow-schema.ts";
-import { batchColumn, columnReader } from "./columns.ts";
+import { batchColumn } from "./columns/column-lookup.ts";
+import { columnReader } from "./columns/value-readers.ts";
 
 export interface ValueStats {
   min: Value[];

@@ -7,7 +7,7 @@
  * taken, moves that cost to start-up.
  */
 import type * as arrow from "apache-arrow";
-import { rowsToRecordBatch } from "./columns.ts";
+import { rowsToRecordBatch } from "./columns/record-batch-builder.ts";
 import { writeParquet } from "./parquet.ts";
 import type { ParquetEncoderPool } from "./parquet-pool.ts";
 import { assignFieldIds, parseColumnList, type DataField } from "../format/data-types.ts";

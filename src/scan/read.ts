@@ -14,7 +14,10 @@
  */
 import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
-import { columnReader, makeColumnBuilder, recordBatchToRows, rowsToRecordBatch } from "../codec/columns.ts";
+import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
+import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
+import { rowsToRecordBatch } from "../codec/columns/record-batch-builder.ts";
+import { columnReader } from "../codec/columns/value-readers.ts";
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";

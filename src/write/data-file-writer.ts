@@ -9,7 +9,8 @@
  */
 import * as arrow from "apache-arrow";
 import { failpoint } from "../failpoints.ts";
-import { recordBatchToRows, rowsToRecordBatch } from "../codec/columns.ts";
+import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
+import { rowsToRecordBatch } from "../codec/columns/record-batch-builder.ts";
 import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { computeStats, safeFileBounds } from "../codec/stats.ts";

@@ -20,7 +20,7 @@ import { toArrowField } from "../codec/arrow-schema.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
 import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../format/binary-row.ts";
-import { RecordBatchBuilder } from "../codec/columns.ts";
+import { RecordBatchBuilder } from "../codec/columns/record-batch-builder.ts";
 import { type ParquetEncoderPool, sharedParquetPool } from "../codec/parquet-pool.ts";
 import { compileRowConverter } from "../format/row-converter.ts";
 import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../format/bucket.ts";

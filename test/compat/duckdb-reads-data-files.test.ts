@@ -9,7 +9,7 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { planScan } from "../../src/scan/plan.ts";
 import { partitionPath } from "../../src/format/partition.ts";
 import { createTable, tempDir, writeRows } from "../helpers/tables.ts";
-import { rowsToRecordBatch } from "../../src/codec/columns.ts";
+import { rowsToRecordBatch } from "../../src/codec/columns/record-batch-builder.ts";
 import { parquetFooterInfo } from "../../src/codec/parquet.ts";
 import { ParquetEncoderPool } from "../../src/codec/parquet-pool.ts";
 import { FileStoreCommit } from "../../src/commit/file-store-commit.ts";

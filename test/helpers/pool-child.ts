@@ -3,7 +3,7 @@
  * (idle workers are unref'ed). Prints {"rows", "workers"}. Run under `node --import tsx` or through
  * pool-child-register.mjs (tsx's register(), as bin/natslake.mjs starts the CLI).
  */
-import { rowsToRecordBatch } from "../../src/codec/columns.ts";
+import { rowsToRecordBatch } from "../../src/codec/columns/record-batch-builder.ts";
 import { ParquetEncoderPool } from "../../src/codec/parquet-pool.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 

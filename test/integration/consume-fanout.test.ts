@@ -16,7 +16,7 @@ import { randomBytes } from "node:crypto";
 import type * as arrow from "apache-arrow";
 import { freePort } from "../../cluster/local/servers.ts";
 import { openConsumer, type Consumer } from "../../cluster/consumer.ts";
-import { recordBatchToRows } from "../../src/codec/columns.ts";
+import { recordBatchToRows } from "../../src/codec/columns/batch-to-rows.ts";
 import { CommitKind } from "../../src/format/snapshot.ts";
 import { toJsonValue } from "../../src/format/values.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";

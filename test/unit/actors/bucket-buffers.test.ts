@@ -3,7 +3,7 @@
 // that dies fails its sessions with a retryable error and the next session works.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { recordBatchToRows } from "../../../src/codec/columns.ts";
+import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
 import { readParquet } from "../../../src/codec/parquet.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import type { DataFileMeta } from "../../../src/format/manifest.ts";

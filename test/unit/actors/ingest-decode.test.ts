@@ -1,14 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as arrow from "apache-arrow";
-import { recordBatchToRows } from "../../../src/codec/columns.ts";
+import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
 import { assignFieldIds, parseColumnList, type DataField } from "../../../src/format/data-types.ts";
 import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
 import { decodeRows, decodeSized, packPayloads } from "../../../actors/ingest/decode.ts";
-import { RecordBatchBuilder } from "../../../src/codec/columns.ts";
+import { RecordBatchBuilder } from "../../../src/codec/columns/record-batch-builder.ts";
 import { Timestamp, type Row } from "../../../src/format/values.ts";
 import { groupBatches } from "../../../src/write/table-write.ts";
-import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
+import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 
 const fieldsOf = (sql: string): DataField[] => assignFieldIds(parseColumnList(sql).map((c) => ({ id: -1, ...c }))).fields;
 const FIELDS = fieldsOf("id BIGINT NOT NULL, user STRING, amount DOUBLE, ts TIMESTAMP(3)");

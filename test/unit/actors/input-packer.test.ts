@@ -80,7 +80,8 @@ test("a RowBatch framed from rowBatchPrefix decodes like encodeRowBatch's", () =
 });
 
 test("RecordBatchBuilder.appendArray accepts, rejects and stores what batchRowConverter + appendRow do", async () => {
-  const { RecordBatchBuilder, recordBatchToRows } = await import("../../../src/codec/columns.ts");
+  const { RecordBatchBuilder } = await import("../../../src/codec/columns/record-batch-builder.ts");
+  const { recordBatchToRows } = await import("../../../src/codec/columns/batch-to-rows.ts");
   const { batchRowConverter } = await import("../../../actors/wire/row-batch.ts");
   // The batch names the columns in another order and leaves one out (a null, or an error for NOT NULL).
   for (const drop of ["str", "nn"]) {

@@ -2,17 +2,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as arrow from "apache-arrow";
-import {
-  columnReader,
-  columnValues,
-  makeColumnBuilder,
-  RecordBatchBuilder,
-  recordBatchToRows,
-  rowsToRecordBatch,
-  type Int64ColumnBuilder,
-  type TimestampColumnBuilder,
-  type Utf8ColumnBuilder,
-} from "../../../src/codec/columns.ts";
+import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
+import type { Int64ColumnBuilder, TimestampColumnBuilder } from "../../../src/codec/columns/fixed-width-builders.ts";
+import { makeColumnBuilder } from "../../../src/codec/columns/nested-builders.ts";
+import { RecordBatchBuilder, rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
+import { columnReader, columnValues } from "../../../src/codec/columns/value-readers.ts";
+import type { Utf8ColumnBuilder } from "../../../src/codec/columns/variable-width-builders.ts";
 import { fromArrowSchema, fromArrowType, normalizeArrowSchema, toArrowSchema, toArrowType } from "../../../src/codec/arrow-schema.ts";
 import { parseColumnList, parseSqlType, T, typeToSql, type DataType } from "../../../src/format/data-types.ts";
 import { compileRowConverter } from "../../../src/format/row-converter.ts";

@@ -4,7 +4,7 @@ import * as arrow from "apache-arrow";
 import * as pw from "parquet-wasm";
 import fc from "fast-check";
 import { int96Bytes } from "../../../src/codec/parquet-layout.ts";
-import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
+import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 import {
   decodeStruct,
   encodeStruct,

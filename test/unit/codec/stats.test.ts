@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import * as arrow from "apache-arrow";
-import { rowsToRecordBatch } from "../../../src/codec/columns.ts";
+import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 import { readParquet, writeParquet } from "../../../src/codec/parquet.ts";
 import { compareDoubles, compareStrings, compareValues, computeStats, emptyStats, mergeStats, safeFileBounds, statsFromRows } from "../../../src/codec/stats.ts";
 import { parseColumnList, T } from "../../../src/format/data-types.ts";

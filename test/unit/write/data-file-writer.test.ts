@@ -1,7 +1,8 @@
 import { after, test } from "node:test";
 import { randomBytes } from "node:crypto";
 import assert from "node:assert/strict";
-import { recordBatchToRows, rowsToRecordBatch } from "../../../src/codec/columns.ts";
+import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
+import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 import { ParquetEncoderPool } from "../../../src/codec/parquet-pool.ts";
 import { readParquet } from "../../../src/codec/parquet.ts";
 import { computeStats } from "../../../src/codec/stats.ts";
