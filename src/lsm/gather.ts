@@ -5,7 +5,8 @@
  * from files of different Arrow layouts (dictionary pages, other timestamp units) gather into one column.
  */
 import type * as arrow from "apache-arrow";
-import { columnReader, makeColumnBuilder, type ValueReader } from "../codec/columns.ts";
+import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
+import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
 import type { DataType } from "../format/data-types.ts";
 
 /** Rows to gather: the i-th output row is row `rowOf[i]` of batch `batchOf[i]`. */

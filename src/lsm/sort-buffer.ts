@@ -11,14 +11,14 @@
  */
 import * as arrow from "apache-arrow";
 import { toArrowSchema } from "../codec/arrow-schema.ts";
-import { columnReader } from "../codec/columns.ts";
+import { columnReader } from "../codec/columns/value-readers.ts";
 import type { DataField, DataType } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import type { Value } from "../format/values.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { gatherColumn, type RowPicks } from "./gather.ts";
 import { compareValues } from "../codec/stats.ts";
-import { keyCopyField, keyFields, keyValueFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
+import { keyCopyField, keyFields, keyValueFields, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import { sequenceFieldSpec, type SequenceFieldSpec } from "./merge-order.ts";
 import { isRetract } from "./row-kind.ts";
 import { TableOptions } from "../options.ts";

@@ -31,7 +31,7 @@ import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter, type DataFileEncodeSpec, type EncodedFile } from "./data-file-writer.ts";
 import type { DataField } from "../format/data-types.ts";
-import { recordBatchToRows } from "../codec/columns.ts";
+import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { FileSource } from "../format/manifest.ts";
 import { compileKeyedInput } from "../lsm/keyed-input.ts";
 import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
