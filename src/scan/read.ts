@@ -16,7 +16,6 @@ import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
-import { rowsToRecordBatch } from "../codec/columns/record-batch-builder.ts";
 import { columnReader } from "../codec/columns/value-readers.ts";
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
@@ -34,8 +33,10 @@ import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.t
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
 import { CommitKind, type Snapshot } from "../format/snapshot.ts";
-import { checkMergeReadable, ignoreDeleteOf, mergeBucket, mergeReadFields, type BucketVersions } from "../lsm/merge-read.ts";
-import { isSystemField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
+import { checkMergeReadable, ignoreDeleteOf, mergeReadFields } from "../lsm/merge-read.ts";
+import { isSystemField, keyFields } from "../lsm/key-value-fields.ts";
+import { mergeBucketFiles } from "../lsm/merge-reader.ts";
+import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the current schema. */
@@ -450,78 +451,35 @@ export type FileRows =
   | { kind: "messages"; schema: Uint8Array; messages: IpcBatchMessage[]; rows: number }
   | { kind: "batches"; batches: arrow.RecordBatch[] };
 
-/** Rows per batch of a merged bucket. */
-const MERGED_BATCH_ROWS = 65_536;
-
 /**
- * A primary-key table's plan: each bucket's versions merged (src/lsm/merge-read.ts) once all its files are read,
- * its rows in key order. Files are read ahead as for an append table, but all of them: a limit applies to the merged
- * rows (a file left out would bring back a key's older version).
+ * A primary-key table's plan: each bucket merged on read (src/lsm/merge-reader.ts: sections of overlapping files
+ * merged by a k-way merge of their sorted runs, a file that overlaps none read as it is), its rows in key order. A
+ * limit applies to the merged rows.
  */
 async function* readMergedBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
   checkMergeReadable(table);
   const wanted = projectedFields(table, spec.projection);
-  const fields = mergeReadFields(table, wanted);
-  const keyFields = table.schema.primaryKeys.map((k) => table.schema.fields.find((f) => f.name === k)!);
-  const ignoreDelete = ignoreDeleteOf(table);
-  const context = new FileReadContext(table, fields);
+  const context = new FileReadContext(table, mergeReadFields(table, wanted));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+  const keys = keyFields(table.schema);
+  const sequence = sequenceFieldSpec(table.schema);
+  const ignoreDelete = ignoreDeleteOf(table);
   let remaining = spec.limit ?? Infinity;
-  const read = async (split: DataSplit, file: DataFileMeta): Promise<{ split: DataSplit; batches: arrow.RecordBatch[] }> => ({ split, batches: await context.read(split, file, pool, spec.inlineDecodeBelowBytes) });
-  let current: DataSplit | null = null;
-  let held: arrow.RecordBatch[] = [];
-  const merged = function* (): Generator<arrow.RecordBatch> {
-    const batches = held;
-    held = [];
-    const bucket = bucketVersions(batches, fields, keyFields);
-    const winners = mergeBucket(bucket.versions, keyFields, { ignoreDelete });
-    // Only the surviving rows are gathered, a batch at a time, of the wanted columns.
-    const readers = batches.map((b) => wanted.map((f) => columnReader(f.type, b.data.children[fields.indexOf(f)]!)));
-    for (let at = 0; at < winners.length && remaining > 0; at += MERGED_BATCH_ROWS) {
-      const part = winners.slice(at, Math.min(winners.length, at + MERGED_BATCH_ROWS, at + remaining));
-      remaining -= part.length;
-      const rows = part.map((i) => {
-        const r = readers[bucket.batchOf[i]!]!;
-        const row: Row = {};
-        for (let k = 0; k < wanted.length; k++) row[wanted[k]!.name] = r[k]!(bucket.rowOf[i]!);
-        return row;
-      });
-      yield rowsToRecordBatch(wanted, rows);
-    }
-  };
-  for await (const { split, batches } of filesAhead(plan, pool, { ...(spec.readAheadFiles !== undefined ? { readAheadFiles: spec.readAheadFiles } : {}) }, read)) {
-    if (current !== null && split !== current) yield* merged();
-    if (remaining <= 0) return;
-    current = split;
-    held.push(...batches);
-  }
-  if (current !== null) yield* merged();
-}
-
-/** A bucket's decoded batches (of `fields`, as `mergeReadFields` orders them) as the merge's versions. */
-function bucketVersions(batches: readonly arrow.RecordBatch[], fields: readonly DataField[], keyFields: readonly DataField[]): { versions: BucketVersions; batchOf: Int32Array; rowOf: Int32Array } {
-  const n = batches.reduce((t, b) => t + b.numRows, 0);
-  const batchOf = new Int32Array(n);
-  const rowOf = new Int32Array(n);
-  const keys = keyFields.map(() => new Array<Value>(n));
-  const sequence = new BigInt64Array(n);
-  const kind = new Int8Array(n);
-  const seqAt = fields.indexOf(SEQUENCE_NUMBER_FIELD);
-  const kindAt = fields.indexOf(VALUE_KIND_FIELD);
-  let i = 0;
-  for (const [bi, b] of batches.entries()) {
-    const keyReaders = keyFields.map((f) => columnReader(f.type, b.data.children[fields.findIndex((x) => x.name === f.name)]!));
-    const seq = columnReader(SEQUENCE_NUMBER_FIELD.type, b.data.children[seqAt]!);
-    const kinds = columnReader(VALUE_KIND_FIELD.type, b.data.children[kindAt]!);
-    for (let r = 0; r < b.numRows; r++, i++) {
-      batchOf[i] = bi;
-      rowOf[i] = r;
-      for (let k = 0; k < keyReaders.length; k++) keys[k]![i] = keyReaders[k]!(r);
-      sequence[i] = BigInt(seq(r) as number | bigint);
-      kind[i] = Number(kinds(r));
+  for (const split of plan.splits) {
+    const merged = mergeBucketFiles(split.files, {
+      keyFields: keys,
+      sequence,
+      ignoreDelete,
+      output: wanted,
+      readFile: (file) => context.read(split, file, pool, spec.inlineDecodeBelowBytes),
+    });
+    for await (const batch of merged) {
+      if (remaining <= 0) return;
+      const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
+      remaining -= taken.numRows;
+      yield taken;
     }
   }
-  return { versions: { n, key: (x, k) => keys[k]![x]!, sequence: (x) => sequence[x]!, kind: (x) => kind[x]! }, batchOf, rowOf };
 }
 
 /**

@@ -101,6 +101,12 @@ export class ManifestStore {
   }
 
   /** Writes one manifest of these entries (`encoded`: their bytes, when already encoded). */
+  /** The changelog files a snapshot added (primary-key tables with a changelog producer); [] when it has none. */
+  async readChangelogEntries(s: Snapshot): Promise<ManifestEntry[]> {
+    if (s.changelogManifestList === null) return [];
+    return this.readEntries(await this.readManifestList(s.changelogManifestList));
+  }
+
   async writeManifest(entries: ManifestEntry[], written: string[], encoded?: Uint8Array): Promise<ManifestFileMeta> {
     const name = this.table.paths.newManifestName();
     const bytes = encoded ?? encodeManifest(entries);

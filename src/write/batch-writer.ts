@@ -64,6 +64,21 @@ export class BatchWriter {
     await Promise.resolve();
   }
 
+  /** Primary-key tables: inserts or replaces these rows by key. */
+  async upsert(rows: readonly Record<string, unknown>[]): Promise<void> {
+    this.tableWrite.upsert(rows);
+    this.rows += rows.length;
+    this.checkOverwritePartition();
+    await Promise.resolve();
+  }
+
+  /** Primary-key tables: deletes the rows of these keys (objects holding at least the primary-key columns). */
+  async delete(keys: readonly Record<string, unknown>[]): Promise<void> {
+    this.tableWrite.delete(keys);
+    this.rows += keys.length;
+    await Promise.resolve();
+  }
+
   async writeArrow(batch: arrow.RecordBatch): Promise<void> {
     this.tableWrite.writeArrow(batch);
     this.rows += batch.numRows;

@@ -1,77 +1,154 @@
 /**
- * The deduplicate merge of a primary-key bucket (src/lsm/merge-read.ts), on rows: per key the version with the
- * highest sequence number, retractions drop the key (or are passed over with ignore-delete), key order in Paimon's
- * order (strings by code point, composite keys column by column), ties in file order. Checked against a direct model
- * over random histories (fast-check).
+ * The merge-on-read of a primary-key bucket (src/lsm/merge-reader.ts) over in-memory sorted runs: per key the last
+ * version in merge order (sequence.field, sequence number, retraction before addition), retractions drop the key (or
+ * are passed over with ignore-delete), rows in Paimon's key order; sections that overlap nothing read as they are.
+ * Checked against a direct model over random histories spread over random runs and levels (fast-check).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { mergeBucket, mergeReadFields, type BucketVersions } from "../../../src/lsm/merge-read.ts";
+import type * as arrow from "apache-arrow";
+import { mergeReadFields } from "../../../src/lsm/merge-read.ts";
+import { mergeBucketFiles, sections, type MergeReadSpec } from "../../../src/lsm/merge-reader.ts";
 import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../../src/lsm/key-value-fields.ts";
+import { keyComparator, SerializedKeys } from "../../../src/lsm/key-comparator.ts";
 import { parseColumnList, type DataField } from "../../../src/format/data-types.ts";
+import { serializeBinaryRow } from "../../../src/format/binary-row.ts";
+import { EMPTY_STATS, type DataFileMeta } from "../../../src/format/manifest.ts";
+import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
+import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
 import type { Row } from "../../../src/format/values.ts";
 
 const fields = (text: string): DataField[] => parseColumnList(text).map((c, i) => ({ id: i, name: c.name, type: c.type }));
 const SEQ = SEQUENCE_NUMBER_FIELD.name;
 const KIND = VALUE_KIND_FIELD.name;
-/** `mergeBucket` over rows that carry the key fields and the system fields: the surviving rows, in key order. */
-function mergeBucketRows(rows: readonly Row[], keyFields: readonly DataField[], opts: { ignoreDelete: boolean }): Row[] {
-  const versions: BucketVersions = {
-    n: rows.length,
-    key: (i, k) => rows[i]![keyFields[k]!.name] ?? null,
-    sequence: (i) => BigInt(rows[i]![SEQ] as number | bigint),
-    kind: (i) => Number(rows[i]![KIND]),
-  };
-  return mergeBucket(versions, keyFields, opts).map((i) => rows[i]!);
-}
 
 const v = (key: Row, seq: number, kind: number, rest: Row = {}): Row => ({ ...key, ...rest, [SEQ]: BigInt(seq), [KIND]: kind });
 
-test("merge - the latest version per key; -U and -D drop the key, a later +I brings it back; key order", () => {
-  const [id] = fields("id BIGINT NOT NULL");
-  const rows = [v({ id: 5n }, 0, 0, { s: "a" }), v({ id: 1n }, 1, 0, { s: "b" }), v({ id: 5n }, 2, 2, { s: "a2" }), v({ id: 3n }, 3, 0, { s: "c" }), v({ id: 3n }, 4, 3), v({ id: 2n }, 5, 0, { s: "d" }), v({ id: 2n }, 6, 1), v({ id: 1n }, 7, 3), v({ id: 1n }, 8, 0, { s: "b3" })];
-  const out = mergeBucketRows(rows, [id!], { ignoreDelete: false });
+let fileNo = 0;
+/** One sorted-run file of these versions (sorted by key; the caller keeps one version per key). */
+function file(all: DataField[], keyFields: DataField[], versions: Row[], level: number, batches: Map<string, arrow.RecordBatch>): DataFileMeta {
+  const compare = keyComparator(keyFields.map((f) => f.type));
+  const keyOf = (r: Row): Row[keyof Row][] => keyFields.map((f) => r[f.name] ?? null);
+  const sorted = [...versions].sort((a, b) => compare(keyOf(a), keyOf(b)));
+  const name = `f${fileNo++}`;
+  batches.set(name, rowsToRecordBatch([...all, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD], sorted));
+  const types = keyFields.map((f) => f.type);
+  const seqs = sorted.map((r) => r[SEQ] as bigint);
+  return {
+    fileName: name,
+    fileSize: 1,
+    rowCount: sorted.length,
+    minKey: serializeBinaryRow(types, keyOf(sorted[0]!)),
+    maxKey: serializeBinaryRow(types, keyOf(sorted[sorted.length - 1]!)),
+    keyStats: EMPTY_STATS,
+    valueStats: EMPTY_STATS,
+    minSequenceNumber: seqs.reduce((a, b) => (b < a ? b : a)),
+    maxSequenceNumber: seqs.reduce((a, b) => (b > a ? b : a)),
+    schemaId: 0,
+    level,
+    extraFiles: [],
+    creationTimeMillis: 0,
+    deleteRowCount: sorted.filter((r) => r[KIND] === 1 || r[KIND] === 3).length,
+    embeddedIndex: null,
+    fileSource: 0,
+    valueStatsCols: null,
+    externalPath: null,
+    firstRowId: null,
+    writeCols: null,
+  };
+}
+
+async function merge(all: DataField[], keyFields: DataField[], files: DataFileMeta[], batches: Map<string, arrow.RecordBatch>, opts: Partial<MergeReadSpec> = {}): Promise<Row[]> {
+  const spec: MergeReadSpec = { keyFields, sequence: null, ignoreDelete: false, output: all, readFile: async (f) => [batches.get(f.fileName)!], batchRows: 7, ...opts };
+  const out: Row[] = [];
+  for await (const b of mergeBucketFiles(files, spec)) out.push(...recordBatchToRows(all, b));
+  return out;
+}
+
+test("merge - the latest version per key; -U and -D drop the key, a later +I brings it back; key order across runs", async () => {
+  const all = fields("id BIGINT NOT NULL, s STRING");
+  const [id] = all;
+  const b = new Map<string, arrow.RecordBatch>();
+  const files = [
+    file(all, [id!], [v({ id: 5n }, 0, 0, { s: "a" }), v({ id: 1n }, 1, 0, { s: "b" }), v({ id: 3n }, 3, 0, { s: "c" }), v({ id: 2n }, 5, 0, { s: "d" })], 1, b),
+    file(all, [id!], [v({ id: 5n }, 2, 2, { s: "a2" }), v({ id: 3n }, 4, 3), v({ id: 2n }, 6, 1), v({ id: 1n }, 7, 3)], 0, b),
+    file(all, [id!], [v({ id: 1n }, 8, 0, { s: "b3" })], 0, b),
+  ];
+  const out = await merge(all, [id!], files, b);
   assert.deepEqual(out.map((r) => [r["id"], r["s"]]), [[1n, "b3"], [5n, "a2"]]);
-  const kept = mergeBucketRows(rows, [id!], { ignoreDelete: true });
+  const kept = await merge(all, [id!], files, b, { ignoreDelete: true });
   assert.deepEqual(kept.map((r) => [r["id"], r["s"]]), [[1n, "b3"], [2n, "d"], [3n, "c"], [5n, "a2"]], "retractions passed over");
 });
 
-test("merge - Paimon's key order: strings by code point (a surrogate pair after U+FFFD), composite keys column by column; equal sequence numbers: the later file wins", () => {
-  const [s] = fields("s STRING NOT NULL");
-  const out = mergeBucketRows([v({ s: "😀" }, 0, 0), v({ s: "\uFFFD" }, 1, 0), v({ s: "b" }, 2, 0), v({ s: "ab" }, 3, 0), v({ s: "a" }, 4, 0)], [s!], { ignoreDelete: false });
+test("merge - Paimon's key order: strings by UTF-8 bytes, composite keys column by column; equal sequence numbers: the addition wins over a retraction", async () => {
+  const all = fields("s STRING NOT NULL");
+  const b = new Map<string, arrow.RecordBatch>();
+  const out = await merge(all, all, [file(all, all, [v({ s: "😀" }, 0, 0), v({ s: "\uFFFD" }, 1, 0), v({ s: "b" }, 2, 0)], 0, b), file(all, all, [v({ s: "ab" }, 3, 0), v({ s: "a" }, 4, 0)], 0, b)], b);
   assert.deepEqual(out.map((r) => r["s"]), ["a", "ab", "b", "\uFFFD", "😀"]);
-  const [dt, id] = fields("dt STRING NOT NULL, id INT NOT NULL");
-  const comp = mergeBucketRows([v({ dt: "b", id: 1 }, 0, 0), v({ dt: "a", id: 2 }, 1, 0), v({ dt: "a", id: 10 }, 2, 0), v({ dt: "b", id: 0 }, 3, 0)], [dt!, id!], { ignoreDelete: false });
-  assert.deepEqual(comp.map((r) => `${String(r["dt"])}${String(r["id"])}`), ["a2", "a10", "b0", "b1"]);
-  const tie = mergeBucketRows([v({ id: 1 }, 7, 0, { w: "first file" }), v({ id: 1 }, 7, 0, { w: "second file" })], [id!], { ignoreDelete: false });
-  assert.deepEqual(tie.map((r) => r["w"]), ["second file"]);
+  const comp = fields("dt STRING NOT NULL, id INT NOT NULL");
+  const c = await merge(comp, comp, [file(comp, comp, [v({ dt: "b", id: 1 }, 0, 0), v({ dt: "a", id: 2 }, 1, 0)], 0, b), file(comp, comp, [v({ dt: "a", id: 10 }, 2, 0), v({ dt: "b", id: 0 }, 3, 0)], 0, b)], b);
+  assert.deepEqual(c.map((r) => `${String(r["dt"])}${String(r["id"])}`), ["a2", "a10", "b0", "b1"]);
+  const tie = fields("id INT NOT NULL, w STRING");
+  const [tid] = tie;
+  const t = await merge(tie, [tid!], [file(tie, [tid!], [v({ id: 1 }, 7, 3, { w: "retract" })], 0, b), file(tie, [tid!], [v({ id: 1 }, 7, 0, { w: "add" })], 0, b)], b);
+  assert.deepEqual(t.map((r) => r["w"]), ["add"]);
 });
 
-test("merge - random histories: the model's answer (last version by sequence, retractions drop), whatever the file order", () => {
-  const [id] = fields("id INT NOT NULL");
-  const op = fc.record({ key: fc.integer({ min: 0, max: 12 }), kind: fc.constantFrom(0, 1, 2, 3), tag: fc.integer() });
-  fc.assert(
-    fc.property(fc.array(op, { maxLength: 80 }), fc.boolean(), fc.integer({ min: 1, max: 5 }), (ops, ignoreDelete, files) => {
-      // Versions numbered in write order, then spread over `files` files that are read in file order.
-      const versions = ops.map((o, seq) => v({ id: o.key }, seq, o.kind, { tag: o.tag }));
-      const inFiles = Array.from({ length: files }, (_, f) => versions.filter((_, k) => k % files === f)).flat();
-      const out = mergeBucketRows(inFiles, [id!], { ignoreDelete });
-      const model = new Map<number, Row | null>();
-      for (const x of versions) {
+test("merge - sequence.field orders a key's versions before the sequence number (descending reverses it; nulls first)", async () => {
+  const all = fields("id INT NOT NULL, ts BIGINT, w STRING");
+  const [id, ts] = all;
+  const b = new Map<string, arrow.RecordBatch>();
+  const files = [file(all, [id!], [v({ id: 1 }, 0, 0, { ts: 20n, w: "early write, late ts" }), v({ id: 2 }, 1, 0, { ts: null, w: "null ts" })], 0, b), file(all, [id!], [v({ id: 1 }, 5, 0, { ts: 10n, w: "late write, early ts" }), v({ id: 2 }, 6, 0, { ts: 1n, w: "ts 1" })], 0, b)];
+  const asc = await merge(all, [id!], files, b, { sequence: { fields: [ts!], ascending: true } });
+  assert.deepEqual(asc.map((r) => r["w"]), ["early write, late ts", "ts 1"]);
+  const desc = await merge(all, [id!], files, b, { sequence: { fields: [ts!], ascending: false } });
+  assert.deepEqual(desc.map((r) => r["w"]), ["late write, early ts", "ts 1"]);
+});
+
+test("merge - sections: files whose key ranges overlap none are one section each", () => {
+  const all = fields("id INT NOT NULL");
+  const b = new Map<string, arrow.RecordBatch>();
+  const f1 = file(all, all, [v({ id: 1 }, 0, 0), v({ id: 5 }, 1, 0)], 1, b);
+  const f2 = file(all, all, [v({ id: 4 }, 2, 0), v({ id: 9 }, 3, 0)], 0, b);
+  const f3 = file(all, all, [v({ id: 10 }, 4, 0), v({ id: 12 }, 5, 0)], 1, b);
+  const s = sections([f3, f2, f1], new SerializedKeys(all.map((f) => f.type)));
+  assert.deepEqual(s.map((sec) => sec.map((f) => f.fileName).sort()), [[f1.fileName, f2.fileName].sort(), [f3.fileName]]);
+});
+
+test("merge - random histories spread over random runs and levels: the model's answer", async () => {
+  const all = fields("id INT NOT NULL, tag INT");
+  const [id] = all;
+  const op = fc.record({ key: fc.integer({ min: 0, max: 12 }), kind: fc.constantFrom(0, 1, 2, 3), tag: fc.integer(), run: fc.integer({ min: 0, max: 4 }) });
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { maxLength: 80 }), fc.boolean(), async (ops, ignoreDelete) => {
+      const b = new Map<string, arrow.RecordBatch>();
+      const versions = ops.map((o, seq) => ({ row: v({ id: o.key }, seq, o.kind, { tag: o.tag }), run: o.run }));
+      // Each run keeps the last version of a key it was given (a file holds a key once); run 4 is a level-1 run.
+      const files: DataFileMeta[] = [];
+      for (let r = 0; r <= 4; r++) {
+        const last = new Map<number, Row>();
+        for (const x of versions) if (x.run === r) last.set(x.row["id"] as number, x.row);
+        if (last.size > 0) files.push(file(all, [id!], [...last.values()], r === 4 ? 1 : 0, b));
+      }
+      const out = await merge(all, [id!], files, b, { ignoreDelete });
+      // The model: the version with the highest sequence among those the runs kept.
+      const kept = files.flatMap((f) => recordBatchToRows([...all, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD], b.get(f.fileName)!));
+      const model = new Map<number, Row>();
+      for (const x of kept.sort((p, q) => Number((p[SEQ] as bigint) - (q[SEQ] as bigint)))) {
         const retracts = x[KIND] === 1 || x[KIND] === 3;
         if (retracts && ignoreDelete) continue;
-        model.set(x["id"] as number, retracts ? null : x);
+        model.set(x["id"] as number, x);
       }
-      const expected = [...model.entries()].filter(([, r]) => r !== null).sort(([a], [b]) => a - b).map(([, r]) => r);
+      const expected = [...model.entries()].filter(([, r]) => !(r[KIND] === 1 || r[KIND] === 3)).sort(([p], [q]) => p - q).map(([, r]) => ({ id: r["id"], tag: r["tag"] }));
       assert.deepEqual(out, expected);
     }),
     { numRuns: 300 },
   );
 });
 
-test("merge - the fields a merge reads: the wanted ones, the missing key fields, then the two system fields", () => {
-  const table = { schema: { primaryKeys: ["dt", "id"], fields: fields("dt STRING NOT NULL, id BIGINT NOT NULL, name STRING") } } as unknown as Parameters<typeof mergeReadFields>[0];
+test("merge - the fields a merge reads: the wanted ones, the missing key and sequence fields, then the two system fields", () => {
+  const table = { schema: { primaryKeys: ["dt", "id"], partitionKeys: ["dt"], options: { "sequence.field": "ts" }, fields: fields("dt STRING NOT NULL, id BIGINT NOT NULL, name STRING, ts BIGINT") } } as unknown as Parameters<typeof mergeReadFields>[0];
   const [, id, name] = table.schema.fields;
-  assert.deepEqual(mergeReadFields(table, [name!, id!]).map((f) => f.name), ["name", "id", "dt", SEQ, KIND]);
+  assert.deepEqual(mergeReadFields(table, [name!, id!]).map((f) => f.name), ["name", "id", "ts", SEQ, KIND]);
 });

@@ -1,0 +1,338 @@
+/**
+ * Merge-on-read of one bucket, as Paimon's MergeFileSplitRead does it: the bucket's files are split into sections of
+ * overlapping key ranges; a section of one file without retractions is read as it is (nothing to merge); the others
+ * are merged by a streaming k-way merge over their sorted runs — each level-0 file one run, each level ≥ 1 one run of
+ * files in key order — that holds one decoded file per run, so memory grows with the number of runs, not with rows.
+ * Per key the versions meet in merge order (the `sequence.field`, then the sequence number, then retractions before
+ * additions) and the merge function picks the survivor; a surviving retraction drops the key (Java's
+ * DropDeleteReader). Rows come out in key order.
+ *
+ * The caller decodes files (`readFile`: batches whose columns include the key fields, `_SEQUENCE_NUMBER` and
+ * `_VALUE_KIND`, and the `sequence.field` columns) and says which columns to return.
+ */
+import * as arrow from "apache-arrow";
+import { toArrowSchema } from "../codec/arrow-schema.ts";
+import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
+import type { ColumnBuilder } from "../codec/columns/column-builder.ts";
+import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
+import { compareValues } from "../codec/stats.ts";
+import type { DataField, DataType } from "../format/data-types.ts";
+import type { DataFileMeta } from "../format/manifest.ts";
+import type { Value } from "../format/values.ts";
+import { SerializedKeys } from "./key-comparator.ts";
+import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
+import type { SequenceFieldSpec } from "./merge-order.ts";
+import { isRetract } from "./row-kind.ts";
+
+export interface MergeReadSpec {
+  /** The trimmed key fields, in key order. */
+  keyFields: readonly DataField[];
+  sequence: SequenceFieldSpec | null;
+  /** `ignore-delete`: retractions are passed over, so the latest addition stays. */
+  ignoreDelete: boolean;
+  /** The columns to return, in this order. */
+  output: readonly DataField[];
+  /** Decodes one file into batches (in file order) whose columns include every column this merge needs. */
+  readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>;
+  /** Rows per output batch. */
+  batchRows?: number;
+}
+
+const DEFAULT_BATCH_ROWS = 65_536;
+
+/** The bucket's rows after the merge, in key order, as batches of `spec.output`. */
+export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: MergeReadSpec): AsyncGenerator<arrow.RecordBatch> {
+  const keys = new SerializedKeys(spec.keyFields.map((f) => f.type));
+  const out = new OutputBatches(spec.output, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+  for (const section of sections(files, keys)) {
+    if (section.length === 1 && section[0]!.deleteRowCount === 0) {
+      // One file, nothing retracted, no other version of its keys anywhere in the bucket: its rows as they are.
+      yield* out.flush();
+      for (const b of await spec.readFile(section[0]!)) yield project(b, spec.output);
+      continue;
+    }
+    for await (const batch of mergeSection(section, spec, out)) yield batch;
+  }
+  yield* out.flush();
+}
+
+/**
+ * The files split into sections whose key ranges do not overlap one another's (Paimon's IntervalPartition at the
+ * section level): sorted by min key, a file joins the current section while its min key is ≤ the section's max key.
+ */
+export function sections(files: readonly DataFileMeta[], keys: SerializedKeys): DataFileMeta[][] {
+  const sorted = [...files].sort((a, b) => keys.compareSerialized(a.minKey, b.minKey) || keys.compareSerialized(a.maxKey, b.maxKey));
+  const out: DataFileMeta[][] = [];
+  let current: DataFileMeta[] = [];
+  let bound: Uint8Array | null = null;
+  for (const f of sorted) {
+    if (bound !== null && keys.compareSerialized(f.minKey, bound) > 0) {
+      out.push(current);
+      current = [];
+      bound = null;
+    }
+    current.push(f);
+    if (bound === null || keys.compareSerialized(f.maxKey, bound) > 0) bound = f.maxKey;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/** A section's sorted runs: each level-0 file alone, the files of each higher level together in key order. */
+function runsOf(section: readonly DataFileMeta[], keys: SerializedKeys): DataFileMeta[][] {
+  const runs: DataFileMeta[][] = [];
+  const byLevel = new Map<number, DataFileMeta[]>();
+  for (const f of section) {
+    if (f.level === 0) runs.push([f]);
+    else byLevel.set(f.level, [...(byLevel.get(f.level) ?? []), f]);
+  }
+  for (const files of byLevel.values()) runs.push(files.sort((a, b) => keys.compareSerialized(a.minKey, b.minKey)));
+  return runs;
+}
+
+/** One decoded batch of a run with the columns the merge compares, read once. */
+interface CursorBatch {
+  batch: arrow.RecordBatch;
+  keys: Value[][];
+  seqValues: Value[][] | null;
+  sequence: BigInt64Array;
+  kind: Int8Array;
+  readers: ValueReader[];
+}
+
+/** A run's rows one at a time, in key order, decoding its next file when the current one is used up. */
+class RunCursor {
+  private fileAt = 0;
+  private batches: CursorBatch[] = [];
+  private batchAt = 0;
+  row = 0;
+  current: CursorBatch | null = null;
+  /** The next file's decode, started as soon as the current one is taken (one file ahead per run). */
+  private ahead: Promise<arrow.RecordBatch[]> | null = null;
+
+  constructor(
+    private readonly files: readonly DataFileMeta[],
+    private readonly spec: MergeReadSpec,
+  ) {}
+
+  private startNext(): void {
+    const f = this.files[this.fileAt];
+    this.ahead = f === undefined ? null : this.spec.readFile(f);
+    this.ahead?.catch(() => undefined);
+  }
+
+  /** Positions on the run's first row; false when the run is empty. */
+  async open(): Promise<boolean> {
+    this.startNext();
+    return this.nextFile();
+  }
+
+  private async nextFile(): Promise<boolean> {
+    while (this.ahead !== null) {
+      const decoded = await this.ahead;
+      this.fileAt++;
+      this.startNext();
+      this.batches = decoded.filter((b) => b.numRows > 0).map((b) => prepare(b, this.spec));
+      this.batchAt = 0;
+      if (this.batches.length > 0) {
+        this.current = this.batches[0]!;
+        this.row = 0;
+        return true;
+      }
+    }
+    this.current = null;
+    return false;
+  }
+
+  /** Moves to the next row; false at the run's end. */
+  async advance(): Promise<boolean> {
+    const c = this.current!;
+    if (++this.row < c.batch.numRows) return true;
+    if (++this.batchAt < this.batches.length) {
+      this.current = this.batches[this.batchAt]!;
+      this.row = 0;
+      return true;
+    }
+    return this.nextFile();
+  }
+}
+
+function prepare(batch: arrow.RecordBatch, spec: MergeReadSpec): CursorBatch {
+  const col = (f: DataField): arrow.Data => {
+    const at = batch.schema.fields.findIndex((x) => x.name === f.name);
+    if (at < 0) throw new Error(`merge read: decoded batch lacks column ${f.name}`);
+    return batch.data.children[at]!;
+  };
+  const valuesOf = (f: DataField): Value[] => {
+    const read = columnReader(f.type, col(f));
+    const out = new Array<Value>(batch.numRows);
+    for (let i = 0; i < batch.numRows; i++) out[i] = read(i);
+    return out;
+  };
+  const seqRead = columnReader(SEQUENCE_NUMBER_FIELD.type, col(SEQUENCE_NUMBER_FIELD));
+  const kindRead = columnReader(VALUE_KIND_FIELD.type, col(VALUE_KIND_FIELD));
+  const sequence = new BigInt64Array(batch.numRows);
+  const kind = new Int8Array(batch.numRows);
+  for (let i = 0; i < batch.numRows; i++) {
+    sequence[i] = BigInt(seqRead(i) as bigint | number);
+    kind[i] = Number(kindRead(i));
+  }
+  return {
+    batch,
+    keys: spec.keyFields.map(valuesOf),
+    seqValues: spec.sequence === null ? null : spec.sequence.fields.map(valuesOf),
+    sequence,
+    kind,
+    readers: spec.output.map((f) => columnReader(f.type, col(f))),
+  };
+}
+
+const nullsFirst = (type: DataType, x: Value, y: Value, sign: number): number => {
+  if (x === null || y === null) return x === y ? 0 : x === null ? -1 : 1;
+  return sign * compareValues(type, x, y);
+};
+
+/** Key order of two cursors' current rows. */
+function compareKeys(spec: MergeReadSpec, a: RunCursor, b: RunCursor): number {
+  const ca = a.current!;
+  const cb = b.current!;
+  for (let k = 0; k < spec.keyFields.length; k++) {
+    const c = nullsFirst(spec.keyFields[k]!.type, ca.keys[k]![a.row]!, cb.keys[k]![b.row]!, 1);
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+/** Merge order of two versions of one key: sequence.field, sequence number, retraction before addition. */
+function compareVersions(spec: MergeReadSpec, a: { c: CursorBatch; row: number }, b: { c: CursorBatch; row: number }): number {
+  const seq = spec.sequence;
+  if (seq !== null) {
+    const sign = seq.ascending ? 1 : -1;
+    for (let k = 0; k < seq.fields.length; k++) {
+      const c = nullsFirst(seq.fields[k]!.type, a.c.seqValues![k]![a.row]!, b.c.seqValues![k]![b.row]!, sign);
+      if (c !== 0) return c;
+    }
+  }
+  const sa = a.c.sequence[a.row]!;
+  const sb = b.c.sequence[b.row]!;
+  if (sa !== sb) return sa < sb ? -1 : 1;
+  const ra = isRetract(a.c.kind[a.row]!) ? 0 : 1;
+  const rb = isRetract(b.c.kind[b.row]!) ? 0 : 1;
+  return ra - rb;
+}
+
+/** A binary min-heap of cursors by their current key. */
+class CursorHeap {
+  private readonly items: RunCursor[] = [];
+  constructor(private readonly less: (a: RunCursor, b: RunCursor) => boolean) {}
+  get size(): number {
+    return this.items.length;
+  }
+  peek(): RunCursor {
+    return this.items[0]!;
+  }
+  push(c: RunCursor): void {
+    const h = this.items;
+    h.push(c);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.less(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+  pop(): RunCursor {
+    const h = this.items;
+    const top = h[0]!;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && this.less(h[l]!, h[m]!)) m = l;
+        if (r < h.length && this.less(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+async function* mergeSection(section: readonly DataFileMeta[], spec: MergeReadSpec, out: OutputBatches): AsyncGenerator<arrow.RecordBatch> {
+  const keys = new SerializedKeys(spec.keyFields.map((f) => f.type));
+  const cursors = runsOf(section, keys).map((files) => new RunCursor(files, spec));
+  const heap = new CursorHeap((a, b) => compareKeys(spec, a, b) < 0);
+  const opened = await Promise.all(cursors.map((c) => c.open()));
+  cursors.forEach((c, i) => {
+    if (opened[i]) heap.push(c);
+  });
+  while (heap.size > 0) {
+    // Every version of the smallest key: from each run holding it (a run holds a key at most once).
+    const first = heap.pop();
+    const group = [first];
+    while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group.push(heap.pop());
+    let winner: { c: CursorBatch; row: number } | null = null;
+    for (const cur of group) {
+      const v = { c: cur.current!, row: cur.row };
+      // Deduplicate: the last version in merge order; ignore-delete passes retractions over.
+      if (spec.ignoreDelete && isRetract(v.c.kind[v.row]!)) continue;
+      if (winner === null || compareVersions(spec, v, winner) > 0) winner = v;
+    }
+    if (winner !== null && !isRetract(winner.c.kind[winner.row]!)) {
+      const full = out.add(winner.c, winner.row);
+      if (full) yield* out.flush();
+    }
+    for (const cur of group) if (await cur.advance()) heap.push(cur);
+  }
+}
+
+/** Output rows gathered into column builders, a batch at a time. */
+class OutputBatches {
+  private builders: ColumnBuilder[];
+  private rows = 0;
+  private readonly schema: arrow.Schema;
+
+  constructor(
+    private readonly fields: readonly DataField[],
+    private readonly batchRows: number,
+  ) {
+    this.schema = toArrowSchema(fields);
+    this.builders = this.fresh();
+  }
+
+  private fresh(): ColumnBuilder[] {
+    return this.fields.map((f) => makeColumnBuilder(f.type, f.name, 1024));
+  }
+
+  /** Appends row `row` of a cursor batch; true when a batch is full. */
+  add(c: CursorBatch, row: number): boolean {
+    for (let k = 0; k < this.builders.length; k++) this.builders[k]!.append(c.readers[k]!(row));
+    return ++this.rows >= this.batchRows;
+  }
+
+  *flush(): Generator<arrow.RecordBatch> {
+    if (this.rows === 0) return;
+    const children = this.builders.map((b) => b.finish());
+    const length = this.rows;
+    this.rows = 0;
+    this.builders = this.fresh();
+    yield new arrow.RecordBatch(this.schema, arrow.makeData({ type: new arrow.Struct(this.schema.fields), length, nullCount: 0, children }));
+  }
+}
+
+/** A decoded batch narrowed to the output columns (by name), without copying. */
+function project(batch: arrow.RecordBatch, fields: readonly DataField[]): arrow.RecordBatch {
+  const schema = toArrowSchema(fields);
+  const children = fields.map((f) => {
+    const at = batch.schema.fields.findIndex((x) => x.name === f.name);
+    if (at < 0) throw new Error(`merge read: decoded batch lacks column ${f.name}`);
+    return batch.data.children[at]!;
+  });
+  return new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: batch.numRows, nullCount: 0, children }));
+}
