@@ -3,7 +3,7 @@
  * test walks commander's command tree (groups and leaves), reads each command's help as a user sees it, and parses
  * each example line with a second copy of the tree whose actions only record which command ran — so an example
  * naming an option the command does not have, a bad value for a parsed option, or a missing required one fails here.
- * `--version` prints package.json's version. Every `natslake` command line in the operator's runbook (docs/runbook.md)
+ * `--version` prints package.json's version. Every `natslake` command line in the operator's runbook (docs/operations/runbook.md)
  * parses the same way, so the runbook names only commands and options that exist.
  */
 import { test } from "node:test";
@@ -116,8 +116,8 @@ test("help - every command and command group shows an example, and every example
   assert.ok(checked >= entries.length);
 });
 
-test("runbook - every natslake command line in docs/runbook.md parses with the real CLI", async () => {
-  const text = readFileSync(new URL("../../docs/runbook.md", import.meta.url), "utf8");
+test("runbook - every natslake command line in docs/operations/runbook.md parses with the real CLI", async () => {
+  const text = readFileSync(new URL("../../docs/operations/runbook.md", import.meta.url), "utf8");
   const blocks = [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
   const lines = blocks.flatMap((b) => b.split("\n")).map((l) => l.replace(/\s{2,}#.*$/, "").trim()).filter((l) => l.startsWith("natslake "));
   assert.ok(lines.length >= 15, `the runbook's commands are found (${lines.length})`);
@@ -146,9 +146,9 @@ test("runbook - every natslake command line in docs/runbook.md parses with the r
     try {
       await parser.parseAsync(shellWords(concrete).slice(1), { from: "user" });
     } catch (e) {
-      assert.fail(`docs/runbook.md: does not parse: ${line}\n  ${e instanceof Error ? e.message : String(e)} ${errors}`);
+      assert.fail(`docs/operations/runbook.md: does not parse: ${line}\n  ${e instanceof Error ? e.message : String(e)} ${errors}`);
     }
-    assert.ok(ran !== null, `docs/runbook.md: reaches no command: ${line}`);
+    assert.ok(ran !== null, `docs/operations/runbook.md: reaches no command: ${line}`);
   }
 });
 
