@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { waitFor } from "../helpers/cluster.ts";
+import { pidAlive } from "../helpers/servers.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
@@ -133,19 +134,10 @@ test("README tour - every command of the five-minute tour works as written, and 
   assert.ok(end.code === 0 || end.signal === "SIGINT", `npm run up ended cleanly after Ctrl-C (${JSON.stringify(end)}):\n${upOut}\n${upErr}`);
   const pids = [...upOut.matchAll(/pid (\d+)/g)].map((m) => Number(m[1]));
   assert.ok(pids.length >= 5, `npm run up printed its servers' and nodes' pids:\n${upOut}`);
-  await waitFor("every server and node of npm run up gone", () => (pids.every((pid) => !alive(pid)) ? true : undefined), 45_000, 250).catch((e: unknown) => {
-    throw new Error(`${String(e)}: ${pids.filter(alive).join(", ")} still running\n${upOut}\n${upErr}`);
+  await waitFor("every server and node of npm run up gone", () => (pids.every((pid) => !pidAlive(pid)) ? true : undefined), 45_000, 250).catch((e: unknown) => {
+    throw new Error(`${String(e)}: ${pids.filter(pidAlive).join(", ")} still running\n${upOut}\n${upErr}`);
   });
   assert.match(upOut, /stopping the local cluster/);
   assert.match(upOut, /kept the JetStream store and logs in/, "up finished its stop (the nodes drained, the servers stopped)");
   assert.doesNotMatch(upOut, /exited with|killed by|did not stop|had failures/, `the stop was clean:\n${upOut}\n${upErr}`);
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
