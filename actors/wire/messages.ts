@@ -15,7 +15,7 @@ import type { DataFileMeta } from "../../src/format/manifest.ts";
 /**
  * A batch of rows for one bucket (the producer client and the router publish these to `<p>.in.<db>.<table>.<b>`).
  * `cols` names the columns of each row array, so the payload describes itself and column order may differ from the
- * schema; values use the same input forms as the CLI (see README: numbers, decimal strings, ISO timestamps or epoch
+ * schema; values use the same input forms as the CLI (see docs/guide/tables.md: numbers, decimal strings, ISO timestamps or epoch
  * millis, bytes as msgpack bin). Rows whose values do not fit the schema go to the dead-letter subject.
  */
 export interface RowBatch {

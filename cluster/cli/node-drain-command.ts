@@ -1,7 +1,7 @@
 /**
  * `natslake node drain <node-id> --nats URL [--exit]`: a node hands its buckets and leases off exactly as on SIGTERM,
  * asked over NATS (cluster/node-control.ts) — for a node whose process the operator cannot signal (another host, a
- * container). By default the node then stays up, holding nothing, until it is stopped or restarted (see the README:
+ * container). By default the node then stays up, holding nothing, until it is stopped or restarted (see docs/operations/deploying.md:
  * a process supervisor would restart an exited node, which would take buckets again); `--exit` ends it instead.
  */
 import type { Command } from "commander";

@@ -1,6 +1,6 @@
 /**
  * `natslake rollback <db.table> --to-snapshot N | --to-tag T [--dry-run] [--keep-history] [--force] [--guard D]
- * [--nats URL]`. Two ways to roll back (README, "Rollback"):
+ * [--nats URL]`. Two ways to roll back (docs/guide/maintenance.md, "Rollback and restore"):
  * - Paimon's `rollback_to` (src/maintenance/rollback.ts, the default on the warehouse): the later snapshots, their
  *   tags and the files only they used are deleted. Refused while the latest snapshot is a cluster's commit younger
  *   than the guard window: a cluster committing meanwhile would build on snapshots being deleted, and would resume

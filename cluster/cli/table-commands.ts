@@ -3,6 +3,7 @@
  */
 import type { Command } from "commander";
 import { parseColumnList, typeToSql } from "../../src/format/data-types.ts";
+import { ErrorKind, isLakeError } from "../../src/errors.ts";
 import { adminRequest } from "../admin-client.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
@@ -43,8 +44,12 @@ export function registerTableCommands(program: Command, out: (s: string) => void
             partitionKeys: o.partitionKeys ? splitList(o.partitionKeys) : [],
             primaryKeys: o.primaryKey ? splitList(o.primaryKey) : [],
             options: o.option,
-          })) as { table: string; path: string };
-          out(`created ${r.table} at ${r.path} (through the cluster at ${o.nats})`);
+          }).catch((e: unknown) => {
+            // As on the warehouse: the table as it is, not compared with these columns and options.
+            if (o.ifNotExists === true && isLakeError(e, ErrorKind.AlreadyExists)) return null;
+            throw e;
+          })) as { table: string; path: string } | null;
+          out(r === null ? `${name} exists already (--if-not-exists): left as it is` : `created ${r.table} at ${r.path} (through the cluster at ${o.nats})`);
         } finally {
           await nc.close();
         }

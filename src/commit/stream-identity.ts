@@ -55,5 +55,5 @@ export function checkStream(recorded: string | undefined, maxOffset: number, liv
 
 /** The help every refusal ends with. */
 export function resetHint(table: string): string {
-  return `nothing is read from this stream until an operator runs \`natslake table reset-offsets ${table}\` (see README: Stream identity)`;
+  return `nothing is read from this stream until an operator runs \`natslake table reset-offsets ${table}\` (see docs/operations/runbook.md: A bucket stalled after rejections)`;
 }

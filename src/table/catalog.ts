@@ -137,8 +137,7 @@ export class Catalog {
 
   /**
    * Adds columns: writes the next `schema-N` (exclusively, so of two concurrent changes each lands on its own version
-   * or is re-applied on top of the winner's). A running cluster follows it within a table scan (see README: Schema
-   * changes).
+   * or is re-applied on top of the winner's). A running cluster follows it within a table scan (see docs/guide/schema-changes.md).
    */
   async addColumns(id: Identifier, columns: readonly AddColumn[]): Promise<Table> {
     const root = this.tablePath(id);

@@ -1,7 +1,7 @@
 /**
  * The CLI when things go wrong (issue 9): a read-only or impossible warehouse, a closed pipe, a missing warehouse,
  * an unreachable NATS, refused primary keys, values that would have been changed silently. Each says what is wrong
- * in one line, without a stack, with the README's exit code (0 ok, 2 bad input, 3 conflict, 1 other).
+ * in one line, without a stack, with its exit code (docs/reference/exit-codes.md: 0 ok, 2 bad input, 3 conflict, 1 other).
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";

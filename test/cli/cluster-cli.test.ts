@@ -43,6 +43,12 @@ test("cluster cli - table create --nats creates the table, its stream (both subj
   const again = nl(["table", "create", "cli.orders", "--nats", c.nats.url, "--columns", "id BIGINT NOT NULL"]);
   assert.notEqual(again.status, 0);
   assert.match(again.stderr, /already exists/);
+  // --if-not-exists through the cluster, as on the warehouse: the table stays as it is (its 3 buckets), exit 0.
+  const kept = nl(["table", "create", "cli.orders", "--nats", c.nats.url, "--columns", "id BIGINT NOT NULL", "--if-not-exists"]);
+  assert.equal(kept.status, 0, kept.stderr);
+  assert.match(kept.stdout, /cli\.orders exists already \(--if-not-exists\): left as it is/);
+  const still = (await (await new Kvm(c.nc).open("lake_tables")).get("cli.orders"))!.json() as { bucket: number };
+  assert.equal(still.bucket, 3);
 });
 
 test("cluster cli - publish reports its count; subscribe prints the snapshot; rows read back", async () => {

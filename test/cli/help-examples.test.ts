@@ -3,13 +3,14 @@
  * test walks commander's command tree (groups and leaves), reads each command's help as a user sees it, and parses
  * each example line with a second copy of the tree whose actions only record which command ran — so an example
  * naming an option the command does not have, a bad value for a parsed option, or a missing required one fails here.
- * `--version` prints package.json's version. Every `natslake` command line in the operator's runbook (docs/runbook.md)
- * parses the same way, so the runbook names only commands and options that exist.
+ * `--version` prints package.json's version. Every `natslake` command line in the documentation's shell blocks — the
+ * runbook, the guide, the operations pages, the README — parses the same way, so the docs name only commands and
+ * options that exist.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { CommanderError, type Command } from "commander";
 import { buildProgram } from "../../cluster/cli/program.ts";
@@ -116,11 +117,23 @@ test("help - every command and command group shows an example, and every example
   assert.ok(checked >= entries.length);
 });
 
-test("runbook - every natslake command line in docs/runbook.md parses with the real CLI", async () => {
-  const text = readFileSync(new URL("../../docs/runbook.md", import.meta.url), "utf8");
-  const blocks = [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-  const lines = blocks.flatMap((b) => b.split("\n")).map((l) => l.replace(/\s{2,}#.*$/, "").trim()).filter((l) => l.startsWith("natslake "));
-  assert.ok(lines.length >= 15, `the runbook's commands are found (${lines.length})`);
+const REPO = new URL("../../", import.meta.url);
+
+/**
+ * The `natslake` command lines of a Markdown file's ```sh blocks: a line continued with `\` joined to the next, a
+ * leading `npx ` dropped (the checkout runs the same bin), a trailing `  # comment` left out.
+ */
+function docCommandLines(rel: string): string[] {
+  const text = readFileSync(new URL(rel, REPO), "utf8");
+  const blocks = [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/\\\n\s*/g, ""));
+  return blocks
+    .flatMap((b) => b.split("\n"))
+    .map((l) => l.replace(/\s{2,}#.*$/, "").trim().replace(/^npx (?=natslake )/, ""))
+    .filter((l) => l.startsWith("natslake "));
+}
+
+/** Parses each line with a tree whose actions record the command they reach; fails naming the file and the line. */
+async function parseDocLines(rel: string, lines: string[]): Promise<void> {
   const parser = buildProgram(() => undefined);
   let ran: string | null = null;
   let errors = "";
@@ -137,8 +150,9 @@ test("runbook - every natslake command line in docs/runbook.md parses with the r
     const concrete = line
       .replace(/\[[^\]]*\]/g, "")
       .replace(/\s>\s*\S+$/, "")
-      .replace(/<[^>]+>/g, (p) => {
-        assert.ok(fill[p] !== undefined, `an unknown placeholder ${p} in: ${line}`);
+      // (a type parameter such as ARRAY<STRING> is not a placeholder)
+      .replace(/<(?![A-Z]+>)[^>]+>/g, (p) => {
+        assert.ok(fill[p] !== undefined, `${rel}: an unknown placeholder ${p} in: ${line}`);
         return fill[p]!;
       });
     ran = null;
@@ -146,10 +160,32 @@ test("runbook - every natslake command line in docs/runbook.md parses with the r
     try {
       await parser.parseAsync(shellWords(concrete).slice(1), { from: "user" });
     } catch (e) {
-      assert.fail(`docs/runbook.md: does not parse: ${line}\n  ${e instanceof Error ? e.message : String(e)} ${errors}`);
+      assert.fail(`${rel}: does not parse: ${line}\n  ${e instanceof Error ? e.message : String(e)} ${errors}`);
     }
-    assert.ok(ran !== null, `docs/runbook.md: reaches no command: ${line}`);
+    assert.ok(ran !== null, `${rel}: reaches no command: ${line}`);
   }
+}
+
+test("runbook - every natslake command line in docs/operations/runbook.md parses with the real CLI", async () => {
+  const lines = docCommandLines("docs/operations/runbook.md");
+  assert.ok(lines.length >= 15, `the runbook's commands are found (${lines.length})`);
+  await parseDocLines("docs/operations/runbook.md", lines);
+});
+
+test("docs - every natslake command line in the README, the guide and the operations pages parses with the real CLI", async () => {
+  const pages = ["README.md", "docs/contributing.md"];
+  for (const dir of ["docs/guide/", "docs/operations/"]) {
+    for (const f of readdirSync(new URL(dir, REPO)).sort()) if (f.endsWith(".md")) pages.push(dir + f);
+  }
+  assert.ok(pages.includes("docs/guide/publishing.md") && pages.includes("docs/operations/deploying.md"), `the pages are found: ${pages.join(", ")}`);
+  let total = 0;
+  for (const rel of pages) {
+    const lines = docCommandLines(rel);
+    total += lines.length;
+    await parseDocLines(rel, lines);
+  }
+  assert.ok(total >= 60, `the documentation's commands are found (${total})`);
+  assert.ok(docCommandLines("README.md").length >= 4, "the README's tour commands are found");
 });
 
 test("help - --version prints the version in package.json and which code runs", () => {

@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { waitFor } from "../helpers/cluster.ts";
+import { pidAlive as alive } from "../helpers/servers.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 const warehouse = mkdtempSync(join(tmpdir(), "natslake-up-test-"));
@@ -22,15 +23,6 @@ after(() => {
   for (const pid of seen) if (alive(pid)) process.kill(pid, "SIGKILL");
   rmSync(warehouse, { recursive: true, force: true });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The descendants of `pid` now (from ps), so that a cleanup reaches them even if `up` never printed their ids. */
 function descendants(pid: number): number[] {

@@ -1,5 +1,5 @@
 /**
- * A damaged snapshot file (the runbook's "corrupted snapshot"): every command that reads it says which file is
+ * A damaged snapshot file (docs/operations/runbook.md, "A corrupted snapshot"): every command that reads it says which file is
  * damaged and how to recover, in one line (no stack); `rollback --to-snapshot <last good>` recovers the table —
  * refused without --force when the damaged one is the latest (who committed it cannot be checked) — and natslake and
  * pypaimon then read the rows of the target; the files only the damaged snapshot added go with remove-orphans, and
