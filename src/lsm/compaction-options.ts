@@ -87,24 +87,17 @@ export function readLsmCompactionOptions(options: TableOptions): LsmCompactionOp
     if (!/^(true|false)$/i.test(v.trim())) bad(key, "expected true or false");
     return v.trim().toLowerCase() === "true";
   };
-  const memory = (key: string): number | undefined => {
+  const parsed = (key: string, parse: (text: string) => number, what: string): number | undefined => {
     const v = present(key);
     if (v === undefined) return undefined;
     try {
-      return parseMemory(v);
+      return parse(v);
     } catch {
-      return bad(key, "not a memory size (examples: 64 kb, 8 mb, 1 gb)");
+      return bad(key, what);
     }
   };
-  const duration = (key: string): number | undefined => {
-    const v = present(key);
-    if (v === undefined) return undefined;
-    try {
-      return parseDuration(v);
-    } catch {
-      return bad(key, "not a duration (examples: 250 ms, 10 s, 2 min, 1 h, 1 d)");
-    }
-  };
+  const memory = (key: string): number | undefined => parsed(key, parseMemory, "not a memory size (examples: 64 kb, 8 mb, 1 gb)");
+  const duration = (key: string): number | undefined => parsed(key, parseDuration, "not a duration (examples: 250 ms, 10 s, 2 min, 1 h, 1 d)");
   const hour = (key: string): number => {
     const h = int(key, -1, -1)!;
     if (h > 23) bad(key, "an hour of the day is 0–23 (or −1: off-peak disabled)");

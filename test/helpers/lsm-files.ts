@@ -8,7 +8,7 @@
 import { serializeBinaryRow } from "../../src/format/binary-row.ts";
 import { parseSqlType } from "../../src/format/data-types.ts";
 import { EMPTY_STATS, type DataFileMeta } from "../../src/format/manifest.ts";
-import { planCompaction, planCompactTask, shouldWaitForLatestCompaction, shouldWaitForPreparingCheckpoint, type CompactStep } from "../../src/lsm/compact-task.ts";
+import { planCompaction, planCompactTask, shouldWaitForLatestCompaction, shouldWaitForPreparingCheckpoint, type CompactStep, type CompactTaskPlan } from "../../src/lsm/compact-task.ts";
 import { SerializedKeys } from "../../src/lsm/key-comparator.ts";
 import { Levels, type FramedKeyComparator } from "../../src/lsm/levels.ts";
 import type { CompactStrategy, CompactUnit } from "../../src/lsm/universal-compaction.ts";
@@ -74,20 +74,22 @@ export function lsmFile(s: FileSpec): DataFileMeta {
 /** `[name, min, max]` of a file, for readable assertions. */
 export const describeFile = (f: DataFileMeta): [string, number, number] => [f.fileName, keyOf(f.minKey), keyOf(f.maxKey)];
 
-/** A step as the oracle prints it: an upgraded file's name, or a rewrite's sections → runs → file names. */
-export type StepRecord = { upgrade: string } | { rewrite: string[][][] };
+/**
+ * A step as the oracle prints it: an upgraded file's name, or a rewrite's sections → runs → file names and whether
+ * it drops deletes (Java shows dropDelete only to rewrites).
+ */
+export type StepRecord = { upgrade: string } | { rewrite: string[][][]; dropDelete: boolean };
 
-export function recordStep(step: CompactStep): StepRecord {
-  return step.kind === "upgrade" ? { upgrade: step.file.fileName } : { rewrite: step.sections.map((s) => s.map((run) => run.map((f) => f.fileName))) };
+export function recordStep(step: CompactStep, dropDelete: boolean): StepRecord {
+  return step.kind === "upgrade" ? { upgrade: step.file.fileName } : { rewrite: step.sections.map((s) => s.map((run) => run.map((f) => f.fileName))), dropDelete };
 }
 
 /** What one simulated flush-then-compact round did and left. */
 export interface RoundRecord {
   /** The strategy's raw pick (before the compact manager's filter): output level and file names, or null. */
   pick: { outputLevel: number; files: string[] } | null;
-  /** Whether a compaction ran, and with which dropDelete. */
+  /** Whether a compaction ran. */
   compacted: boolean;
-  dropDelete: boolean;
   steps: StepRecord[];
   /** The bucket afterwards: [level, file names] per sorted run. */
   runs: Array<[number, string[]]>;
@@ -128,6 +130,26 @@ export function synthesizeRewrite(inputs: readonly DataFileMeta[], outputLevel: 
   return out;
 }
 
+/**
+ * Carries out a compaction plan with the synthetic rewriter (upgraded files change level, rewritten ones become
+ * `synthesizeRewrite`'s outputs) and applies the result to `levels` as the writer would.
+ */
+export function applyPlan(levels: Levels, plan: CompactTaskPlan, targetSize: number, nextName: () => string): void {
+  const before: DataFileMeta[] = [];
+  const after: DataFileMeta[] = [];
+  for (const step of plan.steps) {
+    if (step.kind === "upgrade") {
+      before.push(step.file);
+      after.push({ ...step.file, level: plan.outputLevel });
+    } else {
+      const inputs = step.sections.flat(2);
+      before.push(...inputs);
+      after.push(...synthesizeRewrite(inputs, plan.outputLevel, plan.dropDelete, targetSize, nextName));
+    }
+  }
+  levels.update(before, after);
+}
+
 export interface SimulationConfig {
   numLevels: number;
   stopTrigger: number;
@@ -160,7 +182,6 @@ export function simulateBucket(initial: readonly DataFileMeta[], newFiles: reado
     const record: RoundRecord = {
       pick: pick === null ? null : { outputLevel: pick.outputLevel, files: pick.files.map((x) => x.fileName) },
       compacted: planned !== null,
-      dropDelete: planned?.dropDelete ?? false,
       steps: [],
       runs: [],
       waitForLatest: false,
@@ -168,20 +189,8 @@ export function simulateBucket(initial: readonly DataFileMeta[], newFiles: reado
     };
     if (planned !== null) {
       const plan = planCompactTask(planned, { compareKeys: compareIntKeys, compactionFileSize: cfg.compactionFileSize, maxLevel: levels.maxLevel, forceRewriteAllFiles: cfg.forceRewriteAllFiles });
-      const before: DataFileMeta[] = [];
-      const after: DataFileMeta[] = [];
-      for (const step of plan.steps) {
-        record.steps.push(recordStep(step));
-        if (step.kind === "upgrade") {
-          before.push(step.file);
-          after.push({ ...step.file, level: plan.outputLevel });
-        } else {
-          const inputs = step.sections.flat(2);
-          before.push(...inputs);
-          after.push(...synthesizeRewrite(inputs, plan.outputLevel, plan.dropDelete, cfg.targetSize, nextName));
-        }
-      }
-      levels.update(before, after);
+      record.steps = plan.steps.map((step) => recordStep(step, plan.dropDelete));
+      applyPlan(levels, plan, cfg.targetSize, nextName);
     }
     record.runs = levels.sortedRuns().map((r) => [r.level, r.files.map((x) => x.fileName)]);
     const n = levels.numberOfSortedRuns();

@@ -9,14 +9,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import type { DataFileMeta } from "../../../src/format/manifest.ts";
-import { compactNotCompleted, dropDeletes, mayContainDeletes, pickFullCompaction, planCompaction, planCompactTask, planFullCompaction, shouldWaitForLatestCompaction, shouldWaitForPreparingCheckpoint, type PlannedCompaction } from "../../../src/lsm/compact-task.ts";
+import { compactNotCompleted, dropDeletes, mayContainDeletes, pickFullCompaction, planCompaction, planCompactTask, planFullCompaction, shouldWaitForLatestCompaction, shouldWaitForPreparingCheckpoint, type CompactStep, type PlannedCompaction } from "../../../src/lsm/compact-task.ts";
 import { createCompactStrategy, type LsmCompactionOptions } from "../../../src/lsm/compaction-options.ts";
 import { Levels, validateSortedRun } from "../../../src/lsm/levels.ts";
 import { unitOfRuns, type CompactStrategy } from "../../../src/lsm/universal-compaction.ts";
-import { compareIntKeys, describeFile, keyOf, lsmFile, recordStep, simulateBucket, synthesizeRewrite } from "../../helpers/lsm-files.ts";
+import { applyPlan, compareIntKeys, describeFile, keyOf, lsmFile, simulateBucket } from "../../helpers/lsm-files.ts";
 
 type LevelMinMax = [level: number, min: number, max: number];
+
+/** A step by file names: `{ upgrade: name }` or `{ rewrite: sections → runs → names }`. */
+const stepNames = (step: CompactStep): { upgrade: string } | { rewrite: string[][][] } =>
+  step.kind === "upgrade" ? { upgrade: step.file.fileName } : { rewrite: step.sections.map((s) => s.map((run) => run.map((f) => f.fileName))) };
 
 /** Every run to the top level (Java's testStrategy). */
 const allToTop: CompactStrategy = { pick: (numLevels, runs) => unitOfRuns(numLevels - 1, runs) };
@@ -37,22 +40,10 @@ function compactOnce(inputs: LevelMinMax[], strategy: CompactStrategy = allToTop
 }
 
 let outCounter = 0;
-/** Runs a plan with the one-file-per-rewrite rewriter of Java's test and applies it to the levels. */
-function execute(levels: Levels, planned: PlannedCompaction, compactionFileSize: number, forceRewriteAllFiles = false): void {
-  const plan = planCompactTask(planned, { compareKeys: compareIntKeys, compactionFileSize, maxLevel: levels.maxLevel, forceRewriteAllFiles });
-  const before: DataFileMeta[] = [];
-  const after: DataFileMeta[] = [];
-  for (const step of plan.steps) {
-    if (step.kind === "upgrade") {
-      before.push(step.file);
-      after.push({ ...step.file, level: plan.outputLevel });
-    } else {
-      const inputs = step.sections.flat(2);
-      before.push(...inputs);
-      after.push(...synthesizeRewrite(inputs, plan.outputLevel, plan.dropDelete, Infinity, () => `out${outCounter++}`));
-    }
-  }
-  levels.update(before, after);
+/** Runs a plan with the one-file-per-rewrite rewriter of Java's test (no target size) and applies it to the levels. */
+function execute(levels: Levels, planned: PlannedCompaction, compactionFileSize: number): void {
+  const plan = planCompactTask(planned, { compareKeys: compareIntKeys, compactionFileSize, maxLevel: levels.maxLevel, forceRewriteAllFiles: false });
+  applyPlan(levels, plan, Infinity, () => `out${outCounter++}`);
 }
 
 test("compact task - Java MergeTreeCompactManagerTest: normal, upgrade, small files, cross-level, complex", () => {
@@ -89,7 +80,7 @@ test("compact task - a large file upgraded into the max level is rewritten inste
     lsmFile({ name: "unknown", min: 20, max: 29, deleteRowCount: null }),
   ];
   const steps = (outputLevel: number, force = false): unknown[] =>
-    planCompactTask({ unit: { outputLevel, files, fileRewrite: false }, dropDelete: true }, { compareKeys: compareIntKeys, compactionFileSize: 5, maxLevel: 3, forceRewriteAllFiles: force }).steps.map(recordStep);
+    planCompactTask({ unit: { outputLevel, files, fileRewrite: false }, dropDelete: true }, { compareKeys: compareIntKeys, compactionFileSize: 5, maxLevel: 3, forceRewriteAllFiles: force }).steps.map(stepNames);
   assert.deepEqual(steps(3), [{ upgrade: "clean" }, { rewrite: [[["deletes"]]] }, { rewrite: [[["unknown"]]] }]);
   assert.deepEqual(steps(2), [{ upgrade: "clean" }, { upgrade: "deletes" }, { upgrade: "unknown" }], "below the max level deletes may stay");
   assert.deepEqual(steps(2, true), [{ rewrite: [[["clean"]]] }, { rewrite: [[["deletes"]]] }, { rewrite: [[["unknown"]]] }], "compaction.force-rewrite-all-files");
@@ -107,7 +98,7 @@ test("compact task - small files and overlapping sections are rewritten together
     lsmFile({ name: "s3", level: 1, min: 70, max: 70 }),
   ];
   const plan = planCompactTask({ unit: { outputLevel: 2, files, fileRewrite: false }, dropDelete: false }, { compareKeys: compareIntKeys, compactionFileSize: 5, maxLevel: 4, forceRewriteAllFiles: false });
-  assert.deepEqual(plan.steps.map(recordStep), [
+  assert.deepEqual(plan.steps.map(stepNames), [
     { rewrite: [[["s1"]], [["o1"], ["o2"]]] },
     // "big" is at level 2 already: no step.
     { upgrade: "s2" },
@@ -123,7 +114,7 @@ test("compact task - full compaction: every run to the max level; the max level 
   const dv = planFullCompaction(onlyTop, { deletionVectors: true, forceRewriteAllFiles: false, hasDeletionVector: (f) => f.fileName === "t2" });
   assert.deepEqual([dv?.unit.fileRewrite, dv?.unit.files.map((f) => f.fileName), dv?.dropDelete], [true, ["t2"], true]);
   const forced = planFullCompaction(onlyTop, { deletionVectors: false, forceRewriteAllFiles: true })!;
-  assert.deepEqual(planCompactTask(forced, { compareKeys: compareIntKeys, compactionFileSize: 1, maxLevel: 2, forceRewriteAllFiles: true }).steps.map(recordStep), [{ rewrite: [[["t1"]]] }, { rewrite: [[["t2"]]] }]);
+  assert.deepEqual(planCompactTask(forced, { compareKeys: compareIntKeys, compactionFileSize: 1, maxLevel: 2, forceRewriteAllFiles: true }).steps.map(stepNames), [{ rewrite: [[["t1"]]] }, { rewrite: [[["t2"]]] }]);
 
   const mixed = new Levels([...top, lsmFile({ name: "new", min: 5, max: 5 })], 3, compareIntKeys);
   const full = planFullCompaction(mixed, { deletionVectors: false, forceRewriteAllFiles: false })!;
