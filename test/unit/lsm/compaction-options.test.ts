@@ -9,6 +9,9 @@ import { isLakeError } from "../../../src/errors.ts";
 import { levelSortedRun } from "../../../src/lsm/levels.ts";
 import { createCompactStrategy, readLsmCompactionOptions } from "../../../src/lsm/compaction-options.ts";
 import { ForceUpLevel0Compaction, UniversalCompaction } from "../../../src/lsm/universal-compaction.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
+import { newTableSchema } from "../../../src/format/schema.ts";
+import { validateWritableKeyedSchema } from "../../../src/lsm/table-rules.ts";
 import { TableOptions, validateCreateOptions } from "../../../src/options.ts";
 import { lsmFile } from "../../helpers/lsm-files.ts";
 
@@ -118,4 +121,11 @@ test("lsm options - the strategy: universal; ForceUpLevel0 for lookup (gentle wi
   const runs = [levelSortedRun(0, [lsmFile({ name: "a", size: 10 })]), levelSortedRun(5, [lsmFile({ name: "b", level: 5, size: 10 })])];
   assert.equal(small.pick(6, runs)?.outputLevel, 5);
   assert.equal(createCompactStrategy(read({})).pick(6, runs), null);
+});
+
+test("lsm options - a primary-key table with a bad compaction option is refused when it is created", () => {
+  const schema = (options: Record<string, string>) => newTableSchema({ columns: parseColumnList("id BIGINT NOT NULL, v STRING"), primaryKeys: ["id"], options: { bucket: "2", ...options } });
+  assert.doesNotThrow(() => validateWritableKeyedSchema("db.t", schema({ "num-levels": "3", "num-sorted-run.compaction-trigger": "2" })));
+  assert.throws(() => validateWritableKeyedSchema("db.t", schema({ "num-levels": "1" })), (e: unknown) => isLakeError(e, "DataInvalid") && e.context["option"] === "num-levels");
+  assert.throws(() => validateWritableKeyedSchema("db.t", schema({ "compaction.offpeak.start.hour": "30" })), /0–23/);
 });
