@@ -18,8 +18,9 @@
 #                       already installed at exactly these versions
 #   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied
 #                       by Maven from test/compat/java/pom.xml into $NATSLAKE_JAVA_ORACLE_DIR (default
-#                       ~/.cache/natslake/java-oracle)/lib, and test/compat/java/PaimonRead.java compiled into
-#                       .../classes; each step only when its input (the pom, the source) changed since (stamp files)
+#                       ~/.cache/natslake/java-oracle)/lib, and test/compat/java/*.java (PaimonRead, the table reader;
+#                       LsmCompactionOracle, Java's compaction picker) compiled into .../classes; each step only when its
+#                       input (the pom, the sources) changed since (stamp files)
 #   3. npm ci           skipped when node_modules was installed by this script from the same package-lock.json
 #                       and Node version (stamp file node_modules/.natslake-ci-stamp)
 #
@@ -232,9 +233,9 @@ phase_begin "java oracle"
 # result at the same default directory (or $NATSLAKE_JAVA_ORACLE_DIR).
 JAVA_ORACLE_DIR="${NATSLAKE_JAVA_ORACLE_DIR:-$HOME/.cache/natslake/java-oracle}"
 JAVA_POM="$ROOT/test/compat/java/pom.xml"
-JAVA_SRC="$ROOT/test/compat/java/PaimonRead.java"
+JAVA_SRCS=("$ROOT/test/compat/java/PaimonRead.java" "$ROOT/test/compat/java/LsmCompactionOracle.java")
 lib_stamp="$(sha256sum "$JAVA_POM" | cut -d' ' -f1)"
-classes_stamp="$(cat "$JAVA_SRC" "$JAVA_POM" | sha256sum | cut -d' ' -f1) $(javac -version 2>&1)"
+classes_stamp="$(cat "${JAVA_SRCS[@]}" "$JAVA_POM" | sha256sum | cut -d' ' -f1) $(javac -version 2>&1)"
 java_note=""
 if [[ -f "$JAVA_ORACLE_DIR/lib/.stamp" && "$(cat "$JAVA_ORACLE_DIR/lib/.stamp")" == "$lib_stamp" ]]; then
   java_note="classpath present"
@@ -251,14 +252,14 @@ else
   java_note="fetched $(find "$JAVA_ORACLE_DIR/lib" -name '*.jar' | wc -l) jars ($(du -sh "$JAVA_ORACLE_DIR/lib" | cut -f1))"
 fi
 if [[ -f "$JAVA_ORACLE_DIR/classes/.stamp" && "$(cat "$JAVA_ORACLE_DIR/classes/.stamp")" == "$classes_stamp" ]]; then
-  java_note="$java_note, PaimonRead compiled"
+  java_note="$java_note, oracles compiled"
 else
   rm -rf "$JAVA_ORACLE_DIR/classes"
   mkdir -p "$JAVA_ORACLE_DIR/classes"
-  javac -nowarn -encoding UTF-8 -d "$JAVA_ORACLE_DIR/classes" -cp "$JAVA_ORACLE_DIR/lib/*" "$JAVA_SRC" \
-    || die "javac could not compile $JAVA_SRC against $JAVA_ORACLE_DIR/lib"
+  javac -nowarn -encoding UTF-8 -d "$JAVA_ORACLE_DIR/classes" -cp "$JAVA_ORACLE_DIR/lib/*" "${JAVA_SRCS[@]}" \
+    || die "javac could not compile ${JAVA_SRCS[*]} against $JAVA_ORACLE_DIR/lib"
   printf '%s' "$classes_stamp" > "$JAVA_ORACLE_DIR/classes/.stamp"
-  java_note="$java_note, PaimonRead compiled now"
+  java_note="$java_note, oracles compiled now"
 fi
 export NATSLAKE_JAVA_ORACLE_DIR="$JAVA_ORACLE_DIR"
 phase_end "$java_note; $(java -version 2>&1 | head -n1)"

@@ -8,6 +8,7 @@ import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import { isNestedType } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { TableOptions } from "../options.ts";
+import { readLsmCompactionOptions } from "./compaction-options.ts";
 import { ROW_KIND_COLUMN } from "./row-kind.ts";
 
 const unsupported = (why: string): LakeError => new LakeError(ErrorKind.Unsupported, why);
@@ -30,6 +31,9 @@ export function validateWritableKeyedSchema(table: string, schema: TableSchema):
   if (producer !== "none" && producer !== "input") throw unsupported(`${table}: changelog-producer = ${producer} is not written by natslake yet (none and input are)`);
   if (options.bool("deletion-vectors.enabled")) throw unsupported(`${table}: deletion-vectors.enabled = true is not written by natslake yet`);
   if (options.bool("data-file.thin-mode")) throw unsupported(`${table}: data-file.thin-mode = true is not written by natslake (its files keep the _KEY_ columns pypaimon needs)`);
+  // The LSM compaction options (num-levels, triggers, ratios, off-peak hours, …): a value Java would only trip over
+  // when a writer restores a bucket is refused now, naming the option.
+  readLsmCompactionOptions(options);
   const seq = options.get("sequence.field");
   if (seq !== undefined) {
     const names = seq.split(",");

@@ -1,5 +1,5 @@
 /**
- * Runs the Java Paimon oracle (test/compat/java/PaimonRead.java against paimon-bundle 1.4.2), which scripts/setup.sh
+ * Runs the Java Paimon oracles (test/compat/java/*.java against paimon-bundle 1.4.2), which scripts/setup.sh
  * fetches and compiles into `$NATSLAKE_JAVA_ORACLE_DIR` (default `~/.cache/natslake/java-oracle`). A missing
  * oracle is an error, never a skip. One JVM start reads every request of a call (a start costs seconds).
  */
@@ -16,10 +16,10 @@ export function javaOracleDir(): string {
   return fromEnv !== undefined && fromEnv !== "" ? fromEnv : join(homedir(), ".cache/natslake/java-oracle");
 }
 
-/** The classpath of the oracle; throws (never skips) when setup.sh has not prepared it. */
-function classpath(): string {
+/** The classpath of the oracle program `mainClass`; throws (never skips) when setup.sh has not prepared it. */
+function classpath(mainClass: string): string {
   const dir = javaOracleDir();
-  for (const stamp of ["lib/.stamp", "classes/PaimonRead.class"]) {
+  for (const stamp of ["lib/.stamp", `classes/${mainClass}.class`]) {
     if (!existsSync(join(dir, stamp))) throw new Error(`the Java Paimon oracle is missing (${join(dir, stamp)}); run scripts/setup.sh (or point NATSLAKE_JAVA_ORACLE_DIR at its directory)`);
   }
   return `${join(dir, "lib")}/*:${join(dir, "classes")}`;
@@ -38,17 +38,28 @@ export interface JavaReadRequest {
 export type JavaResult<R> = { rows: R[]; error?: undefined } | { rows?: undefined; error: string };
 
 /** Rows of each request as PaimonRead.java renders them (see its class comment), in Java's split order. */
-export function javaPaimonReadRaw(warehouse: string, requests: readonly JavaReadRequest[], timeoutMs = 180_000): Promise<Array<JavaResult<Record<string, unknown>>>> {
+export async function javaPaimonReadRaw(warehouse: string, requests: readonly JavaReadRequest[], timeoutMs = 180_000): Promise<Array<JavaResult<Record<string, unknown>>>> {
   const args = requests.map((r) => {
     let a = r.table;
     if (r.columns !== undefined) a += `;columns=${r.columns.join(",")}`;
     if (r.filter !== undefined) a += `;filter=${r.filter.column},${r.filter.op},${r.filter.literal}`;
     return a;
   });
+  const { stdout, stderr } = await runJavaOracle("PaimonRead", [warehouse, ...args], null, timeoutMs);
+  const lines = stdout.split("\n").filter((l) => l.trim() !== "");
+  if (lines.length !== requests.length) throw new Error(`PaimonRead printed ${lines.length} results for ${requests.length} requests\n${stderr}`);
+  return lines.map((l) => JSON.parse(l) as JavaResult<Record<string, unknown>>);
+}
+
+/**
+ * Runs the oracle program `mainClass` (a class compiled from test/compat/java/) with `args`, writing `stdin` to it,
+ * and resolves with what it printed; rejects with its stderr when it exits non-zero or outlives `timeoutMs`.
+ */
+export function runJavaOracle(mainClass: string, args: readonly string[], stdin: string | null, timeoutMs = 180_000): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     // Inside the executor, so a missing oracle rejects like any other failure.
-    const cmd = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath(), "PaimonRead", warehouse, ...args];
-    const child = spawn("java", cmd, { stdio: ["ignore", "pipe", "pipe"] });
+    const cmd = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath(mainClass), mainClass, ...args];
+    const child = spawn("java", cmd, { stdio: ["pipe", "pipe", "pipe"] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
@@ -61,11 +72,12 @@ export function javaPaimonReadRaw(warehouse: string, requests: readonly JavaRead
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       const stderr = Buffer.concat(err).toString("utf8");
-      if (code !== 0) return reject(new Error(`PaimonRead ${args.join(" ")} exited with ${code ?? signal}\n${stderr}`));
-      const lines = Buffer.concat(out).toString("utf8").split("\n").filter((l) => l.trim() !== "");
-      if (lines.length !== requests.length) return reject(new Error(`PaimonRead printed ${lines.length} results for ${requests.length} requests\n${stderr}`));
-      resolve(lines.map((l) => JSON.parse(l) as JavaResult<Record<string, unknown>>));
+      if (code !== 0) return reject(new Error(`${mainClass} ${args.join(" ")} exited with ${code ?? signal}\n${stderr}`));
+      resolve({ stdout: Buffer.concat(out).toString("utf8"), stderr });
     });
+    // A program that exits without reading its input closes the pipe; its exit status reports what went wrong.
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(stdin ?? "");
   });
 }
 
