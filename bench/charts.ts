@@ -51,10 +51,11 @@ export function chartSpec(s: Series): TopLevelSpec {
         data: { values },
         mark: { type: "line", point: dots, strokeWidth: 1.5 },
         encoding: {
-          x: { field: "x", type: "quantitative", title: s.x },
+          // Time series start at 0 (Vega-Lite would start the axis at the first sample).
+          x: { field: "x", type: "quantitative", title: s.x, scale: { zero: true } },
           y: { field: "y", type: "quantitative", title: s.y },
           // The lines in the series' order, in the legend and in the colours; one line needs no legend.
-          color: { field: "line", type: "nominal", title: null, sort: names, legend: names.length > 1 ? { orient: "bottom", columns: 4, labelLimit: 240 } : null },
+          color: { field: "line", type: "nominal", title: null, sort: names, legend: names.length > 1 ? { orient: "bottom", columns: 2, labelLimit: 320 } : null },
         },
       },
       ...(limits.length === 0

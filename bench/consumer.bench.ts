@@ -622,7 +622,7 @@ const LATENCY_WINDOW_MS = 1_000;
 /** The latency phases' deliveries and the reader's RSS as time series. */
 function consumerSeries(lat: LatencyFigure[], equal: LatencyFigure | null, stall: StallFigure): Record<string, Series> {
   const phases = [
-    ...(equal === null ? [] : [{ ...equal, label: `${equal.consumers} consumers, writers at the same priority` }]),
+    ...(equal === null ? [] : [{ ...equal, label: `${equal.consumers} consumers, equal priority` }]),
     ...lat.map((l) => ({ ...l, label: `${l.consumers} consumer${l.consumers === 1 ? "" : "s"}` })),
   ];
   const x = "time since the phase's load started (s)";

@@ -19,8 +19,17 @@ import { benchJsonPath, readResults, writeResults, type BenchResults, type Bench
 /** The page `npm run bench:report` writes by default. */
 export const DEFAULT_PAGE = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url));
 
-/** The sections `npm run bench` records, in the order it runs them: the page says which a results file lacks. */
+/**
+ * The sections `npm run bench` records, in the order it runs them: the page shows them in this order (a benchmark run
+ * again alone does not move), any other after them, and says which of these a results file lacks.
+ */
 const SUITE = ["table_core", "decode", "scan_files", "cluster", "maintenance", "consumer"];
+
+/** The file's sections in the suite's order, then the others in the file's. */
+function inSuiteOrder(r: BenchResults): Array<[string, BenchSection]> {
+  const rank = (name: string): number => (SUITE.includes(name) ? SUITE.indexOf(name) : SUITE.length);
+  return Object.entries(r.benchmarks).sort(([a], [b]) => rank(a) - rank(b));
+}
 
 /** "2026-12-02T10:10:07.123Z" → "2026-12-02 10:10 UTC". */
 export function formatDate(iso: string): string {
@@ -103,7 +112,7 @@ function sectionLines(r: BenchResults, name: string, s: BenchSection, chartsDir:
  * name it.
  */
 export function renderPage(r: BenchResults, chartsDir: string): string {
-  const sections = Object.entries(r.benchmarks);
+  const sections = inSuiteOrder(r);
   const last = sections.map(([, s]) => s.finishedAt).sort().at(-1);
   const missing = SUITE.filter((name) => r.benchmarks[name] === undefined);
   const out = [

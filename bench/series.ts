@@ -17,7 +17,7 @@ export function quantile(sorted: readonly number[], p: number): number | null {
 /**
  * Per window of `windowMs` from `t0`, the `p`-quantile of the latencies whose time falls in it: `timed` holds
  * [epoch ms, latency ms]. One point per window that has latencies, at the window's start (seconds since `t0`);
- * windows without any are left out (a gap, not a zero).
+ * windows without any are left out (no zero is made up for them).
  */
 export function windowQuantile(timed: ReadonlyArray<readonly [number, number]>, t0: number, windowMs: number, p: number): Array<[number, number]> {
   if (!(windowMs > 0)) throw new Error(`windowQuantile: the window must be a positive number of ms, got ${windowMs}`);

@@ -44,7 +44,7 @@ test("report - each benchmark has its run, machine, command, targets met or miss
   assert.match(md, /^# Benchmarks\n/);
   assert.match(md, /^Run started 2026-12-02 10:00 UTC; its last benchmark finished 2026-12-02 10:13 UTC\.$/m);
   assert.match(md, /^Not in this run: table_core, scan_files, maintenance, consumer\.$/m);
-  assert.ok(md.indexOf("\n## decode\n") < md.indexOf("\n## cluster\n"), "sections in the file's order (the order they finished)");
+  assert.ok(md.indexOf("\n## decode\n") < md.indexOf("\n## cluster\n"), "sections in the order npm run bench runs them");
 
   const cluster = section(md, "cluster");
   assert.ok(cluster.includes("- **Ran:** started 2026-12-02 10:01 UTC, took 12 min 30 s; load average at its start 1.25 1.00 0.75\n"));
@@ -63,6 +63,16 @@ test("report - each benchmark has its run, machine, command, targets met or miss
   assert.ok(!decode.includes("!["), "no charts for a benchmark without series");
   assert.equal(formatValue(12.345), "12.3");
   assert.equal(formatValue(-0.5), "-0.500");
+});
+
+test("report - sections are in the suite's order whatever order they finished in; others follow", () => {
+  const r = fixture();
+  const { decode, cluster } = r.benchmarks;
+  r.benchmarks = { extra_check: decode!, cluster: cluster!, decode: decode! };
+  const md = renderPage(r, "benchmarks");
+  const at = (name: string): number => md.indexOf(`\n## ${name}\n`);
+  assert.ok(at("decode") >= 0 && at("decode") < at("cluster") && at("cluster") < at("extra_check"), "decode, cluster, then the section the suite does not know");
+  assert.ok(md.includes("- [decode](#decode)\n- [cluster](#cluster)\n- [extra_check](#extra_check)\n"), "the contents in the same order");
 });
 
 test("report - a results file missing a benchmark renders without it; an empty one says so", () => {
