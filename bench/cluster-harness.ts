@@ -44,6 +44,8 @@ export function procStats(pid: number): ProcStats {
 /** The load generator's JSON line (bench/cluster-load.ts) and its process's last figures. */
 export interface LoadRun {
   result: Record<string, number | null>;
+  /** Per batch of the measured run: [its first publish (epoch ms), its publish→visible ms]. */
+  timeline: Array<[number, number]>;
   cpu: number;
   rssMb: number;
 }
@@ -84,7 +86,10 @@ export function runLoad(natsUrl: string, table: string, rows: number, rate: numb
       limits.signal?.removeEventListener("abort", onAbort);
       if (why !== null) reject(new Error(why));
       else if (code !== 0) reject(new Error(`load generator exited with ${code ?? signal}`));
-      else resolve({ result: JSON.parse(out.trim().split("\n").pop()!) as Record<string, number | null>, ...last });
+      else {
+        const { timeline, ...result } = JSON.parse(out.trim().split("\n").pop()!) as { timeline: Array<[number, number]> } & Record<string, unknown>;
+        resolve({ result: result as Record<string, number | null>, timeline, ...last });
+      }
     });
   });
 }

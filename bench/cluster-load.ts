@@ -3,7 +3,8 @@
  *   node --import tsx bench/cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec | 0 for max> [warm-up rows]
  * Publishes rows of the 6-column bench shape through the producer client, records for every batch its first
  * publish time and acknowledged sequence, and (subscribed to the table's snapshot notifications) the time each batch
- * became visible. Prints one JSON line: rows, acknowledged, publish seconds, publish→visible latencies (ms), CPU.
+ * became visible. Prints one JSON line: rows, acknowledged, publish seconds, publish→visible latencies (ms), CPU, and
+ * `timeline`: per batch of the measured run [its first publish (epoch ms), its publish→visible ms].
  */
 import { connect } from "@nats-io/transport-node";
 import { createProducer } from "../cluster/producer.ts";
@@ -23,7 +24,7 @@ const RATE = Number(rateArg);
  */
 const WARMUP = Number(process.argv[6] ?? 0);
 const DEBUG = process.env["LATENCY_DEBUG"] === "1";
-/** With LATENCY_DEBUG=1: [write time, latency, snapshot id] per batch, summarised on stderr at the end. */
+/** [write time, latency, snapshot id] per batch (with LATENCY_DEBUG=1 also summarised on stderr at the end). */
 const trace: Array<[number, number, number]> = [];
 
 const nc = await connect({ servers: url });
@@ -38,7 +39,7 @@ const sub = await subscribeSnapshots(nc, table, (n) => {
     while (list.length > 0 && list[0]![0] <= off) {
       const at = list.shift()![1];
       latencies.push(now - at);
-      if (DEBUG) trace.push([at, now - at, n.snapshotId]);
+      trace.push([at, now - at, n.snapshotId]);
     }
   }
 });
@@ -103,7 +104,7 @@ if (DEBUG && trace.length > 0) {
 }
 const pct = (p: number): number | null => (latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!);
 process.stdout.write(
-  JSON.stringify({ rows: ROWS, acked, publishSeconds, visibleSeconds, latencyP50: pct(0.5), latencyP99: pct(0.99), samples: latencies.length, cpuSeconds: (cpu.user + cpu.system) / 1e6, warmupP50: warmup?.p50 ?? null, warmupP99: warmup?.p99 ?? null }) + "\n",
+  JSON.stringify({ rows: ROWS, acked, publishSeconds, visibleSeconds, latencyP50: pct(0.5), latencyP99: pct(0.99), samples: latencies.length, cpuSeconds: (cpu.user + cpu.system) / 1e6, warmupP50: warmup?.p50 ?? null, warmupP99: warmup?.p99 ?? null, timeline: trace.map(([at, latency]) => [at, latency]) }) + "\n",
 );
 await producer.close();
 await nc.close();

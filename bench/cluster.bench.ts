@@ -9,7 +9,9 @@
  *    notification latency a snapshot subscriber in its own process sees (snapshot link → receipt; target p99 ≤ 50 ms).
  * 3. The same cluster on a local and on an S3 warehouse (SeaweedFS) at a 250 ms commit interval: rows/s, p50/p99,
  *    and S3 requests per commit from the nodes' metrics (bench/warehouse-compare.ts).
- * RSS (peak) and CPU seconds of every process are printed; the load generator's CPU apart.
+ * RSS (peak) and CPU seconds of every process are printed; the load generator's CPU apart. The latency run's
+ * percentiles per second and the catch-up's rows committed and node RSS over time go to the results file as time
+ * series, drawn on docs/benchmarks.md.
  *
  *   node --import tsx bench/cluster.bench.ts [rows=1000000]
  *   CLUSTER_BENCH_ONLY=1,2,3,catch-up,latency,s3 (a subset)
@@ -30,13 +32,16 @@ import { Subjects } from "../cluster/nats/subjects.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
 import { compareWarehouses } from "./warehouse-compare.ts";
-import { recordFigures, targetAtLeast, targetAtMost, type FigureSet } from "./figures.ts";
+import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Series } from "./figures.ts";
+import { percentileLines, secondsSince } from "./series.ts";
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const COLUMNS = BENCH_COLUMNS;
 const TARGETS = { rowsPerSec: 250_000, rawRatio: 0.35, latencyOverIntervalMs: 100, notificationP99Ms: 50, rssMb: 300 };
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+/** The latency run's recorded percentiles are per window of this many ms of publishing. */
+const LATENCY_WINDOW_MS = 1_000;
 
 /**
  * One cluster run: its report lines and its figures, named `writers_<N>_…` (as fast as the producer goes) or
@@ -47,6 +52,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
   const p = rate === 0 ? `writers_${writers}` : "latency";
   const figures: FigureSet["figures"] = {};
   const targets: FigureSet["targets"] = [];
+  const series: Record<string, Series> = {};
   const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
   const nats = await startNats();
   const redis = await startRedis();
@@ -113,6 +119,15 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
         Object.assign(figures, { notification_p50_ms: n.p50, notification_p99_ms: n.p99, notification_snapshots: n.count, notification_in_order: n.inOrder });
         targets.push(targetAtMost("notification_p99_ms", n.p99, TARGETS.notificationP99Ms));
       }
+      // Time 0: the first batch of the measured run (the warm-up's batches are not in the timeline).
+      const t0 = Math.min(...load.timeline.map(([at]) => at));
+      series.latency = {
+        title: `Publish → visible latency per ${LATENCY_WINDOW_MS / 1000} s of publishing: ${rate.toLocaleString("en-US")} rows/s, ${commitInterval} commits, ${writers} writer processes`,
+        x: "time since the measured load started (s)",
+        y: "latency (ms)",
+        lines: percentileLines(load.timeline, t0, LATENCY_WINDOW_MS),
+        limits: [{ name: `target p99 ≤ ${commitIntervalMs + TARGETS.latencyOverIntervalMs} ms`, y: commitIntervalMs + TARGETS.latencyOverIntervalMs }],
+      };
     }
     const rssMax = Math.max(...nodeStats.map((s) => s.rssMb));
     Object.assign(figures, {
@@ -132,7 +147,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { lines, figures, targets };
+  return { lines, figures, targets, series };
 }
 
 interface NotificationSummary {
@@ -228,10 +243,14 @@ async function catchUp(rows: number): Promise<{ lines: string[] } & FigureSet> {
     const deadline = Date.now() + 120_000;
     let rss = 0;
     let last = await table.snapshots.latest();
+    // Every 100 ms: the node's RSS now and the rows committed.
+    const samples: Array<{ at: number; rssMb: number; rows: number }> = [];
     while ((last === null || Number(last.totalRecordCount) < rows) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
-      rss = Math.max(rss, procStats(node.pid!).rssMb);
+      const stats = procStats(node.pid!);
+      rss = Math.max(rss, stats.rssMb);
       last = await table.snapshots.latest();
+      samples.push({ at: Date.now(), rssMb: stats.rssNowMb, rows: Number(last?.totalRecordCount ?? 0) });
     }
     if (last === null || Number(last.totalRecordCount) < rows) throw new Error("catch-up did not finish within 120 s");
     const cpu = procStats(node.pid!).cpu;
@@ -255,7 +274,15 @@ async function catchUp(rows: number): Promise<{ lines: string[] } & FigureSet> {
       `  catch-up, 1 writer process: ${Math.round(rows / secs).toLocaleString("en-US")} rows/s (${secs.toFixed(2)} s from the first bucket opened to the last snapshot, ${Number(last.id)} snapshots); raw consume+decode ${Math.round(raw).toLocaleString("en-US")} rows/s; ratio ${(rows / secs / raw).toFixed(2)}×`,
       `    node: ${cpu.toFixed(1)} CPU s including start-up, RSS ${rss} MB`,
     ];
-    return { lines, figures, targets: [] };
+    // Time 0 as for the rate: the first bucket opened; the node's start-up before it is left out but for a second.
+    const t0 = Math.min(...opened);
+    const shown = samples.filter((p) => p.at >= t0 - 1000);
+    const x = "time since the node opened its first bucket (s)";
+    const series: Record<string, Series> = {
+      catch_up_rows: { title: `Catch-up: rows committed from a backlog of ${rows.toLocaleString("en-US")} (one writer node, 250 ms commits)`, x, y: "rows committed", lines: [{ name: "rows", points: shown.map((p) => [secondsSince(t0, p.at), p.rows]) }] },
+      catch_up_rss: { title: "Catch-up: the writer node's RSS (read every 100 ms)", x, y: "RSS (MB)", lines: [{ name: "n1", points: shown.map((p) => [secondsSince(t0, p.at), p.rssMb]) }] },
+    };
+    return { lines, figures, targets: [], series };
   } finally {
     node?.kill("SIGKILL");
     if (node !== null && node.exitCode === null) await new Promise((r) => node!.once("exit", r));
@@ -269,6 +296,7 @@ const recorded: FigureSet = { figures: { rows: ROWS }, targets: [] };
 const keep = (part: { lines: string[] } & FigureSet): string[] => {
   Object.assign(recorded.figures, part.figures);
   recorded.targets.push(...part.targets);
+  recorded.series = { ...recorded.series, ...part.series };
   return part.lines;
 };
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
@@ -292,4 +320,4 @@ if (!only || only.includes("s3")) {
 }
 process.stdout.write(out.join("\n") + "\n");
 // Every server here is startNats's default: NATSLAKE_NATS_SERVER, else the nats-server on PATH.
-recordFigures("cluster", recorded.figures, recorded.targets, { natsServer: natsServerVersionOf(process.env["NATSLAKE_NATS_SERVER"] || "nats-server") });
+recordFigures("cluster", recorded.figures, recorded.targets, { natsServer: natsServerVersionOf(process.env["NATSLAKE_NATS_SERVER"] || "nats-server"), series: recorded.series ?? {}, commandEnv: ["CLUSTER_BENCH_ONLY"] });

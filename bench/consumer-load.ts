@@ -5,7 +5,8 @@
  * Jobs:
  *   {"mode":"latency","consumers":N,"warmupMs":W,"drainMs":D}  N consumers `from: "latest"`; on "stop" (stdin) waits up
  *       to D ms for every consumer to receive the last APPEND snapshot notified, then reports delivery latencies (each
- *       one, and p50/p99 of this process's; the bench runs several such processes and merges them);
+ *       one with its snapshot's link time, and p50/p99 of this process's; the bench runs several such processes and
+ *       merges them);
  *   {"mode":"catchup","rows":R,"timeoutMs":T}  one consumer `from: "full"`, timed until it holds R rows;
  *   {"mode":"stall","stallMs":S,"resumeMs":M}  a fast consumer and one (window 8) that takes one snapshot, then pulls
  *       nothing for S ms, then pulls again until it reaches the latest APPEND snapshot (at most M ms).
@@ -115,20 +116,20 @@ function summarise(latencies: number[]): LatencySummary {
 }
 
 /**
- * Latencies of the follower's deliveries whose link time lies in [from, to), and the APPEND snapshots in its range
- * (after its first delivery, up to `target`) it never received.
+ * Latencies of the follower's deliveries whose link time lies in [from, to) — alone and as [link time (epoch ms),
+ * latency] — and the APPEND snapshots in its range (after its first delivery, up to `target`) it never received.
  */
-function latenciesOf(f: Follower, links: Links, from: number, to: number, target: number): { latencies: number[]; missing: number; unlinked: number } {
-  const latencies: number[] = [];
+function latenciesOf(f: Follower, links: Links, from: number, to: number, target: number): { latencies: number[]; timed: Array<[number, number]>; missing: number; unlinked: number } {
+  const timed: Array<[number, number]> = [];
   let unlinked = 0;
   for (const [id, at] of f.received) {
     const linked = links.linkedAt.get(id);
     if (linked === undefined) unlinked++; // core NATS dropped its notification here: no link time to measure from
-    else if (linked >= from && linked < to) latencies.push(at - linked);
+    else if (linked >= from && linked < to) timed.push([linked, at - linked]);
   }
   const first = Math.min(...f.received.keys());
   const missing = links.appends.filter((id) => id > first && id <= target && !f.received.has(id)).length;
-  return { latencies, missing, unlinked };
+  return { latencies: timed.map(([, latency]) => latency), timed, missing, unlinked };
 }
 
 /** Resolves when a line "stop" arrives on stdin (or stdin closes: the bench went away). */
@@ -157,15 +158,15 @@ async function latencyJob(j: Extract<Job, { mode: "latency" }>): Promise<void> {
   const cpu = cpuSeconds(cpu0);
   // Warm-up: snapshots linked in the first warmupMs of the load (the first APPEND notification seen) are apart.
   const firstLink = links.appends.length === 0 ? Infinity : links.linkedAt.get(links.appends[0]!)!;
-  const measured: number[] = [];
-  const warm: number[] = [];
+  const measured: Array<[number, number]> = [];
+  const warm: Array<[number, number]> = [];
   let missing = 0;
   let unlinked = 0;
   for (const f of followers) {
     if (f.received.size === 0) continue;
     const m = latenciesOf(f, links, firstLink + j.warmupMs, Infinity, target);
-    measured.push(...m.latencies);
-    warm.push(...latenciesOf(f, links, -Infinity, firstLink + j.warmupMs, target).latencies);
+    measured.push(...m.timed);
+    warm.push(...latenciesOf(f, links, -Infinity, firstLink + j.warmupMs, target).timed);
     missing += m.missing;
     unlinked += m.unlinked;
   }
@@ -173,8 +174,10 @@ async function latencyJob(j: Extract<Job, { mode: "latency" }>): Promise<void> {
   const sessions = consumers.reduce((n, c) => n + c.sessions, 0);
   links.stop();
   await Promise.all(consumers.map((c) => c.close()));
-  // The latencies themselves too: the bench merges the figures of several consumer processes.
-  emit("result", { ...summarise(measured), warmup: summarise(warm), latencies: measured, warmupLatencies: warm, missing, unlinked, target, drainMs, rows, sessions, readers: [...new Set(consumers.map((c) => c.reader))], cpuSeconds: cpu, silentConsumers: followers.filter((f) => f.received.size === 0).length });
+  // The latencies themselves too, with their link times: the bench merges the figures of several consumer processes
+  // and records the percentiles over time.
+  const latencies = (timed: Array<[number, number]>): number[] => timed.map(([, latency]) => latency);
+  emit("result", { ...summarise(latencies(measured)), warmup: summarise(latencies(warm)), timed: measured, warmupTimed: warm, missing, unlinked, target, drainMs, rows, sessions, readers: [...new Set(consumers.map((c) => c.reader))], cpuSeconds: cpu, silentConsumers: followers.filter((f) => f.received.size === 0).length });
   await Promise.all(ncs.map((nc) => nc.close()));
 }
 

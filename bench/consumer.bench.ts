@@ -14,7 +14,9 @@
  *             keep landing; the reader's RSS sampled every second; a fast consumer's latency meanwhile.
  * The reader's part of each delivery (link → its session sent the rows) comes from its natslake_consume_delivery_ms
  * histogram (/metrics): what is left of a consumer's latency is NATS and the consumer process.
- * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end.
+ * Each issue-11 target is printed with ✔/✘, with the load average at the start and the end. The delivery latencies per
+ * second of each latency phase (p50, p99) and the reader's RSS over the latency and stall phases go to the results
+ * file as time series, drawn on docs/benchmarks.md.
  *
  *   node --import tsx bench/consumer.bench.ts [--rows N] [--stall-seconds S] [--consumer-processes P] [--writers-nice N] [--node-cpu-prof DIR] [--commit-interval-ms N] [--consumers 1,10,100] [--latency-only] [--catch-up-only N] [--quick]
  *   (defaults: a 1M-row backlog, a 60 s stall, 20 s per latency phase; --quick: 200k rows, 15 s, 8 s)
@@ -47,7 +49,8 @@ import type { Table } from "../src/table/table.ts";
 import { assertAlive, nodeProfiling, procStats, publishBenchRows, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import type { FeedStage } from "../actors/consume-feed.ts";
-import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures } from "./figures.ts";
+import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures, type Series, type SeriesLine } from "./figures.ts";
+import { secondsSince, windowQuantile } from "./series.ts";
 
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const CONSUMERS = fileURLToPath(new URL("./consumer-load.ts", import.meta.url));
@@ -316,6 +319,12 @@ interface LatencyFigure {
   p99: number | null;
   samples: number;
   missing: number;
+  /** When the phase's load generator started (epoch ms): its series' time 0. */
+  startedAt: number;
+  /** [link time (epoch ms), delivery latency ms] of every delivery, the warm-up's included. */
+  timed: Array<[number, number]>;
+  /** The reader's RSS over the phase. */
+  readerRss: Array<{ at: number; rssMb: number }>;
 }
 
 /** p50, p99 and max of latencies (ms), as bench/consumer-load.ts computes them for one process. */
@@ -341,6 +350,7 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   const buckets = await readerHistograms(c);
   const seconds = LATENCY_SECONDS + WARMUP_SECONDS;
   const fromUs = monotonicUs();
+  const startedAt = Date.now();
   const load = await runLoad(c.nats.url, table, RATE * LATENCY_SECONDS, RATE, RATE * WARMUP_SECONDS, { timeoutMs: seconds * 3000 + 120_000, signal: c.abort.signal });
   const toUs = monotonicUs();
   for (const run of runs) run.stop();
@@ -348,9 +358,11 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   const figures = watch.stop();
   assertAlive(c.nodes, c.dir, `during the latency phase with ${n} consumers`);
   const sum = (k: string): number => rs.reduce((t, r) => t + Number(r[k]), 0);
-  const all = rs.flatMap((r) => r["latencies"] as number[]);
+  const timed = rs.flatMap((r) => r["timed"] as Array<[number, number]>);
+  const warmTimed = rs.flatMap((r) => r["warmupTimed"] as Array<[number, number]>);
+  const all = timed.map(([, latency]) => latency);
   const r = latencySummary(all);
-  const warm = latencySummary(rs.flatMap((x) => x["warmupLatencies"] as number[]));
+  const warm = latencySummary(warmTimed.map(([, latency]) => latency));
   const drainMs = Math.max(...rs.map((x) => Number(x["drainMs"])));
   const readersOf = (events: Event[]): string => [...new Set(events.flatMap((x) => x["readers"] as string[]))].join(", ");
   const cpus = rs.map((x) => Number(x["cpuSeconds"]));
@@ -360,7 +372,7 @@ async function latencyPhase(c: Cluster, table: string, n: number): Promise<Laten
   say(`  ${figuresLine(figures)}; consumer processes ${cpus.reduce((a, b) => a + b, 0).toFixed(1)} CPU s in all (at most ${Math.max(...cpus).toFixed(1)} in one)`);
   say(`  ${loadLine(load)}`);
   if (PROFILING.flags.length > 0) say(`  profile window (CLOCK_MONOTONIC µs, for bench/cpuprofile-summary.mjs FILE FROM TO): ${fromUs} ${toUs}`);
-  return { consumers: n, p50: r.p50, p99: r.p99, samples: all.length, missing: sum("missing") };
+  return { consumers: n, p50: r.p50, p99: r.p99, samples: all.length, missing: sum("missing"), startedAt, timed: [...warmTimed, ...timed], readerRss: watch.samples };
 }
 
 async function createServedTable(c: Cluster, name: string): Promise<Table> {
@@ -429,6 +441,10 @@ interface StallFigure {
   atStartMb: number;
   seconds: number;
   fastP99: number | null;
+  /** When the stall started (epoch ms): its series' time 0. */
+  startAt: number;
+  /** The reader's RSS over the whole phase, every second. */
+  readerRss: Array<{ at: number; rssMb: number }>;
 }
 
 /** A consumer stalled for STALL_SECONDS while the load goes on; the reader's RSS every second. */
@@ -460,7 +476,7 @@ async function stallPhase(c: Cluster, table: string): Promise<StallFigure> {
   say(`  stalled consumer: held snapshot ${stalled["firstSnapshot"]}; pulled again, it ${stalled["reached"] === true ? "reached" : "did NOT reach"} snapshot ${stalled["resumeTarget"]} (the latest at the stall's end) in ${stalled["resumeMs"]} ms, ${stalled["resumeSnapshots"]} snapshots, ${stalled["skipped"]} skipped, ${stalled["sessions"]} session(s)`);
   say(`  the whole phase: ${figuresLine(figures)}`);
   say(`  ${loadLine(load)}`);
-  return { peakMb, atStartMb, seconds: (Number(end["at"]) - Number(start["at"])) / 1000, fastP99: fast["p99"] as number | null };
+  return { peakMb, atStartMb, seconds: (Number(end["at"]) - Number(start["at"])) / 1000, fastP99: fast["p99"] as number | null, startAt: Number(start["at"]), readerRss: watch.samples };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -600,6 +616,33 @@ function targetLines(lat: LatencyFigure[], equal: LatencyFigure | null, catchUp:
   return { lines, figures, targets };
 }
 
+/** Recorded delivery percentiles are per window of this many ms of link time. */
+const LATENCY_WINDOW_MS = 1_000;
+
+/** The latency phases' deliveries and the reader's RSS as time series. */
+function consumerSeries(lat: LatencyFigure[], equal: LatencyFigure | null, stall: StallFigure): Record<string, Series> {
+  const phases = [
+    ...(equal === null ? [] : [{ ...equal, label: `${equal.consumers} consumers, equal priority` }]),
+    ...lat.map((l) => ({ ...l, label: `${l.consumers} consumer${l.consumers === 1 ? "" : "s"}` })),
+  ];
+  const x = "time since the phase's load started (s)";
+  const rss = (samples: Array<{ at: number; rssMb: number }>, t0: number): Array<[number, number]> => samples.map((s) => [secondsSince(t0, s.at), s.rssMb]);
+  const percentile = (p: number): SeriesLine[] => phases.map((ph) => ({ name: ph.label, points: windowQuantile(ph.timed, ph.startedAt, LATENCY_WINDOW_MS, p) }));
+  const title = (p: string): string => `Delivery latency ${p} per ${LATENCY_WINDOW_MS / 1000} s of link time (link → whole snapshot at the consumer; the first ${WARMUP_SECONDS} s are the warm-up)`;
+  return {
+    delivery_p50: { title: title("p50"), x, y: "latency (ms)", lines: percentile(0.5) },
+    delivery_p99: { title: title("p99"), x, y: "latency (ms)", lines: percentile(0.99), limits: [{ name: `target with ${TARGETS.p99Consumers} consumers ≤ ${TARGETS.p99Ms} ms`, y: TARGETS.p99Ms }] },
+    reader_rss_latency: { title: "Reader RSS during the latency phases (read every 500 ms)", x, y: "RSS (MB)", lines: phases.map((ph) => ({ name: ph.label, points: rss(ph.readerRss, ph.startedAt) })) },
+    stall_reader_rss: {
+      title: `Reader RSS while one consumer stalls for ${STALL_SECONDS} s at ${fmt(RATE)} rows/s (read every second)`,
+      x: "time since the stall started (s)",
+      y: "RSS (MB)",
+      lines: [{ name: "reader", points: rss(stall.readerRss, stall.startAt) }],
+      limits: [{ name: `target ≤ ${TARGETS.stalledRssMb} MB`, y: TARGETS.stalledRssMb }],
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const nats = chooseNatsServer();
@@ -657,7 +700,7 @@ async function main(): Promise<void> {
       run_s: Math.round((Date.now() - started) / 1000),
       load_average_1m_end: Math.round(loadavg()[0]! * 100) / 100,
     };
-    recordFigures("consumer", figures, judged.targets, { natsServer: nats.version });
+    recordFigures("consumer", figures, judged.targets, { natsServer: nats.version, series: consumerSeries(lat, equal, stall) });
   } finally {
     await stopCluster(c);
   }

@@ -11,6 +11,8 @@
  * plan target compares CPU times: the work, which wall time on a saturated machine hides under the load). It times a full
  * scan at minute 1 and at the end, and compares the end's with the same rows written by one batch write. From the
  * load generator: throughput and publish→visible p50/p99 per phase. Each issue-10 target is printed with ✔/✘.
+ * The samples, the latencies per 5 s window and the nodes' RSS (every 500 ms, the largest per 5 s) go to the results
+ * file as time series, drawn on docs/benchmarks.md.
  *
  *   node --import tsx bench/maintenance.bench.ts [--minutes N] [--option KEY=VALUE] [--node-logs DIR --log-level debug] [--node-cpu-prof DIR]
  *   (default 2 minutes per phase; the issue's run: 10)
@@ -36,7 +38,8 @@ import type { Table } from "../src/table/table.ts";
 import { BatchWriter } from "../src/write/batch-writer.ts";
 import { assertAlive, nodeProfiling, procStats, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
-import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures, type Target } from "./figures.ts";
+import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures, type Series, type SeriesLine, type Target } from "./figures.ts";
+import { percentileLines, sampleRss } from "./series.ts";
 
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const RATE = 10_000;
@@ -44,6 +47,11 @@ const BUCKETS = 6;
 const NODES = 2;
 const COMMIT_INTERVAL_MS = 250;
 const SAMPLE_EVERY_MS = 10_000;
+/** The nodes' RSS is read every 500 ms (for the peak); the recorded series keeps the largest per 5 s. */
+const RSS_READ_MS = 500;
+const RSS_POINT_MS = 5_000;
+/** The recorded publish→visible percentiles are per window of this many ms of publish time. */
+const LATENCY_WINDOW_MS = 5_000;
 /** Load before the measured run, reported apart (the cluster's first seconds on a new table: JIT, first files). */
 const WARMUP_SECONDS = 5;
 /** Plans timed per sample; the median is reported. */
@@ -120,8 +128,12 @@ interface PhaseResult {
   scanEnd: ScanFigure;
   endSnapshot: number;
   load: LoadRun;
+  /** When the phase's load generator started (epoch ms): the series' time 0. */
+  startedAt: number;
   nodeCpu: number[];
   nodePeakRssMb: number[];
+  /** Per node, its RSS over the phase (the largest per RSS_POINT_MS). */
+  nodeRss: SeriesLine[];
   natsCpu: number;
   seconds: number;
   tableHandle: Table;
@@ -302,28 +314,6 @@ async function createServedTable(c: Cluster, name: string, options: Record<strin
   return table;
 }
 
-/** Peak RSS per node over a phase: VmRSS sampled every 500 ms (VmHWM would carry the previous phase's peak). */
-function watchRss(nodes: ChildProcess[]): { stop(): number[] } {
-  const peak = nodes.map(() => 0);
-  const read = (): void =>
-    nodes.forEach((n, i) => {
-      try {
-        peak[i] = Math.max(peak[i]!, procStats(n.pid!).rssNowMb);
-      } catch {
-        /* exited: assertAlive reports it */
-      }
-    });
-  read();
-  const timer = setInterval(read, 500);
-  return {
-    stop: () => {
-      clearInterval(timer);
-      read();
-      return peak;
-    },
-  };
-}
-
 /**
  * Samples the table every SAMPLE_EVERY_MS until `loadDone` settles; times one full scan at the first sample from
  * minute 1 on (under load, like the samples). Each sample line is printed as it is taken.
@@ -360,7 +350,13 @@ async function runPhase(c: Cluster, name: string, options: Record<string, string
   say(SAMPLE_HEADER);
   const cpu0 = c.nodes.map((n) => procStats(n.pid!).cpu);
   const natsCpu0 = procStats(c.nats.pid).cpu;
-  const rss = watchRss(c.nodes);
+  // VmRSS sampled (VmHWM would carry the previous phase's peak).
+  const rss = sampleRss(
+    c.nodes.map((n) => n.pid!),
+    c.nodes.map((_, i) => `n${i + 1}`),
+    RSS_READ_MS,
+    RSS_POINT_MS,
+  );
   const t0 = Date.now();
   // Its deadline: the publishing time, plus as long again (and 3 min) for a cluster that falls behind to drain.
   const timeoutMs = 2 * (MINUTES * 60 + WARMUP_SECONDS) * 1000 + 180_000;
@@ -370,7 +366,7 @@ async function runPhase(c: Cluster, name: string, options: Record<string, string
   const { samples, scanMinute1 } = await sampleDuringLoad(table, t0, loadP);
   const load = await loadP;
   const seconds = (Date.now() - t0) / 1000;
-  const nodePeakRssMb = rss.stop();
+  const { peakMb: nodePeakRssMb, lines: nodeRss } = rss.stop();
   assertAlive(c.nodes, c.dir, `during phase ${name}`);
   const nodeCpu = c.nodes.map((n, i) => procStats(n.pid!).cpu - cpu0[i]!);
   const natsCpu = procStats(c.nats.pid).cpu - natsCpu0;
@@ -381,7 +377,7 @@ async function runPhase(c: Cluster, name: string, options: Record<string, string
   say(sampleLine(last));
   const scanEnd = await timeScans(table, SCAN_RUNS, endSnapshot);
   say(`  full scan of snapshot ${endSnapshot} (the end): ${fmt(scanEnd.rows)} rows, median of ${SCAN_RUNS} ${scanEnd.seconds.toFixed(2)} s = ${fmt(scanRate(scanEnd))} rows/s (runs ${scanEnd.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
-  return { name, table: tableName, samples, scanMinute1, scanEnd, endSnapshot, load, nodeCpu, nodePeakRssMb, natsCpu, seconds, tableHandle: table };
+  return { name, table: tableName, samples, scanMinute1, scanEnd, endSnapshot, load, startedAt: t0, nodeCpu, nodePeakRssMb, nodeRss, natsCpu, seconds, tableHandle: table };
 }
 
 /**
@@ -533,6 +529,46 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
   return { lines, figures, targets };
 }
 
+/** The phases' samples and load as time series (time 0: the phase's load generator started). */
+function maintenanceSeries(on: PhaseResult, off: PhaseResult): Record<string, Series> {
+  const x = "time since the phase's load started (s)";
+  const sampled = (p: PhaseResult, name: string, y: (s: Sample) => number): SeriesLine => ({ name: `${p.name}: ${name}`, points: p.samples.map((s) => [Math.round(s.t * 10) / 10, Math.round(y(s) * 10) / 10]) });
+  return {
+    files_per_bucket: {
+      title: `Live data files per bucket (sampled every ${SAMPLE_EVERY_MS / 1000} s)`,
+      x,
+      y: "data files per bucket",
+      lines: [sampled(on, "max", (s) => s.filesMax), sampled(on, "mean", (s) => s.filesMean), sampled(off, "max", (s) => s.filesMax), sampled(off, "mean", (s) => s.filesMean)],
+      limits: [{ name: `target (on, after minute 1) ≤ ${ON_TARGETS.filesPerBucket}`, y: ON_TARGETS.filesPerBucket }],
+    },
+    snapshot_files: {
+      title: "Snapshot files, and what the retention options allow (phase on)",
+      x,
+      y: "snapshot files",
+      lines: [sampled(on, "snapshots", (s) => s.snapshots), sampled(on, "retention bound", (s) => s.bound), sampled(off, "snapshots", (s) => s.snapshots)],
+    },
+    plan_cpu: {
+      title: `Planning a scan of the latest snapshot: CPU time (median of ${PLAN_RUNS})`,
+      x,
+      y: "CPU ms",
+      lines: [sampled(on, "plan", (s) => s.planCpuMs), sampled(off, "plan", (s) => s.planCpuMs)],
+    },
+    latency: {
+      title: `Publish → visible latency per ${LATENCY_WINDOW_MS / 1000} s of publishing`,
+      x,
+      y: "latency (ms)",
+      lines: [on, off].flatMap((p) => percentileLines(p.load.timeline, p.startedAt, LATENCY_WINDOW_MS, `${p.name}: `)),
+      limits: [{ name: `target p99 ≤ ${ON_TARGETS.p99Ms} ms`, y: ON_TARGETS.p99Ms }],
+    },
+    node_rss: {
+      title: `Node RSS (largest of every ${RSS_POINT_MS / 1000} s, read every ${RSS_READ_MS} ms)`,
+      x,
+      y: "RSS (MB)",
+      lines: [on, off].flatMap((p) => p.nodeRss.map((l) => ({ name: `${p.name}: ${l.name}`, points: l.points }))),
+    },
+  };
+}
+
 /** How the nodes run: `natslake --version` says "dist" when dist/ matches the sources, else "sources" (tsx). */
 function nodesRunFrom(): string {
   const r = spawnSync(process.execPath, [BIN, "--version"], { encoding: "utf8", timeout: 60_000 });
@@ -604,7 +640,7 @@ async function main(): Promise<void> {
       run_s: Math.round((Date.now() - started) / 1000),
       load_average_1m_end: Math.round(loadavg()[0]! * 100) / 100,
     };
-    recordFigures("maintenance", figures, judged.targets, { natsServer: nats.version });
+    recordFigures("maintenance", figures, judged.targets, { natsServer: nats.version, series: maintenanceSeries(on, off) });
   } finally {
     await stopCluster(c);
   }

@@ -1,7 +1,7 @@
 /**
- * bench/figures.ts and bench/report.ts on a temporary file: sections merge by benchmark, a reset starts one run's
- * file, every write is whole (a reader in another thread never sees a partial file), and the report shows each
- * figure and each target with ✔, ✘ or –.
+ * bench/figures.ts on a temporary file: sections merge by benchmark, each with its command, machine and series; a
+ * reset starts one run's file; every write is whole (a reader in another thread never sees a partial file); targets
+ * are judged against their bounds. (bench/report.ts has its own test.)
  */
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
@@ -11,8 +11,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { emptyResults, readResults, recordFigures, resetResults, targetAtLeast, targetAtMost, writeResults, type BenchResults } from "../../../bench/figures.ts";
-import { formatValue, renderReport } from "../../../bench/report.ts";
+import { commandLine, emptyResults, readResults, recordFigures, resetResults, resultsText, targetAtLeast, targetAtMost, writeResults, type BenchResults, type Series } from "../../../bench/figures.ts";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 
@@ -183,55 +182,48 @@ test("figures - a write that fails leaves the old file and no temporary file", (
   assert.equal(readFileSync(t.file, "utf8"), before);
 });
 
-test("report - date, machine, every figure, and each target with ✔, ✘ or –", () => {
-  const r: BenchResults = {
-    startedAt: "2026-12-02T10:10:07.500Z",
-    machine: { cpuModel: "Test CPU @ 2.0GHz", cpuCount: 2, memoryGiB: 7.75, kernel: "Linux 6.1.0-test", node: "v20.20.2", natsServer: { cluster: "2.9.10", maintenance: "2.12.15", consumer: "2.12.15" }, loadAverageAtStart: [0.3, 0.4, 0.5] },
-    benchmarks: {
-      cluster: {
-        finishedAt: "2026-12-02T10:40:00.000Z",
-        loadAverageAtStart: [1.25, 1, 0.75],
-        figures: { writers_1_rows_per_sec: 549123.4, latency_p99_ms: 163, ratio: 0.1567, in_order: true, note: "a|b", missing: null },
-        targets: [
-          targetAtLeast("writers_1_rows_per_sec", 549123.4, 250000),
-          targetAtLeast("writers_1_raw_ratio", 0.16, 0.35),
-          { name: "no_list_on_commit_path", measured: 3, target: "= 0", met: null },
-        ],
-      },
-      decode: { finishedAt: "2026-12-02T10:12:00.000Z", loadAverageAtStart: [0, 0, 0], figures: { direct_rows_per_sec: 4_000_000 }, targets: [] },
-    },
+test("figures - a section records its start, command line, machine and series; non-finite points are dropped", (tc) => {
+  const t = tempFile(tc);
+  const series: Record<string, Series> = {
+    latency: { title: "Latency", x: "t (s)", y: "ms", lines: [{ name: "p99", points: [[0, 10], [1, NaN], [2, 12], [Infinity, 3]] }], limits: [{ name: "target", y: 50 }] },
   };
-  const md = renderReport(r);
-  assert.match(md, /^Benchmark run of 2026-12-02 10:10 UTC \(last benchmark finished 2026-12-02 10:40 UTC\)\n/);
-  assert.match(md, /^Machine: 2 × Test CPU @ 2\.0GHz, 7\.75 GiB, Linux 6\.1\.0-test, Node v20\.20\.2; nats-server 2\.9\.10 \(cluster\), 2\.12\.15 \(maintenance, consumer\); load average at the start 0\.30 0\.40 0\.50$/m);
-  assert.match(md, /^### cluster\n\nFinished 2026-12-02 10:40 UTC; load average at its start 1\.25 1\.00 0\.75\.$/m);
-  for (const row of ["| writers_1_rows_per_sec | 549,123 |", "| latency_p99_ms | 163 |", "| ratio | 0.157 |", "| in_order | yes |", "| note | a\\|b |", "| missing | – |"]) assert.ok(md.includes(row), row);
-  assert.ok(md.includes("| writers_1_rows_per_sec | 549,123 | ≥ 250,000 | ✔ |"));
-  assert.ok(md.includes("| writers_1_raw_ratio | 0.160 | ≥ 0.35 | ✘ |"));
-  assert.ok(md.includes("| no_list_on_commit_path | 3 | = 0 | – |"));
-  assert.ok(md.includes("### decode") && md.includes("| direct_rows_per_sec | 4,000,000 |"));
-  assert.ok(!md.slice(md.indexOf("### decode")).includes("| target |"), "no targets table for a benchmark without targets");
-  assert.ok(md.indexOf("### cluster") < md.indexOf("### decode"), "sections in the file's order");
-  assert.equal(formatValue(12.345), "12.3");
-  assert.equal(formatValue(-0.5), "-0.500");
+  quietly(() => recordFigures("cluster", { rows: 1 }, [], { file: t.file, started, now: new Date("2026-12-02T10:03:00Z"), natsServer: "2.12.3", series, command: "node bench/cluster.bench.ts 5" }));
+  const s = readResults(t.file)!.benchmarks["cluster"]!;
+  assert.equal(s.startedAt, "2026-12-02T10:00:00.000Z");
+  assert.equal(s.command, "node bench/cluster.bench.ts 5");
+  assert.deepEqual(s.series, { latency: { ...series["latency"]!, lines: [{ name: "p99", points: [[0, 10], [2, 12]] }] } });
+  assert.equal(s.machine!.natsServer, "2.12.3");
+  assert.equal(s.machine!.cpuCount, cpus().length);
+  assert.equal(s.machine!.node, process.version);
+  // Without a command given, this process's own.
+  quietly(() => recordFigures("decode", { rows: 1 }, [], { file: t.file }));
+  const d = readResults(t.file)!.benchmarks["decode"]!;
+  assert.equal(d.command, commandLine());
+  assert.deepEqual(d.series, {});
+  assert.equal(d.machine!.natsServer, undefined, "no nats-server for a benchmark that names none");
+  assert.throws(() => recordFigures("decode", { rows: 1 }, [], { file: t.file, series: { "Bad name": series["latency"]! } }), /lower_snake_case: Bad name/);
+});
+
+test("figures - commandLine: node, its flags, the script from the repository root, its arguments quoted, chosen variables first", () => {
+  const proc = (argv: string[], env: NodeJS.ProcessEnv = {}): { argv: string[]; execArgv: string[]; env: NodeJS.ProcessEnv } => ({ argv: ["/usr/bin/node", ...argv], execArgv: ["--expose-gc", "--import", "tsx"], env });
+  assert.equal(commandLine([], proc([join(REPO, "bench", "table-core.bench.ts"), "100000"])), "node --expose-gc --import tsx bench/table-core.bench.ts 100000");
+  assert.equal(commandLine(["CLUSTER_BENCH_ONLY", "UNSET"], proc([join(REPO, "bench", "cluster.bench.ts")], { CLUSTER_BENCH_ONLY: "1,latency" })), "CLUSTER_BENCH_ONLY=1,latency node --expose-gc --import tsx bench/cluster.bench.ts");
+  assert.equal(commandLine([], proc([join(REPO, "bench", "x.ts"), "--option", "a b", "it's", "$HOME"])), "node --expose-gc --import tsx bench/x.ts --option 'a b' 'it'\\''s' '$HOME'");
+});
+
+test("figures - the file keeps a point or a load average on one line; arrays in strings are left alone", (tc) => {
+  const t = tempFile(tc);
+  const r = emptyResults(new Date("2026-12-02T10:00:00Z"), [0.5, 1, 1.5]);
+  r.benchmarks["x"] = { finishedAt: "2026-12-02T10:00:00.000Z", loadAverageAtStart: [1, 2, 3], figures: { note: "[1,\n 2]" }, targets: [], series: { s: { title: "t", x: "x", y: "y", lines: [{ name: "a", points: [[0, -1.5], [1e-7, 2]] }] } } };
+  const text = resultsText(r);
+  assert.ok(text.includes('"loadAverageAtStart": [0.5, 1, 1.5]'));
+  assert.ok(text.includes('"points": [\n') && text.includes("[0, -1.5],\n") && text.includes("[1e-7, 2]\n"));
+  writeResults(r, t.file);
+  assert.deepEqual(readResults(t.file), r, "the same data back");
+});
+
+test("figures - targets: at least, at most, and not judged without a measure", () => {
   assert.deepEqual(targetAtMost("rss_mb", 301, 300), { name: "rss_mb", measured: 301, target: "≤ 300", met: false });
   assert.deepEqual(targetAtLeast("ratio", 0.35, 0.35), { name: "ratio", measured: 0.35, target: "≥ 0.35", met: true });
   assert.equal(targetAtMost("p99_ms", null, 50).met, null);
-});
-
-test("report - the CLI prints the file; a missing file or a stray argument is a one-line error", (tc) => {
-  const t = tempFile(tc);
-  quietly(() => recordFigures("decode", { direct_rows_per_sec: 1234567 }, [targetAtMost("p99_ms", 20, 50)], { file: t.file }));
-  const run = (args: string[]): ReturnType<typeof spawnSync> => spawnSync(process.execPath, ["--import", "tsx", "bench/report.ts", ...args], { cwd: REPO, encoding: "utf8", timeout: 120_000 });
-  const ok = run(["--file", t.file]);
-  assert.equal(ok.status, 0, String(ok.stderr));
-  assert.ok(String(ok.stdout).includes("| direct_rows_per_sec | 1,234,567 |"));
-  assert.ok(String(ok.stdout).includes("| p99_ms | 20 | ≤ 50 | ✔ |"));
-  const missing = run(["--file", join(t.dir, "none.json")]);
-  assert.equal(missing.status, 1);
-  assert.match(String(missing.stderr), /^bench report: no results file at .*none\.json: run npm run bench/);
-  assert.equal(String(missing.stderr).trim().split("\n").length, 1);
-  const stray = run(["100000"]);
-  assert.equal(stray.status, 2);
-  assert.equal(String(stray.stderr).trim().split("\n").length, 1);
 });
