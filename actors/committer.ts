@@ -476,7 +476,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
       if (v.kind !== "rejected") continue;
       this.rejected.add(1, { table, reason: v.reason });
       const c = v.committable;
-      this.d.bus.publishRejection(c.writerId, { type: "rejection", table, bucket: c.bucket, ownerEpoch: c.ownerEpoch, prevOffset: c.prevOffset, committedOffset: v.committedOffset, reason: v.reason });
+      this.d.bus.publishRejection(c.writerId, { type: "rejection", table, bucket: c.bucket, ownerEpoch: c.ownerEpoch, prevOffset: c.prevOffset, committedOffset: v.committedOffset, ...(v.committedSeq !== undefined ? { committedSeq: v.committedSeq } : {}), reason: v.reason });
     }
     if (res.snapshot) {
       this.commits.add(1, { table });
@@ -557,7 +557,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
       }
       ctx.log.error("committable body missing; refusing it", { table, bucket: e.bucket, path: e.path, prevOffset: e.prevOffset, lastOffset: e.lastOffset });
       this.rejected.add(1, { table, reason: "body-missing" });
-      this.d.bus.publishRejection(e.writerId, { type: "rejection", table, bucket: e.bucket, ownerEpoch: e.ownerEpoch, prevOffset: e.prevOffset, committedOffset: offset, reason: "body-missing" });
+      const committedSeq = committed?.buckets.get(e.bucket)?.seq;
+      this.d.bus.publishRejection(e.writerId, { type: "rejection", table, bucket: e.bucket, ownerEpoch: e.ownerEpoch, prevOffset: e.prevOffset, committedOffset: offset, ...(committedSeq !== undefined ? { committedSeq } : {}), reason: "body-missing" });
     }
     return out;
   }

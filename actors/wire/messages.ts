@@ -63,6 +63,8 @@ export interface WireDataFile {
   totalBuckets: number;
   /** The file's metadata exactly as the manifest entry will carry it (bigints travel as msgpack int64). */
   meta: DataFileMeta;
+  /** A primary-key table's changelog file (changelog-producer = input), not a data file. */
+  changelog?: true;
 }
 
 /**
@@ -95,6 +97,11 @@ export interface CommittableClaim {
    * commit span links to it.
    */
   traceparent?: string;
+  /**
+   * Primary-key tables: the sequence numbers the flush took, `first` … `last` (last = first − 1 when it took none).
+   * The leader accepts the committable only when `first` is above the bucket's committed sequence number.
+   */
+  seq?: { first: bigint; last: bigint };
 }
 
 /** One committable per (bucket, flush): writer → committer over JetStream `<p>.commit.<db>.<table>`. */
@@ -164,8 +171,13 @@ export interface Rejection {
   ownerEpoch: number;
   prevOffset: number;
   committedOffset: number;
-  /** `body-missing`: a committable sent by reference whose body file is gone (it cannot be applied; re-send it). */
-  reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch" | "body-missing";
+  /** Primary-key tables: the highest sequence number committed for the bucket; the writer continues after it. */
+  committedSeq?: bigint;
+  /**
+   * `body-missing`: a committable sent by reference whose body file is gone (it cannot be applied; re-send it).
+   * `broken-sequence-chain`: a primary-key flush whose sequence numbers do not start above the committed ones.
+   */
+  reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch" | "body-missing" | "broken-sequence-chain";
 }
 
 /**

@@ -178,9 +178,18 @@ const claim = {
   flushId: count,
   beatMillis: z.number().int().nonnegative().optional().describe("the commit-interval instant (wall-clock ms) a flush tick cut the flush on; absent for early flushes"),
   traceparent: traceparent.optional().describe("the writer's flush span, when the writer traces: the leader's commit span links to it"),
+  seq: z
+    .strictObject({ first: int64, last: int64 })
+    .optional()
+    .describe("primary-key tables: the sequence numbers the flush took, first … last (last = first − 1 when none); the leader accepts it only when first is above the bucket's committed sequence number"),
 };
 
-const wireDataFile = z.strictObject({ partition: binary.describe("framed BinaryRow of the partition"), totalBuckets: int, meta: dataFileMeta });
+const wireDataFile = z.strictObject({
+  partition: binary.describe("framed BinaryRow of the partition"),
+  totalBuckets: int,
+  meta: dataFileMeta,
+  changelog: z.literal(true).optional().describe("a primary-key table's changelog file (changelog-producer = input), listed in the snapshot's changelog manifests"),
+});
 
 export const committableSchema = z
   .strictObject({
@@ -232,7 +241,8 @@ export const rejectionSchema = z
     ownerEpoch: count,
     prevOffset: seq,
     committedOffset: seq.describe("where the writer resumes the bucket from"),
-    reason: z.enum(["stale-owner-epoch", "broken-offset-chain", "stream-mismatch", "body-missing"]),
+    committedSeq: int64.optional().describe("primary-key tables: the highest sequence number committed for the bucket; the writer continues after it"),
+    reason: z.enum(["stale-owner-epoch", "broken-offset-chain", "stream-mismatch", "body-missing", "broken-sequence-chain"]),
   })
   .meta({ title: "Rejection", description: "A committable the leader did not accept (msgpack), leader → writer on `<p>.ctl.reject.<db>.<table>.<writer>`." });
 

@@ -11,7 +11,11 @@
  * - **rejected (stale owner)** when its owner epoch is not b's current owner epoch (the coordinator moved the bucket);
  * - **rejected (broken chain)** when its `prevOffset` is not b's running offset (the committed offset, or the
  *   `lastOffset` of a committable accepted earlier in this same commit) — rows would be skipped or doubled;
- * - otherwise **accepted**, and b's running offset becomes its `lastOffset`.
+ * - **rejected (broken sequence chain)**, for primary-key tables, when the sequence numbers its flush took do not
+ *   start above b's running sequence number (the highest one committed): versions of a key would merge out of
+ *   stream order. The writer resumes from the committed offset and sequence number the rejection names;
+ * - otherwise **accepted**, and b's running offset becomes its `lastOffset` (and its sequence number the last one
+ *   the flush took).
  * Buckets interleave in one stream, so a bucket's sequences are not contiguous numbers: only the chain matters.
  */
 export interface OffsetClaim {
@@ -21,17 +25,30 @@ export interface OffsetClaim {
   ownerEpoch: number;
   prevOffset: number;
   lastOffset: number;
+  /**
+   * Primary-key tables: the sequence numbers the flush took, `first` … `last` (last = first − 1 when it took none).
+   */
+  seq?: SequenceRange;
+}
+
+export interface SequenceRange {
+  first: bigint;
+  last: bigint;
 }
 
 export interface BucketCommitState {
   offset: number;
   ownerEpoch: number;
+  /** Primary-key tables: the highest sequence number committed (undefined before the first). */
+  seq?: bigint;
 }
+
+export type RejectionReason = "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch" | "broken-sequence-chain";
 
 export type Verdict<C> =
   | { kind: "accepted"; committable: C }
   | { kind: "duplicate"; committable: C }
-  | { kind: "rejected"; committable: C; reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch"; committedOffset: number };
+  | { kind: "rejected"; committable: C; reason: RejectionReason; committedOffset: number; committedSeq?: bigint };
 
 export interface AcceptOutcome<C> {
   verdicts: Verdict<C>[];
@@ -62,10 +79,11 @@ export function decideCommittables<C extends OffsetClaim>(
   let progressed = false;
   let stream = baseStream;
   for (const c of committables) {
-    const running = next.get(c.bucket) ?? { offset: 0, ownerEpoch: 0 };
+    const running: BucketCommitState = next.get(c.bucket) ?? { offset: 0, ownerEpoch: 0 };
+    const committedSeq = running.seq !== undefined ? { committedSeq: running.seq } : {};
     // Once a stream is recorded (or adopted earlier in this round), every committable must come from it.
     if (stream !== undefined && c.stream !== stream) {
-      verdicts.push({ kind: "rejected", committable: c, reason: "stream-mismatch", committedOffset: running.offset });
+      verdicts.push({ kind: "rejected", committable: c, reason: "stream-mismatch", committedOffset: running.offset, ...committedSeq });
       continue;
     }
     if (c.lastOffset <= running.offset) {
@@ -75,14 +93,21 @@ export function decideCommittables<C extends OffsetClaim>(
     const current = currentOwnerEpoch(c.bucket);
     const epochOk = current === undefined ? c.ownerEpoch >= running.ownerEpoch : c.ownerEpoch === current;
     if (!epochOk) {
-      verdicts.push({ kind: "rejected", committable: c, reason: "stale-owner-epoch", committedOffset: running.offset });
+      verdicts.push({ kind: "rejected", committable: c, reason: "stale-owner-epoch", committedOffset: running.offset, ...committedSeq });
       continue;
     }
     if (c.prevOffset !== running.offset) {
-      verdicts.push({ kind: "rejected", committable: c, reason: "broken-offset-chain", committedOffset: running.offset });
+      verdicts.push({ kind: "rejected", committable: c, reason: "broken-offset-chain", committedOffset: running.offset, ...committedSeq });
       continue;
     }
-    next.set(c.bucket, { offset: c.lastOffset, ownerEpoch: c.ownerEpoch });
+    if (c.seq !== undefined && running.seq !== undefined && c.seq.first <= running.seq) {
+      verdicts.push({ kind: "rejected", committable: c, reason: "broken-sequence-chain", committedOffset: running.offset, committedSeq: running.seq });
+      continue;
+    }
+    const after: BucketCommitState = { offset: c.lastOffset, ownerEpoch: c.ownerEpoch };
+    const seq = c.seq !== undefined && c.seq.last >= c.seq.first ? c.seq.last : running.seq;
+    if (seq !== undefined) after.seq = seq;
+    next.set(c.bucket, after);
     verdicts.push({ kind: "accepted", committable: c });
     accepted.push(c);
     progressed = true;

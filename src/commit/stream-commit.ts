@@ -16,7 +16,7 @@ import { ErrorKind, LakeError } from "../errors.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { natslakeProperties, natslakeState, type NatslakeState, type Snapshot } from "../format/snapshot.ts";
 import type { Table } from "../table/table.ts";
-import { decideCommittables, type BucketCommitState, type Verdict } from "./accept.ts";
+import { decideCommittables, type BucketCommitState, type SequenceRange, type Verdict } from "./accept.ts";
 import type { CommitMessage } from "./commit-message.ts";
 import { FileStoreCommit } from "./file-store-commit.ts";
 
@@ -27,7 +27,10 @@ export interface StreamCommittable {
   ownerEpoch: number;
   prevOffset: number;
   lastOffset: number;
-  files: Array<{ partition: Uint8Array; totalBuckets: number; meta: DataFileMeta }>;
+  /** Primary-key tables: the sequence numbers the flush took (see accept.ts). */
+  seq?: SequenceRange;
+  /** `changelog`: a primary-key table's changelog file (changelog-producer = input), not a data file. */
+  files: Array<{ partition: Uint8Array; totalBuckets: number; meta: DataFileMeta; changelog?: boolean }>;
 }
 
 export interface RoundResult<C extends StreamCommittable> {
@@ -87,12 +90,12 @@ export class StreamCommitter<C extends StreamCommittable> {
         const st = await natslakeStateAsOf(this.table, base);
         if (st !== null && st.epoch > this.opts.epoch) throw fenced(`snapshot ${base?.id} carries epoch ${st.epoch} > ours ${this.opts.epoch}`);
         const baseState = new Map<number, BucketCommitState>();
-        for (const [b, p] of st?.buckets ?? []) baseState.set(b, { offset: Number(p.offset), ownerEpoch: p.ownerEpoch });
+        for (const [b, p] of st?.buckets ?? []) baseState.set(b, { offset: Number(p.offset), ownerEpoch: p.ownerEpoch, ...(p.seq !== undefined ? { seq: p.seq } : {}) });
         const out = decideCommittables(baseState, this.opts.ownerEpochOf, pending, st?.stream);
         verdicts = out.verdicts;
         state = out.next;
         stream = out.stream;
-        const buckets = new Map([...out.next].map(([b, s]) => [b, { offset: BigInt(s.offset), ownerEpoch: s.ownerEpoch }]));
+        const buckets = new Map([...out.next].map(([b, s]) => [b, { offset: BigInt(s.offset), ownerEpoch: s.ownerEpoch, ...(s.seq !== undefined ? { seq: s.seq } : {}) }]));
         const epochChanged = st === null || st.epoch !== this.opts.epoch;
         // The last check before link(): a leader that lost its lease in the meantime must not land a snapshot.
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
@@ -127,10 +130,11 @@ function toMessages(accepted: readonly StreamCommittable[]): CommitMessage[] {
       const key = `${Buffer.from(f.partition).toString("hex")}/${c.bucket}`;
       let m = byKey.get(key);
       if (!m) {
-        m = { partition: f.partition, bucket: c.bucket, totalBuckets: f.totalBuckets, newFiles: [], deletedFiles: [] };
+        m = { partition: f.partition, bucket: c.bucket, totalBuckets: f.totalBuckets, newFiles: [], deletedFiles: [], changelogFiles: [] };
         byKey.set(key, m);
       }
-      m.newFiles.push(f.meta);
+      if (f.changelog === true) m.changelogFiles!.push(f.meta);
+      else m.newFiles.push(f.meta);
     }
   }
   return [...byKey.values()];
@@ -169,8 +173,12 @@ export async function resetStreamOffsets(
     prepare: async (base) => {
       const st = await natslakeStateAsOf(table, base);
       check(st);
-      const buckets = new Map<number, { offset: bigint; ownerEpoch: number }>();
-      for (const b of new Set([...reset.buckets, ...(st?.buckets.keys() ?? [])])) buckets.set(b, { offset: BigInt(reset.offsetOf(b)), ownerEpoch: st?.buckets.get(b)?.ownerEpoch ?? 0 });
+      const buckets = new Map<number, { offset: bigint; ownerEpoch: number; seq?: bigint }>();
+      // Sequence numbers are the bucket's own, not the stream's: they carry over the reset unchanged.
+      for (const b of new Set([...reset.buckets, ...(st?.buckets.keys() ?? [])])) {
+        const seq = st?.buckets.get(b)?.seq;
+        buckets.set(b, { offset: BigInt(reset.offsetOf(b)), ownerEpoch: st?.buckets.get(b)?.ownerEpoch ?? 0, ...(seq !== undefined ? { seq } : {}) });
+      }
       decided = { epoch: st?.epoch ?? 0, buckets, stream: reset.stream, offsetEpoch: (st?.offsetEpoch ?? 0) + 1, ...(st?.compactionsDecided !== undefined ? { compactionsDecided: st.compactionsDecided } : {}) };
       return { properties: natslakeProperties(decided, base?.properties ?? null), messages: [], commitIdentifier: BigInt((base?.id ?? 0) + 1), commitEmpty: true };
     },

@@ -120,11 +120,19 @@ export const PROP_OWNER_EPOCH_PREFIX = "natslake.owner-epoch.";
 export const PROP_STREAM = "natslake.stream";
 export const PROP_OFFSET_EPOCH = "natslake.offset-epoch";
 export const PROP_COMPACTIONS_DECIDED = "natslake.compactions-decided";
+/** Primary-key tables: the highest sequence number a bucket's committed flushes took (merged-away rows included). */
+export const PROP_SEQ_PREFIX = "natslake.seq.";
 
 export interface BucketProgress {
   /** Last stream sequence committed for the bucket. */
   offset: bigint;
   ownerEpoch: number;
+  /**
+   * Primary-key tables: the highest sequence number taken by the bucket's committed flushes. A writer continues at
+   * the next one, from the same snapshot (or rejection) as its offset: a bucket's sequence numbers then grow with its
+   * stream order across restarts and hand-offs, which the merge of its versions depends on.
+   */
+  seq?: bigint;
 }
 
 export interface NatslakeState {
@@ -153,7 +161,10 @@ export function natslakeState(s: Snapshot): NatslakeState | null {
   for (const [k, v] of Object.entries(p)) {
     if (!k.startsWith(PROP_OFFSET_PREFIX)) continue;
     const b = Number(k.slice(PROP_OFFSET_PREFIX.length));
-    buckets.set(b, { offset: BigInt(v), ownerEpoch: Number(p[PROP_OWNER_EPOCH_PREFIX + b] ?? "0") });
+    const progress: BucketProgress = { offset: BigInt(v), ownerEpoch: Number(p[PROP_OWNER_EPOCH_PREFIX + b] ?? "0") };
+    const seq = p[PROP_SEQ_PREFIX + b];
+    if (seq !== undefined) progress.seq = BigInt(seq);
+    buckets.set(b, progress);
   }
   const st: NatslakeState = { epoch: Number(p[PROP_EPOCH]), buckets };
   if (p[PROP_STREAM] !== undefined) st.stream = p[PROP_STREAM];
@@ -172,6 +183,7 @@ export function natslakeProperties(state: NatslakeState, base: Record<string, st
   for (const [b, p] of [...state.buckets.entries()].sort((x, y) => x[0] - y[0])) {
     out[PROP_OFFSET_PREFIX + b] = p.offset.toString();
     out[PROP_OWNER_EPOCH_PREFIX + b] = String(p.ownerEpoch);
+    if (p.seq !== undefined) out[PROP_SEQ_PREFIX + b] = p.seq.toString();
   }
   return out;
 }

@@ -79,3 +79,18 @@ test("accept - the first committable's stream is recorded when none is yet; late
   assert.equal(out.stream, "S#a");
   assert.equal(decideCommittables(base([]), () => 1, [{ ...c(0, 1, 0, 10), stream: "S#a" }], "S#a").verdicts[0]!.kind, "accepted");
 });
+
+test("accept - primary-key tables: a flush's sequence numbers must start above the bucket's committed one; the running number advances with each accepted flush", () => {
+  const c = (prev: number, last: number, first: bigint, lastSeq: bigint) => ({ bucket: 0, ownerEpoch: 1, prevOffset: prev, lastOffset: last, seq: { first, last: lastSeq } });
+  const base = new Map([[0, { offset: 10, ownerEpoch: 1, seq: 99n }]]);
+  const out = decideCommittables(base, () => 1, [c(10, 20, 100n, 149n), c(20, 30, 150n, 149n) /* took none */, c(30, 40, 140n, 160n) /* overlaps 140..149 */, c(30, 40, 150n, 170n)]);
+  assert.deepEqual(out.verdicts.map((v) => v.kind), ["accepted", "accepted", "rejected", "accepted"]);
+  const rejected = out.verdicts[2]!;
+  assert.ok(rejected.kind === "rejected" && rejected.reason === "broken-sequence-chain" && rejected.committedOffset === 30 && rejected.committedSeq === 149n, "the writer resumes after offset 30 and sequence 149");
+  assert.deepEqual(out.next.get(0), { offset: 40, ownerEpoch: 1, seq: 170n });
+  // Other rejections name the committed sequence too, so the writer's next flush continues after it.
+  const stale = decideCommittables(base, () => 2, [c(10, 20, 100n, 110n)]).verdicts[0]!;
+  assert.ok(stale.kind === "rejected" && stale.committedSeq === 99n);
+  // Append tables carry no sequence range: nothing changes for them.
+  assert.deepEqual(decideCommittables(new Map([[0, { offset: 0, ownerEpoch: 1 }]]), () => 1, [{ bucket: 0, ownerEpoch: 1, prevOffset: 0, lastOffset: 5 }]).next.get(0), { offset: 5, ownerEpoch: 1 });
+});
