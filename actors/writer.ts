@@ -16,6 +16,8 @@ import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import { failpoint, failpointArmed, failpointAsync } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
+import { ManifestStore } from "../src/table/manifest-store.ts";
+import type { Snapshot } from "../src/format/snapshot.ts";
 import { TableWrite } from "../src/write/table-write.ts";
 import type { WriteBudget } from "../src/write/write-budget.ts";
 import type { CommitMessage } from "../src/commit/commit-message.ts";
@@ -36,7 +38,7 @@ import type { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
 
 export type WriterMsg =
-  | { type: "opened"; generation: number; reader: BucketReader; offset: number; stream: string }
+  | { type: "opened"; generation: number; reader: BucketReader; offset: number; stream: string; seq: bigint | null }
   /** The table's offsets belong to another stream than the live one: nothing is read until they are reset. */
   | { type: "stream-mismatch"; generation: number; reason: string }
   | { type: "open-failed"; generation: number; error: Error }
@@ -128,6 +130,13 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private prevOffset = 0;
   /** Identity of the live stream this generation reads (checked against the table's snapshots at open). */
   private stream = "";
+  /**
+   * Primary-key tables: the bucket's next sequence number. Every row a flush cuts takes one, in stream order; it
+   * starts where the committed flushes stopped — taken from the same snapshot or rejection as the offset — and
+   * carries over a re-open after the last committable sent (those numbers are in flight). Null for append tables.
+   */
+  private seq: { next: bigint } | null = null;
+  private readonly keyed: boolean;
   /** The last stream sequence appended to the buffer. */
   private lastSeq = 0;
   /** The last stream sequence fetched (appended, being decoded, or waiting in `stash`). */
@@ -188,6 +197,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly compactionSeconds;
 
   constructor(private readonly d: WriterDeps) {
+    this.keyed = d.table.isPrimaryKeyTable;
     this.writeBufferBytes = d.table.options.writeBufferSize;
     this.tracer = d.tracer ?? trace.getTracer("natslake");
     this.store = new CommittableStore(d.table);
@@ -196,8 +206,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
     this.bytesOut = d.meter.createCounter("natslake_bytes_written_total", { description: "bytes of data files written by flushes (compaction not counted)", unit: "By" });
     this.streamMismatches = streamMismatchCounter(d.meter);
+    // Primary-key buckets compact as LSM trees, not by merging small append files (src/lsm/).
     this.compactor =
-      d.compaction !== undefined && !d.table.options.bool("write-only")
+      d.compaction !== undefined && !d.table.options.bool("write-only") && !this.keyed
         ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, pool: d.compaction.pool, now: () => d.clock.monotonic() })
         : null;
     this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
@@ -245,7 +256,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
    * (Re)starts reading from `from` (a rejection's committed offset, or after the last committable sent) or from the
    * latest snapshot's offset. `keepSent`: committables sent before stay ours, so a rejection of one still re-opens.
    */
-  private open(ctx: ActorContext<WriterMsg>, from: number | null, opts: { keepSent?: boolean } = {}): void {
+  private open(ctx: ActorContext<WriterMsg>, from: number | null, opts: { keepSent?: boolean; committedSeq?: bigint } = {}): void {
     const generation = ++this.generation;
     const old = this.reader;
     this.reader = null;
@@ -270,17 +281,34 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       (async (): Promise<WriterMsg> => {
         await old?.close().catch(() => undefined);
         // Offsets are sequences of one stream: read nothing from a stream the table's snapshots do not belong to.
-        const st = await natslakeStateAsOf(this.d.table, await this.d.table.snapshots.latest());
+        const latest = await this.d.table.snapshots.latest();
+        const st = await natslakeStateAsOf(this.d.table, latest);
         const live = await this.d.ingestLog.liveStream(this.d.table.name);
         const check = checkTableStream(this.d.table.name, st, live);
         if (!check.ok) return { type: "stream-mismatch", generation, reason: check.reason };
         const offset = from ?? Number(st?.buckets.get(this.d.bucket)?.offset ?? 0n);
+        // Sequence numbers from the same source as the offset (see `seq`); after the last one sent: as they are.
+        const seq = !this.keyed ? null : opts.keepSent === true && this.seq !== null ? this.seq.next : await this.startSequence(latest, st?.buckets.get(this.d.bucket)?.seq, opts.committedSeq);
         const reader = await this.d.ingestLog.openBucket(this.d.table.name, this.d.bucket, offset);
-        return { type: "opened", generation, reader, offset, stream: live.identity };
+        return { type: "opened", generation, reader, offset, stream: live.identity, seq };
       })(),
       (m) => m,
       (e) => ({ type: "open-failed", generation, error: ensureError(e) }),
     );
+  }
+
+  /**
+   * A primary-key bucket's first sequence number: one past the highest committed — the rejection's when it names
+   * one, else the snapshot's record and its live files of this bucket (files another engine wrote count too).
+   */
+  private async startSequence(latest: Snapshot | null, recorded: bigint | undefined, committedSeq: bigint | undefined): Promise<bigint> {
+    let max = committedSeq ?? recorded ?? -1n;
+    if (committedSeq === undefined && latest !== null) {
+      for (const e of await new ManifestStore(this.d.table).readLiveEntries(latest)) {
+        if (e.bucket === this.d.bucket && e.file.maxSequenceNumber > max) max = e.file.maxSequenceNumber;
+      }
+    }
+    return max + 1n;
   }
 
   async receive(msg: WriterMsg, ctx: ActorContext<WriterMsg>): Promise<void> {
@@ -295,8 +323,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.prevOffset = msg.offset;
         this.lastSeq = msg.offset;
         this.fetchedSeq = msg.offset;
-        this.write = new TableWrite(this.d.table, { bucket: this.d.bucket });
-        if (this.write.writesOneBucket) this.session = this.d.buffers.open({ fields: this.d.table.schema.fields, ...this.write.encodeSpec });
+        this.seq = msg.seq === null ? null : { next: msg.seq };
+        this.write = new TableWrite(this.d.table, { bucket: this.d.bucket, ...(this.seq !== null ? { sequence: this.seq } : {}) });
+        if (this.write.writesOneBucket) this.session = this.d.buffers.open(this.write.bufferSpec);
         ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
         ctx.self.tell({ type: "pull" });
         return;
@@ -449,8 +478,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "rejected": {
         const r = msg.rejection;
         if (r.ownerEpoch !== this.d.ownerEpoch || !this.sent.has(r.prevOffset)) return;
-        ctx.log.warn("committable rejected; resuming from the committed offset", { ...this.labels, reason: r.reason, committedOffset: r.committedOffset });
-        this.open(ctx, r.committedOffset);
+        ctx.log.warn("committable rejected; resuming from the committed offset", { ...this.labels, reason: r.reason, committedOffset: r.committedOffset, ...(r.committedSeq !== undefined ? { committedSeq: String(r.committedSeq) } : {}) });
+        this.open(ctx, r.committedOffset, r.committedSeq !== undefined ? { committedSeq: r.committedSeq } : {});
         return;
       }
       case "revoke":
@@ -561,7 +590,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.lastSeq = last.seq;
     for (const m of messages) this.traceLinks.add(m.traceparent);
     if (this.firstArrival === 0) this.firstArrival = messages[0]!.publishedAt || this.d.clock.now();
-    const out = decodeRows(this.d.table.schema.fields, messages, (row) => w.writeRow(row));
+    // A primary-key table's rows go through their kinds (`_row_kind`): TableWrite converts and checks them.
+    const out = decodeRows(this.d.table.schema.fields, messages, (row) => w.writeRow(row), this.keyed ? (input) => w.writeInput(input) : undefined);
     if (out.rows > 0) this.rowsIn.add(out.rows, this.labels);
     await this.publishRejected(out.rejected);
   }
@@ -639,21 +669,32 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       links: traced.links(),
       attributes: { "natslake.table": this.d.table.name, "natslake.bucket": this.d.bucket, "natslake.owner_epoch": this.d.ownerEpoch, "natslake.prev_offset": prevOffset, "natslake.last_offset": lastOffset, "natslake.traced_batches": traced.total },
     });
-    // prepareCommit cuts the buffer synchronously: rows appended from now on belong to the next flush.
+    // prepareCommit cuts the buffer synchronously: rows appended from now on belong to the next flush. A primary-key
+    // bucket's rows take their sequence numbers at the cut, so the committable can say which it took.
     const cutBytes = this.bufferedBytes();
     const session = this.session;
+    const firstSeq = this.seq?.next;
     let filesPromise: Promise<CommitMessage[]>;
     if (session !== null) {
+      const cutRows = this.sessionRows;
+      if (this.seq !== null) this.seq.next += BigInt(cutRows);
       this.sessionRows = 0;
       this.sessionBytes = 0;
-      filesPromise = session.flush().then((encoded) => w.commitEncoded(encoded));
+      filesPromise = session.flush(firstSeq).then((encoded) => {
+        if (encoded.kind === "keyed" && encoded.rows !== cutRows) throw new LakeError(ErrorKind.Unexpected, `${this.d.table.name} bucket ${this.d.bucket}: the flush held ${encoded.rows} rows, the writer counted ${cutRows}`);
+        return w.commitEncoded(encoded);
+      });
     } else filesPromise = w.prepareCommit();
+    const seqRange = firstSeq === undefined || this.seq === null ? undefined : { first: firstSeq, last: this.seq.next - 1n };
     this.flushingBytes = cutBytes;
     this.reportMemory(ctx);
     ctx.pipeToSelf(
       (async () => {
         const messages = await filesPromise;
-        const files = messages.flatMap((m) => m.newFiles.map((meta) => ({ partition: m.partition, totalBuckets: m.totalBuckets, meta })));
+        const files = messages.flatMap((m) => [
+          ...m.newFiles.map((meta) => ({ partition: m.partition, totalBuckets: m.totalBuckets, meta })),
+          ...(m.changelogFiles ?? []).map((meta) => ({ partition: m.partition, totalBuckets: m.totalBuckets, meta, changelog: true as const })),
+        ]);
         // The files hold messages read since the open; if the live stream is still the one checked then, every one
         // of them came from it (a stream replaced in between has another identity now, and stays replaced).
         const live = await this.d.ingestLog.streamIdentity(this.d.table.name);
@@ -668,11 +709,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           writerId: this.d.writerId,
           prevOffset,
           lastOffset,
-          rowCount: files.reduce((n, f) => n + f.meta.rowCount, 0),
+          rowCount: messages.reduce((n, m) => n + m.newFiles.reduce((k, f) => k + f.rowCount, 0), 0),
           files,
           flushId,
           firstArrivalMillis: firstArrival,
           ...(beat !== undefined ? { beatMillis: beat } : {}),
+          ...(seqRange !== undefined ? { seq: seqRange } : {}),
         };
         const traceparent = traceparentOf(span);
         if (traceparent !== undefined) c.traceparent = traceparent;

@@ -34,6 +34,7 @@ import { ensureError } from "../src/errors.ts";
 import { checkWarehouse } from "../src/io/warehouse.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
+import { validateWritableKeyedSchema } from "../src/lsm/table-rules.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
 import { withTimeout } from "../src/timeout.ts";
 import { warmUpParquetDecode } from "../src/codec/warm-up.ts";
@@ -93,6 +94,8 @@ export interface HandOffResult {
 export class Node {
   private readonly system: ActorSystem;
   private readonly services = new Map<string, TableService>();
+  /** Primary-key tables not served (natslake does not write them), said once each. */
+  private readonly skippedTables = new Set<string>();
   private readonly assignments = new Map<string, TableAssignment>();
   private readonly keepers = new Set<LeaseKeeper>();
   private draining = false;
@@ -292,7 +295,14 @@ export class Node {
         }
         if (!(await this.catalog.tableExists(id))) continue; // a directory, not a table (yet)
         const table = await this.catalog.getTable(id);
-        if (table.isPrimaryKeyTable) continue; // primary-key tables come with the LSM writer
+        // A primary-key table natslake cannot write (dynamic buckets, another merge engine: one Paimon's engines
+        // made) is left alone, said once: serving it would dead-letter every row.
+        const unwritable = writableKeyedError(key, table);
+        if (unwritable !== null) {
+          if (!this.skippedTables.has(key)) this.log.info("table not served: natslake does not write it", { table: key, reason: unwritable });
+          this.skippedTables.add(key);
+          continue;
+        }
         this.services.set(key, { table, stops: [] });
         try {
           await this.ensureInfra(table);
@@ -682,5 +692,15 @@ async function warmUp(log: Logger, what: "encoder" | "decoder", work: () => Prom
     else log.info(`Parquet ${what}s warmed up`, { ms: Math.round(performance.now() - started) });
   } catch (e) {
     log.warn(`Parquet ${what} warm-up failed`, { error: ensureError(e).message });
+  }
+}
+
+/** Why natslake cannot write a primary-key table (src/lsm/table-rules.ts), or null when it can (or it has no key). */
+function writableKeyedError(name: string, table: Table): string | null {
+  try {
+    validateWritableKeyedSchema(name, table.schema);
+    return null;
+  } catch (e) {
+    return ensureError(e).message;
   }
 }

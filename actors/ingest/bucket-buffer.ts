@@ -14,13 +14,26 @@
 import { RecordBatchBuilder } from "../../src/codec/columns/record-batch-builder.ts";
 import { failpoint } from "../../src/failpoints.ts";
 import type { DataField } from "../../src/format/data-types.ts";
-import { encodeDataFile, type DataFileEncodeSpec, type EncodedFile } from "../../src/write/data-file-writer.ts";
-import { decodeSized, type IngestPayloads, type RejectedRow } from "./decode.ts";
+import type { TableSchema } from "../../src/format/schema.ts";
+import { encodeDataFile, type DataFileEncodeSpec } from "../../src/write/data-file-writer.ts";
+import { encodeKeyValueFile, type KeyValueEncodeSpec } from "../../src/lsm/key-value-file-writer.ts";
+import type { EncodedFlush } from "../../src/write/encoded-flush.ts";
+import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../../src/lsm/sort-buffer.ts";
+import { decodeKeyed, decodeSized, type IngestPayloads, type RejectedRow } from "./decode.ts";
 import { warmUpParquetHere, type WarmUpResult } from "../../src/codec/warm-up.ts";
 
+/**
+ * How a bucket's rows are kept and encoded (plain values: it crosses to a worker). `keyed`: a primary-key table —
+ * rows carry their kind (`fields` end with `_VALUE_KIND`), and a flush sorts and folds them into a level-0 sorted run
+ * (src/lsm/sort-buffer.ts) encoded as a key-value file, plus the changelog file with `changelog-producer = input`.
+ */
 export interface BucketBufferSpec extends DataFileEncodeSpec {
   fields: readonly DataField[];
+  keyed?: { schema: TableSchema; encode: KeyValueEncodeSpec };
 }
+
+/** What a flush hands back: an append table's data files, or a primary-key table's sorted run and changelog. */
+export type BucketFlush = EncodedFlush;
 
 export interface AppendResult {
   rows: number;
@@ -37,27 +50,47 @@ export class BucketBuffer {
   /** Rows of the last flush: the next builder starts at that size instead of doubling up to it again. */
   private lastFlushRows = 0;
 
-  constructor(private readonly spec: BucketBufferSpec) {}
+  private readonly layout: KeyValueLayout | null;
+
+  constructor(private readonly spec: BucketBufferSpec) {
+    this.layout = spec.keyed === undefined ? null : keyValueLayout(spec.keyed.schema);
+  }
 
   /** Decodes payloads (stream order) and keeps their rows; bad rows and payloads come back as rejections. */
   append(payloads: IngestPayloads): AppendResult {
     failpoint("bucket-buffer.append");
     // Each doubling copies every column and frees the old buffers into the thread's heap, where they fragment it.
     const builder = (this.builder ??= new RecordBatchBuilder(this.spec.fields, Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24))))));
-    const out = decodeSized(this.spec.fields, payloads, { into: builder });
+    const out = this.spec.keyed === undefined ? decodeSized(this.spec.fields, payloads, { into: builder }) : decodeKeyed(this.spec.keyed.schema, payloads, builder);
     this.bytes += payloads.data.byteLength;
     return { rows: out.rows, rejected: out.rejected, bufferedRows: builder.length, bufferedBytes: this.bytes };
   }
 
-  /** Encodes everything held as one data file (none when nothing is held) and lets it go. */
-  flush(): EncodedFile[] {
+  /**
+   * Encodes everything held and lets it go: an append table's rows as one data file (none when nothing is held); a
+   * primary-key table's sorted and folded, its rows taking the sequence numbers `firstSeq`, `firstSeq + 1`, ….
+   */
+  flush(firstSeq = 0n): BucketFlush {
     const builder = this.builder;
     this.builder = null;
     this.bytes = 0;
-    if (builder === null || builder.length === 0) return [];
-    this.lastFlushRows = builder.length;
+    const held = builder === null ? 0 : builder.length;
+    if (held > 0) this.lastFlushRows = held;
+    if (this.layout === null || this.spec.keyed === undefined) {
+      if (builder === null || held === 0) return { kind: "append", files: [] };
+      failpoint("bucket-buffer.flush");
+      return { kind: "append", files: [encodeDataFile(builder.finish(), this.spec)] };
+    }
+    if (builder === null || held === 0) return { kind: "keyed", rows: 0, data: null, changelog: null };
     failpoint("bucket-buffer.flush");
-    return [encodeDataFile(builder.finish(), this.spec)];
+    const flushed = flushBuffer(this.layout, [builder.finish()], firstSeq);
+    const encode = this.spec.keyed.encode;
+    return {
+      kind: "keyed",
+      rows: held,
+      data: flushed.data === null ? null : encodeKeyValueFile(flushed.data, encode),
+      changelog: flushed.changelog === null ? null : encodeKeyValueFile(flushed.changelog, encode),
+    };
   }
 }
 

@@ -14,15 +14,17 @@ import { availableParallelism } from "node:os";
 import { Worker, type ResourceLimits } from "node:worker_threads";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
 import { warmUpParquet } from "../../src/codec/warm-up.ts";
-import type { EncodedFile } from "../../src/write/data-file-writer.ts";
-import { BucketBuffer, type AppendResult, type BucketBufferSpec } from "./bucket-buffer.ts";
+import { BucketBuffer, type AppendResult, type BucketBufferSpec, type BucketFlush } from "./bucket-buffer.ts";
 import { packPayloads, type IngestPayloads } from "./decode.ts";
 
 export interface BucketSession {
   /** Decodes and keeps the messages' rows (stream order); rejections come back. */
   append(messages: ReadonlyArray<{ seq: number; data: Uint8Array }>): Promise<AppendResult>;
-  /** Encodes everything appended before this call into data files, and lets it go. */
-  flush(): Promise<EncodedFile[]>;
+  /**
+   * Encodes everything appended before this call into data files, and lets it go; a primary-key table's rows take
+   * the sequence numbers from `firstSeq` on.
+   */
+  flush(firstSeq?: bigint): Promise<BucketFlush>;
   /** Drops the session's rows (the bucket is closing or re-opening). */
   close(): void;
 }
@@ -44,7 +46,7 @@ export class InlineBucketBuffers implements BucketBuffers {
     };
     return {
       append: async (messages) => live().append(packPayloads(messages, { copy: false })),
-      flush: async () => live().flush(),
+      flush: async (firstSeq) => live().flush(firstSeq),
       close: () => void (buffer = null),
     };
   }
@@ -98,7 +100,7 @@ export class WorkerBucketBuffers implements BucketBuffers {
         const payloads: IngestPayloads = packPayloads(messages);
         return this.request(w, { op: "append", session, payloads }, [payloads.data.buffer as ArrayBuffer]) as Promise<AppendResult>;
       },
-      flush: () => this.request(w, { op: "flush", session }, []) as Promise<EncodedFile[]>,
+      flush: (firstSeq) => this.request(w, { op: "flush", session, firstSeq: firstSeq ?? 0n }, []) as Promise<BucketFlush>,
       close: () => {
         if (!open) return;
         open = false;

@@ -5,7 +5,7 @@
  * it; from the sources it registers the TypeScript loader itself (loader flags are not passed on to workers).
  *
  * in:  { id, op: "open", session, spec } | { id, op: "append", session, payloads } (payload buffer transferred)
- *    | { id, op: "flush", session } | { id, op: "close", session }
+ *    | { id, op: "flush", session, firstSeq } | { id, op: "close", session }
  * out: { id, ok: true, result } | { id, ok: false, message }; a flush's file bytes are transferred, not copied.
  */
 import { existsSync } from "node:fs";
@@ -38,10 +38,11 @@ function handle(msg) {
     case "flush": {
       const buffer = sessions.get(msg.session);
       if (buffer === undefined) throw new Error(`no bucket buffer '${msg.session}' in this worker`);
-      const files = buffer.flush();
+      const flushed = buffer.flush(msg.firstSeq);
+      const files = flushed.kind === "append" ? flushed.files : [flushed.data, flushed.changelog].filter((f) => f !== null);
       const transfer = [];
       for (const f of files) if (f.bytes.byteOffset === 0 && f.bytes.byteLength === f.bytes.buffer.byteLength) transfer.push(f.bytes.buffer);
-      return { result: files, transfer };
+      return { result: flushed, transfer };
     }
     case "close":
       sessions.delete(msg.session);

@@ -13,6 +13,9 @@ import type { Row } from "../../src/format/values.ts";
 import type { RowBatch } from "../wire/messages.ts";
 import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow, unpackValue } from "../wire/row-batch.ts";
 import { directDecoderFor, type DirectDecoder } from "./direct.ts";
+import type { TableSchema } from "../../src/format/schema.ts";
+import { compileKeyedInput } from "../../src/lsm/keyed-input.ts";
+import { VALUE_KIND_FIELD } from "../../src/lsm/key-value-fields.ts";
 
 /** Messages of one bucket, in stream order: message `i` is `data[offsets[i] .. offsets[i + 1])` with `seqs[i]`. */
 export interface IngestPayloads {
@@ -175,12 +178,61 @@ function appendDecoded(builder: RecordBatchBuilder | null, fields: readonly Data
 }
 
 /**
+ * A primary-key table's bucket: every row of every message, with its kind (`_row_kind`, src/lsm/keyed-input.ts),
+ * into `builder`, whose columns are the table's then `_VALUE_KIND`. A payload that is not a RowBatch, and a row with
+ * a bad kind, without its key or that does not fit the schema, are rejected with the reason; the rest lands.
+ */
+export function decodeKeyed(schema: TableSchema, p: IngestPayloads, builder: RecordBatchBuilder): DecodeOutput {
+  const keyed = keyedInputOf(schema);
+  const rejected: RejectedRow[] = [];
+  let rows = 0;
+  for (let i = 0; i < p.seqs.length; i++) {
+    const { seq, batch, error } = unpackOne(p.seqs[i]!, p.data.subarray(p.offsets[i], p.offsets[i + 1]));
+    if (batch === null) {
+      rejected.push({ seq, rowIndex: -1, reason: error!.reason, original: error!.original });
+      continue;
+    }
+    for (let r = 0; r < batch.rows.length; r++) {
+      const values = batch.rows[r];
+      try {
+        const { row, kind } = keyed(rowObject(batch.cols, values));
+        row[VALUE_KIND_FIELD.name] = kind;
+        builder.appendRow(row);
+        rows++;
+      } catch (e) {
+        rejected.push({ seq, rowIndex: r, reason: ensureError(e).message, original: jsonSafe(originalRow(batch.cols, values)) });
+      }
+    }
+  }
+  return { rows, rejected };
+}
+
+const keyedInputs = new WeakMap<TableSchema, ReturnType<typeof compileKeyedInput>>();
+
+function keyedInputOf(schema: TableSchema): ReturnType<typeof compileKeyedInput> {
+  let k = keyedInputs.get(schema);
+  if (k === undefined) {
+    k = compileKeyedInput(schema);
+    keyedInputs.set(schema, k);
+  }
+  return k;
+}
+
+/** A RowBatch row as an object keyed by column name (a row that is not an array of the columns' length is refused). */
+function rowObject(cols: readonly string[], values: unknown): Record<string, unknown> {
+  if (!Array.isArray(values) || values.length !== cols.length) throw new Error(`a row must be an array of ${cols.length} values (one per column of the batch)`);
+  const out: Record<string, unknown> = {};
+  for (let k = 0; k < cols.length; k++) out[cols[k]!] = values[k];
+  return out;
+}
+
+/**
  * The row path, for tables whose rows are routed one by one (partitioned tables: `TableWrite.writeRow` picks the
  * partition): each message is unpacked, each row converted to a canonical row and handed to `sink`. The same
  * rejections as the columnar path: an unreadable payload is one dead letter (rowIndex −1, its bytes in base64); a
  * row that does not fit the schema, or that `sink` refuses, is one dead letter; the rest still lands.
  */
-export function decodeRows(fields: readonly DataField[], messages: ReadonlyArray<{ seq: number; data: Uint8Array }>, sink: (row: Row) => void): DecodeOutput {
+export function decodeRows(fields: readonly DataField[], messages: ReadonlyArray<{ seq: number; data: Uint8Array }>, sink: (row: Row) => void, keyed?: (input: Record<string, unknown>) => void): DecodeOutput {
   const rejected: RejectedRow[] = [];
   let rows = 0;
   for (const m of messages) {
@@ -189,12 +241,14 @@ export function decodeRows(fields: readonly DataField[], messages: ReadonlyArray
       rejected.push({ seq, rowIndex: -1, reason: error!.reason, original: error!.original });
       continue;
     }
-    const { convert, badCols } = batchRowConverter(fields, batch.cols);
+    // A primary-key table's rows go to `keyed` as objects (with their `_row_kind`), which converts and checks them.
+    const { convert, badCols } = keyed === undefined ? batchRowConverter(fields, batch.cols) : { convert: null, badCols: null };
     for (let r = 0; r < batch.rows.length; r++) {
       const values = batch.rows[r];
       try {
         if (badCols !== null) throw new Error(badCols);
-        sink(convert(values));
+        if (keyed !== undefined) keyed(rowObject(batch.cols, values));
+        else sink(convert!(values));
         rows++;
       } catch (e) {
         rejected.push({ seq, rowIndex: r, reason: ensureError(e).message, original: jsonSafe(originalRow(batch.cols, values)) });

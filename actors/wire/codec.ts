@@ -33,7 +33,14 @@ function decodeClaim(o: Record<string, unknown>): CommittableClaim {
     flushId: num(o["flushId"], "flushId"),
     ...(typeof o["beatMillis"] === "number" ? { beatMillis: o["beatMillis"] } : {}),
     ...(typeof o["traceparent"] === "string" ? { traceparent: o["traceparent"] } : {}),
+    ...(o["seq"] !== undefined && o["seq"] !== null ? { seq: seqRangeOf(o["seq"] as Record<string, unknown>) } : {}),
   };
+}
+
+/** A primary-key flush's sequence range (both ends int64). */
+function seqRangeOf(r: Record<string, unknown>): { first: bigint; last: bigint } {
+  if (r["first"] === undefined || r["last"] === undefined) throw dataInvalid("a sequence range needs first and last");
+  return { first: big(r["first"]), last: big(r["last"]) };
 }
 
 /** A message of the commit stream: a committable or a reference to one. */
@@ -84,6 +91,7 @@ function committableOf(o: Record<string, unknown>): Committable {
     partition: bytes(f["partition"]),
     totalBuckets: num(f["totalBuckets"], "totalBuckets"),
     meta: fileMetaOf(f["meta"] as Record<string, unknown>),
+    ...(f["changelog"] === true ? { changelog: true as const } : {}),
   }));
   return {
     type: "committable",
@@ -135,6 +143,7 @@ export function decodeRejection(data: Uint8Array): Rejection {
     ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
     prevOffset: num(o["prevOffset"], "prevOffset"),
     committedOffset: num(o["committedOffset"], "committedOffset"),
+    ...(o["committedSeq"] !== undefined && o["committedSeq"] !== null ? { committedSeq: big(o["committedSeq"]) } : {}),
     reason: o["reason"] as Rejection["reason"],
   };
 }

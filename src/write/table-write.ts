@@ -31,6 +31,7 @@ import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter, type DataFileEncodeSpec, type EncodedFile } from "./data-file-writer.ts";
 import type { DataField } from "../format/data-types.ts";
+import type { TableSchema } from "../format/schema.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { FileSource } from "../format/manifest.ts";
 import { compileKeyedInput } from "../lsm/keyed-input.ts";
@@ -38,6 +39,8 @@ import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
 import { ROW_KIND_COLUMN, RowKind, rowKindName } from "../lsm/row-kind.ts";
 import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
 import { VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
+import type { KeyValueEncodeSpec } from "../lsm/key-value-file-writer.ts";
+import type { EncodedFlush } from "./encoded-flush.ts";
 
 interface BucketBuffer {
   /** Partition (hex of its framed BinaryRow) and bucket: the key of `buffers` and of the sequence numbers. */
@@ -61,6 +64,16 @@ export interface TableWriteOptions {
   bucket?: number;
   /** Worker threads that encode Parquet; default the process-wide pool (`sharedParquetPool`); null: this thread. */
   encoderPool?: ParquetEncoderPool | null;
+  /**
+   * Primary-key tables: where the sequence numbers come from, instead of the live files (a cluster writer owns its
+   * bucket's numbering and carries it across its flushes and re-opens: see actors/writer.ts).
+   */
+  sequence?: SequenceCounter;
+}
+
+/** A bucket's next sequence number, taken `n` at a time. */
+export interface SequenceCounter {
+  next: bigint;
 }
 
 export class TableWrite {
@@ -76,6 +89,7 @@ export class TableWrite {
   private readonly partitionKeyOf: (row: Row) => string;
   /** Every row goes to one buffer (no partitions; one forced bucket or no bucket function). */
   private readonly single: boolean;
+  private readonly sequenceCounter: SequenceCounter | undefined;
   /** Primary-key tables: how buffers fold, and the writer of their sorted runs. */
   private readonly kv: { layout: KeyValueLayout; writer: KeyValueFileWriter } | null;
   /** The columns buffered: the table's, and for primary-key tables `_VALUE_KIND`. */
@@ -112,6 +126,7 @@ export class TableWrite {
           )
         : null;
     this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
+    this.sequenceCounter = opts.sequence;
     this.single = this.partitionIdx.length === 0 && (forced !== undefined || this.bucketFn === null);
     if (this.kv !== null) {
       const keyed = compileKeyedInput(table.schema);
@@ -187,6 +202,11 @@ export class TableWrite {
     if (this.kv === null) throw new LakeError(ErrorKind.Unsupported, `${this.table.name} has no primary key: upserts and deletes need one (append rows with writeRows)`);
     const name = rowKindName(kind);
     this.writeRows(rows.map((r) => ({ ...r, [ROW_KIND_COLUMN]: name })));
+  }
+
+  /** Validates and buffers one input row (a primary-key table's with its `_row_kind`); throws DataInvalid with the reason. */
+  writeInput(input: Readonly<Record<string, unknown>>): void {
+    this.writeRow(this.convert(input));
   }
 
   /** Buffers one canonical row (already validated; a primary-key table's with its `_VALUE_KIND`). */
@@ -270,10 +290,18 @@ export class TableWrite {
       if (buf.batches.length > 0) work.push({ key, buf, batches: buf.batches });
       buf.batches = [];
     }
+    // A counter given by the caller is taken from now, synchronously with the cut: the numbers belong to this call.
+    const counter = this.kv !== null ? this.sequenceCounter : undefined;
+    const taken = work.map(({ batches }) => {
+      if (counter === undefined) return null;
+      const first = counter.next;
+      counter.next += BigInt(batches.reduce((n, b) => n + b.numRows, 0));
+      return first;
+    });
     const out: CommitMessage[] = [];
-    for (const { key, buf, batches } of work) {
+    for (const [i, { key, buf, batches }] of work.entries()) {
       if (this.kv !== null) {
-        out.push(await this.flushKeyed(this.kv, key, buf, batches));
+        out.push(await this.flushKeyed(this.kv, key, buf, batches, taken[i]!));
         continue;
       }
       let seq = await this.nextSequence(key);
@@ -289,11 +317,15 @@ export class TableWrite {
    * One bucket's buffer of a primary-key table: sorted and folded into one level-0 sorted run (and, with
    * `changelog-producer = input`, a changelog file of every row). Every buffered row took a sequence number.
    */
-  private async flushKeyed(kv: { layout: KeyValueLayout; writer: KeyValueFileWriter }, key: string, buf: BucketBuffer, batches: arrow.RecordBatch[]): Promise<CommitMessage> {
-    const seq = await this.nextSequence(key);
+  private async flushKeyed(kv: { layout: KeyValueLayout; writer: KeyValueFileWriter }, key: string, buf: BucketBuffer, batches: arrow.RecordBatch[], taken: bigint | null): Promise<CommitMessage> {
     const rows = batches.reduce((n, b) => n + b.numRows, 0);
+    let seq: bigint;
+    if (taken !== null) seq = taken;
+    else {
+      seq = await this.nextSequence(key);
+      this.nextSeqByBucket!.set(key, seq + BigInt(rows));
+    }
     const flushed = flushBuffer(kv.layout, batches, seq);
-    this.nextSeqByBucket!.set(key, seq + BigInt(rows));
     const onPath = (path: string): void => void this.written.push(path);
     const level0 = { level: 0, fileSource: FileSource.APPEND };
     const newFiles = flushed.data === null ? [] : [await kv.writer.write(buf.partitionPath, buf.bucket, flushed.data, level0, onPath)];
@@ -310,16 +342,33 @@ export class TableWrite {
   }
 
   /**
-   * Writes files encoded elsewhere (`encodeDataFile`, in write order) for the single bucket of an unpartitioned
-   * write, with the sequence numbers `prepareCommit` would give, and returns their CommitMessage. Nothing may be
-   * buffered here (the rows live with the encoder); calls must not overlap each other or `prepareCommit`.
+   * What a bucket buffer kept elsewhere needs to hold and encode this table's rows: its columns (a primary-key
+   * table's end with `_VALUE_KIND`) and, for a primary-key table, its schema and key-value encoding.
    */
-  async commitEncoded(files: readonly EncodedFile[]): Promise<CommitMessage[]> {
+  get bufferSpec(): DataFileEncodeSpec & { fields: DataField[]; keyed?: { schema: TableSchema; encode: KeyValueEncodeSpec } } {
+    return { fields: this.bufferFields, ...this.fileWriter.encodeSpec, ...(this.kv !== null ? { keyed: { schema: this.table.schema, encode: this.kv.writer.encodeSpec } } : {}) };
+  }
+
+  /**
+   * Writes a flush encoded elsewhere (a worker's bucket buffer) for the single bucket of an unpartitioned write and
+   * returns its CommitMessage: an append table's files with the sequence numbers `prepareCommit` would give; a
+   * primary-key table's sorted run (and changelog file), whose rows already carry theirs (`firstSeq` on, taken from
+   * the counter by the caller). Nothing may be buffered here; calls must not overlap each other or `prepareCommit`.
+   */
+  async commitEncoded(flush: EncodedFlush): Promise<CommitMessage[]> {
     if (!this.single || this.partitionIdx.length > 0) throw new LakeError(ErrorKind.Unexpected, `commitEncoded needs an unpartitioned single-bucket write of ${this.table.name}`);
     if (this.bufferedRows > 0) throw new LakeError(ErrorKind.Unexpected, `commitEncoded with rows buffered in this TableWrite of ${this.table.name}`);
     const buf = (this.singleBuffer ??= this.bufferFor({}));
+    const onPath = (path: string): void => void this.written.push(path);
+    if (flush.kind === "keyed") {
+      if (this.kv === null) throw new LakeError(ErrorKind.Unexpected, `${this.table.name} has no primary key: a keyed flush cannot be committed to it`);
+      const level0 = { level: 0, fileSource: FileSource.APPEND };
+      const newFiles = flush.data === null ? [] : [await this.kv.writer.persist(buf.partitionPath, buf.bucket, flush.data, level0, onPath)];
+      const changelogFiles = flush.changelog === null ? [] : [await this.kv.writer.persist(buf.partitionPath, buf.bucket, flush.changelog, { ...level0, changelog: true }, onPath)];
+      return [{ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles, deletedFiles: [], changelogFiles }];
+    }
     const seq = await this.nextSequence(buf.key);
-    const metas = await this.fileWriter.persistEncoded(buf.partitionPath, buf.bucket, files, seq, (path) => this.written.push(path));
+    const metas = await this.fileWriter.persistEncoded(buf.partitionPath, buf.bucket, flush.files, seq, onPath);
     if (metas.length > 0) this.nextSeqByBucket!.set(buf.key, metas[metas.length - 1]!.maxSequenceNumber + 1n);
     return [{ partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles: metas, deletedFiles: [] }];
   }

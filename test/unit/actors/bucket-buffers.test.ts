@@ -1,6 +1,7 @@
 // Bucket buffers: a writer's decoded rows kept (and encoded at flush) where they were decoded. The files must be
 // what the TableWrite path writes for the same rows; a flush covers exactly the appends posted before it; a worker
 // that dies fails its sessions with a retryable error and the next session works.
+import type { EncodedFlush } from "../../../src/write/encoded-flush.ts";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
@@ -66,9 +67,11 @@ test("bucket buffer - the files, statistics and sequence numbers of the TableWri
       held = r.bufferedRows;
     }
     assert.deepEqual(rejected, rejectedViaTable, "the same rows and payloads rejected, with the same reasons");
-    const encoded = buffer.flush();
-    assert.deepEqual(buffer.flush(), [], "a flush lets the rows go");
-    const [got] = await write.commitEncoded(encoded);
+    const flushed = buffer.flush();
+    assert.ok(flushed.kind === "append");
+    const encoded = flushed.files;
+    assert.deepEqual(buffer.flush(), { kind: "append", files: [] }, "a flush lets the rows go");
+    const [got] = await write.commitEncoded(flushed);
     assert.equal(got!.bucket, 1);
     const strip = (m: DataFileMeta) => ({ ...m, fileName: "", fileSize: 0, creationTimeMillis: 0 });
     assert.deepEqual(got!.newFiles.map(strip), expected!.newFiles.map(strip), "row count, sequence numbers, value statistics");
@@ -78,6 +81,12 @@ test("bucket buffer - the files, statistics and sequence numbers of the TableWri
     d.cleanup();
   }
 });
+
+/** An append table's flush: its files. */
+function filesOf(f: EncodedFlush): EncodedFile[] {
+  assert.ok(f.kind === "append", "an append table's flush");
+  return f.files;
+}
 
 for (const [name, make] of [
   ["inline", () => new InlineBucketBuffers()],
@@ -97,13 +106,13 @@ for (const [name, make] of [
       const second = a.append(messages(2, 1000, 10));
       const other = b.append(messages(1, 5000));
       assert.equal((await first).rows, 120);
-      const files = await flushed;
+      const files = filesOf(await flushed);
       assert.deepEqual(rowsOf(files, table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 120 }, (_, i) => i));
       assert.equal(files[0]!.rowCount, 120);
       assert.equal((await second).bufferedRows, 80);
       assert.equal((await other).bufferedRows, 40);
-      assert.deepEqual(rowsOf(await a.flush(), table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 80 }, (_, i) => 1000 + i));
-      assert.deepEqual(rowsOf(await b.flush(), table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 40 }, (_, i) => 5000 + i));
+      assert.deepEqual(rowsOf(filesOf(await a.flush()), table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 80 }, (_, i) => 1000 + i));
+      assert.deepEqual(rowsOf(filesOf(await b.flush()), table.schema.fields).map((r) => Number(r["id"])), Array.from({ length: 40 }, (_, i) => 5000 + i));
       a.close();
       await assert.rejects(a.flush(), (e: unknown) => isLakeError(e));
     } finally {
@@ -131,7 +140,7 @@ test("bucket buffers (worker thread) - a worker that dies fails its session's re
     delete process.env["FAILPOINTS"];
     const fresh = buffers.open(spec);
     assert.equal((await fresh.append(messages(2))).rows, 80);
-    assert.equal((await fresh.flush())[0]!.rowCount, 80);
+    assert.equal(filesOf(await fresh.flush())[0]!.rowCount, 80);
   } finally {
     if (before === undefined) delete process.env["FAILPOINTS"];
     else process.env["FAILPOINTS"] = before;

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { Packr } from "msgpackr";
 import { ROOT_CONTEXT, trace, TraceFlags } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { encodeMsg } from "../../../actors/wire/codec.ts";
+import { decodeCommitEntry, decodeRejection, encodeMsg } from "../../../actors/wire/codec.ts";
 import { contractOf, SUBJECT_CONTRACTS } from "../../../actors/wire/contracts.ts";
 import { fitDeadLetter } from "../../../actors/wire/limits.ts";
 import type { Committable, CommittableRef, CompactionEntry, DeadLetter, DlqReplayRecord, MemberHeartbeat, NodeControlReply, Rejection, SnapshotNotification } from "../../../actors/wire/messages.ts";
@@ -209,4 +209,16 @@ test("wire schemas - every subject maps to its contract; an unknown one to none"
   assert.equal(of("lake.ctl.drain.n1"), undefined);
   assert.equal(of("other.in.db.t"), undefined);
   assert.equal(contractOf("other.in.db.t", "other")?.schema, "raw-rows");
+});
+
+test("wire codec - a primary-key committable keeps its sequence range and changelog files, a rejection its committed sequence, through msgpack and the schema", () => {
+  const keyed: Committable = { ...committable, seq: { first: 2n ** 40n, last: 2n ** 40n + 99n }, files: [committable.files[0]!, { ...committable.files[0]!, meta: meta(9), changelog: true }] };
+  valid("commit-entry", viaMsgpack(encodeMsg(keyed)));
+  const back = decodeCommitEntry(encodeMsg(keyed));
+  assert.ok(back.type === "committable");
+  assert.deepEqual(back.seq, keyed.seq);
+  assert.deepEqual(back.files.map((f) => f.changelog === true), [false, true]);
+  const rejection: Rejection = { type: "rejection", table: "db.t", bucket: 1, ownerEpoch: 1, prevOffset: 4, committedOffset: 7, committedSeq: 123n, reason: "broken-sequence-chain" };
+  valid("rejection", viaMsgpack(encodeMsg(rejection)));
+  assert.deepEqual(decodeRejection(encodeMsg(rejection)), rejection);
 });
