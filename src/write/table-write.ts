@@ -29,7 +29,7 @@ import { partitionPath } from "../format/partition.ts";
 import type { Row, Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
-import { DataFileWriter, type DataFileEncodeSpec, type EncodedFile } from "./data-file-writer.ts";
+import { DataFileWriter, type DataFileEncodeSpec } from "./data-file-writer.ts";
 import type { DataField } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
