@@ -18,7 +18,7 @@ import { C1, Packr } from "msgpackr";
 import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
 import type { DataField, DataType } from "../../src/format/data-types.ts";
 import { compileConverter, type ValueConverter } from "../../src/format/row-converter.ts";
-import { Timestamp, dateToString, toCanonical, unscaledToString, type Row, type Value } from "../../src/format/values.ts";
+import { Timestamp, dateToString, toCanonical, formatDecimal, type Row, type Value } from "../../src/format/values.ts";
 import type { RowBatch } from "./messages.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -185,7 +185,7 @@ export function compileWireEncoder(type: DataType): (v: Value) => unknown {
     case "BIGINT":
       return (v) => (typeof v === "bigint" && v >= -2147483648n && v <= 2147483647n ? Number(v) : v);
     case "DECIMAL":
-      return (v) => (v === null ? null : unscaledToString(v as bigint, type.scale));
+      return (v) => (v === null ? null : formatDecimal(v as bigint, type.scale));
     case "TIMESTAMP":
     case "TIMESTAMP_LTZ":
       return (v) => {
