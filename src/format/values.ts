@@ -380,7 +380,8 @@ export function toJsonText(v: unknown): string {
 
 function describe(v: unknown): string {
   if (typeof v === "string") return `'${v.length > 40 ? v.slice(0, 40) + "…" : v}'`;
-  if (typeof v === "bigint") return `${v}n`;
+  // "integer", not `…n`: a CLI user gave digits in a file, not a JavaScript bigint.
+  if (typeof v === "bigint") return `integer ${v}`;
   if (Array.isArray(v)) return "an array";
   if (v instanceof Uint8Array) return "bytes";
   if (typeof v === "object") return "an object";
