@@ -9,7 +9,7 @@
  */
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
-import { parse as parseCsv } from "csv-parse";
+import { CsvError, parse as parseCsv } from "csv-parse";
 import { parseRowJson } from "../../src/format/wire/json.ts";
 import { UsageError } from "./common.ts";
 
@@ -83,10 +83,10 @@ async function* csvRecords(file: string, stream: NodeJS.ReadableStream): AsyncGe
       yield { record, line };
     }
   } catch (e) {
-    if (e instanceof UsageError) throw e;
+    if (!(e instanceof CsvError)) throw e;
     // A malformed record (an unclosed quote, …): named by the line it starts on, after the last record read whole
     // (csv-parse's own "at line N" is dropped: it counts lines differently).
-    throw new UsageError(`${file}:${lines.recordStart(end, Infinity)}: ${(e as Error).message.replace(/ (?:at|on) line \d+/, "")}`);
+    throw new UsageError(`${file}:${lines.recordStart(end, Infinity)}: ${e.message.replace(/ (?:at|on) line \d+/, "")}`);
   }
 }
 
