@@ -7,17 +7,14 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { startS3Store, type S3TestStore } from "../helpers/s3.ts";
 import { startCluster, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { tempDir } from "../helpers/tables.ts";
+import { runNatslake as nl } from "../helpers/warehouse-cli.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 
-const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 // The store's credentials are in this process's environment (startS3Store puts them there), so the CLI gets them.
-const nl = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", timeout: 120_000 });
 
 let store: S3TestStore;
 const local = tempDir();
@@ -35,14 +32,14 @@ test("table location - an S3 warehouse's table is named s3://bucket/prefix/<db>.
   const prefix = `loc-${randomBytes(4).toString("hex")}`;
   const uri = store.uri(prefix);
   const where = `s3://${store.bucket}/${prefix}/geo.db/t`;
-  const created = nl(["table", "create", "geo.t", "--warehouse", uri, ...COLUMNS]);
-  assert.equal(created.status, 0, created.stderr);
+  const created = await nl(["table", "create", "geo.t", "--warehouse", uri, ...COLUMNS]);
+  assert.equal(created.code, 0, created.stderr);
   assert.equal(created.stdout.trim(), `created geo.t at ${where}`);
-  const text = nl(["table", "describe", "geo.t", "--warehouse", uri]);
-  assert.equal(text.status, 0, text.stderr);
+  const text = await nl(["table", "describe", "geo.t", "--warehouse", uri]);
+  assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, new RegExp(`^path     ${where.replace(/[.]/g, "\\.")}$`, "m"));
-  const json = nl(["table", "describe", "geo.t", "--warehouse", uri, "--json"]);
-  assert.equal(json.status, 0, json.stderr);
+  const json = await nl(["table", "describe", "geo.t", "--warehouse", uri, "--json"]);
+  assert.equal(json.code, 0, json.stderr);
   assert.equal((JSON.parse(json.stdout) as { path: string }).path, where);
   const table = await new Catalog(uri).getTable(parseIdentifier("geo.t"));
   assert.equal(table.location, where);
@@ -54,9 +51,9 @@ test("table location - table create --nats through a cluster on S3 names the s3:
   const c = await startCluster({ nodes: 1, warehouse: store.uri(prefix) });
   try {
     await withNodeLogsOnFailure(c, async () => {
-      const r = await waitFor("a reader node answered create-table", () => {
-        const x = nl(["table", "create", "geo.n", "--nats", c.nats.url, ...COLUMNS]);
-        return x.status === 0 ? x : undefined;
+      const r = await waitFor("a reader node answered create-table", async () => {
+        const x = await nl(["table", "create", "geo.n", "--nats", c.nats.url, ...COLUMNS]);
+        return x.code === 0 ? x : undefined;
       }, 60_000, 500);
       assert.equal(r.stdout.trim(), `created geo.n at s3://${store.bucket}/${prefix}/geo.db/n (through the cluster at ${c.nats.url})`);
     });
@@ -65,10 +62,10 @@ test("table location - table create --nats through a cluster on S3 names the s3:
   }
 });
 
-test("table location - a local warehouse's table is named by its absolute directory", () => {
-  const created = nl(["table", "create", "geo.t", "--warehouse", local.path, ...COLUMNS]);
-  assert.equal(created.status, 0, created.stderr);
+test("table location - a local warehouse's table is named by its absolute directory", async () => {
+  const created = await nl(["table", "create", "geo.t", "--warehouse", local.path, ...COLUMNS]);
+  assert.equal(created.code, 0, created.stderr);
   assert.equal(created.stdout.trim(), `created geo.t at ${join(local.path, "geo.db", "t")}`);
-  const json = nl(["table", "describe", "geo.t", "--warehouse", local.path, "--json"]);
+  const json = await nl(["table", "describe", "geo.t", "--warehouse", local.path, "--json"]);
   assert.equal((JSON.parse(json.stdout) as { path: string }).path, join(local.path, "geo.db", "t"));
 });
