@@ -80,7 +80,7 @@ export async function handleAdmin(data: Uint8Array, d: AdminDeps): Promise<Admin
           options: { ...CLUSTER_TABLE_DEFAULTS, ...(req.options ?? {}) },
         });
         await ensureWithin(t, d.ensure, d.ensureBudgetMs ?? CREATE_TABLE_ENSURE_BUDGET_MS);
-        return { ok: true, result: { table: t.name, path: t.root } };
+        return { ok: true, result: { table: t.name, path: t.location } };
       }
       case "list-tables": {
         const out: string[] = [];

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // `npm run build`: compiles the product (src/, actors/, cluster/) to plain JavaScript in dist/ with tsc, copies the
-// hand-written .mjs worker entries next to it, and records the sources' fingerprint (scripts/fingerprint.mjs), so
-// bin/natslake.mjs runs dist/ only while it matches the sources. A node from dist/ needs no TypeScript loader:
-// ~50 MB less memory per process and a faster start. Exits non-zero with tsc's errors when the sources do not compile.
+// hand-written .mjs worker entries and their .d.mts declarations next to it (the compiled .d.ts files import them:
+// without them a consumer's strict type check fails with TS7016 and the writer's types become `any`), and records
+// the sources' fingerprint (scripts/fingerprint.mjs), so bin/natslake.mjs runs dist/ only while it matches the
+// sources. A node from dist/ needs no TypeScript loader: ~50 MB less memory per process and a faster start. Exits
+// non-zero with tsc's errors when the sources do not compile.
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -23,7 +25,7 @@ if (tsc.status !== 0) {
   process.exit(tsc.status ?? 1);
 }
 let copied = 0;
-for (const rel of sourceFiles(root, PRODUCT_DIRS).filter((f) => f.endsWith(".mjs"))) {
+for (const rel of sourceFiles(root, PRODUCT_DIRS).filter((f) => f.endsWith(".mjs") || f.endsWith(".d.mts"))) {
   mkdirSync(dirname(join(next, rel)), { recursive: true });
   cpSync(join(root, rel), join(next, rel));
   copied++;
@@ -44,4 +46,4 @@ const old = join(root, `dist.old-${process.pid}`);
 if (existsSync(dist)) renameSync(dist, old);
 renameSync(next, dist);
 rmSync(old, { recursive: true, force: true });
-console.log(`build: dist/ compiled from ${PRODUCT_DIRS.join(", ")} (${copied} .mjs copied, ${declarations} declarations)`);
+console.log(`build: dist/ compiled from ${PRODUCT_DIRS.join(", ")} (${copied} .mjs and .d.mts copied, ${declarations} declarations)`);

@@ -6,7 +6,7 @@ export { LakeError, ErrorKind, isLakeError } from "./errors.ts";
 export { Catalog, parseIdentifier, validateName } from "./table/catalog.ts";
 export { Table, type Identifier } from "./table/table.ts";
 export { parseColumnList, parseSqlType, typeToSql, T, type DataType, type DataField } from "./format/data-types.ts";
-export { Timestamp, toCanonical, toJsonValue, type Row, type Value } from "./format/values.ts";
+export { Timestamp, formatDecimal, toCanonical, toJsonValue, type Row, type Value } from "./format/values.ts";
 export type { TableSchema, SchemaInput } from "./format/schema.ts";
 export type { AddColumn } from "./format/schema-change.ts";
 export type { Snapshot } from "./format/snapshot.ts";

@@ -10,15 +10,15 @@
  * - msgpackr writes JS integers beyond 32 bits as float64 (exact up to 2^53); every reader decodes them exactly.
  * - maps decode as plain objects (keys become strings).
  *
- * JSON payloads parse with plain `JSON.parse` unless the text holds a run of 16+ digits; then lossless-json parses
- * it so integers beyond 2^53 become bigints and long decimals stay strings (exact for DECIMAL columns).
+ * JSON payloads parse with `parseRowJson` (src/format/wire/json.ts, shared with the CLI's JSONL input): integers
+ * beyond 2^53 become bigints and long decimals stay strings (exact for DECIMAL columns).
  */
-import { isInteger, isSafeNumber, parse as parseLossless } from "lossless-json";
 import { C1, Packr } from "msgpackr";
 import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
 import type { DataField, DataType } from "../../src/format/data-types.ts";
 import { compileConverter, type ValueConverter } from "../../src/format/row-converter.ts";
-import { Timestamp, dateToString, toCanonical, unscaledToString, type Row, type Value } from "../../src/format/values.ts";
+import { parseRowJson } from "../../src/format/wire/json.ts";
+import { Timestamp, dateToString, toCanonical, formatDecimal, type Row, type Value } from "../../src/format/values.ts";
 import type { RowBatch } from "./messages.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -134,16 +134,10 @@ function parseJsonPayload(bytes: Uint8Array): unknown {
     throw new PayloadError("bad-json", "payload starts like JSON but is not valid UTF-8");
   }
   try {
-    return /\d{16}/.test(text) ? parseLossless(text, null, parseJsonNumber) : JSON.parse(text);
+    return parseRowJson(text);
   } catch (e) {
     throw new PayloadError("bad-json", `payload is not valid JSON: ${(e as Error).message}`);
   }
-}
-
-/** Integers beyond 2^53 → bigint; numbers a double cannot hold exactly stay text (DECIMAL reads them exactly). */
-function parseJsonNumber(text: string): unknown {
-  if (isInteger(text)) return isSafeNumber(text) ? Number(text) : BigInt(text);
-  return isSafeNumber(text) ? Number(text) : text;
 }
 
 /** A plain object (what JSON and msgpack maps decode to). */
@@ -185,7 +179,7 @@ export function compileWireEncoder(type: DataType): (v: Value) => unknown {
     case "BIGINT":
       return (v) => (typeof v === "bigint" && v >= -2147483648n && v <= 2147483647n ? Number(v) : v);
     case "DECIMAL":
-      return (v) => (v === null ? null : unscaledToString(v as bigint, type.scale));
+      return (v) => (v === null ? null : formatDecimal(v as bigint, type.scale));
     case "TIMESTAMP":
     case "TIMESTAMP_LTZ":
       return (v) => {

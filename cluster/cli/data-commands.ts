@@ -13,6 +13,7 @@ import { readRows } from "../../src/scan/read.ts";
 import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 import type { Table } from "../../src/table/table.ts";
 import { readRecords } from "./input.ts";
+import { isLakeError, LakeError } from "../../src/errors.ts";
 import { parseIncrementalRange, type IncrementalRange } from "../../src/scan/incremental.ts";
 
 const BATCH_ROWS = 50_000;
@@ -26,17 +27,32 @@ interface WriteOpts extends WarehouseOpts {
   progress?: boolean;
 }
 
-/** Yields parsed input records in batches (the one reader `publish` uses too); the byte position drives the progress bar. */
-async function* readInput(file: string, format: "jsonl" | "csv", onBytes: (n: number) => void): AsyncGenerator<Record<string, unknown>[]> {
-  let batch: Record<string, unknown>[] = [];
-  for await (const { record } of readRecords(file, format, onBytes)) {
-    batch.push(record);
-    if (batch.length >= BATCH_ROWS) {
-      yield batch;
-      batch = [];
+/** Parsed input records in batches, each with the file line of every record (the one reader `publish` uses too). */
+async function* readInput(file: string, format: "jsonl" | "csv", onBytes: (n: number) => void): AsyncGenerator<{ records: Record<string, unknown>[]; lines: number[] }> {
+  let records: Record<string, unknown>[] = [];
+  let lines: number[] = [];
+  for await (const { record, line } of readRecords(file, format, onBytes)) {
+    records.push(record);
+    lines.push(line);
+    if (records.length >= BATCH_ROWS) {
+      yield { records, lines };
+      records = [];
+      lines = [];
     }
   }
-  if (batch.length > 0) yield batch;
+  if (records.length > 0) yield { records, lines };
+}
+
+/**
+ * A bad row's error as `<file>:<line>: …`, as `publish` names it: the writer counts rows (`row N`, 1-based over the
+ * whole write, in its context), the user knows lines.
+ */
+function atLine(e: unknown, file: string, rowsBefore: number, lines: readonly number[]): unknown {
+  if (!isLakeError(e) || typeof e.context["row"] !== "number") return e;
+  const line = lines[e.context["row"] - rowsBefore - 1];
+  if (line === undefined) return e;
+  const why = e.cause instanceof Error ? e.cause.message : e.message;
+  return new LakeError(e.kind, `${file}:${line}: ${why}`, { context: { ...e.context, line }, cause: e });
 }
 
 function inputFormat(file: string, explicit?: string): "jsonl" | "csv" {
@@ -93,9 +109,11 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
       let rows = 0;
       if (showBar) bar.start(size, 0, { rows: 0 });
       try {
-        for await (const batch of readInput(file, format, (n) => (bytes += n))) {
-          await writer.write(batch);
-          rows += batch.length;
+        for await (const { records, lines } of readInput(file, format, (n) => (bytes += n))) {
+          await writer.write(records).catch((e: unknown) => {
+            throw atLine(e, file, rows, lines);
+          });
+          rows += records.length;
           if (showBar) bar.update(Math.min(bytes, size), { rows });
           else if (o.progress ?? true) process.stderr.write(`written ${rows} rows (${Math.round((100 * Math.min(bytes, size)) / Math.max(size, 1))}%)\n`);
         }

@@ -20,6 +20,7 @@ import { DEFAULT_PREFIX, Subjects } from "../nats/subjects.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { readLetters, replay, replayRecords, replaysOf, rowsOfLetter, waitReplayVisible, type ReplayItem, type StoredLetter } from "../dlq.ts";
 import { CliError, connectOrExplain, examples, parsePositiveInt, renderTable, UsageError } from "./common.ts";
+import { parseRowJson } from "../../src/format/wire/json.ts";
 
 interface ListFlags {
   nats: string;
@@ -94,7 +95,8 @@ function itemsOfFile(file: string): ReplayItem[] {
     const where = `${file}:${i + 1}`;
     let o: unknown;
     try {
-      o = JSON.parse(line);
+      // Without rounding, as `write` and `publish` read rows: a fixed BIGINT beyond 2^53 keeps its digits.
+      o = parseRowJson(line);
     } catch (e) {
       throw new UsageError(`${where}: not valid JSON (${(e as Error).message})`);
     }

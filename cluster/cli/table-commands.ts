@@ -66,7 +66,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
         },
         { ignoreIfExists: o.ifNotExists ?? false },
       );
-      out(`created ${t.name} at ${t.root}`);
+      out(`created ${t.name} at ${t.location}`);
     });
 
   table
@@ -83,7 +83,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
           JSON.stringify(
             {
               table: t.name,
-              path: t.root,
+              path: t.location,
               schemaId: t.schema.id,
               columns: t.schema.fields.map((f) => ({ id: f.id, name: f.name, type: typeToSql(f.type) })),
               partitionKeys: t.schema.partitionKeys,
@@ -99,7 +99,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
         return;
       }
       out(`table    ${t.name}`);
-      out(`path     ${t.root}`);
+      out(`path     ${t.location}`);
       out(`schema   ${t.schema.id}`);
       out(renderTable(["id", "column", "type"], t.schema.fields.map((f) => [f.id, f.name, typeToSql(f.type)])));
       out(`partition keys  ${t.schema.partitionKeys.join(", ") || "(none)"}`);

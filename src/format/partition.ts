@@ -19,7 +19,7 @@
  */
 import { ErrorKind, LakeError, dataInvalid } from "../errors.ts";
 import { typeToSql, type DataType } from "./data-types.ts";
-import { Timestamp, toCanonical, unscaledToString, type Value } from "./values.ts";
+import { Timestamp, toCanonical, formatDecimal, type Value } from "./values.ts";
 
 export const DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__";
 
@@ -324,7 +324,7 @@ export function partitionValueString(type: DataType, value: Value, legacyName: b
     case "DOUBLE":
       return typeof value === "number" ? javaDoubleToString(value) : bad("a number");
     case "DECIMAL":
-      return typeof value === "bigint" ? unscaledToString(value, type.scale) : bad("an unscaled bigint");
+      return typeof value === "bigint" ? formatDecimal(value, type.scale) : bad("an unscaled bigint");
     case "DATE":
       if (typeof value !== "number") return bad("days since epoch");
       return legacyName ? String(value) : castDateToString(value);

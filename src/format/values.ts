@@ -9,7 +9,7 @@
  * | TINYINT / SMALLINT / INT     | number (integer in range)                              |
  * | BIGINT                       | bigint                                                 |
  * | FLOAT / DOUBLE               | number                                                 |
- * | DECIMAL(p, s)                | bigint: the unscaled value (12.34 in DECIMAL(10,2) = 1234n) |
+ * | DECIMAL(p, s)                | bigint: the unscaled value (12.34 in DECIMAL(10,2) = 1234n; `formatDecimal(v, s)` = "12.34") |
  * | CHAR / VARCHAR / STRING      | string                                                 |
  * | BINARY / VARBINARY / BYTES   | Uint8Array                                             |
  * | DATE                         | number: days since 1970-01-01                          |
@@ -297,8 +297,12 @@ function numberToPlainString(n: number): string {
   return n.toFixed(20).replace(/0+$/, "").replace(/\.$/, "");
 }
 
-/** The decimal text of an unscaled value: `unscaledToString(1234n, 2)` = "12.34". */
-export function unscaledToString(unscaled: bigint, scale: number): string {
+/**
+ * The decimal text of a DECIMAL's canonical (unscaled) value and its column's scale: `formatDecimal(1234n, 2)` =
+ * "12.34", `formatDecimal(-5n, 2)` = "-0.05". Exact at any precision (no double in between); what
+ * `decimalToUnscaled` reads back to the same value.
+ */
+export function formatDecimal(unscaled: bigint, scale: number): string {
   const neg = unscaled < 0n;
   let digits = (neg ? -unscaled : unscaled).toString();
   if (scale > 0) {
@@ -322,7 +326,7 @@ export function toJsonValue(type: DataType, v: Value): unknown {
     case "BIGINT":
       return Number.isSafeInteger(Number(v)) ? Number(v) : String(v);
     case "DECIMAL":
-      return unscaledToString(v as bigint, type.scale);
+      return formatDecimal(v as bigint, type.scale);
     case "BINARY":
     case "VARBINARY":
       return Buffer.from(v as Uint8Array).toString("base64");
@@ -376,7 +380,8 @@ export function toJsonText(v: unknown): string {
 
 function describe(v: unknown): string {
   if (typeof v === "string") return `'${v.length > 40 ? v.slice(0, 40) + "…" : v}'`;
-  if (typeof v === "bigint") return `${v}n`;
+  // "integer", not `…n`: a CLI user gave digits in a file, not a JavaScript bigint.
+  if (typeof v === "bigint") return `integer ${v}`;
   if (Array.isArray(v)) return "an array";
   if (v instanceof Uint8Array) return "bytes";
   if (typeof v === "object") return "an object";

@@ -76,4 +76,9 @@ export interface FileIO {
   size(path: string): Promise<number>;
   /** Modification time in epoch ms. */
   mtime(path: string): Promise<number>;
+  /**
+   * Where `path` is, as a user names it (messages, logs, `table describe`): the path itself on a local disk,
+   * `s3://bucket/key` on an object store (whose paths alone, `/prefix/…`, name no bucket).
+   */
+  uriOf(path: string): string;
 }

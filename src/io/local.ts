@@ -252,6 +252,10 @@ export class LocalFileIO implements FileIO {
     return (await fs.stat(path)).mtimeMs;
   }
 
+  uriOf(path: string): string {
+    return path;
+  }
+
   private async writeTemp(path: string, data: Uint8Array | string, durable = true): Promise<string> {
     const tmp = tempPathFor(path);
     let fh: fs.FileHandle | undefined;

@@ -127,7 +127,6 @@ export class S3FileIO implements FileIO {
     this.createAttempts = settings.createAttempts ?? 5;
   }
 
-  /** `s3://bucket/key` of a path, for messages. */
   uriOf(path: string): string {
     return `s3://${this.bucket}/${this.keyOf(path)}`;
   }

@@ -25,6 +25,7 @@ export class Table {
 
   constructor(
     readonly identifier: Identifier,
+    /** The table's directory as its FileIO names it (on S3 `/prefix/<db>.db/<table>`, no bucket: see `location`). */
     readonly root: string,
     readonly io: FileIO,
     readonly schema: TableSchema,
@@ -37,6 +38,10 @@ export class Table {
 
   get name(): string {
     return identifierText(this.identifier);
+  }
+  /** Where the table lives, as a user names it: its directory, or `s3://bucket/prefix/<db>.db/<table>`. */
+  get location(): string {
+    return this.io.uriOf(this.root);
   }
   get isPrimaryKeyTable(): boolean {
     return this.schema.primaryKeys.length > 0;

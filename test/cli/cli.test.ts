@@ -97,6 +97,6 @@ test("cli - a bad row names its line and column, and nothing is committed", () =
   writeFileSync(f, '{"id": 20, "dt": "d3"}\n{"id": "twenty-one", "dt": "d3"}\n');
   const r = nl(["write", "cli.events", f]);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /row 2: column id: expected a 64-bit integer/);
+  assert.match(r.stderr, /bad\.jsonl:2: column id: expected a 64-bit integer/);
   assert.equal(ok(["read", "cli.events", "--partition", "dt=d3", "--format", "jsonl"]).trim(), "");
 });

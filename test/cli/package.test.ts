@@ -2,13 +2,15 @@
  * The npm package: `npm pack` makes a tarball whose exports and bin point at compiled JavaScript with type
  * declarations; installed into an empty project (dependencies from the registry), plain Node — no TypeScript
  * loader — imports `natslake`, `natslake/producer`, `natslake/snapshots` and `natslake/consumer`, publishes rows
- * to a live cluster and sees them committed; `npx natslake --help` runs; the install warns about no engine; and a
- * TypeScript file using the package's types type-checks. The wire contracts resolve as `natslake/schemas/<file>`.
+ * to a live cluster and sees them committed; `npx natslake --help` runs; the install warns about no engine; a strict
+ * TypeScript project, without skipLibCheck, type-checks a typed use of all five entry points (`natslake`,
+ * `natslake/producer`, `natslake/consumer`, `natslake/snapshots`, `natslake/admin`) and refuses wrongly typed calls
+ * of each. The wire contracts resolve as `natslake/schemas/<file>`.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,6 +19,82 @@ import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+/** A TypeScript file using every entry point as a service would: the library, producer, snapshots, consumer, admin. */
+const TYPED_USE = `import { connect } from "@nats-io/transport-node";
+import { BatchWriter, Catalog, formatDecimal, parseColumnList, parseIdentifier, readRows, type Row, type Table } from "natslake";
+import { createProducer, type BatchOutcome, type ProducerOptions } from "natslake/producer";
+import { openConsumer, type ConsumedSnapshot } from "natslake/consumer";
+import { subscribeSnapshots, type SnapshotSubscription } from "natslake/snapshots";
+import { adminRequest } from "natslake/admin";
+
+export async function typedUse(url: string, warehouse: string): Promise<string[]> {
+  const out: string[] = [];
+  const table: Table = await new Catalog(warehouse).createTable(parseIdentifier("pkg.typed"), {
+    columns: parseColumnList("id BIGINT NOT NULL, amount DECIMAL(10, 2)"),
+    options: { bucket: "1", "bucket-key": "id" },
+  });
+  const writer = await BatchWriter.open(table);
+  await writer.write([{ id: 1, amount: "9.99" }]);
+  const committed = await writer.commit();
+  const snapshotId: number | undefined = committed.snapshot?.id;
+  out.push(\`snapshot \${snapshotId}\`);
+  for await (const row of readRows(table, { projection: ["amount"] })) {
+    const r: Row = row;
+    const amount = r["amount"];
+    if (typeof amount === "bigint") out.push(formatDecimal(amount, 2));
+  }
+  const nc = await connect({ servers: url });
+  const opts: ProducerOptions = { nc, table: "pkg.t", maxBatchRows: 100 };
+  const producer = await createProducer(opts);
+  const outcome: BatchOutcome = await producer.write({ id: 1, s: "typed" });
+  const status: "ok" | "duplicate" | "failed" | "unknown" = outcome.status;
+  out.push(status);
+  await producer.close();
+  const sub: SnapshotSubscription = await subscribeSnapshots(nc, "pkg.t", (n) => {
+    const id: number = n.snapshotId;
+    out.push(\`notified \${id}\`);
+  });
+  sub.stop();
+  const consumer = await openConsumer({ nc, table: "pkg.t", from: "full", window: 4 });
+  for await (const snapshot of consumer) {
+    const s: ConsumedSnapshot = snapshot;
+    for await (const batch of s.batches) out.push(\`rows \${batch.numRows}\`);
+    await s.ack();
+    break;
+  }
+  await consumer.close();
+  const tables: unknown = await adminRequest(nc, "lake", { type: "list-tables" });
+  out.push(JSON.stringify(tables));
+  await nc.close();
+  return out;
+}
+`;
+
+/** Calls the declarations must refuse, one per line, and the lines they are on. */
+const WRONG_USE = ((): { text: string; lines: number[] } => {
+  const head = [
+    'import type { NatsConnection } from "@nats-io/transport-node";',
+    'import { BatchWriter, formatDecimal, readRows, type Table } from "natslake";',
+    'import { createProducer } from "natslake/producer";',
+    'import { openConsumer } from "natslake/consumer";',
+    'import { subscribeSnapshots } from "natslake/snapshots";',
+    'import { adminRequest } from "natslake/admin";',
+    "declare const nc: NatsConnection;",
+    "declare const table: Table;",
+    "export async function wrong(): Promise<void> {",
+  ];
+  const calls = [
+    "  await createProducer({ nc, table: 42 });", // a table is named by a string
+    "  await (await BatchWriter.open(table)).write({ id: 1 });", // rows come as an array
+    '  await subscribeSnapshots(nc, "pkg.t", (n: string) => void n);', // the handler gets a notification
+    '  await openConsumer({ nc, table: "pkg.t", window: "8" });', // the window is a number
+    '  await adminRequest(nc, "lake", { type: "drop-everything" });', // no such admin request
+    "  formatDecimal(999, 2);", // the unscaled value is a bigint
+    '  await readRows(table, { limit: "10" }).next();', // the limit is a number
+  ];
+  return { text: [...head, ...calls, "}", ""].join("\n"), lines: calls.map((_, i) => head.length + i + 1) };
+})();
+
 const run = (cmd: string, args: string[], cwd: string, timeout = 240_000) => spawnSync(cmd, args, { cwd, encoding: "utf8", timeout, env: { ...process.env, npm_config_loglevel: "warn", npm_config_fund: "false", npm_config_audit: "false" } });
 
 test("package - npm pack, install into an empty project: plain Node imports it, publishes to a cluster, runs the CLI; no engine warnings; its types check", { timeout: 420_000 }, async () => {
@@ -31,6 +109,9 @@ test("package - npm pack, install into an empty project: plain Node imports it, 
       const list = run("tar", ["-tzf", join(dir, tgz)], dir);
       assert.match(list.stdout, /package\/dist\/cluster\/producer\.js/);
       assert.match(list.stdout, /package\/dist\/cluster\/producer\.d\.ts/);
+      // The hand-written declarations of the .mjs modules the compiled declarations import.
+      assert.match(list.stdout, /package\/dist\/src\/codec\/parquet-wasm-ops\.d\.mts/);
+      assert.match(list.stdout, /package\/dist\/src\/codec\/parquet-footer\.d\.mts/);
       assert.doesNotMatch(list.stdout, /package\/cluster\/producer\.ts/, "sources are not shipped");
       assert.match(list.stdout, /package\/schemas\/dead-letter\.schema\.json/, "the wire contracts are shipped");
       const app = join(dir, "app");
@@ -82,10 +163,22 @@ console.log(JSON.stringify({ library: typeof lake.Catalog, snapshot: seen.snapsh
       assert.match(help.stdout, /Usage: natslake/);
       const version = run("npx", ["--no-install", "natslake", "--version"], app, 60_000);
       assert.match(version.stdout, /0\.1\.0 \(dist\)/, "the installed CLI runs the compiled build");
-      // Types: a TypeScript consumer of the package type-checks with the project's compiler.
-      writeFileSync(join(app, "typed.ts"), `import { createProducer, type ProducerOptions } from "natslake/producer";\nconst o: Partial<ProducerOptions> = { table: "pkg.t" };\nvoid createProducer;\nvoid o;\n`);
-      const tsc = run(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--skipLibCheck", "typed.ts"], app, 120_000);
-      assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+      // Types: a strict TypeScript project WITHOUT --skipLibCheck (so the package's declarations are checked whole: a
+      // .d.ts importing a file that is not shipped fails with TS7016) type-checks a real use of every entry point,
+      // and wrongly typed calls of each fail — the declarations are not `any`. @types/node is what any TypeScript
+      // project on Node has; the package's declarations refer to Node's types.
+      const nodeTypes = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies["@types/node"];
+      const typesInstall = run("npm", ["install", "--save-dev", `@types/node@${nodeTypes}`], app);
+      assert.equal(typesInstall.status, 0, typesInstall.stderr);
+      writeFileSync(join(app, "typed.ts"), TYPED_USE);
+      const tsc = (file: string) => run(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node", file], app, 120_000);
+      const typed = tsc("typed.ts");
+      assert.equal(typed.status, 0, typed.stdout + typed.stderr);
+      writeFileSync(join(app, "wrong.ts"), WRONG_USE.text);
+      const wrong = tsc("wrong.ts");
+      assert.notEqual(wrong.status, 0, "the wrongly typed calls do not compile");
+      const flagged = new Set([...wrong.stdout.matchAll(/^wrong\.ts\((\d+),\d+\): error TS\d+/gm)].map((m) => Number(m[1])));
+      assert.deepEqual([...flagged].sort((a, b) => a - b), WRONG_USE.lines, `each wrong call is an error, nothing else is:\n${wrong.stdout}`);
     }, 40);
   } finally {
     await c.stop();

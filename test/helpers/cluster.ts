@@ -3,6 +3,7 @@
  * temporary warehouse, and N node processes (`natslake node`), each stoppable, killable (SIGKILL), pausable
  * (SIGSTOP/SIGCONT) and restartable. Everything is stopped by PID at the end.
  */
+import { after, before } from "node:test";
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdtempSync, rmSync, openSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -142,6 +143,24 @@ export async function startCluster(opts: { nodes: number; commitInterval?: strin
     }
   }, 60_000, 100);
   return cluster;
+}
+
+/**
+ * One cluster for the tests of a file: started before the first, stopped after the last. The function returns it
+ * (throws if called before it started, e.g. outside a test).
+ */
+export function clusterPerFile(opts: Parameters<typeof startCluster>[0]): () => TestCluster {
+  let cluster: TestCluster | undefined;
+  before(async () => {
+    cluster = await startCluster(opts);
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (cluster === undefined) throw new Error("the file's cluster has not started");
+    return cluster;
+  };
 }
 
 /** Polls `check` every `everyMs` until it returns a value (not undefined) or the timeout passes. */

@@ -40,9 +40,13 @@ export interface ComposeFile {
   volumes?: Record<string, unknown>;
 }
 
-/** `docker-compose config` of compose/docker-compose.yml, parsed; throws with its output when it refuses the file. */
-export function composeConfig(): ComposeFile {
-  const r = spawnSync("docker-compose", ["--file", "docker-compose.yml", "config"], { cwd: COMPOSE_DIR, encoding: "utf8", timeout: 60_000 });
+/**
+ * `docker-compose config` of compose/docker-compose.yml, parsed; throws with its output when it refuses the file.
+ * `env`: the shell's variables the file takes (NATSLAKE_WAREHOUSE, AWS_*), set for docker-compose; none by default.
+ */
+export function composeConfig(env: Record<string, string> = {}): ComposeFile {
+  const shell = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "NATSLAKE_WAREHOUSE" && !k.startsWith("AWS_")));
+  const r = spawnSync("docker-compose", ["--file", "docker-compose.yml", "config"], { cwd: COMPOSE_DIR, encoding: "utf8", timeout: 60_000, env: { ...shell, ...env } });
   if (r.error) throw new Error(`cannot run docker-compose (scripts/setup.sh installs Debian's docker-compose): ${r.error.message}`);
   if (r.status !== 0) throw new Error(`docker-compose config refused compose/docker-compose.yml (exit ${r.status}):\n${r.stderr}${r.stdout}`);
   return parseYaml(r.stdout) as ComposeFile;

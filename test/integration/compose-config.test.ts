@@ -15,6 +15,7 @@ import { COMPOSE_DIR, composeConfig, mountedFrom, nodeServices, parseNodeCommand
 import { dashboardQueries, parsePromQL, DASHBOARD_FILE } from "../helpers/dashboard.ts";
 import { natsServerBin } from "../helpers/nats-cluster.ts";
 import { REPO_ROOT } from "../helpers/python.ts";
+import { parseWarehouse } from "../../src/io/warehouse.ts";
 
 const compose = composeConfig();
 const nodes = nodeServices(compose);
@@ -55,6 +56,25 @@ test("compose - docker-compose config accepts the file: 3 NATS servers, Redis, 3
     assert.ok(Number.parseInt(s.stop_grace_period ?? "10") >= 25, `${name}: stop_grace_period ${s.stop_grace_period}`);
   }
   for (const name of ["committer-1", "committer-2"]) assert.equal(compose.services[name]!.depends_on?.["redis"]?.condition, "service_healthy", name);
+});
+
+test("compose - NATSLAKE_WAREHOUSE and the AWS credentials of the shell put every node on an S3 warehouse (compose/README.md, An S3 warehouse)", async () => {
+  const uri = "s3://lake/prod?endpoint=http://store:8333";
+  const shell = { NATSLAKE_WAREHOUSE: uri, AWS_ACCESS_KEY_ID: "AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY: "secret-example", AWS_REGION: "eu-west-1" };
+  const onS3 = nodeServices(composeConfig(shell));
+  assert.equal(onS3.length, 7);
+  for (const [name, s] of onS3) {
+    const env = s.environment ?? {};
+    for (const [k, v] of Object.entries(shell)) assert.equal(env[k], v, `${name}: ${k}`);
+    const cfg = await parseNodeCommand(s.command, env);
+    assert.equal(cfg.warehouse, uri, name);
+    assert.deepEqual(parseWarehouse(cfg.warehouse), { kind: "s3", bucket: "lake", prefix: "prod", endpoint: "http://store:8333" }, name);
+  }
+  // Without them (the file as the other tests read it): the shared volume, and the credentials empty.
+  for (const [name, s] of nodes) {
+    assert.equal(s.environment?.["NATSLAKE_WAREHOUSE"], "/var/lib/natslake/warehouse", name);
+    for (const k of ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"]) assert.equal(s.environment?.[k], "", `${name}: ${k}`);
+  }
 });
 
 test("compose - every node service's command line parses with the CLI's option parser into a valid node configuration", async () => {

@@ -10,7 +10,7 @@ import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-build
 import { fromArrowSchema } from "../../../src/codec/arrow-schema.ts";
 import { parquetFooterInfo, parquetRowCount, readParquet, readParquetAsync, readParquetSchema, writeParquet } from "../../../src/codec/parquet.ts";
 import { parseColumnList, T, typeToSql, type DataType } from "../../../src/format/data-types.ts";
-import { dateToString, unscaledToString, type Row, type Timestamp, type Value } from "../../../src/format/values.ts";
+import { dateToString, formatDecimal, type Row, type Timestamp, type Value } from "../../../src/format/values.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { ALL_ROWS, ALL_TYPES, ts } from "../../helpers/codec-fixtures.ts";
 import { runPython } from "../../helpers/python.ts";
@@ -46,7 +46,7 @@ function duckJson(type: DataType, v: Value): unknown {
       return Number.isNaN(n) ? "NaN" : n === Infinity ? "Infinity" : n === -Infinity ? "-Infinity" : n;
     }
     case "DECIMAL":
-      return unscaledToString(v as bigint, type.scale);
+      return formatDecimal(v as bigint, type.scale);
     case "ARRAY":
       return (v as Value[]).map((x) => duckJson(type.element, x));
     case "MAP":
