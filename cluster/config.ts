@@ -52,10 +52,11 @@ export const NodeConfigSchema = z.object({
   roles: z
     .array(z.enum(ROLES))
     .min(1, "give at least one role")
+    .default([...ROLES])
     .describe("the roles this node takes: `writer` (writes buckets' rows to data files), `committer` (leads tables: commits snapshots, runs maintenance; needs `redis`), `reader` (answers admin requests, serves consume sessions); all three by default"),
-  nats: z.string().min(1).describe("NATS server URL, or a comma-separated list of a NATS cluster's servers (the node starts while any of them is up)"),
+  nats: z.string().min(1).describe("NATS server URL, or a comma-separated list of a NATS cluster's servers (the node starts while any of them is up); required"),
   redis: z.string().optional().describe("Redis URL of the committer leases; required with the `committer` role"),
-  warehouse: z.string().min(1).describe("the warehouse: a directory, or `s3://bucket/prefix[?endpoint=…]` with credentials from the AWS environment"),
+  warehouse: z.string().min(1).describe("the warehouse: a directory, or `s3://bucket/prefix[?endpoint=…]` with credentials from the AWS environment; required"),
   prefix: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lake").describe("the prefix of every subject, stream and KV bucket of this cluster; every node and client of one cluster uses the same"),
   commitInterval: durationSetting.default(250).describe("how often a table's leader commits a snapshot, for tables without their own `natslake.commit-interval`"),
   leaseTtl: durationSetting.default(2000).describe("committer lease TTL: a table whose leader stops renewing its lease gets a new leader this long after"),
