@@ -48,7 +48,7 @@ const group = (name: OptionGroup, defs: readonly Def[]): OptionDef[] => defs.map
 
 export const OPTIONS: readonly OptionDef[] = [
   ...group("Buckets", [
-    def("bucket", "int", "Bucket count: N > 0 fixed buckets, -1 unaware (append) / dynamic (primary key), -2 postpone", "-1"),
+    def("bucket", "int", "Bucket count: N > 0 fixed buckets, -1 unaware (append) / dynamic (primary key), -2 postpone (natslake writes primary-key tables with fixed buckets only)", "-1"),
     def("bucket-key", "string", "Comma-separated bucket key columns (no spaces)"),
     def("bucket-function.type", "enum", "Bucket function: default (Paimon's hash of the bucket key), mod (a single INT or BIGINT key modulo the bucket count); natslake refuses hive", "default", ["default", "mod", "hive"]),
     def("dynamic-bucket.target-row-num", "long", "Rows per dynamic bucket", "2000000"),
@@ -61,7 +61,7 @@ export const OPTIONS: readonly OptionDef[] = [
     def("metadata.stats-mode", "string", "Value statistics: none, counts, full, truncate(N) (strings and binaries cut to N characters/bytes)", "truncate(16)"),
     def("data-file.prefix", "string", "Data file name prefix", "data-"),
     def("changelog-file.prefix", "string", "Changelog file name prefix", "changelog-"),
-    def("data-file.thin-mode", "bool", "Omit _KEY_ columns in primary-key files", "false"),
+    def("data-file.thin-mode", "bool", "Omit _KEY_ columns in primary-key files (natslake does not write it)", "false"),
   ]),
   ...group("Writing", [
     def("write-buffer-size", "memory", "In-memory buffer before a flush", "256 mb"),
@@ -114,14 +114,14 @@ export const OPTIONS: readonly OptionDef[] = [
     def("full-compaction.delta-commits", "int", "Force full compaction every N commits"),
   ]),
   ...group("Primary-key tables", [
-    def("merge-engine", "enum", "Merge engine of primary-key tables (natslake reads deduplicate tables only)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
-    def("changelog-producer", "enum", "Changelog producer", "none", ["none", "input", "lookup", "full-compaction"]),
-    def("sequence.field", "string", "User field ordering rows of one key (natslake does not read tables with one)"),
+    def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads deduplicate only)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
+    def("changelog-producer", "enum", "Changelog producer (natslake writes none and input)", "none", ["none", "input", "lookup", "full-compaction"]),
+    def("sequence.field", "string", "User field(s) ordering the versions of one key (natslake writes tables with one, and does not read them yet)"),
     def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
     def("ignore-delete", "bool", "Ignore delete rows", "false"),
     def("partial-update.remove-record-on-delete", "bool", "partial-update: a delete removes the row", "false"),
     def("fields.default-aggregate-function", "string", "Default aggregate function"),
-    def("deletion-vectors.enabled", "bool", "Deletion vectors (natslake does not read primary-key tables with them)", "false"),
+    def("deletion-vectors.enabled", "bool", "Deletion vectors (natslake neither writes nor reads primary-key tables with them)", "false"),
     def("primary-key.nullable", "bool", "Allow nullable primary key columns", "false"),
   ]),
   ...group("Manifests", [
