@@ -116,7 +116,7 @@ export const OPTIONS: readonly OptionDef[] = [
   ...group("Primary-key tables", [
     def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads deduplicate only)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
     def("changelog-producer", "enum", "Changelog producer (natslake writes none and input)", "none", ["none", "input", "lookup", "full-compaction"]),
-    def("sequence.field", "string", "User field(s) ordering the versions of one key (natslake writes tables with one, and does not read them yet)"),
+    def("sequence.field", "string", "User field(s) ordering the versions of one key (instead of their arrival)"),
     def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
     def("ignore-delete", "bool", "Ignore delete rows", "false"),
     def("partial-update.remove-record-on-delete", "bool", "partial-update: a delete removes the row", "false"),
