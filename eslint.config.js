@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", ".venv/**", "dist/**", "dist.next-*/**", "dist.old-*/**", "tmp/**", ".bench/**", "**/*.py", "scripts/**", "bin/**", "eslint.config.js"] },
+  { ignores: ["node_modules/**", ".venv/**", "dist/**", "dist.next-*/**", "dist.old-*/**", "tmp/**", ".bench/**", "**/*.py", "scripts/**/*.mjs", "bin/**", "eslint.config.js"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -30,7 +30,7 @@ import { CommittableStore } from "./committable-store.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
-import { streamMismatchCounter } from "./stream-check.ts";
+import { METRICS } from "./metrics.ts";
 import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
 import { SpacedTasks } from "./spaced-tasks.ts";
 import { BeatGather, gatherWindowMs, type GatherEntry } from "./beat-gather.ts";
@@ -157,20 +157,20 @@ export class CommitterActor implements Actor<CommitterMsg> {
 
   constructor(private readonly d: CommitterDeps) {
     this.tracer = d.tracer ?? trace.getTracer("natslake");
-    this.commits = d.meter.createCounter("natslake_commits_total", { description: "snapshots committed" });
-    this.commitLatency = d.meter.createHistogram("natslake_commit_duration_ms", { description: "commit round duration", unit: "ms" });
-    this.rejected = d.meter.createCounter("natslake_committables_rejected_total", { description: "stale committables rejected" });
-    this.leaderChanges = d.meter.createCounter("natslake_leader_changes_total", { description: "leadership gained" });
-    this.streamMismatches = streamMismatchCounter(d.meter);
-    this.commitFailures = d.meter.createCounter("natslake_commit_failures_total", { description: "commit rounds that failed (an IO error, an unknown outcome; retried next interval) — the operators' P0 alert" });
+    this.commits = METRICS.commits.create(d.meter);
+    this.commitLatency = METRICS.commitDuration.create(d.meter);
+    this.rejected = METRICS.committablesRejected.create(d.meter);
+    this.leaderChanges = METRICS.leaderChanges.create(d.meter);
+    this.streamMismatches = METRICS.streamMismatches.create(d.meter);
+    this.commitFailures = METRICS.commitFailures.create(d.meter);
     // The series exists from the start at 0, so Prometheus sees the first failure as an increase.
     this.commitFailures.add(0, { table: d.table.name });
     // Rejections and stream mismatches are rare and serious: from 0 too, so their first one shows as an increase.
     this.rejected.add(0, { table: d.table.name });
     this.streamMismatches.add(0, { table: d.table.name, component: "committer" });
-    this.compactions = d.meter.createCounter("natslake_compactions_total", { description: "writers' compactions decided by the leader, by result (accepted, duplicate, rejected) and reason" });
+    this.compactions = METRICS.compactions.create(d.meter);
     this.store = new CommittableStore(d.table);
-    this.visibleLatency = d.meter.createHistogram("natslake_publish_to_visible_ms", { description: "first row arrival at a writer → snapshot link", unit: "ms" });
+    this.visibleLatency = METRICS.publishToVisible.create(d.meter);
   }
 
   preStart(ctx: ActorContext<CommitterMsg>): void {

@@ -2,7 +2,8 @@
  * The leader's scheduled maintenance tasks (run by MaintenanceActor), each a thin schedule over its library function
  * in src/maintenance/. Built per table (`maintenanceTasks`), since snapshot expiration remembers what it last saw.
  */
-import type { Meter } from "@opentelemetry/api";
+import type { Attributes, Meter, ObservableGauge } from "@opentelemetry/api";
+import { METRICS, type MetricDef, type MetricLabels } from "./metrics.ts";
 import { expirePartitions, partitionExpirationEnabled } from "../src/maintenance/expire-partitions.ts";
 import { expireSnapshots, type ExpireResult } from "../src/maintenance/expire-snapshots.ts";
 import { compactionRules, isSmallFile } from "../src/maintenance/compact.ts";
@@ -75,8 +76,8 @@ export const EXPIRE_ON_COMMIT_GAP_MS = 250;
 
 /** Counts what snapshot expiration removed — scheduled or asked for — under the metric names the committer used. */
 export function expirationCounters(meter: Meter): (table: string, r: ExpireResult) => void {
-  const expired = meter.createCounter("natslake_snapshots_expired_total", { description: "snapshots removed by expiration" });
-  const filesRemoved = meter.createCounter("natslake_files_removed_total", { description: "data files and manifests removed by maintenance" });
+  const expired = METRICS.snapshotsExpired.create(meter);
+  const filesRemoved = METRICS.filesRemoved.create(meter);
   return (table, r) => {
     if (r.dryRun || r.snapshotsDeleted === 0) return;
     expired.add(r.snapshotsDeleted, { table });
@@ -122,21 +123,26 @@ export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => 
 export const CONSUMER_LAG_EVERY_MS = 5000;
 export const TABLE_STATS_EVERY_MS = 10_000;
 
+type TableLabels = MetricLabels<"table", never>;
+type BucketLabels = MetricLabels<"table" | "bucket", never>;
+type ConsumerLabels = MetricLabels<"table" | "consumer", never>;
+
 /**
  * Gauge values a task measures now and then, by attributes: reported until not measured again within `staleMs`
  * (the leadership moved to another node, the consumer was deleted), so an ex-leader stops exporting old values.
  */
-class Measured {
-  private readonly values = new Map<string, { attrs: Record<string, string>; value: number; at: number }>();
+class Measured<A extends Attributes> {
+  private readonly values = new Map<string, { attrs: A; value: number; at: number }>();
   constructor(
     private readonly staleMs: number,
     private readonly now: () => number,
   ) {}
-  set(attrs: Record<string, string>, value: number): void {
+  set(attrs: A, value: number): void {
     this.values.set(JSON.stringify(attrs), { attrs, value, at: this.now() });
   }
-  gauge(meter: Meter, name: string, description: string, unit?: string): void {
-    meter.createObservableGauge(name, { description, ...(unit !== undefined ? { unit } : {}) }).addCallback((r) => {
+  /** Reports the values as `gauge` (registered here, once per meter: see `once`). */
+  observeAs(meter: Meter, gauge: MetricDef<ObservableGauge<A>>): void {
+    gauge.create(meter).addCallback((r) => {
       const t = this.now();
       for (const [k, v] of this.values) {
         if (t - v.at > this.staleMs) this.values.delete(k);
@@ -162,9 +168,9 @@ function once<T>(meter: Meter, key: string, make: () => T): T {
  */
 export function consumerLagTask(meter: Meter, now: () => number = Date.now): MaintenanceTask {
   const { snapshots, seconds } = once(meter, "consumer-lag", () => {
-    const g = { snapshots: new Measured(3 * CONSUMER_LAG_EVERY_MS, now), seconds: new Measured(3 * CONSUMER_LAG_EVERY_MS, now) };
-    g.snapshots.gauge(meter, "natslake_consumer_lag_snapshots", "snapshots a consumer has not processed yet (latest + 1 − its nextSnapshot)");
-    g.seconds.gauge(meter, "natslake_consumer_lag_seconds", "age of the oldest snapshot a consumer has not processed yet (0 when caught up)", "s");
+    const g = { snapshots: new Measured<ConsumerLabels>(3 * CONSUMER_LAG_EVERY_MS, now), seconds: new Measured<ConsumerLabels>(3 * CONSUMER_LAG_EVERY_MS, now) };
+    g.snapshots.observeAs(meter, METRICS.consumerLagSnapshots);
+    g.seconds.observeAs(meter, METRICS.consumerLagSeconds);
     return g;
   });
   return {
@@ -192,11 +198,11 @@ export function consumerLagTask(meter: Meter, now: () => number = Date.now): Mai
 export function tableStatsTask(meter: Meter, now: () => number = Date.now): MaintenanceTask {
   const { files, bytes, snapshots, backlog } = once(meter, "table-stats", () => {
     const stale = 3 * TABLE_STATS_EVERY_MS;
-    const g = { files: new Measured(stale, now), bytes: new Measured(stale, now), snapshots: new Measured(stale, now), backlog: new Measured(stale, now) };
-    g.files.gauge(meter, "natslake_table_live_files", "data files the latest snapshot references");
-    g.bytes.gauge(meter, "natslake_table_live_bytes", "bytes of the data files the latest snapshot references", "By");
-    g.snapshots.gauge(meter, "natslake_table_snapshots", "snapshots retained");
-    g.backlog.gauge(meter, "natslake_compaction_backlog_files", "small live files of a bucket waiting for compaction (below target-file-size × compaction.small-file-ratio)");
+    const g = { files: new Measured<TableLabels>(stale, now), bytes: new Measured<TableLabels>(stale, now), snapshots: new Measured<TableLabels>(stale, now), backlog: new Measured<BucketLabels>(stale, now) };
+    g.files.observeAs(meter, METRICS.tableLiveFiles);
+    g.bytes.observeAs(meter, METRICS.tableLiveBytes);
+    g.snapshots.observeAs(meter, METRICS.tableSnapshots);
+    g.backlog.observeAs(meter, METRICS.compactionBacklog);
     return g;
   });
   // Manifests never change once written: one store per table keeps them cached between runs.

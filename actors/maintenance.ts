@@ -11,6 +11,7 @@
  * idempotent and crash-safe by itself (src/maintenance/), so a leader that dies mid-job leaves it for the next one.
  */
 import type { Meter } from "@opentelemetry/api";
+import { METRICS } from "./metrics.ts";
 import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import type { Table } from "../src/table/table.ts";
 import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
@@ -82,9 +83,9 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
   private readonly recordExpiration: (table: string, r: ExpireResult) => void;
 
   constructor(private readonly d: MaintenanceDeps) {
-    this.removed = d.meter.createCounter("natslake_maintenance_removed_total", { description: "what scheduled maintenance removed (partitions, files), by task and kind" });
-    this.failures = d.meter.createCounter("natslake_maintenance_failures_total", { description: "scheduled maintenance runs that failed" });
-    this.requests = d.meter.createCounter("natslake_maintenance_requests_total", { description: "maintenance jobs asked for over NATS (the CLI with --nats), by task and outcome" });
+    this.removed = METRICS.maintenanceRemoved.create(d.meter);
+    this.failures = METRICS.maintenanceFailures.create(d.meter);
+    this.requests = METRICS.maintenanceRequests.create(d.meter);
     this.recordExpiration = expirationCounters(d.meter);
   }
 

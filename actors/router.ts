@@ -21,8 +21,8 @@ import type { Table } from "../src/table/table.ts";
 import type { Actor, ActorContext } from "./runtime/index.ts";
 import type { Bus, Clock, Meter, RawLog, RawMessage, RawReader, RouterProgress } from "./ports.ts";
 import { checkStream, resetHint } from "../src/commit/stream-identity.ts";
-import { STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
-import { deadLetterCounter } from "./dead-letter-metric.ts";
+import { STREAM_RECHECK_MS } from "./stream-check.ts";
+import { METRICS } from "./metrics.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 
 /**
@@ -91,8 +91,8 @@ export class RouterActor implements Actor<RouterMsg> {
   private readonly deadLetters;
 
   constructor(private readonly d: RouterDeps) {
-    this.streamMismatches = streamMismatchCounter(d.meter);
-    this.deadLetters = deadLetterCounter(d.meter);
+    this.streamMismatches = METRICS.streamMismatches.create(d.meter);
+    this.deadLetters = METRICS.deadLetters.create(d.meter);
     const t = d.table;
     this.names = t.schema.fields.map((f) => f.name);
     this.check = batchRowConverter(t.schema.fields, this.names).convert;

@@ -2,16 +2,8 @@
  * The actors' side of stream identity (src/commit/stream-identity.ts): whether a table's committed offsets may be used
  * on its live ingest stream, and the metric every refusal counts in.
  */
-import type { Counter, Meter } from "@opentelemetry/api";
 import { checkStream, resetHint, type LiveStream, type StreamCheck } from "../src/commit/stream-identity.ts";
 import type { NatslakeState } from "../src/format/snapshot.ts";
-
-/** `natslake_stream_mismatch_total{table, component}`: refusals to use offsets on a stream they do not belong to. */
-export function streamMismatchCounter(meter: Meter): Counter {
-  return meter.createCounter("natslake_stream_mismatch_total", {
-    description: "refusals to read, commit or purge because the table's offsets belong to another ingest stream (see natslake table reset-offsets)",
-  });
-}
 
 /** Checks the chain's natslake state against the live stream; a refusal's reason ends with the way out. */
 export function checkTableStream(table: string, chain: NatslakeState | null, live: LiveStream): StreamCheck {

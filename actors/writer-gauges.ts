@@ -8,6 +8,7 @@
  * Registered once per meter; a host is observed from its start to its stop.
  */
 import type { Meter } from "@opentelemetry/api";
+import { METRICS } from "./metrics.ts";
 import type { WriteBudget } from "../src/write/write-budget.ts";
 
 export interface ObservedHost {
@@ -24,7 +25,7 @@ function hosts(meter: Meter): Set<ObservedHost> {
   if (known !== undefined) return known;
   const live = new Set<ObservedHost>();
   hostsOf.set(meter, live);
-  meter.createObservableGauge("natslake_bucket_assignments", { description: "buckets this node's writers own, by table and state (active, revoking)" }).addCallback((r) => {
+  METRICS.bucketAssignments.create(meter).addCallback((r) => {
     for (const h of live) {
       const n = h.bucketsByState();
       r.observe(n.active, { table: h.table, state: "active" });
@@ -32,11 +33,11 @@ function hosts(meter: Meter): Set<ObservedHost> {
     }
   });
   const budgets = (): Set<WriteBudget> => new Set([...live].flatMap((h) => (h.budget === undefined ? [] : [h.budget])));
-  meter.createObservableGauge("natslake_writer_memory_bytes", { description: "the node's write budget in use: rows its bucket writers hold decoded and not yet written", unit: "By" }).addCallback((r) => {
+  METRICS.writerMemory.create(meter).addCallback((r) => {
     const b = budgets();
     if (b.size > 0) r.observe([...b].reduce((n, x) => n + x.usedBytes, 0));
   });
-  meter.createObservableGauge("natslake_writer_memory_limit_bytes", { description: "the node's write budget (--writer-memory)", unit: "By" }).addCallback((r) => {
+  METRICS.writerMemoryLimit.create(meter).addCallback((r) => {
     const b = budgets();
     if (b.size > 0) r.observe([...b].reduce((n, x) => n + x.capacityBytes, 0));
   });

@@ -27,8 +27,8 @@ import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
 import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
-import { checkTableStream, STREAM_RECHECK_MS, streamMismatchCounter } from "./stream-check.ts";
-import { deadLetterCounter } from "./dead-letter-metric.ts";
+import { checkTableStream, STREAM_RECHECK_MS } from "./stream-check.ts";
+import { METRICS } from "./metrics.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
 import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
@@ -201,27 +201,27 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.writeBufferBytes = d.table.options.writeBufferSize;
     this.tracer = d.tracer ?? trace.getTracer("natslake");
     this.store = new CommittableStore(d.table);
-    this.rowsIn = d.meter.createCounter("natslake_rows_in_total", { description: "rows buffered by writers" });
-    this.deadLetters = deadLetterCounter(d.meter);
-    this.filesOut = d.meter.createCounter("natslake_files_written_total", { description: "data files written" });
-    this.bytesOut = d.meter.createCounter("natslake_bytes_written_total", { description: "bytes of data files written by flushes (compaction not counted)", unit: "By" });
-    this.streamMismatches = streamMismatchCounter(d.meter);
+    this.rowsIn = METRICS.rowsIn.create(d.meter);
+    this.deadLetters = METRICS.deadLetters.create(d.meter);
+    this.filesOut = METRICS.filesWritten.create(d.meter);
+    this.bytesOut = METRICS.bytesWritten.create(d.meter);
+    this.streamMismatches = METRICS.streamMismatches.create(d.meter);
     // Primary-key buckets compact as LSM trees, not by merging small append files (src/lsm/).
     this.compactor =
       d.compaction !== undefined && !d.table.options.bool("write-only") && !this.keyed
         ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, pool: d.compaction.pool, now: () => d.clock.monotonic() })
         : null;
-    this.compactionJobs = d.meter.createCounter("natslake_compaction_jobs_total", { description: "writers' compaction jobs, by result (sent, idle, failed)" });
-    this.compactionFiles = d.meter.createCounter("natslake_compaction_files_total", { description: "files in compactions writers sent, by role (input, output)" });
-    this.compactionRows = d.meter.createCounter("natslake_compaction_rows_total", { description: "rows in compactions writers sent, by how they were written (copied: their row groups copied byte for byte; reencoded: decoded and encoded again)" });
+    this.compactionJobs = METRICS.compactionJobs.create(d.meter);
+    this.compactionFiles = METRICS.compactionFiles.create(d.meter);
+    this.compactionRows = METRICS.compactionRows.create(d.meter);
     // Where a bucket's compaction time goes: waiting for the node's slot (other buckets' rewrites) or rewriting.
-    this.compactionSeconds = d.meter.createHistogram("natslake_compaction_seconds", { description: "writers' compaction jobs that sent a change: seconds waiting for the node's compaction slot and rewriting, by stage (slot-wait, rewrite)", unit: "s", advice: { explicitBucketBoundaries: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] } });
-    this.preemptions = d.meter.createCounter("natslake_writer_preempted_flushes_total", { description: "flushes started early because the node's write budget was full" });
+    this.compactionSeconds = METRICS.compactionSeconds.create(d.meter);
+    this.preemptions = METRICS.preemptedFlushes.create(d.meter);
     // From 0, so a dashboard's rate() shows the first early flush (they are rare while the budget suffices).
     this.preemptions.add(0, this.labels);
   }
 
-  private get labels(): Record<string, string | number> {
+  private get labels(): { table: string; bucket: number } {
     return { table: this.d.table.name, bucket: this.d.bucket };
   }
 

@@ -12,7 +12,7 @@ import type { NodeRole } from "../actors/wire/messages.ts";
 const ROLES = ["writer", "committer", "reader"] as const;
 
 /** A duration: milliseconds as a number, or text such as "250ms", "2s", "1 min". */
-const duration = z.unknown().transform((v, ctx) => {
+export const durationSetting = z.unknown().transform((v, ctx) => {
   if (typeof v === "number" && Number.isInteger(v) && v >= 0) return v;
   if (typeof v === "string") {
     try {
@@ -27,7 +27,7 @@ const duration = z.unknown().transform((v, ctx) => {
 });
 
 /** A size in bytes: a positive number, or text such as "64mb", "512 kb", "1 gb". */
-const memory = z.unknown().transform((v, ctx) => {
+export const sizeSetting = z.unknown().transform((v, ctx) => {
   if (typeof v === "number" && Number.isInteger(v) && v > 0) return v;
   if (typeof v === "string") {
     try {
@@ -45,56 +45,67 @@ const memory = z.unknown().transform((v, ctx) => {
 });
 
 export const NodeConfigSchema = z.object({
-  nodeId: z.string().regex(/^[A-Za-z0-9_-]+$/, "node ids use letters, digits, '_' and '-' only"),
-  roles: z.array(z.enum(ROLES)).min(1, "give at least one role"),
-  nats: z.string().min(1),
-  redis: z.string().optional(),
-  warehouse: z.string().min(1),
-  prefix: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lake"),
-  commitInterval: duration.default(250),
-  leaseTtl: duration.default(2000),
-  heartbeatInterval: duration.default(500),
-  memberTimeout: duration.default(3000),
-  replicas: z.number().int().min(1).max(5).default(1),
-  streamMaxBytes: z.number().int().positive().default(1024 * 1024 * 1024),
-  duplicateWindow: duration.default(120_000),
-  maxBufferedRows: z.number().int().positive().default(500_000),
-  /** Bytes of decoded, not yet written rows that this node's bucket writers may hold together (WriteBudget). */
-  writerMemory: memory.default(128 * 1024 * 1024),
-  /**
-   * Encoded rows one shared consume feed of a reader may hold (snapshots read once for every session that projects
-   * and filters a table the same way; actors/consume-feed.ts): beyond it the oldest go, and sessions that still
-   * need them read them themselves.
-   */
-  consumeFeedMemory: memory.default(32 * 1024 * 1024),
-  logLevel: z.enum(["debug", "info", "warn", "error"]).default("info"),
-  drainTimeout: duration.default(15_000),
-  /**
-   * How long an actor may handle one message, a table's commit round may run, or a bucket may hold what it read
-   * without a flush before the node reports it (a warning naming what it waits on; `natslake_actors_stuck`): each of
-   * them holds rows back, and a wait that never ends would otherwise stall a table without a word.
-   */
-  stallReport: duration.default(15_000),
-  /**
-   * Writer-side compactions this node runs at once (each holds its inputs' rows while rewriting them); 0 turns
-   * writer-side compaction off on this node (the table's `write-only = true` turns it off for a table).
-   */
-  compactionSlots: z.number().int().min(0).max(16).default(1),
-  /**
-   * The CPU priority (Unix nice, 0–19) of the worker threads that rewrite this node's compactions: 10 by default, so
-   * that on a saturated machine compaction — background work, several times the bytes ingested — yields the cores to
-   * the threads that ingest, commit and deliver (and to other processes: nats-server, readers, consumers). 0: the
-   * compactions share the node's Parquet workers at its own priority, as flushes do.
-   */
-  compactionNice: z.number().int().min(0).max(19).default(10),
-  /** How often a bucket writer plans a compaction (default: every commit interval, at least 250 ms). */
-  compactionInterval: duration.optional(),
-  /** Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this port (0: any free one; absent: no endpoint). */
-  metricsPort: z.number().int().min(0).max(65535).optional(),
-  /** The address the metrics endpoint listens on (loopback by default; 0.0.0.0 in a container). */
-  metricsHost: z.string().min(1).default("127.0.0.1"),
-  /** Export traces by OTLP/HTTP to this collector (base URL; cluster/tracing.ts). Absent: the OTEL_* variables decide. */
-  otlpEndpoint: z.string().min(1).optional(),
+  nodeId: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, "node ids use letters, digits, '_' and '-' only")
+    .describe("this node's id in membership, bucket assignments, leases, metrics and logs (letters, digits, '_' and '-'; default `<host>-<pid>-<random hex>`)"),
+  roles: z
+    .array(z.enum(ROLES))
+    .min(1, "give at least one role")
+    .default([...ROLES])
+    .describe("the roles this node takes: `writer` (writes buckets' rows to data files), `committer` (leads tables: commits snapshots, runs maintenance; needs `redis`), `reader` (answers admin requests, serves consume sessions); all three by default"),
+  nats: z.string().min(1).describe("NATS server URL, or a comma-separated list of a NATS cluster's servers (the node starts while any of them is up); required"),
+  redis: z.string().optional().describe("Redis URL of the committer leases; required with the `committer` role"),
+  warehouse: z.string().min(1).describe("the warehouse: a directory, or `s3://bucket/prefix[?endpoint=…]` with credentials from the AWS environment; required"),
+  prefix: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lake").describe("the prefix of every subject, stream and KV bucket of this cluster; every node and client of one cluster uses the same"),
+  commitInterval: durationSetting.default(250).describe("how often a table's leader commits a snapshot, for tables without their own `natslake.commit-interval`"),
+  leaseTtl: durationSetting.default(2000).describe("committer lease TTL: a table whose leader stops renewing its lease gets a new leader this long after"),
+  heartbeatInterval: durationSetting.default(500).describe("how often the node writes its membership heartbeat"),
+  memberTimeout: durationSetting.default(3000).describe("a member whose heartbeat is older than this is gone: its buckets are assigned to others (and this node reports itself not ready when its own heartbeat is that old)"),
+  replicas: z.number().int().min(1).max(5).default(1).describe("replicas of the streams and KV buckets this node creates (1 on a single server, 3 in a NATS cluster)"),
+  streamMaxBytes: z.number().int().positive().default(1024 * 1024 * 1024).describe("size bound, in bytes, of the ingest streams this node creates (new messages are refused when full)"),
+  duplicateWindow: durationSetting.default(120_000).describe("de-duplication window of the ingest streams this node creates: a message published again with the same `Nats-Msg-Id` within it is stored once"),
+  maxBufferedRows: z.number().int().positive().default(500_000).describe("rows one bucket writer buffers before it flushes (besides the table's `write-buffer-size`)"),
+  // The write budget is shared by every bucket writer of the node (src/write/write-budget.ts): beyond it the largest
+  // buffer is flushed early.
+  writerMemory: sizeSetting.default(128 * 1024 * 1024).describe("bytes of decoded, not yet written rows that this node's bucket writers may hold together; beyond it the largest buffer is flushed early"),
+  // Snapshots are read once for every session that projects and filters a table the same way (actors/consume-feed.ts).
+  consumeFeedMemory: sizeSetting
+    .default(32 * 1024 * 1024)
+    .describe("encoded rows one shared consume feed of a reader may hold: beyond it the oldest go, and sessions that still need them read them themselves"),
+  logLevel: z.enum(["debug", "info", "warn", "error"]).default("info").describe("the least severe log lines written (JSON lines on stderr)"),
+  drainTimeout: durationSetting
+    .default(15_000)
+    .describe("how long a drain (SIGTERM, `natslake node drain`) waits for the buckets to be handed off and their last committables committed; a drain still running 10 s after it ends the process with exit code 1"),
+  // Each of them holds rows back, and a wait that never ends would otherwise stall a table without a word.
+  stallReport: durationSetting
+    .default(15_000)
+    .describe("how long an actor may handle one message, a table's commit round may run, or a bucket may hold what it read without a flush before the node reports it (a warning naming what it waits on; `natslake_actors_stuck`)"),
+  // Each compaction holds its inputs' rows while rewriting them.
+  compactionSlots: z
+    .number()
+    .int()
+    .min(0)
+    .max(16)
+    .default(1)
+    .describe("writer-side compactions this node runs at once; 0 turns writer-side compaction off on this node (a table's `write-only = true` turns it off for the table)"),
+  // Compaction is background work, several times the bytes ingested: on a saturated machine it yields the cores to
+  // the threads that ingest, commit and deliver (and to nats-server, readers, consumers).
+  compactionNice: z
+    .number()
+    .int()
+    .min(0)
+    .max(19)
+    .default(10)
+    .describe("the CPU priority (Unix nice, 0–19) of the worker threads that rewrite this node's compactions; 0: the compactions share the node's Parquet workers at its own priority, as flushes do"),
+  compactionInterval: durationSetting.optional().describe("how often a bucket writer plans a compaction (default: every commit interval, at least 250 ms)"),
+  metricsPort: z.number().int().min(0).max(65535).optional().describe("serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this port (0: any free one; absent: no endpoint)"),
+  metricsHost: z.string().min(1).default("127.0.0.1").describe("the address the metrics endpoint listens on (0.0.0.0 in a container)"),
+  otlpEndpoint: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("export traces by OTLP/HTTP (JSON) to this collector's base URL, e.g. http://127.0.0.1:4318; absent: the OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER variables decide (off when unset)"),
 });
 
 export type NodeConfig = z.infer<typeof NodeConfigSchema>;
@@ -105,7 +116,8 @@ export interface ConfigSources {
   file?: string;
 }
 
-const ENV: Record<string, string> = {
+/** The environment variable of each setting that has one (flags win over them, they win over the config file). */
+export const NODE_CONFIG_ENV: Readonly<Partial<Record<keyof NodeConfig, string>>> = {
   nodeId: "NATSLAKE_NODE_ID",
   roles: "NATSLAKE_ROLES",
   nats: "NATSLAKE_NATS",
@@ -160,7 +172,7 @@ export function loadNodeConfig(src: ConfigSources): NodeConfig {
     }
     Object.assign(merged, parsed);
   }
-  for (const [key, name] of Object.entries(ENV)) {
+  for (const [key, name] of Object.entries(NODE_CONFIG_ENV)) {
     const v = src.env[name];
     if (v !== undefined && v !== "") merged[key] = key === "roles" ? v.split(",").map((s) => s.trim()) : NUMERIC.has(key) ? Number(v) : v;
   }

@@ -8,6 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Meter } from "@opentelemetry/api";
+import { METRICS } from "../actors/metrics.ts";
 import { headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { parsePartitionSpec } from "../src/format/partition.ts";
@@ -60,12 +61,6 @@ export interface FeedLimits {
   maxEntryFileBytes?: number;
 }
 
-/**
- * Buckets of the reader's latency histograms (a delivery, and its stages): fine below 100 ms, where a consumer's
- * latency target lies (the default buckets jump from 50 to 75 to 100).
- */
-const CONSUME_LATENCY_BUCKETS_MS = [1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000, 10_000, 30_000];
-
 export class ConsumeService {
   private openSub: Subscription | null = null;
   private readonly fans = new Map<string, TableFan>();
@@ -82,25 +77,13 @@ export class ConsumeService {
   private readonly stageLatency;
 
   constructor(private readonly d: ConsumeServiceDeps) {
-    this.bytesSent = d.meter.createCounter("natslake_consume_bytes_total", { description: "Arrow IPC bytes reader nodes sent to consumers", unit: "By" });
-    this.feedSnapshots = d.meter.createCounter("natslake_consume_feed_snapshots_total", {
-      description: "snapshots through the shared consume feeds, by outcome: read (read and encoded once to share), shared (a session sent a shared read), own (a session read it itself: behind the others, too large, or the shared read failed), evicted (dropped because the feed was full)",
-    });
-    this.feedFiles = d.meter.createCounter("natslake_consume_feed_files_total", {
-      description: "data files the shared consume feeds decoded ahead, by outcome: early (announced by a writer's committable and decoded before its snapshot linked), taken (a snapshot's load used such a decode instead of reading the file)",
-    });
-    this.deliveryLatency = d.meter.createHistogram("natslake_consume_delivery_ms", {
-      description: "snapshot link → a consume session sent the snapshot's rows whole (the reader's part of a consumer's latency), per session and snapshot",
-      unit: "ms",
-      advice: { explicitBucketBoundaries: CONSUME_LATENCY_BUCKETS_MS },
-    });
-    this.stageLatency = d.meter.createHistogram("natslake_consume_stage_ms", {
-      description: "the reader's part of a delivery by stage: notified (snapshot link → its notification reached this reader), and a shared read's snapshot (reading the announced snapshot file), plan (its delta's manifests) and read (decoding its files and packing the chunks)",
-      unit: "ms",
-      advice: { explicitBucketBoundaries: CONSUME_LATENCY_BUCKETS_MS },
-    });
-    d.meter.createObservableGauge("natslake_consume_sessions", { description: "consume sessions this reader serves" }).addCallback((r) => r.observe(this.sessions.size));
-    d.meter.createObservableGauge("natslake_consume_feed_bytes", { description: "encoded rows the reader's shared feeds hold", unit: "By" }).addCallback((r) => {
+    this.bytesSent = METRICS.consumeBytes.create(d.meter);
+    this.feedSnapshots = METRICS.consumeFeedSnapshots.create(d.meter);
+    this.feedFiles = METRICS.consumeFeedFiles.create(d.meter);
+    this.deliveryLatency = METRICS.consumeDelivery.create(d.meter);
+    this.stageLatency = METRICS.consumeStage.create(d.meter);
+    METRICS.consumeSessions.create(d.meter).addCallback((r) => r.observe(this.sessions.size));
+    METRICS.consumeFeedBytes.create(d.meter).addCallback((r) => {
       let bytes = 0;
       for (const f of this.feeds.values()) bytes += f.bytes;
       r.observe(bytes);

@@ -2,7 +2,7 @@
  * The `natslake` command line: parses process.argv with the command tree (cluster/cli/program.ts) and turns
  * failures into a one-line message on stderr and a non-zero exit code (2 = bad input, 3 = conflict, 1 = other).
  */
-import { CommanderError } from "commander";
+import { CommanderError, InvalidArgumentError } from "commander";
 import { describeFailure, exitCodeOf } from "./cli/common.ts";
 import { buildProgram } from "./cli/program.ts";
 
@@ -22,10 +22,8 @@ export async function main(argv: string[]): Promise<number> {
     await buildProgram(out).parseAsync(argv);
     return 0;
   } catch (e) {
-    if (e instanceof CommanderError) {
-      // commander has printed its message already; help and version exit 0.
-      return e.exitCode === 0 ? 0 : 2;
-    }
+    // commander has printed its message already (help and version exit 0).
+    if (e instanceof CommanderError && !(e instanceof InvalidArgumentError)) return exitCodeOf(e);
     process.stderr.write(`error: ${describeFailure(e)}\n`);
     return exitCodeOf(e);
   }

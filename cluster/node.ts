@@ -21,6 +21,7 @@ import { createBucketBuffers, type BucketBuffers } from "../actors/ingest/bucket
 import { workerCountFromEnv } from "../src/env.ts";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { metrics, type Meter } from "@opentelemetry/api";
+import { METRICS } from "../actors/metrics.ts";
 import type { Redis } from "ioredis";
 import { ActorSystem } from "../actors/runtime/index.ts";
 import type { ActorRef, Logger } from "../actors/runtime/index.ts";
@@ -152,11 +153,10 @@ export class Node {
     this.compactionSlots = cfg.compactionSlots > 0 ? new CompactionSlots(cfg.compactionSlots) : null;
     this.compactionPool = this.compactionSlots !== null && cfg.compactionNice > 0 && cfg.roles.includes("writer") ? new ParquetEncoderPool({ size: Math.min(availableParallelism(), cfg.compactionSlots + 1), nice: cfg.compactionNice, onPriorityError: (error) => log.warn("compaction workers run at the node's CPU priority: lowering it failed", { compactionNice: cfg.compactionNice, error }) }) : null;
     this.meter = metrics.getMeter("natslake");
-    const lag = this.meter.createObservableGauge("natslake_lease_renew_lag_ms", { description: "max lease renew lag of active leaders", unit: "ms" });
-    lag.addCallback((r) => {
+    METRICS.leaseRenewLag.create(this.meter).addCallback((r) => {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
     });
-    this.meter.createObservableGauge("natslake_actors_stuck", { description: `actors handling one message for ${cfg.stallReport / 1000} s (the node's stallReport) or more: they handle nothing else meanwhile, see the node's log` }).addCallback((r) => r.observe(this.stuckNow));
+    METRICS.actorsStuck.create(this.meter).addCallback((r) => r.observe(this.stuckNow));
     registerDlqDroppedMetric(this.meter, nc, this.subjects);
     registerBucketPendingMetric(this.meter, nc, this.subjects, () => [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table));
     registerS3RequestMetric(this.meter, this.catalog.io);

@@ -7,17 +7,16 @@
  * totals. A local warehouse exports nothing.
  */
 import type { Meter } from "@opentelemetry/api";
+import { METRICS } from "../actors/metrics.ts";
 import type { FileIO } from "../src/io/file-io.ts";
 import { S3FileIO } from "../src/io/s3.ts";
 import { S3_AREAS, S3_REQUEST_TYPES } from "../src/io/s3-requests.ts";
 
-export const S3_REQUESTS_METRIC = "natslake_s3_requests_total";
+export const S3_REQUESTS_METRIC = METRICS.s3Requests.name;
 
 export function registerS3RequestMetric(meter: Meter, io: FileIO): void {
   if (!(io instanceof S3FileIO)) return;
-  meter
-    .createObservableCounter(S3_REQUESTS_METRIC, { description: "requests sent to the warehouse's object store by this node, by type (PUT, GET, HEAD, LIST, DELETE, OTHER) and table area" })
-    .addCallback((r) => {
+  METRICS.s3Requests.create(meter).addCallback((r) => {
       // A series appears with its first request (counters only grow, so it stays).
       for (const area of S3_AREAS) for (const type of S3_REQUEST_TYPES) if (io.requestsByArea[area][type] > 0) r.observe(io.requestsByArea[area][type], { type, area, bucket: io.bucket });
     });

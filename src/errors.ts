@@ -1,14 +1,5 @@
 /**
- * The one error type of the table library, classified by what the caller can do about it.
- *
- * - `DataInvalid`: the input (a row, a file, an option) is wrong; retrying the same input fails again.
- * - `NotFound` / `AlreadyExists`: catalog objects.
- * - `Conflict`: a concurrent commit changed what this one depended on (an overwrite raced a write).
- * - `CommitRace`: another writer created the snapshot id first; re-read and retry on top of it.
- * - `Fenced`: a newer leader (higher epoch) exists; stop committing.
- * - `Unsupported`: a valid Paimon feature this library does not implement.
- * - `Io`: the filesystem failed; may be retryable.
- * - `Unexpected`: a bug.
+ * The one error type of the table library, classified by what the caller can do about it (ERROR_KIND_MEANING).
  */
 export const ErrorKind = {
   DataInvalid: "DataInvalid",
@@ -22,6 +13,19 @@ export const ErrorKind = {
   Unexpected: "Unexpected",
 } as const;
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
+
+/** What each kind means (also shown on docs/reference/exit-codes.md, beside the CLI's exit code for it). */
+export const ERROR_KIND_MEANING: Readonly<Record<ErrorKind, string>> = {
+  DataInvalid: "the input (a row, a file, an option) is wrong; retrying the same input fails again",
+  NotFound: "a catalog object (warehouse, table, snapshot, tag, …) does not exist",
+  AlreadyExists: "a catalog object already exists",
+  Conflict: "a concurrent commit changed what this one depended on (an overwrite raced a write)",
+  CommitRace: "another writer created the snapshot id first; re-read and retry on top of it",
+  Fenced: "a newer leader (higher epoch) exists; stop committing",
+  Unsupported: "a valid Paimon feature this library does not implement",
+  Io: "the filesystem or object store failed; may be retryable",
+  Unexpected: "a bug",
+};
 
 export interface LakeErrorOptions {
   context?: Record<string, unknown>;

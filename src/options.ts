@@ -10,122 +10,182 @@ import { compileFormatter } from "./maintenance/partition-time.ts";
 
 type OptionKind = "int" | "long" | "double" | "string" | "bool" | "duration" | "memory" | "enum";
 
+/** The sections of the reference page (docs/reference/table-options.md), in its order. */
+export const OPTION_GROUPS = [
+  "Buckets",
+  "Data files",
+  "Writing",
+  "Commits",
+  "Snapshot retention",
+  "Partitions",
+  "Compaction",
+  "Primary-key tables",
+  "Manifests",
+  "Scans and consumers",
+  "natslake",
+] as const;
+export type OptionGroup = (typeof OPTION_GROUPS)[number];
+
 export interface OptionDef {
   key: string;
   kind: OptionKind;
   default?: string;
   values?: readonly string[];
   description: string;
+  group: OptionGroup;
 }
 
-const def = (key: string, kind: OptionKind, description: string, dflt?: string, values?: readonly string[]): OptionDef => {
-  const d: OptionDef = { key, kind, description };
+type Def = Omit<OptionDef, "group">;
+
+const def = (key: string, kind: OptionKind, description: string, dflt?: string, values?: readonly string[]): Def => {
+  const d: Def = { key, kind, description };
   if (dflt !== undefined) d.default = dflt;
   if (values !== undefined) d.values = values;
   return d;
 };
 
+const group = (name: OptionGroup, defs: readonly Def[]): OptionDef[] => defs.map((d) => ({ ...d, group: name }));
+
 export const OPTIONS: readonly OptionDef[] = [
-  def("bucket", "int", "Bucket count: N > 0 fixed buckets, -1 unaware (append) / dynamic (primary key), -2 postpone", "-1"),
-  def("bucket-key", "string", "Comma-separated bucket key columns (no spaces)"),
-  def("bucket-function.type", "enum", "Bucket function", "default", ["default", "mod", "hive"]),
-  def("file.format", "enum", "Data file format", "parquet", ["parquet", "orc", "avro"]),
-  def("file.compression", "enum", "Data file compression", "zstd", ["zstd", "snappy", "gzip", "lz4", "none", "uncompressed"]),
-  def("file.compression.zstd-level", "int", "ZSTD level for data files", "1"),
-  def("manifest.compression", "string", "Manifest compression", "zstd"),
-  def("manifest.format", "string", "Manifest file format", "avro"),
-  def("manifest.target-file-size", "memory", "Target manifest size", "8 mb"),
-  def("manifest.merge-min-count", "int", "Merge manifests when at least this many small ones exist", "30"),
-  def("manifest.full-compaction-threshold-size", "memory", "Full manifest compaction threshold", "16 mb"),
-  def("target-file-size", "memory", "Target data file size (primary-key tables: 128 mb when unset)", "256 mb"),
-  def("write-buffer-size", "memory", "In-memory buffer before a flush", "256 mb"),
-  def("write-buffer-spillable", "bool", "Spill the write buffer to disk"),
-  def("write-only", "bool", "Skip writer-side compaction and expiration", "false"),
-  def("snapshot.num-retained.min", "int", "Minimum snapshots retained", "10"),
-  def("snapshot.num-retained.max", "int", "Maximum snapshots retained", "2147483647"),
-  def("snapshot.time-retained", "duration", "Snapshots younger than this are retained", "1 h"),
-  def("snapshot.expire.limit", "int", "Snapshots expired per run at most", "50"),
-  def("partition.default-name", "string", "Directory name of null/empty partition values", "__DEFAULT_PARTITION__"),
-  def("partition.legacy-name", "bool", "Render partition values from their internal form", "true"),
-  def("partition.expiration-time", "duration", "Expire partitions older than this"),
-  def("partition.expiration-check-interval", "duration", "Interval of partition expiration", "1 h"),
-  def("partition.expiration-strategy", "enum", "How a partition's time is found: from its values, or its newest file", "values-time", ["values-time", "update-time"]),
-  def("partition.expiration-max-num", "int", "Partitions expired per run at most", "100"),
-  def("partition.expiration-batch-size", "int", "Expired partitions per drop commit (default: all in one)"),
-  def("partition.timestamp-formatter", "string", "Java DateTimeFormatter pattern of partition times, e.g. yyyy-MM-dd, yyyyMMddHH"),
-  def("partition.timestamp-pattern", "string", "Pattern building a partition time from partition values, e.g. $dt or $dt $hour:00:00"),
-  def("scan.mode", "enum", "Where a scan starts", "default", [
-    "default", "latest-full", "full", "latest", "latest-delta", "compacted-full", "from-timestamp",
-    "from-creation-timestamp", "from-file-creation-time", "from-snapshot", "from-snapshot-full", "incremental",
+  ...group("Buckets", [
+    def("bucket", "int", "Bucket count: N > 0 fixed buckets, -1 unaware (append) / dynamic (primary key), -2 postpone (natslake writes primary-key tables with fixed buckets only)", "-1"),
+    def("bucket-key", "string", "Comma-separated bucket key columns (no spaces)"),
+    def("bucket-function.type", "enum", "Bucket function: default (Paimon's hash of the bucket key), mod (a single INT or BIGINT key modulo the bucket count); natslake refuses hive", "default", ["default", "mod", "hive"]),
+    def("dynamic-bucket.target-row-num", "long", "Rows per dynamic bucket", "2000000"),
   ]),
-  def("scan.snapshot-id", "long", "Snapshot id a scan starts at"),
-  def("scan.timestamp-millis", "long", "Time a scan starts at"),
-  def("scan.tag-name", "string", "Tag a scan reads"),
-  def("scan.plan-sort-partition", "bool", "Sort planned partitions by value"),
-  def("consumer-id", "string", "Consumer id that records read progress"),
-  def("consumer.expiration-time", "duration", "Idle consumers expire after this"),
-  def("consumer.ignore-progress", "bool", "A streaming read starts by scan.mode even when its consumer has progress", "false"),
-  def("continuous.discovery-interval", "duration", "Streaming discovery interval", "10 s"),
-  def("commit.max-retries", "int", "Commit retries on a lost race", "10"),
-  def("commit.min-retry-wait", "duration", "Minimum wait between commit retries", "10 ms"),
-  def("commit.max-retry-wait", "duration", "Maximum wait between commit retries", "10 s"),
-  def("commit.timeout", "duration", "Commit timeout"),
-  def("metadata.stats-mode", "string", "Value statistics: none, counts, full, truncate(N) (strings and binaries cut to N characters/bytes)", "truncate(16)"),
-  def("data-file.prefix", "string", "Data file name prefix", "data-"),
-  def("changelog-file.prefix", "string", "Changelog file name prefix", "changelog-"),
-  def("compaction.min.file-num", "int", "Small files that trigger append compaction", "5"),
-  def("compaction.max.file-num", "int", "Files compacted together at most (Paimon ≤ 1.0's option; natslake's cap per compaction task)", "50"),
-  def("compaction.small-file-ratio", "double", "Files below target-file-size × this ratio are small (compaction inputs)", "0.7"),
-  def("num-sorted-run.compaction-trigger", "int", "Sorted runs (level-0 files plus non-empty higher levels) that trigger compaction of a primary-key bucket", "5"),
-  def("num-sorted-run.stop-trigger", "int", "Sorted runs that stall writes (default: compaction-trigger + 3; at least compaction-trigger)"),
-  def("num-levels", "int", "LSM levels of a primary-key bucket, 0 … num-levels − 1 (default: compaction-trigger + 1)"),
-  def("compaction.max-size-amplification-percent", "int", "Size amplification that triggers full compaction", "200"),
-  def("compaction.size-ratio", "int", "Size ratio of universal compaction", "1"),
-  def("compaction.force-up-level-0", "bool", "Every compaction of a primary-key bucket takes all level-0 files", "false"),
-  def("compaction.offpeak.start.hour", "int", "Start of off-peak hours, 0–23 inclusive (-1: off)", "-1"),
-  def("compaction.offpeak.end.hour", "int", "End of off-peak hours, 0–23 exclusive (-1: off)", "-1"),
-  def("compaction.offpeak-ratio", "int", "Extra size-ratio percentage during off-peak hours", "0"),
-  def("compaction.optimization-interval", "duration", "Full compaction of a primary-key bucket when the last one is older than this"),
-  def("compaction.total-size-threshold", "memory", "Full compaction of a primary-key bucket while its total size is below this"),
-  def("compaction.incremental-size-threshold", "memory", "Full compaction of a primary-key bucket once its files below the max level exceed this"),
-  def("compaction.force-rewrite-all-files", "bool", "Compaction rewrites every picked file (no upgrades)", "false"),
-  def("force-lookup", "bool", "Lookup compaction (level 0 always compacted up) without a lookup changelog", "false"),
-  def("lookup-compact", "enum", "Lookup compaction mode: radical (level 0 up at every compaction) or gentle (every lookup-compact.max-interval)", "radical", ["radical", "gentle"]),
-  def("lookup-compact.max-interval", "int", "Gentle lookup compaction: force level 0 up every this many compaction triggers (default: 2 × compaction-trigger)"),
-  def("full-compaction.delta-commits", "int", "Force full compaction every N commits"),
-  def("merge-engine", "enum", "Merge engine of primary-key tables", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
-  def("changelog-producer", "enum", "Changelog producer", "none", ["none", "input", "lookup", "full-compaction"]),
-  def("sequence.field", "string", "User field ordering rows of one key"),
-  def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
-  def("ignore-delete", "bool", "Ignore delete rows", "false"),
-  def("partial-update.remove-record-on-delete", "bool", "partial-update: a delete removes the row", "false"),
-  def("fields.default-aggregate-function", "string", "Default aggregate function"),
-  def("deletion-vectors.enabled", "bool", "Deletion vectors", "false"),
-  def("primary-key.nullable", "bool", "Allow nullable primary key columns", "false"),
-  def("dynamic-bucket.target-row-num", "long", "Rows per dynamic bucket", "2000000"),
-  def("data-file.thin-mode", "bool", "Omit _KEY_ columns in primary-key files", "false"),
-  def(
-    "natslake.compaction.copy-row-group-rows",
-    "int",
-    "Compaction copies row groups of at least this many rows byte for byte instead of decoding and encoding them again (0: never)",
-    "32768",
-  ),
-  def("natslake.commit-interval", "duration", "How often the cluster commits a snapshot", "250 ms"),
-  def("natslake.stream.max-bytes", "memory", "Ingest stream size bound (discard new when full)", "1 gb"),
-  def("natslake.stream.duplicate-window", "duration", "Ingest stream de-duplication window", "2 min"),
-  def("natslake.stream.replicas", "int", "Ingest stream replicas (1 on a single server, 3 in a cluster)"),
-  def(
-    "natslake.orphan-older-than",
-    "duration",
-    "Orphan-file cleanup deletes only unreferenced files older than this; it must exceed the longest time from a data file's write to its commit",
-    "1 d",
-  ),
-  def("natslake.orphan-check-interval", "duration", "How often the leader of a table served by the cluster looks for orphan files", "1 h"),
+  ...group("Data files", [
+    def("file.format", "enum", "Data file format (natslake writes and reads Parquet only; orc and avro tables are other engines')", "parquet", ["parquet", "orc", "avro"]),
+    def("file.compression", "enum", "Data file compression", "zstd", ["zstd", "snappy", "gzip", "lz4", "none", "uncompressed"]),
+    def("file.compression.zstd-level", "int", "ZSTD level for data files", "1"),
+    def("target-file-size", "memory", "Target data file size (primary-key tables: 128 mb when unset)", "256 mb"),
+    def("metadata.stats-mode", "string", "Value statistics: none, counts, full, truncate(N) (strings and binaries cut to N characters/bytes)", "truncate(16)"),
+    def("data-file.prefix", "string", "Data file name prefix", "data-"),
+    def("changelog-file.prefix", "string", "Changelog file name prefix", "changelog-"),
+    def("data-file.thin-mode", "bool", "Omit _KEY_ columns in primary-key files (natslake does not write it)", "false"),
+  ]),
+  ...group("Writing", [
+    def("write-buffer-size", "memory", "In-memory buffer before a flush", "256 mb"),
+    def("write-buffer-spillable", "bool", "Spill the write buffer to disk"),
+    def("write-only", "bool", "Skip writer-side compaction and expiration", "false"),
+  ]),
+  ...group("Commits", [
+    def("commit.max-retries", "int", "Commit retries on a lost race", "10"),
+    def("commit.min-retry-wait", "duration", "Minimum wait between commit retries", "10 ms"),
+    def("commit.max-retry-wait", "duration", "Maximum wait between commit retries", "10 s"),
+    def("commit.timeout", "duration", "Commit timeout"),
+  ]),
+  ...group("Snapshot retention", [
+    def("snapshot.num-retained.min", "int", "Minimum snapshots retained", "10"),
+    def("snapshot.num-retained.max", "int", "Maximum snapshots retained", "2147483647"),
+    def("snapshot.time-retained", "duration", "Snapshots younger than this are retained", "1 h"),
+    def("snapshot.expire.limit", "int", "Snapshots expired per run at most", "50"),
+  ]),
+  ...group("Partitions", [
+    def("partition.default-name", "string", "Directory name of null/empty partition values", "__DEFAULT_PARTITION__"),
+    def("partition.legacy-name", "bool", "Render partition values from their internal form", "true"),
+    def("partition.expiration-time", "duration", "Expire partitions older than this"),
+    def("partition.expiration-check-interval", "duration", "Interval of partition expiration", "1 h"),
+    def("partition.expiration-strategy", "enum", "How a partition's time is found: from its values, or its newest file", "values-time", ["values-time", "update-time"]),
+    def("partition.expiration-max-num", "int", "Partitions expired per run at most", "100"),
+    def("partition.expiration-batch-size", "int", "Expired partitions per drop commit (default: all in one)"),
+    def("partition.timestamp-formatter", "string", "Java DateTimeFormatter pattern of partition times, e.g. yyyy-MM-dd, yyyyMMddHH"),
+    def("partition.timestamp-pattern", "string", "Pattern building a partition time from partition values, e.g. $dt or $dt $hour:00:00"),
+  ]),
+  ...group("Compaction", [
+    def("compaction.min.file-num", "int", "Small files that trigger append compaction", "5"),
+    def("compaction.max.file-num", "int", "Files compacted together at most (Paimon ≤ 1.0's option; natslake's cap per compaction task)", "50"),
+    def("compaction.small-file-ratio", "double", "Files below target-file-size × this ratio are small (compaction inputs)", "0.7"),
+    def("num-sorted-run.compaction-trigger", "int", "Sorted runs (level-0 files plus non-empty higher levels) that trigger compaction of a primary-key bucket", "5"),
+    def("num-sorted-run.stop-trigger", "int", "Sorted runs that stall writes (default: compaction-trigger + 3; at least compaction-trigger)"),
+    def("num-levels", "int", "LSM levels of a primary-key bucket, 0 … num-levels − 1 (default: compaction-trigger + 1)"),
+    def("compaction.max-size-amplification-percent", "int", "Size amplification that triggers full compaction", "200"),
+    def("compaction.size-ratio", "int", "Size ratio of universal compaction", "1"),
+    def("compaction.force-up-level-0", "bool", "Every compaction of a primary-key bucket takes all level-0 files", "false"),
+    def("compaction.offpeak.start.hour", "int", "Start of off-peak hours, 0–23 inclusive (-1: off)", "-1"),
+    def("compaction.offpeak.end.hour", "int", "End of off-peak hours, 0–23 exclusive (-1: off)", "-1"),
+    def("compaction.offpeak-ratio", "int", "Extra size-ratio percentage during off-peak hours", "0"),
+    def("compaction.optimization-interval", "duration", "Full compaction of a primary-key bucket when the last one is older than this"),
+    def("compaction.total-size-threshold", "memory", "Full compaction of a primary-key bucket while its total size is below this"),
+    def("compaction.incremental-size-threshold", "memory", "Full compaction of a primary-key bucket once its files below the max level exceed this"),
+    def("compaction.force-rewrite-all-files", "bool", "Compaction rewrites every picked file (no upgrades)", "false"),
+    def("force-lookup", "bool", "Lookup compaction (level 0 always compacted up) without a lookup changelog", "false"),
+    def("lookup-compact", "enum", "Lookup compaction mode: radical (level 0 up at every compaction) or gentle (every lookup-compact.max-interval)", "radical", ["radical", "gentle"]),
+    def("lookup-compact.max-interval", "int", "Gentle lookup compaction: force level 0 up every this many compaction triggers (default: 2 × compaction-trigger)"),
+    def("full-compaction.delta-commits", "int", "Force full compaction every N commits"),
+  ]),
+  ...group("Primary-key tables", [
+    def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads deduplicate only)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
+    def("changelog-producer", "enum", "Changelog producer (natslake writes none and input)", "none", ["none", "input", "lookup", "full-compaction"]),
+    def("sequence.field", "string", "User field(s) ordering the versions of one key (instead of their arrival)"),
+    def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
+    def("ignore-delete", "bool", "Ignore delete rows", "false"),
+    def("partial-update.remove-record-on-delete", "bool", "partial-update: a delete removes the row", "false"),
+    def("fields.default-aggregate-function", "string", "Default aggregate function"),
+    def("deletion-vectors.enabled", "bool", "Deletion vectors (natslake neither writes nor reads primary-key tables with them)", "false"),
+    def("primary-key.nullable", "bool", "Allow nullable primary key columns", "false"),
+  ]),
+  ...group("Manifests", [
+    def("manifest.compression", "string", "Manifest compression", "zstd"),
+    def("manifest.format", "string", "Manifest file format", "avro"),
+    def("manifest.target-file-size", "memory", "Target manifest size", "8 mb"),
+    def("manifest.merge-min-count", "int", "Merge manifests when at least this many small ones exist", "30"),
+    def("manifest.full-compaction-threshold-size", "memory", "Full manifest compaction threshold", "16 mb"),
+  ]),
+  ...group("Scans and consumers", [
+    def("scan.mode", "enum", "Where a scan starts", "default", [
+      "default", "latest-full", "full", "latest", "latest-delta", "compacted-full", "from-timestamp",
+      "from-creation-timestamp", "from-file-creation-time", "from-snapshot", "from-snapshot-full", "incremental",
+    ]),
+    def("scan.snapshot-id", "long", "Snapshot id a scan starts at"),
+    def("scan.timestamp-millis", "long", "Time a scan starts at"),
+    def("scan.tag-name", "string", "Tag a scan reads"),
+    def("scan.plan-sort-partition", "bool", "Sort planned partitions by value"),
+    def("consumer-id", "string", "Consumer id that records read progress"),
+    def("consumer.expiration-time", "duration", "Idle consumers expire after this"),
+    def("consumer.ignore-progress", "bool", "A streaming read starts by scan.mode even when its consumer has progress", "false"),
+    def("continuous.discovery-interval", "duration", "Streaming discovery interval", "10 s"),
+  ]),
+  ...group("natslake", [
+    def("natslake.commit-interval", "duration", "How often the cluster commits a snapshot (default: the node's commitInterval)", "250 ms"),
+    def("natslake.stream.max-bytes", "memory", "Ingest stream size bound (discard new when full)", "1 gb"),
+    def("natslake.stream.duplicate-window", "duration", "Ingest stream de-duplication window", "2 min"),
+    def("natslake.stream.replicas", "int", "Ingest stream replicas (1 on a single server, 3 in a cluster)"),
+    def(
+      "natslake.compaction.copy-row-group-rows",
+      "int",
+      "Compaction copies row groups of at least this many rows byte for byte instead of decoding and encoding them again (0: never)",
+      "32768",
+    ),
+    def(
+      "natslake.orphan-older-than",
+      "duration",
+      "Orphan-file cleanup deletes only unreferenced files older than this; it must exceed the longest time from a data file's write to its commit",
+      "1 d",
+    ),
+    def("natslake.orphan-check-interval", "duration", "How often the leader of a table served by the cluster looks for orphan files", "1 h"),
+  ]),
+];
+
+/** Options of one field (`fields.<field>.…`): families of keys, not single keys. */
+export interface OptionFamily {
+  /** The key with `<field>` for the field's name. */
+  key: string;
+  group: OptionGroup;
+  description: string;
+}
+
+export const OPTION_FAMILIES: readonly OptionFamily[] = [
+  { key: "fields.<field>.aggregate-function", group: "Primary-key tables", description: "aggregation merge engine: the field's aggregate function" },
+  { key: "fields.<field>.ignore-retract", group: "Primary-key tables", description: "aggregation merge engine: the field ignores retractions" },
+  { key: "fields.<field>.sequence-group", group: "Primary-key tables", description: "partial-update merge engine: the fields this sequence field orders" },
+  { key: "fields.<field>.nested-key", group: "Primary-key tables", description: "aggregation merge engine (nested_update): the keys of the field's nested rows" },
+  { key: "fields.<field>.distinct", group: "Primary-key tables", description: "aggregation merge engine (collect): the field's collected elements are distinct" },
+  { key: "fields.<field>.default-value", group: "Primary-key tables", description: "the field's default value" },
+  { key: "fields.<field>.stats-mode", group: "Data files", description: "the field's value statistics, as metadata.stats-mode takes them (overrides it for the field)" },
 ];
 
 const BY_KEY = new Map(OPTIONS.map((o) => [o.key, o]));
-// Per-field options (`fields.<col>.aggregate-function`, …) are families, not single keys.
-const FAMILIES = [/^fields\.[^.]+\.(aggregate-function|ignore-retract|sequence-group|stats-mode|nested-key|default-value|distinct)$/];
+const FAMILIES = OPTION_FAMILIES.map((f) => new RegExp(`^${f.key.replace(/\./g, "\\.").replace("<field>", "[^.]+")}$`));
 
 /** Levenshtein distance, for "did you mean …". */
 function distance(a: string, b: string): number {

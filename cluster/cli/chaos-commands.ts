@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import { parseDuration } from "../../src/options.ts";
-import { UsageError, examples } from "./common.ts";
+import { CliError, UsageError, examples } from "./common.ts";
 
 const CHAOS_MAIN = join(REPO_ROOT, "chaos", "main.ts");
 const REPO = REPO_ROOT;
@@ -63,7 +63,7 @@ function runChaos(args: string[]): Promise<number> {
 
 async function finish(code: number): Promise<void> {
   if (code === 2) throw new UsageError("the chaos runner refused the arguments (see above)");
-  if (code !== 0) throw new Error(`chaos: not every run passed (runner exit code ${code}); the reports are under chaos-reports/`);
+  if (code !== 0) throw new CliError(`chaos: not every run passed (runner exit code ${code}); the reports are under chaos-reports/`);
   await Promise.resolve();
 }
 

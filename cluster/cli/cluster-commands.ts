@@ -52,13 +52,14 @@ export interface NodeFlags {
 
 /**
  * A node's configuration from its parsed flags, the environment and the `--config` file (flags win), validated;
- * bad settings are a UsageError (exit 2) naming them. Without --roles or NATSLAKE_ROLES a node takes every role.
+ * bad settings are a UsageError (exit 2) naming them. Without --roles, NATSLAKE_ROLES or `roles` in the file a node
+ * takes every role (the schema's default).
  */
 export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
   try {
     return loadNodeConfig({
       flags: {
-        roles: o.roles?.split(",").map((s) => s.trim()) ?? (env["NATSLAKE_ROLES"] ? undefined : ["writer", "committer", "reader"]),
+        roles: o.roles?.split(",").map((s) => s.trim()),
         nats: o.nats,
         redis: o.redis,
         warehouse: o.warehouse,

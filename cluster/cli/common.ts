@@ -4,7 +4,7 @@
  * message and a non-zero exit code, and small output helpers.
  */
 import { statSync } from "node:fs";
-import { InvalidArgumentError } from "commander";
+import { CommanderError, InvalidArgumentError } from "commander";
 import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { Catalog } from "../../src/table/catalog.ts";
@@ -69,13 +69,54 @@ export async function connectOrExplain(url: string, opts: Omit<ConnectionOptions
   }
 }
 
+/**
+ * The exit codes of `natslake` and what each means: scripts may rely on them (docs/reference/exit-codes.md is
+ * written from this table).
+ */
+export const EXIT = {
+  ok: {
+    code: 0,
+    meaning:
+      "the command did what it was asked; also `--help` and `--version`, and a command whose output's reader went away (`natslake read … | head`)",
+  },
+  failure: {
+    code: 1,
+    meaning:
+      "the command failed for a reason other than its input: a filesystem, object-store or network error, NATS or Redis not reachable, rows `publish` could not get acknowledged, letters `dlq replay` did not replay, a drain that timed out (`node drain`; a node whose own shutdown did not finish), a node of `up` that died, a chaos run that failed — or a bug, printed with its stack",
+  },
+  usage: {
+    code: 2,
+    meaning:
+      "bad input, nothing done about it: a wrong command line (an unknown command or option, a missing or malformed argument), invalid data (a row, a file, an option value, a node setting), a table, warehouse, tag or snapshot that does not exist or already exists, a feature natslake does not support",
+  },
+  conflict: {
+    code: 3,
+    meaning: "a conflict: a concurrent commit changed what this one depended on (an overwrite raced a write); running the command again may succeed",
+  },
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT]["code"];
+
+/** The exit code of a library error, by its kind (every kind has one: the type says so). */
+export const EXIT_CODE_OF_KIND: Readonly<Record<ErrorKind, ExitCode>> = {
+  [ErrorKind.DataInvalid]: EXIT.usage.code,
+  [ErrorKind.NotFound]: EXIT.usage.code,
+  [ErrorKind.AlreadyExists]: EXIT.usage.code,
+  [ErrorKind.Unsupported]: EXIT.usage.code,
+  [ErrorKind.Conflict]: EXIT.conflict.code,
+  [ErrorKind.CommitRace]: EXIT.failure.code,
+  [ErrorKind.Fenced]: EXIT.failure.code,
+  [ErrorKind.Io]: EXIT.failure.code,
+  [ErrorKind.Unexpected]: EXIT.failure.code,
+};
+
 /** An expected failure with a complete message (printed without a stack; exit code 1 unless given). */
 export class CliError extends Error {
   override readonly name = "CliError";
   readonly exitCode: number;
-  constructor(message: string, opts: { cause?: unknown; exitCode?: number } = {}) {
+  constructor(message: string, opts: { cause?: unknown; exitCode?: ExitCode } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.exitCode = opts.exitCode ?? 1;
+    this.exitCode = opts.exitCode ?? EXIT.failure.code;
   }
 }
 
@@ -94,15 +135,17 @@ export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
-/** Exit codes: 2 for bad input (arguments, data, names), 3 for a conflict, 1 for everything else. */
+/**
+ * The exit code of a failed command ({@link EXIT}): 2 for bad input (arguments, data, names), 3 for a conflict, 1 for
+ * everything else. A CommanderError is commander's own (it printed its message): 0 after help and version, else 2.
+ */
 export function exitCodeOf(e: unknown): number {
   if (e instanceof CliError) return e.exitCode;
-  if (e instanceof UsageError || e instanceof InvalidArgumentError) return 2;
-  if (isLakeError(e)) {
-    if (e.kind === ErrorKind.DataInvalid || e.kind === ErrorKind.NotFound || e.kind === ErrorKind.AlreadyExists || e.kind === ErrorKind.Unsupported) return 2;
-    if (e.kind === ErrorKind.Conflict) return 3;
-  }
-  return 1;
+  // InvalidArgumentError is a CommanderError too: an argument parser refused a value.
+  if (e instanceof UsageError || e instanceof InvalidArgumentError) return EXIT.usage.code;
+  if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT.ok.code : EXIT.usage.code;
+  if (isLakeError(e)) return EXIT_CODE_OF_KIND[e.kind];
+  return EXIT.failure.code;
 }
 
 export function parsePositiveInt(what: string) {

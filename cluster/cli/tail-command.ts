@@ -11,7 +11,7 @@
  * still has to read. `--max-snapshots` / `--for` bound a run (scripts, tests); Ctrl-C stops it after the snapshot
  * being printed.
  */
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { recordBatchToRows } from "../../src/codec/columns/batch-to-rows.ts";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
@@ -54,7 +54,12 @@ export function registerTailCommand(program: Command, out: (s: string) => void):
   program
     .command("tail <table>")
     .description("print rows as they land: a starting scan by --from, then every new snapshot's rows, in order")
-    .option("--from <mode>", "latest (only what lands from now), full (the table now, then what lands), snapshot:N, snapshot-full:N or time:T", scanModeArg, { mode: "latest" } as ScanMode)
+    .addOption(
+      new Option("--from <mode>", "latest (only what lands from now), full (the table now, then what lands), snapshot:N, snapshot-full:N or time:T")
+        .argParser(scanModeArg)
+        // Shown as the word a user types, not as the parsed object.
+        .default({ mode: "latest" } as ScanMode, "latest"),
+    )
     .option("--consumer-id <id>", "resume where this consumer stopped, and record its progress after each snapshot")
     .option("--format <jsonl|table>", "output format", "jsonl")
     .option("--columns <cols>", "comma-separated columns to print")

@@ -10,6 +10,7 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Meter } from "@opentelemetry/api";
+import { METRICS } from "../../actors/metrics.ts";
 import type { Table } from "../../src/table/table.ts";
 import type { Subjects } from "./subjects.ts";
 
@@ -29,9 +30,7 @@ export async function bucketPending(jsm: JetStreamManager, subjects: Subjects, t
 
 export function registerBucketPendingMetric(meter: Meter, nc: NatsConnection, subjects: Subjects, leading: () => Table[]): void {
   let jsm: Promise<JetStreamManager> | undefined;
-  meter
-    .createObservableGauge("natslake_bucket_pending_messages", { description: "messages in a bucket's ingest subject, not committed yet (reported by the table's leader)" })
-    .addCallback(async (r) => {
+  METRICS.bucketPending.create(meter).addCallback(async (r) => {
       jsm ??= jetstreamManager(nc);
       const m = await jsm.catch(() => undefined);
       if (m === undefined) {

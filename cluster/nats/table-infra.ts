@@ -37,6 +37,7 @@ import {
 } from "@nats-io/jetstream";
 import { errors, nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { Meter } from "@opentelemetry/api";
+import { METRICS } from "../../actors/metrics.ts";
 import { ErrorKind, LakeError, dataInvalid } from "../../src/errors.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { identifierText, type Identifier, type Table } from "../../src/table/table.ts";
@@ -207,9 +208,7 @@ export async function dlqDropped(jsm: JetStreamManager, subjects: Subjects): Pro
  */
 export function registerDlqDroppedMetric(meter: Meter, nc: NatsConnection, subjects: Subjects): void {
   let jsm: Promise<JetStreamManager> | undefined;
-  meter
-    .createObservableCounter("natslake_dlq_dropped_total", { description: "dead letters the full (or 7-day old) DLQ stream discarded, oldest first" })
-    .addCallback(async (r) => {
+  METRICS.dlqDropped.create(meter).addCallback(async (r) => {
       try {
         jsm ??= jetstreamManager(nc);
         const n = await dlqDropped(await jsm, subjects);

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadNodeConfig } from "../../../cluster/config.ts";
+import { nodeConfigOf } from "../../../cluster/cli/cluster-commands.ts";
 import { tempDir } from "../../helpers/tables.ts";
 
 test("config - flag over environment over file over default", () => {
@@ -67,6 +68,20 @@ test("config - an unknown key in the config file is refused, naming the nearest 
     assert.throws(() => loadNodeConfig({ flags: {}, env: {}, file }), /must hold a JSON object/);
     writeFileSync(file, JSON.stringify({ nats: "nats://x", warehouse: "/w", roles: ["writer"], commitInterval: "1s" }));
     assert.equal(loadNodeConfig({ flags: {}, env: {}, file }).commitInterval, 1000, "known keys still load");
+  } finally {
+    d.cleanup();
+  }
+});
+
+test("config - `natslake node` takes its roles from --roles, else NATSLAKE_ROLES, else the config file, else all three", () => {
+  const d = tempDir();
+  try {
+    const file = join(d.path, "node.json");
+    writeFileSync(file, JSON.stringify({ nats: "nats://x", warehouse: "/w", roles: ["reader"] }));
+    assert.deepEqual(nodeConfigOf({ config: file }, {}).roles, ["reader"], "the file's roles (a default of the flag once hid them)");
+    assert.deepEqual(nodeConfigOf({ config: file }, { NATSLAKE_ROLES: "writer" }).roles, ["writer"]);
+    assert.deepEqual(nodeConfigOf({ config: file, roles: "writer,reader" }, { NATSLAKE_ROLES: "writer" }).roles, ["writer", "reader"]);
+    assert.deepEqual(nodeConfigOf({ nats: "nats://x", warehouse: "/w", redis: "redis://r" }, {}).roles, ["writer", "committer", "reader"]);
   } finally {
     d.cleanup();
   }
