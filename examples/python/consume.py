@@ -28,8 +28,9 @@ import json
 import sys
 import time
 
-import nats
 import pyarrow.ipc as ipc
+
+from example_nats import connect  # beside this file: the connection the examples share
 
 # The reader sends a heartbeat every second while it has nothing else to send: this long without one, it is gone.
 READER_SILENT_S = 10
@@ -49,16 +50,13 @@ async def main() -> int:
     ap.add_argument("--prefix", default="lake")
     ap.add_argument("--jsonl", action="store_true", help="every row as a JSON line on stdout; the other lines on stderr")
     a = ap.parse_args()
+    for flag, value in (("--rows", a.rows), ("--snapshots", a.snapshots or 1), ("--timeout", a.timeout), ("--window", a.window)):
+        if value <= 0:
+            ap.error(f"{flag} must be positive, got {value}")
     report = sys.stderr if a.jsonl else sys.stdout
 
-    async def on_error(e):  # nats-py's default prints a traceback per failed attempt
-        print(f"consume.py: nats: {e}", file=sys.stderr)
-
-    try:
-        # One reconnect attempt: a wrong URL fails in seconds instead of retrying for two minutes.
-        nc = await nats.connect(a.nats, max_reconnect_attempts=1, error_cb=on_error)
-    except Exception as e:
-        print(f"consume.py: cannot reach NATS at {a.nats} (is `npm run up` running?): {e}", file=sys.stderr)
+    nc = await connect("consume.py", a.nats)
+    if nc is None:
         return 1
     try:
         return await consume(nc, a, report)

@@ -36,9 +36,10 @@ import sys
 import uuid
 
 import msgpack
-import nats
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import APIError
+
+from example_nats import connect  # beside this file: the connection the examples share
 
 RETRIES = 5
 ACK_TIMEOUT_S = 5.0
@@ -122,14 +123,8 @@ async def main() -> int:
             return 2
         rows.append(row)
 
-    async def on_error(e):  # nats-py's default prints a traceback per failed attempt
-        print(f"publish.py: nats: {e}", file=sys.stderr)
-
-    try:
-        # One reconnect attempt: a wrong URL fails in seconds instead of retrying for two minutes.
-        nc = await nats.connect(a.nats, max_reconnect_attempts=1, error_cb=on_error)
-    except Exception as e:
-        print(f"publish.py: cannot reach NATS at {a.nats} (is `npm run up` running?): {e}", file=sys.stderr)
+    nc = await connect("publish.py", a.nats)
+    if nc is None:
         return 1
     js = nc.jetstream()
     subject = f"{a.prefix}.in.{a.table}"

@@ -8,7 +8,7 @@
  *   npx tsx --conditions=development examples/typescript/consumer.ts [--nats nats://127.0.0.1:4222]
  *       [--table demo.events] [--consumer-id example] [--from full] [--rows 1000] [--timeout 30]
  *
- * (`--conditions=development`: see producer.ts.)
+ * (`--conditions=development` and example-cli.ts: see producer.ts.)
  *
  * --from is where a consumer without progress starts: `full` (the table as of the latest snapshot, then each new
  * snapshot's rows), `latest` (only snapshots from now on), `snapshot:N`, `time:<ISO time>`. A consumer id that has
@@ -19,43 +19,22 @@
  * --rows or more, or after --timeout seconds, whichever comes first (exit 0 either way; it says which), and prints
  * a summary. Exit 1 when the consumer fails (no reader node, an unknown table), 2 for a bad command line.
  */
-import { parseArgs } from "node:util";
-import { connect } from "@nats-io/transport-node";
 import { openConsumer } from "natslake/consumer";
+import { connectTo, flags, run } from "./example-cli.ts";
 
-const USAGE = "usage: consumer.ts [--nats URL] [--table DB.TABLE] [--consumer-id ID] [--from MODE] [--rows N] [--timeout SECONDS]";
-
-function options() {
-  try {
-    const { values } = parseArgs({
-      options: {
-        nats: { type: "string", default: "nats://127.0.0.1:4222" },
-        table: { type: "string", default: "demo.events" },
-        "consumer-id": { type: "string", default: "example" },
-        from: { type: "string", default: "full" },
-        rows: { type: "string", default: "1000" },
-        timeout: { type: "string", default: "30" },
-      },
-    });
-    const rows = Number(values.rows);
-    const timeoutS = Number(values.timeout);
-    if (!Number.isSafeInteger(rows) || rows <= 0) throw new Error(`--rows must be a positive integer, got '${values.rows}'`);
-    if (!(timeoutS > 0)) throw new Error(`--timeout must be a positive number of seconds, got '${values.timeout}'`);
-    return { nats: values.nats, table: values.table, consumerId: values["consumer-id"], from: values.from, rows, timeoutS };
-  } catch (e) {
-    console.error(`consumer.ts: ${(e as Error).message}\n${USAGE}`);
-    process.exit(2);
-  }
-}
+const o = flags("consumer.ts", { "consumer-id": "example", from: "full", rows: "1000", timeout: "30" }, (v) => {
+  const rows = Number(v.rows);
+  const timeoutS = Number(v.timeout);
+  if (!Number.isSafeInteger(rows) || rows <= 0) throw new Error(`--rows must be a positive integer, got '${v.rows}'`);
+  if (!(timeoutS > 0)) throw new Error(`--timeout must be a positive number of seconds, got '${v.timeout}'`);
+  return { nats: v.nats, table: v.table, consumerId: v["consumer-id"], from: v.from, rows, timeoutS };
+});
 
 /** A row as JSON text: 64-bit integers (bigint in Arrow) as exact numbers. */
 const rowText = (row: unknown): string => JSON.stringify(row, (_, v: unknown) => (typeof v === "bigint" ? Number.isSafeInteger(Number(v)) ? Number(v) : v.toString() : v));
 
-async function main(): Promise<void> {
-  const o = options();
-  const nc = await connect({ servers: o.nats }).catch((e: unknown) => {
-    throw new Error(`cannot reach NATS at ${o.nats} (is \`npm run up\` running?): ${(e as Error).message}`);
-  });
+run("consumer.ts", async () => {
+  const nc = await connectTo(o.nats);
   try {
     const consumer = await openConsumer({ nc, table: o.table, consumerId: o.consumerId, from: o.from });
     console.log(`consuming ${o.table} as consumer ${o.consumerId} (from ${o.from} unless it has progress) through reader ${consumer.reader}`);
@@ -91,12 +70,4 @@ async function main(): Promise<void> {
   } finally {
     await nc.close();
   }
-}
-
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(`consumer.ts: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  },
-);
+});

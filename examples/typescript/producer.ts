@@ -9,7 +9,7 @@
  *
  * `--conditions=development` makes `natslake/producer` resolve to the TypeScript sources (package.json's "exports");
  * without it, to the compiled dist/ that `npm run build` writes. In a project that installed the package, plain
- * `npx tsx producer.ts` runs it.
+ * `npx tsx producer.ts` runs it (with example-cli.ts beside it: the command line and connection the examples share).
  *
  * What it does:
  * 1. creates the table through the cluster when it does not exist — the demo table's columns (id BIGINT NOT NULL,
@@ -25,35 +25,19 @@
  * or the re-publish stored rows again; 2 for a bad command line.
  */
 import { randomBytes } from "node:crypto";
-import { parseArgs } from "node:util";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, isLakeError } from "natslake";
 import { adminRequest } from "natslake/admin";
 import { createProducer, waitVisible, type BatchOutcome, type Producer } from "natslake/producer";
+import { connectTo, flags, run } from "./example-cli.ts";
 
-const USAGE = "usage: producer.ts [--nats URL] [--table DB.TABLE] [--rows N] [--first-id N] [--producer-id ID]";
-
-function options() {
-  try {
-    const { values } = parseArgs({
-      options: {
-        nats: { type: "string", default: "nats://127.0.0.1:4222" },
-        table: { type: "string", default: "demo.events" },
-        rows: { type: "string", default: "100" },
-        "first-id": { type: "string", default: "1000" },
-        "producer-id": { type: "string", default: `example-${randomBytes(4).toString("hex")}` },
-      },
-    });
-    const rows = Number(values.rows);
-    const firstId = Number(values["first-id"]);
-    if (!Number.isSafeInteger(rows) || rows <= 0) throw new Error(`--rows must be a positive integer, got '${values.rows}'`);
-    if (!Number.isSafeInteger(firstId)) throw new Error(`--first-id must be an integer, got '${values["first-id"]}'`);
-    return { nats: values.nats, table: values.table, rows, firstId, producerId: values["producer-id"] };
-  } catch (e) {
-    console.error(`producer.ts: ${(e as Error).message}\n${USAGE}`);
-    process.exit(2);
-  }
-}
+const o = flags("producer.ts", { rows: "100", "first-id": "1000", "producer-id": `example-${randomBytes(4).toString("hex")}` }, (v) => {
+  const rows = Number(v.rows);
+  const firstId = Number(v["first-id"]);
+  if (!Number.isSafeInteger(rows) || rows <= 0) throw new Error(`--rows must be a positive integer, got '${v.rows}'`);
+  if (!Number.isSafeInteger(firstId)) throw new Error(`--first-id must be an integer, got '${v["first-id"]}'`);
+  return { nats: v.nats, table: v.table, rows, firstId, producerId: v["producer-id"] };
+});
 
 /** Creates the table through the cluster unless it exists. */
 async function ensureTable(nc: NatsConnection, table: string): Promise<void> {
@@ -95,11 +79,8 @@ async function publish(producer: Producer, rows: Array<Record<string, unknown>>)
   return outcomes;
 }
 
-async function main(): Promise<number> {
-  const o = options();
-  const nc = await connect({ servers: o.nats }).catch((e: unknown) => {
-    throw new Error(`cannot reach NATS at ${o.nats} (is \`npm run up\` running?): ${(e as Error).message}`);
-  });
+run("producer.ts", async () => {
+  const nc = await connectTo(o.nats);
   try {
     await ensureTable(nc, o.table);
     const first = await producerFor(nc, o.table, o.producerId);
@@ -130,12 +111,4 @@ async function main(): Promise<number> {
   } finally {
     await nc.close();
   }
-}
-
-main().then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    console.error(`producer.ts: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  },
-);
+});
