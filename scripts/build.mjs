@@ -5,6 +5,8 @@
 // the sources' fingerprint (scripts/fingerprint.mjs), so bin/natslake.mjs runs dist/ only while it matches the
 // sources. A node from dist/ needs no TypeScript loader: ~50 MB less memory per process and a faster start. Exits
 // non-zero with tsc's errors when the sources do not compile.
+// `--if-stale`: only when dist/ does not match the sources (scripts/setup.sh and `npm run up`; a full build takes
+// 20–90 s on two shared cores, the check a few milliseconds).
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -13,8 +15,21 @@ import { PRODUCT_DIRS, sourceFingerprint, sourceFiles } from "./fingerprint.mjs"
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const dist = join(root, "dist");
+if (process.argv.includes("--if-stale")) {
+  let built = "";
+  try {
+    built = JSON.parse(readFileSync(join(dist, "BUILD.json"), "utf8")).fingerprint;
+  } catch {
+    // No build yet (or a broken one): build.
+  }
+  if (built === sourceFingerprint(root)) {
+    console.log("build: skipped, dist/ matches the sources");
+    process.exit(0);
+  }
+}
 // Built beside dist/ and swapped in at the end: a CLI process started meanwhile finds either the old build whole or
 // the new one, never a half-deleted tree.
+console.error(`build: compiling ${PRODUCT_DIRS.join(", ")} to dist/ with tsc (20–90 s; once after each change of the sources)…`);
 const next = join(root, `dist.next-${process.pid}`);
 rmSync(next, { recursive: true, force: true });
 const tsc = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json"), "--outDir", next], { stdio: "inherit" });

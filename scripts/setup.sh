@@ -7,7 +7,8 @@
 #                       via apt-get when missing; `apt-get update` runs at most once
 #   1b. nats-server current  required: a current nats-server (NATS_CURRENT_VERSION) built with `go install` into
 #                       $NATSLAKE_TOOLS_DIR (default ~/go/natslake-bin), only when missing or at another version, within
-#                       NATSLAKE_GO_INSTALL_TIMEOUT seconds; exported as NATSLAKE_NATS_SERVER_CURRENT. Every test runs
+#                       NATSLAKE_GO_INSTALL_TIMEOUT seconds, by scripts/install-nats-server.sh (which `natslake up`
+#                       runs too); exported as NATSLAKE_NATS_SERVER_CURRENT. Every test runs
 #                       against it: Debian's 2.9.10 is below the supported minimum (2.10) and panics (SIGSEGV in
 #                       jsMsgGetRequest) when a message is read from a stream another client is still creating
 #   1c. seaweedfs       SeaweedFS's `weed` (the S3-compatible store of the object-storage tests and `up --s3`) at the pinned
@@ -33,8 +34,8 @@ ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
 cd "$ROOT"
 
 NATS_CURRENT_VERSION="$(cat "$ROOT/scripts/nats-server-version")"
-NATS_CURRENT_MODULE="github.com/nats-io/nats-server/v2"
-PY_PINS=("pypaimon==2.1.0" "pyarrow==19.0.1" "duckdb==2.0.1" "nats-py==2.16.0" "msgpack==1.2.4")
+# The oracles are the Python examples' packages (pinned once, in examples/python/requirements.txt).
+mapfile -t PY_PINS < <(grep -E '^[A-Za-z]' "$ROOT/examples/python/requirements.txt")
 VENV="$ROOT/.venv"
 STAMP="node_modules/.natslake-ci-stamp"
 
@@ -131,39 +132,11 @@ log "node $(node --version), npm $(npm --version), $(nats-server --version 2>&1 
 phase_begin "nats-server current"
 # Required: Debian's 2.9.10 registers a new stream before its store exists, so a message read racing a stream
 # create kills the server (seen in CI: node-watchdog, stale-coordinator). The tests never fall back to it.
-NATS_CURRENT_DIR="${NATSLAKE_TOOLS_DIR:-$HOME/go/natslake-bin}/nats-server-$NATS_CURRENT_VERSION"
-NATS_CURRENT_BIN="$NATS_CURRENT_DIR/nats-server"
-nats_current_ok() { [[ -x "$NATS_CURRENT_BIN" ]] && "$NATS_CURRENT_BIN" --version 2>&1 | grep -qx "nats-server: $NATS_CURRENT_VERSION"; }
-nats_note=""
-if nats_current_ok; then
-  nats_note="present"
-elif ! command -v go >/dev/null 2>&1; then
-  nats_note="skipped: go is not installed"
-else
-  log "go install $NATS_CURRENT_MODULE@$NATS_CURRENT_VERSION -> $NATS_CURRENT_DIR (at most ${NATSLAKE_GO_INSTALL_TIMEOUT:-600}s)"
-  rm -rf "$NATS_CURRENT_DIR"
-  mkdir -p "$NATS_CURRENT_DIR"
-  # GOTOOLCHAIN=local: never fetch another Go toolchain behind our back; GOFLAGS: no VCS stamping outside a repo.
-  go_rc=0
-  timeout --kill-after=10 "${NATSLAKE_GO_INSTALL_TIMEOUT:-600}" \
-    env GOBIN="$NATS_CURRENT_DIR" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
-    go install "$NATS_CURRENT_MODULE@$NATS_CURRENT_VERSION" || go_rc=$?
-  if [[ $go_rc -eq 124 || $go_rc -eq 137 ]]; then
-    nats_note="go install timed out after ${NATSLAKE_GO_INSTALL_TIMEOUT:-600}s"
-  elif [[ $go_rc -ne 0 ]]; then
-    nats_note="go install failed (exit $go_rc)"
-  elif ! nats_current_ok; then
-    nats_note="go install produced no working $NATS_CURRENT_VERSION binary"
-  else
-    nats_note="built with $(go version | cut -d' ' -f3)"
-  fi
-fi
-if nats_current_ok; then
-  export NATSLAKE_NATS_SERVER_CURRENT="$NATS_CURRENT_BIN"
-  phase_end "$nats_note: $NATS_CURRENT_BIN"
-else
-  die "no current nats-server ($NATS_CURRENT_VERSION, $nats_note); the tests need it (Debian's $(nats-server --version 2>&1 | head -n1) is below the supported 2.10). Install Go >= 1.24 or set NATSLAKE_TOOLS_DIR to where nats-server-$NATS_CURRENT_VERSION/nats-server is"
-fi
+# scripts/install-nats-server.sh finds it, or builds it with `go install` (the same script `natslake up` runs).
+NATS_CURRENT_BIN="$(bash "$ROOT/scripts/install-nats-server.sh")" \
+  || die "no current nats-server ($NATS_CURRENT_VERSION; see above); the tests need it (Debian's $(nats-server --version 2>&1 | head -n1) is below the supported 2.10)"
+export NATSLAKE_NATS_SERVER_CURRENT="$NATS_CURRENT_BIN"
+phase_end "$NATS_CURRENT_BIN"
 
 # ---------------------------------------------------------------------------------------------------------------
 phase_begin "seaweedfs"
@@ -280,9 +253,5 @@ fi
 # ---------------------------------------------------------------------------------------------------------------
 phase_begin "build"
 # dist/ (compiled JavaScript) is what bin/natslake.mjs runs while it matches the sources; rebuilt when they changed.
-if node -e 'import("./scripts/fingerprint.mjs").then(({ sourceFingerprint }) => { const b = JSON.parse(require("fs").readFileSync("dist/BUILD.json", "utf8")); process.exit(b.fingerprint === sourceFingerprint(process.cwd()) ? 0 : 1); }).catch(() => process.exit(1))' 2>/dev/null; then
-  phase_end "skipped: dist/ matches the sources"
-else
-  node scripts/build.mjs >/dev/null || die "npm run build failed"
-  phase_end "compiled to dist/"
-fi
+build_note="$(node scripts/build.mjs --if-stale)" || die "npm run build failed"
+phase_end "${build_note#build: }"

@@ -1,7 +1,7 @@
 /**
  * The consume protocol: a consumer reads a table's rows over NATS from a reader node, with no access to the
  * warehouse. Every control message is JSON; rows travel as Arrow IPC. Written so a consumer can be written in any
- * language with a NATS client and an Arrow library (test/compat/py/consume.py does it in Python).
+ * language with a NATS client and an Arrow library (examples/python/consume.py does it in Python).
  *
  * 1. Open: request-reply on `<p>.ctl.consume.open` (readers answer in a queue group, so one does):
  *    `ConsumeOpen` → `ConsumeOpenReply`. The consumer names an inbox it subscribed to; the reader sends everything

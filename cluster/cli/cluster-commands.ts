@@ -185,8 +185,10 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .addHelpText(
       "after",
       examples("natslake up --nodes 3 --demo", "natslake up --warehouse /data/wh --duration 60") +
-        "\nnats-server: NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built (NATSLAKE_NATS_SERVER_CURRENT or\n" +
-        "~/go/natslake-bin), else nats-server on PATH; printed at start, with a warning when older than 2.10.\n" +
+        "\nnats-server: NATSLAKE_NATS_SERVER, else the current one (scripts/nats-server-version) where scripts/setup.sh puts\n" +
+        "it (NATSLAKE_TOOLS_DIR, default ~/go/natslake-bin), built there with `go install` when missing\n" +
+        "(scripts/install-nats-server.sh; without Go, up stops with the command that fixes it); never Debian's 2.9 on PATH.\n" +
+        "Printed at start (an explicit one older than 2.10 with a warning); it listens on 4222 when that port is free.\n" +
         "Ctrl-C drains the nodes (SIGTERM, waiting for them to exit), then stops the servers. A node that dies is reported\n" +
         "and the others keep running; up then exits 1.",
     )

@@ -1,8 +1,11 @@
 /**
  * `natslake up`: a local cluster — nats-server (JetStream) and redis-server unless URLs are given, and N nodes.
  *
- * - nats-server: `chooseNatsServer` (NATSLAKE_NATS_SERVER, else the current one scripts/setup.sh built, else PATH);
- *   which binary and version runs is printed, with a warning for one older than 2.10.
+ * - nats-server: `natsServerForUp` (NATSLAKE_NATS_SERVER, else the current one — found, or built with `go install`, by
+ *   scripts/install-nats-server.sh, which scripts/setup.sh runs too — never Debian's 2.9 on PATH); which binary and
+ *   version runs is printed, with a warning for an explicit one older than 2.10. It listens on 4222, NATS's standard
+ *   port and the examples' default, when that port is free, else on a free port (said so).
+ * - What to try next: commands printed to be pasted as they are (cluster/cli/up-guide.ts).
  * - State: with `--warehouse DIR`, the JetStream store and the node logs live in `DIR/.natslake-up/` and are kept,
  *   so rows acknowledged but not yet committed when `up` stops are still in the stream when `up` starts again on
  *   the same warehouse. With a temporary warehouse, everything is removed at stop (after the nodes drained), unless a
@@ -23,17 +26,21 @@ import { join, resolve } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
 import { adminRequest } from "../admin-client.ts";
-import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../local/servers.ts";
+import { natsServerForUp } from "../local/current-nats-server.ts";
+import { PortTakenError, startNats, startRedis, type NatsOptions, type ServerHandle } from "../local/servers.ts";
 import { startSeaweed, type SeaweedHandle } from "../local/seaweedfs.ts";
 import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { createProducer } from "../producer.ts";
 import { REPO_ROOT } from "../repo-root.ts";
 import { connectOrExplain, UsageError } from "./common.ts";
+import { demoReadCommand, EXAMPLE_TABLE, exampleCommands, shellQuote, tryCommands, type GuideInput } from "./up-guide.ts";
 import { unsupportedNatsServer } from "../nats/server-version.ts";
 
 const BIN = join(REPO_ROOT, "bin", "natslake.mjs");
 /** A node drains within its drain timeout (15 s) and exits by its watchdog 10 s later; past this it is killed. */
 const NODE_STOP_BOUND_MS = 35_000;
+/** NATS's standard port: the examples' default `--nats nats://127.0.0.1:4222`. */
+const STANDARD_NATS_PORT = 4222;
 
 export interface UpFlags {
   nodes: number;
@@ -57,6 +64,14 @@ const gone = (p: ChildProcess): boolean => p.exitCode !== null || p.signalCode !
 
 export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void> {
   if (o.s3 && o.warehouse !== undefined) throw new UsageError("--s3 starts a temporary object store of its own; to keep the data, use --warehouse s3://bucket/prefix on a store of yours (credentials in the environment)");
+  // Before anything is created or started: without a current nats-server (none found, none could be built) `up`
+  // stops here, the fix printed by scripts/install-nats-server.sh.
+  const natsChoice = o.nats ? undefined : await natsServerForUp();
+  if (natsChoice?.old) {
+    process.stderr.write(
+      `warning: ${unsupportedNatsServer(natsChoice.version)}. It is ${natsChoice.bin} (${natsChoice.source}); unset NATSLAKE_NATS_SERVER to run the current one (scripts/install-nats-server.sh builds it)\n`,
+    );
+  }
   const objectStore = o.warehouse !== undefined && isObjectStoreUri(o.warehouse);
   // A warehouse on an object store keeps its data there; the JetStream store and logs then live in a temporary dir.
   const temporary = o.warehouse === undefined || objectStore;
@@ -106,24 +121,19 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       if (failures.length === 0) rmSync(runDir, { recursive: true, force: true });
       else out(`kept ${runDir} (warehouse and node logs) after the failure`);
     } else {
-      out(o.nats ? `kept the node logs in ${logs}` : `kept the JetStream store and logs in ${runDir}; \`natslake up --warehouse ${o.warehouse}\` resumes from them`);
+      out(o.nats ? `kept the node logs in ${logs}` : `kept the JetStream store and logs in ${runDir}; \`npx natslake up --warehouse ${shellQuote(warehouse)}\` resumes from them`);
     }
   };
 
   try {
-    let natsUrl = o.nats;
+    // Given (--nats), or the server started here.
+    let natsUrl = o.nats ?? "";
     let redisUrl = o.redis;
-    if (!natsUrl) {
-      const choice = chooseNatsServer();
-      if (choice.old) {
-        process.stderr.write(
-          `warning: ${unsupportedNatsServer(choice.version)}. It is ${choice.bin}; run scripts/setup.sh to build a current one, or set NATSLAKE_NATS_SERVER\n`,
-        );
-      }
-      const s = await startNats({ bin: choice.bin, storeDir: join(runDir, "jetstream"), detached: true });
+    if (natsChoice !== undefined) {
+      const s = await startNatsOnStandardPort({ bin: natsChoice.bin, storeDir: join(runDir, "jetstream"), detached: true }, out);
       servers.push(s);
       natsUrl = s.url;
-      out(`nats-server ${choice.version ? `v${choice.version}` : "(version unknown)"}: ${choice.bin} (${choice.source}), pid ${s.pid}, JetStream store ${join(runDir, "jetstream")}`);
+      out(`nats-server ${natsChoice.version ? `v${natsChoice.version}` : "(version unknown)"}: ${natsChoice.bin} (${natsChoice.source}), pid ${s.pid}, JetStream store ${join(runDir, "jetstream")}`);
     }
     if (!redisUrl) {
       const s = await startRedis({ detached: true });
@@ -175,18 +185,16 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     out(`natslake local cluster: ${o.nodes} nodes, warehouse ${warehouse}`);
     out(`  NATS  ${natsUrl}    Redis ${redisUrl}    logs ${logs}/node-*.log`);
     out(`  nodes ${nodes.map((n) => `${n.id} (pid ${n.proc.pid})`).join(", ")}`);
-    out(`create a table:   natslake table create db.events --nats ${natsUrl} --columns "id BIGINT NOT NULL, msg STRING" --option bucket=4 --option bucket-key=id`);
-    out(`publish rows:     natslake publish db.events rows.jsonl --nats ${natsUrl}`);
-    out(`                  (or raw JSON/msgpack rows to subject lake.in.db.events, e.g. nats pub lake.in.db.events '{"id":1,"msg":"hi"}')`);
-    out(`subscribe:        natslake subscribe db.events --nats ${natsUrl}`);
-    out(`read the table:   ${o.s3 ? `source ${join(runDir, "s3.env")} && ` : ""}natslake read db.events --warehouse '${warehouse}'`);
+    const guide: GuideInput = { natsUrl, warehouse, root: REPO_ROOT, ...(o.s3 ? { s3EnvFile: join(runDir, "s3.env") } : {}) };
+    for (const l of tryCommands(guide)) out(l);
     if (o.demo) {
       demoNc = await connectOrExplain(natsUrl);
-      const demo = runDemo(demoNc, out).catch((e: unknown) => {
+      const demo = runDemo(demoNc, guide, out).catch((e: unknown) => {
         if (!stopping) throw e;
       });
       await Promise.race([demo, stopRequested]);
     }
+    for (const l of exampleCommands(guide)) out(l);
     // --duration counts from here (after the demo, as before).
     const timer = o.duration ? setTimeout(() => requestStop("duration"), o.duration * 1000) : undefined;
     try {
@@ -206,26 +214,44 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
   if (failures.length > 0) throw new LakeError(ErrorKind.Io, `the local cluster had failures: ${failures.join("; ")}`);
 }
 
+/**
+ * NATS on its standard port when that is free, so that the examples' default URL reaches it; else (another server
+ * holds the port) on a free one — every command `up` prints carries the real URL.
+ */
+async function startNatsOnStandardPort(opts: NatsOptions, out: (s: string) => void): Promise<ServerHandle> {
+  try {
+    return await startNats({ ...opts, port: STANDARD_NATS_PORT });
+  } catch (e) {
+    if (!(e instanceof PortTakenError)) throw e;
+    out(`port ${STANDARD_NATS_PORT} is taken (another NATS server?): this one listens on a free port, which every command below names`);
+    return startNats(opts);
+  }
+}
+
 /** `up --demo`: create a table through the cluster and publish rows, so the first run shows something. */
-async function runDemo(nc: NatsConnection, out: (s: string) => void): Promise<void> {
+async function runDemo(nc: NatsConnection, guide: GuideInput, out: (s: string) => void): Promise<void> {
   // The nodes are still starting: retry until one answers (bounded).
   const deadline = Date.now() + 60_000;
+  let existed = false;
   for (;;) {
     try {
-      await adminRequest(nc, "lake", { type: "create-table", table: "demo.events", columns: "id BIGINT NOT NULL, msg STRING, at TIMESTAMP(3)", options: { bucket: "4", "bucket-key": "id" } }, 5_000);
+      await adminRequest(nc, "lake", { type: "create-table", table: EXAMPLE_TABLE, columns: "id BIGINT NOT NULL, msg STRING, at TIMESTAMP(3)", options: { bucket: "4", "bucket-key": "id" } }, 5_000);
       break;
     } catch (e) {
-      if (/already exists/.test(String(e))) break;
+      if (/already exists/.test(String(e))) {
+        existed = true; // an earlier run on this warehouse (or a retry after a lost reply) made it
+        break;
+      }
       if (Date.now() > deadline || nc.isClosed()) throw e;
       await new Promise((r) => setTimeout(r, 500));
     }
   }
-  const producer = await createProducer({ nc, table: "demo.events" });
+  const producer = await createProducer({ nc, table: EXAMPLE_TABLE });
   for (let i = 0; i < 1000; i++) void producer.write({ id: i, msg: `hello ${i}`, at: Date.now() });
   await producer.flush();
   const started = Date.now();
   await producer.waitVisible(producer.token(), 60_000);
-  out(`demo: created demo.events and published 1000 rows; visible in a snapshot ${Date.now() - started} ms after the last ack`);
-  out("demo: read them with  natslake read demo.events --warehouse <the warehouse above> --limit 5");
+  out(`demo: ${existed ? "found" : "created"} ${EXAMPLE_TABLE} and published 1000 rows; visible in a snapshot ${Date.now() - started} ms after the last ack`);
+  out(demoReadCommand(guide));
   await producer.close();
 }

@@ -313,9 +313,9 @@ export function setupBuiltNatsServer(env: NodeJS.ProcessEnv = process.env): stri
 }
 
 /**
- * The nats-server `natslake up` runs: `NATSLAKE_NATS_SERVER` when set (an explicit choice), else the current one
+ * The nats-server the benchmarks run: `NATSLAKE_NATS_SERVER` when set (an explicit choice), else the current one
  * (`NATSLAKE_NATS_SERVER_CURRENT`, else the one scripts/setup.sh built under ~/go/natslake-bin), else `nats-server`
- * on PATH (Debian's is 2.9.10).
+ * on PATH (Debian's is 2.9.10; `old` says so). `natslake up` never falls back to PATH: see current-nats-server.ts.
  */
 export function chooseNatsServer(env: NodeJS.ProcessEnv = process.env): NatsServerChoice {
   const pick = (bin: string, source: string): NatsServerChoice => {

@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """Publish rows to a natslake table from Python, with nats-py and msgpack only (no natslake client).
 
-usage: publish.py <nats-url> <db.table> [--format json|msgpack] [--shape row|array|batch] [--batch-size N]
-                  [--publisher-id ID] [--prefix lake] < rows.jsonl
+usage: publish.py [--nats nats://127.0.0.1:4222] [--table demo.events] [--format json|msgpack]
+                  [--shape row|array|batch] [--batch-size N] [--publisher-id ID] [--prefix lake] < rows.jsonl
+
+Run it in the repository folder while `npm run up` runs, with a Python that has the packages of
+examples/python/requirements.txt (the checkout's .venv, which scripts/setup.sh makes, has them):
+
+  .venv/bin/python examples/python/publish.py --table demo.events < examples/data/events.jsonl
 
 Reads one JSON row object per line on stdin and publishes them with JetStream to the table's raw subject
 `<prefix>.in.<db>.<table>`, where the table's leader routes them to their buckets exactly once:
@@ -31,9 +36,10 @@ import sys
 import uuid
 
 import msgpack
-import nats
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import APIError
+
+from example_nats import connect  # beside this file: the connection the examples share
 
 RETRIES = 5
 ACK_TIMEOUT_S = 5.0
@@ -93,8 +99,8 @@ async def publish(js, subject, body, msg_id):
 
 async def main() -> int:
     ap = argparse.ArgumentParser(description="Publish JSON-lines rows to a natslake table's raw subject.")
-    ap.add_argument("url")
-    ap.add_argument("table", help="<db>.<table>")
+    ap.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL (default: what `npm run up` starts)")
+    ap.add_argument("--table", default="demo.events", help="<db>.<table> (default demo.events)")
     ap.add_argument("--format", choices=["json", "msgpack"], default="msgpack")
     ap.add_argument("--shape", choices=["row", "array", "batch"], default="batch")
     ap.add_argument("--batch-size", type=int, default=500, help="rows per message for array and batch (default 500)")
@@ -103,6 +109,9 @@ async def main() -> int:
     a = ap.parse_args()
     if a.table.count(".") != 1:
         print(f"publish.py: the table is <db>.<table>, not '{a.table}'", file=sys.stderr)
+        return 2
+    if sys.stdin.isatty():
+        print("publish.py: reads JSON rows from stdin, one object a line: publish.py ... < examples/data/events.jsonl", file=sys.stderr)
         return 2
     rows = []
     for n, line in enumerate(sys.stdin, 1):
@@ -114,7 +123,9 @@ async def main() -> int:
             return 2
         rows.append(row)
 
-    nc = await nats.connect(a.url)
+    nc = await connect("publish.py", a.nats)
+    if nc is None:
+        return 1
     js = nc.jetstream()
     subject = f"{a.prefix}.in.{a.table}"
     publisher = a.publisher_id or uuid.uuid4().hex

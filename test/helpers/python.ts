@@ -19,7 +19,7 @@ export const PAIMON_WRITE_PY = join(REPO_ROOT, "test/compat/py/paimon_write.py")
 export const PYPAIMON_BENCH_PY = join(REPO_ROOT, "bench/py/pypaimon_bench.py");
 
 const SETUP_HINT =
-  "run .ci/run or create .venv with pypaimon (python3 -m venv .venv && .venv/bin/pip install pypaimon==2.1.0 pyarrow==19.0.1 duckdb==2.0.1 nats-py==2.16.0 msgpack==1.2.4) " +
+  "run .ci/run or create .venv with pypaimon (python3 -m venv .venv && .venv/bin/pip install -r examples/python/requirements.txt) " +
   "(or point NATSLAKE_PYTHON at an interpreter that has them)";
 
 /** The Python interpreter for the oracles; throws (never skips) when it is missing. */

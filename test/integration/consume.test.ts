@@ -128,12 +128,12 @@ test("consume - a Python consumer (nats-py + pyarrow) reads the same rows over t
       const rows = await trickle(c, name, 4, 0);
       const t = await new Catalog(c.warehouse).getTable(parseIdentifier(name));
       const latest = (await t.snapshots.latestId())!;
-      const out = await runPython(join(REPO_ROOT, "test/compat/py/consume.py"), [c.nats.url, name, "--snapshots", "1", "--from", "full", "--consumer-id", "py", "--window", "2"]);
+      const out = await runPython(join(REPO_ROOT, "examples/python/consume.py"), ["--nats", c.nats.url, "--table", name, "--snapshots", "1", "--from", "full", "--consumer-id", "py", "--window", "2", "--jsonl"]);
       const got = parseJsonLines(out);
       assert.deepEqual(got.map((r) => Number(r["id"])).sort((a, b) => a - b), Array.from({ length: rows }, (_, i) => i), "the full scan: every row once");
       assert.ok(got.every((r) => r["_snapshot"] === latest && typeof r["s"] === "string"));
       assert.equal((await getConsumer(t, "py"))?.nextSnapshot, latest + 1, "its ack was recorded as Paimon consumer progress");
-      const refused = await runPython(join(REPO_ROOT, "test/compat/py/consume.py"), [c.nats.url, name, "--snapshots", "1", "--columns", "id,nope"]).then(
+      const refused = await runPython(join(REPO_ROOT, "examples/python/consume.py"), ["--nats", c.nats.url, "--table", name, "--snapshots", "1", "--columns", "id,nope"]).then(
         () => "",
         (e: Error) => e.message,
       );

@@ -42,7 +42,7 @@ function rowsText(from: number, n: number): { text: string; ids: bigint[] } {
   return { text: lines.join("\n") + "\n", ids };
 }
 
-const publish = async (url: string, args: string[], input: string): Promise<Summary> => JSON.parse((await runPython(PUBLISH_PY, [url, TABLE, ...args], { input, timeoutMs: 60_000 })).trim()) as Summary;
+const publish = async (url: string, args: string[], input: string): Promise<Summary> => JSON.parse((await runPython(PUBLISH_PY, ["--nats", url, "--table", TABLE, ...args], { input, timeoutMs: 60_000 })).trim()) as Summary;
 
 test("python publisher - raw JSON and msgpack rows (a row, an array, a batch per message) land exactly once; a repeated run is de-duplicated; pypaimon and natslake read them", { timeout: 180_000 }, async () => {
   const c = await startCluster({ nodes: 1, commitInterval: "100ms" });
