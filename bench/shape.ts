@@ -17,3 +17,17 @@ export const benchInputRow = (i: number): Record<string, unknown> => ({
   amount: (i % 1000) * 0.25,
   qty: i % 100,
 });
+
+/**
+ * The key of row `i` of the upsert benchmarks (primary key `id`; test/compat/java/PaimonPk.java's bench-write makes
+ * the same rows): every tenth row (i % 10 == 9) updates the key of an earlier inserting row, the others insert key i —
+ * so n rows hold 0.9·n keys and 0.1·n updates spread over the whole history.
+ */
+export function benchUpsertKey(i: number): number {
+  if (i % 10 !== 9) return i;
+  const h = (Math.imul(i, 0x9e3779b1) >>> 0) % i; // a 32-bit multiplicative hash of i, below i
+  return h % 10 === 9 ? h - 1 : h;
+}
+
+/** Row `i` of the upsert benchmarks: `benchInputRow(i)` under the key `benchUpsertKey(i)`. */
+export const benchUpsertRow = (i: number): Record<string, unknown> => ({ ...benchInputRow(i), id: benchUpsertKey(i) });

@@ -20,8 +20,9 @@
 #   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied
 #                       by Maven from test/compat/java/pom.xml into $NATSLAKE_JAVA_ORACLE_DIR (default
 #                       ~/.cache/natslake/java-oracle)/lib, and test/compat/java/*.java (PaimonRead, the table reader;
-#                       LsmCompactionOracle, Java's compaction picker) compiled into .../classes; each step only when its
-#                       input (the pom, the sources) changed since (stamp files)
+#                       LsmCompactionOracle, Java's compaction picker; PaimonPk with PaimonJson, primary-key reads,
+#                       streams, writes, creates and a write benchmark) compiled into .../classes; each step only when
+#                       its input (the pom, the sources) changed since (stamp files)
 #   3. npm ci           skipped when node_modules was installed by this script from the same package-lock.json
 #                       and Node version (stamp file node_modules/.natslake-ci-stamp)
 #
@@ -206,7 +207,7 @@ phase_begin "java oracle"
 # result at the same default directory (or $NATSLAKE_JAVA_ORACLE_DIR).
 JAVA_ORACLE_DIR="${NATSLAKE_JAVA_ORACLE_DIR:-$HOME/.cache/natslake/java-oracle}"
 JAVA_POM="$ROOT/test/compat/java/pom.xml"
-JAVA_SRCS=("$ROOT/test/compat/java/PaimonRead.java" "$ROOT/test/compat/java/LsmCompactionOracle.java")
+JAVA_SRCS=("$ROOT/test/compat/java/PaimonRead.java" "$ROOT/test/compat/java/LsmCompactionOracle.java" "$ROOT/test/compat/java/PaimonJson.java" "$ROOT/test/compat/java/PaimonPk.java")
 lib_stamp="$(sha256sum "$JAVA_POM" | cut -d' ' -f1)"
 classes_stamp="$(cat "${JAVA_SRCS[@]}" "$JAVA_POM" | sha256sum | cut -d' ' -f1) $(javac -version 2>&1)"
 java_note=""

@@ -3,7 +3,7 @@
  * Paimon's own filesystem catalog lays them out. A database is just its directory; a table exists when its `schema/schema-N`
  * exists. Names are validated before any path is built from them.
  */
-import { validateWritableKeyedSchema } from "../lsm/table-rules.ts";
+import { validateChangelogProducer, validateWritableKeyedSchema } from "../lsm/table-rules.ts";
 import { join } from "node:path";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import type { FileIO } from "../io/file-io.ts";
@@ -118,6 +118,7 @@ export class Catalog {
   async createTable(id: Identifier, input: SchemaInput, opts: { ignoreIfExists?: boolean } = {}): Promise<Table> {
     const schema = newTableSchema(input);
     validateWritableKeyedSchema(`${id.database}.${id.table}`, schema);
+    validateChangelogProducer(schema);
     await this.createDatabase(id.database, true);
     const root = this.tablePath(id);
     const created = await new SchemaManager(this.io, new PathFactory(root)).tryCreate(schema);

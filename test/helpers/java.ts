@@ -9,7 +9,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import type { DataType } from "../../src/format/data-types.ts";
 import type { Table } from "../../src/table/table.ts";
-import { decimalToUnscaled, Timestamp, toJsonValue, type Value } from "../../src/format/values.ts";
+import { decimalToUnscaled, Timestamp, toJsonValue, unscaledToString, type Value } from "../../src/format/values.ts";
 
 export function javaOracleDir(): string {
   const fromEnv = process.env.NATSLAKE_JAVA_ORACLE_DIR;
@@ -52,13 +52,25 @@ export async function javaPaimonReadRaw(warehouse: string, requests: readonly Ja
 }
 
 /**
+ * The JVM flags of an oracle run: the C1 compiler only, since an oracle run is short and compiles little (C2 would
+ * cost more than it gains). A benchmark passes its own (the full JIT).
+ */
+export const ORACLE_JVM_FLAGS: readonly string[] = ["-Xshare:auto", "-XX:TieredStopAtLevel=1"];
+
+/**
  * Runs the oracle program `mainClass` (a class compiled from test/compat/java/) with `args`, writing `stdin` to it,
  * and resolves with what it printed; rejects with its stderr when it exits non-zero or outlives `timeoutMs`.
  */
-export function runJavaOracle(mainClass: string, args: readonly string[], stdin: string | null, timeoutMs = 180_000): Promise<{ stdout: string; stderr: string }> {
+export function runJavaOracle(
+  mainClass: string,
+  args: readonly string[],
+  stdin: string | null,
+  timeoutMs = 180_000,
+  jvmFlags: readonly string[] = ORACLE_JVM_FLAGS,
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     // Inside the executor, so a missing oracle rejects like any other failure.
-    const cmd = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath(mainClass), mainClass, ...args];
+    const cmd = [...jvmFlags, "-cp", classpath(mainClass), mainClass, ...args];
     const child = spawn("java", cmd, { stdio: ["pipe", "pipe", "pipe"] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -87,20 +99,21 @@ export function runJavaOracle(mainClass: string, args: readonly string[], stdin:
  */
 export async function javaPaimonRead(warehouse: string, tables: readonly Table[], requests: readonly JavaReadRequest[]): Promise<Array<JavaResult<Record<string, unknown>>>> {
   const raw = await javaPaimonReadRaw(warehouse, requests);
-  return raw.map((res, i) => {
-    if (res.rows === undefined) return res;
-    const fields = tables[i]!.schema.fields;
-    const wanted = requests[i]!.columns ?? fields.map((f) => f.name);
-    const rows = res.rows.map((r) =>
-      Object.fromEntries(
-        wanted.map((name) => {
-          const f = fields.find((x) => x.name === name)!;
-          return [name, toJsonValue(f.type, fromJava(f.type, r[name]))];
-        }),
-      ),
-    );
-    return { rows };
+  return raw.map((res, i) => (res.rows === undefined ? res : { rows: res.rows.map(javaRowToJson(tables[i]!, requests[i]!.columns)) }));
+}
+
+/**
+ * A row as the Java oracles render it → the row as `readJson` renders it (`toJsonValue` of each value), for the
+ * columns `projection` (default: all of the table's, in order).
+ */
+export function javaRowToJson(table: Table, projection?: readonly string[]): (row: Record<string, unknown>) => Record<string, unknown> {
+  const fields = table.schema.fields;
+  const wanted = (projection ?? fields.map((f) => f.name)).map((name) => {
+    const f = fields.find((x) => x.name === name);
+    if (f === undefined) throw new Error(`no column ${name} in ${table.name}`);
+    return f;
   });
+  return (r) => Object.fromEntries(wanted.map((f) => [f.name, toJsonValue(f.type, fromJava(f.type, r[f.name]))]));
 }
 
 /** The rows of a result; throws Java's error for a failed request. */
@@ -139,5 +152,49 @@ export function fromJava(type: DataType, v: unknown): Value {
     }
     default:
       return v as Value;
+  }
+}
+
+/** natslake's canonical value → the Java oracles' form (the inverse of `fromJava`; PaimonJson.java parses it). */
+export function toJava(type: DataType, v: Value): unknown {
+  if (v === null) return null;
+  switch (type.root) {
+    case "BIGINT":
+      return String(v as bigint);
+    case "DECIMAL":
+      return unscaledToString(v as bigint, type.scale);
+    case "FLOAT":
+    case "DOUBLE":
+      // JSON has no NaN, infinities or negative zero: PaimonJson parses these strings.
+      if (Object.is(v, -0)) return "-0.0";
+      return Number.isFinite(v as number) ? v : String(v as number);
+    case "BINARY":
+    case "VARBINARY":
+      return Buffer.from(v as Uint8Array).toString("hex");
+    case "TIMESTAMP":
+    case "TIMESTAMP_LTZ":
+      return (v as Timestamp).toEpochNanos().toString();
+    case "ARRAY":
+      return (v as Value[]).map((x) => toJava(type.element, x));
+    case "MULTISET": {
+      // natslake holds a multiset as its elements with repeats; Java as element → count.
+      const counts = new Map<string, [unknown, number]>();
+      for (const x of v as Value[]) {
+        const j = toJava(type.element, x);
+        const key = JSON.stringify(j);
+        const c = counts.get(key);
+        if (c === undefined) counts.set(key, [j, 1]);
+        else c[1]++;
+      }
+      return [...counts.values()];
+    }
+    case "MAP":
+      return (v as Array<[Value, Value]>).map(([k, x]) => [toJava(type.key, k), toJava(type.value, x)]);
+    case "ROW": {
+      const o = v as Record<string, Value>;
+      return Object.fromEntries(type.fields.map((f) => [f.name, toJava(f.type, o[f.name] ?? null)]));
+    }
+    default:
+      return v;
   }
 }

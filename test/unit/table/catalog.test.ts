@@ -69,3 +69,14 @@ test("catalog - a primary-key table is refused at create (natslake cannot write 
   assert.deepEqual(ensured, [], "no stream is made for it");
   assert.equal(await c.tableExists(id), false);
 });
+
+test("catalog - a changelog producer on a table without a primary key is refused at create, as Java refuses it; nothing is made", async () => {
+  const c = new Catalog(wh.path);
+  const id = parseIdentifier("log.events");
+  await assert.rejects(
+    c.createTable(id, { columns: parseColumnList("id BIGINT, v STRING"), options: { "changelog-producer": "input" } }),
+    (e: unknown) => isLakeError(e, "DataInvalid") && /Can not set changelog-producer on table without primary keys/.test((e as Error).message),
+  );
+  assert.equal(await c.tableExists(id), false);
+  await c.createTable(id, { columns: parseColumnList("id BIGINT, v STRING"), options: { "changelog-producer": "none" } });
+});
