@@ -2,13 +2,13 @@
  * Time travel across schema changes (the history: test/helpers/schema-history.ts): a snapshot chosen by id, by tag
  * or by time reads in its own schema — a dropped column with its old values, the old names and types — as Java
  * Paimon and pypaimon read it; the latest snapshot, chosen by nothing, reads in the current schema with the older
- * files mapped to it by field id; a stream that starts at an old snapshot stays in the current schema. Before, every
- * read was in the current schema.
+ * files mapped to it by field id; a stream that starts at an old snapshot stays in the current schema; a
+ * primary-key table's old snapshot merges in its schema too. Before, every read was in the current schema.
  */
 import { before, after, test } from "node:test";
 import assert from "node:assert/strict";
 import { javaPaimonRead, javaRows, type JavaReadRequest } from "../helpers/java.ts";
-import { paimonTimeTravel, type PaimonTimeTravelRead } from "../helpers/python.ts";
+import { paimonTimeTravel, paimonAlter, paimonWrite, type PaimonTimeTravelRead } from "../helpers/python.ts";
 import { readJson, readJsonWithColumns, reopen, sortRows, tempDir } from "../helpers/tables.ts";
 import { BATCH_ROWS, BATCHES, buildSchemaHistory, columnsOf, expectedRows, HISTORY_TABLE, LATEST_SCHEMA, SCHEMAS, SNAPSHOTS, tagOf } from "../helpers/schema-history.ts";
 import { parseSqlType, typeToJson, typeToSql } from "../../src/format/data-types.ts";
@@ -16,6 +16,7 @@ import { tableForRead } from "../../src/scan/plan.ts";
 import { TableStream } from "../../src/scan/table-stream.ts";
 import { planRead, readColumns, type ReadSpec } from "../../src/scan/read.ts";
 import type { Table } from "../../src/table/table.ts";
+
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -146,4 +147,32 @@ test("time travel - pypaimon reads every snapshot, by id, tag and time, as natsl
     assert.deepEqual(res.fields, columnsOf(SCHEMAS[r.schemaId]!, r.projection).map(([name, sql]) => ({ name, type: typeToJson(parseSqlType(sql)) })), what);
     assert.deepEqual(sortRows(res.rows ?? []), expectedRows(SCHEMAS[r.schemaId]!, r.batches, r.projection ? { projection: r.projection } : {}), what);
   }
+});
+
+test("time travel - a primary-key table's old snapshot merges in its own schema, as Java Paimon and pypaimon read it", { timeout: 240_000 }, async () => {
+  const name = "tt.pk";
+  const columns: Array<[string, string]> = [["id", "BIGINT NOT NULL"], ["v", "STRING"], ["n", "INT"]];
+  const first = Array.from({ length: 30 }, (_, i) => ({ id: i, v: `v${i}`, n: i }));
+  await paimonWrite({ warehouse: wh.path, table: name, create: { columns, primaryKeys: ["id"], options: { bucket: "2", "file.format": "parquet" } }, batches: [first], overwrite: null });
+  // v renamed to w, n dropped, then updates of some keys and new ones in the new schema.
+  for (const change of [["--rename", "v", "w"], ["--drop", "n"]]) await paimonAlter(wh.path, name, change);
+  const second = Array.from({ length: 20 }, (_, k) => ({ id: 20 + k, w: `w${20 + k}` }));
+  await paimonWrite({ warehouse: wh.path, table: name, create: null, batches: [second], overwrite: null });
+  const t = await reopen(wh.path, name);
+  assert.equal(t.schema.id, 2);
+  const old = await readJsonWithColumns(t, { snapshotId: 1 });
+  assert.deepEqual(old.columns.map((f) => f.name), ["id", "v", "n"]);
+  assert.deepEqual(sortRows(old.rows), sortRows(first.map((r) => ({ id: r.id, v: r.v, n: r.n }))));
+  const latest = await readJsonWithColumns(t);
+  assert.deepEqual(latest.columns.map((f) => f.name), ["id", "w"]);
+  const merged = new Map(first.map((r) => [r.id, { id: r.id, w: r.v }]));
+  for (const r of second) merged.set(r.id, { id: r.id, w: r.w });
+  assert.deepEqual(sortRows(latest.rows), sortRows([...merged.values()]));
+  const [javaOld, javaLatest] = await javaPaimonRead(wh.path, [t.inSchema(await t.schemas.schema(0)), t], [{ table: name, snapshot: 1 }, { table: name }]);
+  assert.deepEqual(javaOld!.fields?.map((f) => f.name), ["id", "v", "n"]);
+  assert.deepEqual(sortRows(javaRows(javaOld)), sortRows(old.rows));
+  assert.deepEqual(sortRows(javaRows(javaLatest)), sortRows(latest.rows));
+  const [pyOld] = await paimonTimeTravel(wh.path, name, [{ snapshot: 1 }]);
+  assert.deepEqual(pyOld!.fields?.map((f) => f.name), ["id", "v", "n"]);
+  assert.deepEqual(sortRows(pyOld!.rows ?? []), sortRows(old.rows));
 });

@@ -147,6 +147,14 @@ export async function paimonWrite(spec: PaimonWriteSpec, timeoutMs?: number): Pr
   return JSON.parse(stdout) as PaimonWriteResult;
 }
 
+/** `paimon_alter.py` (see its docstring): a schema change made by pypaimon. */
+export const PAIMON_ALTER_PY = join(REPO_ROOT, "test/compat/py/paimon_alter.py");
+
+/** Changes `table`'s schema with pypaimon (`["--rename", a, b]`, `["--drop", a]`, `["--type", a, T]`, or `[column, T]` to add); the new schema id. */
+export async function paimonAlter(warehouse: string, table: string, change: string[]): Promise<number> {
+  return (JSON.parse(await runPython(PAIMON_ALTER_PY, [warehouse, table, ...change])) as { schemaId: number }).schemaId;
+}
+
 /** `paimon_tag.py create|read|list` (see the script's docstring): tags made and read by pypaimon. */
 export const PAIMON_TAG_PY = join(REPO_ROOT, "test/compat/py/paimon_tag.py");
 

@@ -6,9 +6,8 @@
  * history — a model keyed by field id, as Paimon maps files to a schema — never from a reader.
  */
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
-import { runPython } from "./python.ts";
+import { paimonAlter } from "./python.ts";
 import { reopen, sortRows, writeRows } from "./tables.ts";
 import { warehouseCli } from "./warehouse-cli.ts";
 import { parseColumnList, parseSqlType, typeToSql } from "../../src/format/data-types.ts";
@@ -16,8 +15,6 @@ import { toCanonical, toJsonValue } from "../../src/format/values.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { createTag } from "../../src/table/tags.ts";
 import { compactTable } from "../../src/maintenance/compact.ts";
-
-const ALTER_PY = fileURLToPath(new URL("../compat/py/paimon_alter.py", import.meta.url));
 
 export const HISTORY_TABLE = "tt.evolve";
 
@@ -110,10 +107,6 @@ export function expectedRows(schema: readonly Column[], to: number, opts: { proj
 export const columnsOf = (schema: readonly Column[], projection?: string[]): Array<[string, string]> =>
   (projection ? projection.map((n) => schema.find((c) => c.name === n)!) : schema).map((c) => [c.name, c.sql]);
 
-async function alterWithPypaimon(warehouse: string, args: string[]): Promise<number> {
-  return (JSON.parse(await runPython(ALTER_PY, [warehouse, HISTORY_TABLE, ...args])) as { schemaId: number }).schemaId;
-}
-
 /**
  * Builds the table in `warehouse` and returns each snapshot's commit time. Batches are a few ms apart, so every
  * snapshot has its own commit millisecond (a read by time then has one answer: Paimon's search among snapshots of
@@ -130,11 +123,11 @@ export async function buildSchemaHistory(warehouse: string): Promise<Map<number,
   await writeBatch(0);
   assert.equal((await catalog.addColumns(ident, [{ name: "score", type: parseSqlType("DOUBLE") }])).schema.id, 1);
   await writeBatch(1);
-  assert.equal(await alterWithPypaimon(warehouse, ["--drop", "note"]), 2);
+  assert.equal(await paimonAlter(warehouse, HISTORY_TABLE, ["--drop", "note"]), 2);
   await writeBatch(2);
-  assert.equal(await alterWithPypaimon(warehouse, ["--rename", "name", "label"]), 3);
+  assert.equal(await paimonAlter(warehouse, HISTORY_TABLE, ["--rename", "name", "label"]), 3);
   await writeBatch(3);
-  assert.equal(await alterWithPypaimon(warehouse, ["--type", "qty", "BIGINT"]), 4);
+  assert.equal(await paimonAlter(warehouse, HISTORY_TABLE, ["--type", "qty", "BIGINT"]), 4);
   await writeBatch(4);
   assert.match(await warehouseCli(warehouse).ok(["table", "alter", HISTORY_TABLE, "--add-column", "note STRING"]), /schema 5 adds note STRING/);
   await writeBatch(5);
