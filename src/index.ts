@@ -14,8 +14,8 @@ export { BatchWriter, describeOverwrite, type OverwriteSpec } from "./write/batc
 export { TableWrite } from "./write/table-write.ts";
 export { FileStoreCommit, type CommitRequest, type CommitResult } from "./commit/file-store-commit.ts";
 export type { CommitMessage } from "./commit/commit-message.ts";
-export { planScan, type DataSplit, type ScanSpec } from "./scan/plan.ts";
-export { readBatches, readRows, readAllRows, type ReadSpec } from "./scan/read.ts";
+export { planScan, tableForRead, type DataSplit, type ScanPlan, type ScanSpec } from "./scan/plan.ts";
+export { readBatches, readRows, readAllRows, planRead, readPlanRows, readColumns, type ReadSpec } from "./scan/read.ts";
 export { createBucketFunction } from "./format/bucket.ts";
 export { createTag, deleteTag, getTag, listTags, type Tag } from "./table/tags.ts";
 export { expireSnapshots, type ExpireOptions, type ExpireResult } from "./maintenance/expire-snapshots.ts";

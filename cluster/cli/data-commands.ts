@@ -9,7 +9,8 @@ import { parsePartitionSpec } from "../../src/format/partition.ts";
 import { toJsonText, toJsonValue } from "../../src/format/values.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { BatchWriter, describeOverwrite } from "../../src/write/batch-writer.ts";
-import { readRows } from "../../src/scan/read.ts";
+import { planRead, readColumns, readPlanRows } from "../../src/scan/read.ts";
+import { tableForRead } from "../../src/scan/plan.ts";
 import { catalogFrom, errnoCode, parseNonNegativeInt, parseTime, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 import type { Table } from "../../src/table/table.ts";
 import { readRecords } from "./input.ts";
@@ -134,7 +135,7 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
 
   program
     .command("read <table>")
-    .description("read rows from the latest snapshot, a given snapshot, a point in time or a tag")
+    .description("read rows from the latest snapshot, or a given snapshot, point in time or tag in that snapshot's own schema")
     .option("--snapshot <id>", "read this snapshot", parseNonNegativeInt("--snapshot"))
     .option("--at <time>", "read the snapshot current at this time (ISO-8601 or epoch ms)", parseTime)
     .option("--tag <name>", "read the snapshot this tag holds")
@@ -160,29 +161,34 @@ export function registerDataCommands(program: Command, out: (s: string) => void)
         if (latest === null) throw new UsageError(`${t.name} has no snapshots`);
         incremental = { from: base?.id ?? 0, to: latest };
       }
+      const chosen = {
+        ...(o.snapshot !== undefined ? { snapshotId: o.snapshot } : {}),
+        ...(o.at !== undefined ? { atTimeMillis: o.at } : {}),
+        ...(o.tag !== undefined ? { tag: o.tag } : {}),
+      };
+      // A chosen snapshot is read in its own schema (time travel): its columns, and the partition keys named here.
+      const read = await tableForRead(t, chosen);
       const projection = o.columns?.split(",").map((s) => s.trim()).filter(Boolean);
-      const partition = o.partition ? parsePartitionSpec(o.partition, t.partitionKeys, t.partitionTypes) : undefined;
-      const fields = projection ? projection.map((c) => ({ name: c, type: t.typeOf(c) })) : t.schema.fields.map((f) => ({ name: f.name, type: f.type }));
-      const rows: unknown[][] = [];
+      const partition = o.partition ? parsePartitionSpec(o.partition, read.partitionKeys, read.partitionTypes) : undefined;
+      const spec = {
+        ...chosen,
+        ...(projection ? { projection } : {}),
+        ...(partition ? { partition } : {}),
+        ...(o.limit !== undefined ? { limit: o.limit } : {}),
+        ...(incremental !== undefined ? { incremental } : {}),
+      };
       // `--incremental-since` a time at or after the latest snapshot: nothing was added since.
       const nothingNew = incremental !== undefined && incremental.from >= incremental.to;
-      if (!nothingNew) {
-        for await (const row of readRows(t, {
-          ...(o.snapshot !== undefined ? { snapshotId: o.snapshot } : {}),
-          ...(o.at !== undefined ? { atTimeMillis: o.at } : {}),
-          ...(o.tag !== undefined ? { tag: o.tag } : {}),
-          ...(projection ? { projection } : {}),
-          ...(partition ? { partition } : {}),
-          ...(o.limit !== undefined ? { limit: o.limit } : {}),
-          ...(incremental !== undefined ? { incremental } : {}),
-        })) {
-          if (o.format === "jsonl") {
-            const obj: Record<string, unknown> = {};
-            for (const f of fields) obj[f.name] = toJsonValue(f.type, row[f.name] ?? null);
-            out(toJsonText(obj));
-          } else {
-            rows.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
-          }
+      const plan = nothingNew ? { snapshot: null, schema: read.schema, timeTravel: false, splits: [] } : await planRead(read, spec);
+      const fields = readColumns(read, plan, projection);
+      const rows: unknown[][] = [];
+      for await (const row of readPlanRows(read, plan, spec)) {
+        if (o.format === "jsonl") {
+          const obj: Record<string, unknown> = {};
+          for (const f of fields) obj[f.name] = toJsonValue(f.type, row[f.name] ?? null);
+          out(toJsonText(obj));
+        } else {
+          rows.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
         }
       }
       if (o.format === "table") {

@@ -53,7 +53,8 @@ export async function planIncremental(
     const s = await table.snapshots.snapshot(id);
     if (s.commitKind === CommitKind.APPEND) splits.push(...(await deltaSplits(table, s, partitionFilter, store)));
   }
-  return { snapshot: await table.snapshots.snapshot(to), splits };
+  // A range of snapshots is read in one schema, the current one (Paimon's incremental-between is no time travel).
+  return { snapshot: await table.snapshots.snapshot(to), schema: table.schema, timeTravel: false, splits };
 }
 
 /**

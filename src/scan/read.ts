@@ -1,8 +1,9 @@
 /**
- * Reading splits into Arrow record batches in the table's *current* schema.
+ * Reading splits into Arrow record batches in the schema of the read: the table's current schema, or — a snapshot
+ * chosen by id, time or tag — that snapshot's own (time travel, src/scan/plan.ts).
  *
- * Each data file is read through the schema it was written with (`_SCHEMA_ID`) and mapped to the current schema by
- * field id: a renamed column keeps its id, a column added later reads as nulls, a dropped column is not read. Rows
+ * Each data file is read through the schema it was written with (`_SCHEMA_ID`) and mapped to the schema of the read
+ * by field id: a renamed column keeps its id, a column added later reads as nulls, a dropped column is not read. Rows
  * of a bucket come out in sequence order (the split's files are ordered by their first sequence number). A file
  * whose row count differs from its manifest entry is reported as corrupt rather than read silently.
  *
@@ -29,7 +30,7 @@ import type { TableSchema } from "../format/schema.ts";
 import { toCanonical, type Row, type Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
 import { fetchColumnsOf, RANGED_READ_MIN_BYTES } from "./ranged-fetch.ts";
-import { planScan, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
+import { planSnapshot, readSchemaOf, resolveSnapshot, travelsInTime, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
 import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
 import { CommitKind, type Snapshot } from "../format/snapshot.ts";
@@ -39,7 +40,7 @@ import { mergeBucketFiles } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 
 export interface ReadSpec extends ScanSpec {
-  /** Columns to read, in this order; default all columns of the current schema. */
+  /** Columns to read, in this order; default all columns of the schema read (a chosen snapshot's own, else the current one). */
   projection?: string[];
   /** Read only this partition (values in partition-key order). */
   partition?: Value[];
@@ -66,14 +67,24 @@ export interface ReadSpec extends ScanSpec {
 /** Files smaller than this are decoded on the calling thread by default: a worker round trip would cost more than it saves. */
 const POOL_MIN_FILE_BYTES = 64 * 1024;
 
-function projectedFields(table: Table, projection?: string[]): DataField[] {
+/**
+ * The fields `projection` names in `table`'s schema (all without one). `travelledTo`: the snapshot a time-travel
+ * read chose (its schema is `table`'s), named in the error for a column that schema does not have.
+ */
+function projectedFields(table: Table, projection?: string[], travelledTo?: Snapshot | null): DataField[] {
   if (!projection) return table.schema.fields;
   return projection.map((name) => {
     const f = table.schema.fields.find((x) => x.name === name);
-    if (!f) throw new LakeError(ErrorKind.DataInvalid, `no column '${name}' in ${table.name} (columns: ${table.schema.fields.map((x) => x.name).join(", ")})`);
+    if (!f) {
+      const where = travelledTo ? `${table.name} as of snapshot ${travelledTo.id} (read in its schema ${table.schema.id}` : `${table.name} (schema ${table.schema.id}`;
+      throw new LakeError(ErrorKind.DataInvalid, `no column '${name}' in ${where}, columns: ${table.schema.fields.map((x) => x.name).join(", ")})`);
+    }
     return f;
   });
 }
+
+/** The snapshot of a plan read in that snapshot's own schema (time travel); else null. */
+const travelledTo = (plan: ScanPlan): Snapshot | null => (plan.timeTravel ? plan.snapshot : null);
 
 const sameType = (a: DataType, b: DataType): boolean => JSON.stringify({ ...a, nullable: true }) === JSON.stringify({ ...b, nullable: true });
 
@@ -355,20 +366,31 @@ function convertColumn(from: DataType, to: DataField, col: arrow.Data): arrow.Da
   return b.finish();
 }
 
-/** Record batches of a table (or snapshot) in the current schema; splits in plan order, buckets in sequence order. */
+/**
+ * Record batches of a table (or snapshot) in the schema of the read (a chosen snapshot's own, else the current one);
+ * splits in plan order, buckets in sequence order.
+ */
 export async function* readBatches(table: Table, spec: ReadSpec = {}): AsyncGenerator<arrow.RecordBatch> {
   yield* readPlanBatches(table, await planRead(table, spec), spec);
 }
 
 /**
  * The plan `readBatches` reads: a snapshot's live files, or an incremental range's added files, with `partition` /
- * `partitionFilter` applied. A caller that wants to look at the files first (their sizes) plans, then reads the plan
- * with `readPlanBatches`. `store` shares manifest caches between plans of one table.
+ * `partitionFilter` applied, and the schema its rows are read in (`plan.schema`: a snapshot chosen by id, time or
+ * tag is read in its own, unless `inCurrentSchema`). The projection and `partition` are checked against that schema.
+ * A caller that wants to look at the files first (their sizes) plans, then reads the plan with `readPlanBatches`.
+ * `store` shares manifest caches between plans of one table.
  */
 export async function planRead(table: Table, spec: ReadSpec = {}, store?: ManifestStore): Promise<ScanPlan> {
-  checkReadable(table, spec, spec.incremental !== undefined ? "added" : "snapshot");
-  const filter = partitionFilterOf(table, spec);
-  return spec.incremental !== undefined ? planIncremental(table, spec.incremental, filter, store) : planScan(table, { ...spec, ...(filter ? { partitionFilter: filter } : {}) }, store);
+  if (spec.incremental !== undefined) {
+    checkReadable(table, spec, "added");
+    return planIncremental(table, spec.incremental, partitionFilterOf(table, spec), store);
+  }
+  const snapshot = await resolveSnapshot(table, spec);
+  const read = table.inSchema(await readSchemaOf(table, spec, snapshot));
+  checkReadable(read, spec, "snapshot", travelsInTime(spec) ? snapshot : null);
+  const filter = partitionFilterOf(read, spec);
+  return planSnapshot(read, snapshot, { ...spec, ...(filter ? { partitionFilter: filter } : {}) }, store);
 }
 
 /**
@@ -378,19 +400,19 @@ export async function planRead(table: Table, spec: ReadSpec = {}, store?: Manife
  */
 export async function planSnapshotDelta(table: Table, s: Snapshot, spec: Pick<ReadSpec, "projection" | "partition" | "partitionFilter"> = {}, store?: ManifestStore): Promise<ScanPlan> {
   checkReadable(table, spec, "added");
-  return { snapshot: s, splits: s.commitKind === CommitKind.APPEND ? await deltaSplits(table, s, partitionFilterOf(table, spec), store) : [] };
+  return { snapshot: s, schema: table.schema, timeTravel: false, splits: s.commitKind === CommitKind.APPEND ? await deltaSplits(table, s, partitionFilterOf(table, spec), store) : [] };
 }
 
 /**
  * Refuses what cannot be read: an unknown column; of a primary-key table, what snapshots added (its changes are a
  * changelog, not appended rows) and a snapshot that needs more than the deduplicate merge (src/lsm/merge-read.ts).
  */
-function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">, what: "snapshot" | "added"): void {
+function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">, what: "snapshot" | "added", travelledTo?: Snapshot | null): void {
   if (table.isPrimaryKeyTable) {
     if (what === "added") throw primaryKeyChangesUnsupported(table);
     checkMergeReadable(table);
   }
-  projectedFields(table, spec.projection); // an unknown column fails before any manifest is read
+  projectedFields(table, spec.projection, travelledTo); // an unknown column fails before any manifest is read
 }
 
 function primaryKeyChangesUnsupported(table: Table): LakeError {
@@ -418,13 +440,18 @@ const READ_AHEAD_MAX_FILES = 32;
 
 export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles">;
 
-/** Record batches of a plan made by `planRead` (the projection, limit and decoder pool of `spec` apply). */
-export async function* readPlanBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<arrow.RecordBatch> {
+/**
+ * Record batches of a plan made by `planRead`, in its schema (`plan.schema`); the projection, limit and decoder pool
+ * of `spec` apply.
+ */
+export async function* readPlanBatches(handle: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<arrow.RecordBatch> {
+  const table = handle.inSchema(plan.schema);
+  const fields = projectedFields(table, spec.projection, travelledTo(plan));
   if (table.isPrimaryKeyTable) {
-    yield* readMergedBatches(table, plan, spec);
+    yield* readMergedBatches(table, plan, fields, spec);
     return;
   }
-  const context = new FileReadContext(table, projectedFields(table, spec.projection));
+  const context = new FileReadContext(table, fields);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   let remaining = spec.limit ?? Infinity;
   const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
@@ -456,9 +483,8 @@ export type FileRows =
  * merged by a k-way merge of their sorted runs, a file that overlaps none read as it is), its rows in key order. A
  * limit applies to the merged rows.
  */
-async function* readMergedBatches(table: Table, plan: ScanPlan, spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
+async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataField[], spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
   checkMergeReadable(table);
-  const wanted = projectedFields(table, spec.projection);
   const context = new FileReadContext(table, mergeReadFields(table, wanted));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const keys = keyFields(table.schema);
@@ -488,10 +514,11 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, spec: PlanReadOp
  * record batch messages of about `messageBytes` each, forwarded without being decoded here when the file's columns
  * are the target's (see `FileRows`). Read ahead as `readPlanBatches` reads; no `limit`.
  */
-export async function* readPlanMessages(table: Table, plan: ScanPlan, spec: PlanMessagesOptions): AsyncGenerator<FileRows> {
+export async function* readPlanMessages(handle: Table, plan: ScanPlan, spec: PlanMessagesOptions): AsyncGenerator<FileRows> {
+  const table = handle.inSchema(plan.schema);
   // Files are forwarded one by one; a primary-key table's rows exist only after its bucket's merge.
   if (table.isPrimaryKeyTable) throw primaryKeyChangesUnsupported(table);
-  const context = new FileReadContext(table, projectedFields(table, spec.projection));
+  const context = new FileReadContext(table, projectedFields(table, spec.projection, travelledTo(plan)));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const read = (split: DataSplit, file: DataFileMeta): Promise<FileRows> => {
     const fresh = (): Promise<FileRows> => context.readMessages(split, file, pool, spec.messageBytes);
@@ -565,12 +592,22 @@ async function* filesAhead<T>(plan: ScanPlan, pool: ParquetEncoderPool | null, s
   }
 }
 
-/** Rows of canonical values keyed by column name. */
+/** Rows of canonical values keyed by column name, in the schema of the read (see `readBatches`). */
 export async function* readRows(table: Table, spec: ReadSpec = {}): AsyncGenerator<Row> {
-  const fields = projectedFields(table, spec.projection);
-  for await (const batch of readBatches(table, spec)) {
+  yield* readPlanRows(table, await planRead(table, spec), spec);
+}
+
+/** `readRows` of a plan made by `planRead`: its columns are `readColumns(table, plan, spec.projection)`. */
+export async function* readPlanRows(table: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<Row> {
+  const fields = readColumns(table, plan, spec.projection);
+  for await (const batch of readPlanBatches(table, plan, spec)) {
     for (const row of recordBatchToRows(fields, batch)) yield row;
   }
+}
+
+/** The columns a read of `plan` gives, in order: `projection` (default every column) of the plan's schema. */
+export function readColumns(table: Table, plan: ScanPlan, projection?: string[]): DataField[] {
+  return projectedFields(table.inSchema(plan.schema), projection, travelledTo(plan));
 }
 
 /** All rows at once (tests, small tables). */

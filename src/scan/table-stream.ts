@@ -13,6 +13,10 @@
  * A consumer id with recorded progress overrides the mode (as `consumer-id` does in Paimon): the stream resumes at
  * the consumer's `nextSnapshot` — the first snapshot it did not acknowledge — unless `consumer.ignore-progress`.
  *
+ * Schema: every item is read in the table's current schema (the handle's) — a `-full` mode's starting snapshot too,
+ * though a time-travel read of that snapshot is in its own schema (src/scan/plan.ts): the stream goes on into newer
+ * snapshots and keeps one schema throughout, as Paimon's streaming reads keep the table's.
+ *
  * What a delta is: the files an APPEND snapshot added (src/scan/incremental.ts). COMPACT snapshots add no rows and
  * OVERWRITE ones are not followed (as Paimon's DeltaFollowUpScanner, without `streaming-read-overwrite`): both are
  * passed over, never delivered. A snapshot the stream needs that was expired is an error naming the earliest one
@@ -135,7 +139,9 @@ export class TableStream {
       if (this.pendingFull !== null) {
         const id = this.pendingFull;
         this.pendingFull = null;
-        return { snapshotId: id, kind: "full", snapshot: await this.table.snapshots.snapshot(id), read: { snapshotId: id } };
+        // In the current schema like the deltas after it: a stream has one schema (not the snapshot's own, as a
+        // time-travel read of it has), as Paimon's streaming reads keep the table's (copyWithoutTimeTravel).
+        return { snapshotId: id, kind: "full", snapshot: await this.table.snapshots.snapshot(id), read: { snapshotId: id, inCurrentSchema: true } };
       }
       const id = this.nextDelta!;
       // Whether snapshot `id` may be on the chain: announced, or not known otherwise (the start, a poll, a wake-up

@@ -1,6 +1,7 @@
 /**
  * A Table handle: where the table lives, its schema (the latest at load time), its options, and the managers of
- * its directories. Handles are cheap; reload one to see a newer schema.
+ * its directories. Handles are cheap; reload one to see a newer schema. `inSchema` gives the handle a read of an
+ * older snapshot uses: that snapshot's own schema (time travel).
  */
 import type { FileIO } from "../io/file-io.ts";
 import { PathFactory } from "../io/paths.ts";
@@ -34,6 +35,16 @@ export class Table {
     this.options = new TableOptions(schema.options);
     this.snapshots = new SnapshotManager(io, this.paths);
     this.schemas = new SchemaManager(io, this.paths);
+  }
+
+  /**
+   * This table as a read of an older snapshot sees it: the columns, field ids and keys of `schema` (the snapshot's
+   * `schemaId`), with this handle's options — Paimon's time travel copies the snapshot's schema with the table's
+   * current options. This handle itself when `schema` is its own.
+   */
+  inSchema(schema: TableSchema): Table {
+    if (schema.id === this.schema.id) return this;
+    return new Table(this.identifier, this.root, this.io, { ...schema, options: this.schema.options });
   }
 
   get name(): string {

@@ -4,26 +4,41 @@
  * oracle is an error, never a skip. One JVM start reads every request of a call (a start costs seconds).
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { DataType } from "../../src/format/data-types.ts";
 import type { Table } from "../../src/table/table.ts";
-import { decimalToUnscaled, Timestamp, toJsonValue, unscaledToString, type Value } from "../../src/format/values.ts";
+import { decimalToUnscaled, formatDecimal, Timestamp, toJsonValue, type Value } from "../../src/format/values.ts";
 
 export function javaOracleDir(): string {
   const fromEnv = process.env.NATSLAKE_JAVA_ORACLE_DIR;
   return fromEnv !== undefined && fromEnv !== "" ? fromEnv : join(homedir(), ".cache/natslake/java-oracle");
 }
 
-/** The classpath of the oracle program `mainClass`; throws (never skips) when setup.sh has not prepared it. */
+/**
+ * The classpath of the oracle program `mainClass`; throws (never skips) when setup.sh has not prepared it from this
+ * checkout's sources.
+ */
 function classpath(mainClass: string): string {
   const dir = javaOracleDir();
-  for (const stamp of ["lib/.stamp", `classes/${mainClass}.class`]) {
+  for (const stamp of ["lib/.stamp", `classes/${mainClass}.class`, "classes/.stamp"]) {
     if (!existsSync(join(dir, stamp))) throw new Error(`the Java Paimon oracle is missing (${join(dir, stamp)}); run scripts/setup.sh (or point NATSLAKE_JAVA_ORACLE_DIR at its directory)`);
+  }
+  // setup.sh stamps the classes with the SHA-256 of the sources and the pom, in this order: an oracle compiled from
+  // other sources would fail on requests it does not know, or answer them differently.
+  const hash = createHash("sha256");
+  for (const file of JAVA_STAMPED) hash.update(readFileSync(file));
+  if (readFileSync(join(dir, "classes/.stamp"), "utf8").split(" ")[0] !== hash.digest("hex")) {
+    throw new Error(`the Java Paimon oracle in ${dir} was compiled from other sources than this checkout's test/compat/java/; run scripts/setup.sh`);
   }
   return `${join(dir, "lib")}/*:${join(dir, "classes")}`;
 }
+
+/** What setup.sh's classes stamp hashes (its JAVA_SRCS, then JAVA_POM). */
+const JAVA_STAMPED = ["PaimonRead.java", "LsmCompactionOracle.java", "pom.xml"].map((f) => fileURLToPath(new URL(`../compat/java/${f}`, import.meta.url)));
 
 export interface JavaReadRequest {
   /** `db.table` */
@@ -32,15 +47,28 @@ export interface JavaReadRequest {
   columns?: string[];
   /** A Paimon predicate `column op literal` (op: gt, ge, lt, le, eq), pushed down and applied to rows. */
   filter?: { column: string; op: "gt" | "ge" | "lt" | "le" | "eq"; literal: string };
+  /** Time travel (one of them), through Paimon's own options: scan.snapshot-id, scan.tag-name, scan.timestamp-millis. */
+  snapshot?: number;
+  tag?: string;
+  atMillis?: number;
 }
 
-/** What Java returned for one request: its rows, or the exception chain that ended it. */
-export type JavaResult<R> = { rows: R[]; error?: undefined } | { rows?: undefined; error: string };
+/** A column Java read: its name and Paimon's SQL rendering of its type (`DataType.asSQLString`). */
+export interface JavaField {
+  name: string;
+  type: string;
+}
+
+/** What Java returned for one request: its columns and rows, or the exception chain that ended it. */
+export type JavaResult<R> = { fields: JavaField[]; rows: R[]; error?: undefined } | { fields?: undefined; rows?: undefined; error: string };
 
 /** Rows of each request as PaimonRead.java renders them (see its class comment), in Java's split order. */
 export async function javaPaimonReadRaw(warehouse: string, requests: readonly JavaReadRequest[], timeoutMs = 180_000): Promise<Array<JavaResult<Record<string, unknown>>>> {
   const args = requests.map((r) => {
     let a = r.table;
+    if (r.snapshot !== undefined) a += `;snapshot=${r.snapshot}`;
+    if (r.tag !== undefined) a += `;tag=${r.tag}`;
+    if (r.atMillis !== undefined) a += `;at=${r.atMillis}`;
     if (r.columns !== undefined) a += `;columns=${r.columns.join(",")}`;
     if (r.filter !== undefined) a += `;filter=${r.filter.column},${r.filter.op},${r.filter.literal}`;
     return a;
@@ -95,11 +123,12 @@ export function runJavaOracle(
 
 /**
  * Reads with Java Paimon and renders the rows like `toJsonValue` (as `readJson` and the pypaimon oracle do), using
- * each table's schema. `tables[i]` is the table of `requests[i]`; a failed request keeps its error.
+ * each table's schema. `tables[i]` is the table of `requests[i]` (for a time-travel request, in the schema the
+ * travelled-to snapshot has: `Table.inSchema`); a failed request keeps its error.
  */
 export async function javaPaimonRead(warehouse: string, tables: readonly Table[], requests: readonly JavaReadRequest[]): Promise<Array<JavaResult<Record<string, unknown>>>> {
   const raw = await javaPaimonReadRaw(warehouse, requests);
-  return raw.map((res, i) => (res.rows === undefined ? res : { rows: res.rows.map(javaRowToJson(tables[i]!, requests[i]!.columns)) }));
+  return raw.map((res, i) => (res.rows === undefined ? res : { fields: res.fields, rows: res.rows.map(javaRowToJson(tables[i]!, requests[i]!.columns)) }));
 }
 
 /**
@@ -162,7 +191,7 @@ export function toJava(type: DataType, v: Value): unknown {
     case "BIGINT":
       return String(v as bigint);
     case "DECIMAL":
-      return unscaledToString(v as bigint, type.scale);
+      return formatDecimal(v as bigint, type.scale);
     case "FLOAT":
     case "DOUBLE":
       // JSON has no NaN, infinities or negative zero: PaimonJson parses these strings.

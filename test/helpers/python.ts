@@ -147,6 +147,14 @@ export async function paimonWrite(spec: PaimonWriteSpec, timeoutMs?: number): Pr
   return JSON.parse(stdout) as PaimonWriteResult;
 }
 
+/** `paimon_alter.py` (see its docstring): a schema change made by pypaimon. */
+export const PAIMON_ALTER_PY = join(REPO_ROOT, "test/compat/py/paimon_alter.py");
+
+/** Changes `table`'s schema with pypaimon (`["--rename", a, b]`, `["--drop", a]`, `["--type", a, T]`, or `[column, T]` to add); the new schema id. */
+export async function paimonAlter(warehouse: string, table: string, change: string[]): Promise<number> {
+  return (JSON.parse(await runPython(PAIMON_ALTER_PY, [warehouse, table, ...change])) as { schemaId: number }).schemaId;
+}
+
 /** `paimon_tag.py create|read|list` (see the script's docstring): tags made and read by pypaimon. */
 export const PAIMON_TAG_PY = join(REPO_ROOT, "test/compat/py/paimon_tag.py");
 
@@ -166,4 +174,24 @@ export async function paimonReadTag(warehouse: string, table: string, name: stri
 /** pypaimon's view of the tags: name, snapshot, create time (ISO local), retention in seconds. */
 export async function paimonListTags(warehouse: string, table: string): Promise<Array<{ name: string; snapshot: number; createTime: string | null; timeRetainedSeconds: number | null }>> {
   return parseJsonLines(await runPython(PAIMON_TAG_PY, ["list", warehouse, table])) as Array<{ name: string; snapshot: number; createTime: string | null; timeRetainedSeconds: number | null }>;
+}
+
+/** `paimon_time_travel.py` (see its docstring): many reads, time-travelled or not, in one pypaimon process. */
+export const PAIMON_TIME_TRAVEL_PY = join(REPO_ROOT, "test/compat/py/paimon_time_travel.py");
+
+/** One read of `paimonTimeTravel`: one of snapshot, tag, atMillis (none: the latest snapshot), and a projection. */
+export interface PaimonTimeTravelRead {
+  snapshot?: number;
+  tag?: string;
+  atMillis?: number;
+  columns?: string[];
+}
+
+/** The columns (name, type as the schema file writes it) and rows of each read, or pypaimon's refusal. */
+export type PaimonTimeTravelResult = { fields: Array<{ name: string; type: unknown }>; rows: Array<Record<string, unknown>>; error?: undefined } | { fields?: undefined; rows?: undefined; error: string };
+
+/** Reads `table` with pypaimon's time travel (`table.copy` with scan.snapshot-id, scan.tag-name or scan.timestamp-millis). */
+export async function paimonTimeTravel(warehouse: string, table: string, reads: readonly PaimonTimeTravelRead[], timeoutMs?: number): Promise<PaimonTimeTravelResult[]> {
+  const stdout = await runPython(PAIMON_TIME_TRAVEL_PY, [warehouse, table], { input: JSON.stringify(reads), ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  return parseJsonLines(stdout) as PaimonTimeTravelResult[];
 }

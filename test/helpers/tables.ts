@@ -5,12 +5,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseColumnList } from "../../src/format/data-types.ts";
+import { parseColumnList, type DataField } from "../../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import type { Table } from "../../src/table/table.ts";
 import { BatchWriter, type OverwriteSpec } from "../../src/write/batch-writer.ts";
 import assert from "node:assert/strict";
-import { readAllRows, readRows } from "../../src/scan/read.ts";
+import { planRead, readColumns, readPlanRows, readRows, type ReadSpec } from "../../src/scan/read.ts";
 import { planScan } from "../../src/scan/plan.ts";
 import { toCanonical, toJsonValue } from "../../src/format/values.ts";
 
@@ -46,11 +46,18 @@ export function expectedJson(table: Table, row: Record<string, unknown>): Record
   return out;
 }
 
-/** natslake's own read, rendered as JSON like the Python oracle renders. */
-export async function readJson(table: Table, spec: Parameters<typeof readAllRows>[1] = {}): Promise<Array<Record<string, unknown>>> {
-  const rows = await readAllRows(table, spec);
-  const fields = spec.projection ? spec.projection.map((n) => table.schema.fields.find((f) => f.name === n)!) : table.schema.fields;
-  return rows.map((r) => Object.fromEntries(fields.map((f) => [f.name, toJsonValue(f.type, r[f.name] ?? null)])));
+/** natslake's own read, rendered as JSON like the Python oracle renders (in the schema of the read: see `planRead`). */
+export async function readJson(table: Table, spec: ReadSpec = {}): Promise<Array<Record<string, unknown>>> {
+  return (await readJsonWithColumns(table, spec)).rows;
+}
+
+/** `readJson` with the columns the read gave (`readColumns`), in order. */
+export async function readJsonWithColumns(table: Table, spec: ReadSpec = {}): Promise<{ columns: DataField[]; rows: Array<Record<string, unknown>> }> {
+  const plan = await planRead(table, spec);
+  const columns = readColumns(table, plan, spec.projection);
+  const rows: Array<Record<string, unknown>> = [];
+  for await (const r of readPlanRows(table, plan, spec)) rows.push(Object.fromEntries(columns.map((f) => [f.name, toJsonValue(f.type, r[f.name] ?? null)])));
+  return { columns, rows };
 }
 
 /** Order-insensitive comparison key for JSON rows. */

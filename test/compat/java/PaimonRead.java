@@ -33,12 +33,18 @@ import java.util.List;
  *
  * <pre>
  * java -cp lib/*:classes PaimonRead WAREHOUSE REQUEST...
- *   REQUEST: db.table[;columns=a,b][;filter=FIELD,OP,LITERAL]     OP: gt, ge, lt, le, eq
+ *   REQUEST: db.table[;snapshot=N|;tag=NAME|;at=EPOCH_MS][;columns=a,b][;filter=FIELD,OP,LITERAL]
+ *   OP: gt, ge, lt, le, eq
  * </pre>
+ *
+ * <p>Time travel goes through Table.copy with Paimon's own options (snapshot: scan.snapshot-id, tag: scan.tag-name,
+ * at: scan.timestamp-millis), so the table read — its columns, and the names the projection and the filter use — is
+ * the one Paimon's time travel gives: the chosen snapshot's schema.
  *
  * A filter goes through ReadBuilder.withFilter (file and row-group pruning by statistics) and
  * TableRead.executeFilter (then rows are tested with Paimon's own comparator), so the result is exactly what Java
- * Paimon returns for that predicate. Output per request: {"table":..,"rows":[{column: value}]}. Values: BIGINT and
+ * Paimon returns for that predicate. Output per request: {"table":..,"fields":[{"name":..,"type": Paimon's SQL type}],
+ * "rows":[{column: value}]} (fields: the columns read, in order). Values: BIGINT and
  * DECIMAL as strings (exact); FLOAT/DOUBLE as numbers, or "NaN", "Infinity", "-Infinity", "-0.0"; bytes as hex;
  * DATE as days; TIME as millis of the day; TIMESTAMP(_LTZ) as epoch nanoseconds (a string); ARRAY as a list; MAP
  * and MULTISET as a list of [key, value]; ROW as an object. A request that fails prints
@@ -48,7 +54,7 @@ public final class PaimonRead {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            System.err.println("usage: PaimonRead WAREHOUSE db.table[;columns=a,b][;filter=f,op,literal]...");
+            System.err.println("usage: PaimonRead WAREHOUSE db.table[;snapshot=N|;tag=NAME|;at=EPOCH_MS][;columns=a,b][;filter=f,op,literal]...");
             System.exit(2);
         }
         Options options = new Options();
@@ -79,13 +85,23 @@ public final class PaimonRead {
     private static String read(Catalog catalog, String request) throws Exception {
         String[] parts = request.split(";");
         Table table = catalog.getTable(Identifier.fromString(parts[0]));
+        // Time travel first: the projection and the filter name the travelled-to table's columns.
+        for (int p = 1; p < parts.length; p++) {
+            String option = timeTravelOption(parts[p]);
+            if (option != null) {
+                String value = parts[p].substring(parts[p].indexOf('=') + 1);
+                table = table.copy(java.util.Collections.singletonMap(option, value));
+            }
+        }
         RowType rowType = table.rowType();
         ReadBuilder builder = table.newReadBuilder();
         RowType outType = rowType;
         boolean filtered = false;
         for (int p = 1; p < parts.length; p++) {
             String part = parts[p];
-            if (part.startsWith("filter=")) {
+            if (timeTravelOption(part) != null) {
+                continue;
+            } else if (part.startsWith("filter=")) {
                 builder = builder.withFilter(predicate(rowType, part.substring("filter=".length())));
                 filtered = true;
             } else if (part.startsWith("columns=")) {
@@ -105,8 +121,13 @@ public final class PaimonRead {
             read = read.executeFilter();
         }
         StringBuilder sb = new StringBuilder();
-        sb.append("{\"table\":").append(str(parts[0])).append(",\"rows\":[");
         List<DataField> fields = outType.getFields();
+        sb.append("{\"table\":").append(str(parts[0])).append(",\"fields\":[");
+        for (int k = 0; k < fields.size(); k++) {
+            sb.append(k > 0 ? "," : "").append("{\"name\":").append(str(fields.get(k).name()));
+            sb.append(",\"type\":").append(str(fields.get(k).type().asSQLString())).append('}');
+        }
+        sb.append("],\"rows\":[");
         List<InternalRow.FieldGetter> getters = new ArrayList<>();
         for (int k = 0; k < fields.size(); k++) {
             getters.add(InternalRow.createFieldGetter(fields.get(k).type(), k));
@@ -135,6 +156,18 @@ public final class PaimonRead {
             }
         }
         return sb.append("]}").toString();
+    }
+
+    /** Paimon's option for a time-travel request part (snapshot=, tag=, at=), or null for another part. */
+    private static String timeTravelOption(String part) {
+        if (part.startsWith("snapshot=")) {
+            return "scan.snapshot-id";
+        } else if (part.startsWith("tag=")) {
+            return "scan.tag-name";
+        } else if (part.startsWith("at=")) {
+            return "scan.timestamp-millis";
+        }
+        return null;
     }
 
     private static int indexOf(RowType rowType, String name) {
