@@ -1,6 +1,6 @@
 /**
  * The CLI when things go wrong (issue 9): a read-only or impossible warehouse, a closed pipe, a missing warehouse,
- * an unreachable NATS, refused primary keys, values that would have been changed silently. Each says what is wrong
+ * an unreachable NATS, primary keys without fixed buckets, values that would have been changed silently. Each says what is wrong
  * in one line, without a stack, with its exit code (docs/reference/exit-codes.md: 0 ok, 2 bad input, 3 conflict, 1 other).
  */
 import { after, before, test } from "node:test";
@@ -53,11 +53,11 @@ before(() => {
 
 test("cli failures - values are never changed silently: invalid dates and timestamps, excess decimal scale; -0.0 reads back", () => {
   const cases: Array<[string, RegExp]> = [
-    ['{"id": 1, "d": "2026-02-30"}', /row 2: column d: '2026-02-30' is not a valid date: 2026-02 has no day 30/],
-    ['{"id": 1, "ts": "2026-02-30T10:00:00"}', /row 2: column ts: '2026-02-30T10:00:00' is not a valid timestamp/],
-    ['{"id": 1, "ts": "2026-01-01T25:00:00"}', /row 2: column ts: .* hour 25 is beyond 23/],
-    ['{"id": 1, "x": "1.239"}', /row 2: column x: '1\.239' has 3 digits after the decimal point; DECIMAL\(5, 2\) keeps 2/],
-    ['{"id": 1, "x": 1.239}', /row 2: column x: '1\.239' has 3 digits/],
+    ['{"id": 1, "d": "2026-02-30"}', /bad-value\.jsonl:2: column d: '2026-02-30' is not a valid date: 2026-02 has no day 30/],
+    ['{"id": 1, "ts": "2026-02-30T10:00:00"}', /bad-value\.jsonl:2: column ts: '2026-02-30T10:00:00' is not a valid timestamp/],
+    ['{"id": 1, "ts": "2026-01-01T25:00:00"}', /bad-value\.jsonl:2: column ts: .* hour 25 is beyond 23/],
+    ['{"id": 1, "x": "1.239"}', /bad-value\.jsonl:2: column x: '1\.239' has 3 digits after the decimal point; DECIMAL\(5, 2\) keeps 2/],
+    ['{"id": 1, "x": 1.239}', /bad-value\.jsonl:2: column x: '1\.239' has 3 digits/],
   ];
   for (const [line, re] of cases) {
     const f = join(wh.path, "bad-value.jsonl");
@@ -126,11 +126,9 @@ test("cli failures - table create --nats with nothing there: 'cannot reach NATS 
   fails(nl(["table", "create", "n.t", "--columns", "a INT", "--nats", url]), 1, new RegExp(`^error: cannot reach NATS at ${url}: `), "--nats to a closed port");
 });
 
-test("cli failures - --primary-key is refused at create (nothing could write or read the table)", () => {
-  fails(nl(["table", "create", "pk.t", "--columns", "id BIGINT NOT NULL, v STRING", "--primary-key", "id"]), 2, /cannot create pk\.t with a primary key \(id\): natslake cannot write primary-key tables yet/, "--primary-key");
-  assert.equal(existsSync(join(wh.path, "pk.db")), false);
-  // Refused before connecting, so also against a cluster (here: none).
-  fails(nl(["table", "create", "pk.t", "--columns", "id BIGINT NOT NULL", "--primary-key", "id", "--nats", "nats://127.0.0.1:1"]), 2, /cannot create pk\.t with a primary key/, "--primary-key --nats");
+test("cli failures - --primary-key without a fixed bucket count is refused at create, saying to set bucket = N; nothing is made", () => {
+  fails(nl(["table", "create", "pk.t", "--columns", "id BIGINT NOT NULL, v STRING", "--primary-key", "id"]), 2, /pk\.t: natslake writes primary-key tables with a fixed bucket count; set the option bucket = N/, "--primary-key");
+  assert.equal(existsSync(join(wh.path, "pk.db", "t")), false);
 });
 
 test("cli failures - natslake node --config with an unknown key: refused naming the nearest setting, exit 2", () => {
