@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import type { Meter } from "@opentelemetry/api";
 import { METRICS } from "../actors/metrics.ts";
 import { headers as natsHeaders, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
+import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import { parsePartitionSpec } from "../src/format/partition.ts";
 import { parseScanMode, TableStream } from "../src/scan/table-stream.ts";
 import type { Catalog } from "../src/table/catalog.ts";
@@ -121,8 +121,6 @@ export class ConsumeService {
       return { ok: false, error: `a consume-open request is JSON: ${ensureError(e).message}`, kind: ErrorKind.DataInvalid };
     }
     const { table, store } = await this.tableFor(req.table);
-    // Refused at open, with the reason, not by the session's first read.
-    if (table.isPrimaryKeyTable) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key: consumers read append tables only (a primary-key table's changes are a changelog, not appended rows)`);
     for (const c of req.projection ?? []) table.typeOf(c);
     const partition = req.partition ? parsePartitionSpec(Object.entries(req.partition).map(([k, v]) => `${k}=${v}`).join(","), table.partitionKeys, table.partitionTypes) : undefined;
     const stream = new TableStream(table, { mode: parseScanMode(req.from), ...(req.consumerId !== undefined ? { consumerId: req.consumerId } : {}), pollMs: 2000 });

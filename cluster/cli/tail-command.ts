@@ -14,6 +14,7 @@
 import { Option, type Command } from "commander";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { recordBatchToRows } from "../../src/codec/columns/batch-to-rows.ts";
+import { ROW_KIND_FIELD } from "../../src/lsm/row-kind-column.ts";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
 import { parseSqlType, type DataType } from "../../src/format/data-types.ts";
 import { parsePartitionSpec } from "../../src/format/partition.ts";
@@ -157,7 +158,7 @@ async function tailThroughReader(name: string, o: TailOpts, out: (s: string) => 
     const described = (await adminRequest(nc, o.prefix, { type: "describe-table", table: name })) as { columns: Array<{ name: string; type: string }> };
     const columns = described.columns.map((c) => ({ name: c.name, type: parseSqlType(c.type) }));
     const projection = o.columns?.split(",").map((c) => c.trim()).filter(Boolean);
-    const fields = projection
+    const fields: Array<{ name: string; type: DataType }> = projection
       ? projection.map((c) => {
           const f = columns.find((x) => x.name === c);
           if (f === undefined) throw new LakeError(ErrorKind.DataInvalid, `no column '${c}' in ${name} (columns: ${columns.map((x) => x.name).join(", ")})`);
@@ -178,6 +179,8 @@ async function tailThroughReader(name: string, o: TailOpts, out: (s: string) => 
     for await (const s of consumer) {
       const table: unknown[][] = [];
       for await (const batch of s.batches) {
+        // A primary-key table's rows carry their kind: printed as the last column.
+        if (!fields.includes(ROW_KIND_FIELD) && batch.schema.fields.some((f) => f.name === ROW_KIND_FIELD.name)) fields.push(ROW_KIND_FIELD);
         for (const row of recordBatchToRows(fields, batch)) {
           if (o.format === "jsonl") out(jsonLine(fields, row, o.withSnapshotId === true ? s.snapshotId : undefined));
           else table.push(fields.map((f) => toJsonValue(f.type, row[f.name] ?? null)));
@@ -225,6 +228,8 @@ interface PrintOpts {
 
 async function printItem(table: Table, item: StreamItem, o: PrintOpts, out: (s: string) => void): Promise<void> {
   const fields = o.projection ? o.projection.map((c) => ({ name: c, type: table.typeOf(c) })) : table.schema.fields.map((f) => ({ name: f.name, type: f.type }));
+  // A primary-key table's rows carry their kind (`_row_kind`), printed as the last column.
+  if (table.isPrimaryKeyTable) fields.push(ROW_KIND_FIELD);
   const rows: unknown[][] = [];
   for await (const row of readRows(table, { ...item.read, ...(o.projection ? { projection: o.projection } : {}), ...(o.partition ? { partition: o.partition } : {}) })) {
     if (o.format === "jsonl") out(jsonLine(fields, row, o.withSnapshotId ? item.snapshotId : undefined));

@@ -8,10 +8,15 @@
  * overwrite writes are not delivered, and the rows it replaced stay delivered (a consumer that must follow overwrites
  * re-reads the partition as a batch). A range that reaches back past the earliest retained snapshot is refused:
  * rows of expired snapshots can no longer be told apart.
+ *
+ * Primary-key tables: what a range delivers is its changes, each row with its kind, as Paimon's streaming read follows
+ * them (`changesOf`): with `changelog-producer = input` the changelog files the snapshots wrote (every change as it
+ * came); with `none` the level-0 files APPEND snapshots added, read without merging (each flush's last change per key,
+ * deletes included). The plan says so (`changes`), and the reader reads those files as they are.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import { deserializeBinaryRow } from "../format/binary-row.ts";
-import { FileKind } from "../format/manifest.ts";
+import { FileKind, type ManifestEntry } from "../format/manifest.ts";
 import { CommitKind, type Snapshot } from "../format/snapshot.ts";
 import type { Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
@@ -49,12 +54,31 @@ export async function planIncremental(
   if (from + 1 < earliest)
     throw new LakeError(ErrorKind.NotFound, `incremental range ${from}..${to}: snapshots before ${earliest} of ${table.name} were expired, so the rows they added can no longer be told apart; start at ${earliest - 1} or later`);
   const splits: DataSplit[] = [];
+  const changes = changesOf(table);
   for (let id = from + 1; id <= to; id++) {
     const s = await table.snapshots.snapshot(id);
-    if (s.commitKind === CommitKind.APPEND) splits.push(...(await deltaSplits(table, s, partitionFilter, store)));
+    splits.push(...(await snapshotDeltaSplits(table, s, partitionFilter, store)));
   }
   // A range of snapshots is read in one schema, the current one (Paimon's incremental-between is no time travel).
-  return { snapshot: await table.snapshots.snapshot(to), schema: table.schema, timeTravel: false, splits };
+  return { snapshot: await table.snapshots.snapshot(to), schema: table.schema, timeTravel: false, splits, ...(changes !== null ? { changes } : {}) };
+}
+
+/**
+ * What a primary-key table's snapshots deliver to a stream: its changelog files (`changelog-producer = input`) or the
+ * data files APPEND snapshots added (`none`); null for an append table (the rows APPEND snapshots added).
+ */
+export function changesOf(table: Table): "changelog" | "delta" | null {
+  if (!table.isPrimaryKeyTable) return null;
+  return (table.options.get("changelog-producer") ?? "none") === "input" ? "changelog" : "delta";
+}
+
+/**
+ * The splits of what one snapshot delivers to a stream or an incremental read: the files an APPEND snapshot added;
+ * for a primary-key table with `changelog-producer = input`, the changelog files it wrote. Other snapshots: none.
+ */
+export async function snapshotDeltaSplits(table: Table, s: Snapshot, partitionFilter?: (values: Value[]) => boolean, store = new ManifestStore(table)): Promise<DataSplit[]> {
+  if (changesOf(table) === "changelog") return s.changelogManifestList === null ? [] : splitsOf(table, s, await store.readChangelogEntries(s), partitionFilter);
+  return s.commitKind === CommitKind.APPEND ? deltaSplits(table, s, partitionFilter, store) : [];
 }
 
 /**
@@ -63,9 +87,14 @@ export async function planIncremental(
  * (a caller that holds the snapshot knows it exists).
  */
 export async function deltaSplits(table: Table, s: Snapshot, partitionFilter?: (values: Value[]) => boolean, store = new ManifestStore(table)): Promise<DataSplit[]> {
+  return splitsOf(table, s, await store.readDeltaEntries(s), partitionFilter);
+}
+
+/** The ADD entries as splits per (partition, bucket), a bucket's files in sequence order. */
+function splitsOf(table: Table, s: Snapshot, entries: readonly ManifestEntry[], partitionFilter?: (values: Value[]) => boolean): DataSplit[] {
   const types = table.partitionTypes;
   const bySplit = new Map<string, DataSplit>();
-  for (const e of await store.readDeltaEntries(s)) {
+  for (const e of entries) {
     if (e.kind !== FileKind.ADD || e.bucket === -2) continue;
     const key = `${Buffer.from(e.partition).toString("hex")}/${e.bucket}`;
     let split = bySplit.get(key);

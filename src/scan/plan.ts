@@ -53,6 +53,11 @@ export interface ScanPlan {
   /** The snapshot was chosen (by id, time or tag) and is read in its own schema: `schema` is `snapshot`'s. */
   timeTravel: boolean;
   splits: DataSplit[];
+  /**
+   * A primary-key table's changes (incremental reads, streams): the files are read as they are, each row with its
+   * kind — `changelog` files, or level-0 `delta` files — instead of merged. Absent: a snapshot's rows.
+   */
+  changes?: "changelog" | "delta";
 }
 
 export async function resolveSnapshot(table: Table, spec: ScanSpec): Promise<Snapshot | null> {

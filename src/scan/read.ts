@@ -32,10 +32,11 @@ import type { Table } from "../table/table.ts";
 import { fetchColumnsOf, RANGED_READ_MIN_BYTES } from "./ranged-fetch.ts";
 import { planSnapshot, readSchemaOf, resolveSnapshot, travelsInTime, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
-import { deltaSplits, planIncremental, type IncrementalRange } from "./incremental.ts";
-import { CommitKind, type Snapshot } from "../format/snapshot.ts";
+import { changesOf, planIncremental, snapshotDeltaSplits, type IncrementalRange } from "./incremental.ts";
+import type { Snapshot } from "../format/snapshot.ts";
 import { checkMergeReadable, ignoreDeleteOf, mergeReadFields } from "../lsm/merge-read.ts";
-import { isSystemField, keyFields } from "../lsm/key-value-fields.ts";
+import { isSystemField, keyFields, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
+import { ROW_KIND_FIELD, withRowKind } from "../lsm/row-kind-column.ts";
 import { mergeBucketFiles } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 
@@ -48,8 +49,16 @@ export interface ReadSpec extends ScanSpec {
   limit?: number;
   /** Worker threads that decode Parquet; default the process-wide pool (`sharedParquetPool`); null: this thread. */
   decoderPool?: ParquetEncoderPool | null;
-  /** Only the rows APPEND snapshots in (from, to] added (src/scan/incremental.ts), instead of a snapshot's rows. */
+  /**
+   * Only the rows APPEND snapshots in (from, to] added (src/scan/incremental.ts), instead of a snapshot's rows; of a
+   * primary-key table, the changes those snapshots made, each row with its `_row_kind`.
+   */
   incremental?: IncrementalRange;
+  /**
+   * Primary-key tables: every batch ends with the `_row_kind` column (src/lsm/row-kind-column.ts) — a snapshot's
+   * rows as "+I"; changes carry it always. What streams ask for, so all their batches have one layout.
+   */
+  rowKind?: boolean;
   /**
    * Files smaller than this are decoded on the calling thread (default 64 KiB: a worker round trip would cost more
    * than it saves). 0: every file in the pool — for a caller whose thread has other work meanwhile (a reader node
@@ -400,7 +409,8 @@ export async function planRead(table: Table, spec: ReadSpec = {}, store?: Manife
  */
 export async function planSnapshotDelta(table: Table, s: Snapshot, spec: Pick<ReadSpec, "projection" | "partition" | "partitionFilter"> = {}, store?: ManifestStore): Promise<ScanPlan> {
   checkReadable(table, spec, "added");
-  return { snapshot: s, schema: table.schema, timeTravel: false, splits: s.commitKind === CommitKind.APPEND ? await deltaSplits(table, s, partitionFilterOf(table, spec), store) : [] };
+  const changes = changesOf(table);
+  return { snapshot: s, schema: table.schema, timeTravel: false, splits: await snapshotDeltaSplits(table, s, partitionFilterOf(table, spec), store), ...(changes !== null ? { changes } : {}) };
 }
 
 /**
@@ -408,16 +418,11 @@ export async function planSnapshotDelta(table: Table, s: Snapshot, spec: Pick<Re
  * changelog, not appended rows) and a snapshot that needs more than the deduplicate merge (src/lsm/merge-read.ts).
  */
 function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">, what: "snapshot" | "added", travelledTo?: Snapshot | null): void {
-  if (table.isPrimaryKeyTable) {
-    if (what === "added") throw primaryKeyChangesUnsupported(table);
-    checkMergeReadable(table);
-  }
+  // A primary-key table's changes are read as they are (any engine's files); its snapshots need the merge.
+  if (table.isPrimaryKeyTable && what === "snapshot") checkMergeReadable(table);
   projectedFields(table, spec.projection, travelledTo); // an unknown column fails before any manifest is read
 }
 
-function primaryKeyChangesUnsupported(table: Table): LakeError {
-  return new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key: reading the rows snapshots added (incremental reads, consumers) is not supported — its changes are a changelog, not appended rows; read a snapshot instead`);
-}
 
 /** `partition` (values in partition-key order) as a filter, else the spec's own filter. */
 function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "partitionFilter">): ((values: Value[]) => boolean) | undefined {
@@ -438,7 +443,7 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 const READ_AHEAD_MAX_FILES = 32;
 
-export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles">;
+export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles" | "rowKind">;
 
 /**
  * Record batches of a plan made by `planRead`, in its schema (`plan.schema`); the projection, limit and decoder pool
@@ -448,7 +453,9 @@ export async function* readPlanBatches(handle: Table, plan: ScanPlan, spec: Plan
   const table = handle.inSchema(plan.schema);
   const fields = projectedFields(table, spec.projection, travelledTo(plan));
   if (table.isPrimaryKeyTable) {
-    yield* readMergedBatches(table, plan, fields, spec);
+    if (plan.changes !== undefined) yield* readChangeBatches(table, plan, fields, spec);
+    else if (spec.rowKind === true) for await (const b of readMergedBatches(table, plan, fields, spec)) yield withRowKind(b, null);
+    else yield* readMergedBatches(table, plan, fields, spec);
     return;
   }
   const context = new FileReadContext(table, fields);
@@ -509,6 +516,31 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
 }
 
 /**
+ * A primary-key table's changes (`plan.changes`): each file read as it is, in plan order, each row with its kind in
+ * `_row_kind` — a changelog file holds every change as written, a level-0 file each flush's last change per key.
+ */
+async function* readChangeBatches(table: Table, plan: ScanPlan, wanted: DataField[], spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
+  const fields = [...wanted, VALUE_KIND_FIELD];
+  const context = new FileReadContext(table, fields);
+  const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+  const schema = new arrow.Schema(wanted.map((f) => toArrowField(f.name, f.type)));
+  let remaining = spec.limit ?? Infinity;
+  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+  for await (const batches of filesAhead(plan, pool, spec, read)) {
+    for (const b of batches) {
+      if (remaining <= 0) return;
+      const kindData = b.data.children[wanted.length]!;
+      const kinds = (kindData.values as Int8Array).subarray(kindData.offset, kindData.offset + b.numRows);
+      const rows = new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: b.numRows, nullCount: 0, children: b.data.children.slice(0, wanted.length) }));
+      const out = withRowKind(rows, kinds);
+      const taken = out.numRows <= remaining ? out : out.slice(0, remaining);
+      remaining -= taken.numRows;
+      yield taken;
+    }
+  }
+}
+
+/**
  * The files of a plan made by `planRead`, in plan order, for a caller that sends the rows on as Arrow IPC (a reader
  * node's consume sessions): each decoded in the pool (`spec.decoderPool`, default the shared one; it needs one) in
  * record batch messages of about `messageBytes` each, forwarded without being decoded here when the file's columns
@@ -516,8 +548,11 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
  */
 export async function* readPlanMessages(handle: Table, plan: ScanPlan, spec: PlanMessagesOptions): AsyncGenerator<FileRows> {
   const table = handle.inSchema(plan.schema);
-  // Files are forwarded one by one; a primary-key table's rows exist only after its bucket's merge.
-  if (table.isPrimaryKeyTable) throw primaryKeyChangesUnsupported(table);
+  // A primary-key table's rows exist only after its bucket's merge (or carry their kind): read into batches here.
+  if (table.isPrimaryKeyTable) {
+    for await (const b of readPlanBatches(handle, plan, { ...spec, rowKind: true })) yield { kind: "batches", batches: [b] };
+    return;
+  }
   const context = new FileReadContext(table, projectedFields(table, spec.projection, travelledTo(plan)));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const read = (split: DataSplit, file: DataFileMeta): Promise<FileRows> => {
@@ -599,7 +634,9 @@ export async function* readRows(table: Table, spec: ReadSpec = {}): AsyncGenerat
 
 /** `readRows` of a plan made by `planRead`: its columns are `readColumns(table, plan, spec.projection)`. */
 export async function* readPlanRows(table: Table, plan: ScanPlan, spec: PlanReadOptions = {}): AsyncGenerator<Row> {
-  const fields = readColumns(table, plan, spec.projection);
+  const fields = [...readColumns(table, plan, spec.projection)];
+  // A primary-key table's changes (and a stream's full scan) carry each row's kind: `row._row_kind`.
+  if (table.isPrimaryKeyTable && (plan.changes !== undefined || spec.rowKind === true)) fields.push(ROW_KIND_FIELD);
   for await (const batch of readPlanBatches(table, plan, spec)) {
     for (const row of recordBatchToRows(fields, batch)) yield row;
   }

@@ -17,7 +17,9 @@
  * though a time-travel read of that snapshot is in its own schema (src/scan/plan.ts): the stream goes on into newer
  * snapshots and keeps one schema throughout, as Paimon's streaming reads keep the table's.
  *
- * What a delta is: the files an APPEND snapshot added (src/scan/incremental.ts). COMPACT snapshots add no rows and
+ * What a delta is: the files an APPEND snapshot added (src/scan/incremental.ts); of a primary-key table, its changes
+ * with their kinds (`_row_kind`: the changelog files with `changelog-producer = input`, else its level-0 files read
+ * without merging), after a full scan whose rows come as "+I". COMPACT snapshots add no rows and
  * OVERWRITE ones are not followed (as Paimon's DeltaFollowUpScanner, without `streaming-read-overwrite`): both are
  * passed over, never delivered. A snapshot the stream needs that was expired is an error naming the earliest one
  * retained — never a silent skip.
@@ -141,7 +143,8 @@ export class TableStream {
         this.pendingFull = null;
         // In the current schema like the deltas after it: a stream has one schema (not the snapshot's own, as a
         // time-travel read of it has), as Paimon's streaming reads keep the table's (copyWithoutTimeTravel).
-        return { snapshotId: id, kind: "full", snapshot: await this.table.snapshots.snapshot(id), read: { snapshotId: id, inCurrentSchema: true } };
+        // A primary-key table's rows carry their kind throughout (`_row_kind`): the full scan's as "+I".
+        return { snapshotId: id, kind: "full", snapshot: await this.table.snapshots.snapshot(id), read: { snapshotId: id, inCurrentSchema: true, ...(this.table.isPrimaryKeyTable ? { rowKind: true } : {}) } };
       }
       const id = this.nextDelta!;
       // Whether snapshot `id` may be on the chain: announced, or not known otherwise (the start, a poll, a wake-up

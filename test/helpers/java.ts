@@ -37,8 +37,17 @@ function classpath(mainClass: string): string {
   return `${join(dir, "lib")}/*:${join(dir, "classes")}`;
 }
 
-/** What setup.sh's classes stamp hashes (its JAVA_SRCS, then JAVA_POM). */
-const JAVA_STAMPED = ["PaimonRead.java", "LsmCompactionOracle.java", "pom.xml"].map((f) => fileURLToPath(new URL(`../compat/java/${f}`, import.meta.url)));
+/**
+ * What setup.sh's classes stamp hashes: its JAVA_SRCS (read from setup.sh itself, so the two lists cannot drift
+ * apart), then the pom.
+ */
+const JAVA_STAMPED = ((): string[] => {
+  const setup = readFileSync(fileURLToPath(new URL("../../scripts/setup.sh", import.meta.url)), "utf8");
+  const line = /^JAVA_SRCS=\((.*)\)$/m.exec(setup);
+  if (line === null) throw new Error("scripts/setup.sh has no JAVA_SRCS=(...) line");
+  const sources = [...line[1]!.matchAll(/test\/compat\/java\/([A-Za-z]+\.java)/g)].map((m) => m[1]!);
+  return [...sources, "pom.xml"].map((f) => fileURLToPath(new URL(`../compat/java/${f}`, import.meta.url)));
+})();
 
 export interface JavaReadRequest {
   /** `db.table` */
