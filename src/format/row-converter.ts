@@ -44,7 +44,9 @@ export function compileConverter(type: DataType, where: string): ValueConverter 
  * Converts input records (objects keyed by column name) into canonical rows; unknown keys are rejected so a typo
  * in a producer's column name is an error, not a silently dropped value.
  */
-export function compileRowConverter(fields: readonly DataField[]): (input: Readonly<Record<string, unknown>>) => Row {
+export function compileRowConverter(fields: readonly DataField[], opts: { ignore?: string } = {}): (input: Readonly<Record<string, unknown>>) => Row {
+  // `ignore`: a key the caller reads itself (a primary-key row's `_row_kind`), neither a column nor unknown.
+  const ignore = opts.ignore;
   const names = fields.map((f) => f.name);
   const convs = fields.map((f) => compileConverter(f.type, f.name));
   const known = new Set(names);
@@ -61,8 +63,9 @@ export function compileRowConverter(fields: readonly DataField[]): (input: Reado
     // Only when the record has more defined keys than the columns it matched is a key unknown.
     let defined = 0;
     for (const key in input) if (input[key] !== undefined) defined++;
+    if (ignore !== undefined && input[ignore] !== undefined) defined--;
     if (defined !== seen) {
-      const unknown = Object.keys(input).filter((key) => !known.has(key));
+      const unknown = Object.keys(input).filter((key) => !known.has(key) && key !== ignore);
       throw dataInvalid(`unknown column '${unknown[0]}' (columns: ${names.join(", ")})`, { column: unknown[0] });
     }
     return row;

@@ -14,6 +14,12 @@ const [SEQ, KIND] = parseColumnList("_SEQUENCE_NUMBER BIGINT NOT NULL, _VALUE_KI
 export const SEQUENCE_NUMBER_FIELD: DataField = { id: 2147483646, name: SEQ!.name, type: SEQ!.type };
 export const VALUE_KIND_FIELD: DataField = { id: 2147483645, name: KIND!.name, type: KIND!.type };
 
+/**
+ * The kind column of a write buffer (not of a file): nullable, a null standing for +I — so rows written without a
+ * kind (upserts) go into the buffer by the builders' fast paths, with nothing per row for their kind.
+ */
+export const BUFFER_KIND_FIELD: DataField = { ...VALUE_KIND_FIELD, type: { ...VALUE_KIND_FIELD.type, nullable: true } };
+
 export const KEY_FIELD_PREFIX = "_KEY_";
 /** Integer.MAX_VALUE / 2: a key field's id is its column's id plus this. */
 export const KEY_FIELD_ID_START = 1073741823;

@@ -25,6 +25,9 @@ import { DataFileWriter, localWallClockMillis, valueStatsOf, type DataFileEncode
 import { keyCopyField, keyFields } from "./key-value-fields.ts";
 import type { SortedRows } from "./sort-buffer.ts";
 
+/** Runs of fewer rows are encoded on the calling thread even with a pool (DataFileWriter's rule). */
+const POOL_MIN_ROWS = 8192;
+
 /** Java's statistics mode of system columns (`_KEY_*`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). */
 const KEY_STATS_MODE: StatsMode = { kind: "truncate", length: 128 };
 
@@ -48,9 +51,13 @@ export interface EncodedKeyValueFile {
 }
 
 export function encodeKeyValueFile(rows: SortedRows, spec: KeyValueEncodeSpec): EncodedKeyValueFile {
+  return { bytes: writeParquet(rows.batch, spec.parquet), ...keyValueMetaOf(rows, spec) };
+}
+
+/** Everything of an encoded file but its bytes: keys, statistics, sequence range, delete rows. */
+function keyValueMetaOf(rows: SortedRows, spec: KeyValueEncodeSpec): Omit<EncodedKeyValueFile, "bytes"> {
   const keyTypes = spec.keyFields.map((f) => f.type);
   return {
-    bytes: writeParquet(rows.batch, spec.parquet),
     rowCount: rows.batch.numRows,
     minKey: serializeBinaryRow(keyTypes, rows.minKey),
     maxKey: serializeBinaryRow(keyTypes, rows.maxKey),
@@ -89,6 +96,8 @@ export class KeyValueFileWriter {
   private readonly values: DataFileWriter;
   readonly encodeSpec: KeyValueEncodeSpec;
 
+  private readonly pool: ParquetEncoderPool | null;
+
   constructor(
     private readonly table: Table,
     opts: { pool?: ParquetEncoderPool | null; parquet?: ParquetWriteOptions } = {},
@@ -96,12 +105,24 @@ export class KeyValueFileWriter {
     // The value columns' statistics and the Parquet settings are an append file's: one source of those rules.
     this.values = new DataFileWriter(table, { pool: opts.pool ?? null, ...(opts.parquet !== undefined ? { parquet: opts.parquet } : {}) });
     this.encodeSpec = { ...this.values.encodeSpec, keyFields: keyFields(table.schema) };
+    this.pool = opts.pool ?? null;
   }
 
-  /** Encodes (in the pool when the writer has one) and writes one sorted run. */
+  /**
+   * Encodes and writes one sorted run: in the writer's Parquet pool when it has one and the run is not small (a
+   * worker round trip costs more than encoding a few thousand rows), the statistics computed here meanwhile.
+   */
   async write(partitionPath: string, bucket: number, rows: SortedRows, opts: KeyValueWriteOptions, onPath: (path: string) => void): Promise<DataFileMeta> {
-    const encoded = encodeKeyValueFile(rows, this.encodeSpec);
-    return this.persist(partitionPath, bucket, encoded, opts, onPath);
+    if (this.pool === null || rows.batch.numRows < POOL_MIN_ROWS) return this.persist(partitionPath, bucket, encodeKeyValueFile(rows, this.encodeSpec), opts, onPath);
+    const bytes = this.pool.encode(rows.batch, this.encodeSpec.parquet);
+    let meta: Omit<EncodedKeyValueFile, "bytes">;
+    try {
+      meta = keyValueMetaOf(rows, this.encodeSpec);
+    } catch (e) {
+      bytes.catch(() => undefined);
+      throw e;
+    }
+    return this.persist(partitionPath, bucket, { bytes: await bytes, ...meta }, opts, onPath);
   }
 
   /** Writes a file encoded elsewhere (`encodeKeyValueFile`) and returns its meta. */

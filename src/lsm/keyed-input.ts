@@ -20,16 +20,21 @@ export interface KeyedRow {
   kind: RowKind;
 }
 
-/** Compiles the conversion of one table schema's input rows. */
-export function compileKeyedInput(schema: TableSchema): (input: Readonly<Record<string, unknown>>) => KeyedRow {
-  const full = compileRowConverter(schema.fields);
+/**
+ * Compiles the conversion of one table schema's input rows: `kind` given (upsert, delete) or read from the row's
+ * `_row_kind`. The input object is read, never copied.
+ */
+export function compileKeyedInput(schema: TableSchema): (input: Readonly<Record<string, unknown>>, kind?: RowKind) => KeyedRow {
+  const full = compileRowConverter(schema.fields, { ignore: ROW_KIND_COLUMN });
   // Retractions: every non-key column may be missing (filled below); key columns stay required.
   const keys = new Set(schema.primaryKeys);
-  const relaxed = compileRowConverter(schema.fields.map((f) => (keys.has(f.name) ? f : { ...f, type: { ...f.type, nullable: true } })));
+  const relaxed = compileRowConverter(
+    schema.fields.map((f) => (keys.has(f.name) ? f : { ...f, type: { ...f.type, nullable: true } })),
+    { ignore: ROW_KIND_COLUMN },
+  );
   const fillers = schema.fields.filter((f) => !keys.has(f.name) && !f.type.nullable);
-  return (input) => {
-    const kind = kindOf(input);
-    const values = ROW_KIND_COLUMN in input ? withoutKind(input) : input;
+  return (values, given) => {
+    const kind = given ?? kindOf(values);
     for (const k of schema.primaryKeys) {
       const v = values[k];
       if (v === undefined) throw dataInvalid(`${describeKind(kind)} without its key: primary-key column '${k}' is missing`, { column: k });
@@ -50,11 +55,6 @@ function kindOf(input: Readonly<Record<string, unknown>>): RowKind {
   return kind;
 }
 
-function withoutKind(input: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k in input) if (k !== ROW_KIND_COLUMN) out[k] = input[k];
-  return out;
-}
 
 const describeKind = (kind: RowKind): string => (kind === RowKind.DELETE ? "a delete" : kind === RowKind.UPDATE_BEFORE ? "an update-before" : "a row");
 

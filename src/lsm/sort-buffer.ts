@@ -18,7 +18,7 @@ import type { Value } from "../format/values.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { gatherColumn, type RowPicks } from "./gather.ts";
 import { compareValues } from "../codec/stats.ts";
-import { keyCopyField, keyFields, keyValueFields, VALUE_KIND_FIELD } from "./key-value-fields.ts";
+import { BUFFER_KIND_FIELD, keyCopyField, keyFields, keyValueFields, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import { sequenceFieldSpec, type SequenceFieldSpec } from "./merge-order.ts";
 import { isRetract } from "./row-kind.ts";
 import { TableOptions } from "../options.ts";
@@ -45,7 +45,7 @@ export function keyValueLayout(schema: TableSchema): KeyValueLayout {
   if (engine !== "deduplicate") throw new LakeError(ErrorKind.Unsupported, `merge-engine = ${engine} is not written yet (deduplicate is)`);
   return {
     schema,
-    bufferFields: [...schema.fields, VALUE_KIND_FIELD],
+    bufferFields: [...schema.fields, BUFFER_KIND_FIELD],
     keyFields: keyFields(schema),
     fileFields: keyValueFields(schema),
     sequence: sequenceFieldSpec(schema),
@@ -82,39 +82,58 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
   if (n === 0) return { data: null, changelog: null };
   const batchOf = new Int32Array(n);
   const rowOf = new Int32Array(n);
-  const keys = layout.keyFields.map(() => new Array<Value>(n));
-  const seqValues = layout.sequence === null ? null : layout.sequence.fields.map(() => new Array<Value>(n));
   const kinds = new Int8Array(n);
-  const kindAt = layout.bufferFields.length - 1;
   let i = 0;
   for (const [bi, b] of batches.entries()) {
-    const keyReaders = layout.keyFields.map((f) => columnReader(f.type, columnOf(b, f.name)));
-    const seqReaders = layout.sequence?.fields.map((f) => columnReader(f.type, columnOf(b, f.name))) ?? [];
-    const kindData = b.data.children[kindAt]!;
+    const kindData = columnOf(b, VALUE_KIND_FIELD.name);
     const kindValues = kindData.values as Int8Array;
+    // A null kind is +I (rows written without one: upserts).
+    const kindNulls = kindData.nullCount > 0 ? kindData.nullBitmap : undefined;
     for (let r = 0; r < b.numRows; r++, i++) {
       batchOf[i] = bi;
       rowOf[i] = r;
-      for (let k = 0; k < keyReaders.length; k++) keys[k]![i] = keyReaders[k]!(r);
-      if (seqValues !== null) for (let k = 0; k < seqReaders.length; k++) seqValues[k]![i] = seqReaders[k]!(r);
-      kinds[i] = kindValues[kindData.offset + r]!;
+      const j = kindData.offset + r;
+      kinds[i] = kindNulls !== undefined && (kindNulls[j >> 3]! & (1 << (j & 7))) === 0 ? 0 : kindValues[j]!;
     }
   }
-  const keyOf = (x: number): Value[] => keys.map((col) => col[x]!);
-  const compareKeyAt = columnsComparator(layout.keyFields.map((f) => nullsFirst(f.type, 1)), keys);
-  const compareSeqAt = layout.sequence === null ? null : columnsComparator(layout.sequence.fields.map((f) => nullsFirst(f.type, layout.sequence!.ascending ? 1 : -1)), seqValues!);
-  // Key order, then merge order: the user's sequence field, then arrival (= the system sequence number).
-  const order = new Int32Array(n);
-  for (let x = 0; x < n; x++) order[x] = x;
-  order.sort((a, b) => {
-    const c = compareKeyAt(a, b);
-    if (c !== 0) return c;
-    if (compareSeqAt !== null) {
-      const s = compareSeqAt(a, b);
-      if (s !== 0) return s;
+  // Key order, then merge order: the user's sequence field, then arrival (= the system sequence number). One integer
+  // key without a sequence field (the common case) sorts natively; anything else with Paimon's comparator.
+  const integerKeys = layout.sequence === null && layout.keyFields.length === 1 ? integerKeyColumn(batches, layout.keyFields[0]!.name, n) : null;
+  let order: Int32Array | null = integerKeys === null ? null : compactIntegerOrder(integerKeys);
+  let keyOf: (x: number) => Value[];
+  let sameKey: (a: number, b: number) => boolean;
+  if (order !== null && integerKeys !== null) {
+    const readers = batches.map((b) => columnReader(layout.keyFields[0]!.type, columnOf(b, layout.keyFields[0]!.name)));
+    keyOf = (x) => [readers[batchOf[x]!]!(rowOf[x]!)];
+    sameKey = (a, b) => integerKeys[a] === integerKeys[b];
+  } else {
+    const keys = layout.keyFields.map(() => new Array<Value>(n));
+    const seqValues = layout.sequence === null ? null : layout.sequence.fields.map(() => new Array<Value>(n));
+    i = 0;
+    for (const b of batches) {
+      const keyReaders = layout.keyFields.map((f) => columnReader(f.type, columnOf(b, f.name)));
+      const seqReaders = layout.sequence?.fields.map((f) => columnReader(f.type, columnOf(b, f.name))) ?? [];
+      for (let r = 0; r < b.numRows; r++, i++) {
+        for (let k = 0; k < keyReaders.length; k++) keys[k]![i] = keyReaders[k]!(r);
+        if (seqValues !== null) for (let k = 0; k < seqReaders.length; k++) seqValues[k]![i] = seqReaders[k]!(r);
+      }
     }
-    return a - b;
-  });
+    keyOf = (x) => keys.map((col) => col[x]!);
+    const compareKeyAt = columnsComparator(layout.keyFields.map((f) => nullsFirst(f.type, 1)), keys);
+    const compareSeqAt = layout.sequence === null ? null : columnsComparator(layout.sequence.fields.map((f) => nullsFirst(f.type, layout.sequence!.ascending ? 1 : -1)), seqValues!);
+    sameKey = (a, b) => compareKeyAt(a, b) === 0;
+    order = new Int32Array(n);
+    for (let x = 0; x < n; x++) order[x] = x;
+    order.sort((a, b) => {
+      const c = compareKeyAt(a, b);
+      if (c !== 0) return c;
+      if (compareSeqAt !== null) {
+        const s = compareSeqAt(a, b);
+        if (s !== 0) return s;
+      }
+      return a - b;
+    });
+  }
 
   // Deduplicate: per key the last version in merge order; ignore-delete passes retractions over (a key whose every
   // version retracts leaves nothing). A surviving retraction is written: it deletes the key's older versions.
@@ -122,7 +141,7 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
   let at = 0;
   while (at < n) {
     let end = at + 1;
-    while (end < n && compareKeyAt(order[at]!, order[end]!) === 0) end++;
+    while (end < n && sameKey(order[at]!, order[end]!)) end++;
     for (let k = end - 1; k >= at; k--) {
       const x = order[k]!;
       if (layout.ignoreDelete && isRetract(kinds[x]!)) continue;
@@ -134,6 +153,54 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
   const sortedRows = (indexes: ArrayLike<number>): SortedRows | null =>
     indexes.length === 0 ? null : physicalRows(layout, batches, indexes, { batchOf, rowOf, kinds, firstSeq, keyOf });
   return { data: sortedRows(survivors), changelog: layout.changelogInput ? sortedRows(order) : null };
+}
+
+/**
+ * A single integer key column (TINYINT … BIGINT, DATE, TIME) of every batch as doubles, read from the Arrow buffers
+ * (no BigInt per value); null when a value is null or beyond ±2^53, or the column is of another type.
+ */
+function integerKeyColumn(batches: readonly arrow.RecordBatch[], name: string, n: number): Float64Array | null {
+  const out = new Float64Array(n);
+  let i = 0;
+  for (const b of batches) {
+    const d = columnOf(b, name);
+    if (d.nullCount > 0) return null;
+    const t = d.type;
+    if (arrow.DataType.isInt(t) && t.bitWidth === 64) {
+      const words = new Int32Array((d.values as BigInt64Array).buffer, (d.values as BigInt64Array).byteOffset, (d.values as BigInt64Array).length * 2);
+      for (let r = 0; r < b.numRows; r++, i++) {
+        const hi = words[2 * (d.offset + r) + 1]!;
+        if (hi >= 2097152 || hi < -2097152) return null; // |v| ≥ 2^53
+        out[i] = hi * 4294967296 + (words[2 * (d.offset + r)]! >>> 0);
+      }
+    } else if (arrow.DataType.isInt(t) || (arrow.DataType.isDate(t) && t.unit === arrow.DateUnit.DAY) || (arrow.DataType.isTime(t) && t.bitWidth === 32)) {
+      const v = d.values as Int32Array;
+      for (let r = 0; r < b.numRows; r++, i++) out[i] = v[d.offset + r]!;
+    } else return null;
+  }
+  return out;
+}
+
+/**
+ * The sort of the common case without a comparator: when (max − min + 1) × n is below 2^53, (key − min) × n + index
+ * is exact in a double, and a native sort of those numbers orders by key, then by arrival. Null when it is not.
+ */
+function compactIntegerOrder(keys: Float64Array): Int32Array | null {
+  const n = keys.length;
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const x = keys[i]!;
+    if (x < min) min = x;
+    if (x > max) max = x;
+  }
+  if (n === 0 || (max - min + 1) * n >= 2 ** 53) return null;
+  const packed = new Float64Array(n);
+  for (let i = 0; i < n; i++) packed[i] = (keys[i]! - min) * n + i;
+  packed.sort();
+  const order = new Int32Array(n);
+  for (let i = 0; i < n; i++) order[i] = packed[i]! % n;
+  return order;
 }
 
 /** Paimon's order of one field's values: nulls first, then by value (`sign` −1 reverses the values, not the nulls). */

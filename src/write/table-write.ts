@@ -22,11 +22,11 @@ import type { CommitMessage } from "../commit/commit-message.ts";
 import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../format/binary-row.ts";
 import { RecordBatchBuilder } from "../codec/columns/record-batch-builder.ts";
 import { type ParquetEncoderPool, sharedParquetPool } from "../codec/parquet-pool.ts";
-import { compileRowConverter } from "../format/row-converter.ts";
+import { compileConverter, compileRowConverter } from "../format/row-converter.ts";
 import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../format/bucket.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { partitionPath } from "../format/partition.ts";
-import type { Row, Value } from "../format/values.ts";
+import { toCanonical, type Row, type Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter, type DataFileEncodeSpec } from "./data-file-writer.ts";
@@ -36,7 +36,7 @@ import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { FileSource } from "../format/manifest.ts";
 import { compileKeyedInput } from "../lsm/keyed-input.ts";
 import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
-import { ROW_KIND_COLUMN, RowKind, rowKindName } from "../lsm/row-kind.ts";
+import { ROW_KIND_COLUMN, RowKind } from "../lsm/row-kind.ts";
 import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
 import { VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 import type { KeyValueEncodeSpec } from "../lsm/key-value-file-writer.ts";
@@ -86,6 +86,10 @@ export class TableWrite {
   private readonly written: string[] = [];
   private readonly maxRowsPerFile: number;
   private readonly convert: (input: Readonly<Record<string, unknown>>) => Row;
+  /** The columns that route a row to its buffer, with their converters (primary-key inserts are routed by them alone). */
+  private readonly routeColumns: Array<{ name: string; convert: (v: unknown) => Value }>;
+  /** Primary-key tables: an input row → its canonical row with `_VALUE_KIND` (the kind given, else its `_row_kind`). */
+  private readonly convertKeyed: ((input: Readonly<Record<string, unknown>>, kind?: RowKind) => Row) | null = null;
   private readonly partitionKeyOf: (row: Row) => string;
   /** Every row goes to one buffer (no partitions; one forced bucket or no bucket function). */
   private readonly single: boolean;
@@ -126,15 +130,21 @@ export class TableWrite {
           )
         : null;
     this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
+    this.routeColumns = [...new Set([...this.partitionIdx, ...this.bucketKeyNames])].map((name) => {
+      const type = table.typeOf(name);
+      const fast = compileConverter(type, name);
+      return { name, convert: (v: unknown) => (v === null ? toCanonical(type, v, name) : fast(v)) };
+    });
     this.sequenceCounter = opts.sequence;
     this.single = this.partitionIdx.length === 0 && (forced !== undefined || this.bucketFn === null);
     if (this.kv !== null) {
       const keyed = compileKeyedInput(table.schema);
-      this.convert = (input) => {
-        const { row, kind } = keyed(input);
-        row[VALUE_KIND_FIELD.name] = kind;
-        return row;
+      this.convertKeyed = (input, kind) => {
+        const out = keyed(input, kind);
+        out.row[VALUE_KIND_FIELD.name] = out.kind;
+        return out.row;
       };
+      this.convert = (input) => this.convertKeyed!(input);
     } else this.convert = compileRowConverter(table.schema.fields);
     // Partition values → a map key without serialising a BinaryRow per row: one reusable writer, hex of its bytes.
     // The key is the hex of the *framed* row (arity prefix + bytes), the same form manifest entries carry, so the
@@ -161,13 +171,20 @@ export class TableWrite {
   }
 
   /** Validates and buffers rows; throws DataInvalid naming the row and column on the first bad value. */
-  writeRows(input: readonly Record<string, unknown>[], rowOffset = 0): void {
+  writeRows(input: readonly Record<string, unknown>[], rowOffset = 0, kind?: RowKind): void {
     // One buffer for every row (no partitions, no bucket function): no routing, so the builder validates and
     // appends the input directly, with the converter's rules, without canonical rows in between.
     const direct = this.kv === null && this.partitionIdx.length === 0 && this.bucketFn === null ? this.bufferFor({}) : null;
+    const keyed = this.convertKeyed;
     for (let i = 0; i < input.length; i++) {
       try {
-        if (direct === null) this.writeRow(this.convert(input[i]!));
+        if (keyed !== null) {
+          // A primary-key table's insert (no kind, or +I given) goes into the buffer by the builders' fast paths, its
+          // kind column left null (= +I); a row with another kind is converted with it.
+          const row = input[i]!;
+          if ((kind === undefined || kind === RowKind.INSERT) && !(ROW_KIND_COLUMN in row) && !(VALUE_KIND_FIELD.name in row)) this.appendInsert(row);
+          else this.writeRow(keyed(row, kind));
+        } else if (direct === null) this.writeRow(this.convert(input[i]!));
         else {
           // Sized for this call: growing by doubling churns external memory, which forces full GCs.
           direct.builder ??= new RecordBatchBuilder(this.bufferFields, Math.min(this.maxRowsPerFile, Math.max(4096, input.length - i)));
@@ -200,8 +217,29 @@ export class TableWrite {
 
   private writeKinded(rows: readonly Record<string, unknown>[], kind: RowKind): void {
     if (this.kv === null) throw new LakeError(ErrorKind.Unsupported, `${this.table.name} has no primary key: upserts and deletes need one (append rows with writeRows)`);
-    const name = rowKindName(kind);
-    this.writeRows(rows.map((r) => ({ ...r, [ROW_KIND_COLUMN]: name })));
+    this.writeRows(rows, 0, kind);
+  }
+
+  /**
+   * A primary-key table's insert: only the routing columns (partition and bucket key) are made canonical to find its
+   * buffer; the row goes into the buffer's builder as input (validated there), its kind column null (= +I).
+   */
+  private appendInsert(input: Readonly<Record<string, unknown>>): void {
+    const route = this.routeOf(input);
+    const buf = this.single ? (this.singleBuffer ??= this.bufferFor(route)) : this.bufferFor(route);
+    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, 4096);
+    buf.builder.appendInput(input);
+    if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
+  }
+
+  /** The canonical values of the columns that route a row (partition keys, bucket keys), as a partial row. */
+  private routeOf(input: Readonly<Record<string, unknown>>): Row {
+    const out: Row = {};
+    for (const c of this.routeColumns) {
+      const v = input[c.name];
+      out[c.name] = c.convert(v === undefined ? null : v);
+    }
+    return out;
   }
 
   /** Validates and buffers one input row (a primary-key table's with its `_row_kind`); throws DataInvalid with the reason. */
@@ -298,12 +336,11 @@ export class TableWrite {
       counter.next += BigInt(batches.reduce((n, b) => n + b.numRows, 0));
       return first;
     });
+    const kv = this.kv;
+    // Primary-key buckets flush side by side: each sorts here while the others' runs encode in the pool.
+    if (kv !== null) return Promise.all(work.map(({ key, buf, batches }, i) => this.flushKeyed(kv, key, buf, batches, taken[i]!)));
     const out: CommitMessage[] = [];
-    for (const [i, { key, buf, batches }] of work.entries()) {
-      if (this.kv !== null) {
-        out.push(await this.flushKeyed(this.kv, key, buf, batches, taken[i]!));
-        continue;
-      }
+    for (const { key, buf, batches } of work) {
       let seq = await this.nextSequence(key);
       const files: DataFileMeta[] = await this.fileWriter.writeFiles(buf.partitionPath, buf.bucket, groupBatches(batches, this.maxRowsPerFile), seq, (path) => this.written.push(path));
       if (files.length > 0) seq = files[files.length - 1]!.maxSequenceNumber + 1n;
@@ -403,18 +440,29 @@ export class TableWrite {
 
   /** Next sequence number of a bucket: one past the highest among its live files (read once per TableWrite). */
   private async nextSequence(key: string): Promise<bigint> {
-    if (this.nextSeqByBucket === null) {
-      this.nextSeqByBucket = new Map();
-      const latest = await this.table.snapshots.latest();
-      if (latest !== null) {
-        for (const e of await new ManifestStore(this.table).readLiveEntries(latest)) {
-          const k = `${Buffer.from(e.partition).toString("hex")}/${e.bucket}`;
-          const next = e.file.maxSequenceNumber + 1n;
-          if ((this.nextSeqByBucket.get(k) ?? 0n) < next) this.nextSeqByBucket.set(k, next);
-        }
+    // One read of the live files, shared by the buckets that flush side by side (each waits for the whole map).
+    // A failed read (IO) is not kept: the next flush reads again.
+    this.sequencesLoaded ??= this.loadSequences().catch((e: unknown) => {
+      this.sequencesLoaded = null;
+      throw e;
+    });
+    await this.sequencesLoaded;
+    return this.nextSeqByBucket!.get(key) ?? 0n;
+  }
+
+  private sequencesLoaded: Promise<void> | null = null;
+
+  private async loadSequences(): Promise<void> {
+    const next = new Map<string, bigint>();
+    const latest = await this.table.snapshots.latest();
+    if (latest !== null) {
+      for (const e of await new ManifestStore(this.table).readLiveEntries(latest)) {
+        const k = `${Buffer.from(e.partition).toString("hex")}/${e.bucket}`;
+        const after = e.file.maxSequenceNumber + 1n;
+        if ((next.get(k) ?? 0n) < after) next.set(k, after);
       }
     }
-    return this.nextSeqByBucket.get(key) ?? 0n;
+    this.nextSeqByBucket = next;
   }
 }
 
