@@ -126,6 +126,17 @@ export function parseRawPayload(bytes: Uint8Array): RawPayload {
   return toRawPayload(value);
 }
 
+/**
+ * The JSON value of a message whose format is JSON alone (a Debezium change event): undefined for an empty or blank
+ * payload (a tombstone); PayloadError("bad-json") for anything that is not JSON text. Integers beyond 2^53 are read
+ * exactly, as in `parseRawPayload`.
+ */
+export function parseJsonMessage(bytes: Uint8Array): unknown {
+  let i = 0;
+  while (i < bytes.length && (bytes[i] === CH_SPACE || bytes[i] === CH_TAB || bytes[i] === CH_LF || bytes[i] === CH_CR)) i++;
+  return i === bytes.length ? undefined : parseJsonPayload(bytes);
+}
+
 function parseJsonPayload(bytes: Uint8Array): unknown {
   let text: string;
   try {
