@@ -134,7 +134,10 @@ export function parseRawPayload(bytes: Uint8Array): RawPayload {
 export function parseJsonMessage(bytes: Uint8Array): unknown {
   let i = 0;
   while (i < bytes.length && (bytes[i] === CH_SPACE || bytes[i] === CH_TAB || bytes[i] === CH_LF || bytes[i] === CH_CR)) i++;
-  return i === bytes.length ? undefined : parseJsonPayload(bytes);
+  if (i === bytes.length) return undefined;
+  // JSON text starts with an object, an array, a string, a number or a literal; anything else (msgpack, Avro) is not.
+  if (!/[{["\-0-9tfn]/.test(String.fromCharCode(bytes[i]!))) throw new PayloadError("bad-json", `payload is not JSON text (it starts with byte 0x${bytes[i]!.toString(16).padStart(2, "0")})`);
+  return parseJsonPayload(bytes);
 }
 
 function parseJsonPayload(bytes: Uint8Array): unknown {
