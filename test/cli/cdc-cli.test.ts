@@ -105,7 +105,7 @@ test("publish - JSONL lines with _row_kind go through the producer client with t
     primaryKeys: ["id"],
     options: { bucket: "1" },
   });
-  // Registered on NATS as a node registers it (the cluster's writers do not take primary-key tables yet).
+  // Registered on NATS as a node registers it; no node runs, so what publish sent stays on the bucket subjects to read.
   await ensureTableInfra({ nc, subjects, table, replicas: 1, maxBytes: 16 * 1024 * 1024, duplicateWindowMs: 60_000 });
   const lines = [{ id: 1, v: "a" }, { id: 2, v: "b", _row_kind: "+I" }, { id: 1, _row_kind: "-U" }, { id: 1, v: "a2", _row_kind: "+U" }, { id: 2, _row_kind: "-D" }];
   const r = nl(["publish", "cdc.pub", file("pub.jsonl", lines), "--nats", server.url, "--no-progress"]);

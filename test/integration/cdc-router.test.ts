@@ -5,8 +5,8 @@
  * table shape — with the reason, while the rest of the message lands. The routed batches are read back from the
  * bucket subjects and converted by the rules every writer uses (src/lsm/keyed-input.ts).
  *
- * (The cluster's writers do not write primary-key tables yet, so this stops at the bucket subjects; the end-to-end
- * test in cdc-cluster.test.ts waits for them.)
+ * The router runs alone here, so what it routes can be read exactly as it left; cdc-cluster.test.ts follows the same
+ * changes through a running cluster into the table.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
