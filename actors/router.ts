@@ -28,7 +28,7 @@ import type { Row } from "../src/format/values.ts";
 import type { Table } from "../src/table/table.ts";
 import { compileKeyedInput, type KeyedRow } from "../src/lsm/keyed-input.ts";
 import { ROW_KIND_COLUMN, rowKindName, rowKindOnAppendTable } from "../src/lsm/row-kind.ts";
-import { compileDebeziumJson, type DebeziumChange } from "../src/cdc/debezium-json.ts";
+import { compileDebeziumJson, compileDebeziumRoundingCheck, type DebeziumChange } from "../src/cdc/debezium-json.ts";
 import { ingestFormatOf } from "../src/cdc/ingest-format.ts";
 import type { Actor, ActorContext } from "./runtime/index.ts";
 import type { Bus, Clock, Meter, RawLog, RawMessage, RawReader, RouterProgress } from "./ports.ts";
@@ -108,7 +108,7 @@ export class RouterActor implements Actor<RouterMsg> {
   /** A raw row (JSON or msgpack) → its routed form; throws DataInvalid saying what is wrong with it. */
   private readonly routeRow: (row: Record<string, unknown>) => RoutedRow;
   /** debezium-json tables: a raw message's JSON value → the change it holds (throws DataInvalid with the reason). */
-  private readonly debezium: ((event: unknown) => DebeziumChange) | null = null;
+  private readonly debezium: { read: (event: unknown) => DebeziumChange; mayRound: (event: unknown) => boolean } | null = null;
   /** Why this router cannot read the table's raw subject (an ingest format it does not know): it routes nothing. */
   private readonly unreadable: string | null = null;
   /** The live stream the recorded progress was checked against; recorded with every progress write. */
@@ -131,7 +131,7 @@ export class RouterActor implements Actor<RouterMsg> {
     }
     this.routeRow = t.isPrimaryKeyTable ? this.keyedRowRouter() : this.appendRowRouter();
     try {
-      if (ingestFormatOf(t.name, t.schema) === "debezium-json") this.debezium = compileDebeziumJson(t.name, t.schema);
+      if (ingestFormatOf(t.name, t.schema) === "debezium-json") this.debezium = { read: compileDebeziumJson(t.name, t.schema), mayRound: compileDebeziumRoundingCheck(t.schema) };
     } catch (e) {
       this.unreadable = ensureError(e).message;
     }
@@ -325,10 +325,12 @@ export class RouterActor implements Actor<RouterMsg> {
       try {
         if (this.debezium !== null) {
           // One change event: its rows are routed together, or the event is a dead letter as a whole.
-          const event = parseJsonMessage(m.data);
+          // Read fast, and again without rounding only when a value the rows take may have been rounded.
+          const fast = parseJsonMessage(m.data, true);
+          const event = this.debezium.mayRound(fast) ? parseJsonMessage(m.data) : fast;
           let routed: RoutedRow[];
           try {
-            const change = this.debezium(event);
+            const change = this.debezium.read(event);
             routed = change.op === "tombstone" ? [] : change.rows.map((r) => this.routedKeyed(r));
           } catch (e) {
             letters.push(letter(-1, ensureError(e).message, jsonSafe(event)));

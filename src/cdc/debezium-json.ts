@@ -106,6 +106,34 @@ export function compileDebeziumJson(table: string, schema: TableSchema): (event:
   };
 }
 
+/**
+ * Compiles a check of one table's events parsed by the plain, rounding `JSON.parse`: true when a value the rows
+ * would take may have been rounded — an integer beyond 2^53 in a row image, or a fractional number for a DECIMAL
+ * column (or anywhere inside a nested value) — so the message must be read again without rounding. Debezium's
+ * envelopes carry 19-digit `ts_ns` numbers that the rows never take: reading every event without rounding because
+ * of them cost three times the time of the plain parse (measured on the MySQL update event with its schema).
+ */
+export function compileDebeziumRoundingCheck(schema: TableSchema): (event: unknown) => boolean {
+  const decimals = new Set(schema.fields.filter((f) => f.type.root === "DECIMAL").map((f) => f.name));
+  const nestedMayRound = (v: unknown): boolean => {
+    if (typeof v === "number") return !Number.isSafeInteger(v);
+    if (v === null || typeof v !== "object") return false;
+    return Object.values(v).some(nestedMayRound);
+  };
+  const imageMayRound = (image: unknown): boolean => {
+    if (!isObject(image)) return false;
+    for (const [name, v] of Object.entries(image)) {
+      if (typeof v === "number" ? (Number.isInteger(v) ? !Number.isSafeInteger(v) : decimals.has(name)) : nestedMayRound(v)) return true;
+    }
+    return false;
+  };
+  return (event) => {
+    if (!isObject(event)) return false;
+    const payload = "payload" in event && !("op" in event) ? event["payload"] : event;
+    return isObject(payload) && (imageMayRound(payload["before"]) || imageMayRound(payload["after"]));
+  };
+}
+
 function refused(reason: DebeziumReason, message: string, context: Record<string, unknown> = {}): LakeError {
   return dataInvalid(message, { ...context, reason });
 }

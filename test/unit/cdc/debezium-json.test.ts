@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { stringify as stringifyLossless } from "lossless-json";
-import { compileDebeziumJson, type DebeziumChange } from "../../../src/cdc/debezium-json.ts";
+import { compileDebeziumJson, compileDebeziumRoundingCheck, type DebeziumChange } from "../../../src/cdc/debezium-json.ts";
 import { ingestFormatOf } from "../../../src/cdc/ingest-format.ts";
 import { isLakeError } from "../../../src/errors.ts";
 import { parseColumnList } from "../../../src/format/data-types.ts";
@@ -355,4 +355,59 @@ test("debezium-json - property: random events convert into rows of valid kinds a
   // The property saw both sides: events that convert, and refusals of every kind the generator can make.
   assert.ok(outcomes.converted > 100, `converted ${outcomes.converted}`);
   for (const reason of ["not-an-event", "unsupported-op", "missing-image", "unknown-column", "bad-value", "missing-key"]) assert.ok((outcomes.refused.get(reason) ?? 0) > 0, `no event refused as ${reason}`);
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading fast: JSON.parse, and again without rounding only when the rows would take a rounded value
+
+test("debezium-json - the rounding check: envelope timestamps do not count, a big integer or a long decimal in a row image does", () => {
+  const mayRound = compileDebeziumRoundingCheck(schemaOf("id BIGINT NOT NULL, amount DECIMAL(38, 10), score DOUBLE, tags ARRAY<BIGINT>", ["id"]));
+  const fast = (text: string): unknown => parseJsonMessage(new TextEncoder().encode(text), true);
+  // The documented events carry 19-digit ts_ns numbers outside the rows.
+  for (const name of ["mysql-customers-update.json", "postgres-customers-delete.json"]) assert.equal(compileDebeziumRoundingCheck(CUSTOMERS)(parseJsonMessage(bytesOf(name), true)), false, name);
+  assert.equal(mayRound(fast(`{"op":"c","ts_ns":1465581029523758914,"after":{"id":9007199254740991,"amount":1.5,"score":0.1}}`)), true, "a fractional DECIMAL value");
+  assert.equal(mayRound(fast(`{"op":"c","ts_ns":1465581029523758914,"after":{"id":9007199254740991,"amount":15,"score":0.1}}`)), false);
+  assert.equal(mayRound(fast(`{"op":"c","after":{"id":9007199254740993}}`)), true, "an integer beyond 2^53");
+  assert.equal(mayRound(fast(`{"schema":{},"payload":{"op":"u","before":{"id":9007199254740993},"after":{"id":1}}}`)), true, "in the wrapped before");
+  assert.equal(mayRound(fast(`{"op":"c","after":{"id":1,"tags":[1,18446744073709551615]}}`)), true, "inside a nested value");
+  assert.equal(mayRound(fast(`null`)), false);
+});
+
+test("debezium-json - property: an event the check passes reads the same from JSON.parse as read without rounding", () => {
+  const schema = schemaOf("id BIGINT NOT NULL, amount DECIMAL(38, 10), score DOUBLE, ts TIMESTAMP(9), tags ARRAY<BIGINT>", ["id"]);
+  const read = compileDebeziumJson("db.t", schema);
+  const mayRound = compileDebeziumRoundingCheck(schema);
+  const outcome = (event: unknown): unknown => {
+    try {
+      return rowsOf(read(event));
+    } catch (e) {
+      return isLakeError(e) ? `refused: ${e.message}` : `crash: ${String(e)}`;
+    }
+  };
+  const integer = fc.oneof(
+    { weight: 6, arbitrary: fc.integer() },
+    { weight: 1, arbitrary: fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }) },
+    { weight: 1, arbitrary: fc.constantFrom(9007199254740991n, 9007199254740993n, 2n ** 63n - 1n) },
+  );
+  const decimal = fc.tuple(fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), fc.integer({ min: 0, max: 12 })).map(([u, scale]) => {
+    const digits = (u < 0n ? -u : u).toString().padStart(scale + 1, "0");
+    return `${u < 0n ? "-" : ""}${scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`}`;
+  });
+  let passed = 0;
+  let checked = 0;
+  fc.assert(
+    fc.property(integer, fc.oneof(decimal, integer.map(String), integer.map(String)), fc.double({ noNaN: true, noDefaultInfinity: true }), integer, fc.array(integer, { maxLength: 2 }), fc.boolean(), (id, amount, score, ts, tags, wrap) => {
+      const after = `{"id":${id},"amount":${amount},"score":${JSON.stringify(score)},"ts":${ts},"tags":[${tags.join(",")}]}`;
+      const envelope = `{"op":"c","ts_ns":${2n ** 60n + BigInt(ts)},"before":null,"after":${after}}`;
+      const text = wrap ? `{"schema":{"type":"struct","fields":[{"type":"struct","field":"after","fields":[{"type":"int64","name":"io.debezium.time.NanoTimestamp","field":"ts"}]}]},"payload":${envelope}}` : envelope;
+      const bytes = new TextEncoder().encode(text);
+      const fast = parseJsonMessage(bytes, true);
+      checked++;
+      if (mayRound(fast)) return;
+      passed++;
+      assert.deepEqual(outcome(fast), outcome(parseJsonMessage(bytes)), text);
+    }),
+    { numRuns: 3000 },
+  );
+  assert.ok(passed > 200 && passed < checked, `the check passed ${passed} of ${checked} events: both sides are exercised`);
 });
