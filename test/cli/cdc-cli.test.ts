@@ -4,36 +4,26 @@
  * result; `natslake publish` sends the lines through the producer client with their kinds. A bad kind or a line
  * without its key names the line and exits 2 with nothing written.
  */
-import { after, before, test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 import { ensureTableInfra } from "../../cluster/nats/table-infra.ts";
 import { decodeRowBatch } from "../../actors/wire/row-batch.ts";
-import { startNats, type ServerHandle } from "../helpers/servers.ts";
+import { startNats } from "../helpers/servers.ts";
 import { tempDir } from "../helpers/tables.ts";
 import { paimonRead } from "../helpers/python.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 const wh = tempDir("natslake-cdc-cli-");
-let server: ServerHandle;
-let nc: NatsConnection;
-before(async () => {
-  server = await startNats();
-  nc = await connect({ servers: server.url });
-});
-after(async () => {
-  await nc.close();
-  await server.stop();
-  wh.cleanup();
-});
+after(() => wh.cleanup());
 
 function nl(args: string[]): { code: number; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, NATSLAKE_WAREHOUSE: wh.path }, encoding: "utf8", timeout: 60_000 });
@@ -99,30 +89,37 @@ test("write - a bad kind or a line without its key names the line, exits 2, and 
 });
 
 test("publish - JSONL lines with _row_kind go through the producer client with their kinds; a bad line stops the run at it", async () => {
-  const subjects = new Subjects("lake");
-  const table = await new Catalog(wh.path).createTable(parseIdentifier("cdc.pub"), {
-    columns: parseColumnList("id BIGINT NOT NULL, v STRING NOT NULL"),
-    primaryKeys: ["id"],
-    options: { bucket: "1" },
-  });
-  // Registered on NATS as a node registers it; no node runs, so what publish sent stays on the bucket subjects to read.
-  await ensureTableInfra({ nc, subjects, table, replicas: 1, maxBytes: 16 * 1024 * 1024, duplicateWindowMs: 60_000 });
-  const lines = [{ id: 1, v: "a" }, { id: 2, v: "b", _row_kind: "+I" }, { id: 1, _row_kind: "-U" }, { id: 1, v: "a2", _row_kind: "+U" }, { id: 2, _row_kind: "-D" }];
-  const r = nl(["publish", "cdc.pub", file("pub.jsonl", lines), "--nats", server.url, "--no-progress"]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /published 5 rows to cdc\.pub: 5 ok$/m);
-  const jsm = await jetstreamManager(nc);
-  const stream = subjects.ingestStream(table.identifier);
-  const st = (await jsm.streams.info(stream)).state;
-  const rows: unknown[][] = [];
-  for (let seq = st.first_seq; seq <= st.last_seq; seq++) {
-    const batch = decodeRowBatch((await jsm.streams.getMessage(stream, { seq }))!.data);
-    assert.deepEqual(batch.cols, ["id", "v", "_row_kind"]);
-    rows.push(...batch.rows);
+  const server = await startNats();
+  const nc = await connect({ servers: server.url });
+  try {
+    const subjects = new Subjects("lake");
+    const table = await new Catalog(wh.path).createTable(parseIdentifier("cdc.pub"), {
+      columns: parseColumnList("id BIGINT NOT NULL, v STRING NOT NULL"),
+      primaryKeys: ["id"],
+      options: { bucket: "1" },
+    });
+    // Registered on NATS as a node registers it; no node runs, so what publish sent stays on the bucket subjects to read.
+    await ensureTableInfra({ nc, subjects, table, replicas: 1, maxBytes: 16 * 1024 * 1024, duplicateWindowMs: 60_000 });
+    const lines = [{ id: 1, v: "a" }, { id: 2, v: "b", _row_kind: "+I" }, { id: 1, _row_kind: "-U" }, { id: 1, v: "a2", _row_kind: "+U" }, { id: 2, _row_kind: "-D" }];
+    const r = nl(["publish", "cdc.pub", file("pub.jsonl", lines), "--nats", server.url, "--no-progress"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /published 5 rows to cdc\.pub: 5 ok$/m);
+    const jsm = await jetstreamManager(nc);
+    const stream = subjects.ingestStream(table.identifier);
+    const st = (await jsm.streams.info(stream)).state;
+    const rows: unknown[][] = [];
+    for (let seq = st.first_seq; seq <= st.last_seq; seq++) {
+      const batch = decodeRowBatch((await jsm.streams.getMessage(stream, { seq }))!.data);
+      assert.deepEqual(batch.cols, ["id", "v", "_row_kind"]);
+      rows.push(...batch.rows);
+    }
+    assert.deepEqual(rows, [[1, "a", "+I"], [2, "b", "+I"], [1, "", "-U"], [1, "a2", "+U"], [2, "", "-D"]]);
+    const bad = nl(["publish", "cdc.pub", file("pub-bad.jsonl", [{ id: 3, v: "c" }, { v: "d", _row_kind: "-D" }]), "--nats", server.url, "--no-progress"]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /pub-bad\.jsonl:2: a delete without its key: primary-key column 'id' is missing/);
+    assert.match(bad.stdout, /published 1 rows to cdc\.pub \(stopped at the error below\): 1 ok/);
+  } finally {
+    await nc.close();
+    await server.stop();
   }
-  assert.deepEqual(rows, [[1, "a", "+I"], [2, "b", "+I"], [1, "", "-U"], [1, "a2", "+U"], [2, "", "-D"]]);
-  const bad = nl(["publish", "cdc.pub", file("pub-bad.jsonl", [{ id: 3, v: "c" }, { v: "d", _row_kind: "-D" }]), "--nats", server.url, "--no-progress"]);
-  assert.equal(bad.code, 2, bad.stderr);
-  assert.match(bad.stderr, /pub-bad\.jsonl:2: a delete without its key: primary-key column 'id' is missing/);
-  assert.match(bad.stdout, /published 1 rows to cdc\.pub \(stopped at the error below\): 1 ok/);
 });
