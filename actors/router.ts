@@ -10,14 +10,26 @@
  * reason, the raw message's stream sequence and the row's index in it (what its publisher can trace); the other rows
  * of the message still land. Rows are checked here by the same converter the writers use, so a routed row is one the
  * writer accepts: checking them only at the writer would name the routed message instead, which no publisher knows.
+ *
+ * Primary-key tables: a raw row may name its kind in `_row_kind` ("+I", "-U", "+U", "-D"; absent: "+I"); the kind
+ * and the key are checked by the rules TableWrite uses (src/lsm/keyed-input.ts) — a bad kind, a missing or null key
+ * is a dead letter with the reason. The routed batch's `cols` are the table's columns then `_row_kind`, and each row
+ * carries its canonical values in wire form (a retraction's left-out NOT NULL columns as their type's zero) and its
+ * kind, so every routed row fits the schema. With `natslake.ingest.format = debezium-json` each raw message is one
+ * Debezium change event (src/cdc/debezium-json.ts): its rows are routed together or the whole event is a dead letter
+ * (row index −1, the event as its original); a tombstone is passed over.
  */
 import type { DeadLetter, RowBatch } from "./wire/messages.ts";
-import { batchRowConverter, jsonSafe, packValue, parseRawPayload } from "./wire/row-batch.ts";
+import { batchRowConverter, compileWireEncoder, jsonSafe, packValue, parseJsonMessage, parseRawPayload } from "./wire/row-batch.ts";
 import { packedSizeBound, payloadLimit } from "./wire/limits.ts";
-import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
+import { dataInvalid, ensureError, ErrorKind, LakeError } from "../src/errors.ts";
 import { createBucketFunctionOfType, type BucketFunctionType } from "../src/format/bucket.ts";
-import { compileConverter } from "../src/format/row-converter.ts";
+import type { Row } from "../src/format/values.ts";
 import type { Table } from "../src/table/table.ts";
+import { compileKeyedInput, type KeyedRow } from "../src/lsm/keyed-input.ts";
+import { ROW_KIND_COLUMN, rowKindName, rowKindOnAppendTable } from "../src/lsm/row-kind.ts";
+import { compileDebeziumJson, compileDebeziumRoundingCheck, type DebeziumChange } from "../src/cdc/debezium-json.ts";
+import { ingestFormatOf } from "../src/cdc/ingest-format.ts";
 import type { Actor, ActorContext } from "./runtime/index.ts";
 import type { Bus, Clock, Meter, RawLog, RawMessage, RawReader, RouterProgress } from "./ports.ts";
 import { checkStream, resetHint } from "../src/commit/stream-identity.ts";
@@ -62,6 +74,13 @@ export type RouterMsg =
   | { type: "routed"; through: number }
   | { type: "route-failed"; error: Error };
 
+/** A row ready for its bucket's routed batch: its values in the batch's `cols` order and their encoded size bound. */
+interface RoutedRow {
+  bucket: number;
+  values: unknown[];
+  size: number;
+}
+
 export interface RouterDeps {
   table: Table;
   raw: RawLog;
@@ -82,9 +101,16 @@ export class RouterActor implements Actor<RouterMsg> {
   private leftover: RawMessage[] = [];
   private busy = false;
   private readonly names: string[];
-  private readonly bucketOf: (row: Record<string, unknown>) => number;
-  /** Converts a row's values (in `names` order) as a writer will, throwing what is wrong with them. */
-  private readonly check: (values: unknown[]) => unknown;
+  /** The routed batches' columns: `names`, and `_row_kind` for a primary-key table. */
+  private readonly cols: string[];
+  /** The bucket of a canonical row. */
+  private readonly bucketOf: (row: Row) => number;
+  /** A raw row (JSON or msgpack) → its routed form; throws DataInvalid saying what is wrong with it. */
+  private readonly routeRow: (row: Record<string, unknown>) => RoutedRow;
+  /** debezium-json tables: a raw message's JSON value → the change it holds (throws DataInvalid with the reason). */
+  private readonly debezium: { read: (event: unknown) => DebeziumChange; mayRound: (event: unknown) => boolean } | null = null;
+  /** Why this router cannot read the table's raw subject (an ingest format it does not know): it routes nothing. */
+  private readonly unreadable: string | null = null;
   /** The live stream the recorded progress was checked against; recorded with every progress write. */
   private stream: string | undefined;
   private readonly streamMismatches;
@@ -95,18 +121,90 @@ export class RouterActor implements Actor<RouterMsg> {
     this.deadLetters = METRICS.deadLetters.create(d.meter);
     const t = d.table;
     this.names = t.schema.fields.map((f) => f.name);
-    this.check = batchRowConverter(t.schema.fields, this.names).convert;
+    this.cols = t.isPrimaryKeyTable ? [...this.names, ROW_KIND_COLUMN] : this.names;
     if (t.bucket > 0) {
       const keys = t.bucketKeys;
-      const convs = keys.map((k) => compileConverter(t.typeOf(k), k));
       const fn = createBucketFunctionOfType((t.options.get("bucket-function.type") ?? "default") as BucketFunctionType, keys.map((k) => t.typeOf(k)), t.bucket);
-      this.bucketOf = (row) => fn(keys.map((k, i) => (row[k] === null || row[k] === undefined ? null : convs[i]!(row[k]))));
+      this.bucketOf = (row) => fn(keys.map((k) => row[k] ?? null));
     } else {
       this.bucketOf = () => 0;
     }
+    this.routeRow = t.isPrimaryKeyTable ? this.keyedRowRouter() : this.appendRowRouter();
+    try {
+      if (ingestFormatOf(t.name, t.schema) === "debezium-json") this.debezium = { read: compileDebeziumJson(t.name, t.schema), mayRound: compileDebeziumRoundingCheck(t.schema) };
+    } catch (e) {
+      this.unreadable = ensureError(e).message;
+    }
+  }
+
+  /** Append tables: a row's values as they came (the writer converts them again), once they convert. */
+  private appendRowRouter(): (row: Record<string, unknown>) => RoutedRow {
+    const check = batchRowConverter(this.d.table.schema.fields, this.names).convert;
+    return (row) => {
+      this.refuseUnknownColumns(row);
+      const values = this.names.map((n) => row[n] ?? null);
+      return this.sized(this.bucketOf(check(values)), values);
+    };
+  }
+
+  /** Primary-key tables: the kind and key checked, the canonical values in wire form, then the kind. */
+  private keyedRowRouter(): (row: Record<string, unknown>) => RoutedRow {
+    const keyed = compileKeyedInput(this.d.table.schema);
+    return (row) => {
+      this.refuseUnknownColumns(row);
+      return this.routedKeyed(keyed(row));
+    };
+  }
+
+  /** Wire encoders of the table's columns, in `names` order (built on first use: append tables never need them). */
+  private encoders: Array<(v: unknown) => unknown> | null = null;
+
+  /** A primary-key table's canonical row with its kind → its routed form. */
+  private routedKeyed({ row, kind }: KeyedRow): RoutedRow {
+    this.encoders ??= this.d.table.schema.fields.map((f) => compileWireEncoder(f.type) as (v: unknown) => unknown);
+    const values = this.names.map((n, i) => this.encoders![i]!(row[n] ?? null));
+    values.push(rowKindName(kind));
+    return this.sized(this.bucketOf(row), values);
+  }
+
+  /** A column the table does not have: refused with the columns it has (`_row_kind` on an append table by name). */
+  private refuseUnknownColumns(row: Record<string, unknown>): void {
+    for (const k of Object.keys(row)) {
+      if (this.cols.includes(k)) continue;
+      if (k === ROW_KIND_COLUMN) throw rowKindOnAppendTable(this.d.table.name);
+      throw dataInvalid(`unknown column '${k}' (columns: ${this.names.join(", ")})`, { column: k });
+    }
+  }
+
+  /**
+   * A raw message the server took may still not fit once re-encoded as a row batch (its own prefix, other encodings
+   * of its values): such a row goes alone, and one that does not fit even alone is refused.
+   */
+  private sized(bucket: number, values: unknown[]): RoutedRow {
+    let size = packedSizeBound(values);
+    if (this.prefix + size > this.limit) size = packValue(values).length;
+    if (this.prefix + size > this.limit) {
+      throw dataInvalid(`row too large for one routed message (${this.prefix + size} bytes encoded; the server's max_payload allows ${this.limit})`);
+    }
+    return { bucket, values, size };
+  }
+
+  /** A row batch's bytes besides its rows: the keys, schema id and column names, and the rows array's header. */
+  private get prefix(): number {
+    return (this.prefixBytes ??= packValue({ v: 1, schema: this.d.table.schema.id, cols: this.cols, rows: [] }).length + 5);
+  }
+  private prefixBytes: number | undefined;
+
+  private get limit(): number {
+    return payloadLimit(this.d.raw.maxPayload);
   }
 
   preStart(ctx: ActorContext<RouterMsg>): void {
+    if (this.unreadable !== null) {
+      // Nothing is read, so nothing is lost: the node restarts this router once the table's schema changes.
+      ctx.log.error("not routing: the table's raw subject cannot be read", { table: this.d.table.name, reason: this.unreadable });
+      return;
+    }
     this.start(ctx);
   }
 
@@ -216,41 +314,39 @@ export class RouterActor implements Actor<RouterMsg> {
     const { from, to } = this.intent;
     const letters: DeadLetter[] = [];
     const perBucket = new Map<number, { rows: unknown[][]; sizes: number[] }>();
-    // A row batch's bytes besides its rows: the keys, schema id and column names, and the rows array's header.
-    const prefix = packValue({ v: 1, schema: this.d.table.schema.id, cols: this.names, rows: [] }).length + 5;
-    const limit = payloadLimit(this.d.raw.maxPayload);
+    const add = (r: RoutedRow): void => {
+      let list = perBucket.get(r.bucket);
+      if (!list) perBucket.set(r.bucket, (list = { rows: [], sizes: [] }));
+      list.rows.push(r.values);
+      list.sizes.push(r.size);
+    };
     for (const m of msgs) {
       const letter = (rowIndex: number, reason: string, original: unknown): DeadLetter => ({ type: "dead-letter", table, stage: "router", reason, streamSeq: m.seq, rowIndex, original, at: this.d.clock.now() });
       try {
+        if (this.debezium !== null) {
+          // One change event: its rows are routed together, or the event is a dead letter as a whole.
+          // Read fast, and again without rounding only when a value the rows take may have been rounded.
+          const fast = parseJsonMessage(m.data, true);
+          const event = this.debezium.mayRound(fast) ? parseJsonMessage(m.data) : fast;
+          let routed: RoutedRow[];
+          try {
+            const change = this.debezium.read(event);
+            routed = change.op === "tombstone" ? [] : change.rows.map((r) => this.routedKeyed(r));
+          } catch (e) {
+            letters.push(letter(-1, ensureError(e).message, jsonSafe(event)));
+            continue;
+          }
+          routed.forEach(add);
+          continue;
+        }
         const p = parseRawPayload(m.data);
         const rows: Array<Record<string, unknown>> = "rows" in p ? p.rows : p.batch.rows.map((r) => Object.fromEntries(p.batch.cols.map((c, i) => [c, r[i]])));
         rows.forEach((row, i) => {
-          const unknown = Object.keys(row).filter((k) => !this.names.includes(k));
-          if (unknown.length > 0) {
-            letters.push(letter(i, `unknown column '${unknown[0]}' (columns: ${this.names.join(", ")})`, jsonSafe(row)));
-            return;
-          }
-          const values = this.names.map((n) => row[n] ?? null);
-          let bucket: number;
           try {
-            this.check(values);
-            bucket = this.bucketOf(row);
+            add(this.routeRow(row));
           } catch (e) {
             letters.push(letter(i, ensureError(e).message, jsonSafe(row)));
-            return;
           }
-          // A raw message the server took may still not fit once re-encoded as a row batch (its own prefix, other
-          // encodings of its values): such a row goes alone, and one that does not fit even alone is dead-lettered.
-          let size = packedSizeBound(values);
-          if (prefix + size > limit) size = packValue(values).length;
-          if (prefix + size > limit) {
-            letters.push(letter(i, `row too large for one routed message (${prefix + size} bytes encoded; the server's max_payload allows ${limit})`, jsonSafe(row)));
-            return;
-          }
-          let list = perBucket.get(bucket);
-          if (!list) perBucket.set(bucket, (list = { rows: [], sizes: [] }));
-          list.rows.push(values);
-          list.sizes.push(size);
         });
       } catch (e) {
         letters.push(letter(-1, ensureError(e).message, Buffer.from(m.data).toString("base64")));
@@ -261,8 +357,8 @@ export class RouterActor implements Actor<RouterMsg> {
     await failIfSchemaMovedOn(this.d.table, letters.map((l) => l.reason));
     const publishes: Array<Promise<void>> = [];
     for (const [bucket, { rows, sizes }] of perBucket) {
-      splitByBytes(rows, sizes, prefix, limit).forEach(([a, b], chunk) => {
-        const batch: RowBatch = { v: 1, schema: this.d.table.schema.id, cols: this.names, rows: rows.slice(a, b) };
+      splitByBytes(rows, sizes, this.prefix, this.limit).forEach(([a, b], chunk) => {
+        const batch: RowBatch = { v: 1, schema: this.d.table.schema.id, cols: this.cols, rows: rows.slice(a, b) };
         publishes.push(this.d.raw.publishRouted(table, bucket, batch, `r-${from}-${to}-${bucket}-${chunk}`, to));
       });
     }

@@ -27,6 +27,12 @@
  *   default is a fresh NUID per instance).
  * - `token()` is the highest acknowledged stream sequence per bucket so far; `waitVisible(token)` resolves with the
  *   first snapshot notification whose offsets cover it.
+ * - Primary-key tables: a row may name its kind in `_row_kind` ("+I", "-U", "+U", "-D"; absent: "+I"), and
+ *   `upsert(rows)` / `delete(keys)` write +I rows / -D keys. The kind and the key are checked before anything is
+ *   packed, by the rules TableWrite and the router use (src/lsm/keyed-input.ts): a bad kind, a missing or null key
+ *   column throw DataInvalid. A retraction (-U, -D) may carry only its key; its other NOT NULL columns travel as their
+ *   type's zero, so every row of a primary-key RowBatch fits the schema. The batch's `cols` end with `_row_kind`,
+ *   whose value every row carries. On an append table `_row_kind` is refused.
  */
 import { jetstream, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
 import { connect, errors, headers as natsHeaders, nuid, RequestError, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
@@ -48,6 +54,8 @@ import { MsgpackWriter, compileInputPacker, packValue, rowBatchPrefix, type Inpu
 import { payloadLimit } from "../actors/wire/limits.ts";
 import { withTimeout } from "../src/timeout.ts";
 import { H_TRACEPARENT, traceparentOf } from "../actors/wire/trace-context.ts";
+import { keyedInputRules, zeroValue, type KeyedInputRules } from "../src/lsm/keyed-input.ts";
+import { isRetract, ROW_KIND_COLUMN, rowKindName, rowKindOnAppendTable, RowKind } from "../src/lsm/row-kind.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Publishing with retries
@@ -241,6 +249,8 @@ export class Producer {
   private readonly js: JetStreamClient;
   /** Per column: validates an input value and writes its wire form (msgpack) into `scratch`. */
   private packers!: InputPacker[];
+  /** Primary-key tables: the kind and key rules, and the packers of retractions (non-key columns may be left out). */
+  private keyed!: { rules: KeyedInputRules; retractPackers: InputPacker[] } | null;
   private names!: string[];
   private known!: Set<string>;
   /** Per column: its position in the bucket key or −1; and the key values of the row being prepared. */
@@ -339,7 +349,8 @@ export class Producer {
     this.schema = schemaFromJson(meta.schema);
     const fields = this.schema.fields;
     this.names = fields.map((f) => f.name);
-    this.known = new Set(this.names);
+    const keyed = this.schema.primaryKeys.length > 0;
+    this.known = new Set(keyed ? [...this.names, ROW_KIND_COLUMN] : this.names);
     this.numBuckets = meta.bucket > 0 ? meta.bucket : 1;
     if (meta.bucket > 0) {
       const r = routeByKey(fields, meta, this.schema);
@@ -352,7 +363,18 @@ export class Producer {
       this.keyValues = [];
     }
     this.packers = fields.map((f, k) => compileInputPacker(f, this.keySlot[k]! >= 0));
-    this.prefix = rowBatchPrefix(this.schema.id, this.names);
+    if (keyed) {
+      const rules = keyedInputRules(this.schema);
+      const fillers = new Set(rules.fillers.map((f) => f.name));
+      const retractPackers = rules.retractionFields.map((f, k): InputPacker => {
+        const pack = compileInputPacker(f, this.keySlot[k]! >= 0);
+        if (!fillers.has(f.name)) return pack;
+        const zero = zeroValue(f.type);
+        return (w, v) => pack(w, v === null || v === undefined ? zero : v);
+      });
+      this.keyed = { rules, retractPackers };
+    } else this.keyed = null;
+    this.prefix = rowBatchPrefix(this.schema.id, keyed ? [...this.names, ROW_KIND_COLUMN] : this.names);
     this.subjectOf = Array.from({ length: this.numBuckets }, (_, b) => this.subjects.ingestBucket(this.identifier, b));
     // The server refuses a message over its max_payload (headers included), so a row is refused here, before it is
     // buffered, when a batch of it alone would not fit (the prefix names the columns, so it follows the schema).
@@ -377,14 +399,39 @@ export class Producer {
    * them is buffered. Resolves with the outcomes of the batches that carried them.
    */
   writeMany(rows: ReadonlyArray<Readonly<Record<string, unknown>>>): Promise<BatchOutcome[]> {
+    return this.writeAll(rows, null);
+  }
+
+  /**
+   * Primary-key tables: inserts or replaces rows by key (each row whole, written as +I: a later version of a key wins).
+   * All rows are checked first, as `writeMany` does; a row that names another kind in `_row_kind` is refused.
+   */
+  upsert(rows: ReadonlyArray<Readonly<Record<string, unknown>>>): Promise<BatchOutcome[]> {
+    return this.writeAll(rows, RowKind.INSERT);
+  }
+
+  /**
+   * Primary-key tables: deletes the rows of these keys (-D). Each object holds at least every primary-key column — the
+   * partition columns among them — and may hold the whole row; the other columns may be left out.
+   */
+  delete(keys: ReadonlyArray<Readonly<Record<string, unknown>>>): Promise<BatchOutcome[]> {
+    return this.writeAll(keys, RowKind.DELETE);
+  }
+
+  /** `writeMany`, `upsert` and `delete`: every row checked and packed before any is buffered. */
+  private writeAll(rows: ReadonlyArray<Readonly<Record<string, unknown>>>, kind: RowKind | null): Promise<BatchOutcome[]> {
     this.checkOpen();
+    if (kind !== null && this.keyed === null) {
+      const what = kind === RowKind.DELETE ? "delete" : "upsert";
+      throw new LakeError(ErrorKind.Unsupported, `${what}: ${this.meta.table} has no primary key, so it has no rows to replace or delete by key (append rows with write or writeMany)`);
+    }
     // Every row packed into one staging buffer first; nothing is buffered unless all rows are good.
     const staged = new MsgpackWriter(Math.max(1024, rows.length * 64));
     const buckets = new Int32Array(rows.length);
     const ends = new Float64Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       try {
-        this.prepare(rows[i]!);
+        this.prepare(rows[i]!, kind);
         buckets[i] = this.preparedBucket;
         staged.bytes(this.scratch.buf, 0, this.scratch.pos);
         ends[i] = staged.pos;
@@ -438,15 +485,28 @@ export class Producer {
    * Validates, packs and routes one row: leaves its msgpack bytes (an array of its values in schema order) in
    * `scratch` and its bucket in `preparedBucket` — no canonical row, wire values or tuple allocated per row.
    */
-  private prepare(input: Readonly<Record<string, unknown>>): void {
+  private prepare(input: Readonly<Record<string, unknown>>, forced: RowKind | null = null): void {
     if (input === null || typeof input !== "object" || Array.isArray(input)) throw dataInvalid(`a row must be an object keyed by column name`);
     const w = this.scratch;
     const names = this.names;
-    const packers = this.packers;
+    let packers = this.packers;
     const keySlot = this.keySlot;
     const n = names.length;
+    const keyed = this.keyed;
+    let kind: RowKind = RowKind.INSERT;
+    if (keyed !== null) {
+      // The kind, then the key: what is wrong with them is said before any value is looked at.
+      kind = keyed.rules.kindOf(input);
+      if (forced !== null) {
+        if (input[ROW_KIND_COLUMN] !== undefined && input[ROW_KIND_COLUMN] !== null && kind !== forced)
+          throw dataInvalid(`${forced === RowKind.DELETE ? "delete" : "upsert"} writes ${rowKindName(forced)} rows, but this row names ${ROW_KIND_COLUMN} ${rowKindName(kind)} (write it with write or writeMany)`, { column: ROW_KIND_COLUMN, reason: "bad-row-kind" });
+        kind = forced;
+      }
+      keyed.rules.checkKey(input, kind);
+      if (isRetract(kind)) packers = keyed.retractPackers;
+    } else if (input[ROW_KIND_COLUMN] !== undefined) throw rowKindOnAppendTable(this.meta.table);
     w.pos = 0;
-    w.arrayHeader(n);
+    w.arrayHeader(keyed !== null ? n + 1 : n);
     // Conversion errors in column order, then an unknown key: the order compileRowConverter reports them in.
     let seen = 0;
     for (let k = 0; k < n; k++) {
@@ -455,6 +515,10 @@ export class Producer {
       const c = packers[k]!(w, v);
       const slot = keySlot[k]!;
       if (slot >= 0) this.keyValues[slot] = c;
+    }
+    if (keyed !== null) {
+      if (input[ROW_KIND_COLUMN] !== undefined) seen++;
+      w.string(rowKindName(kind));
     }
     // Only when the record has more defined keys than the columns it matched is a key unknown.
     let defined = 0;

@@ -151,6 +151,13 @@ export const OPTIONS: readonly OptionDef[] = [
     def("natslake.stream.duplicate-window", "duration", "Ingest stream de-duplication window", "2 min"),
     def("natslake.stream.replicas", "int", "Ingest stream replicas (1 on a single server, 3 in a cluster)"),
     def(
+      "natslake.ingest.format",
+      "enum",
+      "What publishers send to the table's bare subject <prefix>.in.<db>.<table>: rows (JSON or msgpack rows; a primary-key table's may carry _row_kind) or debezium-json (one Debezium change event per message, with or without the schema wrapper; primary-key tables only)",
+      "rows",
+      ["rows", "debezium-json"],
+    ),
+    def(
       "natslake.compaction.copy-row-group-rows",
       "int",
       "Compaction copies row groups of at least this many rows byte for byte instead of decoding and encoding them again (0: never)",

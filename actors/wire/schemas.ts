@@ -82,7 +82,7 @@ export const rowBatchSchema = z
   .strictObject({
     v: z.literal(1),
     schema: int.describe("the schema id the producer validated against (informational; -1: none)"),
-    cols: z.array(z.string()).describe("the column of each position of a row"),
+    cols: z.array(z.string()).describe("the column of each position of a row; a primary-key table's batches end with `_row_kind`, each row's kind (`+I`, `-U`, `+U`, `-D`)"),
     rows: z.array(z.array(z.unknown())).describe("rows as arrays of values in `cols` order; values are checked against the table's schema by the writer"),
   })
   .meta({
@@ -100,7 +100,7 @@ const rawRow = z.record(z.string(), z.unknown()).describe("one row: column name 
 export const rawRowsSchema = z.union([rawRowBatch, rawRow, z.array(rawRow).describe("an array of rows")]).meta({
   title: "RawRows",
   description:
-    "What any publisher may send to a table's bare subject `<p>.in.<db>.<table>`, as JSON or msgpack: one row object, an array of row objects, or a row batch. The router on the table's leader checks each row and routes it to its bucket exactly once; values take the CLI's input forms (README).",
+    "What any publisher may send to a table's bare subject `<p>.in.<db>.<table>`, as JSON or msgpack: one row object, an array of row objects, or a row batch. The router on the table's leader checks each row and routes it to its bucket exactly once; values take the CLI's input forms (README). A primary-key table's rows may carry `_row_kind` (`+I`, `-U`, `+U`, `-D`; absent: `+I`; a retraction needs only the key). A table with `natslake.ingest.format = debezium-json` takes one Debezium change event (JSON, with or without the schema wrapper) per message instead.",
 });
 
 export const streamIdMarkerSchema = z

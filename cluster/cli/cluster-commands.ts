@@ -196,7 +196,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
 
   program
     .command("publish <table> <file>")
-    .description("publish the rows of a JSONL or CSV file through the producer client")
+    .description("publish the rows of a JSONL or CSV file through the producer client (a primary-key table's rows may name their kind in _row_kind: +I, -U, +U, -D; a -D needs only the key)")
     .requiredOption("--nats <url>", "NATS server URL")
     .option("--prefix <p>", "subject prefix", "lake")
     .option("--no-progress", "no progress bar")

@@ -78,7 +78,7 @@ async function overwriteSpec(t: Table, o: WriteOpts): Promise<BatchWriter["overw
 export function registerDataCommands(program: Command, out: (s: string) => void): void {
   program
     .command("write <table> <file>")
-    .description("write the rows of a JSONL or CSV file into a table, as one snapshot")
+    .description("write the rows of a JSONL or CSV file into a table, as one snapshot (a primary-key table's rows may name their kind in _row_kind: +I, -U, +U, -D; a -D needs only the key)")
     .option("--format <jsonl|csv>", "input format (default: from the file extension)")
     .option("--overwrite", "replace the partition given by --partition (INSERT OVERWRITE)")
     .option("--partition <k=v,...>", "the partition --overwrite replaces")

@@ -6,7 +6,12 @@
  * keep the file's NOT NULL columns non-null, and a changelog shows them as such).
  *
  * A kind that is not one of the four, a row without its key, a null key: DataInvalid with the reason (a cluster
- * writer turns that into a dead letter; the rest of the batch lands).
+ * writer turns that into a dead letter; the rest of the batch lands). The errors carry `context.reason`
+ * (`KeyedInputReason`) so callers can tell them apart without reading the message.
+ *
+ * The rules themselves (`keyedInputRules`) are shared by every way rows come in: TableWrite converts with
+ * `compileKeyedInput`, the producer client checks the kind and key before it packs a row, and the router before it
+ * routes one — so a row refused at one door is refused, in the same words, at every other.
  */
 import { dataInvalid } from "../errors.ts";
 import type { DataField, DataType } from "../format/data-types.ts";
@@ -20,39 +25,76 @@ export interface KeyedRow {
   kind: RowKind;
 }
 
+/** Why an input row of a primary-key table was refused (`context.reason` of the DataInvalid error). */
+export type KeyedInputReason = "bad-row-kind" | "missing-key" | "null-key";
+
+/** What an input row of one primary-key table must satisfy, whichever way it comes in. */
+export interface KeyedInputRules {
+  /** The kind the row names in `_row_kind` (absent or null: +I); DataInvalid (`bad-row-kind`) for anything else. */
+  kindOf(input: Readonly<Record<string, unknown>>): RowKind;
+  /** Throws DataInvalid (`missing-key`, `null-key`) when a primary-key column is missing, or null where it may not be. */
+  checkKey(input: Readonly<Record<string, unknown>>, kind: RowKind): void;
+  /** The fields a retraction (-U, -D) is converted by: key columns as declared, every other column nullable. */
+  retractionFields: DataField[];
+  /** Non-key NOT NULL columns: a retraction that leaves them out (or null) gets their type's zero (`zeroValue`). */
+  fillers: DataField[];
+}
+
+/** The input rules of a primary-key table's schema. */
+export function keyedInputRules(schema: TableSchema): KeyedInputRules {
+  const keys = new Set(schema.primaryKeys);
+  const keyFields = schema.primaryKeys.map((k) => schema.fields.find((f) => f.name === k)!);
+  return {
+    kindOf: rowKindOf,
+    checkKey: (input, kind) => {
+      for (const f of keyFields) {
+        const v = input[f.name];
+        if (v === undefined) throw dataInvalid(`${describeKind(kind)} without its key: primary-key column '${f.name}' is missing`, { column: f.name, reason: "missing-key" });
+        if (v === null && !f.type.nullable) throw dataInvalid(`primary-key column '${f.name}' is null`, { column: f.name, reason: "null-key" });
+      }
+    },
+    retractionFields: schema.fields.map((f) => (keys.has(f.name) ? f : { ...f, type: { ...f.type, nullable: true } })),
+    fillers: schema.fields.filter((f) => !keys.has(f.name) && !f.type.nullable),
+  };
+}
+
 /**
  * Compiles the conversion of one table schema's input rows: `kind` given (upsert, delete) or read from the row's
- * `_row_kind`. The input object is read, never copied.
+ * `_row_kind`. The input object is read, never copied (the converters pass `_row_kind` over).
  */
 export function compileKeyedInput(schema: TableSchema): (input: Readonly<Record<string, unknown>>, kind?: RowKind) => KeyedRow {
+  const rules = keyedInputRules(schema);
   const full = compileRowConverter(schema.fields, { ignore: ROW_KIND_COLUMN });
   // Retractions: every non-key column may be missing (filled below); key columns stay required.
-  const keys = new Set(schema.primaryKeys);
-  const relaxed = compileRowConverter(
-    schema.fields.map((f) => (keys.has(f.name) ? f : { ...f, type: { ...f.type, nullable: true } })),
-    { ignore: ROW_KIND_COLUMN },
-  );
-  const fillers = schema.fields.filter((f) => !keys.has(f.name) && !f.type.nullable);
+  const relaxed = compileRowConverter(rules.retractionFields, { ignore: ROW_KIND_COLUMN });
   return (values, given) => {
-    const kind = given ?? kindOf(values);
-    for (const k of schema.primaryKeys) {
-      const v = values[k];
-      if (v === undefined) throw dataInvalid(`${describeKind(kind)} without its key: primary-key column '${k}' is missing`, { column: k });
-      if (v === null && !schema.fields.find((f) => f.name === k)!.type.nullable) throw dataInvalid(`primary-key column '${k}' is null`, { column: k });
-    }
+    const kind = given ?? rules.kindOf(values);
+    rules.checkKey(values, kind);
     if (!isRetract(kind)) return { row: full(values), kind };
     const row = relaxed(values);
-    for (const f of fillers) if (row[f.name] === null) row[f.name] = zeroValue(f.type);
+    for (const f of rules.fillers) if (row[f.name] === null) row[f.name] = zeroValue(f.type);
     return { row, kind };
   };
 }
 
-function kindOf(input: Readonly<Record<string, unknown>>): RowKind {
+/** The kind an input row names in `_row_kind` (absent or null: +I); DataInvalid (`bad-row-kind`) otherwise. */
+export function rowKindOf(input: Readonly<Record<string, unknown>>): RowKind {
   const raw = input[ROW_KIND_COLUMN];
   if (raw === undefined || raw === null) return RowKind.INSERT;
   const kind = parseRowKind(raw);
-  if (kind === null) throw dataInvalid(`row kind ${JSON.stringify(raw)} is not one of +I, -U, +U, -D`, { column: ROW_KIND_COLUMN });
+  if (kind === null) throw dataInvalid(`row kind ${describeRaw(raw)} is not one of +I, -U, +U, -D`, { column: ROW_KIND_COLUMN, reason: "bad-row-kind" });
   return kind;
+}
+
+/** A field value as a message shows it (JSON text where it has one; bigints and bytes by what they are). */
+function describeRaw(v: unknown): string {
+  if (typeof v === "bigint") return `${v} (a bigint)`;
+  if (v instanceof Uint8Array) return `of ${v.length} bytes`;
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return `of type ${typeof v}`; // a value without a JSON or text form (a cycle, a throwing toJSON)
+  }
 }
 
 

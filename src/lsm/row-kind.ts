@@ -7,6 +7,7 @@
  * "+I" / "-U" / "+U" / "-D" — the name and form pypaimon's streaming reads use — so a row is an ordinary object with
  * one more field. A primary-key table cannot have a column of that name.
  */
+import { dataInvalid, type LakeError } from "../errors.ts";
 import { RowKind } from "../format/binary-row.ts";
 
 export { RowKind };
@@ -32,4 +33,15 @@ export function parseRowKind(v: unknown): RowKind | null {
 /** -U and -D: rows that take a key's earlier version back. */
 export function isRetract(kind: number): boolean {
   return kind === RowKind.UPDATE_BEFORE || kind === RowKind.DELETE;
+}
+
+/**
+ * The error for a row that names a kind on a table without a primary key: an append table keeps every row it is
+ * given, so a -D or -U could only be stored as data — refused (`context.reason` = `row-kind-on-append-table`).
+ */
+export function rowKindOnAppendTable(table: string): LakeError {
+  return dataInvalid(`${ROW_KIND_COLUMN} is for primary-key tables: ${table} has no primary key (its rows are appended as they come; leave ${ROW_KIND_COLUMN} out)`, {
+    column: ROW_KIND_COLUMN,
+    reason: "row-kind-on-append-table",
+  });
 }

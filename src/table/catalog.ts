@@ -4,6 +4,7 @@
  * exists. Names are validated before any path is built from them.
  */
 import { validateChangelogProducer, validateWritableKeyedSchema } from "../lsm/table-rules.ts";
+import { ingestFormatOf } from "../cdc/ingest-format.ts";
 import { join } from "node:path";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import type { FileIO } from "../io/file-io.ts";
@@ -119,6 +120,7 @@ export class Catalog {
     const schema = newTableSchema(input);
     validateWritableKeyedSchema(`${id.database}.${id.table}`, schema);
     validateChangelogProducer(schema);
+    ingestFormatOf(`${id.database}.${id.table}`, schema);
     await this.createDatabase(id.database, true);
     const root = this.tablePath(id);
     const created = await new SchemaManager(this.io, new PathFactory(root)).tryCreate(schema);

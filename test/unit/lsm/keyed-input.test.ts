@@ -1,0 +1,100 @@
+/**
+ * The input rules of primary-key tables (src/lsm/keyed-input.ts), shared by TableWrite, the producer client and the
+ * router: the kind a row names, its key, and retractions that carry only their key. A property checks them against a
+ * model over random kinds and keys: a row converts exactly when its kind is one of the four (or absent) and its key
+ * is present and non-null, and otherwise fails with the reason the model predicts — never with anything else.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { isLakeError } from "../../../src/errors.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
+import { newTableSchema } from "../../../src/format/schema.ts";
+import { Timestamp } from "../../../src/format/values.ts";
+import { compileKeyedInput, keyedInputRules, rowKindOf } from "../../../src/lsm/keyed-input.ts";
+import { RowKind, rowKindOnAppendTable } from "../../../src/lsm/row-kind.ts";
+
+const schema = newTableSchema({
+  columns: parseColumnList("dt STRING NOT NULL, id BIGINT NOT NULL, name STRING NOT NULL, score DOUBLE, at TIMESTAMP(3) NOT NULL"),
+  partitionKeys: ["dt"],
+  primaryKeys: ["dt", "id"],
+  options: { bucket: "2" },
+});
+const convert = compileKeyedInput(schema);
+
+const reasonOf = (f: () => unknown): string | undefined => {
+  try {
+    f();
+    return undefined;
+  } catch (e) {
+    assert.ok(isLakeError(e, "DataInvalid"), `DataInvalid, got ${String(e)}`);
+    return String(e.context["reason"]);
+  }
+};
+
+test("keyed input - kinds: absent or null is +I; the four names; anything else refused with bad-row-kind", () => {
+  const row = { dt: "2026-01-01", id: 1, name: "a", score: 1.5, at: 0 };
+  assert.equal(convert(row).kind, RowKind.INSERT);
+  assert.equal(convert({ ...row, _row_kind: null }).kind, RowKind.INSERT);
+  for (const [name, kind] of [["+I", RowKind.INSERT], ["-U", RowKind.UPDATE_BEFORE], ["+U", RowKind.UPDATE_AFTER], ["-D", RowKind.DELETE]] as const) {
+    const out = convert({ ...row, _row_kind: name });
+    assert.equal(out.kind, kind);
+    assert.equal("_row_kind" in out.row, false, "the kind is taken off the row");
+  }
+  for (const bad of ["+X", "D", "", 0, 3n, true, ["+I"], { k: 1 }]) {
+    assert.throws(() => convert({ ...row, _row_kind: bad }), (e: unknown) => isLakeError(e, "DataInvalid") && e.context["reason"] === "bad-row-kind" && /is not one of \+I, -U, \+U, -D/.test(e.message));
+  }
+  assert.throws(() => rowKindOf({ _row_kind: 3n }), /row kind 3 \(a bigint\) is not one of/);
+});
+
+test("keyed input - a retraction may carry only its key; its NOT NULL columns get their zero, nullable ones null", () => {
+  assert.deepEqual(convert({ dt: "2026-01-01", id: 5, _row_kind: "-D" }), { kind: RowKind.DELETE, row: { dt: "2026-01-01", id: 5n, name: "", score: null, at: new Timestamp(0, 0) } });
+  assert.deepEqual(convert({ dt: "2026-01-01", id: 5, _row_kind: "-U" }).row["name"], "");
+  // An addition needs its whole row.
+  assert.throws(() => convert({ dt: "2026-01-01", id: 5, _row_kind: "+U" }), /column name is NOT NULL but the value is missing/);
+  // Keys, partition keys among them, are required of every kind.
+  assert.throws(() => convert({ id: 5, _row_kind: "-D" }), (e: unknown) => isLakeError(e) && e.context["reason"] === "missing-key" && /a delete without its key: primary-key column 'dt' is missing/.test(e.message));
+  assert.throws(() => convert({ dt: "x", id: null, _row_kind: "-D" }), (e: unknown) => isLakeError(e) && e.context["reason"] === "null-key" && /primary-key column 'id' is null/.test(e.message));
+});
+
+test("keyed input - the rules the producer and the router share: retraction fields, fillers, the append-table refusal", () => {
+  const rules = keyedInputRules(schema);
+  assert.deepEqual(rules.retractionFields.map((f) => [f.name, f.type.nullable]), [["dt", false], ["id", false], ["name", true], ["score", true], ["at", true]]);
+  assert.deepEqual(rules.fillers.map((f) => f.name), ["name", "at"]);
+  const e = rowKindOnAppendTable("db.events");
+  assert.equal(e.context["reason"], "row-kind-on-append-table");
+  assert.match(e.message, /_row_kind is for primary-key tables: db\.events has no primary key/);
+});
+
+test("keyed input - property: random kinds and keys convert or fail with the reason a model predicts", () => {
+  const kindValue = fc.oneof(fc.constantFrom("+I", "-U", "+U", "-D"), fc.constant(undefined), fc.constant(null), fc.anything());
+  const keyValue = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer({ min: -1000, max: 1000 }));
+  const partValue = fc.oneof(fc.constant(undefined), fc.constant(null), fc.constantFrom("2026-01-01", "x"));
+  const seen = new Map<string, number>();
+  fc.assert(
+    fc.property(kindValue, partValue, keyValue, fc.boolean(), (kind, dt, id, whole) => {
+      const input: Record<string, unknown> = whole ? { name: "n", score: 2, at: 5 } : {};
+      if (kind !== undefined) input["_row_kind"] = kind;
+      if (dt !== undefined) input["dt"] = dt;
+      if (id !== undefined) input["id"] = id;
+      // The model: the kind first, then each key column in key order, then the values an addition needs.
+      const names = ["+I", "-U", "+U", "-D"];
+      const kindOk = kind === undefined || kind === null || (typeof kind === "string" && names.includes(kind));
+      const k = kindOk ? (kind === undefined || kind === null ? 0 : names.indexOf(kind as string)) : -1;
+      let expected: string | undefined;
+      if (!kindOk) expected = "bad-row-kind";
+      else if (dt === undefined) expected = "missing-key";
+      else if (dt === null) expected = "null-key";
+      else if (id === undefined) expected = "missing-key";
+      else if (id === null) expected = "null-key";
+      else if (!whole && (k === 0 || k === 2)) expected = "column"; // an addition without its NOT NULL values
+      const got = reasonOf(() => convert(input));
+      const label = got === "undefined" ? "column" : got;
+      if (label !== expected) assert.fail(`${label} ≠ ${expected} for ${fc.stringify({ kind, dt, id, whole })}`);
+      seen.set(String(label), (seen.get(String(label)) ?? 0) + 1);
+      if (expected === undefined) assert.equal(convert(input).kind, k);
+    }),
+    { numRuns: 2000 },
+  );
+  for (const outcome of ["undefined", "bad-row-kind", "missing-key", "null-key", "column"]) assert.ok((seen.get(outcome) ?? 0) > 0, `the generator reached ${outcome}`);
+});
