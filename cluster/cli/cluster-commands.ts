@@ -237,8 +237,12 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
         }
         let seen = 0;
         let sub: SnapshotSubscription | undefined;
+        // Something must hold the event loop while only a subscription waits: measured here, the process otherwise
+        // ended (exit 0, nothing printed) with the NATS connection open when no notification came at once.
+        const keepAlive = setInterval(() => undefined, 60_000);
         await new Promise<void>((done, fail) => {
           const stop = (): void => {
+            clearInterval(keepAlive);
             sub?.stop();
             done();
           };
@@ -249,7 +253,10 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
             if (o.count !== undefined && ++seen >= o.count) stop();
           }, { prefix: o.prefix }).then((s) => {
             sub = s;
-          }, fail);
+          }, (e: unknown) => {
+            clearInterval(keepAlive);
+            fail(e);
+          });
         });
       } finally {
         await nc.close().catch(() => undefined);

@@ -34,7 +34,7 @@ import type { DataField } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { FileSource } from "../format/manifest.ts";
-import { compileKeyedInput } from "../lsm/keyed-input.ts";
+import { compileKeyedInput, keyedInputRules, type KeyedInputRules } from "../lsm/keyed-input.ts";
 import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
 import { ROW_KIND_COLUMN, RowKind } from "../lsm/row-kind.ts";
 import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
@@ -86,6 +86,8 @@ export class TableWrite {
   private readonly written: string[] = [];
   private readonly maxRowsPerFile: number;
   private readonly convert: (input: Readonly<Record<string, unknown>>) => Row;
+  /** Primary-key tables: the input rules every way in shares (src/lsm/keyed-input.ts). */
+  private readonly keyRules: KeyedInputRules | null;
   /** The columns that route a row to its buffer, with their converters (primary-key inserts are routed by them alone). */
   private readonly routeColumns: Array<{ name: string; convert: (v: unknown) => Value }>;
   /** Primary-key tables: an input row → its canonical row with `_VALUE_KIND` (the kind given, else its `_row_kind`). */
@@ -111,9 +113,11 @@ export class TableWrite {
     if (table.isPrimaryKeyTable) {
       refuseUnwritableKeyed(table);
       this.kv = { layout: keyValueLayout(table.schema), writer: new KeyValueFileWriter(table, { pool }) };
+      this.keyRules = keyedInputRules(table.schema);
       this.bufferFields = this.kv.layout.bufferFields;
     } else {
       this.kv = null;
+      this.keyRules = null;
       this.bufferFields = table.schema.fields;
     }
     this.partitionIdx = table.partitionKeys;
@@ -225,6 +229,8 @@ export class TableWrite {
    * buffer; the row goes into the buffer's builder as input (validated there), its kind column null (= +I).
    */
   private appendInsert(input: Readonly<Record<string, unknown>>): void {
+    // The key is checked first, so a missing or null key is refused in the words every way in uses.
+    this.keyRules!.checkKey(input, RowKind.INSERT);
     const route = this.routeOf(input);
     const buf = this.single ? (this.singleBuffer ??= this.bufferFor(route)) : this.bufferFor(route);
     if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, 4096);

@@ -56,12 +56,16 @@ test("cluster cli - publish reports its count; subscribe prints the snapshot; ro
   writeFileSync(file, Array.from({ length: 500 }, (_, i) => JSON.stringify({ id: i, item: `it${i}` })).join("\n") + "\n");
   const sub = spawn(process.execPath, [BIN, "subscribe", "cli.orders", "--nats", c.nats.url, "--count", "1"], { stdio: ["ignore", "pipe", "pipe"] });
   let subOut = "";
+  let subErr = "";
   sub.stdout.on("data", (b: Buffer) => (subOut += b.toString()));
+  sub.stderr.on("data", (b: Buffer) => (subErr += b.toString()));
   const pub = nl(["publish", "cli.orders", file, "--nats", c.nats.url, "--wait-visible"]);
   assert.equal(pub.status, 0, pub.stderr);
   assert.match(pub.stdout, /published 500 rows to cli\.orders: 500 ok/);
   assert.match(pub.stdout, /visible in a snapshot/);
-  await new Promise((r) => sub.once("exit", r));
+  // `close`, not `exit`: a child's exit can be reported before the last of its stdout is read.
+  const code = await new Promise((r) => sub.once("close", r));
+  assert.ok(subOut.trim() !== "", `subscribe printed nothing (exit ${String(code)}): ${subErr}`);
   const n = JSON.parse(subOut.trim().split("\n")[0]!) as { table: string; snapshotId: number };
   assert.equal(n.table, "cli.orders");
   assert.ok(n.snapshotId >= 1);

@@ -3,7 +3,8 @@
  * same rows as pypaimon and Java Paimon read — inserts, updates of the same keys in later snapshots, `-U`/`+U` pairs
  * and deletes (`rowkind.field`), partitioned, two buckets; projections without the key, a partition, an older
  * snapshot, a limit; per bucket in key order (Java's order); `ignore-delete` keeps deleted keys. What natslake
- * cannot read right is refused by name: other merge engines, a sequence field, deletion vectors, incremental reads.
+ * cannot read right is refused by name: other merge engines and deletion vectors. An incremental read gives what the
+ * snapshots changed, each row with its kind (`_row_kind`).
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,6 +12,7 @@ import { paimonRead, paimonWrite } from "../helpers/python.ts";
 import { javaPaimonRead } from "../helpers/java.ts";
 import { readJson, reopen, sortRows, tempDir } from "../helpers/tables.ts";
 import { planScan } from "../../src/scan/plan.ts";
+import { readAllRows } from "../../src/scan/read.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -101,7 +103,7 @@ test("pypaimon PK → natslake - a sequence.field orders a key's versions by its
   assert.deepEqual(rows, sortRows(java!.rows));
 });
 
-test("pypaimon PK → natslake - refused by name: another merge engine, deletion vectors, incremental reads", { timeout: 240_000 }, async () => {
+test("pypaimon PK → natslake - refused by name: another merge engine, deletion vectors; an incremental read gives the snapshots' changes with their kinds", { timeout: 240_000 }, async () => {
   const cases: Array<[string, Record<string, string>, RegExp]> = [
     ["pk.partial", { "merge-engine": "partial-update" }, /merge-engine = partial-update/],
     ["pk.firstrow", { "merge-engine": "first-row" }, /merge-engine = first-row/],
@@ -112,6 +114,8 @@ test("pypaimon PK → natslake - refused by name: another merge engine, deletion
     const t = await reopen(wh.path, name);
     await assert.rejects(readJson(t), (e: Error) => why.test(e.message) && /deduplicate merge engine only/.test(e.message), name);
   }
+  // Snapshot 2 of pk.orders wrote three +U rows (history()): its change, each row with its kind.
   const t = await reopen(wh.path, "pk.orders");
-  await assert.rejects(readJson(t, { incremental: { from: 1, to: 2 } }), /a changelog, not appended rows/);
+  const changes = await readAllRows(t, { incremental: { from: 1, to: 2 } });
+  assert.deepEqual(changes.map((r) => `${String(r["dt"])}/${String(r["id"])} ${String(r["name"])} ${String(r["_row_kind"])}`).sort(), ["2026-12-01/3 a3-updated +U", "2026-12-01/7 null +U", "2026-12-02/5 b5-updated +U"]);
 });
