@@ -144,7 +144,7 @@ test("consume - a Python consumer (nats-py + pyarrow) reads the same rows over t
   }
 });
 
-test("consume - bad requests are refused with the reason: an unknown table or column, an expired start (naming the earliest), a bad mode, a primary-key table", { timeout: 120_000 }, async () => {
+test("consume - bad requests are refused with the reason: an unknown table or column, an expired start (naming the earliest), a bad mode; a primary-key table's full start comes with row kinds", { timeout: 120_000 }, async () => {
   const c = await startCluster({ nodes: 1, commitInterval: "100ms" });
   const nc = await connect({ servers: c.nats.url });
   try {
@@ -159,9 +159,19 @@ test("consume - bad requests are refused with the reason: an unknown table or co
     await assert.rejects(openConsumer({ nc, table: name, from: "snapshot:1" }), new RegExp(`snapshot 1 of ${name} was expired: the earliest snapshot retained is ${earliest}`));
     await assert.rejects(openConsumer({ nc, table: name, from: "whenever" }), /unknown scan mode 'whenever'/);
     await assert.rejects(openConsumer({ nc, table: name, window: 0 }), /window/);
-    // A primary-key table (Paimon's; natslake reads it merged, but its changes are no appended rows): refused at open.
-    await paimonWrite({ warehouse: c.warehouse, table: "con.pk", create: { columns: [["id", "BIGINT NOT NULL"], ["s", "STRING"]], primaryKeys: ["id"], options: { bucket: "1", "file.format": "parquet" } }, batches: [[{ id: 1, s: "a" }]], overwrite: null });
-    await assert.rejects(openConsumer({ nc, table: "con.pk" }), /con\.pk has a primary key: consumers read append tables only/);
+    // A primary-key table Paimon wrote: its full start is the merged table, each row with its kind (+I).
+    await paimonWrite({ warehouse: c.warehouse, table: "con.pk", create: { columns: [["id", "BIGINT NOT NULL"], ["s", "STRING"]], primaryKeys: ["id"], options: { bucket: "1", "file.format": "parquet" } }, batches: [[{ id: 1, s: "a" }, { id: 2, s: "b" }], [{ id: 1, s: "a2" }]], overwrite: null });
+    const pk = await waitFor("con.pk served", async () => openConsumer({ nc, table: "con.pk", from: "full" }).catch(() => undefined), 60_000, 500);
+    try {
+      for await (const snap of pk) {
+        const rows: string[] = [];
+        for await (const b of snap.batches) for (let i = 0; i < b.numRows; i++) rows.push(`${String(b.getChild("id")!.get(i))} ${String(b.getChild("s")!.get(i))} ${String(b.getChild("_row_kind")!.get(i))}`);
+        assert.deepEqual(rows.sort(), ["1 a2 +I", "2 b +I"]);
+        break;
+      }
+    } finally {
+      await pk.close();
+    }
   } finally {
     await nc.close();
     await c.stop();
