@@ -16,7 +16,7 @@ import { FileKind, FileSource } from "../../../src/format/manifest.ts";
 import { compactTable } from "../../../src/maintenance/compact.ts";
 import { commitBucketCompactions } from "../../../src/maintenance/compact-pk.ts";
 import { liveBuckets } from "../../../src/maintenance/live-buckets.ts";
-import { compactBucket, framedKeyComparator, planBucketCompaction } from "../../../src/lsm/compact-bucket.ts";
+import { checkCompactionApplies, compactBucket, framedKeyComparator, planBucketCompaction } from "../../../src/lsm/compact-bucket.ts";
 import { createCompactStrategy, readLsmCompactionOptions } from "../../../src/lsm/compaction-options.ts";
 import { mergeReadFields } from "../../../src/lsm/merge-read.ts";
 import { Levels } from "../../../src/lsm/levels.ts";
@@ -26,6 +26,7 @@ import { BatchWriter } from "../../../src/write/batch-writer.ts";
 import { ErrorKind, isLakeError } from "../../../src/errors.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { tempDir } from "../../helpers/tables.ts";
+import { lsmFile } from "../../helpers/lsm-files.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -192,4 +193,20 @@ test("compaction of primary-key buckets - the writer's API: compactBucket with i
   for (const p of second.writtenPaths) assert.equal(await t.io.isFile(p), false, "the refused compaction's outputs are removed");
   for (const p of first.writtenPaths) assert.equal(await t.io.isFile(p), true);
   assert.deepEqual(new Map((await readAllRows(t)).map((x) => [x["id"] as number, x["v"] as number])), new Map([[0, 0], [1, 1], [2, 2], [10, 2]]));
+});
+
+test("compaction of primary-key buckets - Java's LSM conflict check at commit time: a level >= 1 that would overlap is a Conflict; inputs gone are left to the commit's own check", async () => {
+  const t = await newTable({ bucket: "1" });
+  const numLevels = readLsmCompactionOptions(t.options).numLevels;
+  const live = [lsmFile({ name: "a", level: 2, min: 0, max: 10 }), lsmFile({ name: "b", level: 0, min: 3, max: 4 })];
+  // b moved up to level 2 overlaps a there.
+  assert.throws(
+    () => checkCompactionApplies(t, live, { bucket: 0, deletedFiles: [live[1]!], newFiles: [{ ...live[1]!, level: 2 }] }, numLevels),
+    (e) => isLakeError(e, ErrorKind.Conflict) && /LSM conflict: level 2 is not a sorted run/.test((e as Error).message),
+  );
+  // Into level 1 it fits; a file added twice does not.
+  checkCompactionApplies(t, live, { bucket: 0, deletedFiles: [live[1]!], newFiles: [{ ...live[1]!, level: 1 }] }, numLevels);
+  assert.throws(() => checkCompactionApplies(t, live, { bucket: 0, deletedFiles: [], newFiles: [live[0]!] }, numLevels), (e) => isLakeError(e, ErrorKind.Conflict));
+  // An input that is no longer live: not this check's to say.
+  checkCompactionApplies(t, live, { bucket: 0, deletedFiles: [lsmFile({ name: "gone", level: 0 })], newFiles: [{ ...live[1]!, level: 2 }] }, numLevels);
 });
