@@ -34,11 +34,9 @@ export function dataFilePath(table: Table, e: ManifestEntry): string {
 
 /**
  * The changelog files a snapshot added: the ADD entries of its changelog manifests. None when it has none, or when
- * they are gone (Java's expiration deletes them with the snapshot, tag or no tag).
+ * they are gone (Java's expiration deletes them with the snapshot, tag or no tag; an interrupted expiration deletes
+ * the files before their manifests).
  */
 export async function changelogFilesOf(store: ManifestStore, s: Snapshot): Promise<ManifestEntry[]> {
-  if (!s.changelogManifestList) return [];
-  const out: ManifestEntry[] = [];
-  for (const m of await ifPresent(store.readManifestList(s.changelogManifestList), [])) out.push(...(await ifPresent(store.readManifest(m.fileName), [])));
-  return out.filter((e) => e.kind === FileKind.ADD);
+  return (await ifPresent(store.readChangelogEntries(s), [])).filter((e) => e.kind === FileKind.ADD);
 }
