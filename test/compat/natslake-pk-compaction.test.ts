@@ -6,7 +6,8 @@
  * deletes by key and whole rows, -U/+U pairs, changelog-producer = input; a second table orders versions by
  * sequence.field, which compaction must keep. Every live file keeps Paimon's layout: rows in key order, one per key,
  * min/max key, sequence range and delete count as its rows say, COMPACT for rewrites, no retraction at the top level,
- * every level >= 1 a sorted run.
+ * every level >= 1 a sorted run. Java's own writer continues natslake-compacted buckets (its restore validates the
+ * levels) and compacts them; natslake continues Java's.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -24,6 +25,7 @@ import type { Table } from "../../src/table/table.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { checkKeyValueFile } from "../helpers/pk-layout.ts";
 import { javaPaimonRead, javaRows } from "../helpers/java.ts";
+import { javaPkWrite } from "../helpers/java-pk.ts";
 import { readJson, reopen, sortRows, tempDir } from "../helpers/tables.ts";
 
 const wh = tempDir();
@@ -152,4 +154,74 @@ test("natslake-compacted PK table with a sequence.field: compaction keeps the ve
   await compactTable(t, { full: true });
   await checkLayout(await reopen(wh.path, name));
   await allRead(t, [{ id: 1, v: "ts 20", ts: 20 }, { id: 3, v: "x", ts: 1 }], (rows) => sortRows(rows));
+});
+
+test("Java Paimon 1.4.2 continues natslake-compacted buckets (restores their levels, writes, compacts them), and natslake continues Java's", { timeout: 900_000 }, async () => {
+  const name = "pkc.continued";
+  const t = await new Catalog(wh.path).createTable(parseIdentifier(name), {
+    columns: parseColumnList("p INT NOT NULL, id INT NOT NULL, v STRING, n BIGINT"),
+    partitionKeys: ["p"],
+    primaryKeys: ["p", "id"],
+    options: { bucket: "2", "num-sorted-run.compaction-trigger": "3", "num-levels": "4", "target-file-size": "4 kb", "file.compression": "none" },
+  });
+  const keyOf = (r: R): string => `${String(r["p"])}/${String(r["id"])}`;
+  const model = new Map<string, R>();
+  const apply = (changes: readonly R[]): void => {
+    for (const c of changes) {
+      const kind = (c["_row_kind"] as string | undefined) ?? "+I";
+      const { _row_kind: _k, ...values } = c;
+      if (kind === "-D" || kind === "-U") model.delete(keyOf(values));
+      else model.set(keyOf(values), { p: values["p"], id: values["id"], v: values["v"] ?? null, n: values["n"] ?? null });
+    }
+  };
+  const random = rng(7);
+  let n = 0;
+  const changesOf = (size: number): R[] =>
+    Array.from({ length: size }, () => {
+      const key = { p: Math.floor(random() * 2), id: Math.floor(random() * 120) };
+      n++;
+      return random() < 0.15 ? { _row_kind: "-D", ...key } : { ...key, v: `v${n} `.padEnd(36, "w"), n: BigInt(n) };
+    });
+  const natslakeCommit = async (changes: R[]): Promise<void> => {
+    const w = await BatchWriter.open(t);
+    await w.write(changes);
+    await w.commit();
+    apply(changes);
+  };
+  // natslake: a bulk load, rounds of small changes with universal compactions — files at several levels.
+  await natslakeCommit(changesOf(300));
+  await compactTable(t, { full: true });
+  for (let round = 0; round < 6; round++) {
+    await natslakeCommit(changesOf(12));
+    if (round % 2 === 1) await compactTable(t);
+  }
+  const levels = await checkLayout(await reopen(wh.path, name));
+  assert.ok(levels.size >= 2 && levels.has(3), `natslake left files at several levels (${[...levels].join(", ")})`);
+
+  // Java restores each bucket from natslake's files (validating every level), writes two commits — its writer may
+  // compact at a commit — then compacts every bucket fully.
+  const javaBatches = [changesOf(20), changesOf(20)];
+  const res = await javaPkWrite(wh.path, await reopen(wh.path, name), javaBatches, { compact: true });
+  assert.equal(res.error, undefined, res.error);
+  for (const b of javaBatches) apply(b);
+  assert.deepEqual(res.commits.map((c) => c.batch), [0, 1, "compact"]);
+  const normalize = (rows: R[]): R[] => sortRows(rows.map((r) => ({ ...r, n: r["n"] === null ? null : String(r["n"]) })));
+  const expected = (): R[] => normalize([...model.values()]);
+  await allRead(t, expected(), normalize);
+
+  // natslake continues Java's buckets: writes, compacts (a pick, then fully), and Java reads on.
+  await natslakeCommit(changesOf(15));
+  await natslakeCommit(changesOf(15));
+  await natslakeCommit(changesOf(15));
+  await compactTable(await reopen(wh.path, name));
+  await natslakeCommit(changesOf(15));
+  await compactTable(await reopen(wh.path, name), { full: true });
+  await checkLayout(await reopen(wh.path, name));
+  await allRead(t, expected(), normalize);
+  // And Java once more on top (its restore validates natslake's latest levels).
+  const last = [changesOf(10)];
+  const again = await javaPkWrite(wh.path, await reopen(wh.path, name), last);
+  assert.equal(again.error, undefined, again.error);
+  apply(last[0]!);
+  await allRead(t, expected(), normalize);
 });
