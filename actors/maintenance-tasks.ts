@@ -115,7 +115,7 @@ export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => 
       record(t.name, r);
       // A full run (the limit reached) may leave more: go on next time without waiting for a commit.
       moreToGo = r.snapshotsDeleted > 0 && r.snapshotsDeleted >= t.options.int("snapshot.expire.limit");
-      return { snapshots: r.snapshotsDeleted, "data-files": r.dataFilesDeleted, "changelog-files": r.changelogFilesDeleted, manifests: r.manifestsDeleted };
+      return { snapshots: r.snapshotsDeleted, "data-files": r.dataFilesDeleted, ...(r.changelogFilesDeleted > 0 ? { "changelog-files": r.changelogFilesDeleted } : {}), manifests: r.manifestsDeleted };
     },
   };
 }

@@ -72,7 +72,7 @@ export async function compactPrimaryKeyTable(table: Table, o: PrimaryKeyCompactO
     outputFiles: 0,
     rows: 0,
     rowsCopied: 0,
-    primaryKey: { full: o.full === true, upgradedFiles: 0, rewrittenFiles: 0, rowsWritten: null, buckets: [] },
+    primaryKey: { full: o.full === true, upgradedFiles: 0, rewrittenFiles: 0, rowsWritten: o.dryRun === true ? null : 0, buckets: [] },
   };
   if (latest === null) return summary;
 
