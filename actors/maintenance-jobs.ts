@@ -102,9 +102,12 @@ async function compact(table: Table, o: MaintenanceTaskOptions["compact"], hooks
   if (o.bucket !== undefined && o.bucket >= table.bucket) throw dataInvalid(`--bucket ${o.bucket}: ${table.name} has buckets 0..${table.bucket - 1}`);
   const partition = o.partition === undefined ? undefined : parsePartitionSpec(o.partition, table.partitionKeys, table.partitionTypes, { defaultName: table.options.partitionDefaultName });
   let files = 0;
+  // A primary-key table is compacted by its LSM levels (one universal pick per bucket, or all to the top with `full`);
+  // `full` on an append table is refused by the library with what to do instead.
   return compactTable(table, {
     ...(partition !== undefined ? { partition } : {}),
     ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
+    ...(o.full === true ? { full: true } : {}),
     dryRun: o.dryRun === true,
     // A fresh commit user per run, as every CLI write: a second compaction is never taken for a retry of the first.
     commitUser: randomUUID(),

@@ -82,6 +82,7 @@ export function expirationCounters(meter: Meter): (table: string, r: ExpireResul
     if (r.dryRun || r.snapshotsDeleted === 0) return;
     expired.add(r.snapshotsDeleted, { table });
     filesRemoved.add(r.dataFilesDeleted, { table, kind: "data" });
+    if (r.changelogFilesDeleted > 0) filesRemoved.add(r.changelogFilesDeleted, { table, kind: "changelog" });
     filesRemoved.add(r.manifestsDeleted, { table, kind: "manifest" });
   };
 }
@@ -114,7 +115,7 @@ export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => 
       record(t.name, r);
       // A full run (the limit reached) may leave more: go on next time without waiting for a commit.
       moreToGo = r.snapshotsDeleted > 0 && r.snapshotsDeleted >= t.options.int("snapshot.expire.limit");
-      return { snapshots: r.snapshotsDeleted, "data-files": r.dataFilesDeleted, manifests: r.manifestsDeleted };
+      return { snapshots: r.snapshotsDeleted, "data-files": r.dataFilesDeleted, ...(r.changelogFilesDeleted > 0 ? { "changelog-files": r.changelogFilesDeleted } : {}), manifests: r.manifestsDeleted };
     },
   };
 }

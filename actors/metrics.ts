@@ -123,7 +123,7 @@ export const METRICS = {
 
   // Maintenance, on the table's leader.
   snapshotsExpired: counter("natslake_snapshots_expired_total", "snapshots removed by expiration", ["table"]),
-  filesRemoved: counter("natslake_files_removed_total", "data files and manifests removed by snapshot expiration, by kind (data, manifest)", ["table", "kind"]),
+  filesRemoved: counter("natslake_files_removed_total", "data files, changelog files and manifests removed by snapshot expiration, by kind (data, changelog, manifest)", ["table", "kind"]),
   maintenanceRemoved: counter("natslake_maintenance_removed_total", "what scheduled maintenance removed (partitions, files), by task and kind", ["table", "task", "kind"]),
   maintenanceFailures: counter("natslake_maintenance_failures_total", "scheduled maintenance runs that failed", ["table", "task"]),
   maintenanceRequests: counter("natslake_maintenance_requests_total", "maintenance jobs asked for over NATS (the CLI with --nats), by task and outcome (ok, failed)", ["table", "task", "outcome"]),

@@ -27,8 +27,9 @@
  *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (remove-orphans.ts), `rollback.after-recreate`,
  *   `rollback.after-tag`, `rollback.after-snapshot`, `rollback.after-data-file` (rollback.ts);
  * - compaction (the CLI's and the writers'): `compact.rewrite.after-output` (src/maintenance/compact.ts: mid-rewrite,
- *   after each output file, before the task's next output), `compact.after-rewrite` (every output written, before
- *   the COMPACT commit, whose own points are the committer's `commit.*` ones);
+ *   after each output file, before the task's next output; src/lsm/compact-bucket.ts: after each rewrite step of a
+ *   primary-key bucket), `compact.after-rewrite` (every output written, before the COMPACT commit, whose own points
+ *   are the committer's `commit.*` ones; also src/maintenance/compact-pk.ts);
  * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
  *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts).
  * - node start: `node.before-reader` (cluster/node.ts: a reader node's last start-up step, before its decoders warm

@@ -4,7 +4,7 @@
  * at create time with the nearest known name; `readOptions` is tolerant, because tables written by other engines
  * carry options natslake has never heard of.
  */
-import { dataInvalid } from "./errors.ts";
+import { dataInvalid, ErrorKind, LakeError } from "./errors.ts";
 import { parseStatsMode } from "./codec/stats-mode.ts";
 import { compileFormatter } from "./maintenance/partition-time.ts";
 
@@ -79,6 +79,11 @@ export const OPTIONS: readonly OptionDef[] = [
     def("snapshot.num-retained.max", "int", "Maximum snapshots retained", "2147483647"),
     def("snapshot.time-retained", "duration", "Snapshots younger than this are retained", "1 h"),
     def("snapshot.expire.limit", "int", "Snapshots expired per run at most", "50"),
+    // Paimon's decoupled changelog retention: accepted only when it retains no more than the snapshots (the coupled
+    // default, see `changelogDecoupling`).
+    def("changelog.num-retained.min", "int", "Minimum changelogs retained (no more than snapshot.num-retained.min: natslake expires changelog with its snapshot)"),
+    def("changelog.num-retained.max", "int", "Maximum changelogs retained (no more than snapshot.num-retained.max)"),
+    def("changelog.time-retained", "duration", "Changelogs younger than this are retained (no more than snapshot.time-retained)"),
   ]),
   ...group("Partitions", [
     def("partition.default-name", "string", "Directory name of null/empty partition values", "__DEFAULT_PARTITION__"),
@@ -310,6 +315,39 @@ export function validateCreateOptions(options: Record<string, string>): void {
     }
     checkValue(o, value);
   }
+  const o = new TableOptions(options);
+  const decoupled = changelogDecoupling(o, { retainMin: o.int("snapshot.num-retained.min"), retainMax: o.int("snapshot.num-retained.max"), timeRetainedMs: o.duration("snapshot.time-retained") });
+  if (decoupled.length > 0) {
+    throw new LakeError(ErrorKind.Unsupported, `changelog kept longer than snapshots (${decoupled.join("; ")}) is not supported by natslake: it expires a snapshot's changelog with the snapshot`);
+  }
+}
+
+/** Snapshot retention as expiration applies it (the table's options, or a run's overrides). */
+export interface SnapshotRetention {
+  retainMin: number;
+  retainMax: number;
+  timeRetainedMs: number;
+}
+
+/**
+ * Why changelog would outlive the snapshots under these retentions — Paimon's ExpireConfig.isChangelogDecoupled:
+ * `changelog.num-retained.max` / `.min` or `changelog.time-retained` set above their snapshot counterparts — or an
+ * empty list (coupled: changelog expires with its snapshot). Paimon then keeps expired snapshots as
+ * `changelog/changelog-N` files with their changelog, which natslake does not write.
+ */
+export function changelogDecoupling(options: TableOptions, snapshots: SnapshotRetention): string[] {
+  const set = (key: string): string | undefined => {
+    const v = options.raw[key];
+    return v === undefined || v.trim() === "" ? undefined : v.trim();
+  };
+  const reasons: string[] = [];
+  const max = set("changelog.num-retained.max");
+  const min = set("changelog.num-retained.min");
+  const time = set("changelog.time-retained");
+  if (max !== undefined && Number(max) > snapshots.retainMax) reasons.push(`changelog.num-retained.max = ${max} > snapshot.num-retained.max = ${snapshots.retainMax}`);
+  if (min !== undefined && Number(min) > snapshots.retainMin) reasons.push(`changelog.num-retained.min = ${min} > snapshot.num-retained.min = ${snapshots.retainMin}`);
+  if (time !== undefined && parseDuration(time) > snapshots.timeRetainedMs) reasons.push(`changelog.time-retained = ${time} > snapshot.time-retained (${snapshots.timeRetainedMs} ms)`);
+  return reasons;
 }
 
 /** Typed, tolerant view of a table's options (unknown keys are kept and ignored). */

@@ -19,7 +19,12 @@ export const maintenanceRequestSchema = z
     z.strictObject({
       ...base,
       task: z.literal("compact"),
-      options: z.strictObject({ partition: z.string().min(1).optional(), bucket: z.number().int().nonnegative().optional(), dryRun: z.boolean().optional() }),
+      options: z.strictObject({
+        partition: z.string().min(1).optional(),
+        bucket: z.number().int().nonnegative().optional(),
+        full: z.boolean().optional().describe("primary-key tables: every sorted run of each bucket into the max level"),
+        dryRun: z.boolean().optional(),
+      }),
     }),
     z.strictObject({
       ...base,

@@ -327,7 +327,8 @@ export type MaintenanceTaskName = "compact" | "expire-snapshots" | "expire-parti
 
 /** The options of each task: the CLI's flags, already parsed (durations in ms). */
 export interface MaintenanceTaskOptions {
-  compact: { partition?: string; bucket?: number; dryRun?: boolean };
+  /** `full`: primary-key tables only — every sorted run of each bucket into the max level. */
+  compact: { partition?: string; bucket?: number; full?: boolean; dryRun?: boolean };
   "expire-snapshots": { retainMin?: number; retainMax?: number; olderThanMs?: number; maxDeletes?: number; dryRun?: boolean };
   "expire-partitions": { expirationTimeMs?: number; timestampFormatter?: string; timestampPattern?: string; dryRun?: boolean };
   "remove-orphans": { olderThanMs?: number; dryRun?: boolean };

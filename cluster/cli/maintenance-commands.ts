@@ -39,7 +39,8 @@ export function registerMaintenanceCommands(program: Command, out: (s: string) =
         else
           out(
             `${r.table}: ${verb} snapshots ${r.from}..${r.to - 1} (${r.snapshotsDeleted}); ` +
-              `${r.dryRun ? "would delete" : "deleted"} ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files; earliest snapshot now ${r.to}`,
+              // An older leader's result (a rolling upgrade) has no changelog count.
+              `${r.dryRun ? "would delete" : "deleted"} ${r.dataFilesDeleted} data files${r.changelogFilesDeleted > 0 ? `, ${r.changelogFilesDeleted} changelog files` : ""} and ${r.manifestsDeleted} manifest files; earliest snapshot now ${r.to}`,
           );
         // Results of an older leader (a rolling upgrade) carry no list.
         const damaged = r.damagedSnapshots ?? [];

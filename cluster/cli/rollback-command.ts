@@ -76,7 +76,7 @@ function describeRollback(r: RollbackResult & { table: string }): string {
   return (
     `${r.table}: ${r.resumed ? "finishing an interrupted rollback: " : ""}${r.dryRun ? "would roll back" : "rolled back"} from snapshot ${r.fromLatest} to ${r.target}` +
     `${r.recreatedSnapshot ? ` (${recreate} snapshot ${r.target} from its tag)` : ""}; ${del} snapshots ${snaps}, ` +
-    `${r.tagsDeleted.length} tags${r.tagsDeleted.length ? ` (${r.tagsDeleted.join(", ")})` : ""}, ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files` +
+    `${r.tagsDeleted.length} tags${r.tagsDeleted.length ? ` (${r.tagsDeleted.join(", ")})` : ""}, ${r.dataFilesDeleted} data files${r.changelogFilesDeleted > 0 ? `, ${r.changelogFilesDeleted} changelog files` : ""} and ${r.manifestsDeleted} manifest files` +
     (r.damagedSnapshots.length > 0
       ? `\n  damaged snapshots ${r.damagedSnapshots.join(", ")}: the files only they added are not known; \`natslake remove-orphans ${r.table}\` deletes them once older than its bound`
       : "")

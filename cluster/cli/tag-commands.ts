@@ -59,7 +59,8 @@ export function registerTagCommands(program: Command, out: (s: string) => void):
     .action(async (name: string, tagName: string, o: WarehouseOpts) => {
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
       const r = await deleteTag(t, tagName);
-      const files = r.dataFilesDeleted + r.manifestsDeleted > 0 ? `; deleted ${r.dataFilesDeleted} data files and ${r.manifestsDeleted} manifest files only it held` : "";
+      const changelog = r.changelogFilesDeleted > 0 ? `, ${r.changelogFilesDeleted} changelog files` : "";
+      const files = r.dataFilesDeleted + r.changelogFilesDeleted + r.manifestsDeleted > 0 ? `; deleted ${r.dataFilesDeleted} data files${changelog} and ${r.manifestsDeleted} manifest files only it held` : "";
       out(`deleted tag '${r.tag.name}' of ${t.name} (snapshot ${r.tag.snapshot.id})${files}`);
     });
 

@@ -15,7 +15,9 @@
  * - **rejected (outputs missing)** when an output file does not exist (it was discarded after an earlier rejection:
  *   a change is never accepted after its outputs were removed);
  * - otherwise **accepted**.
- * A rejected change's outputs are referenced by no snapshot (not accepted, not a duplicate), so they are deleted.
+ * A rejected change's outputs are referenced by no snapshot (not accepted, not a duplicate), so they are deleted —
+ * the files it wrote, never a file it only moved to another level (a primary-key upgrade lists the same file before,
+ * at its old level, and after, at the new one: it is still live).
  *
  * The COMPACT snapshot keeps the base's offsets, stream and owner epochs; it records the leader's epoch (fencing as
  * for APPEND rounds) and the new watermark. Rows are unchanged, so readers see the same table before and after.
@@ -129,6 +131,17 @@ export function decideCompactions<C extends CompactionClaim>(
   return { verdicts, accepted, watermark };
 }
 
+/**
+ * The files a change wrote: its `after` files but those it lists `before` too (a primary-key compaction's upgrade —
+ * the same file at another level, still live). What a rejected change leaves to delete.
+ */
+export function writtenOutputs(c: CompactionClaim): ManifestEntry[] {
+  return c.changes.flatMap((ch) => {
+    const moved = new Set(ch.before.map((f) => f.fileName));
+    return ch.after.filter((f) => !moved.has(f.fileName)).map((file) => ({ kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file }));
+  });
+}
+
 function toMessages(accepted: readonly CompactionClaim[]): CommitMessage[] {
   return accepted.flatMap((c) => c.changes.map((ch) => ({ partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, newFiles: ch.after, deletedFiles: ch.before })));
 }
@@ -182,7 +195,7 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
     await Promise.all(
       verdicts
         .filter((v) => v.kind === "rejected")
-        .flatMap((v) => entriesOf(v.compaction, "after"))
+        .flatMap((v) => writtenOutputs(v.compaction))
         .map((e) => this.table.io.delete(dataFilePath(this.table, e))),
     );
     return { snapshot: res.snapshot, linkedAt: res.linkedAt, verdicts };

@@ -8,20 +8,22 @@
  * compaction rewrites).
  *
  * `encodeKeyValueFile` is pure (a worker thread can run it); `KeyValueFileWriter` writes the bytes (temp name, fsync,
- * rename: never half a file under a name a manifest could reference) and builds the meta.
+ * rename: never half a file under a name a manifest could reference) and builds the meta. A file made of several
+ * chunks encoded one by one (a compaction's output, src/lsm/rolling-writer.ts) gathers its meta in
+ * `KeyValueFileStats`: statistics merged over the chunks are those of the whole file.
  */
 import type * as arrow from "apache-arrow";
 import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
-import { computeStats, safeFileBounds } from "../codec/stats.ts";
-import { applyStatsMode, type StatsMode } from "../codec/stats-mode.ts";
+import { computeStats, mergeStats, type ValueStats } from "../codec/stats.ts";
+import type { StatsMode } from "../codec/stats-mode.ts";
 import { serializeBinaryRow } from "../format/binary-row.ts";
 import type { DataField } from "../format/data-types.ts";
-import { FileSource, type DataFileMeta, type SimpleStats } from "../format/manifest.ts";
+import { EMPTY_STATS, FileSource, type DataFileMeta, type SimpleStats } from "../format/manifest.ts";
 import type { Value } from "../format/values.ts";
 import { failpoint } from "../failpoints.ts";
 import type { Table } from "../table/table.ts";
-import { DataFileWriter, localWallClockMillis, valueStatsOf, type DataFileEncodeSpec } from "../write/data-file-writer.ts";
+import { DataFileWriter, fileStats, localWallClockMillis, valueStatsOf, type DataFileEncodeSpec } from "../write/data-file-writer.ts";
 import { keyCopyField, keyFields } from "./key-value-fields.ts";
 import type { SortedRows } from "./sort-buffer.ts";
 
@@ -71,17 +73,69 @@ function keyValueMetaOf(rows: SortedRows, spec: KeyValueEncodeSpec): Omit<Encode
 
 /** Statistics of every key field, read from its `_KEY_` copy, truncated at 128 as Java does for system columns. */
 function keyStatsOf(fields: readonly DataField[], batch: arrow.RecordBatch): SimpleStats {
-  const copies = fields.map(keyCopyField);
-  const stats = safeFileBounds(copies, computeStats(copies, batch));
-  const min: Value[] = [];
-  const max: Value[] = [];
-  copies.forEach((f, k) => {
-    const s = applyStatsMode(f.type, KEY_STATS_MODE, stats.min[k] ?? null, stats.max[k] ?? null, stats.nullCounts[k] ?? 0);
-    min.push(s.min);
-    max.push(s.max);
-  });
-  const types = fields.map((f) => f.type);
-  return { minValues: serializeBinaryRow(types, min), maxValues: serializeBinaryRow(types, max), nullCounts: stats.nullCounts.map((n) => BigInt(n)) };
+  return finishKeyStats(fields, computeStats(fields.map(keyCopyField), batch));
+}
+
+/** Key statistics over a whole file (`raw`: over the `_KEY_` copies) as a manifest stores them, under the key fields' types. */
+function finishKeyStats(fields: readonly DataField[], raw: ValueStats): SimpleStats {
+  return fileStats(fields, fields.map(() => KEY_STATS_MODE), raw);
+}
+
+/**
+ * The meta of a key-value file written as several chunks of rows (each in key order, every one after the one
+ * before): statistics computed per chunk and merged, the first chunk's first key, the last chunk's last key.
+ */
+export class KeyValueFileStats {
+  private keyStats: ValueStats | null = null;
+  private valueStats: ValueStats | null = null;
+  private minKey: Value[] = [];
+  private maxKey: Value[] = [];
+  private minSeq = 0n;
+  private maxSeq = 0n;
+  private deletes = 0;
+  rowCount = 0;
+
+  constructor(private readonly spec: KeyValueEncodeSpec) {}
+
+  add(rows: SortedRows): void {
+    if (rows.batch.numRows === 0) return;
+    const copies = this.spec.keyFields.map(keyCopyField);
+    const keyStats = computeStats(copies, rows.batch);
+    this.keyStats = this.keyStats === null ? keyStats : mergeStats(copies, this.keyStats, keyStats);
+    const fields = this.spec.statsFields;
+    if (fields !== null && fields.length > 0) {
+      const valueStats = computeStats(fields, rows.batch);
+      this.valueStats = this.valueStats === null ? valueStats : mergeStats(fields, this.valueStats, valueStats);
+    }
+    if (this.rowCount === 0) {
+      this.minKey = rows.minKey;
+      this.minSeq = rows.minSequenceNumber;
+      this.maxSeq = rows.maxSequenceNumber;
+    } else {
+      if (rows.minSequenceNumber < this.minSeq) this.minSeq = rows.minSequenceNumber;
+      if (rows.maxSequenceNumber > this.maxSeq) this.maxSeq = rows.maxSequenceNumber;
+    }
+    this.maxKey = rows.maxKey;
+    this.deletes += rows.deleteRows;
+    this.rowCount += rows.batch.numRows;
+  }
+
+  /** The file of these rows, encoded as `bytes`. */
+  finish(bytes: Uint8Array): EncodedKeyValueFile {
+    const keyTypes = this.spec.keyFields.map((f) => f.type);
+    const fields = this.spec.statsFields;
+    return {
+      bytes,
+      rowCount: this.rowCount,
+      minKey: serializeBinaryRow(keyTypes, this.minKey),
+      maxKey: serializeBinaryRow(keyTypes, this.maxKey),
+      keyStats: this.keyStats === null ? EMPTY_STATS : finishKeyStats(this.spec.keyFields, this.keyStats),
+      valueStats: fields === null || fields.length === 0 || this.valueStats === null ? EMPTY_STATS : fileStats(fields, this.spec.statsModes, this.valueStats),
+      minSequenceNumber: this.minSeq,
+      maxSequenceNumber: this.maxSeq,
+      deleteRowCount: this.deletes,
+    };
+  }
 }
 
 export interface KeyValueWriteOptions {
@@ -106,6 +160,11 @@ export class KeyValueFileWriter {
     this.values = new DataFileWriter(table, { pool: opts.pool ?? null, ...(opts.parquet !== undefined ? { parquet: opts.parquet } : {}) });
     this.encodeSpec = { ...this.values.encodeSpec, keyFields: keyFields(table.schema) };
     this.pool = opts.pool ?? null;
+  }
+
+  /** Parquet bytes of a batch of physical rows in this table's settings, encoded in the pool when the writer has one. */
+  encodeParquet(batch: arrow.RecordBatch): Promise<Uint8Array> {
+    return this.pool === null ? Promise.resolve(writeParquet(batch, this.encodeSpec.parquet)) : this.pool.encode(batch, this.encodeSpec.parquet);
   }
 
   /**

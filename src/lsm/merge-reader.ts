@@ -9,6 +9,12 @@
  *
  * The caller decodes files (`readFile`: batches whose columns include the key fields, `_SEQUENCE_NUMBER` and
  * `_VALUE_KIND`, and the `sequence.field` columns) and says which columns to return.
+ *
+ * Compaction (`mergeForCompaction`) runs the same merge over the sections and sorted runs a compaction plan names
+ * (src/lsm/compact-task.ts), as Java's MergeTreeCompactRewriter does: a key with one version keeps it as it is
+ * (Java's ReducerMergeFunctionWrapper), several are folded by deduplicate, and the survivor comes out in the physical
+ * layout of a primary-key file — `_KEY_` copies, its own `_SEQUENCE_NUMBER` and `_VALUE_KIND` — a surviving
+ * retraction included, unless the compaction drops deletes (Java's DropDeleteReader).
  */
 import * as arrow from "apache-arrow";
 import { toArrowSchema } from "../codec/arrow-schema.ts";
@@ -20,9 +26,10 @@ import type { DataField, DataType } from "../format/data-types.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import type { Value } from "../format/values.ts";
 import { SerializedKeys } from "./key-comparator.ts";
-import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
+import { keyCopyField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import type { SequenceFieldSpec } from "./merge-order.ts";
 import { isRetract } from "./row-kind.ts";
+import type { SortedRows } from "./sort-buffer.ts";
 
 export interface MergeReadSpec {
   /** The trimmed key fields, in key order. */
@@ -40,10 +47,33 @@ export interface MergeReadSpec {
 
 const DEFAULT_BATCH_ROWS = 65_536;
 
+/** One output column: its type and the decoded column it is read from (by name). */
+interface OutputColumn {
+  type: DataType;
+  from: string;
+}
+
+/** What the merge itself needs: how keys and versions compare, how files decode, which columns rows come out with. */
+interface MergeCore {
+  keyFields: readonly DataField[];
+  sequence: SequenceFieldSpec | null;
+  readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>;
+  columns: readonly OutputColumn[];
+}
+
+const columnsOf = (fields: readonly DataField[]): OutputColumn[] => fields.map((f) => ({ type: f.type, from: f.name }));
+
 /** The bucket's rows after the merge, in key order, as batches of `spec.output`. */
 export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: MergeReadSpec): AsyncGenerator<arrow.RecordBatch> {
   const keys = new SerializedKeys(spec.keyFields.map((f) => f.type));
+  const core: MergeCore = { keyFields: spec.keyFields, sequence: spec.sequence, readFile: spec.readFile, columns: columnsOf(spec.output) };
   const out = new OutputBatches(spec.output, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+  // Deduplicate: the last version in merge order (ignore-delete passes retractions over); a surviving retraction
+  // drops the key.
+  const choose = (group: readonly Version[]): Version | null => {
+    const winner = latestVersion(core, group, spec.ignoreDelete);
+    return winner === null || isRetract(winner.c.kind[winner.row]!) ? null : winner;
+  };
   for (const section of sections(files, keys)) {
     if (section.length === 1 && section[0]!.deleteRowCount === 0) {
       // One file, nothing retracted, no other version of its keys anywhere in the bucket: its rows as they are.
@@ -51,8 +81,50 @@ export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: Me
       for (const b of await spec.readFile(section[0]!)) yield project(b, spec.output);
       continue;
     }
-    for await (const batch of mergeSection(section, spec, out)) yield batch;
+    for await (const batch of mergeRuns(runsOf(section, keys), core, choose, out)) yield batch;
   }
+  yield* out.flush();
+}
+
+export interface CompactionMergeSpec {
+  /** The trimmed key fields, in key order. */
+  keyFields: readonly DataField[];
+  sequence: SequenceFieldSpec | null;
+  /** `ignore-delete`: a key's retractions are passed over when it has several versions. */
+  ignoreDelete: boolean;
+  /** Retractions that survive the merge are dropped (the output level holds nothing older for them to retract). */
+  dropDelete: boolean;
+  /** The table's columns: each output row is the `_KEY_` copies, `_SEQUENCE_NUMBER`, `_VALUE_KIND`, then these. */
+  valueFields: readonly DataField[];
+  /** Decodes one file into batches whose columns include `valueFields`, `_SEQUENCE_NUMBER` and `_VALUE_KIND`. */
+  readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>;
+  /** Rows per output chunk. */
+  batchRows?: number;
+}
+
+/**
+ * The merge of a compaction's sections (key-ordered, not overlapping one another; each its sorted runs, e.g. a
+ * rewrite step of `planCompactTask`), as chunks of physical rows in key order: one row per key, each the survivor
+ * of the key's versions with its own sequence number and kind. Chunks hold at most `batchRows` rows and never span
+ * two sections' flush: a writer rolls files between chunks.
+ */
+export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<ReadonlyArray<readonly DataFileMeta[]>>, spec: CompactionMergeSpec): AsyncGenerator<SortedRows> {
+  const outputFields = [...spec.keyFields.map(keyCopyField), SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, ...spec.valueFields];
+  const core: MergeCore = {
+    keyFields: spec.keyFields,
+    sequence: spec.sequence,
+    readFile: spec.readFile,
+    // The `_KEY_` copies are read from the key columns themselves.
+    columns: [...columnsOf(spec.keyFields), ...columnsOf([SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD]), ...columnsOf(spec.valueFields)],
+  };
+  const out = new PhysicalRows(outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+  const choose = (group: readonly Version[]): Version | null => {
+    // A key's only version passes as it is (Java's ReducerMergeFunctionWrapper calls no merge function for it).
+    const winner = group.length === 1 ? group[0]! : latestVersion(core, group, spec.ignoreDelete);
+    if (winner === null) return null;
+    return spec.dropDelete && isRetract(winner.c.kind[winner.row]!) ? null : winner;
+  };
+  for (const section of sectionsToMerge) yield* mergeRuns(section, core, choose, out);
   yield* out.flush();
 }
 
@@ -112,7 +184,7 @@ class RunCursor {
 
   constructor(
     private readonly files: readonly DataFileMeta[],
-    private readonly spec: MergeReadSpec,
+    private readonly spec: MergeCore,
   ) {}
 
   private startNext(): void {
@@ -157,12 +229,13 @@ class RunCursor {
   }
 }
 
-function prepare(batch: arrow.RecordBatch, spec: MergeReadSpec): CursorBatch {
-  const col = (f: DataField): arrow.Data => {
-    const at = batch.schema.fields.findIndex((x) => x.name === f.name);
-    if (at < 0) throw new Error(`merge read: decoded batch lacks column ${f.name}`);
+function prepare(batch: arrow.RecordBatch, spec: MergeCore): CursorBatch {
+  const byName = (name: string): arrow.Data => {
+    const at = batch.schema.fields.findIndex((x) => x.name === name);
+    if (at < 0) throw new Error(`merge read: decoded batch lacks column ${name}`);
     return batch.data.children[at]!;
   };
+  const col = (f: DataField): arrow.Data => byName(f.name);
   const valuesOf = (f: DataField): Value[] => {
     const read = columnReader(f.type, col(f));
     const out = new Array<Value>(batch.numRows);
@@ -183,7 +256,7 @@ function prepare(batch: arrow.RecordBatch, spec: MergeReadSpec): CursorBatch {
     seqValues: spec.sequence === null ? null : spec.sequence.fields.map(valuesOf),
     sequence,
     kind,
-    readers: spec.output.map((f) => columnReader(f.type, col(f))),
+    readers: spec.columns.map((c) => columnReader(c.type, byName(c.from))),
   };
 }
 
@@ -193,7 +266,7 @@ const nullsFirst = (type: DataType, x: Value, y: Value, sign: number): number =>
 };
 
 /** Key order of two cursors' current rows. */
-function compareKeys(spec: MergeReadSpec, a: RunCursor, b: RunCursor): number {
+function compareKeys(spec: MergeCore, a: RunCursor, b: RunCursor): number {
   const ca = a.current!;
   const cb = b.current!;
   for (let k = 0; k < spec.keyFields.length; k++) {
@@ -203,8 +276,14 @@ function compareKeys(spec: MergeReadSpec, a: RunCursor, b: RunCursor): number {
   return 0;
 }
 
+/** One version of a key: a row of a decoded batch. */
+interface Version {
+  c: CursorBatch;
+  row: number;
+}
+
 /** Merge order of two versions of one key: sequence.field, sequence number, retraction before addition. */
-function compareVersions(spec: MergeReadSpec, a: { c: CursorBatch; row: number }, b: { c: CursorBatch; row: number }): number {
+function compareVersions(spec: MergeCore, a: Version, b: Version): number {
   const seq = spec.sequence;
   if (seq !== null) {
     const sign = seq.ascending ? 1 : -1;
@@ -264,9 +343,28 @@ class CursorHeap {
   }
 }
 
-async function* mergeSection(section: readonly DataFileMeta[], spec: MergeReadSpec, out: OutputBatches): AsyncGenerator<arrow.RecordBatch> {
-  const keys = new SerializedKeys(spec.keyFields.map((f) => f.type));
-  const cursors = runsOf(section, keys).map((files) => new RunCursor(files, spec));
+/** Deduplicate: the last of a key's versions in merge order; with ignore-delete retractions are passed over. */
+function latestVersion(spec: MergeCore, group: readonly Version[], ignoreDelete: boolean): Version | null {
+  let winner: Version | null = null;
+  for (const v of group) {
+    if (ignoreDelete && isRetract(v.c.kind[v.row]!)) continue;
+    if (winner === null || compareVersions(spec, v, winner) > 0) winner = v;
+  }
+  return winner;
+}
+
+/** Where a merge's surviving rows go: `add` says when a batch is full, `flush` hands the batches out. */
+interface RowSink<T> {
+  add(c: CursorBatch, row: number): boolean;
+  flush(): Generator<T>;
+}
+
+/**
+ * The k-way merge of sorted runs (each a list of files in key order, a key at most once per run): per key, every
+ * run's version of it, and `choose` picks the row that goes out (or none).
+ */
+async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec: MergeCore, choose: (group: readonly Version[]) => Version | null, out: RowSink<T>): AsyncGenerator<T> {
+  const cursors = runs.map((files) => new RunCursor(files, spec));
   const heap = new CursorHeap((a, b) => compareKeys(spec, a, b) < 0);
   const opened = await Promise.all(cursors.map((c) => c.open()));
   cursors.forEach((c, i) => {
@@ -277,23 +375,14 @@ async function* mergeSection(section: readonly DataFileMeta[], spec: MergeReadSp
     const first = heap.pop();
     const group = [first];
     while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group.push(heap.pop());
-    let winner: { c: CursorBatch; row: number } | null = null;
-    for (const cur of group) {
-      const v = { c: cur.current!, row: cur.row };
-      // Deduplicate: the last version in merge order; ignore-delete passes retractions over.
-      if (spec.ignoreDelete && isRetract(v.c.kind[v.row]!)) continue;
-      if (winner === null || compareVersions(spec, v, winner) > 0) winner = v;
-    }
-    if (winner !== null && !isRetract(winner.c.kind[winner.row]!)) {
-      const full = out.add(winner.c, winner.row);
-      if (full) yield* out.flush();
-    }
+    const winner = choose(group.map((cur) => ({ c: cur.current!, row: cur.row })));
+    if (winner !== null && out.add(winner.c, winner.row)) yield* out.flush();
     for (const cur of group) if (await cur.advance()) heap.push(cur);
   }
 }
 
 /** Output rows gathered into column builders, a batch at a time. */
-class OutputBatches {
+class OutputBatches implements RowSink<arrow.RecordBatch> {
   private builders: ColumnBuilder[];
   private rows = 0;
   private readonly schema: arrow.Schema;
@@ -323,6 +412,48 @@ class OutputBatches {
     this.rows = 0;
     this.builders = this.fresh();
     yield new arrow.RecordBatch(this.schema, arrow.makeData({ type: new arrow.Struct(this.schema.fields), length, nullCount: 0, children }));
+  }
+}
+
+/**
+ * Physical rows of a primary-key file gathered a chunk at a time, with what the file's meta needs of them: the first
+ * and last key, the sequence range, the retractions.
+ */
+class PhysicalRows implements RowSink<SortedRows> {
+  private readonly rows: OutputBatches;
+  private minKey: Value[] = [];
+  private maxKey: Value[] = [];
+  private minSeq = 0n;
+  private maxSeq = 0n;
+  private deletes = 0;
+  private count = 0;
+
+  constructor(fields: readonly DataField[], batchRows: number) {
+    this.rows = new OutputBatches(fields, batchRows);
+  }
+
+  add(c: CursorBatch, row: number): boolean {
+    const key = c.keys.map((k) => k[row]!);
+    const seq = c.sequence[row]!;
+    if (this.count === 0) {
+      this.minKey = key;
+      this.minSeq = this.maxSeq = seq;
+    } else {
+      if (seq < this.minSeq) this.minSeq = seq;
+      if (seq > this.maxSeq) this.maxSeq = seq;
+    }
+    this.maxKey = key;
+    if (isRetract(c.kind[row]!)) this.deletes++;
+    this.count++;
+    return this.rows.add(c, row);
+  }
+
+  *flush(): Generator<SortedRows> {
+    for (const batch of this.rows.flush()) {
+      yield { batch, minKey: this.minKey, maxKey: this.maxKey, minSequenceNumber: this.minSeq, maxSequenceNumber: this.maxSeq, deleteRows: this.deletes };
+      this.count = 0;
+      this.deletes = 0;
+    }
   }
 }
 

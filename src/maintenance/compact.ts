@@ -37,7 +37,6 @@ import type { CommitMessage } from "../commit/commit-message.ts";
 import { FileStoreCommit } from "../commit/file-store-commit.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { readDataFile } from "../scan/read.ts";
-import { deserializeBinaryRow, serializeBinaryRow } from "../format/binary-row.ts";
 import { FileSource, type DataFileMeta } from "../format/manifest.ts";
 import { partitionPath } from "../format/partition.ts";
 import { CommitKind, type Snapshot } from "../format/snapshot.ts";
@@ -46,6 +45,9 @@ import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { DataFileWriter } from "../write/data-file-writer.ts";
 import { writeByCopy } from "./compact-copy.ts";
+import { liveBuckets } from "./live-buckets.ts";
+import { compactPrimaryKeyTable } from "./compact-pk.ts";
+import type { CompactRunOptions, CompactSummary } from "./compact-summary.ts";
 
 /** Paimon's `source.split.open-file-cost` default: what packing counts per file on top of its size. */
 const OPEN_FILE_COST = 4 * 1024 * 1024;
@@ -247,26 +249,12 @@ export async function planCompaction(table: Table, o: PlanOptions = {}, store = 
   const latest: Snapshot | null = await table.snapshots.latest();
   const plan: CompactionPlan = { snapshotId: latest?.id ?? null, tasks: [], filesBefore: 0, bytesBefore: 0, liveFileNames: new Set() };
   if (latest === null) return plan;
-  const types = table.partitionTypes;
-  const want = o.partition === undefined ? null : Buffer.from(serializeBinaryRow(types, o.partition)).toString("hex");
-  const groups = new Map<string, CompactionTask>();
-  for (const e of await store.readLiveEntries(latest)) {
-    if (e.bucket < 0) continue; // postpone-bucket files are not in a real bucket yet
-    if (o.bucket !== undefined && e.bucket !== o.bucket) continue;
-    const pkey = Buffer.from(e.partition).toString("hex");
-    if (want !== null && pkey !== want && Buffer.from(serializeBinaryRow(types, deserializeBinaryRow(types, e.partition))).toString("hex") !== want) continue;
-    const key = `${pkey}/${e.bucket}`;
-    let g = groups.get(key);
-    if (g === undefined) {
-      g = { partition: e.partition, partitionValues: deserializeBinaryRow(types, e.partition), bucket: e.bucket, totalBuckets: e.totalBuckets, files: [] };
-      groups.set(key, g);
+  for (const g of await liveBuckets(table, latest, o, store)) {
+    for (const f of g.files) {
+      plan.liveFileNames.add(f.fileName);
+      plan.filesBefore++;
+      plan.bytesBefore += f.fileSize;
     }
-    g.files.push(e.file);
-    plan.liveFileNames.add(e.file.fileName);
-    plan.filesBefore++;
-    plan.bytesBefore += e.file.fileSize;
-  }
-  for (const g of groups.values()) {
     // A bucket of a fixed-bucket table is a queue; files of an unaware table (written as bucket 0) are a set.
     const picked = g.totalBuckets > 0 || table.bucket > 0 ? pickBucketed(g.files, rules) : packUnaware(g.files, rules);
     for (const files of picked) plan.tasks.push({ ...g, files });
@@ -384,35 +372,19 @@ export async function commitCompaction(table: Table, results: readonly CompactRe
   }
 }
 
-export interface CompactOptions extends PlanOptions {
-  /** Plan and report, write nothing. */
-  dryRun?: boolean;
-  commitUser?: string;
-  /** Called after each task's rewrite (done, total). */
-  onProgress?: (done: number, total: number, task: CompactionTask) => void;
+export interface CompactOptions extends CompactRunOptions {
+  rules?: Partial<CompactionRules>;
 }
 
-export interface CompactSummary {
-  table: string;
-  dryRun: boolean;
-  /** Snapshot planned against, and the COMPACT snapshot committed (null: none). */
-  planSnapshotId: number | null;
-  snapshotId: number | null;
-  tasks: number;
-  filesBefore: number;
-  filesAfter: number;
-  bytesBefore: number;
-  bytesAfter: number;
-  /** Files rewritten and files written. */
-  inputFiles: number;
-  outputFiles: number;
-  rows: number;
-  /** Of `rows`, those whose row groups were copied byte for byte (not decoded and encoded again). */
-  rowsCopied: number;
-}
+export type { CompactSummary } from "./compact-summary.ts";
 
-/** Plans, rewrites and commits in one go (the CLI's `natslake compact`). */
+/**
+ * Plans, rewrites and commits in one go (the CLI's `natslake compact`). A primary-key table is compacted by its
+ * LSM rules (./compact-pk.ts), never by the append rules above.
+ */
 export async function compactTable(table: Table, o: CompactOptions = {}): Promise<CompactSummary> {
+  if (table.isPrimaryKeyTable) return compactPrimaryKeyTable(table, o);
+  if (o.full === true) throw new LakeError(ErrorKind.DataInvalid, `${table.name} is an append table: a full compaction (--full) applies to primary-key tables, whose buckets have levels; an append table's compaction always takes every long enough run of small files`);
   const plan = await planCompaction(table, o);
   const inputFiles = plan.tasks.reduce((n, t) => n + t.files.length, 0);
   const inputBytes = plan.tasks.reduce((n, t) => n + t.files.reduce((m, f) => m + f.fileSize, 0), 0);

@@ -8,10 +8,20 @@
  * the newest snapshot that carries natslake's stream offsets (see below). The expired range is [earliest, end).
  *
  * What goes with them:
- * 1. data files DELETEd by the deltas of snapshots (earliest, end] — no snapshot from `end` on holds them (a file name
- *    is never added twice) — unless a tag holds them;
- * 2. manifests and manifest lists of the expired snapshots that neither snapshot `end` nor a tag uses;
- * 3. the snapshot files, oldest first, then the `EARLIEST` hint = end.
+ * 1. data files DELETEd by the delta of a snapshot in (earliest, end] and not ADDed by that same delta — no snapshot
+ *    from `end` on holds them — unless a tag holds them. A file DELETEd and ADDed by one delta was moved to another
+ *    level by a primary-key compaction (an upgrade: the same file, DELETE at its old level, ADD at the new): it is
+ *    still live (Java's FileDeletionBase.getDataFileToDelete, read per snapshot, does the same). Other than that a
+ *    file name is never added twice (a restore brings files back under new names);
+ * 2. the changelog files (`changelog-producer = input`) the expired snapshots [earliest, end) added, as Java does
+ *    when changelog shares the snapshots' lifecycle — except those a tag holds (a tag keeps the tagged snapshot's
+ *    changelog manifest list, its manifests and their files readable; Java deletes them with the snapshot and leaves
+ *    the tag naming a missing list). A table whose `changelog.num-retained.*` / `changelog.time-retained` outlive
+ *    the snapshots (Paimon's decoupled changelog, kept in `changelog/` files natslake does not write) is refused:
+ *    expiring it as if coupled would delete changelog Paimon keeps, and natslake cannot keep it;
+ * 3. manifests and manifest lists (base, delta and changelog) of the expired snapshots that neither snapshot `end`
+ *    nor a tag uses;
+ * 4. the snapshot files, oldest first, then the `EARLIEST` hint = end.
  *
  * A damaged snapshot file in the expired range (one that exists but does not parse) counts as old and goes like the
  * others; what only it referenced cannot be known and is left to orphan cleanup (which reads every snapshot, so it
@@ -28,9 +38,10 @@ import { FileKind } from "../format/manifest.ts";
 import { natslakeState, type Snapshot } from "../format/snapshot.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
+import { changelogDecoupling } from "../options.ts";
 import { listTags } from "../table/tags.ts";
 import { consumerProtection } from "../table/consumers.ts";
-import { dataFilePath, fileKey, manifestListsOf } from "../table/file-refs.ts";
+import { changelogFilesOf, dataFilePath, fileKey, manifestListsOf } from "../table/file-refs.ts";
 
 export interface ExpireOptions {
   /** Now, in epoch ms (tests pass their own clock). */
@@ -60,6 +71,8 @@ export interface ExpireResult {
   /** Expired snapshots whose files were damaged (what only they referenced is left to orphan cleanup). */
   damagedSnapshots: number[];
   dataFilesDeleted: number;
+  /** Changelog files of the expired snapshots (primary-key tables with `changelog-producer = input`). */
+  changelogFilesDeleted: number;
   manifestsDeleted: number;
   dryRun: boolean;
 }
@@ -82,7 +95,25 @@ function policyOf(table: Table, o: ExpireOptions): RetentionPolicy {
   if (!(p.retainMin >= 1)) throw new LakeError(ErrorKind.DataInvalid, `snapshot.num-retained.min must be at least 1, got ${p.retainMin}`);
   if (p.retainMax < p.retainMin) throw new LakeError(ErrorKind.DataInvalid, `snapshot.num-retained.min (${p.retainMin}) must not exceed snapshot.num-retained.max (${p.retainMax})`);
   if (!(p.limit >= 1)) throw new LakeError(ErrorKind.DataInvalid, `snapshot.expire.limit must be at least 1, got ${p.limit}`);
+  refuseDecoupledChangelog(table, p);
   return p;
+}
+
+/**
+ * Paimon decouples changelog from snapshots when `changelog.num-retained.max` / `.min` or `changelog.time-retained`
+ * retain more than their snapshot counterparts (Java's ExpireConfig.isChangelogDecoupled): expired snapshots then
+ * live on as `changelog/changelog-N` files that keep their changelog — and, without a changelog producer, their
+ * level-0 data files — until ExpireChangelogImpl expires them. natslake writes no such files, so it refuses to
+ * expire such a table rather than delete what Paimon would keep. Options that retain no more than the snapshots are
+ * the coupled default and change nothing.
+ */
+function refuseDecoupledChangelog(table: Table, p: RetentionPolicy): void {
+  const reasons = changelogDecoupling(table.options, p);
+  if (reasons.length === 0) return;
+  throw new LakeError(
+    ErrorKind.Unsupported,
+    `${table.name} keeps its changelog longer than its snapshots (${reasons.join("; ")}): Paimon then keeps expired snapshots' changelog in changelog/ files, which natslake does not write; expire this table with Paimon, or set the changelog.* retention no longer than the snapshots'`,
+  );
 }
 
 /** The range [earliest, end) the policy expires now (end === earliest: nothing). */
@@ -127,7 +158,7 @@ async function endByAge(table: Table, p: RetentionPolicy, earliest: number, late
 /** Expires snapshots by the table's retention options; see the module comment for what goes and in which order. */
 export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Promise<ExpireResult> {
   const { earliest, end } = await expirableRange(table, o);
-  const result: ExpireResult = { from: earliest, to: end, snapshotsDeleted: 0, damagedSnapshots: [], dataFilesDeleted: 0, manifestsDeleted: 0, dryRun: o.dryRun === true };
+  const result: ExpireResult = { from: earliest, to: end, snapshotsDeleted: 0, damagedSnapshots: [], dataFilesDeleted: 0, changelogFilesDeleted: 0, manifestsDeleted: 0, dryRun: o.dryRun === true };
   if (end <= earliest) return result;
   const store = o.store ?? new ManifestStore(table);
   const retained = await table.snapshots.snapshot(end);
@@ -136,44 +167,55 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
   // What the retained snapshot `end` and the tags still use.
   const keepManifests = new Set<string>();
   const keepFiles = new Set<string>();
+  const keepChangelog = new Set<string>();
   for (const s of [retained, ...tagged.map((t) => t.snapshot)]) {
     for (const list of manifestListsOf(s)) {
       keepManifests.add(list);
-      for (const m of await store.readManifestList(list)) keepManifests.add(m.fileName);
+      // A tag's changelog list may be gone: Java's expiration deletes it with the tagged snapshot.
+      for (const m of await ifPresent(store.readManifestList(list), [])) keepManifests.add(m.fileName);
     }
   }
-  for (const t of tagged) for (const e of await store.readLiveEntries(t.snapshot)) keepFiles.add(fileKey(e));
+  for (const t of tagged) {
+    for (const e of await store.readLiveEntries(t.snapshot)) keepFiles.add(fileKey(e));
+    for (const e of await changelogFilesOf(store, t.snapshot)) keepChangelog.add(fileKey(e));
+  }
 
-  // 1. Data files deleted by the deltas of (earliest, end]. A manifest of an expired snapshot that is gone was
-  // deleted by an earlier run killed before it deleted the snapshot files; that run had deleted every data file
-  // first (the order above), so what the manifest listed is handled.
+  // 1. Data files deleted by the deltas of (earliest, end], each delta on its own: what it ADDs again (an upgrade to
+  // another level) stays. A manifest of an expired snapshot that is gone was deleted by an earlier run killed before
+  // it deleted the snapshot files; that run had deleted every data file first (the order above), so what the
+  // manifest listed is handled.
   const dataFiles = new Map<string, string>();
   const damaged = new Set<number>();
   for (let id = earliest + 1; id <= end; id++) {
     const s = await snapshotIfExists(table, id, damaged);
     if (s === null) continue;
-    for (const e of await ifPresent(store.readDeltaEntries(s), [])) {
-      if (e.kind !== FileKind.DELETE || keepFiles.has(fileKey(e))) continue;
+    const entries = await ifPresent(store.readDeltaEntries(s), []);
+    const readded = new Set(entries.filter((e) => e.kind === FileKind.ADD).map(fileKey));
+    for (const e of entries) {
+      if (e.kind !== FileKind.DELETE || readded.has(fileKey(e)) || keepFiles.has(fileKey(e))) continue;
       dataFiles.set(fileKey(e), dataFilePath(table, e));
     }
   }
-  // 2. Manifests and manifest lists of the expired snapshots.
+  // 2. Changelog files the expired snapshots added, and 3. their manifests and manifest lists.
+  const changelogFiles = new Map<string, string>();
   const manifests = new Set<string>();
   for (let id = earliest; id < end; id++) {
     const s = await snapshotIfExists(table, id, damaged);
     if (s === null) continue;
+    for (const e of await changelogFilesOf(store, s)) if (!keepChangelog.has(fileKey(e))) changelogFiles.set(fileKey(e), dataFilePath(table, e));
     for (const list of manifestListsOf(s)) {
       if (!keepManifests.has(list)) manifests.add(list);
       for (const m of await ifPresent(store.readManifestList(list), [])) if (!keepManifests.has(m.fileName)) manifests.add(m.fileName);
     }
   }
   result.dataFilesDeleted = dataFiles.size;
+  result.changelogFilesDeleted = changelogFiles.size;
   result.manifestsDeleted = manifests.size;
   result.snapshotsDeleted = end - earliest;
   result.damagedSnapshots = [...damaged].filter((id) => id < end).sort((a, b) => a - b);
   if (o.dryRun === true) return result;
 
-  for (const path of dataFiles.values()) {
+  for (const path of [...dataFiles.values(), ...changelogFiles.values()]) {
     await table.io.delete(path);
     failpoint("expire.after-data-file");
   }
@@ -183,6 +225,8 @@ export async function expireSnapshots(table: Table, o: ExpireOptions = {}): Prom
     await table.io.delete(table.paths.snapshotPath(id));
     failpoint("expire.after-snapshot");
   }
+  // This handle must not say they exist any more (a tag deleted next would keep files only it held).
+  table.snapshots.forgetBefore(end);
   await table.snapshots.writeEarliestHint(end);
   return result;
 }

@@ -7,7 +7,9 @@
  * (`tag/tag-*`), by any branch's snapshots and tags (`branch/branch-*`: their data files and manifests live in the
  * shared table directories), by decoupled changelogs (`changelog/changelog-*`), or by an in-flight committable (the
  * caller says which files: `inFlightFiles`). What a snapshot references: its manifest lists, their manifests, every
- * data file those list (ADD and DELETE entries alike) with its extra files, and its index manifest.
+ * data file those list (ADD and DELETE entries alike) with its extra files, and its index manifest — its changelog
+ * manifest list included: the changelog files (`changelog-producer = input`) of every snapshot and tag on disk are
+ * referenced. A changelog list that is gone is not damage (Java's expiration deletes a tagged snapshot's changelog).
  *
  * Candidates — what may be deleted when unreferenced and older than the bound:
  * - `data`: files in the bucket directories (`…/bucket-N/`, `bucket-postpone/`) of the data tree (everything under
@@ -280,19 +282,24 @@ async function collectReferences(table: Table): Promise<References> {
    * snapshot, tags, branches); otherwise it is what a concurrent or interrupted expiration leaves, and skipped.
    */
   const addSnapshot = async (s: Snapshot, what: string, strict: boolean): Promise<void> => {
-    const lists = [s.baseManifestList, s.deltaManifestList];
-    if (s.changelogManifestList) lists.push(s.changelogManifestList);
+    // A changelog list may be missing whatever holds it: Java's expiration deletes a snapshot's changelog with it,
+    // also when a tag holds the snapshot (the tag then names a list that is gone).
+    const lists: Array<[string, boolean]> = [
+      [s.baseManifestList, strict],
+      [s.deltaManifestList, strict],
+    ];
+    if (s.changelogManifestList) lists.push([s.changelogManifestList, false]);
     if (s.indexManifest) refs.paths.add(`manifest/${s.indexManifest}`);
-    for (const list of lists) {
+    for (const [list, mustExist] of lists) {
       refs.paths.add(`manifest/${list}`);
       if (manifestsDone.has(list)) continue;
       manifestsDone.add(list);
-      const metas = await readOrMissing(store.readManifestList(list), `${what}: manifest list ${list}`, strict);
+      const metas = await readOrMissing(store.readManifestList(list), `${what}: manifest list ${list}`, mustExist);
       for (const m of metas ?? []) {
         refs.paths.add(`manifest/${m.fileName}`);
         if (manifestsDone.has(m.fileName)) continue;
         manifestsDone.add(m.fileName);
-        const entries = await readOrMissing(store.readManifest(m.fileName), `${what}: manifest ${m.fileName}`, strict);
+        const entries = await readOrMissing(store.readManifest(m.fileName), `${what}: manifest ${m.fileName}`, mustExist);
         for (const e of entries ?? []) addEntry(e);
       }
     }

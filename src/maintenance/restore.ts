@@ -9,6 +9,12 @@
  * and every data file keeps its sequence numbers, so each bucket reads back in the target's order and later appends
  * follow it.
  *
+ * A file is live "in both" only at the same level. A primary-key file a compaction moved to another level since (an
+ * upgrade) is, for the restore, deleted at the level it has and brought back under a new name at the target's: every
+ * bucket's levels are then the target's exactly (kept where they were, a level ≥ 1 would mix files the target had at
+ * different levels, which may overlap), and no (file, level) is added again after its deletion — pypaimon drops an
+ * ADD whose file and level were ever DELETEd, and Paimon's manifests assume each is added once.
+ *
  * Why the cluster rolls back this way (`natslake rollback --nats`, run by the table's leader):
  * - snapshot ids never repeat. After Paimon's rollback the next commit re-uses id N+1 with other content: every
  *   process that cached the old N+1 (any reader, a writer planning a compaction), every subscriber that saw the old
@@ -73,13 +79,15 @@ export async function restoreTable(table: Table, o: RestoreOptions): Promise<Res
   const target = await resolveRollbackTarget(table, o);
   const store = new ManifestStore(table);
   const targetLive = await store.readLiveEntries(target);
-  const targetKeys = new Set(targetLive.map(fileKey));
+  // The same file at the same level (see the module comment).
+  const at = (e: ManifestEntry): string => `${fileKey(e)}@${e.file.level}`;
+  const targetKeys = new Set(targetLive.map(at));
   const planAgainst = async (base: Snapshot): Promise<RestorePlan> => {
     if ((base.indexManifest ?? null) !== (target.indexManifest ?? null))
       throw new LakeError(ErrorKind.Unsupported, `${table.name}: snapshot ${target.id} and the latest ${base.id} have different index manifests (deletion vectors or a bucket index); natslake cannot restore such a table`);
     const baseLive = await store.readLiveEntries(base);
-    const baseKeys = new Set(baseLive.map(fileKey));
-    return { removed: baseLive.filter((e) => !targetKeys.has(fileKey(e))), restored: targetLive.filter((e) => !baseKeys.has(fileKey(e))) };
+    const baseKeys = new Set(baseLive.map(at));
+    return { removed: baseLive.filter((e) => !targetKeys.has(at(e))), restored: targetLive.filter((e) => !baseKeys.has(at(e))) };
   };
 
   const latest = await table.snapshots.latest();

@@ -10,7 +10,10 @@
  * What goes, precisely: every file any deleted snapshot references is either live in the first deleted snapshot or
  * added by the delta of a later one (history is linear), so those — plus what the deleted tags hold — minus what N
  * and the remaining tags hold are the data files to delete. Java deletes only the deltas' additions; a rollback to a
- * tag whose later snapshots were partly expired would leave the files the expired ones added behind.
+ * tag whose later snapshots were partly expired would leave the files the expired ones added behind. The changelog
+ * files (primary-key tables, `changelog-producer = input`) the deleted snapshots and tags added go too: each belongs
+ * to the one snapshot that added it, so those of N and of the remaining tags stay. A file a primary-key compaction
+ * moved to another level after N is one file, live in N at its old level: it stays.
  *
  * Crash safety. The plan is computed first and written as a journal, `<table>/natslake-rollback` (created
  * exclusively: two rollbacks of one table cannot both run), before anything changes. Then, in this order:
@@ -47,7 +50,7 @@ import { parseJson, stringifyJson } from "../format/wire/json.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { getTagOrThrow, listTags } from "../table/tags.ts";
-import { dataFilePath, fileKey, manifestListsOf } from "../table/file-refs.ts";
+import { changelogFilesOf, dataFilePath, fileKey, manifestListsOf } from "../table/file-refs.ts";
 
 /** The prefix of the commit users of the cluster's committer (actors/committer.ts) and offset resets. */
 export const CLUSTER_COMMIT_USER_PREFIX = "natslake-";
@@ -76,6 +79,8 @@ export interface RollbackResult {
   damagedSnapshots: number[];
   tagsDeleted: string[];
   dataFilesDeleted: number;
+  /** Changelog files the deleted snapshots and tags added. */
+  changelogFilesDeleted: number;
   manifestsDeleted: number;
   /** `snapshot-N` was written back from the tag. */
   recreatedSnapshot: boolean;
@@ -95,6 +100,8 @@ interface Plan {
   damaged?: number[];
   tags: string[];
   dataFiles: string[];
+  /** Paths of changelog files to delete (absent in journals of older versions). */
+  changelogFiles?: string[];
   manifests: string[];
 }
 
@@ -171,14 +178,21 @@ async function planRollback(table: Table, target: Snapshot, latestId: number): P
   const kept = [target, ...allTags.filter((t) => t.snapshot.id <= N).map((t) => t.snapshot)];
 
   const keepFiles = new Set<string>();
+  const keepChangelog = new Set<string>();
   const keepManifests = new Set<string>();
   for (const s of kept) {
     for (const e of await store.readLiveEntries(s)) keepFiles.add(fileKey(e));
+    for (const e of await changelogFilesOf(store, s)) keepChangelog.add(fileKey(e));
     for (const list of manifestListsOf(s)) {
       keepManifests.add(list);
-      for (const m of await store.readManifestList(list)) keepManifests.add(m.fileName);
+      // A tag's changelog list may be gone: Java's expiration deletes it with the tagged snapshot.
+      for (const m of await ifPresent(store.readManifestList(list), [])) keepManifests.add(m.fileName);
     }
   }
+  const changelogFiles = new Map<string, string>();
+  const considerChangelog = async (s: Snapshot): Promise<void> => {
+    for (const e of await changelogFilesOf(store, s)) if (!keepChangelog.has(fileKey(e))) changelogFiles.set(fileKey(e), dataFilePath(table, e));
+  };
 
   const dataFiles = new Map<string, string>();
   const consider = (entries: readonly ManifestEntry[]): void => {
@@ -202,14 +216,16 @@ async function planRollback(table: Table, target: Snapshot, latestId: number): P
     // The first readable one: its live files (a damaged one before it added files the next base lists too).
     consider(first ? await store.readLiveEntries(s) : await store.readDeltaEntries(s));
     first = false;
+    await considerChangelog(s);
     await considerManifests(s);
   }
   for (const t of laterTags) {
     consider(await store.readLiveEntries(t.snapshot));
+    await considerChangelog(t.snapshot);
     await considerManifests(t.snapshot);
   }
   const recreate = (await table.snapshots.snapshotExists(N)) ? null : snapshotToJson(target);
-  return { target: N, latest: latestId, recreate, snapshots, ...(damaged.length > 0 ? { damaged } : {}), tags: laterTags.map((t) => t.name), dataFiles: [...dataFiles.values()].sort(), manifests: [...manifests].sort() };
+  return { target: N, latest: latestId, recreate, snapshots, ...(damaged.length > 0 ? { damaged } : {}), tags: laterTags.map((t) => t.name), dataFiles: [...dataFiles.values()].sort(), changelogFiles: [...changelogFiles.values()].sort(), manifests: [...manifests].sort() };
 }
 
 async function execute(table: Table, plan: Plan, resumed: boolean): Promise<RollbackResult> {
@@ -247,7 +263,7 @@ async function execute(table: Table, plan: Plan, resumed: boolean): Promise<Roll
   }
   const earliest = await table.snapshots.earliestId();
   if (earliest === null || earliest >= plan.target) await table.snapshots.writeEarliestHint(plan.target);
-  for (const path of plan.dataFiles) {
+  for (const path of [...plan.dataFiles, ...(plan.changelogFiles ?? [])]) {
     await io.delete(path);
     failpoint("rollback.after-data-file");
   }
@@ -265,6 +281,7 @@ function resultOf(plan: Plan, resumed: boolean, dryRun: boolean): RollbackResult
     damagedSnapshots: plan.damaged ?? [],
     tagsDeleted: plan.tags,
     dataFilesDeleted: plan.dataFiles.length,
+    changelogFilesDeleted: plan.changelogFiles?.length ?? 0,
     manifestsDeleted: plan.manifests.length,
     recreatedSnapshot: plan.recreate !== null,
     resumed,
@@ -293,6 +310,7 @@ async function readJournal(table: Table): Promise<Plan | null> {
     ...(Array.isArray(j["damaged"]) ? { damaged: nums(j["damaged"]) } : {}),
     tags: strs(j["tags"]),
     dataFiles: strs(j["dataFiles"]),
+    ...(Array.isArray(j["changelogFiles"]) ? { changelogFiles: strs(j["changelogFiles"]) } : {}),
     manifests: strs(j["manifests"]),
   };
 }

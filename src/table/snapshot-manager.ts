@@ -194,6 +194,11 @@ export class SnapshotManager {
     if (this.knownLatest !== null && this.knownLatest > id) this.knownLatest = null;
   }
 
+  /** Forgets what this handle knew of snapshots before `id` (expiration removed them). */
+  forgetBefore(id: number): void {
+    for (const k of [...this.cache.keys()]) if (k < id) this.cache.delete(k);
+  }
+
   /** Caches a snapshot; bounded, because a long-running committer sees every snapshot of the table. */
   private remember(s: Snapshot): void {
     if (this.cache.size >= 1024) this.cache.delete(this.cache.keys().next().value!);

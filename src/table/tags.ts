@@ -12,17 +12,19 @@
  * the same snapshot), only the tag file goes: the snapshot's expiration takes care of the files. When the snapshot was
  * expired, the tag was the last holder of some files: those not used by the neighbouring tag on the left nor by the
  * nearest snapshot or tag on the right are deleted too (history is linear, so a file the tag shares with anything
- * else is in one of those two). The tag file goes first: a crash after it leaves at most unreferenced files behind,
+ * else is in one of those two), and so are the changelog files the tagged snapshot added (primary-key tables with
+ * `changelog-producer = input`: a changelog file belongs to the one snapshot that added it, which natslake's
+ * expiration left to the tag). The tag file goes first: a crash after it leaves at most unreferenced files behind,
  * which orphan cleanup removes, never a tag that names missing files.
  */
 import { join } from "node:path";
 import { LosslessNumber } from "lossless-json";
-import { dataInvalid, ErrorKind, isLakeError, LakeError } from "../errors.ts";
+import { dataInvalid, ErrorKind, ifPresent, isLakeError, LakeError } from "../errors.ts";
 import { snapshotFromJson, snapshotToJson, type Snapshot } from "../format/snapshot.ts";
 import { parseJson, stringifyJson } from "../format/wire/json.ts";
 import { ManifestStore } from "./manifest-store.ts";
 import type { Table } from "./table.ts";
-import { dataFilePath, fileKey, manifestListsOf } from "./file-refs.ts";
+import { changelogFilesOf, dataFilePath, fileKey, manifestListsOf } from "./file-refs.ts";
 
 const TAG_PREFIX = "tag-";
 
@@ -168,15 +170,16 @@ export async function createTag(table: Table, name: string, o: CreateTagOptions 
 
 export interface DeleteTagResult {
   tag: Tag;
-  /** Data files and manifests deleted with it (0 unless its snapshot was expired, see the module comment). */
+  /** Data files, changelog files and manifests deleted with it (0 unless its snapshot was expired, see the module comment). */
   dataFilesDeleted: number;
+  changelogFilesDeleted: number;
   manifestsDeleted: number;
 }
 
 /** Deletes a tag (NotFound when there is none) and, when it was their last holder, its files. */
 export async function deleteTag(table: Table, name: string): Promise<DeleteTagResult> {
   const tag = await getTagOrThrow(table, name);
-  const result: DeleteTagResult = { tag, dataFilesDeleted: 0, manifestsDeleted: 0 };
+  const result: DeleteTagResult = { tag, dataFilesDeleted: 0, changelogFilesDeleted: 0, manifestsDeleted: 0 };
   const id = tag.snapshot.id;
   if (await table.snapshots.snapshotExists(id)) {
     await table.io.delete(tagPath(table, name));
@@ -207,8 +210,10 @@ export async function deleteTag(table: Table, name: string): Promise<DeleteTagRe
     if (keepFiles.has(fileKey(e))) continue;
     if (await table.io.delete(dataFilePath(table, e))) result.dataFilesDeleted++;
   }
+  for (const e of await changelogFilesOf(store, tag.snapshot)) if (await table.io.delete(dataFilePath(table, e))) result.changelogFilesDeleted++;
   for (const list of manifestListsOf(tag.snapshot)) {
-    for (const m of await store.readManifestList(list)) {
+    // A changelog list may be gone already: Java's expiration deletes it with the tagged snapshot.
+    for (const m of await ifPresent(store.readManifestList(list), [])) {
       if (!keepManifests.has(m.fileName) && (await table.io.delete(table.paths.manifestPath(m.fileName)))) result.manifestsDeleted++;
     }
     if (!keepManifests.has(list) && (await table.io.delete(table.paths.manifestPath(list)))) result.manifestsDeleted++;

@@ -13,7 +13,7 @@ import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { rowsToRecordBatch } from "../codec/columns/record-batch-builder.ts";
 import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
-import { computeStats, safeFileBounds } from "../codec/stats.ts";
+import { computeStats, safeFileBounds, type ValueStats } from "../codec/stats.ts";
 import { applyStatsMode, columnStatsModes, type StatsMode } from "../codec/stats-mode.ts";
 import { serializeBinaryRow } from "../format/binary-row.ts";
 import { hasOrder } from "../codec/stats.ts";
@@ -81,18 +81,28 @@ export function encodeDataFile(data: arrow.RecordBatch | arrow.Table, spec: Data
  */
 export function valueStatsOf(fields: readonly DataField[] | null, modes: readonly StatsMode[] | undefined, batch: arrow.RecordBatch | arrow.Table): SimpleStats {
   if (fields === null || fields.length === 0) return EMPTY_STATS;
-  const stats = safeFileBounds(fields, computeStats(fields, batch));
+  return fileStats(fields, modes, computeStats(fields, batch));
+}
+
+/**
+ * Statistics over all of a file's rows (`computeStats`, or several pieces' merged by `mergeStats`) as a manifest
+ * stores them: NaN bounds nulled (`safeFileBounds`), each column kept as its mode says (absent: exact).
+ */
+export function fileStats(fields: readonly DataField[], modes: readonly StatsMode[] | undefined, raw: ValueStats): SimpleStats {
+  const stats = safeFileBounds(fields, raw);
+  const min = [...stats.min];
+  const max = [...stats.max];
   if (modes !== undefined) {
     fields.forEach((f, k) => {
-      const s = applyStatsMode(f.type, modes[k] ?? { kind: "full" }, stats.min[k] ?? null, stats.max[k] ?? null, stats.nullCounts[k] ?? 0);
-      stats.min[k] = s.min;
-      stats.max[k] = s.max;
+      const s = applyStatsMode(f.type, modes[k] ?? { kind: "full" }, min[k] ?? null, max[k] ?? null, stats.nullCounts[k] ?? 0);
+      min[k] = s.min;
+      max[k] = s.max;
     });
   }
   const types = fields.map((f) => f.type);
   return {
-    minValues: serializeBinaryRow(types, stats.min),
-    maxValues: serializeBinaryRow(types, stats.max),
+    minValues: serializeBinaryRow(types, min),
+    maxValues: serializeBinaryRow(types, max),
     nullCounts: stats.nullCounts.map((n) => BigInt(n)),
   };
 }

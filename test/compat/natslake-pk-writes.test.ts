@@ -13,11 +13,9 @@ import { BatchWriter } from "../../src/write/batch-writer.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { readParquet } from "../../src/codec/parquet.ts";
 import { recordBatchToRows } from "../../src/codec/columns/batch-to-rows.ts";
-import { keyValueFields, keyFields } from "../../src/lsm/key-value-fields.ts";
-import { keyComparator } from "../../src/lsm/key-comparator.ts";
-import { deserializeBinaryRow } from "../../src/format/binary-row.ts";
-import { partitionPath } from "../../src/format/partition.ts";
+import { keyValueFields } from "../../src/lsm/key-value-fields.ts";
 import { paimonRead } from "../helpers/python.ts";
+import { checkKeyValueFile } from "../helpers/pk-layout.ts";
 import { javaPaimonRead } from "../helpers/java.ts";
 import { readJson, reopen, sortRows, tempDir } from "../helpers/tables.ts";
 import type { Table } from "../../src/table/table.ts";
@@ -46,28 +44,12 @@ async function writeHistory(t: Table, history: R[][]): Promise<number[]> {
   return ids;
 }
 
-/** Every live data file of the table: rows sorted by key (strictly: one row per key), min/max key = first/last. */
+/** Every live data file of the table in Paimon's layout (test/helpers/pk-layout.ts), at level 0. */
 async function checkFileLayout(t: Table): Promise<void> {
   const latest = await t.snapshots.latest();
-  const fields = keyValueFields(t.schema);
-  const keys = keyFields(t.schema);
-  const compare = keyComparator(keys.map((f) => f.type));
   for (const e of await new ManifestStore(t).readLiveEntries(latest!)) {
-    const pvalues = deserializeBinaryRow(t.partitionTypes, e.partition);
-    const dir = partitionPath(t.partitionKeys, t.partitionTypes, pvalues, { defaultName: t.options.partitionDefaultName, legacyName: t.options.partitionLegacyName });
-    const bytes = await t.io.readFile(t.paths.dataFilePath(dir, e.bucket, e.file.fileName));
-    const table = readParquet(bytes);
-    assert.deepEqual(table.schema.fields.map((f) => f.name), fields.map((f) => f.name), "Paimon's column order");
-    const rows = recordBatchToRows(fields, table);
-    const keyOf = (r: R): unknown[] => keys.map((k) => r[`_KEY_${k.name}`]);
-    for (let i = 1; i < rows.length; i++) assert.ok(compare(keyOf(rows[i - 1]!) as never, keyOf(rows[i]!) as never) < 0, `${e.file.fileName}: rows ${i - 1} and ${i} out of key order`);
-    assert.deepEqual(deserializeBinaryRow(keys.map((k) => k.type), e.file.minKey), keyOf(rows[0]!));
-    assert.deepEqual(deserializeBinaryRow(keys.map((k) => k.type), e.file.maxKey), keyOf(rows[rows.length - 1]!));
-    assert.equal(e.file.deleteRowCount, rows.filter((r) => r["_VALUE_KIND"] === 1 || r["_VALUE_KIND"] === 3).length);
+    await checkKeyValueFile(t, e);
     assert.equal(e.file.level, 0);
-    const seqs = rows.map((r) => r["_SEQUENCE_NUMBER"] as bigint);
-    assert.equal(e.file.minSequenceNumber, seqs.reduce((a, b) => (b < a ? b : a)));
-    assert.equal(e.file.maxSequenceNumber, seqs.reduce((a, b) => (b > a ? b : a)));
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decideCompactions, parseWatermark, type CompactionClaim } from "../../../src/commit/compaction-commit.ts";
+import { decideCompactions, parseWatermark, writtenOutputs, type CompactionClaim } from "../../../src/commit/compaction-commit.ts";
 import { EMPTY_STATS, FileKind, fileIdentifier, type DataFileMeta } from "../../../src/format/manifest.ts";
 import type { NatslakeState } from "../../../src/format/snapshot.ts";
 
@@ -66,4 +66,14 @@ test("compactions - watermark parsing", () => {
   assert.equal(parseWatermark(undefined), undefined);
   assert.equal(parseWatermark("no-seq"), undefined);
   assert.equal(parseWatermark("/5"), undefined);
+});
+
+test("compactions - what a rejected change leaves to delete: the files it wrote, never one it only moved to another level (a primary-key upgrade)", () => {
+  const c: CompactionClaim = {
+    bucket: 0,
+    ownerEpoch: 2,
+    changes: [{ partition: PART, totalBuckets: 2, before: [file("up"), file("a"), file("b")], after: [{ ...file("up"), level: 3 }, { ...file("ab"), level: 3 }] }],
+  };
+  assert.deepEqual(writtenOutputs(c).map((e) => e.file.fileName), ["ab"]);
+  assert.deepEqual(writtenOutputs(change(0, 2, ["a", "b"], ["ab", "cd"])).map((e) => e.file.fileName), ["ab", "cd"]);
 });

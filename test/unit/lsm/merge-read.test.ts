@@ -2,15 +2,19 @@
  * The merge-on-read of a primary-key bucket (src/lsm/merge-reader.ts) over in-memory sorted runs: per key the last
  * version in merge order (sequence.field, sequence number, retraction before addition), retractions drop the key (or
  * are passed over with ignore-delete), rows in Paimon's key order; sections that overlap nothing read as they are.
- * Checked against a direct model over random histories spread over random runs and levels (fast-check).
+ * Checked against a direct model over random histories spread over random runs and levels (fast-check). The
+ * compaction mode: physical rows (`_KEY_` copies, each survivor's own sequence number and kind), a key's only version
+ * passed as it is, retractions kept unless deletes are dropped, the chunks' meta (first/last key, sequence range,
+ * retractions).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type * as arrow from "apache-arrow";
 import { mergeReadFields } from "../../../src/lsm/merge-read.ts";
-import { mergeBucketFiles, sections, type MergeReadSpec } from "../../../src/lsm/merge-reader.ts";
-import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../../src/lsm/key-value-fields.ts";
+import { mergeBucketFiles, mergeForCompaction, sections, type CompactionMergeSpec, type MergeReadSpec } from "../../../src/lsm/merge-reader.ts";
+import { keyCopyField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../../src/lsm/key-value-fields.ts";
+import type { SortedRows } from "../../../src/lsm/sort-buffer.ts";
 import { keyComparator, SerializedKeys } from "../../../src/lsm/key-comparator.ts";
 import { parseColumnList, type DataField } from "../../../src/format/data-types.ts";
 import { serializeBinaryRow } from "../../../src/format/binary-row.ts";
@@ -151,4 +155,80 @@ test("merge - the fields a merge reads: the wanted ones, the missing key and seq
   const table = { schema: { primaryKeys: ["dt", "id"], partitionKeys: ["dt"], options: { "sequence.field": "ts" }, fields: fields("dt STRING NOT NULL, id BIGINT NOT NULL, name STRING, ts BIGINT") } } as unknown as Parameters<typeof mergeReadFields>[0];
   const [, id, name] = table.schema.fields;
   assert.deepEqual(mergeReadFields(table, [name!, id!]).map((f) => f.name), ["name", "id", "ts", SEQ, KIND]);
+});
+
+/** The compaction merge of `sections` (each its runs) as physical rows, and the chunks it came in. */
+async function compactMerge(all: DataField[], keyFields: DataField[], sectionRuns: DataFileMeta[][][], batches: Map<string, arrow.RecordBatch>, opts: Partial<CompactionMergeSpec> = {}): Promise<{ rows: Row[]; chunks: SortedRows[] }> {
+  const spec: CompactionMergeSpec = { keyFields, sequence: null, ignoreDelete: false, dropDelete: false, valueFields: all, readFile: async (f) => [batches.get(f.fileName)!], batchRows: 3, ...opts };
+  const physical = [...keyFields.map(keyCopyField), SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, ...all];
+  const chunks: SortedRows[] = [];
+  for await (const c of mergeForCompaction(sectionRuns, spec)) chunks.push(c);
+  assert.ok(chunks.every((c) => c.batch.schema.fields.map((f) => f.name).join() === physical.map((f) => f.name).join()), "Paimon's physical column order");
+  return { rows: chunks.flatMap((c) => recordBatchToRows(physical, c.batch)), chunks };
+}
+
+test("merge for compaction - physical rows: the survivor's own sequence number and kind, a lone retraction kept unless deletes are dropped; chunk meta", async () => {
+  const all = fields("id BIGINT NOT NULL, s STRING");
+  const [id] = all;
+  const b = new Map<string, arrow.RecordBatch>();
+  const l0 = file(all, [id!], [v({ id: 1n }, 10, 0, { s: "new" }), v({ id: 2n }, 11, 3), v({ id: 4n }, 12, 1), v({ id: 6n }, 13, 2, { s: "u" })], 0, b);
+  const l3 = file(all, [id!], [v({ id: 1n }, 1, 0, { s: "old" }), v({ id: 2n }, 2, 0, { s: "gone" }), v({ id: 3n }, 3, 3), v({ id: 5n }, 5, 0, { s: "five" })], 3, b);
+  const { rows, chunks } = await compactMerge(all, [id!], [[[l0], [l3]]], b);
+  const shown = (r: Row): unknown[] => [r["_KEY_id"], r["id"], r[SEQ], r[KIND], r["s"]];
+  assert.deepEqual(rows.map(shown), [
+    [1n, 1n, 10n, 0, "new"],
+    [2n, 2n, 11n, 3, ""],
+    [3n, 3n, 3n, 3, ""],
+    [4n, 4n, 12n, 1, ""],
+    [5n, 5n, 5n, 0, "five"],
+    [6n, 6n, 13n, 2, "u"],
+  ].map(([k, i, q, kind, s]) => [k, i, q, kind, s === "" ? null : s]));
+  // Chunks of 3 rows: each with its first and last key, its sequence range and its retractions.
+  assert.deepEqual(chunks.map((c) => [c.batch.numRows, c.minKey, c.maxKey, c.minSequenceNumber, c.maxSequenceNumber, c.deleteRows]), [
+    [3, [1n], [3n], 3n, 11n, 2],
+    [3, [4n], [6n], 5n, 13n, 1],
+  ]);
+  const dropped = await compactMerge(all, [id!], [[[l0], [l3]]], b, { dropDelete: true });
+  assert.deepEqual(dropped.rows.map((r) => [r["id"], r[SEQ]]), [[1n, 10n], [5n, 5n], [6n, 13n]], "every surviving retraction dropped");
+});
+
+test("merge for compaction - ignore-delete passes retractions over only among several versions (Java's reducer: a lone one passes as it is); sections in order", async () => {
+  const all = fields("id INT NOT NULL, s STRING");
+  const [id] = all;
+  const b = new Map<string, arrow.RecordBatch>();
+  const a = file(all, [id!], [v({ id: 1 }, 5, 3), v({ id: 2 }, 6, 1), v({ id: 3 }, 7, 3)], 0, b);
+  const c = file(all, [id!], [v({ id: 1 }, 1, 0, { s: "one" }), v({ id: 2 }, 2, 3)], 1, b);
+  const later = file(all, [id!], [v({ id: 8 }, 8, 0, { s: "eight" })], 0, b);
+  const { rows } = await compactMerge(all, [id!], [[[a], [c]], [[later]]], b, { ignoreDelete: true });
+  assert.deepEqual(rows.map((r) => [r["id"], r[KIND], r["s"]]), [[1, 0, "one"], [3, 3, null], [8, 0, "eight"]], "key 2 (two retractions) leaves nothing; key 3's lone retraction stays");
+});
+
+test("merge for compaction - random versions over random runs: per key the latest version, physical and in key order", async () => {
+  const all = fields("id INT NOT NULL, tag INT");
+  const [id] = all;
+  const op = fc.record({ key: fc.integer({ min: 0, max: 12 }), kind: fc.constantFrom(0, 1, 2, 3), tag: fc.integer(), run: fc.integer({ min: 0, max: 3 }) });
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 60 }), fc.boolean(), async (ops, dropDelete) => {
+      const b = new Map<string, arrow.RecordBatch>();
+      const runs: DataFileMeta[][] = [];
+      for (let r = 0; r <= 3; r++) {
+        const last = new Map<number, Row>();
+        ops.forEach((o, seq) => {
+          if (o.run === r) last.set(o.key, v({ id: o.key }, seq, o.kind, { tag: o.tag }));
+        });
+        if (last.size > 0) runs.push([file(all, [id!], [...last.values()], r, b)]);
+      }
+      const { rows, chunks } = await compactMerge(all, [id!], [runs], b, { dropDelete, batchRows: 4 });
+      const kept = runs.flat().flatMap((f) => recordBatchToRows([...all, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD], b.get(f.fileName)!));
+      const model = new Map<number, Row>();
+      for (const x of kept.sort((p, q) => Number((p[SEQ] as bigint) - (q[SEQ] as bigint)))) model.set(x["id"] as number, x);
+      const expected = [...model.entries()]
+        .filter(([, r]) => !(dropDelete && (r[KIND] === 1 || r[KIND] === 3)))
+        .sort(([p], [q]) => p - q)
+        .map(([, r]) => ({ _KEY_id: r["id"], [SEQ]: r[SEQ], [KIND]: r[KIND], id: r["id"], tag: r["tag"] }));
+      assert.deepEqual(rows, expected);
+      assert.equal(chunks.reduce((n, c) => n + c.deleteRows, 0), expected.filter((r) => r[KIND] === 1 || r[KIND] === 3).length);
+    }),
+    { numRuns: 200 },
+  );
 });
