@@ -184,3 +184,14 @@ test("compose - the Dockerfile builds dist/ and ships what the npm package ships
     for (const src of m[1]!.split(" ")) assert.ok(ignore.includes(`!${src.split("/")[0]}${src.includes("/") ? "/" : ""}`), `.dockerignore lets ${src} in`);
   }
 });
+
+test("compose - the dashboard's first row has a panel for every alert of alerts.yml, and names no alert that is not there", () => {
+  const rules = parseYaml(readFileSync(join(COMPOSE_DIR, "prometheus", "alerts.yml"), "utf8")) as { groups: Array<{ rules: Array<{ alert?: string }> }> };
+  const alerts = rules.groups.flatMap((g) => g.rules.map((r) => r.alert)).filter((a): a is string => a !== undefined).sort();
+  const dashboard = JSON.parse(readFileSync(DASHBOARD_FILE, "utf8")) as { panels: Array<{ type: string; title: string; description?: string }> };
+  // The panels between the first row and the second: the alerts row.
+  const rows = dashboard.panels.flatMap((p, i) => (p.type === "row" ? [i] : []));
+  assert.ok(rows.length >= 2 && rows[0] === 0, "the dashboard opens with a row");
+  const named = dashboard.panels.slice(1, rows[1]).flatMap((p) => [...(p.description ?? "").matchAll(/\bAlert (Natslake\w+)/g)].map((m) => m[1]!));
+  assert.deepEqual([...new Set(named)].sort(), alerts, "each alert named by a panel of the alerts row (its description: 'Alert <name> ...')");
+});
