@@ -29,6 +29,20 @@ const FILE_ROWS = readFileSync(join(ROOT, "examples", "data", "events.jsonl"), "
 const PRODUCER_ROWS = Array.from({ length: 5 }, (_, i) => ({ id: 100 + i, msg: `example row ${100 + i}` }));
 const TOUR_IDS = [...FILE_ROWS, ...PRODUCER_ROWS].map((r) => r.id).sort((a, b) => a - b);
 const TOUR_MSGS = [...FILE_ROWS, ...PRODUCER_ROWS].flatMap((r) => (typeof r.msg === "string" ? [r.msg] : []));
+/** The primary-key part (steps 8–11): the rows and changes published, and the table they leave. */
+const jsonLines = (file: string): Array<Record<string, unknown>> =>
+  readFileSync(join(ROOT, "examples", "data", file), "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+const ACCOUNT_CHANGES = [...jsonLines("accounts.jsonl"), ...jsonLines("account-changes.jsonl")];
+/** The model: each change applied in order (-U and -D remove the key, the others replace it). */
+function accountsAfter(changes: Array<Record<string, unknown>>): Map<number, string> {
+  const state = new Map<number, string>();
+  for (const c of changes) {
+    const kind = (c["_row_kind"] as string | undefined) ?? "+I";
+    if (kind === "-U" || kind === "-D") state.delete(c["id"] as number);
+    else state.set(c["id"] as number, c["balance"] as string);
+  }
+  return state;
+}
 
 /** The tour's ```sh blocks, in order, each as the text a user pastes. */
 function tourBlocks(): string[] {
@@ -113,17 +127,28 @@ test("README tour - every command of the five-minute tour works as written, and 
     assert.ok(o !== undefined, `the tour has a step matching ${re}`);
     return o.out;
   };
-  assert.match(of(/natslake publish/), new RegExp(`published ${FILE_ROWS.length} rows to tour\\.events: ${FILE_ROWS.length} ok`));
+  assert.match(of(/natslake publish tour\.events/), new RegExp(`published ${FILE_ROWS.length} rows to tour\\.events: ${FILE_ROWS.length} ok`));
   assert.match(of(/producer\.ts/), /the stream stored nothing twice/);
   // `read` prints a table (id first), `tail` JSON lines: every row of steps 3 and 4, once.
-  const readIds = of(/natslake read/).split("\n").flatMap((l) => /^\s*(\d+)\s+\|/.exec(l)?.[1] ?? []).map(Number);
-  assert.deepEqual(readIds.sort((a, b) => a - b), TOUR_IDS, `read shows every tour row once:\n${of(/natslake read/)}`);
-  const tailIds = of(/natslake tail/).split("\n").filter((l) => l.trim() !== "").map((l) => (JSON.parse(l) as { id: number }).id);
-  assert.deepEqual(tailIds.sort((a, b) => a - b), TOUR_IDS, `tail prints every tour row once:\n${of(/natslake tail/)}`);
+  const readIds = of(/natslake read tour\.events/).split("\n").flatMap((l) => /^\s*(\d+)\s+\|/.exec(l)?.[1] ?? []).map(Number);
+  assert.deepEqual(readIds.sort((a, b) => a - b), TOUR_IDS, `read shows every tour row once:\n${of(/natslake read tour\.events/)}`);
+  const tailIds = of(/natslake tail tour\.events/).split("\n").filter((l) => l.trim() !== "").map((l) => (JSON.parse(l) as { id: number }).id);
+  assert.deepEqual(tailIds.sort((a, b) => a - b), TOUR_IDS, `tail prints every tour row once:\n${of(/natslake tail tour\.events/)}`);
   const query = of(/query\.py/);
   for (const msg of TOUR_MSGS) assert.equal(count(query, msg), 1, `the pypaimon + DuckDB query shows "${msg}" once:\n${query}`);
 
-  // Step 8: Ctrl-C in the first terminal. The nodes drain, then the servers stop, and nothing is left running.
+  // Steps 8–11: the primary-key table holds one row per key, the model's; tail prints every change with its kind.
+  const accounts = accountsAfter(ACCOUNT_CHANGES);
+  const readAccounts = new Map(of(/natslake read tour\.accounts/).split("\n").flatMap((l) => {
+    const m = /^\s*(\d+)\s+\|\s*\S+\s+\|\s*([\d.]+)/.exec(l);
+    return m === null ? [] : [[Number(m[1]), m[2]!] as [number, string]];
+  }));
+  assert.deepEqual([...readAccounts].sort(), [...accounts].sort(), `read shows one row per key, the changes applied:\n${of(/natslake read tour\.accounts/)}`);
+  const printed = of(/natslake tail tour\.accounts/).split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+  const changeKey = (c: Record<string, unknown>): string => `${String(c["_row_kind"] ?? "+I")} ${String(c["id"])}`;
+  assert.deepEqual(printed.map(changeKey).sort(), ACCOUNT_CHANGES.map(changeKey).sort(), `tail from snapshot 1 prints every change published, with its kind:\n${of(/natslake tail tour\.accounts/)}`);
+
+  // Step 12: Ctrl-C in the first terminal. The nodes drain, then the servers stop, and nothing is left running.
   process.kill(-up.pid!, "SIGINT");
   let timer: NodeJS.Timeout | undefined;
   const end = await Promise.race([
