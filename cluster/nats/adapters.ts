@@ -421,12 +421,19 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     },
     async publishSnapshot(n: SnapshotNotification): Promise<void> {
       const data = enc.encode(JSON.stringify(n));
-      if (n.traceparent !== undefined) {
-        const h = natsHeaders();
-        h.set(H_TRACEPARENT, n.traceparent);
-        nc.publish(subjects.snapshots(id(n.table)), data, { headers: h });
-      } else nc.publish(subjects.snapshots(id(n.table)), data);
-      await keepLatestNotification(snap, subjects.tableKey(id(n.table)), n.snapshotId, data);
+      // The KV first, then the subject: a subscriber (snapshots-client.ts) subscribes, then reads the KV. Published
+      // the other way round, one that subscribed between the publish and the KV write missed the notification on the
+      // subject and read the KV's previous value — and when nothing was committed after it, a `waitVisible` for rows
+      // of that snapshot waited out its timeout (a CI run saw it).
+      try {
+        await keepLatestNotification(snap, subjects.tableKey(id(n.table)), n.snapshotId, data);
+      } finally {
+        if (n.traceparent !== undefined) {
+          const h = natsHeaders();
+          h.set(H_TRACEPARENT, n.traceparent);
+          nc.publish(subjects.snapshots(id(n.table)), data, { headers: h });
+        } else nc.publish(subjects.snapshots(id(n.table)), data);
+      }
     },
     async lastSnapshotNotified(table: string): Promise<number> {
       return notifiedSnapshotId(await snap.get(subjects.tableKey(id(table))));

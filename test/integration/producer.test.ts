@@ -12,6 +12,7 @@ import { ErrorKind, isLakeError } from "../../src/errors.ts";
 import { createBucketFunction } from "../../src/format/bucket.ts";
 import type { Table } from "../../src/table/table.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureTableInfra, readTableMeta, serverHasDiscardNewSizeBug } from "../../cluster/nats/table-infra.ts";
 import { createProducer, publishRaw, publishWithRetry, type BatchOutcome } from "../../cluster/producer.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
@@ -382,6 +383,23 @@ test("the KV's last notification only moves forward: a deposed leader's late ann
   sub.stop();
   await ports.bus.publishSnapshot(notification(name, 8, { "0": 4 }));
   assert.equal(await ports.bus.lastSnapshotNotified(name), 8);
+});
+
+test("a notification is in the KV before it is on the subject: a subscriber that missed it on the subject finds it in the KV", async () => {
+  const { subjects, name } = await registeredTable();
+  const ports = await natsPorts(nc, subjects);
+  // subscribeSnapshots subscribes, then reads the KV. Whatever a subscription can no longer receive on the subject must
+  // already be in the KV: so when the subject's message arrives anywhere, the KV holds that snapshot (or a later one).
+  const kvAtArrival: Array<Promise<number>> = [];
+  const raw = nc.subscribe(subjects.snapshots(parseIdentifier(name)), { callback: () => kvAtArrival.push(ports.bus.lastSnapshotNotified(name)) });
+  await nc.flush();
+  for (let id = 1; id <= 20; id++) await ports.bus.publishSnapshot(notification(name, id, { "0": id }));
+  await nc.flush();
+  await new Promise((r) => setTimeout(r, 50));
+  raw.unsubscribe();
+  const seenInKv = await Promise.all(kvAtArrival);
+  assert.equal(seenInKv.length, 20, "every notification arrived on the subject");
+  seenInKv.forEach((kvId, i) => assert.ok(kvId >= i + 1, `notification ${i + 1} arrived while the KV held ${kvId}`));
 });
 
 test("a table's assignment is written only by the newest leader: an older leader's late write is refused, Fenced", async () => {
