@@ -391,7 +391,7 @@ test("a notification is in the KV before it is on the subject: a subscriber that
   // subscribeSnapshots subscribes, then reads the KV. Whatever a subscription can no longer receive on the subject must
   // already be in the KV: so when the subject's message arrives anywhere, the KV holds that snapshot (or a later one).
   const kvAtArrival: Array<Promise<number>> = [];
-  const raw = nc.subscribe(subjects.snapshots(parseIdentifier(name)), { callback: () => kvAtArrival.push(ports.bus.lastSnapshotNotified(name)) });
+  const raw = nc.subscribe(subjects.snapshots(parseIdentifier(name)), { callback: () => void kvAtArrival.push(ports.bus.lastSnapshotNotified(name)) });
   await nc.flush();
   for (let id = 1; id <= 20; id++) await ports.bus.publishSnapshot(notification(name, id, { "0": id }));
   await nc.flush();
