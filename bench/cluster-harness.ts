@@ -1,10 +1,11 @@
 /**
- * What the cluster benchmarks (bench/cluster.bench.ts, bench/maintenance.bench.ts, bench/consumer.bench.ts) share:
+ * What the cluster benchmarks (bench/cluster.bench.ts, bench/maintenance.bench.ts, bench/consumer.bench.ts,
+ * bench/cluster-pk.bench.ts) share:
  * process figures from /proc, the load generator (bench/cluster-load.ts) in its own process, a check that no node
- * died, the wait for a table's buckets to be assigned, a backlog published as fast as the producer goes, and the
- * nodes' CPU profiles (`--node-cpu-prof DIR`).
+ * died, the wait for a table's buckets to be assigned, a backlog published as fast as the producer goes, the
+ * nodes' CPU profiles (`--node-cpu-prof DIR`) and whether the nodes run from dist/ or the sources.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +22,13 @@ export function nodeProfiling(dir: string | undefined): { flags: string[]; stopS
 }
 
 const LOAD = fileURLToPath(new URL("./cluster-load.ts", import.meta.url));
+const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
+
+/** How the nodes run: `natslake --version` says "dist" when dist/ matches the sources, else "sources" (tsx). */
+export function nodesRunFrom(): string {
+  const r = spawnSync(process.execPath, [BIN, "--version"], { encoding: "utf8", timeout: 60_000 });
+  return /\((\w+)\)/.exec(r.stdout ?? "")?.[1] ?? "unknown";
+}
 
 export interface ProcStats {
   /** User + system CPU seconds since the process started. */
@@ -57,10 +65,23 @@ export interface LoadLimits {
   signal?: AbortSignal;
 }
 
-/** Runs the load generator to its end: `rows` rows at `rate` rows/s (0: as fast as it can), after `warmupRows`. */
-export function runLoad(natsUrl: string, table: string, rows: number, rate: number, warmupRows: number, limits: LoadLimits = {}): Promise<LoadRun> {
+/**
+ * Upserts of a primary-key table instead of rows with new ids (cluster-load.ts): row i upserts key
+ * `benchKeyOf(i, keys)` (bench/shape.ts); the measured run is rows `firstRow` onwards.
+ */
+export interface UpsertLoad {
+  keys: number;
+  firstRow: number;
+}
+
+/**
+ * Runs the load generator to its end: `rows` rows at `rate` rows/s (0: as fast as it can), after `warmupRows`; with
+ * `upserts`, the rows upsert that many keys.
+ */
+export function runLoad(natsUrl: string, table: string, rows: number, rate: number, warmupRows: number, limits: LoadLimits = {}, upserts?: UpsertLoad): Promise<LoadRun> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", LOAD, natsUrl, table, String(rows), String(rate), String(warmupRows)], { stdio: ["ignore", "pipe", "inherit"] });
+    const shape = upserts === undefined ? [] : [String(upserts.keys), String(upserts.firstRow)];
+    const p = spawn(process.execPath, ["--import", "tsx", LOAD, natsUrl, table, String(rows), String(rate), String(warmupRows), ...shape], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     let last = { cpu: 0, rssMb: 0 };
     let why: string | null = null;

@@ -1,7 +1,9 @@
 /**
  * The cluster benchmark's load generator, in its own process so its CPU is reported apart:
- *   node --import tsx bench/cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec | 0 for max> [warm-up rows]
- * Publishes rows of the 6-column bench shape through the producer client, records for every batch its first
+ *   node --import tsx bench/cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec | 0 for max> [warm-up rows] [keys] [first row]
+ * Publishes rows of the 6-column bench shape through the producer client (row i: `benchInputRow(i)`; with `keys` > 0
+ * the upserts of a primary-key table, `benchKeyedRow(i, keys)`: every key once in any `keys` consecutive rows; the
+ * measured run is rows `first row` onwards, its warm-up the rows after them), records for every batch its first
  * publish time and acknowledged sequence, and (subscribed to the table's snapshot notifications) the time each batch
  * became visible. Prints one JSON line: rows, acknowledged, publish seconds, publish→visible latencies (ms), CPU, and
  * `timeline`: per batch of the measured run [its first publish (epoch ms), its publish→visible ms].
@@ -9,11 +11,12 @@
 import { connect } from "@nats-io/transport-node";
 import { createProducer } from "../cluster/producer.ts";
 import { subscribeSnapshots } from "../cluster/snapshots-client.ts";
-import { benchInputRow } from "./shape.ts";
+import { benchInputRow, benchKeyedRow, benchKeysProblem } from "./shape.ts";
 
+const USAGE = "usage: cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec|0> [warm-up rows] [keys (0: id = row index)] [first row]";
 const [url, table, rowsArg, rateArg] = process.argv.slice(2);
 if (!url || !table || !rowsArg || rateArg === undefined) {
-  process.stderr.write("usage: cluster-load.ts <nats-url> <db.table> <rows> <rows-per-sec|0>\n");
+  process.stderr.write(`${USAGE}\n`);
   process.exit(2);
 }
 const ROWS = Number(rowsArg);
@@ -23,6 +26,16 @@ const RATE = Number(rateArg);
  * first commits) are reported apart from its steady state.
  */
 const WARMUP = Number(process.argv[6] ?? 0);
+/** 0: row i has id i; else the rows upsert `KEYS` keys (benchKeyedRow). */
+const KEYS = Number(process.argv[7] ?? 0);
+/** The measured run publishes rows FIRST … FIRST + ROWS − 1, the warm-up the WARMUP rows after them. */
+const FIRST = Number(process.argv[8] ?? 0);
+const problem = KEYS === 0 ? null : benchKeysProblem(KEYS);
+if (problem !== null || !Number.isSafeInteger(FIRST) || FIRST < 0) {
+  process.stderr.write(`${problem ?? `first row must be an integer ≥ 0, got ${process.argv[8]}`} (${USAGE})\n`);
+  process.exit(2);
+}
+const rowOf = KEYS === 0 ? benchInputRow : (i: number): Record<string, unknown> => benchKeyedRow(i, KEYS);
 const DEBUG = process.env["LATENCY_DEBUG"] === "1";
 /** [write time, latency, snapshot id] per batch (with LATENCY_DEBUG=1 also summarised on stderr at the end). */
 const trace: Array<[number, number, number]> = [];
@@ -53,7 +66,7 @@ async function run(rows: number, base: number): Promise<{ publishSeconds: number
   const pending: Array<Promise<void>> = [];
   for (let n = 0; n < rows; n++) {
     const i = base + n;
-    const p = producer.write(benchInputRow(i));
+    const p = producer.write(rowOf(i));
     if (!followed.has(p)) {
       followed.add(p);
       const writtenAt = Date.now();
@@ -83,7 +96,7 @@ async function run(rows: number, base: number): Promise<{ publishSeconds: number
 
 let warmup: { p99: number | null; p50: number | null } | null = null;
 if (WARMUP > 0) {
-  await run(WARMUP, ROWS);
+  await run(WARMUP, FIRST + ROWS);
   await new Promise((r) => setTimeout(r, 300));
   latencies.sort((a, b) => a - b);
   warmup = { p50: latencies[Math.floor(latencies.length * 0.5)] ?? null, p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? null };
@@ -91,7 +104,7 @@ if (WARMUP > 0) {
   trace.length = 0;
 }
 const cpu0 = process.cpuUsage();
-const { publishSeconds, visibleSeconds, acked } = await run(ROWS, 0);
+const { publishSeconds, visibleSeconds, acked } = await run(ROWS, FIRST);
 await new Promise((r) => setTimeout(r, 300));
 sub.stop();
 const cpu = process.cpuUsage(cpu0);

@@ -18,7 +18,7 @@
  *   (default 2 minutes per phase; the issue's run: 10)
  * Its figures go to the benchmark results file too (bench/figures.ts, section `maintenance`).
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -36,7 +36,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 import { BatchWriter } from "../src/write/batch-writer.ts";
-import { assertAlive, nodeProfiling, procStats, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
+import { assertAlive, nodeProfiling, nodesRunFrom, procStats, runLoad, waitForAssignment, type LoadRun } from "./cluster-harness.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
 import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Figures, type Series, type SeriesLine, type Target } from "./figures.ts";
 import { percentileLines, sampleRss } from "./series.ts";
@@ -567,12 +567,6 @@ function maintenanceSeries(on: PhaseResult, off: PhaseResult): Record<string, Se
       lines: [on, off].flatMap((p) => p.nodeRss.map((l) => ({ name: `${p.name}: ${l.name}`, points: l.points }))),
     },
   };
-}
-
-/** How the nodes run: `natslake --version` says "dist" when dist/ matches the sources, else "sources" (tsx). */
-function nodesRunFrom(): string {
-  const r = spawnSync(process.execPath, [BIN, "--version"], { encoding: "utf8", timeout: 60_000 });
-  return /\((\w+)\)/.exec(r.stdout ?? "")?.[1] ?? "unknown";
 }
 
 async function startCluster(natsBin: string): Promise<Cluster> {

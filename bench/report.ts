@@ -23,7 +23,12 @@ export const DEFAULT_PAGE = fileURLToPath(new URL("../docs/benchmarks.md", impor
  * The sections `npm run bench` records, in the order it runs them: the page shows them in this order (a benchmark run
  * again alone does not move), any other after them, and says which of these a results file lacks.
  */
-const SUITE = ["table_core", "decode", "scan_files", "cluster", "maintenance", "consumer"];
+const SUITE = ["table_core", "decode", "scan_files", "cluster", "maintenance", "consumer", "pk_write", "cluster_pk"];
+
+/** The primary-key benchmarks (issue 27): the page sums them up once, before the first of their sections. */
+const PRIMARY_KEY = ["pk_write", "cluster_pk"];
+const PRIMARY_KEY_HEADING = "Primary-key tables";
+const PRIMARY_KEY_ANCHOR = "primary-key-tables";
 
 /** The file's sections in the suite's order, then the others in the file's. */
 function inSuiteOrder(r: BenchResults): Array<[string, BenchSection]> {
@@ -107,6 +112,47 @@ function sectionLines(r: BenchResults, name: string, s: BenchSection, chartsDir:
   return out;
 }
 
+/** A figure of a section, or null when the section or the figure is not there. */
+function figureOf(s: BenchSection | undefined, name: string): FigureValue {
+  return s?.figures[name] ?? null;
+}
+
+/**
+ * The primary-key summary: the writers' rows/s side by side (pk_write) and the issue-27 targets of both benchmarks in
+ * one table; the details are in their own sections.
+ */
+function primaryKeyLines(r: BenchResults): string[] {
+  const write = r.benchmarks["pk_write"];
+  const out = ["", `## ${PRIMARY_KEY_HEADING}`, ""];
+  const ref = (name: string): string => (r.benchmarks[name] === undefined ? `${name}: not in this run` : `section [${name}](#${name})`);
+  out.push(
+    "The primary-key benchmarks of issue 27 together: the library's upserts against Java Paimon's and pypaimon's writers",
+    `(${ref("pk_write")}), and the cluster's upserts, latency, levels, scans and memory (${ref("cluster_pk")}).`,
+  );
+  if (write !== undefined) {
+    const ours = figureOf(write, "natslake_rows_per_sec");
+    const rows = figureOf(write, "rows");
+    const keys = figureOf(write, "keys");
+    out.push("", `${formatValue(rows)} upserts over ${formatValue(keys)} keys into ${formatValue(figureOf(write, "buckets"))} buckets, one commit, each writer after a warm-up run:`);
+    out.push("", "| writer | rows/s | natslake ÷ writer |", "| --- | ---: | ---: |");
+    for (const [writer, figure] of [
+      ["natslake BatchWriter.upsert", "natslake_rows_per_sec"],
+      ["Java Paimon BatchTableWrite, one thread", "java_rows_per_sec"],
+      ["pypaimon write_arrow", "pypaimon_rows_per_sec"],
+    ] as const) {
+      const theirs = figureOf(write, figure);
+      const ratio = typeof ours === "number" && typeof theirs === "number" && theirs > 0 ? ours / theirs : null;
+      out.push(`| ${writer} | ${formatValue(theirs)} | ${ratio === null ? "–" : `${ratio.toFixed(2)}×`} |`);
+    }
+  }
+  const targets = PRIMARY_KEY.flatMap((name) => (r.benchmarks[name]?.targets ?? []).map((t) => ({ name, t })));
+  if (targets.length > 0) {
+    out.push("", "| benchmark | target | measured | bound | result |", "| --- | --- | ---: | --- | --- |");
+    for (const { name, t } of targets) out.push(`| ${name} ${targetRow(t)}`);
+  }
+  return out;
+}
+
 /**
  * The page (Markdown, ending with a newline). `chartsDir` is the charts' folder relative to the page, as the links
  * name it.
@@ -130,8 +176,17 @@ export function renderPage(r: BenchResults, chartsDir: string): string {
   ];
   if (missing.length > 0 && sections.length > 0) out.push(`Not in this run: ${missing.join(", ")}.`);
   if (sections.length === 0) out.push("", "No benchmark has recorded figures in this results file.");
-  else out.push("", ...sections.map(([name]) => `- [${name}](#${name})`));
-  for (const [name, s] of sections) out.push(...sectionLines(r, name, s, chartsDir));
+  // The primary-key summary goes before the first primary-key section, in the contents too.
+  const firstPrimaryKey = sections.findIndex(([name]) => PRIMARY_KEY.includes(name));
+  if (sections.length > 0) out.push("");
+  sections.forEach(([name], i) => {
+    if (i === firstPrimaryKey) out.push(`- [${PRIMARY_KEY_HEADING}](#${PRIMARY_KEY_ANCHOR})`);
+    out.push(`- [${name}](#${name})`);
+  });
+  sections.forEach(([name, s], i) => {
+    if (i === firstPrimaryKey) out.push(...primaryKeyLines(r));
+    out.push(...sectionLines(r, name, s, chartsDir));
+  });
   return out.join("\n") + "\n";
 }
 

@@ -31,3 +31,32 @@ export function benchUpsertKey(i: number): number {
 
 /** Row `i` of the upsert benchmarks: `benchInputRow(i)` under the key `benchUpsertKey(i)`. */
 export const benchUpsertRow = (i: number): Record<string, unknown> => ({ ...benchInputRow(i), id: benchUpsertKey(i) });
+
+/**
+ * The stride of `benchKeyOf`: a prime (Knuth's multiplicative-hash constant, ≈ 0.618 · 2^32), larger than any key
+ * count allowed, hence coprime with it: `i · stride mod keys` visits every key once in any `keys` consecutive rows.
+ */
+export const BENCH_KEY_STRIDE = 2_654_435_761;
+
+/** The largest key count whose products in `benchKeyOf` stay exact (keys² ≤ 2^53). */
+export const BENCH_MAX_KEYS = Math.floor(Math.sqrt(Number.MAX_SAFE_INTEGER));
+
+/**
+ * The key of row `i` of the cluster's primary-key benchmark over `keys` keys (bench/cluster-pk.bench.ts):
+ * `(i mod keys) · (BENCH_KEY_STRIDE mod keys) mod keys` — the first `keys` rows insert every key once, consecutive
+ * rows far apart in the range (so each producer batch, bucket and commit gets keys from all of it), and each later
+ * row updates one.
+ */
+export function benchKeyOf(i: number, keys: number): number {
+  return ((i % keys) * (BENCH_KEY_STRIDE % keys)) % keys;
+}
+
+/** Why `keys` cannot be the key count of `benchKeyOf` (null: it can). */
+export function benchKeysProblem(keys: number): string | null {
+  if (!Number.isSafeInteger(keys) || keys < 1) return `keys must be a positive integer, got ${keys}`;
+  if (keys > BENCH_MAX_KEYS) return `keys must be at most ${BENCH_MAX_KEYS}, got ${keys}`;
+  return null;
+}
+
+/** Row `i` of the cluster's primary-key benchmark: `benchInputRow(i)` under the key `benchKeyOf(i, keys)`. */
+export const benchKeyedRow = (i: number, keys: number): Record<string, unknown> => ({ ...benchInputRow(i), id: benchKeyOf(i, keys) });

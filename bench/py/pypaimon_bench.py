@@ -72,6 +72,18 @@ def generate(n):
     return pa.Table.from_arrays(columns, schema=SCHEMA)
 
 
+def write_table(table, tbl):
+    """One batch write of the Arrow table `tbl` into `table`, one commit (what the benchmarks time)."""
+    builder = table.new_batch_write_builder()
+    writer, committer = builder.new_write(), builder.new_commit()
+    try:
+        writer.write_arrow(tbl)
+        committer.commit(writer.prepare_commit())
+    finally:
+        writer.close()
+        committer.close()
+
+
 def one_run(run_dir, tbl):
     if os.path.exists(run_dir):
         shutil.rmtree(run_dir)
@@ -82,12 +94,7 @@ def one_run(run_dir, tbl):
     table = catalog.get_table("bench.events")
 
     t0, c0 = time.perf_counter(), time.process_time()
-    builder = table.new_batch_write_builder()
-    writer, committer = builder.new_write(), builder.new_commit()
-    writer.write_arrow(tbl)
-    committer.commit(writer.prepare_commit())
-    writer.close()
-    committer.close()
+    write_table(table, tbl)
     write_s, write_cpu = time.perf_counter() - t0, time.process_time() - c0
 
     t0, c0 = time.perf_counter(), time.process_time()

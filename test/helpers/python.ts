@@ -17,6 +17,8 @@ export const PAIMON_READ_PY = join(REPO_ROOT, "test/compat/py/paimon_read.py");
 export const PAIMON_WRITE_PY = join(REPO_ROOT, "test/compat/py/paimon_write.py");
 /** `pypaimon_bench.py <workdir> <rows>`: one JSON line of timings. */
 export const PYPAIMON_BENCH_PY = join(REPO_ROOT, "bench/py/pypaimon_bench.py");
+/** `pypaimon_pk_bench.py <warehouse> <rows> <buckets> [warm-up rows]`: one JSON line of timings. */
+export const PYPAIMON_PK_BENCH_PY = join(REPO_ROOT, "bench/py/pypaimon_pk_bench.py");
 
 const SETUP_HINT =
   "run .ci/run or create .venv with pypaimon (python3 -m venv .venv && .venv/bin/pip install -r examples/python/requirements.txt) " +

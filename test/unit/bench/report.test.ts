@@ -1,8 +1,8 @@
 /**
  * bench/report.ts: a fixture results file renders into the expected page (each benchmark's run, machine, command,
  * targets met or missed, figures, chart links); a file without a benchmark, or from before sections had a command,
- * machine or series, renders what it has; the CLI writes the page, its charts and the results it was made from, and
- * refuses bad arguments with one line.
+ * machine or series, renders what it has; the primary-key benchmarks get one summary before their sections; the CLI
+ * writes the page, its charts and the results it was made from, and refuses bad arguments with one line.
  */
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
@@ -43,7 +43,7 @@ test("report - each benchmark has its run, machine, command, targets met or miss
   const md = renderPage(fixture(), "benchmarks");
   assert.match(md, /^# Benchmarks\n/);
   assert.match(md, /^Run started 2026-12-02 10:00 UTC; its last benchmark finished 2026-12-02 10:13 UTC\.$/m);
-  assert.match(md, /^Not in this run: table_core, scan_files, maintenance, consumer\.$/m);
+  assert.match(md, /^Not in this run: table_core, scan_files, maintenance, consumer, pk_write, cluster_pk\.$/m);
   assert.ok(md.indexOf("\n## decode\n") < md.indexOf("\n## cluster\n"), "sections in the order npm run bench runs them");
 
   const cluster = section(md, "cluster");
@@ -81,10 +81,44 @@ test("report - a results file missing a benchmark renders without it; an empty o
   const md = renderPage(r, "benchmarks");
   assert.ok(!md.includes("## cluster") && !md.includes("cluster."), "nothing of the missing benchmark");
   assert.ok(md.includes("## decode"));
-  assert.match(md, /^Not in this run: table_core, scan_files, cluster, maintenance, consumer\.$/m);
+  assert.match(md, /^Not in this run: table_core, scan_files, cluster, maintenance, consumer, pk_write, cluster_pk\.$/m);
   const none = renderPage({ ...r, benchmarks: {} }, "benchmarks");
   assert.match(none, /^No benchmark has recorded figures in this results file\.$/m);
   assert.ok(!none.includes("Not in this run"));
+});
+
+test("report - the primary-key benchmarks get one summary before their first section: writers side by side, their targets", () => {
+  const r = fixture();
+  const base = r.benchmarks["decode"]!;
+  r.benchmarks["cluster_pk"] = { ...base, figures: { keys: 1_000_000, b_p99_ms: 320 }, targets: [{ name: "b_p99_ms", measured: 320, target: "≤ 450", met: true }, { name: "stalled_s", measured: null, target: "≤ 0", met: null }] };
+  r.benchmarks["pk_write"] = {
+    ...base,
+    figures: { rows: 1_000_000, keys: 900_000, buckets: 4, natslake_rows_per_sec: 150_000, java_rows_per_sec: 200_000, pypaimon_rows_per_sec: 50_000 },
+    targets: [{ name: "natslake_vs_java_ratio", measured: 0.75, target: "≥ 1", met: false }],
+  };
+  const md = renderPage(r, "benchmarks");
+  assert.ok(md.includes("- [cluster](#cluster)\n- [Primary-key tables](#primary-key-tables)\n- [pk_write](#pk_write)\n- [cluster_pk](#cluster_pk)\n"), "the summary in the contents, before the first primary-key section");
+  const at = (heading: string): number => md.indexOf(`\n## ${heading}\n`);
+  assert.ok(at("cluster") < at("Primary-key tables") && at("Primary-key tables") < at("pk_write") && at("pk_write") < at("cluster_pk"));
+  const summary = section(md, "Primary-key tables");
+  assert.ok(summary.includes("1,000,000 upserts over 900,000 keys into 4 buckets"));
+  for (const row of [
+    "| natslake BatchWriter.upsert | 150,000 | 1.00× |",
+    "| Java Paimon BatchTableWrite, one thread | 200,000 | 0.75× |",
+    "| pypaimon write_arrow | 50,000 | 3.00× |",
+    "| pk_write | natslake_vs_java_ratio | 0.750 | ≥ 1 | ✘ missed |",
+    "| cluster_pk | b_p99_ms | 320 | ≤ 450 | ✔ met |",
+    "| cluster_pk | stalled_s | – | ≤ 0 | – not judged |",
+  ])
+    assert.ok(summary.includes(row), row);
+  assert.ok(summary.includes("(section [pk_write](#pk_write))") && summary.includes("(section [cluster_pk](#cluster_pk))"));
+  // One of the two alone: the summary says the other is not in this run, and has no writers table without pk_write.
+  delete r.benchmarks["pk_write"];
+  const alone = section(renderPage(r, "benchmarks"), "Primary-key tables");
+  assert.ok(alone.includes("(pk_write: not in this run)") && !alone.includes("| writer |") && alone.includes("| cluster_pk | b_p99_ms |"));
+  // Neither: no summary at all.
+  delete r.benchmarks["cluster_pk"];
+  assert.ok(!renderPage(r, "benchmarks").includes("Primary-key tables"));
 });
 
 test("report - a section written before commands, machines and series were recorded renders what it has", () => {
