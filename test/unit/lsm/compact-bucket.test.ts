@@ -16,17 +16,20 @@ import { FileKind, FileSource } from "../../../src/format/manifest.ts";
 import { compactTable } from "../../../src/maintenance/compact.ts";
 import { commitBucketCompactions } from "../../../src/maintenance/compact-pk.ts";
 import { liveBuckets } from "../../../src/maintenance/live-buckets.ts";
-import { checkCompactionApplies, compactBucket, framedKeyComparator, planBucketCompaction } from "../../../src/lsm/compact-bucket.ts";
+import { checkCompactionApplies, compactBucket, planBucketCompaction } from "../../../src/lsm/compact-bucket.ts";
 import { createCompactStrategy, readLsmCompactionOptions } from "../../../src/lsm/compaction-options.ts";
 import { mergeReadFields } from "../../../src/lsm/merge-read.ts";
-import { Levels } from "../../../src/lsm/levels.ts";
+import type { Levels } from "../../../src/lsm/levels.ts";
 import { readAllRows, readDataFile } from "../../../src/scan/read.ts";
 import { ManifestStore } from "../../../src/table/manifest-store.ts";
 import { BatchWriter } from "../../../src/write/batch-writer.ts";
+import { TableWrite } from "../../../src/write/table-write.ts";
+import { FileStoreCommit } from "../../../src/commit/file-store-commit.ts";
 import { ErrorKind, isLakeError } from "../../../src/errors.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { tempDir } from "../../helpers/tables.ts";
 import { lsmFile } from "../../helpers/lsm-files.ts";
+import { liveBucketLevels } from "../../helpers/pk-layout.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -59,12 +62,7 @@ async function commit(t: Table, ops: readonly Op[]): Promise<void> {
 }
 
 /** Every bucket's levels (validated: each level ≥ 1 a sorted run) and their max level. */
-async function bucketLevels(t: Table): Promise<Levels[]> {
-  const latest = await t.snapshots.latest();
-  if (latest === null) return [];
-  const numLevels = readLsmCompactionOptions(t.options).numLevels;
-  return (await liveBuckets(t, latest, {}, new ManifestStore(t))).map((b) => new Levels(b.files, numLevels, framedKeyComparator(t)));
-}
+const bucketLevels = async (t: Table): Promise<Levels[]> => (await liveBucketLevels(t)).map((b) => b.levels);
 
 /** natslake's read of the table as [key, v, pad], sorted by key (each bucket reads in key order; buckets one after another). */
 async function readState(t: Table): Promise<Array<[number, number, string]>> {
@@ -131,6 +129,84 @@ test("compaction of primary-key buckets - random histories with universal and fu
     }),
     // A failure shrinks for at most that long (each run writes and compacts real files).
     { numRuns: Number(process.env["PK_COMPACT_RUNS"] ?? 25), interruptAfterTimeLimit: 150_000 },
+  );
+  for (const [what, n] of Object.entries(seen)) assert.ok(n > 0, `the histories exercised ${what} (${JSON.stringify(seen)})`);
+});
+
+// Histories through one long-lived TableWrite (as a cluster writer keeps one across its flushes): writes buffered,
+// committed at random points, compactions in between — and restart points, where the writer is dropped (its buffered
+// rows lost; sometimes after it wrote their files, which no commit takes) and a new one opened on the table.
+type WriterStep = { kind: "write"; ops: Op[] } | { kind: "commit" } | { kind: "compact"; full: boolean } | { kind: "restart"; afterFlush: boolean };
+const writerStepArb: fc.Arbitrary<WriterStep> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant("write" as const), ops: fc.array(opArb, { minLength: 1, maxLength: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("write" as const), ops: fc.array(opArb, { minLength: 40, maxLength: 150 }) }) },
+  { weight: 4, arbitrary: fc.constant({ kind: "commit" as const }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("compact" as const), full: fc.constantFrom(false, false, true) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("restart" as const), afterFlush: fc.boolean() }) },
+);
+const writerHistoryArb = fc
+  .array(writerStepArb, { minLength: 10, maxLength: 40 })
+  .filter((steps) => steps.some((s) => s.kind === "restart") && steps.some((s) => s.kind === "compact") && steps.filter((s) => s.kind === "commit").length >= 2);
+
+/** Into the writer's buffer, in order (a key changed twice takes the later change). */
+function buffer(w: TableWrite, ops: readonly Op[]): void {
+  for (const op of ops) {
+    if (op.kind === "upsert") w.upsert([{ id: op.key, v: op.v, pad: padOf(op.key, op.v) }]);
+    else w.delete([{ id: op.key }]);
+  }
+}
+
+/** Per bucket, the highest sequence number among its live files (-1 for none). */
+async function liveMaxSequence(t: Table): Promise<Map<number, bigint>> {
+  return new Map((await liveBucketLevels(t)).map(({ bucket, levels }) => [bucket.bucket, levels.allFiles().reduce((m, f) => (f.maxSequenceNumber > m ? f.maxSequenceNumber : m), -1n)]));
+}
+
+test("compaction of primary-key buckets - random histories through a long-lived TableWrite with restart points: sequence numbers continue above the committed files; the model's rows", async () => {
+  const seen = { restarts: 0, restartsAfterFlush: 0, rowsLostAtRestart: 0, commitsAfterRestart: 0, compactions: 0 };
+  await fc.assert(
+    fc.asyncProperty(writerHistoryArb, async (steps) => {
+      const t = await newTable();
+      const model = new Map<number, number>();
+      const commitUser = "long-lived";
+      let commitIdentifier = 0n;
+      let w = new TableWrite(t, { encoderPool: null });
+      let pending: Op[] = [];
+      let restarted = false;
+      for (const step of steps) {
+        if (step.kind === "write") {
+          buffer(w, step.ops);
+          pending.push(...step.ops);
+        } else if (step.kind === "commit") {
+          const before = await liveMaxSequence(t);
+          const messages = await w.prepareCommit();
+          // A restarted writer's numbers continue above every committed file of the bucket (merged-away rows aside).
+          for (const m of messages) for (const f of m.newFiles) assert.ok(f.minSequenceNumber > (before.get(m.bucket) ?? -1n), `bucket ${m.bucket}: a new file from sequence number ${f.minSequenceNumber}, not above the live files' ${before.get(m.bucket)}`);
+          await new FileStoreCommit(t).commit({ commitUser, commitIdentifier: ++commitIdentifier, messages });
+          for (const op of pending) {
+            if (op.kind === "upsert") model.set(op.key, op.v);
+            else model.delete(op.key);
+          }
+          if (restarted && pending.length > 0) seen.commitsAfterRestart++;
+          pending = [];
+        } else if (step.kind === "compact") {
+          if ((await compactTable(t, { full: step.full })).snapshotId !== null) seen.compactions++;
+          await bucketLevels(t); // throws when a level ≥ 1 overlaps
+        } else {
+          // The writer goes away with what it buffered; with `afterFlush` it had written their files already.
+          if (step.afterFlush && w.bufferedRows > 0) {
+            await w.prepareCommit();
+            seen.restartsAfterFlush++;
+          }
+          seen.rowsLostAtRestart += pending.length;
+          seen.restarts++;
+          pending = [];
+          w = new TableWrite(t, { encoderPool: null });
+          restarted = true;
+        }
+      }
+      assert.deepEqual(await readState(t), expectedState(model));
+    }),
+    { numRuns: Number(process.env["PK_COMPACT_RUNS"] ?? 30), interruptAfterTimeLimit: 120_000 },
   );
   for (const [what, n] of Object.entries(seen)) assert.ok(n > 0, `the histories exercised ${what} (${JSON.stringify(seen)})`);
 });
