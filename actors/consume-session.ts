@@ -11,6 +11,7 @@
  * batch by batch within its window.
  */
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
+import { failpoint } from "../src/failpoints.ts";
 import { readMessages, type FileRows } from "../src/scan/read.ts";
 import type { StreamItem, TableStream } from "../src/scan/table-stream.ts";
 import type { Value } from "../src/format/values.ts";
@@ -172,9 +173,15 @@ export class ConsumeSessionActor implements Actor<ConsumeSessionMsg> {
         reply?.(true);
         return;
       case "ack":
+        // A reader dying with an ack in flight: before it is recorded, or recorded and not answered (the client sends
+        // it again on its next session either way — test/integration/consume-ack-follow.test.ts).
+        failpoint("consume.ack.received");
         // Progress is the consumer file (or nothing without a consumer id): answered once it is written.
         this.d.stream.ack(c.snapshotId).then(
-          () => reply?.(true),
+          () => {
+            failpoint("consume.ack.recorded");
+            reply?.(true);
+          },
           (e: unknown) => {
             ctx.log.warn("recording a consumer's progress failed", { table: this.d.table.name, session: this.d.session, error: ensureError(e).message });
             reply?.(false, ensureError(e).message);

@@ -17,7 +17,10 @@
  *   skips the rest of this one (its `ack()` then refuses).
  * - `ack()` resolves once the reader recorded the progress (with a consumer id: Paimon's consumer file, so any
  *   reader resumes after it). At least once per snapshot: one not acknowledged is delivered again after a restart;
- *   de-duplicate by `snapshotId` for exactly once.
+ *   de-duplicate by `snapshotId` for exactly once. An ack follows the consumer: one pending on a session whose reader
+ *   died (or that the reader no longer has) is sent again on the next session — an ack is idempotent, its snapshot id
+ *   says what is acknowledged — so a reader's death costs the caller a wait, never an error. `ack()` rejects only
+ *   with a LakeError: the consumer was closed or failed first, a reader refused or kept not answering it.
  * - A reader that goes silent (no chunk and no heartbeat for READER_TIMEOUT_MS), or a chunk lost on the way (a
  *   later chunk, or a heartbeat naming a chunk it never got), and the client opens a new session (on another reader,
  *   if this one died) from where it is: the rows it already received are not handed over again — a snapshot
@@ -25,6 +28,7 @@
  */
 import type * as arrow from "apache-arrow";
 import { createInbox, RequestError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { AckSender, type AckSessions } from "./consumer-acks.ts";
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import { IpcStreamDecoder } from "../src/codec/ipc-decode.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
@@ -70,6 +74,8 @@ export interface Consumer extends AsyncIterable<ConsumedSnapshot> {
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
+/** Why a closed consumer acknowledges nothing more. */
+const CLOSED = new LakeError(ErrorKind.Unexpected, "the consumer was closed");
 /** Between two opens that found no reader subscribed. */
 const NO_READER_RETRY_MS = 200;
 
@@ -122,10 +128,20 @@ class ConsumerImpl implements Consumer {
   private readonly decoder = new IpcStreamDecoder();
   /** The snapshot last yielded, until its last part was taken. */
   private current: SnapshotReader | null = null;
+  /** Acks pending on a session, told when it is left (a new session, or the consumer closed or failed). */
+  private readonly leaveWatchers = new Set<() => void>();
+  private readonly acks: AckSender;
 
   constructor(private readonly o: ConsumerOptions) {
     this.subjects = new Subjects(o.prefix ?? DEFAULT_PREFIX);
     this.window = o.window ?? 8;
+    const sessions: AckSessions = {
+      currentSession: () => this.currentSession(),
+      whenLeft: (n, then) => this.whenLeft(n, then),
+      lost: (n, why) => this.lost(n, why),
+      stopped: () => this.stopped(),
+    };
+    this.acks = new AckSender(o.nc, sessions);
   }
 
   get buffered(): number {
@@ -160,6 +176,7 @@ class ConsumerImpl implements Consumer {
     this.control({ type: "close" });
     this.sub?.unsubscribe();
     this.notify();
+    this.sessionLeft();
   }
 
   /** The next part, waiting for one; null once closed. */
@@ -194,11 +211,39 @@ class ConsumerImpl implements Consumer {
     this.control({ type: "credit", through });
   }
 
-  async ack(snapshotId: number): Promise<void> {
+  ack(snapshotId: number): Promise<void> {
+    return this.acks.ack(snapshotId);
+  }
+
+  // AckSessions: what the acks need of the sessions (cluster/consumer-acks.ts).
+
+  private async currentSession(): Promise<{ n: number; subject: string; reader: string }> {
     if (this.reopening) await this.reopening;
-    const m = await this.o.nc.request(this.subjects.consumeSession(this.session), enc.encode(JSON.stringify({ type: "ack", snapshotId } satisfies ConsumeControl)), { timeout: 10_000 });
-    const r = JSON.parse(dec.decode(m.data)) as { ok: boolean; error?: string };
-    if (!r.ok) throw new LakeError(ErrorKind.Unexpected, `the reader could not record the progress: ${r.error}`);
+    return { n: this.sessions, subject: this.subjects.consumeSession(this.session), reader: this.reader };
+  }
+
+  private whenLeft(n: number, then: () => void): () => void {
+    if (n !== this.sessions || this.stopped() !== null) {
+      then();
+      return () => undefined;
+    }
+    this.leaveWatchers.add(then);
+    return () => this.leaveWatchers.delete(then);
+  }
+
+  private lost(n: number, why: string): void {
+    if (n === this.sessions && !this.closed) void this.reopen(why);
+  }
+
+  private stopped(): Error | null {
+    return this.failure ?? (this.closed ? CLOSED : null);
+  }
+
+  /** The current session was left (a new one is current, or the consumer closed or failed): its pending acks move on. */
+  private sessionLeft(): void {
+    const ws = [...this.leaveWatchers];
+    this.leaveWatchers.clear();
+    for (const w of ws) w();
   }
 
   private notify(): void {
@@ -225,7 +270,8 @@ class ConsumerImpl implements Consumer {
     // consumer cannot handle (a chunk that does not decode) fails the consumer instead, with the reason.
     const sub = this.o.nc.subscribe(inbox, {
       callback: (err, m) => {
-        if (err) return this.fail(err);
+        // The subscription itself failed (e.g. a permission refused by the server): said as what it is.
+        if (err) return this.fail(new LakeError(ErrorKind.Io, `the consume session of ${this.o.table} failed: ${err.message}`, { cause: err }));
         try {
           this.onMessage(sub, m);
         } catch (e) {
@@ -276,6 +322,7 @@ class ConsumerImpl implements Consumer {
     this.owedBytes = 0;
     this.skip = this.received !== null && !this.received.complete ? { snapshotId: this.received.snapshotId, rows: this.received.rows } : null;
     this.lastHeard = Date.now();
+    this.sessionLeft();
   }
 
   private onMessage(sub: Subscription, m: Msg): void {
@@ -371,6 +418,7 @@ class ConsumerImpl implements Consumer {
   private fail(e: Error): void {
     this.failure ??= e;
     this.notify();
+    this.sessionLeft();
   }
 }
 

@@ -31,7 +31,10 @@
  *   primary-key bucket), `compact.after-rewrite` (every output written, before the COMPACT commit, whose own points
  *   are the committer's `commit.*` ones; also src/maintenance/compact-pk.ts);
  * - coordinator: `coordinator.before-write` (actors/coordinator.ts: a round's assignment computed, not yet written;
- *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts).
+ *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts);
+ * - consume sessions (a reader node): `consume.ack.received` (actors/consume-session.ts: a consumer's ack arrived, not
+ *   yet recorded) and `consume.ack.recorded` (its progress written, not yet answered) — with `kill`, a reader dying
+ *   with an ack in flight (test/integration/consume-ack-follow.test.ts);
  * - node start: `node.before-reader` (cluster/node.ts: a reader node's last start-up step, before its decoders warm
  *   up and it answers consume and admin requests; with `sleep(ms)` a slow warm-up — test/integration/node-start.test.ts).
  */

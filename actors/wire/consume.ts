@@ -31,7 +31,11 @@
  *    stalled session reads them again from the table when it resumes). The byte bound keeps what a connection of
  *    many consumers has pending at the server under its slow-consumer limit (nats-server's `max_pending`, 64 MB).
  * 4. Progress: `{"type":"ack","snapshotId":s}` records that every snapshot up to s was processed (with a consumer id:
- *    Paimon's consumer file `nextSnapshot = s + 1`, so a new session — on any reader — resumes after it).
+ *    Paimon's consumer file `nextSnapshot = s + 1`, so a new session — on any reader — resumes after it). Sent as a
+ *    request, it is answered `{"ok":true}` once recorded (`{"ok":false,"error":…}` when it could not be). An ack is
+ *    idempotent: a consumer whose session went away with an ack unanswered (its reader died: no answer, or "no
+ *    responders" once the session's subscription is gone) sends the same ack again on its next session (the natslake
+ *    client does; it never sends one older than an ack already answered, which would move the progress back).
  * 5. Liveness: the consumer sends credit or `{"type":"ping"}` at least every HEARTBEAT_MS; a session silent for
  *    SESSION_TIMEOUT_MS is closed by the reader. A consumer that hears nothing (no chunk, no heartbeat) for
  *    READER_TIMEOUT_MS opens a new session on another reader, from where it is (the natslake client: after the rows

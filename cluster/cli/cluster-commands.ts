@@ -182,6 +182,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--duration <seconds>", "stop by itself after this many seconds", parsePositiveInt("--duration"))
     .option("--demo", "create a demo table and publish a few rows through the producer client")
     .option("--s3", "run the nodes on an S3 warehouse: a temporary SeaweedFS (built by scripts/setup.sh) with bucket natslake")
+    .option("--no-restart", "leave a node that died down (default: start it again 1 s later, at most 3 times a minute per node)")
     .addHelpText(
       "after",
       examples("natslake up --nodes 3 --demo", "natslake up --warehouse /data/wh --duration 60") +
@@ -189,8 +190,10 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
         "it (NATSLAKE_TOOLS_DIR, default ~/go/natslake-bin), built there with `go install` when missing\n" +
         "(scripts/install-nats-server.sh; without Go, up stops with the command that fixes it); never Debian's 2.9 on PATH.\n" +
         "Printed at start (an explicit one older than 2.10 with a warning); it listens on 4222 when that port is free.\n" +
-        "Ctrl-C drains the nodes (SIGTERM, waiting for them to exit), then stops the servers. A node that dies is reported\n" +
-        "and the others keep running; up then exits 1.",
+        "Ctrl-C drains the nodes (SIGTERM, waiting for them to exit), then stops the servers. A node that dies is reported,\n" +
+        "the others take over its buckets and up starts it again (not with --no-restart); up then exits 1. The servers run\n" +
+        "until Ctrl-C or --duration whatever the nodes do (nodes you start by hand use them too); one that exits is\n" +
+        "reported at once. Every process's output is in the logs folder: node-N.log, nats-server.log, redis-server.log.",
     )
     .action((o: UpFlags) => runUp(o, out));
 

@@ -190,7 +190,16 @@ async function tailThroughReader(name: string, o: TailOpts, out: (s: string) => 
       if (o.format === "table") printTable(s.snapshotId, s.kind, fields, table, out);
       // Progress only once the rows reached the OS (see the warehouse path).
       await stdoutFlushed();
-      if (o.consumerId !== undefined) await s.ack();
+      // A reader that dies meanwhile does not fail it: the ack follows the consumer to its next session. A Ctrl-C
+      // during it closes the consumer: the snapshot may stay unacknowledged (printed again after a restart).
+      if (o.consumerId !== undefined) {
+        try {
+          await s.ack();
+        } catch (e) {
+          if (stopped) break;
+          throw e;
+        }
+      }
       if (o.maxSnapshots !== undefined && ++printed >= o.maxSnapshots) break;
     }
   } finally {

@@ -11,16 +11,19 @@
  *   the same warehouse. With a temporary warehouse, everything is removed at stop (after the nodes drained), unless a
  *   node failed: then it is kept for the logs. Redis holds only the committer lease (no persistence is needed).
  * - Servers run in a process group of their own, so a Ctrl-C at the terminal reaches the nodes (which drain) but not
- *   the servers; `up` stops the servers only after every node exited.
- * - A node that exits during the run (killed by a signal, or a non-zero exit) is reported at once; the others keep
- *   running and take over its buckets. `up` then exits 1 when it stops. When no node is left, `up` stops.
+ *   the servers; `up` stops the servers only after every node exited. They run until Ctrl-C (or `--duration`)
+ *   whatever the nodes do — nodes started by hand against them keep them too. Each one's output is kept in the logs
+ *   folder (`nats-server.log`, `redis-server.log`, `seaweedfs.log`); one that exits during the run is reported at once.
+ * - A node that dies during the run (killed by a signal, or a non-zero exit) is reported at once; the others keep
+ *   running and take over its buckets, and `up` starts it again a second later (cluster/local/up-node.ts: at most 3
+ *   times a minute per node; `--no-restart` leaves it down). `up` then exits 1 when it stops.
  * - Object storage: `--s3` starts SeaweedFS (cluster/local/seaweedfs.ts) with a bucket `natslake` and runs the nodes
  *   on `s3://natslake/warehouse` (temporary, like the default warehouse); `--warehouse s3://bucket/prefix` uses a
  *   store of the user's. Credentials reach the nodes through their environment only (for `--s3` also written to
  *   `<run dir>/s3.env`, mode 600, for the user's own commands), never as flags.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -29,6 +32,7 @@ import { adminRequest } from "../admin-client.ts";
 import { natsServerForUp } from "../local/current-nats-server.ts";
 import { PortTakenError, startNats, startRedis, type NatsOptions, type ServerHandle } from "../local/servers.ts";
 import { startSeaweed, type SeaweedHandle } from "../local/seaweedfs.ts";
+import { UpNode } from "../local/up-node.ts";
 import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { createProducer } from "../producer.ts";
 import { REPO_ROOT } from "../repo-root.ts";
@@ -36,7 +40,6 @@ import { connectOrExplain, UsageError } from "./common.ts";
 import { demoReadCommand, EXAMPLE_TABLE, exampleCommands, shellQuote, tryCommands, type GuideInput } from "./up-guide.ts";
 import { unsupportedNatsServer } from "../nats/server-version.ts";
 
-const BIN = join(REPO_ROOT, "bin", "natslake.mjs");
 /** A node drains within its drain timeout (15 s) and exits by its watchdog 10 s later; past this it is killed. */
 const NODE_STOP_BOUND_MS = 35_000;
 /** NATS's standard port: the examples' default `--nats nats://127.0.0.1:4222`. */
@@ -51,16 +54,9 @@ export interface UpFlags {
   duration?: number;
   demo?: boolean;
   s3?: boolean;
+  /** Start a node that died again (commander's `--no-restart` sets it false). */
+  restart: boolean;
 }
-
-interface UpNode {
-  id: string;
-  proc: ChildProcess;
-  log: string;
-  exited: Promise<void>;
-}
-
-const gone = (p: ChildProcess): boolean => p.exitCode !== null || p.signalCode !== null;
 
 export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void> {
   if (o.s3 && o.warehouse !== undefined) throw new UsageError("--s3 starts a temporary object store of its own; to keep the data, use --warehouse s3://bucket/prefix on a store of yours (credentials in the environment)");
@@ -100,15 +96,14 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
   const shutdown = async (): Promise<void> => {
     stopping = true;
     await demoNc?.close().catch(() => undefined);
-    const running = nodes.filter((n) => !gone(n.proc));
-    if (running.length > 0) out(`draining ${running.map((n) => n.id).join(", ")}…`);
-    for (const n of running) n.proc.kill("SIGTERM");
+    const draining = nodes.filter((n) => n.drain());
+    if (draining.length > 0) out(`draining ${draining.map((n) => n.id).join(", ")}…`);
     const bound = setTimeout(() => {
       for (const n of nodes) {
-        if (!gone(n.proc)) {
+        if (n.running) {
           out(`node ${n.id} did not stop within ${NODE_STOP_BOUND_MS / 1000} s; killing it (log: ${n.log})`);
           failures.push(`node ${n.id} did not drain`);
-          n.proc.kill("SIGKILL");
+          n.kill();
         }
       }
     }, NODE_STOP_BOUND_MS);
@@ -119,9 +114,9 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     await seaweed?.stop();
     if (temporary) {
       if (failures.length === 0) rmSync(runDir, { recursive: true, force: true });
-      else out(`kept ${runDir} (warehouse and node logs) after the failure`);
+      else out(`kept ${runDir} (warehouse and logs) after the failure`);
     } else {
-      out(o.nats ? `kept the node logs in ${logs}` : `kept the JetStream store and logs in ${runDir}; \`npx natslake up --warehouse ${shellQuote(warehouse)}\` resumes from them`);
+      out(o.nats ? `kept the logs in ${logs}` : `kept the JetStream store and logs in ${runDir}; \`npx natslake up --warehouse ${shellQuote(warehouse)}\` resumes from them`);
     }
   };
 
@@ -129,20 +124,35 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     // Given (--nats), or the server started here.
     let natsUrl = o.nats ?? "";
     let redisUrl = o.redis;
+    /** A server of up's that exits before the stop: said at once (the nodes lose it until one listens there again). */
+    const watch = (what: string, proc: ChildProcess, log: string, url: string): void => {
+      proc.once("exit", (code, signal) => {
+        if (stopping) return;
+        const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+        failures.push(`${what} ${how}`);
+        out(`${what} (pid ${proc.pid}) ${how} (its output: ${log}); the nodes cannot reach it until a server listens on ${url} again; Ctrl-C stops the cluster`);
+      });
+    };
     if (natsChoice !== undefined) {
-      const s = await startNatsOnStandardPort({ bin: natsChoice.bin, storeDir: join(runDir, "jetstream"), detached: true }, out);
+      const log = join(logs, "nats-server.log");
+      const s = await startNatsOnStandardPort({ bin: natsChoice.bin, storeDir: join(runDir, "jetstream"), detached: true, logFile: log }, out);
       servers.push(s);
       natsUrl = s.url;
+      watch("nats-server", s.process, log, s.url);
       out(`nats-server ${natsChoice.version ? `v${natsChoice.version}` : "(version unknown)"}: ${natsChoice.bin} (${natsChoice.source}), pid ${s.pid}, JetStream store ${join(runDir, "jetstream")}`);
     }
     if (!redisUrl) {
-      const s = await startRedis({ detached: true });
+      const log = join(logs, "redis-server.log");
+      const s = await startRedis({ detached: true, logFile: log });
       servers.push(s);
       redisUrl = s.url;
+      watch("redis-server", s.process, log, s.url);
       out(`redis-server: pid ${s.pid}`);
     }
     if (o.s3) {
-      seaweed = await startSeaweed({ dir: join(runDir, "seaweedfs"), detached: true });
+      const log = join(logs, "seaweedfs.log");
+      seaweed = await startSeaweed({ dir: join(runDir, "seaweedfs"), detached: true, logFile: log });
+      watch("seaweedfs", seaweed.process, log, seaweed.endpoint);
       await seaweed.createBucket("natslake");
       warehouse = `s3://natslake/warehouse?endpoint=${seaweed.endpoint}`;
       nodeEnv = { ...process.env, ...seaweed.env };
@@ -152,39 +162,22 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     }
     for (let i = 1; i <= o.nodes; i++) {
       const id = `node-${i}`;
-      const log = join(logs, `${id}.log`);
-      const fd = openSync(log, "a");
-      let proc: ChildProcess;
-      try {
-        proc = spawn(process.execPath, [BIN, "node", "--nats", natsUrl, "--redis", redisUrl, "--warehouse", warehouse, "--node-id", id, "--commit-interval", o.commitInterval], {
-          stdio: ["ignore", fd, fd],
+      nodes.push(
+        new UpNode({
+          id,
+          args: ["--nats", natsUrl, "--redis", redisUrl, "--warehouse", warehouse, "--node-id", id, "--commit-interval", o.commitInterval],
           env: nodeEnv,
-        });
-      } finally {
-        closeSync(fd);
-      }
-      const exited = new Promise<void>((r) =>
-        proc.once("exit", (code, signal) => {
-          r();
-          if (stopping && signal === null && code === 0) return;
-          const what = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
-          if (stopping && signal === null) {
-            out(`node ${id} ${what} while draining (log: ${log})`);
-            failures.push(`node ${id} ${what}`);
-            return;
-          }
-          if (stopping) return; // killed by the stop bound: said so already
-          failures.push(`node ${id} ${what}`);
-          const left = nodes.filter((n) => !gone(n.proc)).length;
-          out(`node ${id} ${what} (log: ${log}); ${left > 0 ? `${left} node(s) still running take over its buckets; Ctrl-C stops the cluster` : "no node is left: stopping"}`);
-          if (left === 0) requestStop("no node left");
+          log: join(logs, `${id}.log`),
+          restart: o.restart,
+          out,
+          onFailure: (what) => failures.push(what),
+          running: () => nodes.filter((n) => n.running).length,
         }),
       );
-      nodes.push({ id, proc, log, exited });
     }
     out(`natslake local cluster: ${o.nodes} nodes, warehouse ${warehouse}`);
     out(`  NATS  ${natsUrl}    Redis ${redisUrl}    logs ${logs}/node-*.log`);
-    out(`  nodes ${nodes.map((n) => `${n.id} (pid ${n.proc.pid})`).join(", ")}`);
+    out(`  nodes ${nodes.map((n) => `${n.id} (pid ${n.pid})`).join(", ")}`);
     const guide: GuideInput = { natsUrl, warehouse, root: REPO_ROOT, ...(o.s3 ? { s3EnvFile: join(runDir, "s3.env") } : {}) };
     for (const l of tryCommands(guide)) out(l);
     if (o.demo) {

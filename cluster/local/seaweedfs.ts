@@ -46,6 +46,8 @@ export interface SeaweedOptions {
   dir?: string;
   /** Start it in its own process group (a Ctrl-C at the terminal does not reach it; its owner stops it). */
   detached?: boolean;
+  /** Append its output to this file (else only its tail is kept, in memory). */
+  logFile?: string;
   /** Readiness deadline (default 60 s: the first start initialises its stores). */
   startTimeoutMs?: number;
   /**
@@ -118,7 +120,7 @@ async function launch(bin: string, opts: SeaweedOptions): Promise<SeaweedHandle>
     `-s3.localSocket=${join(dir, "s3.sock")}`,
     ...(opts.anonymous === true ? [] : [`-s3.config=${configPath}`]),
   ];
-  const server = await spawnServerProcess(bin, args, { dir, ...(opts.detached !== undefined ? { detached: opts.detached } : {}) });
+  const server = await spawnServerProcess(bin, args, { dir, ...(opts.detached !== undefined ? { detached: opts.detached } : {}), ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}) });
   const { proc, output } = server;
   const endpoint = `http://127.0.0.1:${s3}`;
   process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true"; // see S3FileIO's constructor

@@ -12,7 +12,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -117,15 +117,57 @@ export interface ServerProcess {
   stop(signal: NodeJS.Signals, keepData: boolean): Promise<void>;
 }
 
-/** Spawns `bin` in `dir` (resolves once spawned; a missing binary rejects, naming it and `hint`). */
-export async function spawnServerProcess(bin: string, args: string[], o: { dir: string; detached?: boolean; hint?: string }): Promise<ServerProcess> {
-  const proc = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: o.dir, detached: o.detached ?? false });
-  let out = "";
-  const keep = (b: Buffer): void => {
-    out = (out + b.toString()).slice(-8000);
-  };
-  proc.stdout?.on("data", keep);
-  proc.stderr?.on("data", keep);
+/** What a server printed that is kept: the last OUTPUT_KEPT bytes (an error message names why it exited). */
+const OUTPUT_KEPT = 8000;
+
+/** The last `OUTPUT_KEPT` bytes of `file` written after offset `from` ("" when it cannot be read). */
+function fileTail(file: string, from: number): string {
+  let fd: number;
+  try {
+    fd = openSync(file, "r");
+  } catch {
+    return "";
+  }
+  try {
+    const size = statSync(file).size;
+    const start = Math.max(from, size - OUTPUT_KEPT);
+    const buf = Buffer.alloc(Math.max(0, size - start));
+    const n = readSync(fd, buf, 0, buf.length, start);
+    return buf.subarray(0, n).toString();
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Spawns `bin` in `dir` (resolves once spawned; a missing binary rejects, naming it and `hint`). With `logFile`, its
+ * stdout and stderr are appended to that file (the process writes it itself, so nothing is lost if its owner dies
+ * first), and `output()` reads this run's part of it; else they are piped here and only their tail is kept.
+ */
+export async function spawnServerProcess(bin: string, args: string[], o: { dir: string; detached?: boolean; hint?: string; logFile?: string }): Promise<ServerProcess> {
+  let proc: ChildProcess;
+  let output: () => string;
+  if (o.logFile !== undefined) {
+    const logFile = o.logFile;
+    const from = existsSync(logFile) ? statSync(logFile).size : 0;
+    const fd = openSync(logFile, "a");
+    try {
+      proc = spawn(bin, args, { stdio: ["ignore", fd, fd], cwd: o.dir, detached: o.detached ?? false });
+    } finally {
+      closeSync(fd);
+    }
+    output = () => fileTail(logFile, from);
+  } else {
+    const piped = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: o.dir, detached: o.detached ?? false });
+    let out = "";
+    const keep = (b: Buffer): void => {
+      out = (out + b.toString()).slice(-OUTPUT_KEPT);
+    };
+    piped.stdout.on("data", keep);
+    piped.stderr.on("data", keep);
+    proc = piped;
+    output = () => out;
+  }
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
   await new Promise<void>((resolve, reject) => {
     proc.once("error", (e) => reject(new Error(`cannot start ${bin}: ${e.message}${o.hint ? `. ${o.hint}` : ""}`)));
@@ -133,7 +175,7 @@ export async function spawnServerProcess(bin: string, args: string[], o: { dir: 
   });
   return {
     proc,
-    output: () => out,
+    output,
     stop: async (signal, keepData) => {
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill(signal);
@@ -188,11 +230,13 @@ interface LaunchSpec {
   identify: (pid: () => number | undefined) => (port: number) => Promise<Identity | undefined>;
   /** In a process group of its own: a Ctrl-C at the terminal does not reach it (its owner stops it). */
   detached?: boolean;
+  /** Its stdout and stderr are appended here (else only their tail is kept, in memory). */
+  logFile?: string;
 }
 
 async function launch(spec: LaunchSpec): Promise<ServerHandle> {
   const { bin, args, port, dir, url, hint } = spec;
-  const server = await spawnServerProcess(bin, args, { dir, hint, ...(spec.detached !== undefined ? { detached: spec.detached } : {}) });
+  const server = await spawnServerProcess(bin, args, { dir, hint, ...(spec.detached !== undefined ? { detached: spec.detached } : {}), ...(spec.logFile !== undefined ? { logFile: spec.logFile } : {}) });
   const proc = server.proc;
   try {
     await waitForPort(port, proc, 15_000, server.output, spec.identify(() => proc.pid));
@@ -238,6 +282,8 @@ export interface NatsOptions {
   storeDir?: string;
   /** Start it in its own process group (see LaunchSpec.detached). */
   detached?: boolean;
+  /** Append its output to this file (see LaunchSpec.logFile). */
+  logFile?: string;
 }
 
 export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
@@ -257,6 +303,7 @@ export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
     hint: "install it with `apt-get install nats-server` (or run .ci/run)",
     identify: () => natsIdentity(name),
     detached: opts.detached ?? false,
+    ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
   }));
 }
 
@@ -265,6 +312,8 @@ export interface RedisOptions {
   dir?: string;
   /** Start it in its own process group (see LaunchSpec.detached). */
   detached?: boolean;
+  /** Append its output to this file (see LaunchSpec.logFile). */
+  logFile?: string;
 }
 
 export async function startRedis(opts: RedisOptions = {}): Promise<ServerHandle> {
@@ -280,6 +329,7 @@ export async function startRedis(opts: RedisOptions = {}): Promise<ServerHandle>
     hint: "install it with `apt-get install redis-server` (or run .ci/run)",
     identify: redisIdentity,
     detached: opts.detached ?? false,
+    ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
   }));
 }
 

@@ -2,114 +2,32 @@
  * `natslake up` as an SRE runs it (issue 9): which nats-server runs (the current one, a warning for one older than
  * 2.10); a node killed by a signal is reported; Ctrl-C drains the nodes and then stops the servers, within a bound,
  * leaving no process behind; with `--warehouse` the JetStream store is kept, so a restart finds the same stream.
+ * As a supervisor: test/cli/up-supervise.test.ts.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { waitFor } from "../helpers/cluster.ts";
 import { pidAlive as alive } from "../helpers/servers.ts";
+import { BIN, children, exitWithin, killSeen, match, REPO, seen, startUp, type Up } from "../helpers/up-process.ts";
 
-const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const warehouse = mkdtempSync(join(tmpdir(), "natslake-up-test-"));
-/** Every process a test saw (up's children included), killed at the end whatever happened. */
-const seen = new Set<number>();
 /** Directories removed at the end, once every process that may still write to them is gone. */
 const dirs = [warehouse];
 after(() => {
-  for (const pid of seen) if (alive(pid)) process.kill(pid, "SIGKILL");
+  killSeen();
   for (const d of dirs) rmSync(d, { recursive: true, force: true, maxRetries: 5 });
 });
 
-/** The descendants of `pid` now (from ps), so that a cleanup reaches them even if `up` never printed their ids. */
-function descendants(pid: number): number[] {
-  const rows = spawnSync("ps", ["-e", "-o", "pid=,ppid="], { encoding: "utf8" }).stdout.trim().split("\n").map((l) => l.trim().split(/\s+/).map(Number) as [number, number]);
-  const found: number[] = [];
-  const walk = (p: number): void => {
-    for (const [child, parent] of rows) {
-      if (parent === p) {
-        found.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(pid);
-  return found;
-}
-
-interface Up {
-  proc: ChildProcess;
-  out: () => string;
-  err: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/**
- * `group`: `up` leads a process group of its own, so a test can signal the group as a terminal's Ctrl-C does.
- * `command`: how it is started (default `natslake up` itself; `npm run up` and a pasted line go through a shell).
- */
-function startUp(args: string[], group = false, command: [string, string[]] = [process.execPath, [BIN, "up", ...args]]): Up {
-  const proc = spawn(command[0], command[1], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], detached: group });
-  seen.add(proc.pid!);
-  let out = "";
-  let err = "";
-  proc.stdout!.on("data", (b: Buffer) => (out += b.toString()));
-  proc.stderr!.on("data", (b: Buffer) => (err += b.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.once("exit", (code, signal) => r({ code, signal })));
-  return { proc, out: () => out, err: () => err, exited };
-}
-
-/** Resolves with `up`'s exit, or throws after `ms` (the test then fails; the cleanup kills what is left). */
-async function exitWithin(up: Up, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      up.exited,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`up did not exit within ${ms} ms after SIGINT:\n${up.out()}\n${up.err()}`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const match = (up: Up, re: RegExp, what: string, ms: number): Promise<RegExpExecArray> =>
-  waitFor(what, () => {
-    for (const pid of descendants(up.proc.pid!)) seen.add(pid);
-    const m = re.exec(up.out());
-    if (m === null && up.proc.exitCode !== null) throw new Error(`up exited (${up.proc.exitCode}) before ${what}:\n${up.out()}\n${up.err()}`);
-    return m ?? undefined;
-  }, ms, 200).catch((e: unknown) => {
-    throw new Error(`${String(e)}\n--- up's stdout ---\n${up.out()}\n--- stderr ---\n${up.err()}`);
-  });
-
 let lastSeqBeforeStop = 0;
 
-/** `up`'s children by what they run (found with ps, not from what `up` prints: the old `up` printed no pids). */
-function children(upPid: number): { nats: number; redis: number; nodes: Map<string, number> } {
-  const rows = spawnSync("ps", ["-o", "pid=,args=", "--ppid", String(upPid)], { encoding: "utf8" }).stdout.trim().split("\n");
-  const found = { nats: 0, redis: 0, nodes: new Map<string, number>() };
-  for (const row of rows) {
-    const m = /^\s*(\d+)\s+(.*)$/.exec(row);
-    if (m === null) continue;
-    const [pid, args] = [Number(m[1]), m[2]!];
-    if (/nats-server/.test(args)) found.nats = pid;
-    else if (/redis-server/.test(args)) found.redis = pid;
-    else {
-      const id = /--node-id (\S+)/.exec(args)?.[1];
-      if (id !== undefined) found.nodes.set(id, pid);
-    }
-  }
-  return found;
-}
-
-test("up - a node killed by SIGKILL is reported; Ctrl-C drains the rest and stops the servers; it says which nats-server ran", { timeout: 240_000 }, async () => {
-  const up = startUp(["--nodes", "2", "--warehouse", warehouse, "--demo"]);
+test("up - a node killed by SIGKILL is reported (--no-restart: left down); Ctrl-C drains the rest and stops the servers; it says which nats-server ran", { timeout: 240_000 }, async () => {
+  const up = startUp(["--nodes", "2", "--warehouse", warehouse, "--demo", "--no-restart"]);
   await match(up, /demo: created demo\.events and published 1000 rows/, "the demo rows visible", 150_000);
   const kids = children(up.proc.pid!);
   const [natsPid, redisPid, n1, n2] = [kids.nats, kids.redis, kids.nodes.get("node-1") ?? 0, kids.nodes.get("node-2") ?? 0];
@@ -123,8 +41,9 @@ test("up - a node killed by SIGKILL is reported; Ctrl-C drains the rest and stop
   assert.ok(lastSeqBeforeStop > 0);
 
   process.kill(n2, "SIGKILL");
-  await match(up, /node node-2 was killed by SIGKILL/, "the killed node reported", 15_000);
+  await match(up, /node node-2 was killed by SIGKILL .*not restarted \(--no-restart\); 1 node\(s\) still running take over its buckets/, "the killed node reported", 15_000);
   assert.ok(alive(natsPid) && alive(redisPid) && alive(n1), "the cluster keeps running without node-2");
+  assert.equal(children(up.proc.pid!).nodes.get("node-2"), undefined, "not restarted");
 
   up.proc.kill("SIGINT");
   // The old `up` waited forever here for node-2's exit event, which had fired already.
