@@ -3,7 +3,7 @@
  * history the load generator and the subscriber wrote and from the final state, independently of the write path.
  * The checks that do not depend on the rows — the snapshot chain (chaos/snapshot-chain.ts), recovery
  * (chaos/recovery.ts), the subscriber (chaos/subscriber-check.ts), compaction, orphans and streams
- * (chaos/warehouse-check.ts) — have modules of their own.
+ * (chaos/warehouse-check.ts) — are shared with the primary-key workload's verifier (chaos/pk-verifier.ts).
  *
  * Sources:
  * - the load history (chaos/load-child.ts): every row's outcome, its bucket and stream sequence when acknowledged,
@@ -94,6 +94,7 @@ export type Verdict = Pick<
   | "pypaimonRows"
   | "recoveryBudgetMs"
   | "compaction"
+  | "pk"
 >;
 
 /** A row's outcome as the load saw it. */

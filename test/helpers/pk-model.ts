@@ -96,7 +96,7 @@ export interface PkJudgement {
 }
 
 /** Stream order of acknowledged changes: by the message's sequence, then by version within a message. */
-function streamOrder(a: PkChangeOutcome, b: PkChangeOutcome): number {
+export function streamOrder(a: PkChangeOutcome, b: PkChangeOutcome): number {
   return a.seq! - b.seq! || a.v - b.v;
 }
 
