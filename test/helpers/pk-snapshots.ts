@@ -13,8 +13,7 @@
 import { FileKind, type ManifestEntry } from "../../src/format/manifest.ts";
 import { CommitKind, natslakeState } from "../../src/format/snapshot.ts";
 import { readLsmCompactionOptions } from "../../src/lsm/compaction-options.ts";
-import { SerializedKeys } from "../../src/lsm/key-comparator.ts";
-import { keyFields } from "../../src/lsm/key-value-fields.ts";
+import { framedKeyComparator } from "../../src/lsm/compact-bucket.ts";
 import { Levels, type FramedKeyComparator } from "../../src/lsm/levels.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import type { Table } from "../../src/table/table.ts";
@@ -70,8 +69,7 @@ export interface PkSnapshotReport {
 
 /** The levels and the sequence chain of every snapshot of `table` on disk from `from` on (default: all). */
 export async function checkPkSnapshots(table: Table, opts: { from?: number } = {}): Promise<PkSnapshotReport> {
-  const keys = new SerializedKeys(keyFields(table.schema).map((f) => f.type));
-  const compare: FramedKeyComparator = (a, b) => keys.compareSerialized(a, b);
+  const compare = framedKeyComparator(table);
   const numLevels = readLsmCompactionOptions(table.options).numLevels;
   const store = new ManifestStore(table);
   const ids = (await table.snapshots.listIds()).filter((id) => id >= (opts.from ?? 0));
