@@ -10,7 +10,6 @@
  * and undecodable bytes on both paths. Every outcome goes to `out` as a JSON line (chaos/types.ts `LoadLine`),
  * flushed every 200 ms and at the end; SIGTERM stops publishing early (what was published still gets its outcome).
  */
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { startLoad } from "../test/helpers/load.ts";
@@ -22,6 +21,7 @@ import { createBucketFunctionOfType, type BucketFunctionType } from "../src/form
 import { compileConverter } from "../src/format/row-converter.ts";
 import { schemaFromJson } from "../src/format/schema.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
+import { openHistory, readSpecArg, stoppedBy } from "./load-io.ts";
 import type { LoadLine, LoadPoisonLine, LoadRowsLine } from "./types.ts";
 
 export interface LoadSpec {
@@ -41,23 +41,9 @@ export interface LoadSpec {
 export const POISON_ID_BASE = 2_000_000_000;
 export const MIXED_ID_BASE = 3_000_000_000;
 
-const specPath = process.argv[2];
-if (!specPath) {
-  process.stderr.write("usage: load-child.ts <spec.json>\n");
-  process.exit(2);
-}
-const spec = JSON.parse(readFileSync(specPath, "utf8")) as LoadSpec;
-const fd = openSync(spec.out, "a");
-let buffered: string[] = [];
-const flushLines = (): void => {
-  if (buffered.length === 0) return;
-  writeSync(fd, buffered.join(""));
-  buffered = [];
-};
-const line = (l: LoadLine): void => {
-  buffered.push(JSON.stringify(l) + "\n");
-};
-const flusher = setInterval(flushLines, 200);
+const spec = readSpecArg<LoadSpec>("load-child.ts");
+const history = openHistory(spec.out);
+const line = (l: LoadLine): void => history.line(l);
 
 const nc = await connect({ servers: spec.urls, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "chaos-load" });
 const startedAt = Date.now();
@@ -94,10 +80,8 @@ const poisonCount = await poisonDone.catch((e: unknown) => {
   return 0;
 });
 const rows = load.outcomes.size;
-line({ kind: "done", rows, startedAt, endedAt: Date.now(), stoppedBy: rows >= spec.maxRows ? "count" : Date.now() - startedAt >= spec.durationMs ? "duration" : "signal" });
-clearInterval(flusher);
-flushLines();
-closeSync(fd);
+line({ kind: "done", rows, startedAt, endedAt: Date.now(), stoppedBy: stoppedBy(rows, spec.maxRows, startedAt, spec.durationMs) });
+history.close();
 await nc.close().catch(() => undefined);
 if (failure !== null) {
   process.stderr.write(`load failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}\n`);

@@ -20,12 +20,16 @@ import { createRng } from "./prng.ts";
 import { trackPid, untrackPid } from "./procs.ts";
 import { Topology, TABLE } from "./topology.ts";
 import { verify } from "./verifier.ts";
+import { verifyPk } from "./pk-verifier.ts";
+import { PK_COLUMNS, PK_KEY } from "../test/helpers/pk-model.ts";
 import type { NatsChoice } from "./nats-choice.ts";
 import type { LoadSpec } from "./load-child.ts";
-import type { ChaosReport, FaultRecord, LoadSettings, NodeExit, Scenario, ScenarioContext, ScenarioSetup, TopologyOverrides } from "./types.ts";
+import type { PkLoadSpec } from "./pk-load-child.ts";
+import type { ChaosReport, FaultRecord, LoadSettings, NodeExit, PkReadReport, PkReport, Scenario, ScenarioContext, ScenarioSetup, TopologyOverrides } from "./types.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const LOAD_CHILD = fileURLToPath(new URL("./load-child.ts", import.meta.url));
+const PK_LOAD_CHILD = fileURLToPath(new URL("./pk-load-child.ts", import.meta.url));
 const SUBSCRIBER_CHILD = fileURLToPath(new URL("../test/helpers/subscriber-child.ts", import.meta.url));
 
 export const DEFAULT_LOAD: LoadSettings = { ratePerSec: 2000, rawShare: 0.2, poison: false, maxRows: 2_000_000 };
@@ -103,6 +107,11 @@ async function waitQuiescent(t: Topology, buckets: number, timeoutMs: number): P
   }
 }
 
+/** The table of the scenario's workload: the primary-key table of the model (the append table needs no override). */
+function workloadTable(s: Scenario): TopologyOverrides | undefined {
+  return s.workload === undefined ? undefined : { table: { columns: PK_COLUMNS, primaryKeys: PK_KEY } };
+}
+
 /** The scenario's static overrides with those its setup returned on top (node environments merged per node). */
 function mergeOverrides(a: TopologyOverrides | undefined, b: TopologyOverrides | undefined): TopologyOverrides | undefined {
   if (!a || !b) return a ?? b;
@@ -171,7 +180,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
   try {
     if (s.setup) setup = await withDeadline(s.setup({ dir, seed: o.seed, log: say }), 120_000, `${s.name}: setup`);
     if (setup.skip !== undefined) throw new SkipRun(setup.skip);
-    const overrides = mergeOverrides(s.topology, setup.topology);
+    const overrides = mergeOverrides(mergeOverrides(workloadTable(s), s.topology), setup.topology);
     if (o.s3 === true && overrides?.warehouse !== undefined) throw new SkipRun(`${s.name} needs its warehouse in a directory of its own (${overrides.warehouse}); it does not run with --s3`);
     say(`starting the topology in ${dir}`);
     topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose, s3: o.s3 === true });
@@ -188,23 +197,18 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     // The load, bounded in rows and time; stopped early (SIGTERM) a few seconds after the fault script is done.
     const loadFile = join(dir, "load.jsonl");
     const hardCapMs = durationMs + 300_000;
-    const spec: LoadSpec = {
-      urls: [...t.natsUrls],
-      table: TABLE,
-      out: loadFile,
-      ratePerSec: load.ratePerSec,
-      durationMs: hardCapMs,
-      maxRows: Math.min(load.maxRows, Math.ceil((load.ratePerSec * hardCapMs) / 1000)),
-      rawShare: load.rawShare,
-      poison: load.poison,
-      batch: 100,
-    };
+    const maxRows = Math.min(load.maxRows, Math.ceil((load.ratePerSec * hardCapMs) / 1000));
+    const w = s.workload;
+    const spec: LoadSpec | PkLoadSpec =
+      w === undefined
+        ? { urls: [...t.natsUrls], table: TABLE, out: loadFile, ratePerSec: load.ratePerSec, durationMs: hardCapMs, maxRows, rawShare: load.rawShare, poison: load.poison, batch: 100 }
+        : { urls: [...t.natsUrls], table: TABLE, out: loadFile, seed: o.seed, ratePerSec: load.ratePerSec, durationMs: hardCapMs, maxChanges: maxRows, keys: w.keys, deleteShare: w.deleteShare, updateShare: w.updateShare, producers: w.producers };
     const specFile = join(dir, "load-spec.json");
     writeFileSync(specFile, JSON.stringify(spec));
     const loadStartedAt = Date.now();
-    loadProc = spawnTsx(LOAD_CHILD, [specFile], join(dir, "logs", "load.log"));
+    loadProc = spawnTsx(w === undefined ? LOAD_CHILD : PK_LOAD_CHILD, [specFile], join(dir, "logs", "load.log"));
     const loadExited = waitChild(loadProc, hardCapMs + 120_000);
-    t.event("load started", { ratePerSec: load.ratePerSec, durationMs, rawShare: load.rawShare, poison: load.poison });
+    t.event("load started", { ratePerSec: load.ratePerSec, durationMs, ...(w === undefined ? { rawShare: load.rawShare, poison: load.poison } : { workload: w }) });
 
     const ctx: ScenarioContext = {
       topology: t,
@@ -259,7 +263,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     await t.stopNodes();
     const stoppedAt = Date.now();
 
-    const verdict = await verify({ warehouse: await t.verifiableWarehouse(), table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget, stoppedAt, ...(s.expectCompaction ? { expectCompaction: s.expectCompaction } : {}) });
+    const verdict = await (w === undefined ? verify : verifyPk)({ warehouse: await t.verifiableWarehouse(), table: TABLE, nc: t.nc, loadFile, subscriberFile, faults, recoveryBudgetMs: budget, stoppedAt, ...(s.expectCompaction ? { expectCompaction: s.expectCompaction } : {}) });
     Object.assign(report, verdict);
     for (const x of expectations) {
       const key = `expect: ${x.name}`;
@@ -333,10 +337,11 @@ export function summary(r: ChaosReport, reportPath: string): string {
   lines.push(`  against ${r.natsServer}${r.warehouse !== undefined ? `; warehouse: ${r.warehouse}` : ""}`);
   const w = r.rows;
   lines.push(
-    `  rows: ${w.published} published, ${w.acknowledged} acknowledged, ${w.unknown} unknown, ${w.failed} failed; ${w.found} in the table (pypaimon: ${r.pypaimonRows ?? "n/a"}), ${w.deadLettered} dead letters` +
+    `  ${r.pk ? "changes" : "rows"}: ${w.published} published, ${w.acknowledged} acknowledged, ${w.unknown} unknown, ${w.failed} failed; ${w.found} in the table (pypaimon: ${r.pypaimonRows ?? "n/a"}), ${w.deadLettered} dead letters` +
       (w.poison > 0 ? ` (${w.poisonInDlq}/${w.poison} poison items in the DLQ)` : ""),
   );
   lines.push(`  lost ${r.lost}  duplicated ${r.duplicated}  reordered ${r.reordered}  infra-loss ${r.infraLoss.ackedMissingFromStream}${r.infraLoss.streamMissing ? " (a stream is missing)" : ""}`);
+  if (r.pk) lines.push(...pkSummary(r.pk));
   lines.push(`  snapshots ${r.snapshotsChecked}, data files ${r.filesChecked}; orphans: ${r.orphanFiles} data files, ${r.orphanManifests} manifests, ${r.tempFiles} temp files`);
   const live = Object.values(r.compaction.liveFilesPerBucket);
   lines.push(`  compaction: ${r.compaction.compactSnapshots} COMPACT snapshots; live files per bucket at the end ${live.length > 0 ? `${Math.min(...live)}–${Math.max(...live)}` : "-"} (${r.compaction.compactedLiveFiles} from compactions)`);
@@ -352,6 +357,22 @@ export function summary(r: ChaosReport, reportPath: string): string {
   if (r.logsDir) lines.push(`  logs: ${r.logsDir}`);
   lines.push(`  report: ${reportPath}`);
   return lines.join("\n") + "\n\n";
+}
+
+/** The primary-key workload's lines of the summary: each engine's read next to the model, and the levels. */
+function pkSummary(pk: PkReport): string[] {
+  const read = (who: string, x: PkReadReport | null): string =>
+    x === null
+      ? `${who}: could not read`
+      : `${who}: ${x.rows} rows (model ${x.expectedRows}, ${x.ambiguous} after an unacknowledged change), missing ${x.missing}, resurrected ${x.resurrected}, stale ${x.stale}, unexpected ${x.unexpected}, keys twice ${x.duplicateKeys}`;
+  const lv = pk.levels;
+  return [
+    `  primary key: ${pk.keys} keys, ${pk.changes.published} changes (${pk.changes.acknowledged} acknowledged, ${pk.changes.unknown} unknown, ${pk.changes.failed} failed); engines ${pk.enginesAgree ? "agree" : "DISAGREE"}`,
+    `    ${read("natslake", pk.natslake)}`,
+    `    ${read("pypaimon", pk.pypaimon)}`,
+    `    levels: ${lv.trees} bucket trees at ${lv.snapshots} snapshots (${lv.compactSnapshots} COMPACT), ${lv.withUpperLevels} with files at level ≥ 1 (max level ${lv.maxLevel}), ${lv.problems} broken; sequence chain breaks ${pk.sequenceProblems}`,
+    `    flushes: ${pk.flushes.changes} changes in ${pk.flushes.files} flushed files, ${pk.flushes.problems} flushed twice or outside their snapshot's offsets`,
+  ];
 }
 
 /** Thrown when a scenario's setup says it cannot run on this machine. */

@@ -1,8 +1,9 @@
 /**
- * What scenarios look at in the warehouse while the cluster runs (read-only, except `plantOrphans`): snapshots on disk
- * that read a missing file (a snapshot expiration killed midway leaves some behind until the next run removes them)
- * and orphan files planted for the leader's orphan-file cleanup. The cluster commits and expires meanwhile, so a
- * snapshot or manifest that vanishes while being read was expired, not broken.
+ * What scenarios look at in the warehouse while the cluster runs (read-only, except `plantOrphans`): whether the
+ * writers' own compactions have landed, snapshots on disk that read a missing file (a snapshot expiration killed
+ * midway leaves some behind until the next run removes them) and orphan files planted for the leader's orphan-file
+ * cleanup. The cluster commits and expires meanwhile, so a snapshot or manifest that vanishes while being read was
+ * expired, not broken.
  */
 import { copyFileSync, existsSync, statSync, utimesSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -10,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
+import { CommitKind } from "../src/format/snapshot.ts";
 
 async function openTable(warehouse: string, table: string): Promise<Table> {
   return new Catalog(warehouse).getTable(parseIdentifier(table));
@@ -86,4 +88,22 @@ export function stillThere(paths: readonly string[]): string[] {
       return false;
     }
   });
+}
+
+/**
+ * Whether the writers compact the table's buckets: a COMPACT snapshot among the newest `look` on disk that the leader's
+ * committer linked (commit user `natslake-<table>`: writers' compactions reach it through the commit stream), not one
+ * a maintenance job linked (`natslake compact` and the leader's compaction requests commit under a user of their own).
+ * A scenario arms a writer's mid-compaction failpoints only once they do (an armed point a writer never reaches would
+ * never fire).
+ */
+export async function writerCompactionSeen(warehouse: string, table: string, look = 50): Promise<boolean> {
+  const t = await openTable(warehouse, table);
+  const committer = `natslake-${t.name}`;
+  const ids = await t.snapshots.listIds();
+  for (const id of ids.slice(-look).reverse()) {
+    const s = await t.snapshots.snapshot(id).catch(() => null);
+    if (s?.commitKind === CommitKind.COMPACT && s.commitUser === committer) return true;
+  }
+  return false;
 }

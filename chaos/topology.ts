@@ -3,7 +3,8 @@
  * a 3-node nats-server cluster with JetStream (test/helpers/nats-cluster.ts; streams and KV with 3 replicas),
  * redis-server (cluster/local/servers.ts), writer nodes w1…, committer-capable nodes c1…, reader nodes r1…
  * (`natslake node --roles …`, test/helpers/cluster.ts `spawnNode`), and the table the load goes to, created through
- * the cluster's admin request (served by a reader node).
+ * the cluster's admin request (served by a reader node): an append table, or the primary-key table of the scenario's
+ * workload (`TopologyOverrides.table`).
  *
  * The warehouse is a directory in the run directory, or with `s3` an S3 bucket on a SeaweedFS of the run's own
  * (chaos/s3-warehouse.ts), which the verifier reads through a copy (`verifiableWarehouse`).
@@ -22,6 +23,8 @@ import { spawnNode } from "../test/helpers/cluster.ts";
 import { startNatsCluster, type NatsCluster } from "../test/helpers/nats-cluster.ts";
 import { startRedis, type ServerHandle } from "../cluster/local/servers.ts";
 import { adminRequest } from "../cluster/admin-client.ts";
+import { requestMaintenance } from "../cluster/maintenance-client.ts";
+import type { CompactSummary } from "../src/maintenance/compact-summary.ts";
 import { parseDuration } from "../src/options.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import type { NatsChoice } from "./nats-choice.ts";
@@ -341,12 +344,21 @@ export class Topology implements TopologyHandle {
     }
   }
 
+  async requestCompaction(o: { full: boolean; acceptTimeoutMs?: number }): Promise<{ node: string; snapshotId: number | null }> {
+    const out = await requestMaintenance(this.nc, { type: "maintenance", v: 1, table: TABLE, task: "compact", options: o.full ? { full: true } : {} }, { prefix: "lake", acceptTimeoutMs: o.acceptTimeoutMs ?? 10_000, silenceTimeoutMs: 10_000 });
+    return { node: out.node, snapshotId: (out.result as CompactSummary).snapshotId };
+  }
+
   private async createTable(buckets: number): Promise<void> {
     const deadline = Date.now() + 30_000;
     for (let attempt = 1; ; attempt++) {
       try {
-        await adminRequest(this.nc, "lake", { type: "create-table", table: TABLE, columns: TABLE_COLUMNS, options: { ...(this.cfg.overrides?.tableOptions ?? {}), bucket: String(buckets), "bucket-key": "id" } });
-        this.event("table created", { table: TABLE, buckets });
+        // A primary-key table's buckets follow its key; the append table's its id.
+        const def = this.cfg.overrides?.table;
+        const keyed = def !== undefined ? { primaryKeys: def.primaryKeys } : {};
+        const options = { ...(this.cfg.overrides?.tableOptions ?? {}), bucket: String(buckets), ...(def === undefined ? { "bucket-key": "id" } : {}) };
+        await adminRequest(this.nc, "lake", { type: "create-table", table: TABLE, columns: def?.columns ?? TABLE_COLUMNS, ...keyed, options });
+        this.event("table created", { table: TABLE, buckets, ...keyed });
         return;
       } catch (e) {
         // The warehouse is the run's own: a table that exists on a retry was created by an earlier attempt whose

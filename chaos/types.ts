@@ -14,6 +14,7 @@
  *   handed to the seeded soak: chaos/scenarios/soak.ts takes every factory of `soakNemeses` (chaos/faults.ts) plus
  *   those exported as `infraNemeses` by chaos/nemesis/index.ts when that module exists.
  */
+import type { PkChangeOutcome } from "../test/helpers/pk-model.ts";
 
 /** One process of the topology that faults can target. */
 export type Target =
@@ -92,13 +93,19 @@ export interface LoadPoisonLine {
 /** The load generator's summary, the last line of the file. */
 export interface LoadDoneLine {
   kind: "done";
+  /** Rows published (the primary-key workload: changes). */
   rows: number;
   startedAt: number;
   endedAt: number;
   stoppedBy: "duration" | "count" | "signal";
 }
 
-export type LoadLine = LoadRowsLine | LoadPoisonLine | LoadDoneLine;
+/** One change of the primary-key workload (chaos/pk-load-child.ts) and its outcome. */
+export interface LoadChangeLine extends PkChangeOutcome {
+  kind: "change";
+}
+
+export type LoadLine = LoadRowsLine | LoadPoisonLine | LoadChangeLine | LoadDoneLine;
 
 // -----------------------------------------------------------------------------------------------------------------
 // Topology and scenarios
@@ -145,6 +152,14 @@ export interface TopologyHandle {
   /** Stops redis-server (SIGTERM, or SIGKILL with `crash`); `startRedis` brings it back on the same port. */
   stopRedis(crash?: boolean): Promise<void>;
   startRedis(): Promise<void>;
+  /**
+   * Asks the table's leader for a compaction — the maintenance request `natslake compact --nats` sends: `full` every
+   * sorted run of each bucket into the max level (primary-key tables), else the table's own pick. Resolves with the
+   * node that ran it and the snapshot it linked (null: nothing to compact); rejects when no leader took it within
+   * `acceptTimeoutMs` (default 10 s), when the leader went silent mid-job for 10 s (its keepalive comes every 2 s: it
+   * was killed or drained) or the job failed.
+   */
+  requestCompaction(o: { full: boolean; acceptTimeoutMs?: number }): Promise<{ node: string; snapshotId: number | null }>;
   /** A line in the run's event log (also printed with --verbose). */
   event(msg: string, fields?: Record<string, unknown>): void;
 }
@@ -173,6 +188,8 @@ export interface TopologyOverrides {
   warehouse?: string;
   /** Options of the table the load writes (beside its bucket count and key), e.g. aggressive retention. */
   tableOptions?: Record<string, string>;
+  /** The table's columns and primary key, when not the default append table (`id BIGINT NOT NULL, src STRING, n INT`). */
+  table?: { columns: string; primaryKeys: string[] };
   /** Environment per node id at its first start (e.g. `{ w1: { FAILPOINTS: "io.write.mid:kill@5" } }`). */
   nodeEnv?: Record<string, Record<string, string>>;
   /**
@@ -228,6 +245,23 @@ export interface CompactionExpectation {
   maxLiveFilesPerBucket: number;
 }
 
+/**
+ * The primary-key workload: instead of numbered append rows, upserts, updates and deletes over a bounded key space
+ * (keys repeat) into a primary-key table, through the producer client (test/helpers/pk-load.ts, in
+ * chaos/pk-load-child.ts), judged against the model of every acknowledged change (chaos/pk-verifier.ts).
+ */
+export interface PkWorkload {
+  kind: "pk-upserts";
+  /** Keys 0 … keys − 1. */
+  keys: number;
+  /** Share of changes that delete their key. */
+  deleteShare: number;
+  /** Share of changes that update their key with +U (half of them after a -U). */
+  updateShare: number;
+  /** Producers, each with its own connection; keys are partitioned between them so each key has one publisher. */
+  producers: number;
+}
+
 export interface Scenario {
   /** Unique; `natslake chaos run <name>` (a prefix selects several: `writer-kill` runs every writer failpoint). */
   name: string;
@@ -239,6 +273,8 @@ export interface Scenario {
   /** The load's duration when `--duration` is not given (ms). */
   defaultDurationMs: number;
   load?: Partial<LoadSettings>;
+  /** What the load writes and how the run is judged; default: numbered rows appended (chaos/load-child.ts, verifier.ts). */
+  workload?: PkWorkload;
   topology?: TopologyOverrides;
   /**
    * Set: the verifier also judges writer-side compaction (invariant `compaction`): COMPACT snapshots landed, a live
@@ -336,6 +372,8 @@ export interface ChaosReport {
   pypaimonRows: number | null;
   /** Writer-side compaction as the run saw it (every run; judged only when the scenario sets `expectCompaction`). */
   compaction: { compactSnapshots: number; liveFilesPerBucket: Record<string, number>; compactedLiveFiles: number };
+  /** The primary-key workload's findings (absent for the append workload). */
+  pk?: PkReport;
   /** Process exits during the run (requested kills and failpoints included). */
   exits: NodeExit[];
   /** Where the run's logs are (kept when the run failed or with --keep). */
@@ -345,4 +383,35 @@ export interface ChaosReport {
   /** Why the scenario did not run on this machine (its `setup` said so); a skipped run is neither passed nor failed. */
   skipped?: string;
   ok: boolean;
+}
+
+/** What one engine's read of a primary-key table showed next to the model (test/helpers/pk-model.ts). */
+export interface PkReadReport {
+  rows: number;
+  /** Keys whose last acknowledged change leaves a row. */
+  expectedRows: number;
+  /** Keys holding the state after an unacknowledged change (allowed: it may have been stored last). */
+  ambiguous: number;
+  missing: number;
+  resurrected: number;
+  stale: number;
+  unexpected: number;
+  duplicateKeys: number;
+  /** A few keys of each finding kind. */
+  samples: { missing: number[]; resurrected: number[]; stale: number[]; unexpected: number[]; duplicateKeys: number[] };
+}
+
+export interface PkReport {
+  keys: number;
+  changes: { published: number; acknowledged: number; unknown: number; failed: number };
+  natslake: PkReadReport;
+  /** Null when pypaimon could not read the table. */
+  pypaimon: PkReadReport | null;
+  /** natslake and pypaimon read exactly the same rows. */
+  enginesAgree: boolean;
+  /** The LSM levels of every bucket at every retained snapshot (test/helpers/pk-snapshots.ts). */
+  levels: { snapshots: number; trees: number; withUpperLevels: number; maxLevel: number; compactSnapshots: number; problems: number };
+  sequenceProblems: number;
+  /** Inside the flushed files (chaos/pk-flushes.ts): files and changes looked at, and findings (twice, out of range). */
+  flushes: { files: number; changes: number; problems: number };
 }

@@ -1,7 +1,9 @@
 /**
  * The chaos suite's CI subset (`npm run chaos:ci`: one run of each failpoint kind — every writer failpoint, every
- * commit failpoint —, the poison scenario, and maintenance-ci: a writer killed mid-compaction, then the leader after a
- * COMPACT snapshot, mid-expiration or mid orphan cleanup) as part of `npm test`: the runner runs in its own
+ * commit failpoint —, the poison scenario, maintenance-ci: a writer killed mid-compaction, then the leader after a
+ * COMPACT snapshot, mid-expiration or mid orphan cleanup, and pk-upserts-ci: upserts and deletes into a primary-key
+ * table the leader compacts, while a writer is killed mid-flush and the leader mid-compaction and mid-commit) as part
+ * of `npm test`: the runner runs in its own
  * process, writes a JSON report per run under chaos-reports/ci-<time>/, and every report must be ok. Seeds are random
  * and printed; a failed run keeps its logs next to its report (rerun it with `npm run chaos -- <scenario> --seed
  * <seed>`).
@@ -22,7 +24,7 @@ const REPO = fileURLToPath(new URL("../..", import.meta.url));
  */
 const BUDGET_MS = 7 * 60_000;
 
-test("chaos - the CI subset (each writer and commit failpoint, poison, maintenance kills) passes every invariant", { timeout: BUDGET_MS + 60_000 }, async (t) => {
+test("chaos - the CI subset (each writer and commit failpoint, poison, maintenance kills, primary-key upserts under kills mid-flush and mid-compaction) passes every invariant", { timeout: BUDGET_MS + 60_000 }, async (t) => {
   const reports = join(REPO, "chaos-reports", `ci-${new Date().toISOString().replace(/[:.]/g, "-")}`);
   const started = Date.now();
   const child = spawn(process.execPath, ["--import", "tsx", join(REPO, "chaos/main.ts"), "run", "--ci", "--reports", reports], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
@@ -45,7 +47,7 @@ test("chaos - the CI subset (each writer and commit failpoint, poison, maintenan
   for (const line of out.split("\n").filter((l) => /^(PASS|FAIL)|seed|recovered|^\s+(ok|FAIL) /.test(l))) t.diagnostic(line);
   const files = readdirSync(reports).filter((f) => f.endsWith(".json"));
   const runs = files.map((f) => JSON.parse(readFileSync(join(reports, f), "utf8")) as ChaosReport);
-  assert.ok(runs.length >= 4, `a report per CI scenario (got ${runs.length}):\n${out.slice(-4000)}`);
+  assert.ok(runs.length >= 5, `a report per CI scenario (got ${runs.length}):\n${out.slice(-4000)}`);
   for (const r of runs) {
     const failed = Object.entries(r.invariants).filter(([, v]) => !v.ok);
     assert.ok(r.ok, `${r.scenario} (seed ${r.seed}) failed: ${r.error ?? failed.map(([k, v]) => `${k}: ${v.detail}`).join("; ")}`);
@@ -59,6 +61,13 @@ test("chaos - the CI subset (each writer and commit failpoint, poison, maintenan
   assert.ok(maintenance, "the maintenance-ci scenario ran");
   assert.equal(maintenance.faults.length, 2, "a writer killed mid-compaction, the leader mid-maintenance");
   assert.ok(maintenance.invariants["compaction"]?.ok, "writer-side compaction ran and bounded the files per bucket");
+  const pkRun = runs.find((r) => r.scenario === "pk-upserts-ci");
+  const pk = pkRun?.pk;
+  assert.ok(pkRun && pk, "the pk-upserts-ci scenario ran and judged the primary-key table");
+  assert.ok(pk.changes.acknowledged > pk.keys && pk.pypaimon !== null && pk.enginesAgree, "keys changed again and again; natslake and pypaimon read the same rows");
+  assert.ok(pkRun.faults.some((f) => /^leader SIGKILL at compact\./.test(f.name)), "the leader was killed mid-compaction");
+  assert.ok(pk.levels.withUpperLevels > 0 && pk.levels.problems === 0 && pk.sequenceProblems === 0, "compactions put files above level 0; levels and sequence numbers checked at every snapshot");
+  assert.ok(pk.flushes.changes > 0 && pk.flushes.problems === 0, "changes found in the flushed files, each flushed once within its snapshot's offsets");
   assert.equal(code, 0, out.slice(-4000));
   assert.ok(elapsed < BUDGET_MS, `the CI subset took ${(elapsed / 1000).toFixed(0)} s (budget ${BUDGET_MS / 1000} s)`);
 });

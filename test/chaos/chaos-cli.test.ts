@@ -15,7 +15,7 @@ const nl = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { enc
 test("chaos cli - list names every scenario; wrong arguments exit 2 and say what is wrong", () => {
   const list = nl(["chaos", "list"]);
   assert.equal(list.status, 0, list.stderr);
-  for (const name of ["writer-failpoints", "committer-failpoints", "poison", "leader-pause", "redis-restart", "redis-outage", "nats-node-kill", "writer-partition", "disk-full", "slow-fsync", "clock-skew", "maintenance", "maintenance-ci", "soak", "writer-kill@io.write.mid", "leader-kill@committer.after-snapshot"]) {
+  for (const name of ["writer-failpoints", "committer-failpoints", "poison", "leader-pause", "redis-restart", "redis-outage", "nats-node-kill", "writer-partition", "disk-full", "slow-fsync", "clock-skew", "maintenance", "maintenance-ci", "pk-upserts", "pk-upserts-ci", "soak", "writer-kill@io.write.mid", "leader-kill@committer.after-snapshot"]) {
     assert.match(list.stdout, new RegExp(`^${name.replace(/[.@]/g, "\\$&")}\\s`, "m"));
   }
   const cases: Array<[string[], RegExp]> = [
@@ -35,9 +35,10 @@ test("chaos cli - list names every scenario; wrong arguments exit 2 and say what
 
 test("chaos - scenarios are selected by name or prefix; the CI subset and the full suite; seeds replay", async () => {
   const all = await loadScenarios();
-  assert.deepEqual(selectScenarios(all, [], true).map((s) => s.name), ["writer-failpoints", "committer-failpoints", "poison", "maintenance-ci"]);
+  assert.deepEqual(selectScenarios(all, [], true).map((s) => s.name), ["writer-failpoints", "committer-failpoints", "poison", "maintenance-ci", "pk-upserts-ci"]);
   const suite = selectScenarios(all, [], false).map((s) => s.name);
   assert.ok(suite.includes("maintenance") && !suite.includes("maintenance-ci"), "the full suite runs maintenance, not its CI form");
+  assert.ok(suite.includes("pk-upserts") && !suite.includes("pk-upserts-ci"), "the full suite runs the primary-key workload, not its CI form");
   assert.deepEqual(selectScenarios(all, ["maintenance"], false).map((s) => s.name), ["maintenance"], "an exact name selects only itself");
   assert.deepEqual(suite.slice(0, 12), ["writer-failpoints", "committer-failpoints", "leader-pause", "redis-restart", "redis-outage", "nats-node-kill", "writer-partition", "disk-full", "slow-fsync", "clock-skew", "poison", "soak"]);
   assert.ok(!suite.some((n) => n.includes("@")), "per-failpoint variants run by name only");
