@@ -438,13 +438,16 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     async lastSnapshotNotified(table: string): Promise<number> {
       return notifiedSnapshotId(await snap.get(subjects.tableKey(id(table))));
     },
-    async publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void> {
+    async publishDeadLetters(table: string, letters: DeadLetter[]): Promise<number> {
       const subject = subjects.dlq(id(table));
+      let stored = 0;
       for (const l of letters) {
         const h = natsHeaders();
         h.set("Natslake-Reason", l.reason.slice(0, 200));
-        await js.publish(subject, fitDeadLetter(l, payloadLimit(maxPayload())), { headers: h, msgID: `dlq-${l.stage}-${l.table}-${l.streamSeq}-${l.rowIndex}` });
+        const ack = await js.publish(subject, fitDeadLetter(l, payloadLimit(maxPayload())), { headers: h, msgID: `dlq-${l.stage}-${l.table}-${l.streamSeq}-${l.rowIndex}` });
+        if (!ack.duplicate) stored++;
       }
+      return stored;
     },
   };
 
