@@ -34,7 +34,7 @@ import { systemClock } from "../actors/ports.ts";
 import { ensureError } from "../src/errors.ts";
 import { checkWarehouse } from "../src/io/warehouse.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
-import type { Table } from "../src/table/table.ts";
+import type { Identifier, Table } from "../src/table/table.ts";
 import { validateWritableKeyedSchema } from "../src/lsm/table-rules.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
 import { withTimeout } from "../src/timeout.ts";
@@ -293,6 +293,15 @@ export class Node {
         } catch {
           continue; // a name no table can have (a stray file)
         }
+        const refusal = this.servingRefusal(id);
+        if (refusal !== null) {
+          // Said once, and only of a table (not of any directory): its name cannot be served, whatever made it.
+          if (!this.skippedTables.has(key) && (await this.catalog.tableExists(id))) {
+            this.log.warn("table not served", { table: key, reason: refusal });
+            this.skippedTables.add(key);
+          }
+          continue;
+        }
         if (!(await this.catalog.tableExists(id))) continue; // a directory, not a table (yet)
         const table = await this.catalog.getTable(id);
         // A primary-key table natslake cannot write (dynamic buckets, another merge engine: one Paimon's engines
@@ -318,6 +327,25 @@ export class Node {
         }
       }
     }
+  }
+
+  /**
+   * Why a table in the warehouse cannot be served, or null: a name that cannot be a NATS subject token (one made
+   * before the rules for new names, or by another engine: `t x`, `a.b`), or one whose streams would be those of a
+   * table already served (`a_b.c` beside `a.b_c`: both `<P>_IN_a_b_c`; their purges would delete each other's rows).
+   */
+  private servingRefusal(id: Identifier): string | null {
+    try {
+      this.subjects.tableKey(id);
+    } catch (e) {
+      return ensureError(e).message;
+    }
+    const stream = this.subjects.ingestStream(id);
+    for (const svc of this.services.values()) {
+      if (this.subjects.ingestStream(svc.table.identifier) === stream)
+        return `its NATS streams would be those of table ${svc.table.name} (both are named ${stream}): only one of them can be served`;
+    }
+    return null;
   }
 
   /**

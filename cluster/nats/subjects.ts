@@ -26,10 +26,13 @@
  * | KV `<p>_router`, key `<db>.<table>`     | router progress (last raw stream sequence routed)           |
  * | KV `<p>_dlq_replays`, key `<db>.<table>.<seq>` | dead letters replayed (`natslake dlq replay`), 7 days |
  *
- * Database and table names are validated by the catalog (no dots inside a name is enforced here, since a dot would
- * change the subject's token count).
+ * Names are checked by src/names.ts (a new database or table takes only `a-z`, `0-9`, `_` and `-`); each name that
+ * becomes a token is checked here again, by the wider rule tables made before those rules are served with: letters,
+ * digits, `_` and `-` — never a `.` (the token count would change), a wildcard (`*`, `>`) or whitespace.
  */
 import { dataInvalid } from "../../src/errors.ts";
+import { showName } from "../../src/names.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
 import type { Identifier } from "../../src/table/table.ts";
 
 export const DEFAULT_PREFIX = "lake";
@@ -37,12 +40,22 @@ export const DEFAULT_PREFIX = "lake";
 const TOKEN = /^[A-Za-z0-9_-]+$/;
 
 export function checkSubjectToken(kind: string, v: string): void {
-  if (!TOKEN.test(v)) throw dataInvalid(`${kind} '${v}' cannot be used in a NATS subject: use letters, digits, '_' and '-' only`);
+  if (!TOKEN.test(v)) throw dataInvalid(`${kind} '${showName(v)}' cannot be used in a NATS subject: use letters, digits, '_' and '-' only`);
 }
 
 export class Subjects {
   constructor(readonly prefix: string = DEFAULT_PREFIX) {
     checkSubjectToken("subject prefix", prefix);
+  }
+
+  /**
+   * `db.table` as the cluster names it: parsed (src/table/catalog.ts) and both names checked as subject tokens — what
+   * clients and admin requests call before anything is sent or built from the name.
+   */
+  table(text: string): Identifier {
+    const id = parseIdentifier(text);
+    this.t(id);
+    return id;
   }
 
   private t(id: Identifier): string {

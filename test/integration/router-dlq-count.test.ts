@@ -11,7 +11,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { MeterProvider, MetricReader } from "@opentelemetry/sdk-metrics";
+import { MeterProvider, MetricReader, type DataPoint } from "@opentelemetry/sdk-metrics";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { ActorSystem, noopLogger } from "../../actors/runtime/index.ts";
@@ -84,7 +84,7 @@ test("router - a group routed again after its progress write failed counts its d
   const stored = await letterCount(await jetstreamManager(nc), subjects, table.identifier);
   assert.equal(stored, 2, "the DLQ holds each bad row once");
   const { resourceMetrics } = await reader.collect();
-  const points = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).filter((m) => m.descriptor.name === "natslake_dlq_total").flatMap((m) => m.dataPoints);
-  const counted = points.filter((p) => p.attributes["stage"] === "router" && p.attributes["table"] === table.name).reduce((sum, p) => sum + Number(p.value), 0);
+  const points = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).flatMap((m) => (m.descriptor.name === "natslake_dlq_total" ? (m.dataPoints as Array<DataPoint<number>>) : []));
+  const counted = points.filter((p) => p.attributes["stage"] === "router" && p.attributes["table"] === table.name).reduce((sum, p) => sum + p.value, 0);
   assert.equal(counted, 2, "natslake_dlq_total counts the letters the DLQ holds, not each time they were published");
 });
