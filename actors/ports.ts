@@ -91,8 +91,9 @@ export interface Bus {
   lastSnapshotNotified(table: string): Promise<number>;
   /**
    * Publishes dead letters; one too large for a message carries only the start of its original (`fitDeadLetter`).
-   * Resolves with how many the DLQ stored now: each letter has a message id (its stage, table, stream sequence and row),
-   * so a letter published again — its group routed again after a failure — is de-duplicated, not stored twice.
+   * Resolves with how many the DLQ stored now: each letter has a message id (its stage, table, ingest stream, stream
+   * sequence and row), so a letter published again — its group routed again after a failure — is de-duplicated, not
+   * stored twice.
    */
   publishDeadLetters(table: string, letters: DeadLetter[]): Promise<number>;
 }

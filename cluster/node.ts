@@ -56,6 +56,8 @@ import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import { handleAdmin } from "./admin.ts";
+import { cleanUpDroppedTable, dropTable, type TableDropDeps } from "./table-drop.ts";
+import { serveTableStop } from "./table-stop.ts";
 import { resetOffsets } from "./stream-reset.ts";
 import { MaintenanceActor, type MaintenanceMsg } from "../actors/maintenance.ts";
 import { maintenanceTasks } from "../actors/maintenance-tasks.ts";
@@ -116,6 +118,8 @@ export class Node {
   /** Stuck handlers already reported (actor → the message's start), so each is logged once, not every check. */
   private readonly stuckReported = new Map<string, number>();
   private adminSub: Subscription | undefined;
+  /** "Stop serving this table" requests from a node dropping it (cluster/table-stop.ts). */
+  private tableStopSub: Subscription | undefined;
   /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */
   private consume: ConsumeService | undefined;
   private readonly startedAt = Date.now();
@@ -181,6 +185,8 @@ export class Node {
       });
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
+      // Before the first heartbeat: a member is asked to stop a table being dropped, and must be able to answer.
+      n.tableStopSub = serveTableStop({ nc, subjects, nodeId: cfg.nodeId, log, stop: (t) => n.stopTable(t) });
       // An object-store warehouse: its bucket reachable, and — for a node that writes — conditional puts enforced.
       await checkWarehouse(n.catalog.io, { writes: cfg.roles.includes("writer") || cfg.roles.includes("committer") });
       if (cfg.roles.includes("writer")) {
@@ -217,7 +223,12 @@ export class Node {
         n.adminSub = sub;
         void (async () => {
           for await (const m of sub) {
-            const reply = await handleAdmin(m.data, { catalog: n.catalog, ensure: (t) => n.ensureInfra(t), resetOffsets: (t, from) => resetOffsets(ports, t, from) });
+            const reply = await handleAdmin(m.data, {
+              catalog: n.catalog,
+              ensure: (t) => n.ensureInfra(t),
+              resetOffsets: (t, from) => resetOffsets(ports, t, from),
+              dropTable: (id, ifExists) => dropTable(n.dropDeps(), id, { ifExists }),
+            });
             m.respond(new TextEncoder().encode(JSON.stringify(reply)));
             void n.scanTables().catch(() => undefined);
           }
@@ -279,12 +290,15 @@ export class Node {
    */
   async scanTables(): Promise<void> {
     if (this.draining) return;
+    const listed = new Set<string>();
     for (const db of await this.catalog.listDatabases()) {
       for (const name of await this.catalog.listTableDirectories(db)) {
         const key = `${db}.${name}`;
+        listed.add(key);
         const running = this.services.get(key);
         if (running !== undefined) {
-          await this.followSchema(running);
+          if (await this.isGone(running.table)) await this.onTableGone(running);
+          else await this.followSchema(running);
           continue;
         }
         let id: ReturnType<typeof parseIdentifier>;
@@ -327,6 +341,58 @@ export class Node {
         }
       }
     }
+    // A served table whose directory went with its database, or whose last file went: dropped on the warehouse.
+    for (const svc of [...this.services.values()]) {
+      if (!listed.has(svc.table.name) && this.services.get(svc.table.name) === svc && (await this.isGone(svc.table))) await this.onTableGone(svc);
+    }
+  }
+
+  /**
+   * Whether a served table was dropped from the warehouse: its current schema file is gone (one HEAD per scan), and
+   * — looked at only then — it has no schema at all.
+   */
+  private async isGone(t: Table): Promise<boolean> {
+    return !(await t.io.isFile(t.paths.schemaPath(t.schema.id))) && !(await this.catalog.tableExists(t.identifier));
+  }
+
+  /**
+   * A table this node serves was dropped on the warehouse (not through the cluster): its services here stop at once —
+   * left running they would write its snapshots and data files again into the deleted directory — and, unless another
+   * node or a drop through the cluster has it, its streams, KV keys and dead letters are removed (cluster/table-drop.ts).
+   */
+  private async onTableGone(svc: TableService): Promise<void> {
+    const name = svc.table.name;
+    await this.stopTable(name);
+    this.log.info("table dropped from the warehouse: its services here stopped", { table: name });
+    void cleanUpDroppedTable(this.dropDeps(), svc.table.identifier).then(
+      (r) => {
+        if (r === null) return;
+        this.log.info("removed what the cluster kept for a table dropped from the warehouse", { table: name, streams: r.streams, kvKeys: r.kvKeys, deadLetters: r.deadLetters, stoppedOn: r.stoppedOn });
+        if (r.silent.length > 0) this.log.warn("nodes did not say they stopped serving a dropped table (they stop at their next table scan)", { table: name, nodes: r.silent });
+      },
+      (e: unknown) => this.log.warn("could not remove what the cluster kept for a table dropped from the warehouse: `natslake table drop --nats --if-exists` does it", { table: name, error: ensureError(e).message }),
+    );
+  }
+
+  /** Stops this node's services of the table (a drop); false when it serves no such table. */
+  async stopTable(name: string): Promise<boolean> {
+    this.skippedTables.delete(name);
+    const svc = this.services.get(name);
+    if (svc === undefined) return false;
+    this.services.delete(name);
+    this.assignments.delete(name);
+    await this.abandonTable(svc);
+    return true;
+  }
+
+  /** What dropping a table through this node needs (cluster/table-drop.ts). */
+  private dropDeps(): TableDropDeps {
+    return {
+      nc: this.nc,
+      subjects: this.subjects,
+      catalog: this.catalog,
+      liveMembers: async () => (await this.ports.cluster.liveMembers(this.cfg.memberTimeout)).map((m) => m.nodeId),
+    };
   }
 
   /**
@@ -651,6 +717,7 @@ export class Node {
     clearInterval(this.scanTimer);
     clearInterval(this.stuckTimer);
     this.adminSub?.unsubscribe();
+    this.tableStopSub?.unsubscribe();
     await this.consume?.stop().catch(() => undefined);
     for (const s of this.services.values()) for (const f of s.stops) f();
     // Each step is logged, so a shutdown that hangs says where.

@@ -16,6 +16,7 @@
  * | `<p>.ctl.consume.open`                  | consume sessions opened, request-reply (readers, queue group) |
  * | `<p>.ctl.consume.s.<session>`           | a consume session's control: credit, ack, ping, close       |
  * | `<p>.ctl.node.<nodeId>`                 | node control request-reply (drain), answered by that node   |
+ * | `<p>.ctl.stop-table.<nodeId>`           | stop serving a table being dropped, answered by that node   |
  * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
  * | stream `<P>_COMMIT_<db>_<table>`        | committables                                                |
  * | stream `<P>_DLQ`                        | every table's dead letters                                  |
@@ -112,6 +113,12 @@ export class Subjects {
    */
   maintenance(id: Identifier): string {
     return `${this.prefix}.ctl.maint.${this.t(id)}`;
+  }
+
+  /** "Stop serving this table" for one node, from the node dropping it (cluster/table-stop.ts): only that node subscribes. */
+  stopTable(nodeId: string): string {
+    checkSubjectToken("node id", nodeId);
+    return `${this.prefix}.ctl.stop-table.${nodeId}`;
   }
 
   /** Control requests for one node (`natslake node drain`): only that node subscribes. */

@@ -78,6 +78,7 @@ test("catalog - a primary-key table is created with fixed buckets; dynamic and p
     catalog: c,
     ensure: async (x) => void ensured.push(x.name),
     resetOffsets: () => Promise.reject(new Error("not used")),
+    dropTable: () => Promise.reject(new Error("not used")),
   });
   assert.equal(reply.ok, false);
   assert.match((reply as { error: string }).error, /postpone buckets/);
