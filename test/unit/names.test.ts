@@ -16,6 +16,7 @@ import { escapePathName, isNullOrWhitespaceOnly, partitionPath, unescapePathName
 import { T } from "../../src/format/data-types.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
 import { LocalFileIO } from "../../src/io/local.ts";
+import { PathFactory } from "../../src/io/paths.ts";
 
 const ROOT = "/wh";
 const catalog = new Catalog(ROOT, new LocalFileIO());
@@ -226,4 +227,14 @@ test("names - the tables whose <db>_<table> reads the same (they would share the
       }
     }),
   );
+});
+
+test("names - a file name a table's metadata gives is one path component: '../../other.db/t/…' is refused, not read or deleted", () => {
+  const paths = new PathFactory("/wh/db.db/t");
+  assert.equal(paths.dataFilePath("p=a%2Fb", 0, "data-1.parquet"), "/wh/db.db/t/p=a%2Fb/bucket-0/data-1.parquet");
+  assert.equal(paths.manifestPath("manifest-list-1"), "/wh/db.db/t/manifest/manifest-list-1");
+  for (const bad of ["../../other.db/t/bucket-0/data-1.parquet", "..", "a\\b", ""]) {
+    assert.throws(() => paths.dataFilePath("", 0, bad), /the table's metadata names data file .*: not a file name/, bad);
+    assert.throws(() => paths.manifestPath(bad), /names manifest .*: not a file name/, bad);
+  }
 });
