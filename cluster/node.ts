@@ -120,6 +120,8 @@ export class Node {
   private adminSub: Subscription | undefined;
   /** "Stop serving this table" requests from a node dropping it (cluster/table-stop.ts). */
   private tableStopSub: Subscription | undefined;
+  /** Tables whose services are being stopped (a drop), by name. */
+  private readonly stopping = new Map<string, Promise<void>>();
   /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */
   private consume: ConsumeService | undefined;
   private readonly startedAt = Date.now();
@@ -374,14 +376,24 @@ export class Node {
     );
   }
 
-  /** Stops this node's services of the table (a drop); false when it serves no such table. */
+  /**
+   * Stops this node's services of the table (a drop); false when it serves no such table. A stop already under way
+   * (the table scan noticed the drop while a stop-table request came) is waited for: the answer "stopped" must hold.
+   */
   async stopTable(name: string): Promise<boolean> {
     this.skippedTables.delete(name);
+    const underWay = this.stopping.get(name);
+    if (underWay !== undefined) {
+      await underWay;
+      return true;
+    }
     const svc = this.services.get(name);
     if (svc === undefined) return false;
     this.services.delete(name);
     this.assignments.delete(name);
-    await this.abandonTable(svc);
+    const stopped = this.abandonTable(svc).finally(() => this.stopping.delete(name));
+    this.stopping.set(name, stopped);
+    await stopped;
     return true;
   }
 
