@@ -89,8 +89,13 @@ export interface Bus {
   publishSnapshot(n: SnapshotNotification): Promise<void>;
   /** The snapshot id of the table's last recorded notification (0 when none). */
   lastSnapshotNotified(table: string): Promise<number>;
-  /** Publishes dead letters; one too large for a message carries only the start of its original (`fitDeadLetter`). */
-  publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void>;
+  /**
+   * Publishes dead letters; one too large for a message carries only the start of its original (`fitDeadLetter`).
+   * Resolves with how many the DLQ stored now: each letter has a message id (its stage, table, ingest stream, stream
+   * sequence and row), so a letter published again — its group routed again after a failure — is de-duplicated, not
+   * stored twice.
+   */
+  publishDeadLetters(table: string, letters: DeadLetter[]): Promise<number>;
 }
 
 /** Cluster membership and bucket assignments (KV). */

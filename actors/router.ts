@@ -364,9 +364,11 @@ export class RouterActor implements Actor<RouterMsg> {
     }
     await Promise.all(publishes);
     if (letters.length > 0) {
-      await this.d.bus.publishDeadLetters(table, letters);
-      // Counted once published (a group routed again after a crash may count its letters again).
-      this.deadLetters.add(letters.length, { table, stage: "router" });
+      // Counted as the DLQ stored them: a group routed again after a failure publishes its letters again, under the
+      // same ids, and the ones stored by the failed attempt are de-duplicated — counting them again would count a row
+      // twice.
+      const stored = await this.d.bus.publishDeadLetters(table, letters);
+      if (stored > 0) this.deadLetters.add(stored, { table, stage: "router" });
     }
     this.through = to;
     this.intent = null;

@@ -13,7 +13,20 @@ import type { AdminReply, AdminRequest } from "../actors/wire/messages.ts";
  */
 export const CREATE_TABLE_ENSURE_BUDGET_MS = 30_000;
 
-export async function adminRequest(nc: NatsConnection, prefix: string, req: AdminRequest, timeoutMs = req.type === "create-table" ? CREATE_TABLE_ENSURE_BUDGET_MS + 15_000 : 10_000): Promise<unknown> {
+/**
+ * How long a node dropping a table waits for every node to stop serving it (cluster/table-drop.ts); the client waits
+ * 45 s longer for its answer (the files, streams and keys are deleted after that).
+ */
+export const DROP_TABLE_STOP_TIMEOUT_MS = 15_000;
+
+/** How long the client waits for the answer to `req`. */
+function answerTimeoutMs(req: AdminRequest): number {
+  if (req.type === "create-table") return CREATE_TABLE_ENSURE_BUDGET_MS + 15_000;
+  if (req.type === "drop-table") return DROP_TABLE_STOP_TIMEOUT_MS + 45_000;
+  return 10_000;
+}
+
+export async function adminRequest(nc: NatsConnection, prefix: string, req: AdminRequest, timeoutMs = answerTimeoutMs(req)): Promise<unknown> {
   let reply: AdminReply;
   try {
     const m = await nc.request(new Subjects(prefix).admin, new TextEncoder().encode(JSON.stringify(req)), { timeout: timeoutMs });

@@ -1,14 +1,14 @@
 /**
  * Admin requests (JSON request-reply on `<prefix>.ctl.admin`, served by reader nodes): create a table through a
- * running cluster — its warehouse files, its ingest stream and its metadata for producers — and list or describe
- * tables. Every failure becomes `{ok: false, error, kind}` naming what was wrong; nothing is half-created in a way
+ * running cluster — its warehouse files, its ingest stream and its metadata for producers — list or describe tables,
+ * and drop one with everything the cluster keeps for it (cluster/table-drop.ts). Every failure becomes `{ok: false, error, kind}` naming what was wrong; nothing is half-created in a way
  * that a retry cannot finish (the stream and KV steps are idempotent).
  */
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { parseColumnList, typeToSql } from "../src/format/data-types.ts";
 import type { Catalog } from "../src/table/catalog.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
-import type { Table } from "../src/table/table.ts";
+import type { Identifier, Table } from "../src/table/table.ts";
 import type { AdminReply, AdminRequest } from "../actors/wire/messages.ts";
 import { isTransientJetStreamError } from "./nats/table-infra.ts";
 import { CREATE_TABLE_ENSURE_BUDGET_MS } from "./admin-client.ts";
@@ -17,6 +17,8 @@ export interface AdminDeps {
   catalog: Catalog;
   ensure: (t: Table) => Promise<void>;
   resetOffsets: (t: Table, from: "earliest" | "latest") => Promise<unknown>;
+  /** Drops the table and everything the cluster keeps for it (cluster/table-drop.ts); null: nothing to drop. */
+  dropTable: (id: Identifier, ifExists: boolean) => Promise<unknown>;
   /**
    * How long create-table keeps setting up a new table's streams while JetStream fails for a passing reason (default
    * CREATE_TABLE_ENSURE_BUDGET_MS): a loaded NATS cluster can take longer than one API timeout, and the table is
@@ -98,6 +100,10 @@ export async function handleAdmin(data: Uint8Array, d: AdminDeps): Promise<Admin
         if (req.from !== "earliest" && req.from !== "latest") return { ok: false, error: `reset-offsets: 'from' is earliest or latest, not '${String(req.from)}'`, kind: "DataInvalid" };
         const t = await d.catalog.getTable(parseIdentifier(req.table));
         return { ok: true, result: await d.resetOffsets(t, req.from) };
+      }
+      case "drop-table": {
+        const result = await d.dropTable(parseIdentifier(req.table), req.ifExists === true);
+        return { ok: true, result };
       }
       default:
         return { ok: false, error: `unknown admin request type '${(req as { type: string }).type}'`, kind: "DataInvalid" };

@@ -31,6 +31,7 @@ import { createInbox, RequestError, type Msg, type NatsConnection, type Subscrip
 import { AckSender, type AckSessions } from "./consumer-acks.ts";
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import { IpcStreamDecoder } from "../src/codec/ipc-decode.ts";
+import { checkName } from "../src/names.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { CONSUME_HEADER, HEARTBEAT_MS, READER_TIMEOUT_MS, WINDOW_BYTES_PER_CHUNK, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 
@@ -134,6 +135,9 @@ class ConsumerImpl implements Consumer {
 
   constructor(private readonly o: ConsumerOptions) {
     this.subjects = new Subjects(o.prefix ?? DEFAULT_PREFIX);
+    // A name no table of the cluster can have is said here, not by a reader node.
+    this.subjects.table(o.table);
+    if (o.consumerId !== undefined) checkName("consumer id", o.consumerId);
     this.window = o.window ?? 8;
     const sessions: AckSessions = {
       currentSession: () => this.currentSession(),

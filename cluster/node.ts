@@ -34,7 +34,7 @@ import { systemClock } from "../actors/ports.ts";
 import { ensureError } from "../src/errors.ts";
 import { checkWarehouse } from "../src/io/warehouse.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
-import type { Table } from "../src/table/table.ts";
+import type { Identifier, Table } from "../src/table/table.ts";
 import { validateWritableKeyedSchema } from "../src/lsm/table-rules.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
 import { withTimeout } from "../src/timeout.ts";
@@ -56,6 +56,8 @@ import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
 import type { MemberHeartbeat, TableAssignment } from "../actors/wire/messages.ts";
 import { handleAdmin } from "./admin.ts";
+import { cleanUpDroppedTable, dropTable, type TableDropDeps } from "./table-drop.ts";
+import { serveTableStop } from "./table-stop.ts";
 import { resetOffsets } from "./stream-reset.ts";
 import { MaintenanceActor, type MaintenanceMsg } from "../actors/maintenance.ts";
 import { maintenanceTasks } from "../actors/maintenance-tasks.ts";
@@ -116,6 +118,10 @@ export class Node {
   /** Stuck handlers already reported (actor → the message's start), so each is logged once, not every check. */
   private readonly stuckReported = new Map<string, number>();
   private adminSub: Subscription | undefined;
+  /** "Stop serving this table" requests from a node dropping it (cluster/table-stop.ts). */
+  private tableStopSub: Subscription | undefined;
+  /** Tables whose services are being stopped (a drop), by name. */
+  private readonly stopping = new Map<string, Promise<void>>();
   /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */
   private consume: ConsumeService | undefined;
   private readonly startedAt = Date.now();
@@ -181,6 +187,8 @@ export class Node {
       });
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
+      // Before the first heartbeat: a member is asked to stop a table being dropped, and must be able to answer.
+      n.tableStopSub = serveTableStop({ nc, subjects, nodeId: cfg.nodeId, log, stop: (t) => n.stopTable(t) });
       // An object-store warehouse: its bucket reachable, and — for a node that writes — conditional puts enforced.
       await checkWarehouse(n.catalog.io, { writes: cfg.roles.includes("writer") || cfg.roles.includes("committer") });
       if (cfg.roles.includes("writer")) {
@@ -217,7 +225,12 @@ export class Node {
         n.adminSub = sub;
         void (async () => {
           for await (const m of sub) {
-            const reply = await handleAdmin(m.data, { catalog: n.catalog, ensure: (t) => n.ensureInfra(t), resetOffsets: (t, from) => resetOffsets(ports, t, from) });
+            const reply = await handleAdmin(m.data, {
+              catalog: n.catalog,
+              ensure: (t) => n.ensureInfra(t),
+              resetOffsets: (t, from) => resetOffsets(ports, t, from),
+              dropTable: (id, ifExists) => dropTable(n.dropDeps(), id, { ifExists }),
+            });
             m.respond(new TextEncoder().encode(JSON.stringify(reply)));
             void n.scanTables().catch(() => undefined);
           }
@@ -279,12 +292,15 @@ export class Node {
    */
   async scanTables(): Promise<void> {
     if (this.draining) return;
+    const listed = new Set<string>();
     for (const db of await this.catalog.listDatabases()) {
       for (const name of await this.catalog.listTableDirectories(db)) {
         const key = `${db}.${name}`;
+        listed.add(key);
         const running = this.services.get(key);
         if (running !== undefined) {
-          await this.followSchema(running);
+          if (await this.isGone(running.table)) await this.onTableGone(running);
+          else await this.followSchema(running);
           continue;
         }
         let id: ReturnType<typeof parseIdentifier>;
@@ -292,6 +308,15 @@ export class Node {
           id = parseIdentifier(key);
         } catch {
           continue; // a name no table can have (a stray file)
+        }
+        const refusal = this.servingRefusal(id);
+        if (refusal !== null) {
+          // Said once, and only of a table (not of any directory): its name cannot be served, whatever made it.
+          if (!this.skippedTables.has(key) && (await this.catalog.tableExists(id))) {
+            this.log.warn("table not served", { table: key, reason: refusal });
+            this.skippedTables.add(key);
+          }
+          continue;
         }
         if (!(await this.catalog.tableExists(id))) continue; // a directory, not a table (yet)
         const table = await this.catalog.getTable(id);
@@ -318,6 +343,87 @@ export class Node {
         }
       }
     }
+    // A served table whose directory went with its database, or whose last file went: dropped on the warehouse.
+    for (const svc of [...this.services.values()]) {
+      if (!listed.has(svc.table.name) && this.services.get(svc.table.name) === svc && (await this.isGone(svc.table))) await this.onTableGone(svc);
+    }
+  }
+
+  /**
+   * Whether a served table was dropped from the warehouse: its current schema file is gone (one HEAD per scan), and
+   * — looked at only then — it has no schema at all.
+   */
+  private async isGone(t: Table): Promise<boolean> {
+    return !(await t.io.isFile(t.paths.schemaPath(t.schema.id))) && !(await this.catalog.tableExists(t.identifier));
+  }
+
+  /**
+   * A table this node serves was dropped on the warehouse (not through the cluster): its services here stop at once —
+   * left running they would write its snapshots and data files again into the deleted directory — and, unless another
+   * node or a drop through the cluster has it, its streams, KV keys and dead letters are removed (cluster/table-drop.ts).
+   */
+  private async onTableGone(svc: TableService): Promise<void> {
+    const name = svc.table.name;
+    await this.stopTable(name);
+    this.log.info("table dropped from the warehouse: its services here stopped", { table: name });
+    void cleanUpDroppedTable(this.dropDeps(), svc.table.identifier).then(
+      (r) => {
+        if (r === null) return;
+        this.log.info("removed what the cluster kept for a table dropped from the warehouse", { table: name, streams: r.streams, kvKeys: r.kvKeys, deadLetters: r.deadLetters, stoppedOn: r.stoppedOn });
+        if (r.silent.length > 0) this.log.warn("nodes did not say they stopped serving a dropped table (they stop at their next table scan)", { table: name, nodes: r.silent });
+      },
+      (e: unknown) => this.log.warn("could not remove what the cluster kept for a table dropped from the warehouse: `natslake table drop --nats --if-exists` does it", { table: name, error: ensureError(e).message }),
+    );
+  }
+
+  /**
+   * Stops this node's services of the table (a drop); false when it serves no such table. A stop already under way
+   * (the table scan noticed the drop while a stop-table request came) is waited for: the answer "stopped" must hold.
+   */
+  async stopTable(name: string): Promise<boolean> {
+    this.skippedTables.delete(name);
+    const underWay = this.stopping.get(name);
+    if (underWay !== undefined) {
+      await underWay;
+      return true;
+    }
+    const svc = this.services.get(name);
+    if (svc === undefined) return false;
+    this.services.delete(name);
+    this.assignments.delete(name);
+    const stopped = this.abandonTable(svc).finally(() => this.stopping.delete(name));
+    this.stopping.set(name, stopped);
+    await stopped;
+    return true;
+  }
+
+  /** What dropping a table through this node needs (cluster/table-drop.ts). */
+  private dropDeps(): TableDropDeps {
+    return {
+      nc: this.nc,
+      subjects: this.subjects,
+      catalog: this.catalog,
+      liveMembers: async () => (await this.ports.cluster.liveMembers(this.cfg.memberTimeout)).map((m) => m.nodeId),
+    };
+  }
+
+  /**
+   * Why a table in the warehouse cannot be served, or null: a name that cannot be a NATS subject token (one made
+   * before the rules for new names, or by another engine: `t x`, `a.b`), or one whose streams would be those of a
+   * table already served (`a_b.c` beside `a.b_c`: both `<P>_IN_a_b_c`; their purges would delete each other's rows).
+   */
+  private servingRefusal(id: Identifier): string | null {
+    try {
+      this.subjects.tableKey(id);
+    } catch (e) {
+      return ensureError(e).message;
+    }
+    const stream = this.subjects.ingestStream(id);
+    for (const svc of this.services.values()) {
+      if (this.subjects.ingestStream(svc.table.identifier) === stream)
+        return `its NATS streams would be those of table ${svc.table.name} (both are named ${stream}): only one of them can be served`;
+    }
+    return null;
   }
 
   /**
@@ -623,6 +729,7 @@ export class Node {
     clearInterval(this.scanTimer);
     clearInterval(this.stuckTimer);
     this.adminSub?.unsubscribe();
+    this.tableStopSub?.unsubscribe();
     await this.consume?.stop().catch(() => undefined);
     for (const s of this.services.values()) for (const f of s.stops) f();
     // Each step is logged, so a shutdown that hangs says where.

@@ -43,7 +43,6 @@ import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionTyp
 import type { DataField } from "../src/format/data-types.ts";
 import { schemaFromJson, type TableSchema } from "../src/format/schema.ts";
 import type { Value } from "../src/format/values.ts";
-import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { readTableMeta, watchTableMeta } from "./nats/table-infra.ts";
@@ -226,8 +225,8 @@ export function tokenVisibleIn(token: VisibilityToken, n: SnapshotNotification):
 
 export async function createProducer(opts: ProducerOptions): Promise<Producer> {
   if (opts.nc === undefined && opts.servers === undefined) throw dataInvalid("createProducer needs `servers` or `nc`");
-  const id = parseIdentifier(opts.table);
   const subjects = new Subjects(opts.prefix ?? DEFAULT_PREFIX);
+  const id = subjects.table(opts.table);
   const owned = opts.nc === undefined;
   const nc = opts.nc ?? (await connect({ servers: opts.servers! }));
   try {
@@ -679,7 +678,8 @@ export async function waitVisible(nc: NatsConnection, token: VisibilityToken, ti
   if (Object.keys(token.offsets).length === 0) return null;
   // The token's sequences count in the live stream; offsets of snapshots that belong to another stream (one deleted
   // and re-created since) say nothing about them, however high they are.
-  const live = await liveIngestStream(nc, new Subjects(prefix), parseIdentifier(token.table));
+  const subjects = new Subjects(prefix);
+  const live = await liveIngestStream(nc, subjects, subjects.table(token.table));
   let otherStream: string | undefined;
   const done = deferred<SnapshotNotification | null>();
   const sub = await subscribeSnapshots(
@@ -733,8 +733,8 @@ export async function publishRaw(
   rows: ReadonlyArray<Record<string, unknown>>,
   opts: PublishRawOptions = {},
 ): Promise<BatchOutcome[]> {
-  const id = parseIdentifier(table);
   const subjects = new Subjects(opts.prefix ?? DEFAULT_PREFIX);
+  const id = subjects.table(table);
   const meta = opts.meta ?? (await readTableMeta(nc, subjects, id));
   const js = jetstream(nc);
   const size = positive("batchRows", opts.batchRows ?? 500);

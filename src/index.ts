@@ -3,7 +3,9 @@
  * This is the public surface; modules inside src/ never import it (no barrels from inside).
  */
 export { LakeError, ErrorKind, isLakeError } from "./errors.ts";
-export { Catalog, parseIdentifier, validateName } from "./table/catalog.ts";
+export { Catalog, parseIdentifier } from "./table/catalog.ts";
+// `validateName`: the name this check had before src/names.ts (kept for callers of earlier versions).
+export { checkName, checkNewName, checkName as validateName, NEW_NAME_RULES, type NameKind } from "./names.ts";
 export { Table, type Identifier } from "./table/table.ts";
 export { parseColumnList, parseSqlType, typeToSql, T, type DataType, type DataField } from "./format/data-types.ts";
 export { Timestamp, formatDecimal, toCanonical, toJsonValue, type Row, type Value } from "./format/values.ts";

@@ -46,6 +46,7 @@ export const SUBJECT_CONTRACTS: readonly SubjectContract[] = [
   c("<p>.ctl.admin", "admin-request", "core", "the CLI, services (answered by a reader node)", "admin-reply"),
   c("<p>.ctl.maint.<db>.<table>", "maintenance-request", "core", "the CLI with --nats (answered by the table's leader)", "maintenance-reply"),
   c("<p>.ctl.node.<node>", "node-control-request", "core", "`natslake node drain` (answered by that node only)", "node-control-reply"),
+  c("<p>.ctl.stop-table.<node>", "stop-table-request", "core", "the node dropping a table, to every live member (answered by that node only)", "stop-table-reply"),
   c("<p>.ctl.consume.open", "consume-open", "core", "consumers (answered by a reader node)", "consume-open-reply"),
   c("<p>.ctl.consume.s.<session>", "consume-control", "core", "consumers", "consume-control-reply"),
   c("$KV.<p>_tables.<db>.<table>", "table-meta", "kv", "nodes (from the table's schema)"),

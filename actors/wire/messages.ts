@@ -316,7 +316,22 @@ export type AdminRequest =
   | { type: "list-tables" }
   | { type: "describe-table"; table: string }
   /** Moves the table's offsets onto its live ingest stream (cluster/stream-reset.ts). */
-  | { type: "reset-offsets"; table: string; from: "earliest" | "latest" };
+  | { type: "reset-offsets"; table: string; from: "earliest" | "latest" }
+  /** Drops the table: its files, and everything the cluster keeps for it (cluster/table-drop.ts). */
+  | { type: "drop-table"; table: string; ifExists?: boolean };
+
+/**
+ * Node → node, while a table is dropped (request-reply on `<p>.ctl.stop-table.<nodeId>`, JSON): stop serving the
+ * table now. Answered by that node only, once its writers, committer, router and maintenance for it have stopped.
+ */
+export interface StopTableRequest {
+  type: "stop-table";
+  v: 1;
+  table: string;
+}
+
+/** `served`: the node was serving the table (and now is not). */
+export type StopTableReply = { ok: true; node: string; table: string; served: boolean } | { ok: false; node: string; error: string; kind: string };
 
 export type AdminReply = { ok: true; result: unknown } | { ok: false; error: string; kind: string };
 

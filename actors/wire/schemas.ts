@@ -38,6 +38,8 @@ import type {
   Released,
   RowBatch,
   SnapshotNotification,
+  StopTableReply,
+  StopTableRequest,
   StreamIdMarker,
   TableAssignment,
   TableMeta,
@@ -363,6 +365,7 @@ export const adminRequestSchema = z
     z.strictObject({ type: z.literal("list-tables") }),
     z.strictObject({ type: z.literal("describe-table"), table: tableName }),
     z.strictObject({ type: z.literal("reset-offsets"), table: tableName, from: z.enum(["earliest", "latest"]) }),
+    z.strictObject({ type: z.literal("drop-table"), table: tableName, ifExists: z.boolean().optional().describe("succeed when there is nothing to drop") }),
   ])
   .meta({ title: "AdminRequest", description: "An admin request (JSON) on `<p>.ctl.admin`, answered by one reader node with an AdminReply." });
 
@@ -371,6 +374,21 @@ export const adminReplySchema = z
   .meta({ title: "AdminReply", description: "The answer to an AdminRequest (JSON)." });
 
 export { maintenanceRequestSchema };
+
+export const stopTableRequestSchema = z
+  .strictObject({ type: z.literal("stop-table"), v: z.literal(1), table: tableName })
+  .meta({
+    title: "StopTableRequest",
+    description:
+      "Stop serving a table (JSON) on `<p>.ctl.stop-table.<nodeId>`, sent by the node dropping it to every live member and answered by that node only with a StopTableReply once its writers, committer, router and maintenance for the table have stopped.",
+  });
+
+export const stopTableReplySchema = z
+  .union([
+    z.strictObject({ ok: z.literal(true), node: z.string().min(1), table: tableName, served: z.boolean().describe("the node was serving the table (and now is not)") }),
+    z.strictObject({ ...failure, node: z.string().min(1) }),
+  ])
+  .meta({ title: "StopTableReply", description: "A node's answer to a StopTableRequest (JSON)." });
 
 const taskName = z.enum(["compact", "expire-snapshots", "expire-partitions", "remove-orphans", "restore"]);
 export const maintenanceReplySchema = z
@@ -507,6 +525,8 @@ export const WIRE_SCHEMAS: readonly WireSchema[] = [
   w("admin-reply", adminReplySchema, "json"),
   w("maintenance-request", maintenanceRequestSchema, "json", "input"),
   w("maintenance-reply", maintenanceReplySchema, "json"),
+  w("stop-table-request", stopTableRequestSchema, "json", "input"),
+  w("stop-table-reply", stopTableReplySchema, "json"),
   w("node-control-request", nodeControlRequestSchema, "json", "input"),
   w("node-control-reply", nodeControlReplySchema, "json"),
   w("consume-open", consumeOpenSchema, "json", "input"),
@@ -599,6 +619,8 @@ agree<Same<z.output<typeof adminRequestSchema>, AdminRequest>>();
 agree<Same<z.output<typeof adminReplySchema>, AdminReply>>();
 agree<Same<z.output<typeof maintenanceRequestSchema>, MaintenanceRequest>>();
 agree<Same<z.output<typeof maintenanceReplySchema>, MaintenanceReply>>();
+agree<Same<z.output<typeof stopTableRequestSchema>, StopTableRequest>>();
+agree<Same<z.output<typeof stopTableReplySchema>, StopTableReply>>();
 agree<Same<z.output<typeof nodeControlRequestSchema>, NodeDrainRequest>>();
 agree<Same<z.output<typeof nodeControlReplySchema>, NodeControlReply>>();
 agree<Same<z.input<typeof consumeOpenSchema>, ConsumeOpen>>();

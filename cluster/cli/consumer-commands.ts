@@ -4,7 +4,8 @@
  */
 import type { Command } from "commander";
 import { parseIdentifier } from "../../src/table/catalog.ts";
-import { deleteConsumer, getConsumer, listConsumers, validateConsumerId, writeConsumer } from "../../src/table/consumers.ts";
+import { checkConsumerIdFor, deleteConsumer, getConsumer, listConsumers, writeConsumer } from "../../src/table/consumers.ts";
+import { checkName } from "../../src/names.ts";
 import { catalogFrom, parseNonNegativeInt, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 
 export function registerConsumerCommands(program: Command, out: (s: string) => void): void {
@@ -35,8 +36,9 @@ export function registerConsumerCommands(program: Command, out: (s: string) => v
     .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
     .addHelpText("after", "\nExample:\n  natslake consumer reset shop.orders billing --next-snapshot 120\n")
     .action(async (name: string, id: string, o: WarehouseOpts & { nextSnapshot: number }) => {
-      validateConsumerId(id);
+      checkName("consumer id", id);
       const t = await catalogFrom(o, { mustExist: true }).getTable(parseIdentifier(name));
+      await checkConsumerIdFor(t, id);
       const earliest = await t.snapshots.earliestId();
       const latest = await t.snapshots.latestId();
       // Paimon's rule: the next snapshot must exist, or be the one after the latest (nothing new to read yet).

@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { parseColumnList, typeToSql } from "../../src/format/data-types.ts";
 import { ErrorKind, isLakeError } from "../../src/errors.ts";
 import { adminRequest } from "../admin-client.ts";
+import type { DropResult } from "../table-drop.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 
@@ -13,6 +14,14 @@ const splitList = (v: string): string[] =>
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
+
+/** What a drop through the cluster removed, in one line. */
+function describeDrop(r: DropResult): string {
+  const parts = [r.files ? `its files at ${r.path}` : "no files (not in the warehouse)"];
+  if (r.streams.length > 0) parts.push(`streams ${r.streams.join(", ")}`);
+  parts.push(`${r.kvKeys} KV key${r.kvKeys === 1 ? "" : "s"}`, `${r.deadLetters} dead letter${r.deadLetters === 1 ? "" : "s"}`);
+  return parts.join(", ") + (r.stoppedOn.length > 0 ? ` (served by ${r.stoppedOn.join(", ")}, stopped first)` : "");
+}
 
 export function registerTableCommands(program: Command, out: (s: string) => void): void {
   const table = program.command("table").description("create, describe, drop and list tables").addHelpText("after", examples("natslake table create shop.orders --columns \"id BIGINT NOT NULL, msg STRING\" --option bucket=4 --option bucket-key=id", "natslake table list --warehouse /data/wh"));
@@ -148,12 +157,27 @@ export function registerTableCommands(program: Command, out: (s: string) => void
 
   table
     .command("drop <table>")
-    .description("drop a table and delete its files")
+    .description(
+      "drop a table and delete its files; with --nats also its streams, metadata and dead letters on the cluster " +
+        "(without it, a cluster serving the warehouse stops the table and removes them at its next table scan)",
+    )
     .option("--if-exists", "succeed when the table does not exist")
     .option(WAREHOUSE_FLAG, WAREHOUSE_HELP)
-    .addHelpText("after", examples("natslake table drop shop.orders --if-exists --warehouse /data/wh"))
-    .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean }) => {
+    .option("--nats <url>", "drop it through a running cluster: every node stops serving it first, then its files, streams, KV keys and dead letters go")
+    .option("--prefix <p>", "subject prefix with --nats", "lake")
+    .addHelpText("after", examples("natslake table drop shop.orders --if-exists --warehouse /data/wh", "natslake table drop shop.orders --nats nats://127.0.0.1:4222"))
+    .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean; nats?: string; prefix: string }) => {
       const id = parseIdentifier(name);
+      if (o.nats) {
+        const nc = await connectOrExplain(o.nats);
+        try {
+          const r = (await adminRequest(nc, o.prefix, { type: "drop-table", table: name, ...(o.ifExists === true ? { ifExists: true } : {}) })) as DropResult | null;
+          out(r === null ? `${name} does not exist (--if-exists): nothing dropped` : `dropped ${name} through the cluster at ${o.nats}: ${describeDrop(r)}`);
+        } finally {
+          await nc.close();
+        }
+        return;
+      }
       await catalogFrom(o, { mustExist: !(o.ifExists ?? false) }).dropTable(id, o.ifExists ?? false);
       out(`dropped ${name}`);
     });

@@ -265,9 +265,9 @@ async function compareAndSet(kv: KV, key: string, decide: (current: KvEntry | nu
   throw ensureError(lastError);
 }
 
-/** The snapshot id a table's KV entry announces; 0 when there is none. */
+/** The snapshot id a table's KV entry announces; 0 when there is none (never written, or removed by a drop). */
 function notifiedSnapshotId(e: KvEntry | null): number {
-  if (e === null) return 0;
+  if (e === null || e.operation !== "PUT") return 0;
   const n = JSON.parse(dec.decode(e.value)) as Partial<SnapshotNotification>;
   return typeof n.snapshotId === "number" ? n.snapshotId : 0;
 }
@@ -438,13 +438,21 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     async lastSnapshotNotified(table: string): Promise<number> {
       return notifiedSnapshotId(await snap.get(subjects.tableKey(id(table))));
     },
-    async publishDeadLetters(table: string, letters: DeadLetter[]): Promise<void> {
-      const subject = subjects.dlq(id(table));
+    async publishDeadLetters(table: string, letters: DeadLetter[]): Promise<number> {
+      const t = id(table);
+      const subject = subjects.dlq(t);
+      // A letter's id names the ingest stream too: sequences start again at 1 in a re-created stream (a table dropped
+      // and created again, a stream reset), and a new letter must not be taken for an old one within the DLQ's
+      // duplicate window and dropped.
+      const stream = (await readStreamIdentity(jsm, subjects, t)) ?? subjects.ingestStream(t);
+      let stored = 0;
       for (const l of letters) {
         const h = natsHeaders();
         h.set("Natslake-Reason", l.reason.slice(0, 200));
-        await js.publish(subject, fitDeadLetter(l, payloadLimit(maxPayload())), { headers: h, msgID: `dlq-${l.stage}-${l.table}-${l.streamSeq}-${l.rowIndex}` });
+        const ack = await js.publish(subject, fitDeadLetter(l, payloadLimit(maxPayload())), { headers: h, msgID: `dlq-${l.stage}-${l.table}-${l.streamSeq}-${l.rowIndex}@${stream}` });
+        if (!ack.duplicate) stored++;
       }
+      return stored;
     },
   };
 

@@ -16,6 +16,7 @@
  * | `<p>.ctl.consume.open`                  | consume sessions opened, request-reply (readers, queue group) |
  * | `<p>.ctl.consume.s.<session>`           | a consume session's control: credit, ack, ping, close       |
  * | `<p>.ctl.node.<nodeId>`                 | node control request-reply (drain), answered by that node   |
+ * | `<p>.ctl.stop-table.<nodeId>`           | stop serving a table being dropped, answered by that node   |
  * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
  * | stream `<P>_COMMIT_<db>_<table>`        | committables                                                |
  * | stream `<P>_DLQ`                        | every table's dead letters                                  |
@@ -26,10 +27,13 @@
  * | KV `<p>_router`, key `<db>.<table>`     | router progress (last raw stream sequence routed)           |
  * | KV `<p>_dlq_replays`, key `<db>.<table>.<seq>` | dead letters replayed (`natslake dlq replay`), 7 days |
  *
- * Database and table names are validated by the catalog (no dots inside a name is enforced here, since a dot would
- * change the subject's token count).
+ * Names are checked by src/names.ts (a new database or table takes only `a-z`, `0-9`, `_` and `-`); each name that
+ * becomes a token is checked here again, by the wider rule tables made before those rules are served with: letters,
+ * digits, `_` and `-` — never a `.` (the token count would change), a wildcard (`*`, `>`) or whitespace.
  */
 import { dataInvalid } from "../../src/errors.ts";
+import { showName } from "../../src/names.ts";
+import { parseIdentifier } from "../../src/table/catalog.ts";
 import type { Identifier } from "../../src/table/table.ts";
 
 export const DEFAULT_PREFIX = "lake";
@@ -37,12 +41,22 @@ export const DEFAULT_PREFIX = "lake";
 const TOKEN = /^[A-Za-z0-9_-]+$/;
 
 export function checkSubjectToken(kind: string, v: string): void {
-  if (!TOKEN.test(v)) throw dataInvalid(`${kind} '${v}' cannot be used in a NATS subject: use letters, digits, '_' and '-' only`);
+  if (!TOKEN.test(v)) throw dataInvalid(`${kind} '${showName(v)}' cannot be used in a NATS subject: use letters, digits, '_' and '-' only`);
 }
 
 export class Subjects {
   constructor(readonly prefix: string = DEFAULT_PREFIX) {
     checkSubjectToken("subject prefix", prefix);
+  }
+
+  /**
+   * `db.table` as the cluster names it: parsed (src/table/catalog.ts) and both names checked as subject tokens — what
+   * clients and admin requests call before anything is sent or built from the name.
+   */
+  table(text: string): Identifier {
+    const id = parseIdentifier(text);
+    this.t(id);
+    return id;
   }
 
   private t(id: Identifier): string {
@@ -99,6 +113,12 @@ export class Subjects {
    */
   maintenance(id: Identifier): string {
     return `${this.prefix}.ctl.maint.${this.t(id)}`;
+  }
+
+  /** "Stop serving this table" for one node, from the node dropping it (cluster/table-stop.ts): only that node subscribes. */
+  stopTable(nodeId: string): string {
+    checkSubjectToken("node id", nodeId);
+    return `${this.prefix}.ctl.stop-table.${nodeId}`;
   }
 
   /** Control requests for one node (`natslake node drain`): only that node subscribes. */

@@ -7,6 +7,7 @@
  * rows already written have no value for it.
  */
 import { dataInvalid } from "../errors.ts";
+import { checkNewColumns } from "../names.ts";
 import { assignFieldIds, type DataType } from "./data-types.ts";
 import { validateTableSchema, type TableSchema } from "./schema.ts";
 
@@ -23,6 +24,10 @@ export function withAddedColumns(base: TableSchema, columns: readonly AddColumn[
     if (base.fields.some((f) => f.name === c.name)) throw dataInvalid(`column '${c.name}' already exists`);
     if (!c.type.nullable) throw dataInvalid(`column '${c.name}' cannot be added as NOT NULL: the rows already written have no value for it`);
   }
+  checkNewColumns(
+    columns.map((c) => c.name),
+    base.fields.map((f) => f.name),
+  );
   const { fields: added, highestFieldId } = assignFieldIds(
     columns.map((c) => ({ id: -1, name: c.name, type: c.type, ...(c.description !== undefined ? { description: c.description } : {}) })),
     base.highestFieldId + 1,

@@ -4,6 +4,7 @@
  * run here at create time so a table natslake creates is one Java can open.
  */
 import { dataInvalid } from "../errors.ts";
+import { checkNewColumns } from "../names.ts";
 import { TableOptions, validateCreateOptions } from "../options.ts";
 import {
   assignFieldIds,
@@ -39,8 +40,12 @@ export interface SchemaInput {
 
 const SYSTEM_NAMES = new Set(["_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"]);
 
-/** Builds schema 0 of a new table: assigns field ids, normalises primary keys to NOT NULL, fills defaults. */
+/**
+ * Builds schema 0 of a new table: checks its column names (src/names.ts), assigns field ids, normalises primary keys
+ * to NOT NULL, fills defaults.
+ */
 export function newTableSchema(input: SchemaInput, now = Date.now()): TableSchema {
+  checkNewColumns(input.columns.map((c) => c.name));
   const partitionKeys = input.partitionKeys ?? [];
   const primaryKeys = input.primaryKeys ?? [];
   const options: Record<string, string> = { ...input.options };

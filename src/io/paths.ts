@@ -5,6 +5,19 @@
  */
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
+import { dataInvalid } from "../errors.ts";
+import { showName } from "../names.ts";
+
+/**
+ * A file name a table's metadata gives (a manifest list names its manifests, a manifest its data files): one path
+ * component. A damaged — or hostile — file naming `../../other.db/t/…` would otherwise have natslake read another
+ * table's files, and expiration or orphan cleanup delete them.
+ */
+function plainFileName(name: string, what: string): string {
+  if (name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\\") || name.includes("\u0000"))
+    throw dataInvalid(`the table's metadata names ${what} '${showName(name)}': not a file name (a path component)`);
+  return name;
+}
 
 export class PathFactory {
   /** One uuid per writer instance with a counter, as Java names files; names stay unique across processes. */
@@ -31,15 +44,16 @@ export class PathFactory {
   snapshotPath(id: number): string {
     return join(this.snapshotDir, `snapshot-${id}`);
   }
+  /** A manifest or manifest list by the name a snapshot or a manifest list gives it. */
   manifestPath(name: string): string {
-    return join(this.manifestDir, name);
+    return join(this.manifestDir, plainFileName(name, "manifest"));
   }
   /** `partitionPath` is `k=v/…` or "" for unpartitioned tables. */
   bucketDir(partitionPath: string, bucket: number): string {
     return join(this.root, partitionPath, bucket === -2 ? "bucket-postpone" : `bucket-${bucket}`);
   }
   dataFilePath(partitionPath: string, bucket: number, fileName: string, externalPath?: string | null): string {
-    return externalPath ? externalPath.replace(/^file:\/\//, "") : join(this.bucketDir(partitionPath, bucket), fileName);
+    return externalPath ? externalPath.replace(/^file:\/\//, "") : join(this.bucketDir(partitionPath, bucket), plainFileName(fileName, "data file"));
   }
   newDataFileName(prefix = "data-", ext = "parquet"): string {
     return `${prefix}${this.uuid}-${this.counter++}.${ext}`;

@@ -30,7 +30,8 @@
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import { CommitKind, type Snapshot } from "../format/snapshot.ts";
-import { getConsumer, validateConsumerId, writeConsumer } from "../table/consumers.ts";
+import { checkConsumerIdFor, getConsumer, writeConsumer } from "../table/consumers.ts";
+import { checkName } from "../names.ts";
 import type { Table } from "../table/table.ts";
 import type { ReadSpec } from "./read.ts";
 
@@ -99,7 +100,7 @@ export class TableStream {
     readonly table: Table,
     private readonly opts: TableStreamOptions,
   ) {
-    if (opts.consumerId !== undefined) validateConsumerId(opts.consumerId);
+    if (opts.consumerId !== undefined) checkName("consumer id", opts.consumerId);
   }
 
   /** The snapshot the next item is about (a pending full scan's, else the next delta's); null before it started. */
@@ -190,6 +191,8 @@ export class TableStream {
   private async start(): Promise<void> {
     const snaps = this.table.snapshots;
     const ignore = this.opts.ignoreProgress ?? this.table.options.bool("consumer.ignore-progress");
+    // A consumer this stream would make takes a new name's rules; one that exists keeps its id.
+    if (this.opts.consumerId !== undefined) await checkConsumerIdFor(this.table, this.opts.consumerId);
     if (this.opts.consumerId !== undefined && !ignore) {
       const c = await getConsumer(this.table, this.opts.consumerId);
       if (c !== null) {

@@ -1,7 +1,8 @@
 /**
  * The filesystem catalog: a warehouse directory (or object-store prefix) holding `<db>.db/<table>/` directories, as
  * Paimon's own filesystem catalog lays them out. A database is just its directory; a table exists when its `schema/schema-N`
- * exists. Names are validated before any path is built from them.
+ * exists. Names are checked before any path is built from them, and a new database or table takes only the names
+ * src/names.ts allows new ones.
  */
 import { validateChangelogProducer, validateWritableKeyedSchema } from "../lsm/table-rules.ts";
 import { ingestFormatOf } from "../cdc/ingest-format.ts";
@@ -14,29 +15,20 @@ import { newTableSchema, type SchemaInput } from "../format/schema.ts";
 import { SchemaManager } from "./schema-manager.ts";
 import { withAddedColumns, type AddColumn } from "../format/schema-change.ts";
 import { type Identifier, Table } from "./table.ts";
+import { checkName, checkNewName, joinedNameTwins, showName } from "../names.ts";
 
 const DB_SUFFIX = ".db";
 
-/** Rejects names that could escape the warehouse or confuse Paimon's path rules. */
-export function validateName(kind: "database" | "table", name: string): void {
-  const fail = (why: string): never => {
-    throw dataInvalid(`invalid ${kind} name '${name}': ${why}`);
-  };
-  if (name.length === 0 || name.trim().length === 0) fail("it is empty");
-  if (name === "." || name === ".." || name.includes("..")) fail("'..' is not allowed");
-  if (/[/\\]/.test(name)) fail("path separators are not allowed");
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(name)) fail("control characters are not allowed");
-  if (name.includes("$")) fail("'$' is reserved for system tables");
-  if (name.startsWith(".")) fail("it must not start with '.'");
-}
-
+/**
+ * `db.table` → its identifier, both names checked by the rules of names already on disk (src/names.ts): tables
+ * made before the rules for new names, or by Paimon's engines, keep being read. Creating checks the new-name rules.
+ */
 export function parseIdentifier(text: string): Identifier {
   const dot = text.indexOf(".");
-  if (dot <= 0 || dot === text.length - 1) throw dataInvalid(`table name '${text}' must have the form <database>.<table>`);
+  if (dot <= 0 || dot === text.length - 1) throw dataInvalid(`table name '${showName(text)}' must have the form <database>.<table>`);
   const id = { database: text.slice(0, dot), table: text.slice(dot + 1) };
-  validateName("database", id.database);
-  validateName("table", id.table);
+  checkName("database", id.database);
+  checkName("table", id.table);
   return id;
 }
 
@@ -66,21 +58,23 @@ export class Catalog {
   }
 
   databasePath(db: string): string {
-    validateName("database", db);
+    checkName("database", db);
     return join(this.warehouse, db + DB_SUFFIX);
   }
 
   tablePath(id: Identifier): string {
-    validateName("table", id.table);
+    checkName("table", id.table);
     return join(this.databasePath(id.database), id.table);
   }
 
+  /** Creates the database directory; an existing one is left alone (ignoreIfExists) whatever its name. */
   async createDatabase(db: string, ignoreIfExists = true): Promise<void> {
     const path = this.databasePath(db);
     if (await this.io.exists(path)) {
       if (ignoreIfExists) return;
       throw new LakeError(ErrorKind.AlreadyExists, `database '${db}' already exists`);
     }
+    checkNewName("database", db);
     await this.io.mkdirs(path);
   }
 
@@ -115,8 +109,21 @@ export class Catalog {
     return (await new SchemaManager(this.io, new PathFactory(this.tablePath(id))).listIds()).length > 0;
   }
 
-  /** Creates the table (and its database). Two concurrent creators: exactly one wins, the other gets AlreadyExists. */
+  /**
+   * Creates the table (and its database). Two concurrent creators: exactly one wins, the other gets AlreadyExists.
+   * Both names follow the rules of new names (src/names.ts) — the database's too, since the cluster's subjects,
+   * streams and keys are made of both — and no other table may have the same `<db>_<table>` (see `joinedNameTwins`).
+   */
   async createTable(id: Identifier, input: SchemaInput, opts: { ignoreIfExists?: boolean } = {}): Promise<Table> {
+    try {
+      checkNewName("database", id.database);
+      checkNewName("table", id.table);
+    } catch (e) {
+      // A table made before these rules is there already: nothing new is named.
+      if (opts.ignoreIfExists && (await this.tableExists(id))) return this.getTable(id);
+      throw e;
+    }
+    await this.refuseJoinedNameTwin(id);
     const schema = newTableSchema(input);
     validateWritableKeyedSchema(`${id.database}.${id.table}`, schema);
     validateChangelogProducer(schema);
@@ -129,6 +136,20 @@ export class Catalog {
       throw new LakeError(ErrorKind.AlreadyExists, `table '${id.database}.${id.table}' already exists`);
     }
     return new Table(id, root, this.io, schema);
+  }
+
+  /** A table whose `<db>_<table>` is this one's (`a_b.c` and `a.b_c`): the cluster would give both one set of streams. */
+  private async refuseJoinedNameTwin(id: Identifier): Promise<void> {
+    const twins = joinedNameTwins(id);
+    if (twins.length === 0) return;
+    const dbs = new Set(await this.listDatabases());
+    for (const twin of twins) {
+      if (dbs.has(twin.database) && (await this.tableExists(twin)))
+        throw new LakeError(
+          ErrorKind.AlreadyExists,
+          `table '${id.database}.${id.table}' cannot be created: table '${twin.database}.${twin.table}' exists, and both would be named '${id.database}_${id.table}' in the cluster's NATS streams`,
+        );
+    }
   }
 
   async getTable(id: Identifier): Promise<Table> {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { dataInvalid, ErrorKind, isLakeError } from "../errors.ts";
 import { parseJson } from "../format/wire/json.ts";
 import type { Table } from "./table.ts";
+import { checkName, checkNewName, newNameProblem } from "../names.ts";
 
 const CONSUMER_FILE = /^consumer-(.+)$/;
 
@@ -19,15 +20,17 @@ export interface Consumer {
   updatedAtMillis: number;
 }
 
-/** A consumer id names a file: no path separators, no control characters, not empty, not starting with a dot. */
-export function validateConsumerId(id: string): void {
-  // eslint-disable-next-line no-control-regex
-  if (id.length === 0 || id.length > 200 || /[/\\\u0000-\u001f]/.test(id) || id.startsWith(".")) {
-    throw dataInvalid(`consumer id '${id}' is not valid (1-200 characters, no '/', '\\', control characters or leading '.')`);
-  }
-}
-
 const pathOf = (table: Table, id: string): string => join(table.paths.consumerDir, `consumer-${id}`);
+
+/**
+ * A consumer id names a file (`consumer/consumer-<id>`): it is checked by the rules of names (src/names.ts) before a
+ * path is built from it. This checks `id` for a consumer of `table` that may be new: by the rules of new names unless
+ * the consumer exists already (one made before them, or by Paimon's engines, keeps its progress).
+ */
+export async function checkConsumerIdFor(table: Table, id: string): Promise<void> {
+  checkName("consumer id", id);
+  if (newNameProblem("consumer id", id) !== null && !(await table.io.exists(pathOf(table, id)))) checkNewName("consumer id", id);
+}
 
 /** Every consumer of the table, by id. */
 export async function listConsumers(table: Table): Promise<Consumer[]> {
@@ -43,7 +46,7 @@ export async function listConsumers(table: Table): Promise<Consumer[]> {
 
 /** The consumer, or null when it does not exist (or vanished while being read). */
 export async function getConsumer(table: Table, id: string): Promise<Consumer | null> {
-  validateConsumerId(id);
+  checkName("consumer id", id);
   const path = pathOf(table, id);
   let text: string;
   let mtime: number;
@@ -62,7 +65,7 @@ export async function getConsumer(table: Table, id: string): Promise<Consumer | 
 
 /** Records that the consumer's next snapshot is `nextSnapshot` (atomic replace; its time is the consumer's activity). */
 export async function writeConsumer(table: Table, id: string, nextSnapshot: number): Promise<void> {
-  validateConsumerId(id);
+  checkName("consumer id", id);
   if (!Number.isSafeInteger(nextSnapshot) || nextSnapshot < 0) throw dataInvalid(`nextSnapshot must be a snapshot id, got ${nextSnapshot}`);
   // writeFile makes the directory when it is missing (no mkdirs: on an object store that would be a PUT per ack).
   await table.io.writeFile(pathOf(table, id), JSON.stringify({ nextSnapshot }));
@@ -70,7 +73,7 @@ export async function writeConsumer(table: Table, id: string, nextSnapshot: numb
 
 /** Removes the consumer; false when it did not exist. */
 export async function deleteConsumer(table: Table, id: string): Promise<boolean> {
-  validateConsumerId(id);
+  checkName("consumer id", id);
   return table.io.delete(pathOf(table, id));
 }
 

@@ -24,6 +24,7 @@ import { snapshotFromJson, snapshotToJson, type Snapshot } from "../format/snaps
 import { parseJson, stringifyJson } from "../format/wire/json.ts";
 import { ManifestStore } from "./manifest-store.ts";
 import type { Table } from "./table.ts";
+import { checkName, checkNewName } from "../names.ts";
 import { changelogFilesOf, dataFilePath, fileKey, manifestListsOf } from "./file-refs.ts";
 
 const TAG_PREFIX = "tag-";
@@ -35,25 +36,6 @@ export interface Tag {
   createTimeMillis: number | null;
   /** `tagTimeRetained` in ms, or null (kept until deleted). */
   timeRetainedMs: number | null;
-}
-
-/**
- * Tag names become file names (`tag/tag-<name>`), so the rules of table names apply, and a few of Paimon's: not
- * blank, no path separators, control characters or leading dot; not all digits (`VERSION AS OF 3` in Spark and
- * `scan.version` in Paimon would take it for snapshot 3).
- */
-export function validateTagName(name: string): void {
-  const fail = (why: string): never => {
-    throw dataInvalid(`invalid tag name '${name}': ${why}`);
-  };
-  if (name.trim().length === 0) fail("it is empty");
-  if (name !== name.trim()) fail("leading or trailing spaces are not allowed");
-  if (/[/\\]/.test(name)) fail("path separators are not allowed");
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(name)) fail("control characters are not allowed");
-  if (name.startsWith(".")) fail("it must not start with '.'");
-  if (/^\d+$/.test(name)) fail("a name of digits only would read as a snapshot id (Paimon's scan.version, Spark's VERSION AS OF)");
-  if (Buffer.byteLength(name) > 200) fail("it is longer than 200 bytes");
 }
 
 const tagDir = (table: Table): string => join(table.root, "tag");
@@ -121,7 +103,7 @@ async function readTag(table: Table, name: string): Promise<Tag | null> {
 
 /** The tag of that name, or null. */
 export async function getTag(table: Table, name: string): Promise<Tag | null> {
-  validateTagName(name);
+  checkName("tag", name);
   return readTag(table, name);
 }
 
@@ -144,7 +126,7 @@ export interface CreateTagOptions {
 
 /** Creates a tag exclusively: an existing name is refused (AlreadyExists), as is a snapshot that does not exist. */
 export async function createTag(table: Table, name: string, o: CreateTagOptions = {}): Promise<Tag> {
-  validateTagName(name);
+  checkNewName("tag", name);
   if (o.timeRetainedMs !== undefined && !(o.timeRetainedMs > 0)) throw dataInvalid(`the time a tag is retained must be positive, got ${o.timeRetainedMs} ms`);
   let snapshot: Snapshot;
   if (o.snapshotId !== undefined) {

@@ -100,3 +100,19 @@ test("cli - a bad row names its line and column, and nothing is committed", () =
   assert.match(r.stderr, /bad\.jsonl:2: column id: expected a 64-bit integer/);
   assert.equal(ok(["read", "cli.events", "--partition", "dt=d3", "--format", "jsonl"]).trim(), "");
 });
+
+test("cli - a name that could escape the warehouse, break a NATS subject or alias another is refused with its rule, exit 2, nothing made", () => {
+  const cases: Array<[string[], RegExp]> = [
+    [["table", "create", "names.>", "--columns", "a INT"], /^error: invalid table name '>': '>' is a NATS subject wildcard; new table names are 1-100 characters from a-z, 0-9, '_' and '-'/],
+    [["table", "create", "names.*", "--columns", "a INT"], /invalid table name '\*': '\*' is a NATS subject wildcard/],
+    [["table", "create", "names.t x", "--columns", "a INT"], /invalid table name 't x': whitespace is not allowed/],
+    [["table", "create", "names.%2e%2e", "--columns", "a INT", "--if-not-exists"], /invalid table name '%2e%2e': '%' is not allowed/],
+    [["table", "create", "names.t", "--columns", "id INT, ID INT"], /invalid column name 'ID': it differs from column 'id' only in case/],
+  ];
+  for (const [args, re] of cases) {
+    const r = nl(args);
+    assert.equal(r.code, 2, `natslake ${args.join(" ")}: ${r.stderr}`);
+    assert.match(r.stderr, re, `natslake ${args.join(" ")}`);
+  }
+  assert.equal(ok(["table", "list"]).includes("names."), false, "no table was made");
+});

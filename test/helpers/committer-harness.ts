@@ -63,7 +63,7 @@ export function startCommitter(system: ActorSystem, table: Table, o: HarnessOpti
       published.push(n);
     },
     lastSnapshotNotified: () => Promise.resolve(o.lastNotified ?? 1),
-    publishDeadLetters: () => Promise.resolve(),
+    publishDeadLetters: (_t, letters) => Promise.resolve(letters.length),
   };
   const reader: CommitReader = {
     streamId: "COMMITS@1",

@@ -56,7 +56,10 @@ test("consumers - the CLI lists, resets and deletes them, and refuses what makes
   assert.match(tooFar.stderr, /has snapshots 1\.\.3; choose one of them or 4/);
   const badId = run("reset", "con.cli", "../x", "--next-snapshot", "1");
   assert.equal(badId.status, 2);
-  assert.match(badId.stderr, /consumer id '\.\.\/x' is not valid/);
+  assert.match(badId.stderr, /invalid consumer id '\.\.\/x': path separators are not allowed/);
+  const newBadId = run("reset", "con.cli", "billing team", "--next-snapshot", "1");
+  assert.equal(newBadId.status, 2);
+  assert.match(newBadId.stderr, /invalid consumer id 'billing team': whitespace is not allowed; new consumer id names are 1-200 characters/);
   assert.equal(run("delete", "con.cli", "billing").status, 0);
   const again = run("delete", "con.cli", "billing");
   assert.equal(again.status, 2);

@@ -11,7 +11,7 @@ import { paimonRead } from "../helpers/python.ts";
 import { compactTable } from "../../src/maintenance/compact.ts";
 import { expireSnapshots } from "../../src/maintenance/expire-snapshots.ts";
 import { parseScanMode, TableStream, type ScanMode, type StreamItem } from "../../src/scan/table-stream.ts";
-import { getConsumer } from "../../src/table/consumers.ts";
+import { getConsumer, writeConsumer } from "../../src/table/consumers.ts";
 import type { Table } from "../../src/table/table.ts";
 
 const wh = tempDir();
@@ -178,5 +178,11 @@ test("table stream - a start that was expired is refused naming the earliest sna
   await assert.rejects(new TableStream(fresh, { mode: { mode: "from-snapshot-full", snapshotId: 99 } }).next(), /snapshot 99 of stream.expired does not exist \(latest: 5\)/);
   assert.throws(() => parseScanMode("sometimes"), /unknown scan mode 'sometimes'/);
   assert.throws(() => parseScanMode("time:yesterday"), /'yesterday' is not a timestamp/);
-  assert.throws(() => new TableStream(fresh, { mode: { mode: "latest" }, consumerId: "a/b" }), /consumer id 'a\/b' is not valid/);
+  assert.throws(() => new TableStream(fresh, { mode: { mode: "latest" }, consumerId: "a/b" }), /invalid consumer id 'a\/b': path separators are not allowed/);
+  // A new consumer takes a new name's rules; one that exists (made by an older version, or by Java) resumes.
+  await assert.rejects(new TableStream(fresh, { mode: { mode: "latest" }, consumerId: "audit team" }).next(), /invalid consumer id 'audit team': whitespace is not allowed/);
+  await writeConsumer(fresh, "audit team", earliest);
+  const resumed = new TableStream(fresh, { mode: { mode: "latest" }, consumerId: "audit team" });
+  await resumed.prepare();
+  assert.equal(resumed.nextSnapshotId, earliest);
 });

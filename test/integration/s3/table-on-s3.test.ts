@@ -2,14 +2,16 @@
  * The table core on an S3 warehouse (SeaweedFS, real): write and read; pypaimon reads what natslake wrote there and
  * natslake reads what pypaimon wrote; the commit protocol — committers racing in one process and in two processes,
  * a crash before the snapshot, an unknown outcome of the snapshot's conditional put — and the commit path's cost in
- * requests, with no LIST.
+ * requests, with no LIST; names and escaped partition values keep every key under the warehouse's prefix.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
+import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
+import { isLakeError } from "../../../src/errors.ts";
 import { S3FileIO } from "../../../src/io/s3.ts";
 import { countsSince, type S3RequestCounts } from "../../../src/io/s3-requests.ts";
 import { FileStoreCommit } from "../../../src/commit/file-store-commit.ts";
@@ -177,4 +179,35 @@ test("commit path - writing data files and committing costs no LIST, and a bound
     assert.ok(c.GET + c.HEAD <= (i === 0 ? 12 : 4), `commit ${i + 1}: ${JSON.stringify(c)}`);
   }
   assert.equal((await readJson(t)).length, 1 + 12 * 20);
+});
+
+test("names and partition values on S3: every key stays under the warehouse prefix; escaped values read back; a name that would escape is refused", async () => {
+  const prefix = `wh-${randomBytes(4).toString("hex")}`;
+  const catalog = new Catalog(store.uri(prefix));
+  const values = ["a/b", "..", "../../x", "%2e%2e", "%", "a=b", "é/ü"];
+  const t = await catalog.createTable(parseIdentifier("esc.parts"), { columns: parseColumnList("id BIGINT NOT NULL, p STRING"), partitionKeys: ["p"] });
+  const rows = values.map((p, i) => ({ id: i, p }));
+  await writeRows(t, rows);
+  for (const bad of ["esc.%2e%2e", "esc..x", "esc.a/b", "esc.>"]) {
+    await assert.rejects(
+      (async () => catalog.createTable(parseIdentifier(bad), { columns: parseColumnList("x INT") }))(),
+      (e: unknown) => isLakeError(e, "DataInvalid"),
+      bad,
+    );
+  }
+  const keys: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await store.server.client.send(new ListObjectsV2Command({ Bucket: store.bucket, ContinuationToken: token }));
+    keys.push(...(page.Contents ?? []).map((o) => o.Key!));
+    token = page.NextContinuationToken;
+  } while (token !== undefined);
+  // Every test writes under its own wh-<hex>/ prefix: a key anywhere else escaped one.
+  for (const k of keys) assert.match(k, /^wh-[0-9a-f]{8}\//, k);
+  const ours = keys.filter((k) => k.startsWith(`${prefix}/`));
+  for (const k of ours) assert.ok(k === `${prefix}/esc.db/` || k.startsWith(`${prefix}/esc.db/parts/`), k);
+  const dirs = new Set(ours.filter((k) => k.endsWith(".parquet")).map((k) => k.split("/")[3]));
+  assert.deepEqual([...dirs].sort(), ["p=%252e%252e", "p=%25", "p=..", "p=..%2F..%2Fx", "p=a%2Fb", "p=a%3Db", "p=é%2Fü"].sort());
+  assert.deepEqual(sortRows(await readJson(t)), sortRows(rows));
+  assert.deepEqual(sortRows(await paimonRead(`s3://${store.bucket}/${prefix}`, "esc.parts")), sortRows(rows));
 });

@@ -54,7 +54,7 @@ test("router - a failed routed publish does not stall the router: it restarts fr
       },
       purgeRaw: () => Promise.resolve(),
     };
-    const bus: Bus = { publishRejection: () => {}, publishSnapshot: () => Promise.resolve(), lastSnapshotNotified: () => Promise.resolve(0), publishDeadLetters: () => Promise.resolve() };
+    const bus: Bus = { publishRejection: () => {}, publishSnapshot: () => Promise.resolve(), lastSnapshotNotified: () => Promise.resolve(0), publishDeadLetters: (_t, letters) => Promise.resolve(letters.length) };
     system.spawn("router", () => new RouterActor({ table, raw: rawLog, bus, clock: systemClock, meter: metrics.getMeter("test"), fetchBatch: 2 }), {
       supervision: { minBackoffMs: 10, maxBackoffMs: 50, maxRestarts: 20, withinMs: 60_000 },
     });
@@ -99,7 +99,7 @@ for (const [name, recorded] of [
         publishRouted: () => Promise.resolve(),
         purgeRaw: () => Promise.resolve(),
       };
-      const bus: Bus = { publishRejection: () => {}, publishSnapshot: () => Promise.resolve(), lastSnapshotNotified: () => Promise.resolve(0), publishDeadLetters: () => Promise.resolve() };
+      const bus: Bus = { publishRejection: () => {}, publishSnapshot: () => Promise.resolve(), lastSnapshotNotified: () => Promise.resolve(0), publishDeadLetters: (_t, letters) => Promise.resolve(letters.length) };
       system.spawn("router", () => new RouterActor({ table, raw: rawLog, bus, clock: systemClock, meter: metrics.getMeter("test"), fetchBatch: 2 }));
       const deadline = Date.now() + 5000;
       while (checks === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

@@ -184,7 +184,12 @@ test("wire schemas - requests: the maintenance and consume-open schemas are the 
   valid("consume-headers", { "Natslake-Type": "chunk", "Natslake-Chunk": "1", "Natslake-Snapshot": "4", "Natslake-Kind": "full" });
   invalid("consume-headers", { "Natslake-Type": "chunk", "Natslake-Chunk": "1" }, /Natslake-Snapshot/);
   valid("admin-request", { type: "reset-offsets", table: "db.t", from: "latest" });
-  invalid("admin-request", { type: "drop-table", table: "db.t" }, /must/);
+  valid("admin-request", { type: "drop-table", table: "db.t", ifExists: true });
+  invalid("admin-request", { type: "rename-table", table: "db.t" }, /must/);
+  valid("stop-table-request", { type: "stop-table", v: 1, table: "db.t" });
+  invalid("stop-table-request", { type: "stop-table", v: 1, table: "db.>.x" }, /pattern/);
+  valid("stop-table-reply", { ok: true, node: "n1", table: "db.t", served: true });
+  valid("stop-table-reply", { ok: false, node: "n1", error: "no", kind: "DataInvalid" });
 });
 
 test("wire schemas - every subject maps to its contract; an unknown one to none", () => {

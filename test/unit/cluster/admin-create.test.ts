@@ -24,7 +24,7 @@ test("admin create-table - JetStream timeouts while setting up the streams are w
   const ensure = async (_t: Table): Promise<void> => {
     if (++calls <= 2) throw new errors.TimeoutError();
   };
-  const reply = await handleAdmin(create("adm.slow"), { catalog: new Catalog(wh.path), ensure, resetOffsets: notUsed, ensureBudgetMs: 10_000 });
+  const reply = await handleAdmin(create("adm.slow"), { catalog: new Catalog(wh.path), ensure, resetOffsets: notUsed, dropTable: notUsed, ensureBudgetMs: 10_000 });
   assert.deepEqual(reply, { ok: true, result: { table: "adm.slow", path: (await new Catalog(wh.path).getTable({ database: "adm", table: "slow" })).root } });
   assert.equal(calls, 3);
 });
@@ -35,7 +35,7 @@ test("admin create-table - past the budget the reply says the table exists and t
     calls++;
     throw new errors.TimeoutError();
   };
-  const reply = await handleAdmin(create("adm.stuck"), { catalog: new Catalog(wh.path), ensure, resetOffsets: notUsed, ensureBudgetMs: 600 });
+  const reply = await handleAdmin(create("adm.stuck"), { catalog: new Catalog(wh.path), ensure, resetOffsets: notUsed, dropTable: notUsed, ensureBudgetMs: 600 });
   assert.equal(reply.ok, false);
   const r = reply as { error: string; kind: string };
   assert.equal(r.kind, "Io");
@@ -49,7 +49,7 @@ test("admin create-table - a definite refusal of JetStream is answered at once",
     calls++;
     throw new JetStreamApiError({ code: 500, err_code: 10074, description: "replicas > 1 not supported in non-clustered mode" });
   };
-  const reply = await handleAdmin(create("adm.refused"), { catalog: new Catalog(wh.path), ensure, resetOffsets: notUsed, ensureBudgetMs: 10_000 });
+  const reply = await handleAdmin(create("adm.refused"), { catalog: new Catalog(wh.path), ensure, resetOffsets: notUsed, dropTable: notUsed, ensureBudgetMs: 10_000 });
   assert.equal(reply.ok, false);
   assert.match((reply as { error: string }).error, /replicas > 1 not supported/);
   assert.equal(calls, 1);

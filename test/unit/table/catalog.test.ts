@@ -1,21 +1,26 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { Catalog, parseIdentifier, validateName } from "../../../src/table/catalog.ts";
+import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
+import { checkName } from "../../../src/names.ts";
 import { parseColumnList } from "../../../src/format/data-types.ts";
 import { isLakeError } from "../../../src/errors.ts";
-import { tempDir } from "../../helpers/tables.ts";
+import { readJson, tempDir, writeRows } from "../../helpers/tables.ts";
 import { handleAdmin } from "../../../cluster/admin.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
 
-test("catalog - names with separators, '..', control characters or nothing are rejected", () => {
+test("catalog - names with separators, '..', control characters or nothing are rejected; older names are still read but not created", async () => {
   for (const bad of ["", " ", "a/b", "a\\b", "..", "a..b", "x\u0001", "tab\t", ".hidden", "t$snapshots"]) {
-    assert.throws(() => validateName("table", bad), (e: unknown) => isLakeError(e, "DataInvalid"), JSON.stringify(bad));
+    assert.throws(() => checkName("table", bad), (e: unknown) => isLakeError(e, "DataInvalid"), JSON.stringify(bad));
   }
-  for (const good of ["events", "Events_2026", "a-b", "ünï"]) validateName("table", good);
+  for (const good of ["events", "Events_2026", "a-b", "ünï"]) checkName("table", good);
+  const c = new Catalog(wh.path);
+  for (const name of ["names.Events_2026", "names.ünï", "names.t x", "Names.t"])
+    await assert.rejects(c.createTable(parseIdentifier(name), { columns: parseColumnList("x INT") }), (e: unknown) => isLakeError(e, "DataInvalid"), name);
+  assert.equal(existsSync(join(wh.path, "Names.db")), false, "nothing was made for a refused name");
   assert.throws(() => parseIdentifier("nodot"), /<database>.<table>/);
   assert.throws(() => parseIdentifier("../etc.passwd"), /must have the form/);
   assert.throws(() => parseIdentifier("db/x.t"), /invalid database name .*path separators/);
@@ -73,6 +78,7 @@ test("catalog - a primary-key table is created with fixed buckets; dynamic and p
     catalog: c,
     ensure: async (x) => void ensured.push(x.name),
     resetOffsets: () => Promise.reject(new Error("not used")),
+    dropTable: () => Promise.reject(new Error("not used")),
   });
   assert.equal(reply.ok, false);
   assert.match((reply as { error: string }).error, /postpone buckets/);
@@ -88,4 +94,33 @@ test("catalog - a changelog producer on a table without a primary key is refused
   );
   assert.equal(await c.tableExists(id), false);
   await c.createTable(id, { columns: parseColumnList("id BIGINT, v STRING"), options: { "changelog-producer": "none" } });
+});
+
+test("catalog - a table named before the rules for new names (uppercase, a space) is still read, written and altered", async () => {
+  const c = new Catalog(wh.path);
+  await c.createTable(parseIdentifier("legacy.events"), { columns: parseColumnList("id BIGINT NOT NULL, v STRING") });
+  // As an older natslake (or a Paimon engine) left it on disk.
+  mkdirSync(join(wh.path, "Legacy.db"));
+  renameSync(join(wh.path, "legacy.db", "events"), join(wh.path, "Legacy.db", "My Events"));
+  const id = parseIdentifier("Legacy.My Events");
+  assert.deepEqual(await c.listTables("Legacy"), ["My Events"]);
+  await writeRows(await c.getTable(id), [{ id: 1, v: "a" }]);
+  const altered = await c.addColumns(id, parseColumnList("note STRING"));
+  await writeRows(altered, [{ id: 2, v: "b", note: "n" }]);
+  assert.deepEqual((await readJson(await c.getTable(id))).map((r) => r["id"]).sort(), [1, 2]);
+  // --if-not-exists on it names nothing new: it is left as it is.
+  assert.equal((await c.createTable(id, { columns: parseColumnList("x INT") }, { ignoreIfExists: true })).schema.id, 1);
+  await assert.rejects(c.createTable(parseIdentifier("Legacy.other"), { columns: parseColumnList("x INT") }), /invalid database name 'Legacy': uppercase 'L'/);
+  await c.dropTable(id);
+  assert.deepEqual(await c.listTables("Legacy"), []);
+});
+
+test("catalog - a table whose <db>_<table> is another's is refused: the cluster would give both the same streams", async () => {
+  const c = new Catalog(wh.path);
+  await c.createTable(parseIdentifier("twin_a.b"), { columns: parseColumnList("x INT") });
+  await assert.rejects(
+    c.createTable(parseIdentifier("twin.a_b"), { columns: parseColumnList("x INT") }),
+    (e: unknown) => isLakeError(e, "AlreadyExists") && /table 'twin_a\.b' exists, and both would be named 'twin_a_b' in the cluster's NATS streams/.test((e as Error).message),
+  );
+  await c.createTable(parseIdentifier("twin.a-b"), { columns: parseColumnList("x INT") });
 });
