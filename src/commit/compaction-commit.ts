@@ -14,6 +14,10 @@
  *   another change accepted earlier — in this round or before — took it): committing it would add rows twice;
  * - **rejected (outputs missing)** when an output file does not exist (it was discarded after an earlier rejection:
  *   a change is never accepted after its outputs were removed);
+ * - **rejected (LSM conflict)**, primary-key tables only, when the bucket's files with the change applied — on top of
+ *   the base and the changes accepted before it — are not a valid LSM tree: a level ≥ 1 whose files overlap (Java's
+ *   PrimaryKeyConflictDetection). Something else (the leader's own compaction, another change of the round) moved
+ *   files of the bucket into the output's level since the writer planned;
  * - otherwise **accepted**.
  * A rejected change's outputs are referenced by no snapshot (not accepted, not a duplicate), so they are deleted —
  * the files it wrote, never a file it only moved to another level (a primary-key upgrade lists the same file before,
@@ -24,6 +28,9 @@
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import { FileKind, fileIdentifier, type DataFileMeta, type ManifestEntry } from "../format/manifest.ts";
+import { filesAfterCompaction, framedKeyComparator, levelsConflict } from "../lsm/compact-bucket.ts";
+import { readLsmCompactionOptions } from "../lsm/compaction-options.ts";
+import type { FramedKeyComparator } from "../lsm/levels.ts";
 import { CommitKind, natslakeProperties, type NatslakeState, type Snapshot } from "../format/snapshot.ts";
 import { dataFilePath } from "../table/file-refs.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
@@ -53,7 +60,13 @@ export interface PendingCompaction<C extends CompactionClaim> {
   compaction: C;
 }
 
-export type CompactionRejectReason = "stale-owner-epoch" | "inputs-gone" | "outputs-missing";
+export type CompactionRejectReason = "stale-owner-epoch" | "inputs-gone" | "outputs-missing" | "lsm-conflict";
+
+/** Primary-key tables: how the LSM conflict check compares keys, and the table's `num-levels`. */
+export interface LsmConflictCheck {
+  compareKeys: FramedKeyComparator;
+  numLevels: number;
+}
 
 export type CompactionVerdict<C extends CompactionClaim> =
   | { kind: "accepted" | "duplicate"; seq: number; compaction: C }
@@ -88,14 +101,56 @@ const entriesOf = (c: CompactionClaim, pick: "before" | "after"): ManifestEntry[
   c.changes.flatMap((ch) => ch[pick].map((file) => ({ kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file })));
 
 /**
- * Decides `pending` (in commit-stream order) against a base: its natslake state and its live file identities.
- * `missingOutputs` names, per pending seq, an output that does not exist. Pure.
+ * The files of each (partition, bucket) a primary-key table's changes touch, from the base's live entries, with the
+ * changes accepted so far applied: what the LSM conflict check validates the next change against.
+ */
+class BucketTrees {
+  private readonly files = new Map<string, DataFileMeta[]>();
+
+  constructor(
+    private readonly entries: readonly ManifestEntry[],
+    private readonly check: LsmConflictCheck,
+  ) {}
+
+  /** Applies `c` when every bucket it changes stays a valid LSM tree; else returns why not and changes nothing. */
+  tryApply(c: CompactionClaim): string | null {
+    const next = new Map<string, DataFileMeta[]>();
+    for (const ch of c.changes) {
+      const key = `${Buffer.from(ch.partition).toString("hex")}/${c.bucket}`;
+      const live = next.get(key) ?? this.filesOf(key, ch.partition, c.bucket);
+      // Inputs are live (checked before): null cannot happen here, but would mean the same.
+      const after = filesAfterCompaction(live, { deletedFiles: ch.before, newFiles: ch.after });
+      if (after === null) return "an input is no longer at its level";
+      const conflict = levelsConflict(after, this.check.numLevels, this.check.compareKeys);
+      if (conflict !== null) return conflict;
+      next.set(key, after);
+    }
+    for (const [key, files] of next) this.files.set(key, files);
+    return null;
+  }
+
+  private filesOf(key: string, partition: Uint8Array, bucket: number): DataFileMeta[] {
+    let files = this.files.get(key);
+    if (files === undefined) {
+      const hex = Buffer.from(partition).toString("hex");
+      files = this.entries.filter((e) => e.bucket === bucket && Buffer.from(e.partition).toString("hex") === hex).map((e) => e.file);
+      this.files.set(key, files);
+    }
+    return files;
+  }
+}
+
+/**
+ * Decides `pending` (in commit-stream order) against a base: its natslake state, its live file identities and — for
+ * the LSM conflict check of a primary-key table (`o.lsm`) — its live entries. `missingOutputs` names, per pending
+ * seq, an output that does not exist. Pure.
  */
 export function decideCompactions<C extends CompactionClaim>(
   pending: readonly PendingCompaction<C>[],
-  base: { state: NatslakeState | null; live: ReadonlySet<string> },
-  o: { commitStream: string; ownerEpochOf: (bucket: number) => number | undefined; missingOutputs: ReadonlyMap<number, string> },
+  base: { state: NatslakeState | null; live: ReadonlySet<string>; entries?: readonly ManifestEntry[] },
+  o: { commitStream: string; ownerEpochOf: (bucket: number) => number | undefined; missingOutputs: ReadonlyMap<number, string>; lsm?: LsmConflictCheck },
 ): { verdicts: CompactionVerdict<C>[]; accepted: C[]; watermark: number | undefined } {
+  const trees = o.lsm === undefined ? null : new BucketTrees(base.entries ?? [], o.lsm);
   const mark = parseWatermark(base.state?.compactionsDecided);
   const decidedThrough = mark !== undefined && mark.stream === o.commitStream ? mark.seq : 0;
   const taken = new Set<string>();
@@ -124,6 +179,11 @@ export function decideCompactions<C extends CompactionClaim>(
       verdicts.push({ kind: "rejected", seq, compaction: c, reason: "outputs-missing", detail: `output ${missing} does not exist` });
       continue;
     }
+    const conflict = trees?.tryApply(c) ?? null;
+    if (conflict !== null) {
+      verdicts.push({ kind: "rejected", seq, compaction: c, reason: "lsm-conflict", detail: `the bucket's levels would not be valid: ${conflict}` });
+      continue;
+    }
     for (const id of inputs) taken.add(id);
     verdicts.push({ kind: "accepted", seq, compaction: c });
     accepted.push(c);
@@ -149,6 +209,8 @@ function toMessages(accepted: readonly CompactionClaim[]): CommitMessage[] {
 export class StreamCompactionCommitter<C extends CompactionClaim> {
   private readonly manifests: ManifestStore;
   private readonly fileCommit: FileStoreCommit;
+  /** Primary-key tables: the LSM conflict check (null for append tables). */
+  private readonly lsm: LsmConflictCheck | null;
 
   constructor(
     private readonly table: Table,
@@ -156,6 +218,7 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
   ) {
     this.manifests = new ManifestStore(table);
     this.fileCommit = new FileStoreCommit(table, this.manifests);
+    this.lsm = table.isPrimaryKeyTable ? { compareKeys: framedKeyComparator(table), numLevels: readLsmCompactionOptions(table.options).numLevels } : null;
   }
 
   /** Decides and commits `pending` as one COMPACT snapshot; deletes the outputs of rejected changes. */
@@ -179,8 +242,9 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
         const st = await natslakeStateAsOf(this.table, base);
         if (st !== null && st.epoch > this.opts.epoch) throw fenced(`snapshot ${base?.id} carries epoch ${st.epoch} > ours ${this.opts.epoch}`);
-        const live = new Set(base === null ? [] : (await this.manifests.readLiveEntries(base)).map(fileIdentifier));
-        const out = decideCompactions(pending, { state: st, live }, { commitStream: this.opts.commitStream, ownerEpochOf: this.opts.ownerEpochOf, missingOutputs });
+        const entries = base === null ? [] : await this.manifests.readLiveEntries(base);
+        const live = new Set(entries.map(fileIdentifier));
+        const out = decideCompactions(pending, { state: st, live, entries }, { commitStream: this.opts.commitStream, ownerEpochOf: this.opts.ownerEpochOf, missingOutputs, ...(this.lsm !== null ? { lsm: this.lsm } : {}) });
         verdicts = out.verdicts;
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
         const state: NatslakeState = { ...(st ?? { buckets: new Map() }), epoch: this.opts.epoch };

@@ -1,12 +1,14 @@
 /**
  * The leader's decision on writers' compactions (pure): duplicate by the commit-stream watermark, stale owner,
- * inputs gone (also taken by an earlier change of the same round), outputs missing, else accepted.
+ * inputs gone (also taken by an earlier change of the same round), outputs missing, an LSM conflict (primary-key
+ * tables), else accepted.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decideCompactions, parseWatermark, writtenOutputs, type CompactionClaim } from "../../../src/commit/compaction-commit.ts";
 import { EMPTY_STATS, FileKind, fileIdentifier, type DataFileMeta } from "../../../src/format/manifest.ts";
 import type { NatslakeState } from "../../../src/format/snapshot.ts";
+import { compareIntKeys, lsmFile } from "../../helpers/lsm-files.ts";
 
 const PART = new Uint8Array(0);
 function file(name: string): DataFileMeta {
@@ -76,4 +78,40 @@ test("compactions - what a rejected change leaves to delete: the files it wrote,
   };
   assert.deepEqual(writtenOutputs(c).map((e) => e.file.fileName), ["ab"]);
   assert.deepEqual(writtenOutputs(change(0, 2, ["a", "b"], ["ab", "cd"])).map((e) => e.file.fileName), ["ab", "cd"]);
+});
+
+test("compactions - primary-key tables: Java's LSM conflict check against the base and the changes accepted before; a level change is an input gone", () => {
+  const entry = (f: DataFileMeta) => ({ kind: FileKind.ADD, partition: PART, bucket: 0, totalBuckets: 2, file: f });
+  const a = lsmFile({ name: "a", level: 3, min: 0, max: 10 });
+  const b = lsmFile({ name: "b", level: 0, min: 20, max: 30, maxSeq: 5 });
+  const c = lsmFile({ name: "c", level: 0, min: 5, max: 25, maxSeq: 6 });
+  const entries = [a, b, c].map(entry);
+  const base = { state: state(), live: new Set(entries.map(fileIdentifier)), entries };
+  const lsm = { compareKeys: compareIntKeys, numLevels: 4 };
+  const claim = (before: DataFileMeta[], after: DataFileMeta[]): CompactionClaim => ({ bucket: 0, ownerEpoch: 2, changes: [{ partition: PART, totalBuckets: 2, before, after }] });
+  const out = decideCompactions(
+    [
+      // b up to level 2: fits (level 2 is empty).
+      { seq: 1, compaction: claim([b], [{ ...b, level: 2 }]) },
+      // c into level 2 beside b, whose range it overlaps after seq 1: a conflict.
+      { seq: 2, compaction: claim([c], [{ ...c, level: 2 }]) },
+      // c into level 3 overlaps a: a conflict with the base.
+      { seq: 3, compaction: claim([c], [{ ...c, level: 3 }]) },
+      // b again, from level 0: it is at level 2 now (taken by seq 1), so its input is gone.
+      { seq: 4, compaction: claim([b], [{ ...b, level: 1 }]) },
+      // c rewritten with a into level 3 as one file: fits.
+      { seq: 5, compaction: claim([c, a], [lsmFile({ name: "ca", level: 3, min: 0, max: 25 })]) },
+    ],
+    base,
+    { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none, lsm },
+  );
+  assert.deepEqual(
+    out.verdicts.map((v) => (v.kind === "rejected" ? `${v.seq}:${v.reason}` : `${v.seq}:${v.kind}`)),
+    ["1:accepted", "2:lsm-conflict", "3:lsm-conflict", "4:inputs-gone", "5:accepted"],
+  );
+  const v2 = out.verdicts[1]!;
+  assert.ok(v2.kind === "rejected" && /level 2 is not a sorted run/.test(v2.detail), JSON.stringify(v2.kind === "rejected" ? v2.detail : v2.kind));
+  // Without the check (an append table) the overlapping change would be accepted.
+  const plain = decideCompactions([{ seq: 2, compaction: claim([c], [{ ...c, level: 3 }]) }], base, { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none });
+  assert.deepEqual(plain.verdicts.map((v) => v.kind), ["accepted"]);
 });
