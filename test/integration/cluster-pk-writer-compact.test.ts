@@ -84,7 +84,7 @@ async function rounds(p: Producer, model: Map<string, R>, rounds: number, keyOf:
   const id = (k: R): string => JSON.stringify(k);
   for (let round = 0; round < rounds; round++) {
     const key = (i: number): number => (ascending ? (round % 5 === 4 ? rnd(round * 40) : round * 40 + i) : rnd(150));
-    const upserts = Array.from({ length: 40 }, (_, i) => ({ ...keyOf(key(i)), name: `r${round}-${i}-${"x".repeat(rnd(40))}`, n: round * 100 + i }));
+    const upserts: R[] = Array.from({ length: 40 }, (_, i) => ({ ...keyOf(key(i)), name: `r${round}-${i}-${"x".repeat(rnd(40))}`, n: round * 100 + i }));
     void p.upsert(upserts);
     for (const u of upserts) model.set(id(keyOf(Number(u["id"]))), u);
     const deletes = Array.from({ length: 4 }, () => keyOf(ascending ? rnd((round + 1) * 40) : rnd(150)));

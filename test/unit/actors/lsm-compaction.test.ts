@@ -1,0 +1,177 @@
+/**
+ * A primary-key bucket's writer-side compaction on a real table (actors/lsm-compaction.ts through the BucketCompactor,
+ * landed by the leader's StreamCompactionCommitter): nothing below the trigger; a job of levels and upgrades from
+ * the committed trees; one job at a time until the snapshot shows it landed; the rows' own sequence numbers; the
+ * bucket's sorted runs counted with the flushes in flight and the stop trigger. Then the worker threads
+ * (LsmRewriteWorkers): the same result as on the calling thread, and a worker that dies fails its job (retryable)
+ * with the outputs it announced removed.
+ */
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { BucketCompactor, compactionStrategyFor } from "../../../actors/bucket-compactor.ts";
+import { CompactionSlots } from "../../../actors/compaction-slots.ts";
+import { inlineLsmRewriter, LsmRewriteWorkers } from "../../../actors/lsm-rewriter.ts";
+import type { CommitLog } from "../../../actors/ports.ts";
+import type { CommitEntry, CompactionEntry } from "../../../actors/wire/messages.ts";
+import { StreamCompactionCommitter } from "../../../src/commit/compaction-commit.ts";
+import { parseColumnList } from "../../../src/format/data-types.ts";
+import { ErrorKind, isLakeError } from "../../../src/errors.ts";
+import { planBucketCompaction, type BucketFiles } from "../../../src/lsm/compact-bucket.ts";
+import { liveBuckets } from "../../../src/maintenance/live-buckets.ts";
+import { Catalog, parseIdentifier } from "../../../src/table/catalog.ts";
+import { ManifestStore } from "../../../src/table/manifest-store.ts";
+import { BatchWriter } from "../../../src/write/batch-writer.ts";
+import type { Table } from "../../../src/table/table.ts";
+import { readJson, tempDir } from "../../helpers/tables.ts";
+
+const wh = tempDir();
+after(() => wh.cleanup());
+let tableNo = 0;
+
+async function newTable(options: Record<string, string> = {}): Promise<Table> {
+  return new Catalog(wh.path).createTable(parseIdentifier(`l.t${tableNo++}`), {
+    columns: parseColumnList("id INT NOT NULL, v INT, pad STRING"),
+    primaryKeys: ["id"],
+    options: { bucket: "1", "num-sorted-run.compaction-trigger": "3", "num-sorted-run.stop-trigger": "5", "target-file-size": "2 kb", ...options },
+  });
+}
+
+/** One commit of upserts of `ids` (value `v`), and deletes of `deleted`. */
+async function commit(t: Table, ids: number[], v: number, deleted: number[] = []): Promise<void> {
+  const w = await BatchWriter.open(t);
+  await w.upsert(ids.map((id) => ({ id, v, pad: "p".repeat(id % 50) })));
+  if (deleted.length > 0) await w.delete(deleted.map((id) => ({ id })));
+  await w.commit();
+}
+
+function capture(): { log: CommitLog; sent: CompactionEntry[] } {
+  const sent: CompactionEntry[] = [];
+  const log: CommitLog = {
+    maxPayload: 1024 * 1024,
+    append: (c: CommitEntry) => (sent.push(c as CompactionEntry), Promise.resolve()),
+    open: () => Promise.reject(new Error("not used")),
+    purge: () => Promise.resolve(),
+  };
+  return { log, sent };
+}
+
+/** The leader's path: decides and lands `entry` as a COMPACT snapshot. */
+async function land(t: Table, entry: CompactionEntry, seq: number): Promise<string> {
+  const committer = new StreamCompactionCommitter<CompactionEntry>(t, { commitUser: "leader", epoch: 1, commitStream: "C@1", stillLeader: () => true, ownerEpochOf: () => 1 });
+  const r = await committer.commit([{ seq, compaction: entry }]);
+  return r.verdicts[0]!.kind;
+}
+
+test("LSM compaction - jobs from the committed trees: none below the trigger, then levels and the rows' own sequence numbers; one at a time until it lands; the leader lands it", async () => {
+  const t = await newTable();
+  const { log, sent } = capture();
+  let now = 0;
+  const strategy = compactionStrategyFor(t, { bucket: 0, now: () => now, rewriter: inlineLsmRewriter(null) });
+  const compactor = new BucketCompactor({ table: t, bucket: 0, ownerEpoch: 1, writerId: "w", commitLog: log, slots: new CompactionSlots(1), strategy, now: () => now });
+  // Commits of the same keys: runs of about one size, which universal compaction merges once there are 3 (a newer
+  // run more than 1 % smaller than the next would wait for a fourth: compaction.size-ratio = 1).
+  const ids = Array.from({ length: 30 }, (_, i) => i);
+  await commit(t, ids, 1, [100]);
+  await commit(t, ids, 2);
+  assert.equal((await compactor.runOnce("any")).entry, null, "2 sorted runs: under the trigger of 3");
+  await commit(t, ids, 3);
+  assert.equal((await compactor.runOnce("small")).entry, null, "primary-key buckets have one lane");
+  const first = await compactor.runOnce("any");
+  assert.ok(first.entry !== null, "3 sorted runs: a job");
+  assert.equal(first.entry.planSnapshotId, 3);
+  const change = first.entry.changes[0]!;
+  assert.deepEqual(change.before.map((f) => f.level), [0, 0, 0], "its inputs: the three level-0 files, at their level");
+  assert.ok(change.after.length >= 1 && change.after.every((f) => f.level === 3), "every run taken: into the top level (num-levels = trigger + 1: levels 0-3)");
+  assert.ok(change.before.some((f) => (f.deleteRowCount ?? 0) > 0) && change.after.every((f) => f.deleteRowCount === 0), "into the highest level: the delete is dropped");
+  const range = (fs: typeof change.before): [bigint, bigint] => [fs.reduce((m, f) => (f.minSequenceNumber < m ? f.minSequenceNumber : m), 1n << 62n), fs.reduce((m, f) => (f.maxSequenceNumber > m ? f.maxSequenceNumber : m), -1n)];
+  const [inMin, inMax] = range(change.before);
+  const [outMin, outMax] = range(change.after);
+  assert.ok(outMin >= inMin && outMax === inMax, `the outputs keep their rows' sequence numbers (${outMin}..${outMax} within ${inMin}..${inMax}; the newest version of each key survives)`);
+  assert.ok(first.rows > 0 && first.bytesRead > 0 && first.bytesWritten > 0);
+
+  // Not landed yet: no other job, whatever is committed meanwhile.
+  for (const v of [4, 5, 6]) await commit(t, ids, v, v === 5 ? [7] : []);
+  assert.equal((await compactor.runOnce("any")).entry, null, "one job at a time");
+  assert.equal(await land(t, first.entry, 1), "accepted");
+  const second = await compactor.runOnce("any");
+  assert.ok(second.entry !== null, "the job landed: the next one is planned from the tree it left");
+  const firstInputs = new Set(change.before.map((f) => f.fileName));
+  assert.ok(second.entry.changes[0]!.before.every((f) => !firstInputs.has(f.fileName)), "none of the landed job's inputs again");
+  assert.equal(await land(t, second.entry, 2), "accepted");
+
+  // A job the leader never lands (it was lost): planned again once LSM_IN_FLIGHT_MS passed.
+  for (const v of [7, 8, 9]) await commit(t, ids, v, v === 9 ? [11] : []);
+  const lost = await compactor.runOnce("any");
+  assert.ok(lost.entry !== null);
+  assert.equal((await compactor.runOnce("any")).entry, null);
+  now += 15_001;
+  const again = await compactor.runOnce("any");
+  assert.ok(again.entry !== null, "planned again after the in-flight time");
+  assert.deepEqual(again.entry.changes[0]!.before.map((f) => f.fileName).sort(), lost.entry.changes[0]!.before.map((f) => f.fileName).sort());
+  assert.equal(await land(t, again.entry, 3), "accepted");
+  assert.equal(await land(t, lost.entry, 4), "rejected", "the lost one, read late: its inputs are gone");
+  assert.equal(sent.length, 4);
+
+  const expected = ids.filter((id) => id !== 11).map((id) => [id, 9]);
+  const read = (await readJson(t)).map((r) => [r["id"], r["v"]]).sort((a, b) => Number(a[0]) - Number(b[0]));
+  assert.deepEqual(read, expected, "the table reads as the model");
+});
+
+test("LSM compaction - the bucket's sorted runs: the snapshot's and the flushes in flight; the stop trigger; dropped flushes stop counting", async () => {
+  const t = await newTable();
+  const strategy = compactionStrategyFor(t, { bucket: 0, now: () => 0, rewriter: inlineLsmRewriter(null) });
+  assert.deepEqual(await strategy.observe(), { liveFiles: 0, sortedRuns: 0, stop: false });
+  await commit(t, [1, 2, 3], 1);
+  await commit(t, [2, 3, 4], 2);
+  assert.deepEqual(await strategy.observe(), { liveFiles: 2, sortedRuns: 2, stop: false });
+  // Flushes sent, not in the snapshot (its offset for the bucket is 0): their level-0 files count.
+  const part = Buffer.from((await liveBuckets(t, (await t.snapshots.latest())!, {}, new ManifestStore(t)))[0]!.partition).toString("hex");
+  strategy.flushSent(10, new Map([[part, 1]]));
+  strategy.flushSent(20, new Map([[part, 1]]));
+  assert.deepEqual(await strategy.observe(), { liveFiles: 2, sortedRuns: 4, stop: false });
+  strategy.flushSent(30, new Map([[part, 1]]));
+  assert.deepEqual(await strategy.observe(), { liveFiles: 2, sortedRuns: 5, stop: true }, "at the stop trigger (5)");
+  strategy.flushesDropped();
+  assert.deepEqual(await strategy.observe(), { liveFiles: 2, sortedRuns: 2, stop: false });
+  // A new partition's flushes count on their own tree; the fullest tree decides.
+  strategy.flushSent(40, new Map([["other", 3]]));
+  assert.deepEqual(await strategy.observe(), { liveFiles: 2, sortedRuns: 3, stop: false });
+});
+
+test("LSM compaction - worker threads: the same compaction as on the calling thread; a worker that dies fails its job, retryable, and its announced outputs are removed", async () => {
+  const t = await newTable({ "num-sorted-run.compaction-trigger": "2" });
+  const ids = Array.from({ length: 40 }, (_, i) => i);
+  await commit(t, ids, 1, [50]);
+  await commit(t, ids, 2, [5]);
+  const latest = (await t.snapshots.latest())!;
+  const live = (await liveBuckets(t, latest, {}, new ManifestStore(t)))[0]!;
+  const bucket: BucketFiles = { partition: live.partition, partitionPath: "", bucket: 0, totalBuckets: 1, files: live.files };
+  const plan = planBucketCompaction(t, live.files)!;
+  assert.ok(plan !== null && plan.steps.some((s) => s.kind === "rewrite"));
+  const workers = new LsmRewriteWorkers({ warehouse: wh.path, size: 1, nice: 0 });
+  try {
+    const inWorker = await workers.rewrite(t, bucket, plan);
+    const inline = await inlineLsmRewriter(null).rewrite(t, bucket, plan);
+    const strip = (c: typeof inline): unknown => ({ ...c, writtenPaths: c.writtenPaths.length, newFiles: c.newFiles.map((f) => ({ ...f, fileName: "", creationTimeMillis: 0 })) });
+    assert.deepEqual(strip(inWorker), strip(inline), "the worker's compaction is the calling thread's (file names and times aside)");
+    assert.ok(inWorker.writtenPaths.every((p) => existsSync(p)));
+  } finally {
+    await workers.close();
+  }
+
+  // A worker that exits mid-rewrite (after its first output file was written).
+  const dir = join(t.root, "bucket-0");
+  const before = new Set(readdirSync(dir));
+  process.env["FAILPOINTS"] = "compact.rewrite.after-output:exit";
+  const dying = new LsmRewriteWorkers({ warehouse: wh.path, size: 1, nice: 0 });
+  try {
+    await assert.rejects(dying.rewrite(t, bucket, plan), (e) => isLakeError(e, ErrorKind.Unexpected) && e.retryable && /worker exited/.test(e.message));
+  } finally {
+    delete process.env["FAILPOINTS"];
+    await dying.close();
+  }
+  const left = readdirSync(dir).filter((n) => !before.has(n));
+  assert.deepEqual(left, [], "the outputs it announced were removed");
+});
