@@ -6,16 +6,21 @@
  * dropped only into the highest level), and the plan is rewritten off the writer's thread (lsm-rewriter.ts).
  *
  * - One job at a time per bucket, as Java's compact manager: a job's inputs are the newest sorted runs, so the next
- *   pick must see its outcome. The next job is planned once the snapshot shows the job landed (an input left its
- *   level), or LSM_IN_FLIGHT_MS after it was sent (the leader rejected it, or it was lost with a leader).
- * - Planning reads only the committed state: flushes in flight are not inputs until their APPEND snapshot lands
- *   (the leader lands a round's APPEND before its compactions, so an input is always live when a change is decided).
+ *   pick must see its outcome. As Java's writer applies a finished compaction to its levels before it commits, the
+ *   next job is planned on the committed trees with the jobs sent and not landed yet applied — so a bucket's
+ *   compactions follow each other without waiting for the leader's round, and may take the outputs of the previous
+ *   one (the leader accepts a change whose inputs an earlier change of the same round wrote, and nets them:
+ *   src/commit/compaction-commit.ts). A job sent is dropped from that view once the snapshot shows it landed; when
+ *   its inputs are gone without it, or LSM_IN_FLIGHT_MS after it was sent (the leader rejected it, or it was lost
+ *   with a leader), it and the jobs sent after it are dropped and the bucket is planned from what is committed.
+ * - Flushes in flight are not inputs until their APPEND snapshot lands (the leader lands a round's APPEND before its
+ *   compactions, so an input is always live when a change is decided).
  * - The pickers are stateful (early full compaction remembers its last run): one per partition, kept for the writer's
  *   life, as Java keeps one per (partition, bucket) writer.
  * - Back-pressure: `observe` counts the sorted runs of each partition's tree — the snapshot's level-0 files and
- *   non-empty levels, plus the level-0 files of flushes sent and not committed yet (Java's writer has those in its
- *   Levels too) — and asks the writer to stop reading once the fullest tree reaches `num-sorted-run.stop-trigger`.
- *   The count falls when a compaction lands.
+ *   non-empty levels with the jobs sent applied, plus the level-0 files of flushes sent and not committed yet (Java's
+ *   writer has all of those in its Levels) — and asks the writer to stop reading once the fullest tree reaches
+ *   `num-sorted-run.stop-trigger`. The count falls when a compaction is sent.
  *
  * Sequence numbers are the rows' own (a rewrite keeps each survivor's): the writer's chain for its flushes, which
  * starts above the bucket's highest, is not touched. Nothing here is durable: a writer that dies forgets its job.
@@ -23,7 +28,7 @@
 import type { DataFileMeta } from "../src/format/manifest.ts";
 import { partitionPath } from "../src/format/partition.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
-import { abortBucketCompaction, framedKeyComparator, planBucketCompaction, type BucketFiles } from "../src/lsm/compact-bucket.ts";
+import { abortBucketCompaction, filesAfterCompaction, framedKeyComparator, planBucketCompaction, type BucketFiles } from "../src/lsm/compact-bucket.ts";
 import type { CompactTaskPlan } from "../src/lsm/compact-task.ts";
 import { createCompactStrategy, readLsmCompactionOptions, type LsmCompactionOptions } from "../src/lsm/compaction-options.ts";
 import { Levels } from "../src/lsm/levels.ts";
@@ -47,7 +52,7 @@ export interface LsmCompactionDeps {
   now: () => number;
 }
 
-/** One partition's LSM tree of the bucket, as a snapshot has it. */
+/** One partition's LSM tree of the bucket. */
 interface Tree {
   /** Hex of the framed partition row (the key flushes are counted under). */
   key: string;
@@ -55,7 +60,7 @@ interface Tree {
   levels: Levels;
 }
 
-/** The bucket as the writer last read it. */
+/** The bucket as the writer last read it from the latest snapshot. */
 interface BucketView {
   snapshotId: number | null;
   /** The bucket's committed offset in that snapshot (flushes up to it are in its trees). */
@@ -65,50 +70,100 @@ interface BucketView {
   present: Set<string>;
 }
 
+/** A job sent and not seen landing: its changes by partition, in the order they were made. */
+interface SentJob {
+  changes: Array<{ key: string; before: readonly DataFileMeta[]; after: readonly DataFileMeta[] }>;
+  /** Monotonic ms after which it is given up. */
+  until: number;
+}
+
 const EMPTY_VIEW: BucketView = { snapshotId: null, committedOffset: 0, trees: [], present: new Set() };
 
 const fileKey = (partition: string, f: DataFileMeta): string => `${partition}/${f.level}/${f.fileName}`;
 
+/** The partitions' files with `job` applied (only those it changes), or null when an input is not there. */
+function applyJob(files: ReadonlyMap<string, readonly DataFileMeta[]>, job: SentJob): Map<string, DataFileMeta[]> | null {
+  const next = new Map<string, DataFileMeta[]>();
+  for (const c of job.changes) {
+    const after = filesAfterCompaction(next.get(c.key) ?? files.get(c.key) ?? [], { deletedFiles: c.before, newFiles: c.after });
+    if (after === null) return null;
+    next.set(c.key, after);
+  }
+  return next;
+}
+
 export class LsmCompaction implements CompactionStrategy {
   private readonly options: LsmCompactionOptions;
+  private readonly compareKeys: ReturnType<typeof framedKeyComparator>;
   private readonly pickers = new Map<string, CompactStrategy>();
   private view: BucketView = EMPTY_VIEW;
   private reading: Promise<BucketView> | null = null;
-  /** The job being rewritten (`until` null) or sent and not seen landing: its inputs, as `fileKey`s. */
-  private job: { inputs: ReadonlySet<string>; until: number | null } | null = null;
+  /** A job is being planned or rewritten. */
+  private running = false;
+  /** Jobs sent and not seen landing, oldest first. */
+  private sent: SentJob[] = [];
   /** Flushes sent and not yet in the view's snapshot: their level-0 files per partition. */
   private flushes: Array<{ lastOffset: number; files: ReadonlyMap<string, number> }> = [];
 
   constructor(private readonly d: LsmCompactionDeps) {
     this.options = readLsmCompactionOptions(d.table.options);
+    this.compareKeys = framedKeyComparator(d.table);
   }
 
   async plan(lane: CompactionLane, now: number): Promise<PlannedJob | null> {
-    if (lane !== "any") return null;
-    const view = await this.read();
-    if (this.job !== null) {
-      if (this.job.until === null || (this.job.until > now && [...this.job.inputs].every((k) => view.present.has(k)))) return null;
-      this.job = null;
+    if (lane !== "any" || this.running) return null;
+    this.running = true;
+    let planned = false;
+    try {
+      const view = await this.read();
+      if (view.snapshotId === null) return null;
+      const parts: Array<{ tree: Tree; plan: CompactTaskPlan }> = [];
+      for (const tree of this.trees(view, now)) {
+        const plan = planBucketCompaction(this.d.table, tree.files.files, { strategy: this.picker(tree.key), options: this.options });
+        if (plan !== null) parts.push({ tree, plan });
+      }
+      if (parts.length === 0) return null;
+      planned = true;
+      return {
+        planSnapshotId: view.snapshotId,
+        needsSlot: true,
+        rewrite: (stopped) => this.rewrite(parts, stopped),
+        settle: (sent) => {
+          this.running = false;
+          // The parts are rewritten and sent in order: what was sent is a prefix of them.
+          if (sent.length === 0) return;
+          const changes = sent.map((p, i) => ({ key: parts[i]!.tree.key, before: p.change.before, after: p.change.after }));
+          this.sent.push({ changes, until: this.d.now() + LSM_IN_FLIGHT_MS });
+        },
+      };
+    } finally {
+      if (!planned) this.running = false;
     }
-    if (view.snapshotId === null) return null;
-    const parts: Array<{ tree: Tree; plan: CompactTaskPlan }> = [];
-    for (const tree of view.trees) {
-      const plan = planBucketCompaction(this.d.table, tree.files.files, { strategy: this.picker(tree.key), options: this.options });
-      if (plan !== null) parts.push({ tree, plan });
+  }
+
+  /**
+   * The bucket's trees as its compactions leave them: the view's with the jobs sent applied in order. Drops the jobs
+   * whose inputs the view no longer has (landed), and a job given up (some of its inputs are gone, or its time
+   * passed) with every job sent after it (they may build on it).
+   */
+  private trees(view: BucketView, now: number): Tree[] {
+    const files = new Map(view.trees.map((t) => [t.key, t.files.files as readonly DataFileMeta[]]));
+    const kept: SentJob[] = [];
+    for (const job of this.sent) {
+      // None of its inputs left: it landed — maybe netted with a later job of the same round — or something else took
+      // them (then the jobs built on it cannot apply either, below).
+      if (job.changes.every((c) => c.before.every((f) => !view.present.has(fileKey(c.key, f))))) continue;
+      const next = now < job.until ? applyJob(files, job) : null;
+      if (next === null) break;
+      for (const [key, f] of next) files.set(key, f);
+      kept.push(job);
     }
-    if (parts.length === 0) return null;
-    const inputsOf = (ps: ReadonlyArray<{ tree: Tree; plan: CompactTaskPlan }>): Set<string> =>
-      new Set(ps.flatMap(({ tree, plan }) => plan.steps.flatMap((s) => (s.kind === "upgrade" ? [s.file] : s.sections.flat(2))).map((f) => fileKey(tree.key, f))));
-    this.job = { inputs: inputsOf(parts), until: null };
-    return {
-      planSnapshotId: view.snapshotId,
-      needsSlot: true,
-      rewrite: (stopped) => this.rewrite(parts, stopped),
-      settle: (sent) => {
-        // The parts are rewritten and sent in order: what was sent is a prefix of them.
-        this.job = sent.length === 0 ? null : { inputs: inputsOf(parts.slice(0, sent.length)), until: this.d.now() + LSM_IN_FLIGHT_MS };
-      },
-    };
+    this.sent = kept;
+    if (kept.length === 0) return view.trees;
+    return view.trees.map((t) => {
+      const f = files.get(t.key)!;
+      return f === t.files.files ? t : { key: t.key, files: { ...t.files, files: f }, levels: new Levels(f, this.options.numLevels, this.compareKeys) };
+    });
   }
 
   private async rewrite(parts: ReadonlyArray<{ tree: Tree; plan: CompactTaskPlan }>, stopped: () => boolean): Promise<RewrittenPart[]> {
@@ -139,8 +194,9 @@ export class LsmCompaction implements CompactionStrategy {
   async observe(): Promise<BucketShape> {
     const view = await this.read();
     this.flushes = this.flushes.filter((f) => f.lastOffset > view.committedOffset);
+    const trees = this.trees(view, this.d.now());
     const runs = new Map<string, number>();
-    for (const t of view.trees) runs.set(t.key, t.levels.numberOfSortedRuns());
+    for (const t of trees) runs.set(t.key, t.levels.numberOfSortedRuns());
     for (const f of this.flushes) for (const [key, n] of f.files) runs.set(key, (runs.get(key) ?? 0) + n);
     const sortedRuns = Math.max(0, ...runs.values());
     const liveFiles = view.trees.reduce((n, t) => n + t.files.files.length, 0);
@@ -172,7 +228,7 @@ export class LsmCompaction implements CompactionStrategy {
     const latest = await table.snapshots.latest();
     if (latest === null || latest.id === this.view.snapshotId) return this.view;
     const st = await natslakeStateAsOf(table, latest);
-    const compareKeys = framedKeyComparator(table);
+    const compareKeys = this.compareKeys;
     const trees: Tree[] = [];
     const present = new Set<string>();
     for (const b of await liveBuckets(table, latest, { bucket: this.d.bucket }, this.d.manifests)) {

@@ -240,7 +240,7 @@ function checkLevelsAfter(table: Table, files: readonly DataFileMeta[], c: Bucke
  * A bucket's live files with a compaction applied: each deleted file leaves its level (matched by level and name),
  * each new file joins its own. Null when a deleted file is not live at that level (the caller's inputs-gone case).
  */
-export function filesAfterCompaction(live: readonly DataFileMeta[], change: Pick<CommitMessage, "deletedFiles" | "newFiles">): DataFileMeta[] | null {
+export function filesAfterCompaction(live: readonly DataFileMeta[], change: { readonly deletedFiles: readonly DataFileMeta[]; readonly newFiles: readonly DataFileMeta[] }): DataFileMeta[] | null {
   const at = (f: DataFileMeta): string => `${f.level}/${f.fileName}`;
   const gone = new Set(change.deletedFiles.map(at));
   const after = live.filter((f) => !gone.has(at(f)));

@@ -1,8 +1,9 @@
 /**
  * A primary-key bucket's writer-side compaction on a real table (actors/lsm-compaction.ts through the BucketCompactor,
  * landed by the leader's StreamCompactionCommitter): nothing below the trigger; a job of levels and upgrades from
- * the committed trees; one job at a time until the snapshot shows it landed; the rows' own sequence numbers; the
- * bucket's sorted runs counted with the flushes in flight and the stop trigger. Then the worker threads
+ * the committed trees; the next job planned on the tree the last one leaves before it lands (both landed in one
+ * round, netted); the rows' own sequence numbers; the bucket's sorted runs counted with the jobs and flushes in
+ * flight, and the stop trigger. Then the worker threads
  * (LsmRewriteWorkers): the same result as on the calling thread, and a worker that dies fails its job (retryable)
  * with the outputs it announced removed.
  */
@@ -64,7 +65,7 @@ async function land(t: Table, entry: CompactionEntry, seq: number): Promise<stri
   return r.verdicts[0]!.kind;
 }
 
-test("LSM compaction - jobs from the committed trees: none below the trigger, then levels and the rows' own sequence numbers; one at a time until it lands; the leader lands it", async () => {
+test("LSM compaction - jobs from the committed trees: none below the trigger, then levels and the rows' own sequence numbers; the next planned on the last one's outputs before it lands; the leader lands both in a round", async () => {
   const t = await newTable();
   const { log, sent } = capture();
   let now = 0;
@@ -90,16 +91,27 @@ test("LSM compaction - jobs from the committed trees: none below the trigger, th
   const [outMin, outMax] = range(change.after);
   assert.ok(outMin >= inMin && outMax === inMax, `the outputs keep their rows' sequence numbers (${outMin}..${outMax} within ${inMin}..${inMax}; the newest version of each key survives)`);
   assert.ok(first.rows > 0 && first.bytesRead > 0 && first.bytesWritten > 0);
+  assert.equal((await strategy.observe()).sortedRuns, 1, "a job sent counts as done for the sorted runs: one run left");
 
-  // Not landed yet: no other job, whatever is committed meanwhile.
+  // Before it lands, the next job is planned on the tree it leaves (as Java's writer applies a finished compaction
+  // to its levels before committing): its inputs are the first one's outputs and the runs committed since.
   for (const v of [4, 5, 6]) await commit(t, ids, v, v === 5 ? [7] : []);
-  assert.equal((await compactor.runOnce("any")).entry, null, "one job at a time");
-  assert.equal(await land(t, first.entry, 1), "accepted");
   const second = await compactor.runOnce("any");
-  assert.ok(second.entry !== null, "the job landed: the next one is planned from the tree it left");
-  const firstInputs = new Set(change.before.map((f) => f.fileName));
-  assert.ok(second.entry.changes[0]!.before.every((f) => !firstInputs.has(f.fileName)), "none of the landed job's inputs again");
-  assert.equal(await land(t, second.entry, 2), "accepted");
+  assert.ok(second.entry !== null, "a job planned on the first one's outputs");
+  const firstOutputs = new Set(change.after.map((f) => f.fileName));
+  const secondInputs = second.entry.changes[0]!.before;
+  assert.ok(change.after.every((f) => secondInputs.some((g) => g.fileName === f.fileName && g.level === f.level)), "it takes the first job's outputs, at their level");
+  assert.equal(secondInputs.filter((f) => f.level === 0).length, 3, "and the three runs committed since");
+  assert.equal((await compactor.runOnce("any")).entry, null, "nothing left to pick on that tree");
+  // Both decided in one round: accepted, netted, the first one's output (written, never in a snapshot) deleted.
+  const committer = new StreamCompactionCommitter<CompactionEntry>(t, { commitUser: "leader", epoch: 1, commitStream: "C@1", stillLeader: () => true, ownerEpochOf: () => 1 });
+  const round = await committer.commit([{ seq: 1, compaction: first.entry }, { seq: 2, compaction: second.entry }]);
+  assert.deepEqual(round.verdicts.map((v) => v.kind), ["accepted", "accepted"]);
+  const bucketDir = join(t.root, "bucket-0");
+  assert.ok([...firstOutputs].every((n) => !existsSync(join(bucketDir, n))), "the intermediate file is deleted");
+  const liveNow = (await liveBuckets(t, (await t.snapshots.latest())!, {}, new ManifestStore(t)))[0]!.files;
+  assert.deepEqual(liveNow.map((f) => f.fileName).sort(), second.entry.changes[0]!.after.map((f) => f.fileName).sort(), "the bucket is the second job's outputs");
+  assert.ok(readdirSync(bucketDir).length > 0);
 
   // A job the leader never lands (it was lost): planned again once LSM_IN_FLIGHT_MS passed.
   for (const v of [7, 8, 9]) await commit(t, ids, v, v === 9 ? [11] : []);
@@ -113,6 +125,7 @@ test("LSM compaction - jobs from the committed trees: none below the trigger, th
   assert.equal(await land(t, again.entry, 3), "accepted");
   assert.equal(await land(t, lost.entry, 4), "rejected", "the lost one, read late: its inputs are gone");
   assert.equal(sent.length, 4);
+  assert.equal((await compactor.runOnce("any")).entry, null, "the landed job's tree needs nothing");
 
   const expected = ids.filter((id) => id !== 11).map((id) => [id, 9]);
   const read = (await readJson(t)).map((r) => [r["id"], r["v"]]).sort((a, b) => Number(a[0]) - Number(b[0]));

@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decideCompactions, parseWatermark, writtenOutputs, type CompactionClaim } from "../../../src/commit/compaction-commit.ts";
+import { decideCompactions, netChanges, parseWatermark, writtenOutputs, type CompactionClaim } from "../../../src/commit/compaction-commit.ts";
 import { EMPTY_STATS, FileKind, fileIdentifier, type DataFileMeta } from "../../../src/format/manifest.ts";
 import type { NatslakeState } from "../../../src/format/snapshot.ts";
 import { compareIntKeys, lsmFile } from "../../helpers/lsm-files.ts";
@@ -114,4 +114,36 @@ test("compactions - primary-key tables: Java's LSM conflict check against the ba
   // Without the check (an append table) the overlapping change would be accepted.
   const plain = decideCompactions([{ seq: 2, compaction: claim([c], [{ ...c, level: 3 }]) }], base, { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none });
   assert.deepEqual(plain.verdicts.map((v) => v.kind), ["accepted"]);
+});
+
+test("compactions - primary-key tables: a change may take as inputs the outputs of one accepted before it in the round (a writer's next compaction planned on its last); the commit nets them, and the file written in between is an intermediate to delete", () => {
+  const entry = (f: DataFileMeta) => ({ kind: FileKind.ADD, partition: PART, bucket: 0, totalBuckets: 2, file: f });
+  const a = lsmFile({ name: "a", level: 0, min: 0, max: 10, maxSeq: 1 });
+  const b = lsmFile({ name: "b", level: 0, min: 5, max: 20, maxSeq: 2 });
+  const big = lsmFile({ name: "big", level: 0, min: 30, max: 40, maxSeq: 3 });
+  const c = lsmFile({ name: "c", level: 0, min: 0, max: 15, maxSeq: 4 });
+  const entries = [a, b, big, c].map(entry);
+  const base = { state: state(), live: new Set(entries.map(fileIdentifier)), entries };
+  const lsm = { compareKeys: compareIntKeys, numLevels: 4 };
+  const claim = (before: DataFileMeta[], after: DataFileMeta[]): CompactionClaim => ({ bucket: 0, ownerEpoch: 2, changes: [{ partition: PART, totalBuckets: 2, before, after }] });
+  const ab = lsmFile({ name: "ab", level: 2, min: 0, max: 20 });
+  const bigUp = { ...big, level: 2 };
+  const abc = lsmFile({ name: "abc", level: 3, min: 0, max: 20 });
+  const bigTop = { ...big, level: 3 };
+  const first = claim([a, b, big], [ab, bigUp]);
+  const second = claim([c, ab, bigUp], [abc, bigTop]);
+  const out = decideCompactions([{ seq: 1, compaction: first }, { seq: 2, compaction: second }, { seq: 3, compaction: claim([ab], [{ ...ab, level: 1 }]) }], base, { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none, lsm });
+  assert.deepEqual(out.verdicts.map((v) => (v.kind === "rejected" ? `${v.seq}:${v.reason}` : `${v.seq}:${v.kind}`)), ["1:accepted", "2:accepted", "3:inputs-gone"]);
+  const net = netChanges(out.accepted);
+  assert.equal(net.messages.length, 1);
+  assert.deepEqual(net.messages[0]!.deletedFiles.map((f) => `${f.fileName}@${f.level}`).sort(), ["a@0", "b@0", "big@0", "c@0"], "the base's files leave at their levels");
+  assert.deepEqual(net.messages[0]!.newFiles.map((f) => `${f.fileName}@${f.level}`).sort(), ["abc@3", "big@3"], "only the last state is added");
+  assert.deepEqual(net.intermediates.map((e) => e.file.fileName), ["ab"], "ab was written and compacted again in the round: no snapshot references it; big only moved");
+  // Without the first (rejected, or not in this round), the second's inputs are not in the tree.
+  const alone = decideCompactions([{ seq: 2, compaction: second }], base, { commitStream: "C@1", ownerEpochOf: () => 2, missingOutputs: none, lsm });
+  assert.deepEqual(alone.verdicts.map((v) => (v.kind === "rejected" ? v.reason : v.kind)), ["inputs-gone"]);
+  // Append changes are unchanged by netting.
+  const plain = netChanges([change(0, 2, ["x", "y"], ["xy"]), change(1, 2, ["p"], ["q"])]);
+  assert.deepEqual(plain.messages.map((m) => [m.bucket, m.deletedFiles.map((f) => f.fileName), m.newFiles.map((f) => f.fileName)]), [[0, ["x", "y"], ["xy"]], [1, ["p"], ["q"]]]);
+  assert.deepEqual(plain.intermediates, []);
 });
