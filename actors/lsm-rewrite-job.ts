@@ -4,6 +4,7 @@
  * `runLsmRewrite` is what the worker runs: src/maintenance/compact-pk.ts `executeBucketPlan` on the worker's own
  * thread — decoding, the merge and encoding all there, none on the writer's.
  */
+import { warmUpParquet } from "../src/codec/warm-up.ts";
 import { deserializeBinaryRow } from "../src/format/binary-row.ts";
 import type { TableSchema } from "../src/format/schema.ts";
 import { openWarehouse } from "../src/io/warehouse.ts";
@@ -41,4 +42,9 @@ export async function runLsmRewrite(r: LsmRewriteRequest, onPath: (path: string)
   const table = new Table(r.identifier, r.root, io, r.schema);
   const partitionValues = deserializeBinaryRow(table.partitionTypes, r.bucket.partition);
   return executeBucketPlan(table, { bucket: r.bucket, partitionValues, plan: r.plan }, { pool: null, onPath });
+}
+
+/** Warms the Parquet encoder on this thread (see src/codec/warm-up.ts): a worker's first rewrite is then not the slow one. */
+export async function warmUpLsmRewrite(): Promise<void> {
+  await warmUpParquet(null);
 }

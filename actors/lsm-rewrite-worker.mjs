@@ -2,7 +2,8 @@
  * Entry of a primary-key compaction worker thread (actors/lsm-rewriter.ts): rewrites one bucket's compaction plan at
  * a time — reading, merging and writing its files on this thread, never on the node's main thread. Plain JavaScript:
  * in the compiled build (dist/) it loads lsm-rewrite-job.js next to it; from the sources it registers the
- * TypeScript loader itself (loader flags are not passed on to workers).
+ * TypeScript loader itself (loader flags are not passed on to workers). It warms its Parquet encoder before it
+ * says it is ready.
  *
  * At start, the thread lowers its own CPU priority to `workerData.nice` (Linux: a thread has its own nice value; the
  * thread id is the last part of /proc/thread-self), so compaction yields the cores to ingest and commits; where that
@@ -35,7 +36,7 @@ else {
   register();
   mod = await import(new URL("./lsm-rewrite-job.ts", import.meta.url).href);
 }
-const { runLsmRewrite } = mod;
+const { runLsmRewrite, warmUpLsmRewrite } = mod;
 
 parentPort.on("message", async (msg) => {
   try {
@@ -45,4 +46,6 @@ parentPort.on("message", async (msg) => {
     parentPort.postMessage({ id: msg.id, ok: false, message: e instanceof Error ? e.message : String(e), kind: e?.kind, retryable: e?.retryable === true });
   }
 });
+// Ready once the encoder is warm: requests posted meanwhile wait in the port.
+await warmUpLsmRewrite().catch(() => undefined);
 parentPort.postMessage({ id: 0, ready: true });

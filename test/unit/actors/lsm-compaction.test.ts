@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { BucketCompactor, compactionStrategyFor } from "../../../actors/bucket-compactor.ts";
 import { CompactionSlots } from "../../../actors/compaction-slots.ts";
 import { inlineLsmRewriter, LsmRewriteWorkers } from "../../../actors/lsm-rewriter.ts";
+import { LSM_WRITER_SIZE_RATIO, writerLsmOptions } from "../../../actors/lsm-compaction.ts";
 import type { CommitLog } from "../../../actors/ports.ts";
 import type { CommitEntry, CompactionEntry } from "../../../actors/wire/messages.ts";
 import { StreamCompactionCommitter } from "../../../src/commit/compaction-commit.ts";
@@ -71,8 +72,7 @@ test("LSM compaction - jobs from the committed trees: none below the trigger, th
   let now = 0;
   const strategy = compactionStrategyFor(t, { bucket: 0, now: () => now, rewriter: inlineLsmRewriter(null) });
   const compactor = new BucketCompactor({ table: t, bucket: 0, ownerEpoch: 1, writerId: "w", commitLog: log, slots: new CompactionSlots(1), strategy, now: () => now });
-  // Commits of the same keys: runs of about one size, which universal compaction merges once there are 3 (a newer
-  // run more than 1 % smaller than the next would wait for a fourth: compaction.size-ratio = 1).
+  // Commits of the same keys: runs of about one size, which universal compaction merges once there are 3.
   const ids = Array.from({ length: 30 }, (_, i) => i);
   await commit(t, ids, 1, [100]);
   await commit(t, ids, 2);
@@ -130,6 +130,23 @@ test("LSM compaction - jobs from the committed trees: none below the trigger, th
   const expected = ids.filter((id) => id !== 11).map((id) => [id, 9]);
   const read = (await readJson(t)).map((r) => [r["id"], r["v"]]).sort((a, b) => Number(a[0]) - Number(b[0]));
   assert.deepEqual(read, expected, "the table reads as the model");
+});
+
+test("LSM compaction - the writers' size ratio: LSM_WRITER_SIZE_RATIO unless the table sets compaction.size-ratio (then the table's, Paimon's default 1 included)", async () => {
+  assert.equal(writerLsmOptions(await newTable()).sizeRatio, LSM_WRITER_SIZE_RATIO);
+  assert.equal(writerLsmOptions(await newTable({ "compaction.size-ratio": "1" })).sizeRatio, 1);
+  assert.equal(writerLsmOptions(await newTable({ "compaction.size-ratio": "30" })).sizeRatio, 30);
+  // A table with runs the default ratio (1) would not merge yet: a newest run much smaller than the next.
+  const t = await newTable();
+  await commit(t, Array.from({ length: 60 }, (_, i) => i), 1);
+  await commit(t, Array.from({ length: 40 }, (_, i) => i), 2);
+  await commit(t, Array.from({ length: 25 }, (_, i) => i), 3);
+  const { log } = capture();
+  const compactor = (table: Table): BucketCompactor =>
+    new BucketCompactor({ table, bucket: 0, ownerEpoch: 1, writerId: "w", commitLog: log, slots: new CompactionSlots(1), strategy: compactionStrategyFor(table, { bucket: 0, now: () => 0, rewriter: inlineLsmRewriter(null) }), now: () => 0 });
+  assert.ok((await compactor(t).runOnce()).entry !== null, "the writers' ratio takes the three runs");
+  const files = (await liveBuckets(t, (await t.snapshots.latest())!, {}, new ManifestStore(t)))[0]!.files;
+  assert.equal(planBucketCompaction(t, files), null, "Paimon's default ratio (1) would wait for a fourth run");
 });
 
 test("LSM compaction - the bucket's sorted runs: the snapshot's and the flushes in flight; the stop trigger; dropped flushes stop counting", async () => {
