@@ -21,7 +21,7 @@ import { payloadLimit } from "./wire/limits.ts";
 import type { CompactionEntry } from "./wire/messages.ts";
 import type { CommitLog } from "./ports.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
-import type { BucketShape, CompactionLane, CompactionStrategy, RewrittenPart } from "./compaction-strategy.ts";
+import type { BucketShape, CompactionCounts, CompactionLane, CompactionStrategy, RewrittenPart } from "./compaction-strategy.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 import { AppendCompaction } from "./append-compaction.ts";
 import { LsmCompaction } from "./lsm-compaction.ts";
@@ -81,17 +81,10 @@ export interface BucketCompactorDeps {
   now: () => number;
 }
 
-export interface CompactionJobResult {
+/** A job's outcome: the counts of the parts it sent (row groups copied byte for byte: src/maintenance/compact-copy.ts). */
+export interface CompactionJobResult extends CompactionCounts {
   /** The entry sent (null: nothing worth compacting). */
   entry: CompactionEntry | null;
-  inputFiles: number;
-  outputFiles: number;
-  /** Bytes of the files rewritten, and of the files the rewrite wrote. */
-  bytesRead: number;
-  bytesWritten: number;
-  /** Rows rewritten, and of them those whose row groups were copied byte for byte (src/maintenance/compact-copy.ts). */
-  rows: number;
-  rowsCopied: number;
   /** Milliseconds waiting for the node's compaction slot, and rewriting under it (0 when nothing was rewritten). */
   slotWaitMs: number;
   rewriteMs: number;

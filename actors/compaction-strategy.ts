@@ -17,9 +17,8 @@ import type { CompactionChange } from "./wire/messages.ts";
  */
 export type CompactionLane = "any" | "small";
 
-/** One partition's part of a job, rewritten and not sent yet. */
-export interface RewrittenPart {
-  change: CompactionChange;
+/** What a compaction took and made: the counts of a job's parts and of the job. */
+export interface CompactionCounts {
   /** Input files (rewritten or only moved to another level) and the files after (moved files included). */
   inputFiles: number;
   outputFiles: number;
@@ -29,6 +28,11 @@ export interface RewrittenPart {
   /** Rows of the rewritten inputs, and of them those whose row groups were copied byte for byte. */
   rows: number;
   rowsCopied: number;
+}
+
+/** One partition's part of a job, rewritten and not sent yet. */
+export interface RewrittenPart extends CompactionCounts {
+  change: CompactionChange;
   /** Removes the files this part wrote (never a file it only moved: that one is live). */
   abort(): Promise<void>;
 }

@@ -5,28 +5,21 @@
  * TypeScript loader itself (loader flags are not passed on to workers). It warms its Parquet encoder before it
  * says it is ready.
  *
- * At start, the thread lowers its own CPU priority to `workerData.nice` (Linux: a thread has its own nice value; the
- * thread id is the last part of /proc/thread-self), so compaction yields the cores to ingest and commits; where that
- * fails it says why once ({ id: 0, priorityError }) and works on.
+ * At start, the thread lowers its own CPU priority to `workerData.nice` (src/codec/thread-priority.mjs), so compaction
+ * yields the cores to ingest and commits; where that fails it says why once ({ id: 0, priorityError }) and works on.
  *
  * in:  { id, request }                    (an LsmRewriteRequest)
  * out: { id, path }                       (an output's path, before its file is written; any number)
  *      { id, ok: true, result }           (the BucketCompaction)
  *      { id, ok: false, message, kind, retryable }
  */
-import { existsSync, readlinkSync } from "node:fs";
-import { setPriority } from "node:os";
+import { existsSync } from "node:fs";
 import { URL } from "node:url";
 import { parentPort, workerData } from "node:worker_threads";
+import { lowerThreadPriority } from "../src/codec/thread-priority.mjs";
 
-const nice = Number(workerData?.nice ?? 0);
-if (nice > 0) {
-  try {
-    setPriority(Number(readlinkSync("/proc/thread-self").split("/").pop()), nice);
-  } catch (e) {
-    parentPort.postMessage({ id: 0, priorityError: e instanceof Error ? e.message : String(e) });
-  }
-}
+const priorityError = lowerThreadPriority(Number(workerData?.nice ?? 0));
+if (priorityError !== null) parentPort.postMessage({ id: 0, priorityError });
 
 const compiled = new URL("./lsm-rewrite-job.js", import.meta.url);
 let mod;

@@ -27,6 +27,7 @@ import { ManifestStore } from "../../../src/table/manifest-store.ts";
 import { BatchWriter } from "../../../src/write/batch-writer.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { readJson, tempDir } from "../../helpers/tables.ts";
+import { threadNices } from "../../helpers/threads.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
@@ -170,7 +171,7 @@ test("LSM compaction - the bucket's sorted runs: the snapshot's and the flushes 
   assert.deepEqual(await strategy.observe(), { liveFiles: 2, sortedRuns: 3, stop: false });
 });
 
-test("LSM compaction - worker threads: the same compaction as on the calling thread; a worker that dies fails its job, retryable, and its announced outputs are removed", async () => {
+test("LSM compaction - worker threads: the same compaction as on the calling thread, at their lower priority; a worker that dies fails its job, retryable, and its announced outputs are removed", async () => {
   const t = await newTable({ "num-sorted-run.compaction-trigger": "2" });
   const ids = Array.from({ length: 40 }, (_, i) => i);
   await commit(t, ids, 1, [50]);
@@ -180,9 +181,10 @@ test("LSM compaction - worker threads: the same compaction as on the calling thr
   const bucket: BucketFiles = { partition: live.partition, partitionPath: "", bucket: 0, totalBuckets: 1, files: live.files };
   const plan = planBucketCompaction(t, live.files)!;
   assert.ok(plan !== null && plan.steps.some((s) => s.kind === "rewrite"));
-  const workers = new LsmRewriteWorkers({ warehouse: wh.path, size: 1, nice: 0 });
+  const workers = new LsmRewriteWorkers({ warehouse: wh.path, size: 1, nice: 7 });
   try {
     const inWorker = await workers.rewrite(t, bucket, plan);
+    if (process.platform === "linux") assert.ok(threadNices("self").includes(7), "the worker thread runs at its lower priority");
     const inline = await inlineLsmRewriter(null).rewrite(t, bucket, plan);
     const strip = (c: typeof inline): unknown => ({ ...c, writtenPaths: c.writtenPaths.length, newFiles: c.newFiles.map((f) => ({ ...f, fileName: "", creationTimeMillis: 0 })) });
     assert.deepEqual(strip(inWorker), strip(inline), "the worker's compaction is the calling thread's (file names and times aside)");
