@@ -103,6 +103,11 @@ export class BucketCompactor {
     this.stopped = true;
   }
 
+  /** The lanes its jobs run in (see CompactionStrategy.lanes). */
+  get lanes(): readonly CompactionLane[] {
+    return this.d.strategy.lanes;
+  }
+
   /** The bucket's shape (gauges and back-pressure), see CompactionStrategy.observe. */
   observe(): Promise<BucketShape> {
     return this.d.strategy.observe();

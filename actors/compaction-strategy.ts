@@ -65,6 +65,8 @@ export interface BucketShape {
 }
 
 export interface CompactionStrategy {
+  /** The lanes it plans jobs in (a writer runs at most one job per lane at once). */
+  readonly lanes: readonly CompactionLane[];
   /** Plans a job of `lane` now (monotonic `now`, ms); null when there is nothing to do for this lane. */
   plan(lane: CompactionLane, now: number): Promise<PlannedJob | null>;
   /** The bucket as the latest snapshot (and the flushes in flight) show it. */

@@ -551,14 +551,15 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   }
 
   /**
-   * Starts a compaction job when one is due: of any size when none runs, else a small one beside it (the files flushed
-   * since the running job's inputs). It never waits for, or holds up, ingest.
+   * Starts a compaction job when one is due, in the first of the strategy's lanes with no job running (append buckets:
+   * of any size, else a small one beside it on the files flushed since the running job's inputs; primary-key buckets:
+   * one at a time). It never waits for, or holds up, ingest.
    */
   private maybeCompact(ctx: ActorContext<WriterMsg>): void {
     const c = this.compactor;
     if (c === null || this.revoking) return;
-    const lane: CompactionLane | null = !this.compacting.has("any") ? "any" : !this.compacting.has("small") ? "small" : null;
-    if (lane === null) return;
+    const lane = c.lanes.find((l) => !this.compacting.has(l));
+    if (lane === undefined) return;
     const now = this.d.clock.monotonic();
     if (now < this.nextCompactionAt) return;
     this.nextCompactionAt = now + (this.d.compaction?.checkIntervalMs ?? 0);
