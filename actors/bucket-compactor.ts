@@ -1,23 +1,19 @@
 /**
  * BucketCompactor: the compaction of one bucket by the writer that owns it (as Paimon's writers compact their own
- * buckets), one job at a time, off the writer's ingest path — the writer starts a job and goes on reading and
- * flushing; a job that takes long only delays the next job.
+ * buckets), off the writer's ingest path — the writer starts a job and goes on reading and flushing; a job that takes
+ * long only delays the next job. The same for append and primary-key buckets: what differs — how a job is planned
+ * and rewritten, and whether the bucket's shape asks the writer to stop reading — is the table's CompactionStrategy
+ * (compaction-strategy.ts: append-compaction.ts, lsm-compaction.ts).
  *
- * A job: plan against the latest snapshot (src/maintenance/compact.ts, this bucket only; the size-ratio rule keeps
- * rewrites incremental), rewrite the picked files in the shared Parquet pool (decoding and encoding happen in worker
- * threads, under a node-wide CompactionSlots permit that bounds memory), and append one CompactionEntry to the
- * commit stream. The leader lands it as a COMPACT snapshot or rejects it and deletes its outputs
- * (src/commit/compaction-commit.ts).
- *
- * Inputs of a job sent are not planned again until they left the live set (accepted) or IN_FLIGHT_MS passed (the job
- * was rejected, or is still unread by a leader that is starting): re-planning them earlier would only send a change
- * the leader rejects as `inputs-gone`. Nothing here is durable: a writer that dies forgets its jobs; the leader still
+ * A job: the strategy plans it against the latest snapshot (manifests read through one cache per table on the node),
+ * it is rewritten — under a node-wide CompactionSlots permit when it asks for one, which bounds memory — and its
+ * changes go into the commit stream as one CompactionEntry (as many as fit in one message; the others' outputs are
+ * removed). The leader lands it as a COMPACT snapshot or rejects it and deletes its outputs
+ * (src/commit/compaction-commit.ts). Nothing here is durable: a writer that dies forgets its jobs; the leader still
  * decides what reached the commit stream, and outputs never sent become orphans for orphan-file cleanup.
  */
 import { randomUUID } from "node:crypto";
 import { failpointAsync } from "../src/failpoints.ts";
-import { abortCompaction, compactionRules, planCompaction, rewrite, type CompactionRules, type CompactionTask, type CompactResult } from "../src/maintenance/compact.ts";
-import type { DataFileMeta } from "../src/format/manifest.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 import { encodeMsg } from "./wire/codec.ts";
@@ -25,7 +21,15 @@ import { payloadLimit } from "./wire/limits.ts";
 import type { CompactionEntry } from "./wire/messages.ts";
 import type { CommitLog } from "./ports.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
-import type { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
+import type { BucketShape, CompactionCounts, CompactionLane, CompactionStrategy, RewrittenPart } from "./compaction-strategy.ts";
+import { sharedParquetPool, type ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
+import { AppendCompaction } from "./append-compaction.ts";
+import { LsmCompaction } from "./lsm-compaction.ts";
+import { inlineLsmRewriter, type LsmRewriter } from "./lsm-rewriter.ts";
+
+export type { CompactionLane } from "./compaction-strategy.ts";
+// The append rules' figures, where bench/ and tests have always found them.
+export { SMALL_LANE_BYTES, WRITER_SIZE_RATIO, smallTask, writerSizeRatio } from "./append-compaction.ts";
 
 /**
  * One manifest cache per table object, i.e. per table on a node, shared by the compactors of all its buckets there:
@@ -34,19 +38,11 @@ import type { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
  */
 const sharedManifests = new WeakMap<Table, ManifestStore>();
 
-/**
- * The size ratio of the writers' pick (a percentage; see `CompactionRules.sizeRatio`) when the table does not set
- * `compaction.size-ratio`. Paimon's default (1) is made for the sorted runs of primary-key tables; for a bucket fed
- * one small file per flush, an older file joining once it is at most twice what was taken (100) rewrites each byte
- * far fewer times: modelled over 2,400 flushes (10 minutes at 4 a second) planned every 2 flushes and landing 2
- * flushes later, each byte is rewritten 7.0 times against 12.8 with a ratio of 1, over 7,200 flushes 11.1 against
- * 36.2 (8 live files at most either way) — unit test `pickBucketed with the writers' size ratio`.
- */
-export const WRITER_SIZE_RATIO = 100;
-
-/** The writers' size ratio for `table`: its own `compaction.size-ratio` when set, else WRITER_SIZE_RATIO. */
-export function writerSizeRatio(table: Table): number {
-  return table.options.raw["compaction.size-ratio"] !== undefined ? table.options.int("compaction.size-ratio") : WRITER_SIZE_RATIO;
+/** The manifest cache of `table` on this node. */
+export function sharedManifestStore(table: Table): ManifestStore {
+  let store = sharedManifests.get(table);
+  if (store === undefined) sharedManifests.set(table, (store = new ManifestStore(table)));
+  return store;
 }
 
 /**
@@ -62,22 +58,15 @@ export function defaultCompactionInterval(commitIntervalMs: number): number {
 }
 
 /**
- * The inputs of a small-lane job at most (bytes of data files): a job this small needs no compaction slot and may run
- * beside the bucket's own larger job (see `CompactionLane`).
+ * The strategy of `table`'s buckets: primary-key tables compact their LSM trees, append tables their small files.
+ * `pool`: the Parquet workers of append rewrites (default the process's); `rewriter`: where primary-key rewrites run
+ * (default the calling thread, decoding and encoding in `pool`).
  */
-export const SMALL_LANE_BYTES = 4 * 1024 * 1024;
-
-/**
- * Which jobs a run may start. `any`: whatever the plan picks, under the node's compaction slot. `small`: only a task
- * of at most SMALL_LANE_BYTES, without a slot — the writer starts one while its bucket's `any` job runs, on the files
- * flushed after that job's inputs. All buckets grow at the same rate, so their largest merges (a level as large as
- * the bucket) come due together and queue for the node's slot for seconds; without this lane each of them gathered a
- * flush's file every 250 ms meanwhile (a 10-minute run saw 14 live files in a bucket, 10 on average, at such a moment).
- */
-export type CompactionLane = "any" | "small";
-
-/** How long the inputs of a job sent stay out of planning unless they leave the live set first. */
-export const IN_FLIGHT_MS = 60_000;
+export function compactionStrategyFor(table: Table, d: { bucket: number; now: () => number; pool?: ParquetEncoderPool | undefined; rewriter?: LsmRewriter | undefined }): CompactionStrategy {
+  const manifests = sharedManifestStore(table);
+  if (table.isPrimaryKeyTable) return new LsmCompaction({ table, bucket: d.bucket, manifests, rewriter: d.rewriter ?? inlineLsmRewriter(d.pool ?? sharedParquetPool()), now: d.now });
+  return new AppendCompaction({ table, bucket: d.bucket, manifests, pool: d.pool, now: d.now });
+}
 
 export interface BucketCompactorDeps {
   table: Table;
@@ -86,134 +75,106 @@ export interface BucketCompactorDeps {
   writerId: string;
   commitLog: CommitLog;
   slots: CompactionSlots;
-  /** The Parquet workers that rewrite (the node's compaction pool); default the process's shared pool. */
-  pool?: ParquetEncoderPool | undefined;
+  /** How jobs are planned and rewritten: append-compaction.ts or lsm-compaction.ts. */
+  strategy: CompactionStrategy;
   /** Monotonic ms. */
   now: () => number;
 }
 
-export interface CompactionJobResult {
+/** A job's outcome: the counts of the parts it sent (row groups copied byte for byte: src/maintenance/compact-copy.ts). */
+export interface CompactionJobResult extends CompactionCounts {
   /** The entry sent (null: nothing worth compacting). */
   entry: CompactionEntry | null;
-  inputFiles: number;
-  outputFiles: number;
-  inputBytes: number;
-  /** Rows rewritten, and of them those whose row groups were copied byte for byte (src/maintenance/compact-copy.ts). */
-  rows: number;
-  rowsCopied: number;
   /** Milliseconds waiting for the node's compaction slot, and rewriting under it (0 when nothing was rewritten). */
   slotWaitMs: number;
   rewriteMs: number;
 }
 
 /** A job that sent nothing (nothing worth compacting, stopped, or nothing fitted a message). */
-const NOTHING_SENT: Readonly<CompactionJobResult> = Object.freeze({ entry: null, inputFiles: 0, outputFiles: 0, inputBytes: 0, rows: 0, rowsCopied: 0, slotWaitMs: 0, rewriteMs: 0 });
+const NOTHING_SENT: Readonly<CompactionJobResult> = Object.freeze({ entry: null, inputFiles: 0, outputFiles: 0, bytesRead: 0, bytesWritten: 0, rows: 0, rowsCopied: 0, slotWaitMs: 0, rewriteMs: 0 });
 
 export class BucketCompactor {
-  private readonly manifests: ManifestStore;
-  /** Input file name → until when it stays out of planning. */
-  private readonly inFlight = new Map<string, number>();
-  /** Inputs of jobs being rewritten (not sent yet): out of the other lane's planning. */
-  private readonly reserved = new Set<string>();
   private stopped = false;
 
-  constructor(private readonly d: BucketCompactorDeps) {
-    let store = sharedManifests.get(d.table);
-    if (store === undefined) sharedManifests.set(d.table, (store = new ManifestStore(d.table)));
-    this.manifests = store;
-  }
+  constructor(private readonly d: BucketCompactorDeps) {}
 
   /** Jobs in progress finish without sending (their outputs are removed). */
   stop(): void {
     this.stopped = true;
   }
 
+  /** The lanes its jobs run in (see CompactionStrategy.lanes). */
+  get lanes(): readonly CompactionLane[] {
+    return this.d.strategy.lanes;
+  }
+
+  /** The bucket's shape (gauges and back-pressure), see CompactionStrategy.observe. */
+  observe(): Promise<BucketShape> {
+    return this.d.strategy.observe();
+  }
+
+  /** See CompactionStrategy.flushSent. */
+  flushSent(lastOffset: number, level0Files: ReadonlyMap<string, number>): void {
+    this.d.strategy.flushSent(lastOffset, level0Files);
+  }
+
+  /** See CompactionStrategy.flushesDropped. */
+  flushesDropped(): void {
+    this.d.strategy.flushesDropped();
+  }
+
   /**
    * Plans, rewrites and sends one job of the lane. Throws on failure (outputs written by it are removed unless sent).
-   * A job of each lane may run at once: their inputs never overlap (each excludes the other's reserved inputs, and
-   * excluded files end a run, so each job stays a contiguous run of the bucket).
    */
   async runOnce(lane: CompactionLane = "any"): Promise<CompactionJobResult> {
-    const table = this.d.table;
-    const now = this.d.now();
-    const rules = {
-      maxSchemaId: table.schema.id,
-      sizeRatio: writerSizeRatio(table),
-      exclude: (f: DataFileMeta) => this.reserved.has(f.fileName) || (this.inFlight.get(f.fileName) ?? 0) > now,
-    };
-    const plan = await planCompaction(table, { bucket: this.d.bucket, rules }, this.manifests);
-    // Inputs no longer live were decided; expired ones are planned again.
-    for (const [name, until] of this.inFlight) if (until <= now || !plan.liveFileNames.has(name)) this.inFlight.delete(name);
-    if (plan.tasks.length === 0 || plan.snapshotId === null || this.stopped) return NOTHING_SENT;
-    const tasks = lane === "any" ? tasksOfAJob(plan.tasks, compactionRules(table).targetFileSize) : smallTask(plan.tasks);
-    if (tasks.length === 0) return NOTHING_SENT;
-    const inputs = tasks.flatMap((t) => t.files.map((f) => f.fileName));
-    for (const name of inputs) this.reserved.add(name);
+    const job = await this.d.strategy.plan(lane, this.d.now());
+    if (job === null) return NOTHING_SENT;
+    let sent: RewrittenPart[] = [];
     try {
-      return await this.rewriteAndSend(tasks, lane, rules, plan.snapshotId);
-    } finally {
-      for (const name of inputs) this.reserved.delete(name);
-    }
-  }
-
-  private async rewriteAndSend(tasks: readonly CompactionTask[], lane: CompactionLane, rules: Partial<CompactionRules>, planSnapshotId: number): Promise<CompactionJobResult> {
-    const table = this.d.table;
-    const waitFrom = this.d.now();
-    const release = lane === "any" ? await this.d.slots.acquire() : () => undefined;
-    const rewriteFrom = this.d.now();
-    const results: CompactResult[] = [];
-    try {
-      for (const t of tasks) {
-        if (this.stopped) break;
-        results.push(await rewrite(table, t, { rules, pool: this.d.pool }));
+      if (this.stopped) return NOTHING_SENT;
+      const waitFrom = this.d.now();
+      const release = job.needsSlot ? await this.d.slots.acquire() : () => undefined;
+      const rewriteFrom = this.d.now();
+      let parts: RewrittenPart[];
+      try {
+        parts = await job.rewrite(() => this.stopped);
+      } finally {
+        release();
       }
-    } catch (e) {
-      await abortCompaction(table, results);
-      throw e;
-    } finally {
-      release();
-    }
-    const rewriteMs = this.d.now() - rewriteFrom;
-    if (this.stopped || results.length === 0) {
-      await abortCompaction(table, results);
-      return NOTHING_SENT;
-    }
-    const entry = this.fitting(results, planSnapshotId);
-    const sent = results.slice(0, entry.changes.length);
-    await abortCompaction(table, results.slice(entry.changes.length));
-    if (sent.length === 0) return NOTHING_SENT;
-    await failpointAsync("writer.compaction-before-send");
-    try {
+      const rewriteMs = this.d.now() - rewriteFrom;
+      if (this.stopped || parts.length === 0) {
+        await Promise.all(parts.map((p) => p.abort()));
+        return NOTHING_SENT;
+      }
+      const entry = this.fitting(parts, job.planSnapshotId);
+      const fitted = parts.slice(0, entry.changes.length);
+      await Promise.all(parts.slice(entry.changes.length).map((p) => p.abort()));
+      if (fitted.length === 0) return NOTHING_SENT;
+      await failpointAsync("writer.compaction-before-send");
+      // From here the outcome may be unknown (the append can fail after the server stored it): the outputs stay —
+      // the leader decides them, or orphan-file cleanup removes them — and the strategy treats the job as sent.
+      sent = fitted;
       await this.d.commitLog.append(entry, `compaction-${entry.compactionId}`);
-    } catch (e) {
-      // Unknown outcome: the entry may be in the commit stream, so its outputs stay (the leader decides them, or
-      // orphan-file cleanup removes them); its inputs stay out of planning until that is known.
-      this.markInFlight(sent);
-      throw e;
+      return {
+        entry,
+        inputFiles: sum(sent, (p) => p.inputFiles),
+        outputFiles: sum(sent, (p) => p.outputFiles),
+        bytesRead: sum(sent, (p) => p.bytesRead),
+        bytesWritten: sum(sent, (p) => p.bytesWritten),
+        rows: sum(sent, (p) => p.rows),
+        rowsCopied: sum(sent, (p) => p.rowsCopied),
+        slotWaitMs: rewriteFrom - waitFrom,
+        rewriteMs,
+      };
+    } finally {
+      job.settle(sent);
     }
-    this.markInFlight(sent);
-    return {
-      entry,
-      inputFiles: sent.reduce((n, r) => n + r.inputs.length, 0),
-      outputFiles: sent.reduce((n, r) => n + r.outputs.length, 0),
-      inputBytes: sent.reduce((n, r) => n + r.inputs.reduce((m, f) => m + f.fileSize, 0), 0),
-      rows: sent.reduce((n, r) => n + r.inputs.reduce((m, f) => m + f.rowCount, 0), 0),
-      rowsCopied: sent.reduce((n, r) => n + r.rowsCopied, 0),
-      slotWaitMs: rewriteFrom - waitFrom,
-      rewriteMs,
-    };
   }
 
-  private markInFlight(results: readonly CompactResult[]): void {
-    // (The caller's finally releases the reservation after this: the inputs are never plannable in between.)
-    const until = this.d.now() + IN_FLIGHT_MS;
-    for (const r of results) for (const f of r.inputs) this.inFlight.set(f.fileName, until);
-  }
-
-  /** The entry for the longest prefix of `results` whose encoding fits in one message (maybe none). */
-  private fitting(results: readonly CompactResult[], planSnapshotId: number): CompactionEntry {
+  /** The entry for the longest prefix of `parts` whose encoding fits in one message (maybe none). */
+  private fitting(parts: readonly RewrittenPart[], planSnapshotId: number): CompactionEntry {
     const limit = payloadLimit(this.d.commitLog.maxPayload);
-    const entryOf = (rs: readonly CompactResult[]): CompactionEntry => ({
+    const entryOf = (ps: readonly RewrittenPart[]): CompactionEntry => ({
       type: "compaction",
       v: 1,
       table: this.d.table.name,
@@ -222,43 +183,14 @@ export class BucketCompactor {
       writerId: this.d.writerId,
       compactionId: randomUUID(),
       planSnapshotId,
-      changes: rs.map((r) => ({ partition: r.task.partition, totalBuckets: r.task.totalBuckets, before: r.inputs, after: r.outputs })),
+      changes: ps.map((p) => p.change),
     });
-    for (let n = results.length; n > 0; n--) {
-      const e = entryOf(results.slice(0, n));
+    for (let n = parts.length; n > 0; n--) {
+      const e = entryOf(parts.slice(0, n));
       if (encodeMsg(e).length <= limit) return e;
     }
     return entryOf([]);
   }
 }
 
-/** The tasks of an `any` job: about one target file's worth, so a long backlog is worked off job by job. */
-function tasksOfAJob(planned: readonly CompactionTask[], targetFileSize: number): CompactionTask[] {
-  const tasks: CompactionTask[] = [];
-  let bytes = 0;
-  for (const t of planned) {
-    if (tasks.length > 0 && bytes >= targetFileSize) break;
-    tasks.push(t);
-    bytes += t.files.reduce((n, f) => n + f.fileSize, 0);
-  }
-  return tasks;
-}
-
-/**
- * The task of a `small` job: the first planned task within SMALL_LANE_BYTES, or, when the pick joined older files that
- * make it larger, its newest files within that size (still a contiguous run, at least two files); none otherwise.
- */
-export function smallTask(planned: readonly CompactionTask[]): CompactionTask[] {
-  for (const t of planned) {
-    const files: DataFileMeta[] = [];
-    let bytes = 0;
-    for (let i = t.files.length - 1; i >= 0; i--) {
-      const f = t.files[i]!;
-      if (bytes + f.fileSize > SMALL_LANE_BYTES) break;
-      files.unshift(f);
-      bytes += f.fileSize;
-    }
-    if (files.length >= 2) return [{ ...t, files }];
-  }
-  return [];
-}
+const sum = <T>(xs: readonly T[], f: (x: T) => number): number => xs.reduce((n, x) => n + f(x), 0);

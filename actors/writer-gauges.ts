@@ -5,11 +5,15 @@
  *   stays below its bucket count has a bucket nobody writes.
  * - `natslake_writer_memory_bytes` and `natslake_writer_memory_limit_bytes`: the node's write budget in use (rows
  *   decoded and not yet written, across its bucket writers) and its size (`--writer-memory`).
+ * - `natslake_bucket_live_files{table, bucket}` and, for primary-key buckets, `natslake_bucket_sorted_runs{table,
+ *   bucket}`: the bucket's shape as its writer last observed it (observeWriterBucket), from the writer's start to its
+ *   stop — a bucket moving to another node is reported there from then on.
  * Registered once per meter; a host is observed from its start to its stop.
  */
 import type { Meter } from "@opentelemetry/api";
 import { METRICS } from "./metrics.ts";
 import type { WriteBudget } from "../src/write/write-budget.ts";
+import type { BucketShape } from "./compaction-strategy.ts";
 
 export interface ObservedHost {
   readonly table: string;
@@ -49,4 +53,37 @@ export function observeWriterHost(meter: Meter, host: ObservedHost): () => void 
   const set = hosts(meter);
   set.add(host);
   return () => void set.delete(host);
+}
+
+/** A bucket writer whose shape is reported. */
+export interface ObservedBucket {
+  readonly labels: { table: string; bucket: number };
+  /** The last shape observed (null before the first observation). */
+  shape(): BucketShape | null;
+}
+
+const bucketsOf = new WeakMap<Meter, Set<ObservedBucket>>();
+
+/** Reports `bucket`'s live files and sorted runs until the returned function is called. */
+export function observeWriterBucket(meter: Meter, bucket: ObservedBucket): () => void {
+  let live = bucketsOf.get(meter);
+  if (live === undefined) {
+    const set = (live = new Set<ObservedBucket>());
+    bucketsOf.set(meter, set);
+    METRICS.bucketLiveFiles.create(meter).addCallback((r) => {
+      for (const b of set) {
+        const s = b.shape();
+        if (s !== null) r.observe(s.liveFiles, b.labels);
+      }
+    });
+    METRICS.bucketSortedRuns.create(meter).addCallback((r) => {
+      for (const b of set) {
+        const runs = b.shape()?.sortedRuns;
+        if (runs !== undefined && runs !== null) r.observe(runs, b.labels);
+      }
+    });
+  }
+  const set = live;
+  set.add(bucket);
+  return () => void set.delete(bucket);
 }

@@ -33,9 +33,12 @@ import { failIfSchemaMovedOn } from "./schema-check.ts";
 import { CommittableStore, toCommitEntry } from "./committable-store.ts";
 import { payloadLimit } from "./wire/limits.ts";
 import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
-import { BucketCompactor, type CompactionJobResult, type CompactionLane } from "./bucket-compactor.ts";
+import { BucketCompactor, compactionStrategyFor, type CompactionJobResult, type CompactionLane } from "./bucket-compactor.ts";
 import type { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
 import type { CompactionSlots } from "./compaction-slots.ts";
+import type { BucketShape } from "./compaction-strategy.ts";
+import type { LsmRewriter } from "./lsm-rewriter.ts";
+import { observeWriterBucket } from "./writer-gauges.ts";
 
 export type WriterMsg =
   | { type: "opened"; generation: number; reader: BucketReader; offset: number; stream: string; seq: bigint | null }
@@ -50,11 +53,14 @@ export type WriterMsg =
   | { type: "flush-tick" }
   /** The node's write budget is full and this writer holds the largest buffer: flush it now. */
   | { type: "preempted" }
-  | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number }
+  | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number; level0Files: ReadonlyMap<string, number> }
   | { type: "flush-failed"; generation: number; error: Error }
   | { type: "rejected"; rejection: Rejection }
   | { type: "compacted"; lane: CompactionLane; result: CompactionJobResult }
   | { type: "compaction-failed"; lane: CompactionLane; error: Error }
+  /** The bucket's shape as the latest snapshot and the flushes in flight show it (see BucketCompactor.observe). */
+  | { type: "observed"; shape: BucketShape }
+  | { type: "observe-failed"; error: Error }
   | { type: "revoke"; reply: (lastOffset: number) => void }
   /**
    * Re-open the bucket: from the committed offset (after a failed flush, whose committable may or may not have
@@ -89,10 +95,12 @@ export interface WriterDeps {
    */
   buffers: BucketBuffers;
   /**
-   * Writer-side compaction of the bucket's small files (actors/bucket-compactor.ts): a job at most every
-   * `checkIntervalMs`, under the node's `slots`. Absent, or the table's `write-only = true`: none.
+   * Writer-side compaction of the bucket (actors/bucket-compactor.ts: an append bucket's small files, a primary-key
+   * bucket's LSM tree): a job at most every `checkIntervalMs`, under the node's `slots`; append rewrites decode and
+   * encode in `pool`, primary-key rewrites run in `rewriter` (default: this thread, with `pool`). Absent, or the
+   * table's `write-only = true`: none — and a primary-key bucket then never stops reading for its sorted runs.
    */
-  compaction?: { slots: CompactionSlots; checkIntervalMs: number; pool?: ParquetEncoderPool };
+  compaction?: { slots: CompactionSlots; checkIntervalMs: number; pool?: ParquetEncoderPool; rewriter?: LsmRewriter };
   /** Fetched messages no flush has covered for this long are reported (see `checkStall`; default STALL_REPORT_MS). */
   stallReportMs?: number;
   /** Flush spans (default: the global API's tracer, which records nothing until a process registers tracing). */
@@ -191,6 +199,19 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly compacting = new Set<CompactionLane>();
   /** Monotonic ms before which no compaction job starts. */
   private nextCompactionAt = 0;
+  /** The bucket's shape at the last observation (null before the first), and one observation at a time. */
+  private shape: BucketShape | null = null;
+  private observing = false;
+  /** An observation failed and was reported (once until one succeeds). */
+  private observeFailing = false;
+  /**
+   * Back-pressure: since when (monotonic ms) the bucket does not read because its sorted runs reached the stop
+   * trigger, and up to when that time was counted in `stoppedMs`. Null while it reads.
+   */
+  private stopped: { since: number; counted: number } | null = null;
+  private readonly stoppedMs;
+  private readonly compactionBytes;
+  private unobserveGauges: (() => void) | null = null;
   private readonly compactionJobs;
   private readonly compactionFiles;
   private readonly compactionRows;
@@ -206,19 +227,33 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.filesOut = METRICS.filesWritten.create(d.meter);
     this.bytesOut = METRICS.bytesWritten.create(d.meter);
     this.streamMismatches = METRICS.streamMismatches.create(d.meter);
-    // Primary-key buckets compact as LSM trees, not by merging small append files (src/lsm/).
+    // Append buckets merge small files, primary-key buckets compact their LSM trees: the strategy says which.
+    const now = (): number => d.clock.monotonic();
     this.compactor =
-      d.compaction !== undefined && !d.table.options.bool("write-only") && !this.keyed
-        ? new BucketCompactor({ table: d.table, bucket: d.bucket, ownerEpoch: d.ownerEpoch, writerId: d.writerId, commitLog: d.commitLog, slots: d.compaction.slots, pool: d.compaction.pool, now: () => d.clock.monotonic() })
+      d.compaction !== undefined && !d.table.options.bool("write-only")
+        ? new BucketCompactor({
+            table: d.table,
+            bucket: d.bucket,
+            ownerEpoch: d.ownerEpoch,
+            writerId: d.writerId,
+            commitLog: d.commitLog,
+            slots: d.compaction.slots,
+            strategy: compactionStrategyFor(d.table, { bucket: d.bucket, now, pool: d.compaction.pool, rewriter: d.compaction.rewriter }),
+            now,
+          })
         : null;
     this.compactionJobs = METRICS.compactionJobs.create(d.meter);
     this.compactionFiles = METRICS.compactionFiles.create(d.meter);
     this.compactionRows = METRICS.compactionRows.create(d.meter);
     // Where a bucket's compaction time goes: waiting for the node's slot (other buckets' rewrites) or rewriting.
     this.compactionSeconds = METRICS.compactionSeconds.create(d.meter);
+    this.compactionBytes = METRICS.compactionBytes.create(d.meter);
     this.preemptions = METRICS.preemptedFlushes.create(d.meter);
     // From 0, so a dashboard's rate() shows the first early flush (they are rare while the budget suffices).
     this.preemptions.add(0, this.labels);
+    this.stoppedMs = METRICS.bucketStoppedMs.create(d.meter);
+    // From 0 too: the first stop of a bucket is an increase.
+    if (this.keyed && this.compactor !== null) this.stoppedMs.add(0, this.labels);
   }
 
   private get labels(): { table: string; bucket: number } {
@@ -228,6 +263,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   preStart(ctx: ActorContext<WriterMsg>): void {
     this.open(ctx, null);
     this.scheduleFlushTick(ctx);
+    const labels = this.labels;
+    this.unobserveGauges = observeWriterBucket(this.d.meter, { labels, shape: () => this.shape });
   }
 
   /**
@@ -244,6 +281,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   async postStop(): Promise<void> {
     this.tick?.cancel();
     this.compactor?.stop();
+    this.countStopped();
+    this.unobserveGauges?.();
+    this.unobserveGauges = null;
     this.d.budget?.release(this.budgetId);
     this.session?.close();
     this.session = null;
@@ -276,7 +316,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
     this.traceLinks = new TraceLinks();
-    if (opts.keepSent !== true) this.sent.clear();
+    if (opts.keepSent !== true) {
+      this.sent.clear();
+      // Flushes sent and not committed will not be (they are read again): they no longer count as sorted runs.
+      this.compactor?.flushesDropped();
+    }
     ctx.pipeToSelf(
       (async (): Promise<WriterMsg> => {
         await old?.close().catch(() => undefined);
@@ -423,6 +467,19 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.checkStall(ctx);
         this.flush(ctx, flushBeat(this.d.clock.now(), this.d.commitIntervalMs));
         this.maybeCompact(ctx);
+        this.observe(ctx);
+        this.countStopped();
+        return;
+      case "observed":
+        this.observing = false;
+        if (this.observeFailing) ctx.log.info("bucket observed again", this.labels);
+        this.observeFailing = false;
+        this.applyShape(msg.shape, ctx);
+        return;
+      case "observe-failed":
+        this.observing = false;
+        if (!this.observeFailing) ctx.log.warn("could not read the bucket's files from the latest snapshot; trying again every commit interval", { ...this.labels, error: msg.error.message });
+        this.observeFailing = true;
         return;
       case "compacted": {
         this.compacting.delete(msg.lane);
@@ -433,9 +490,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           this.compactionFiles.add(r.outputFiles, { ...this.labels, role: "output" });
           this.compactionRows.add(r.rowsCopied, { ...this.labels, how: "copied" });
           this.compactionRows.add(r.rows - r.rowsCopied, { ...this.labels, how: "reencoded" });
+          this.compactionBytes.add(r.bytesRead, { ...this.labels, role: "read" });
+          this.compactionBytes.add(r.bytesWritten, { ...this.labels, role: "written" });
           this.compactionSeconds.record(r.slotWaitMs / 1000, { table: this.d.table.name, stage: "slot-wait" });
           this.compactionSeconds.record(r.rewriteMs / 1000, { table: this.d.table.name, stage: "rewrite" });
-          ctx.log.debug("compaction sent", { ...this.labels, lane: msg.lane, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytes: r.inputBytes, rows: r.rows, rowsCopied: r.rowsCopied, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
+          ctx.log.debug("compaction sent", { ...this.labels, lane: msg.lane, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytesRead: r.bytesRead, bytesWritten: r.bytesWritten, rows: r.rows, rowsCopied: r.rowsCopied, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
         }
         return;
       }
@@ -453,6 +512,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         return;
       case "flushed":
         if (msg.generation !== this.generation) return;
+        this.compactor?.flushSent(msg.lastOffset, msg.level0Files);
         this.flushing = false;
         this.flushingBytes = 0;
         this.lastFlushedAt = this.d.clock.monotonic();
@@ -491,14 +551,15 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   }
 
   /**
-   * Starts a compaction job when one is due: of any size when none runs, else a small one beside it (the files flushed
-   * since the running job's inputs). It never waits for, or holds up, ingest.
+   * Starts a compaction job when one is due, in the first of the strategy's lanes with no job running (append buckets:
+   * of any size, else a small one beside it on the files flushed since the running job's inputs; primary-key buckets:
+   * one at a time). It never waits for, or holds up, ingest.
    */
   private maybeCompact(ctx: ActorContext<WriterMsg>): void {
     const c = this.compactor;
     if (c === null || this.revoking) return;
-    const lane: CompactionLane | null = !this.compacting.has("any") ? "any" : !this.compacting.has("small") ? "small" : null;
-    if (lane === null) return;
+    const lane = c.lanes.find((l) => !this.compacting.has(l));
+    if (lane === undefined) return;
     const now = this.d.clock.monotonic();
     if (now < this.nextCompactionAt) return;
     this.nextCompactionAt = now + (this.d.compaction?.checkIntervalMs ?? 0);
@@ -508,6 +569,46 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       (result) => ({ type: "compacted", lane, result }),
       (e) => ({ type: "compaction-failed", lane, error: ensureError(e) }),
     );
+  }
+
+  /** Reads the bucket's shape (the compactor's view of the latest snapshot and the flushes in flight), one at a time. */
+  private observe(ctx: ActorContext<WriterMsg>): void {
+    const c = this.compactor;
+    if (c === null || this.observing) return;
+    this.observing = true;
+    ctx.pipeToSelf(
+      c.observe(),
+      (shape) => ({ type: "observed", shape }),
+      (e) => ({ type: "observe-failed", error: ensureError(e) }),
+    );
+  }
+
+  /**
+   * Back-pressure (primary-key buckets): at the stop trigger the bucket stops reading from its stream — the messages
+   * wait in JetStream, nothing else waits — and reads again once a compaction brought its sorted runs below it. The
+   * rows already read still flush (one more level-0 run at most).
+   */
+  private applyShape(shape: BucketShape, ctx: ActorContext<WriterMsg>): void {
+    this.shape = shape;
+    if (shape.stop && this.stopped === null) {
+      const now = this.d.clock.monotonic();
+      this.stopped = { since: now, counted: now };
+      ctx.log.info("bucket stopped reading: its sorted runs reached num-sorted-run.stop-trigger; reading again once compaction lands", { ...this.labels, sortedRuns: shape.sortedRuns });
+    } else if (!shape.stop && this.stopped !== null) {
+      this.countStopped();
+      ctx.log.info("bucket reading again after compaction", { ...this.labels, sortedRuns: shape.sortedRuns, stoppedMs: Math.round(this.d.clock.monotonic() - this.stopped.since) });
+      this.stopped = null;
+      this.pull(ctx);
+    }
+  }
+
+  /** Adds the time stopped since it was last counted to `natslake_bucket_stopped_ms_total` (so it grows during a stop). */
+  private countStopped(): void {
+    const s = this.stopped;
+    if (s === null) return;
+    const now = this.d.clock.monotonic();
+    this.stoppedMs.add(now - s.counted, this.labels);
+    s.counted = now;
   }
 
   /**
@@ -545,6 +646,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
 
   private pull(ctx: ActorContext<WriterMsg>): void {
     if (this.pulling || this.reader === null || this.revoking) return;
+    if (this.stopped !== null) return; // back-pressure: a landing compaction resumes (applyShape)
     if (this.bufferFull()) return; // wait for the flush
     if (this.stash.length >= this.d.fetchBatch) return; // wait for the decode in flight
     const budget = this.d.budget;
@@ -729,18 +831,33 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         failpoint("writer.after-committable");
         this.filesOut.add(files.length, this.labels);
         this.bytesOut.add(files.reduce((n, f) => n + f.meta.fileSize, 0), this.labels);
+        return level0FilesOf(files);
       })().then(
-        () => span.end(),
+        (level0Files) => {
+          span.end();
+          return level0Files;
+        },
         (e: unknown) => {
           span.setStatus({ code: SpanStatusCode.ERROR, message: ensureError(e).message });
           span.end();
           throw e;
         },
       ),
-      () => ({ type: "flushed", generation, prevOffset, lastOffset }),
+      (level0Files) => ({ type: "flushed", generation, prevOffset, lastOffset, level0Files }),
       (e) => ({ type: "flush-failed", generation, error: ensureError(e) }),
     );
   }
+}
+
+/** The level-0 data files of a flush, per partition (hex of its framed row): the sorted runs it adds to each tree. */
+function level0FilesOf(files: ReadonlyArray<{ partition: Uint8Array; meta: { level: number }; changelog?: true }>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const f of files) {
+    if (f.changelog === true || f.meta.level !== 0) continue;
+    const key = Buffer.from(f.partition).toString("hex");
+    out.set(key, (out.get(key) ?? 0) + 1);
+  }
+  return out;
 }
 
 /** A budget callback may run after this writer stopped: a message to a stopped actor is dropped, not an error. */

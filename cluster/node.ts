@@ -45,6 +45,7 @@ import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
 import { unsupportedNatsServer } from "./nats/server-version.ts";
 import { CompactionSlots } from "../actors/compaction-slots.ts";
+import { LsmRewriteWorkers } from "../actors/lsm-rewriter.ts";
 import { defaultCompactionInterval } from "../actors/bucket-compactor.ts";
 import { ConsumeService } from "./consume-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
@@ -139,6 +140,12 @@ export class Node {
    * job may run beside the jobs holding a slot.
    */
   private readonly compactionPool: ParquetEncoderPool | null;
+  /**
+   * The worker threads of this node's primary-key compactions (null: compaction off): one per compaction slot, each
+   * merging one bucket's files at a time off the thread of the actors, at `compactionNice`. Started with the first
+   * primary-key table this node writes.
+   */
+  private readonly lsmRewriters: LsmRewriteWorkers | null;
   private readonly meter: Meter;
   /** Lease failures of every table, logged as `redis at <url>: <reason>` (rate-limited), and the recovery. */
   private readonly redisReporter: RedisErrorReporter;
@@ -158,6 +165,10 @@ export class Node {
     this.subjects = new Subjects(cfg.prefix);
     this.compactionSlots = cfg.compactionSlots > 0 ? new CompactionSlots(cfg.compactionSlots) : null;
     this.compactionPool = this.compactionSlots !== null && cfg.compactionNice > 0 && cfg.roles.includes("writer") ? new ParquetEncoderPool({ size: Math.min(availableParallelism(), cfg.compactionSlots + 1), nice: cfg.compactionNice, onPriorityError: (error) => log.warn("compaction workers run at the node's CPU priority: lowering it failed", { compactionNice: cfg.compactionNice, error }) }) : null;
+    this.lsmRewriters =
+      this.compactionSlots !== null && cfg.roles.includes("writer")
+        ? new LsmRewriteWorkers({ warehouse: cfg.warehouse, size: cfg.compactionSlots, nice: cfg.compactionNice, onPriorityError: (error) => log.warn("primary-key compaction workers run at the node's CPU priority: lowering it failed", { compactionNice: cfg.compactionNice, error }) })
+        : null;
     this.meter = metrics.getMeter("natslake");
     METRICS.leaseRenewLag.create(this.meter).addCallback((r) => {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
@@ -477,6 +488,8 @@ export class Node {
     const name = t.name;
     const commitIntervalMs = this.commitIntervalOf(t);
     if (this.cfg.roles.includes("writer")) {
+      // The first primary-key table: its compaction workers load their modules now, not at the first compaction.
+      if (t.isPrimaryKeyTable) void this.lsmRewriters?.warm().catch((e: unknown) => this.log.warn("primary-key compaction workers did not start", { error: ensureError(e).message }));
       const hostActor = new WriterHostActor({
         nodeId: this.cfg.nodeId,
         cluster: this.ports.cluster,
@@ -494,7 +507,7 @@ export class Node {
           fetchBatch: 64,
           buffers: this.buffers(),
           stallReportMs: this.cfg.stallReport,
-          ...(this.compactionSlots !== null ? { compaction: { slots: this.compactionSlots, checkIntervalMs: this.cfg.compactionInterval ?? defaultCompactionInterval(commitIntervalMs), ...(this.compactionPool !== null ? { pool: this.compactionPool } : {}) } } : {}),
+          ...(this.compactionSlots !== null ? { compaction: { slots: this.compactionSlots, checkIntervalMs: this.cfg.compactionInterval ?? defaultCompactionInterval(commitIntervalMs), ...(this.compactionPool !== null ? { pool: this.compactionPool } : {}), ...(this.lsmRewriters !== null ? { rewriter: this.lsmRewriters } : {}) } } : {}),
         },
         spawnWriter: (ctx, childName, factory) => ctx.spawn(childName, factory, { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } }),
         stopWriter: (ref) => this.system.stop(ref),
@@ -738,6 +751,7 @@ export class Node {
     this.log.info("actors stopped", { nodeId: this.cfg.nodeId });
     await this.bucketBuffers?.close().catch(() => undefined);
     await this.compactionPool?.close().catch(() => undefined);
+    await this.lsmRewriters?.close().catch(() => undefined);
   }
 
   stop(): Promise<void> {

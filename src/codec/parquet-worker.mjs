@@ -16,27 +16,19 @@
  * `sleep(ms)`.
  */
 /* global WebAssembly */
-import { readlinkSync } from "node:fs";
-import { setPriority } from "node:os";
 import process from "node:process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
+import { lowerThreadPriority } from "./thread-priority.mjs";
 import { decodeToIpcStream, encodeIpcStream, transferableBuffer, wasmMemoryBytes } from "./parquet-wasm-ops.mjs";
 
 /**
- * A pool of background work (compaction) asks its workers to run at a lower CPU priority (`workerData.nice`): on
- * Linux a thread has its own nice value, and `setpriority` given a thread id changes that thread alone. The thread id
- * is the last part of /proc/thread-self. Best effort: where that fails (another OS) the worker says why, once, in a
- * message the pool keeps (`priorityError`), and works on at the usual priority.
+ * A pool of background work (compaction) asks its workers to run at a lower CPU priority (`workerData.nice`; see
+ * thread-priority.mjs). Best effort: where that fails (another OS) the worker says why, once, in a message the pool
+ * keeps (`priorityError`), and works on at the usual priority.
  */
-const nice = Number(workerData?.nice ?? 0);
-if (nice > 0) {
-  try {
-    setPriority(Number(readlinkSync("/proc/thread-self").split("/").pop()), nice);
-  } catch (e) {
-    parentPort.postMessage({ id: 0, priorityError: e instanceof Error ? e.message : String(e) });
-  }
-}
+const priorityError = lowerThreadPriority(Number(workerData?.nice ?? 0));
+if (priorityError !== null) parentPort.postMessage({ id: 0, priorityError });
 
 const failpoints = new Map();
 for (const part of (process.env.FAILPOINTS ?? "").split(",")) {

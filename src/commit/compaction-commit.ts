@@ -14,16 +14,25 @@
  *   another change accepted earlier — in this round or before — took it): committing it would add rows twice;
  * - **rejected (outputs missing)** when an output file does not exist (it was discarded after an earlier rejection:
  *   a change is never accepted after its outputs were removed);
+ * - **rejected (LSM conflict)**, primary-key tables only, when the bucket's files with the change applied — on top of
+ *   the base and the changes accepted before it — are not a valid LSM tree: a level ≥ 1 whose files overlap (Java's
+ *   PrimaryKeyConflictDetection). Something else (the leader's own compaction, another change of the round) moved
+ *   files of the bucket into the output's level since the writer planned;
  * - otherwise **accepted**.
  * A rejected change's outputs are referenced by no snapshot (not accepted, not a duplicate), so they are deleted —
  * the files it wrote, never a file it only moved to another level (a primary-key upgrade lists the same file before,
- * at its old level, and after, at the new one: it is still live).
+ * at its old level, and after, at the new one: it is still live). Accepted changes are netted per bucket
+ * (`netChanges`): a primary-key writer may compact its previous compaction's output before that lands, and when both
+ * are decided in one round the intermediate file is referenced by no snapshot and deleted once the round's lands.
  *
  * The COMPACT snapshot keeps the base's offsets, stream and owner epochs; it records the leader's epoch (fencing as
  * for APPEND rounds) and the new watermark. Rows are unchanged, so readers see the same table before and after.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import { FileKind, fileIdentifier, type DataFileMeta, type ManifestEntry } from "../format/manifest.ts";
+import { filesAfterCompaction, framedKeyComparator, levelsConflict } from "../lsm/compact-bucket.ts";
+import { readLsmCompactionOptions } from "../lsm/compaction-options.ts";
+import type { FramedKeyComparator } from "../lsm/levels.ts";
 import { CommitKind, natslakeProperties, type NatslakeState, type Snapshot } from "../format/snapshot.ts";
 import { dataFilePath } from "../table/file-refs.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
@@ -53,7 +62,13 @@ export interface PendingCompaction<C extends CompactionClaim> {
   compaction: C;
 }
 
-export type CompactionRejectReason = "stale-owner-epoch" | "inputs-gone" | "outputs-missing";
+export type CompactionRejectReason = "stale-owner-epoch" | "inputs-gone" | "outputs-missing" | "lsm-conflict";
+
+/** Primary-key tables: how the LSM conflict check compares keys, and the table's `num-levels`. */
+export interface LsmConflictCheck {
+  compareKeys: FramedKeyComparator;
+  numLevels: number;
+}
 
 export type CompactionVerdict<C extends CompactionClaim> =
   | { kind: "accepted" | "duplicate"; seq: number; compaction: C }
@@ -88,14 +103,61 @@ const entriesOf = (c: CompactionClaim, pick: "before" | "after"): ManifestEntry[
   c.changes.flatMap((ch) => ch[pick].map((file) => ({ kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file })));
 
 /**
- * Decides `pending` (in commit-stream order) against a base: its natslake state and its live file identities.
- * `missingOutputs` names, per pending seq, an output that does not exist. Pure.
+ * The files of each (partition, bucket) a primary-key table's changes touch, from the base's live entries, with the
+ * changes accepted so far applied: what the next change's inputs must be in, and what the LSM conflict check
+ * validates it against. A writer plans its next compaction on its own last one before that lands (as Java's writer
+ * updates its levels when a compaction completes, before the commit), so a change's inputs may be the outputs of one
+ * accepted before it in the same round.
+ */
+class BucketTrees {
+  private readonly files = new Map<string, DataFileMeta[]>();
+
+  constructor(
+    private readonly entries: readonly ManifestEntry[],
+    private readonly check: LsmConflictCheck,
+  ) {}
+
+  /** Applies `c` when its inputs are in their trees and every tree stays valid; else why not (nothing changes). */
+  tryApply(c: CompactionClaim): { reason: "inputs-gone" | "lsm-conflict"; detail: string } | null {
+    const next = new Map<string, DataFileMeta[]>();
+    for (const ch of c.changes) {
+      const key = `${Buffer.from(ch.partition).toString("hex")}/${c.bucket}`;
+      const live = next.get(key) ?? this.filesOf(key, ch.partition, c.bucket);
+      const after = filesAfterCompaction(live, { deletedFiles: ch.before, newFiles: ch.after });
+      if (after === null) {
+        const gone = ch.before.find((f) => !live.some((l) => l.level === f.level && l.fileName === f.fileName))!;
+        return { reason: "inputs-gone", detail: `input ${gone.fileName} is no longer live at level ${gone.level}` };
+      }
+      const conflict = levelsConflict(after, this.check.numLevels, this.check.compareKeys);
+      if (conflict !== null) return { reason: "lsm-conflict", detail: `the bucket's levels would not be valid: ${conflict}` };
+      next.set(key, after);
+    }
+    for (const [key, files] of next) this.files.set(key, files);
+    return null;
+  }
+
+  private filesOf(key: string, partition: Uint8Array, bucket: number): DataFileMeta[] {
+    let files = this.files.get(key);
+    if (files === undefined) {
+      const hex = Buffer.from(partition).toString("hex");
+      files = this.entries.filter((e) => e.bucket === bucket && Buffer.from(e.partition).toString("hex") === hex).map((e) => e.file);
+      this.files.set(key, files);
+    }
+    return files;
+  }
+}
+
+/**
+ * Decides `pending` (in commit-stream order) against a base: its natslake state, its live file identities and — for
+ * the LSM conflict check of a primary-key table (`o.lsm`) — its live entries. `missingOutputs` names, per pending
+ * seq, an output that does not exist. Pure.
  */
 export function decideCompactions<C extends CompactionClaim>(
   pending: readonly PendingCompaction<C>[],
-  base: { state: NatslakeState | null; live: ReadonlySet<string> },
-  o: { commitStream: string; ownerEpochOf: (bucket: number) => number | undefined; missingOutputs: ReadonlyMap<number, string> },
+  base: { state: NatslakeState | null; live: ReadonlySet<string>; entries?: readonly ManifestEntry[] },
+  o: { commitStream: string; ownerEpochOf: (bucket: number) => number | undefined; missingOutputs: ReadonlyMap<number, string>; lsm?: LsmConflictCheck },
 ): { verdicts: CompactionVerdict<C>[]; accepted: C[]; watermark: number | undefined } {
+  const trees = o.lsm === undefined ? null : new BucketTrees(base.entries ?? [], o.lsm);
   const mark = parseWatermark(base.state?.compactionsDecided);
   const decidedThrough = mark !== undefined && mark.stream === o.commitStream ? mark.seq : 0;
   const taken = new Set<string>();
@@ -113,8 +175,10 @@ export function decideCompactions<C extends CompactionClaim>(
       verdicts.push({ kind: "rejected", seq, compaction: c, reason: "stale-owner-epoch", detail: `owner epoch ${c.ownerEpoch}, the bucket's is ${current}` });
       continue;
     }
+    // Append tables: inputs live in the base and not taken by an earlier change. Primary-key tables: in the bucket's
+    // tree as the changes accepted before left it (BucketTrees, below).
     const inputs = entriesOf(c, "before").map(fileIdentifier);
-    const gone = entriesOf(c, "before").find((_, i) => !base.live.has(inputs[i]!) || taken.has(inputs[i]!));
+    const gone = trees !== null ? undefined : entriesOf(c, "before").find((_, i) => !base.live.has(inputs[i]!) || taken.has(inputs[i]!));
     if (gone !== undefined) {
       verdicts.push({ kind: "rejected", seq, compaction: c, reason: "inputs-gone", detail: `input ${gone.file.fileName} is no longer live` });
       continue;
@@ -122,6 +186,11 @@ export function decideCompactions<C extends CompactionClaim>(
     const missing = o.missingOutputs.get(seq);
     if (missing !== undefined) {
       verdicts.push({ kind: "rejected", seq, compaction: c, reason: "outputs-missing", detail: `output ${missing} does not exist` });
+      continue;
+    }
+    const refused = trees?.tryApply(c) ?? null;
+    if (refused !== null) {
+      verdicts.push({ kind: "rejected", seq, compaction: c, ...refused });
       continue;
     }
     for (const id of inputs) taken.add(id);
@@ -142,13 +211,44 @@ export function writtenOutputs(c: CompactionClaim): ManifestEntry[] {
   });
 }
 
-function toMessages(accepted: readonly CompactionClaim[]): CommitMessage[] {
-  return accepted.flatMap((c) => c.changes.map((ch) => ({ partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, newFiles: ch.after, deletedFiles: ch.before })));
+/**
+ * The accepted changes as one commit's messages, one per (partition, bucket), netted in order: a file a change adds
+ * and a later one deletes (a primary-key writer's compaction of its own previous compaction's output, both decided
+ * in this round) is in neither list — the snapshot never references it, and it is returned as an `intermediate` to
+ * delete once the snapshot landed, when a change of this round wrote it (a file only moved up is some older
+ * snapshot's and stays).
+ */
+export function netChanges(accepted: readonly CompactionClaim[]): { messages: CommitMessage[]; intermediates: ManifestEntry[] } {
+  const at = (f: DataFileMeta): string => `${f.level}/${f.fileName}`;
+  const buckets = new Map<string, { message: CommitMessage; added: Map<string, DataFileMeta> }>();
+  const written = new Map<string, ManifestEntry>();
+  for (const c of accepted) {
+    for (const ch of c.changes) {
+      const key = `${Buffer.from(ch.partition).toString("hex")}/${c.bucket}`;
+      let b = buckets.get(key);
+      if (b === undefined) buckets.set(key, (b = { message: { partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, newFiles: [], deletedFiles: [] }, added: new Map() }));
+      for (const f of ch.before) if (!b.added.delete(at(f))) b.message.deletedFiles.push(f);
+      const moved = new Set(ch.before.map((f) => f.fileName));
+      for (const f of ch.after) {
+        b.added.set(at(f), f);
+        if (!moved.has(f.fileName)) written.set(`${key}/${f.fileName}`, { kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file: f });
+      }
+    }
+  }
+  const kept = new Set<string>();
+  const messages = [...buckets].map(([key, b]) => {
+    b.message.newFiles = [...b.added.values()];
+    for (const f of b.message.newFiles) kept.add(`${key}/${f.fileName}`);
+    return b.message;
+  });
+  return { messages, intermediates: [...written].filter(([k]) => !kept.has(k)).map(([, e]) => e) };
 }
 
 export class StreamCompactionCommitter<C extends CompactionClaim> {
   private readonly manifests: ManifestStore;
   private readonly fileCommit: FileStoreCommit;
+  /** Primary-key tables: the LSM conflict check (null for append tables). */
+  private readonly lsm: LsmConflictCheck | null;
 
   constructor(
     private readonly table: Table,
@@ -156,6 +256,7 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
   ) {
     this.manifests = new ManifestStore(table);
     this.fileCommit = new FileStoreCommit(table, this.manifests);
+    this.lsm = table.isPrimaryKeyTable ? { compareKeys: framedKeyComparator(table), numLevels: readLsmCompactionOptions(table.options).numLevels } : null;
   }
 
   /** Decides and commits `pending` as one COMPACT snapshot; deletes the outputs of rejected changes. */
@@ -171,6 +272,7 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
     }
     const fenced = (why: string): LakeError => new LakeError(ErrorKind.Fenced, `${this.table.name}: ${why}; stepping down`, { retryable: false });
     let verdicts: CompactionVerdict<C>[] = [];
+    let intermediates: ManifestEntry[] = [];
     const res = await this.fileCommit.commit({
       commitUser: this.opts.commitUser,
       kind: CommitKind.COMPACT,
@@ -179,24 +281,26 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
         const st = await natslakeStateAsOf(this.table, base);
         if (st !== null && st.epoch > this.opts.epoch) throw fenced(`snapshot ${base?.id} carries epoch ${st.epoch} > ours ${this.opts.epoch}`);
-        const live = new Set(base === null ? [] : (await this.manifests.readLiveEntries(base)).map(fileIdentifier));
-        const out = decideCompactions(pending, { state: st, live }, { commitStream: this.opts.commitStream, ownerEpochOf: this.opts.ownerEpochOf, missingOutputs });
+        const entries = base === null ? [] : await this.manifests.readLiveEntries(base);
+        const live = new Set(entries.map(fileIdentifier));
+        const out = decideCompactions(pending, { state: st, live, entries }, { commitStream: this.opts.commitStream, ownerEpochOf: this.opts.ownerEpochOf, missingOutputs, ...(this.lsm !== null ? { lsm: this.lsm } : {}) });
         verdicts = out.verdicts;
         if (!this.opts.stillLeader()) throw fenced("the leader lease may have expired");
         const state: NatslakeState = { ...(st ?? { buckets: new Map() }), epoch: this.opts.epoch };
         if (out.watermark !== undefined) state.compactionsDecided = `${this.opts.commitStream}/${out.watermark}`;
+        const net = netChanges(out.accepted);
+        intermediates = net.intermediates;
         return {
           properties: natslakeProperties(state, base?.properties ?? null),
-          messages: toMessages(out.accepted),
+          messages: net.messages,
           commitIdentifier: BigInt((base?.id ?? 0) + 1),
         };
       },
     });
     await Promise.all(
-      verdicts
-        .filter((v) => v.kind === "rejected")
-        .flatMap((v) => writtenOutputs(v.compaction))
-        .map((e) => this.table.io.delete(dataFilePath(this.table, e))),
+      [...verdicts.filter((v) => v.kind === "rejected").flatMap((v) => writtenOutputs(v.compaction)), ...(res.snapshot !== null ? intermediates : [])].map((e) =>
+        this.table.io.delete(dataFilePath(this.table, e)),
+      ),
     );
     return { snapshot: res.snapshot, linkedAt: res.linkedAt, verdicts };
   }

@@ -237,22 +237,44 @@ function checkLevelsAfter(table: Table, files: readonly DataFileMeta[], c: Bucke
 }
 
 /**
+ * A bucket's live files with a compaction applied: each deleted file leaves its level (matched by level and name),
+ * each new file joins its own. Null when a deleted file is not live at that level (the caller's inputs-gone case).
+ */
+export function filesAfterCompaction(live: readonly DataFileMeta[], change: { readonly deletedFiles: readonly DataFileMeta[]; readonly newFiles: readonly DataFileMeta[] }): DataFileMeta[] | null {
+  const at = (f: DataFileMeta): string => `${f.level}/${f.fileName}`;
+  const gone = new Set(change.deletedFiles.map(at));
+  const after = live.filter((f) => !gone.has(at(f)));
+  if (after.length !== live.length - gone.size) return null;
+  after.push(...change.newFiles);
+  return after;
+}
+
+/**
+ * Why these files of one bucket are not a valid LSM tree (a level ≥ 1 that overlaps itself, a file twice), or null
+ * when they are: Java's PrimaryKeyConflictDetection.
+ */
+export function levelsConflict(files: readonly DataFileMeta[], numLevels: number, compareKeys: FramedKeyComparator): string | null {
+  try {
+    new Levels(files, numLevels, compareKeys);
+    return null;
+  } catch (e) {
+    if (!(e instanceof LakeError) || e.kind !== ErrorKind.DataInvalid) throw e;
+    return e.message;
+  }
+}
+
+/**
  * Java's PrimaryKeyConflictDetection, for a compaction about to commit: the bucket's live files in the snapshot the
  * commit builds on, with the compaction applied, must still be a valid LSM tree — every level ≥ 1 a sorted run, no
  * file twice. A Conflict (not retried) otherwise: something else changed the bucket since the compaction read it.
  * Inputs that are no longer live are left to the commit's own check (FileStoreCommit: a Conflict too).
  */
 export function checkCompactionApplies(table: Table, live: readonly DataFileMeta[], change: Pick<CommitMessage, "bucket" | "deletedFiles" | "newFiles">, numLevels: number): void {
-  const at = (f: DataFileMeta): string => `${f.level}/${f.fileName}`;
-  const gone = new Set(change.deletedFiles.map(at));
-  const after = live.filter((f) => !gone.has(at(f)));
   // An input no longer live: the commit's own check says so (levels built without it would mislead).
-  if (after.length !== live.length - gone.size) return;
-  after.push(...change.newFiles);
-  try {
-    new Levels(after, numLevels, framedKeyComparator(table));
-  } catch (e) {
-    if (!(e instanceof LakeError) || e.kind !== ErrorKind.DataInvalid) throw e;
-    throw new LakeError(ErrorKind.Conflict, `compaction of ${table.name} bucket ${change.bucket} conflicts with the bucket's files at commit time (LSM conflict: ${e.message}); nothing was committed`, { retryable: false, cause: e });
+  const after = filesAfterCompaction(live, change);
+  if (after === null) return;
+  const conflict = levelsConflict(after, numLevels, framedKeyComparator(table));
+  if (conflict !== null) {
+    throw new LakeError(ErrorKind.Conflict, `compaction of ${table.name} bucket ${change.bucket} conflicts with the bucket's files at commit time (LSM conflict: ${conflict}); nothing was committed`, { retryable: false });
   }
 }

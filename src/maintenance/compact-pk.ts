@@ -43,11 +43,7 @@ export interface PrimaryKeyCompactOptions extends CompactRunOptions {
 }
 
 /** A bucket and what compacting it will do. */
-interface PlannedBucket {
-  bucket: BucketFiles;
-  partitionValues: Value[];
-  plan: CompactTaskPlan;
-}
+type PlannedBucket = BucketPlan;
 
 /** What a bucket's compaction did (or, in a dry run, would do): the counts a summary adds up. */
 type BucketCounts = Pick<BucketCompaction, "outputLevel" | "dropDelete" | "upgradedFiles" | "rewrittenFiles" | "outputFiles" | "rowsRead" | "bytesRead" | "bytesWritten">;
@@ -96,14 +92,10 @@ export async function compactPrimaryKeyTable(table: Table, o: PrimaryKeyCompactO
   }
 
   const pool = o.pool !== undefined ? o.pool : sharedParquetPool();
-  const readFields = mergeReadFields(table, table.schema.fields);
   const results: BucketCompaction[] = [];
   try {
     for (const { bucket, partitionValues, plan } of planned) {
-      // Every input decodes in the pool, small ones too (0: no inline threshold), as the append compaction's do.
-      const where = { partitionValues, bucket: bucket.bucket };
-      const readFile = (file: DataFileMeta): Promise<arrow.RecordBatch[]> => readDataFile(table, where, file, readFields, pool, 0);
-      const done = await executeCompactTask(table, bucket, plan, { readFile, pool, options });
+      const done = await executeBucketPlan(table, { bucket, partitionValues, plan }, { pool, options });
       results.push(done);
       o.onProgress?.(results.length, planned.length, { files: done.deletedFiles });
     }
@@ -116,6 +108,25 @@ export async function compactPrimaryKeyTable(table: Table, o: PrimaryKeyCompactO
   results.forEach((r, i) => addBucket(summary, planned[i]!.bucket, r));
   summary.primaryKey!.rowsWritten = results.reduce((n, r) => n + r.rowsWritten, 0);
   return summary;
+}
+
+/** A bucket's compaction plan and what executing it needs to know of the bucket. */
+export interface BucketPlan {
+  bucket: BucketFiles;
+  /** The partition's values (to read its files). */
+  partitionValues: Value[];
+  plan: CompactTaskPlan;
+}
+
+/**
+ * Executes one bucket's plan (`executeCompactTask`), its files read with the merge's columns. Every input decodes in
+ * `pool` (null: on this thread), small ones too (no inline threshold), as the append compaction's do.
+ */
+export async function executeBucketPlan(table: Table, p: BucketPlan, o: { pool: ParquetEncoderPool | null; options?: LsmCompactionOptions; onPath?: (path: string) => void }): Promise<BucketCompaction> {
+  const readFields = mergeReadFields(table, table.schema.fields);
+  const where = { partitionValues: p.partitionValues, bucket: p.bucket.bucket };
+  const readFile = (file: DataFileMeta): Promise<arrow.RecordBatch[]> => readDataFile(table, where, file, readFields, o.pool, 0);
+  return executeCompactTask(table, p.bucket, p.plan, { readFile, pool: o.pool, ...(o.options !== undefined ? { options: o.options } : {}), ...(o.onPath !== undefined ? { onPath: o.onPath } : {}) });
 }
 
 export interface CommitBucketCompactionsOptions {

@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BucketCompactor, SMALL_LANE_BYTES, smallTask } from "../../../actors/bucket-compactor.ts";
+import { BucketCompactor, compactionStrategyFor, SMALL_LANE_BYTES, smallTask } from "../../../actors/bucket-compactor.ts";
 import { CompactionSlots } from "../../../actors/compaction-slots.ts";
 import type { CommitLog } from "../../../actors/ports.ts";
 import type { CommitEntry, CompactionEntry } from "../../../actors/wire/messages.ts";
@@ -31,7 +31,8 @@ test("bucket compactor - a small-lane job runs while the any-lane job waits for 
     };
     const slots = new CompactionSlots(1);
     const heldByAnotherBucket = await slots.acquire();
-    const compactor = new BucketCompactor({ table, bucket: 0, ownerEpoch: 1, writerId: "w", commitLog, slots, now: () => performance.now() });
+    const now = (): number => performance.now();
+    const compactor = new BucketCompactor({ table, bucket: 0, ownerEpoch: 1, writerId: "w", commitLog, slots, strategy: compactionStrategyFor(table, { bucket: 0, now }), now });
     // The any-lane job plans the 6 files and waits for the slot another bucket holds.
     const anyJob = compactor.runOnce("any");
     await sleep(100);

@@ -1,0 +1,50 @@
+/**
+ * One rewrite of a primary-key bucket's compaction, as it crosses into a worker thread (lsm-rewriter.ts): the table
+ * named by its warehouse, directory and schema (plain data a worker can receive), the bucket's files and the plan.
+ * `runLsmRewrite` is what the worker runs: src/maintenance/compact-pk.ts `executeBucketPlan` on the worker's own
+ * thread — decoding, the merge and encoding all there, none on the writer's.
+ */
+import { warmUpParquet } from "../src/codec/warm-up.ts";
+import { deserializeBinaryRow } from "../src/format/binary-row.ts";
+import type { TableSchema } from "../src/format/schema.ts";
+import { openWarehouse } from "../src/io/warehouse.ts";
+import type { FileIO } from "../src/io/file-io.ts";
+import type { BucketCompaction, BucketFiles } from "../src/lsm/compact-bucket.ts";
+import type { CompactTaskPlan } from "../src/lsm/compact-task.ts";
+import { executeBucketPlan } from "../src/maintenance/compact-pk.ts";
+import { Table, type Identifier } from "../src/table/table.ts";
+
+/** What a worker needs to rewrite one bucket's plan. */
+export interface LsmRewriteRequest {
+  /** The warehouse as the node names it (a directory, or `s3://bucket/prefix?…`): the worker opens its own FileIO. */
+  warehouse: string;
+  identifier: Identifier;
+  /** The table's directory as its FileIO names it (Table.root). */
+  root: string;
+  /** The writer's schema (its table handle's): files of a newer one are refused, as on the calling thread. */
+  schema: TableSchema;
+  bucket: BucketFiles;
+  plan: CompactTaskPlan;
+}
+
+/** The request for `table`'s bucket and plan. */
+export function lsmRewriteRequest(warehouse: string, table: Table, bucket: BucketFiles, plan: CompactTaskPlan): LsmRewriteRequest {
+  return { warehouse, identifier: table.identifier, root: table.root, schema: table.schema, bucket, plan };
+}
+
+/** FileIOs by warehouse, one per worker thread (an S3 client keeps its connections). */
+const ios = new Map<string, FileIO>();
+
+/** Runs a request on this thread; `onPath` is told each output's path before the file is written. */
+export async function runLsmRewrite(r: LsmRewriteRequest, onPath: (path: string) => void): Promise<BucketCompaction> {
+  let io = ios.get(r.warehouse);
+  if (io === undefined) ios.set(r.warehouse, (io = openWarehouse(r.warehouse).io));
+  const table = new Table(r.identifier, r.root, io, r.schema);
+  const partitionValues = deserializeBinaryRow(table.partitionTypes, r.bucket.partition);
+  return executeBucketPlan(table, { bucket: r.bucket, partitionValues, plan: r.plan }, { pool: null, onPath });
+}
+
+/** Warms the Parquet encoder on this thread (see src/codec/warm-up.ts): a worker's first rewrite is then not the slow one. */
+export async function warmUpLsmRewrite(): Promise<void> {
+  await warmUpParquet(null);
+}

@@ -1,0 +1,44 @@
+/**
+ * Entry of a primary-key compaction worker thread (actors/lsm-rewriter.ts): rewrites one bucket's compaction plan at
+ * a time — reading, merging and writing its files on this thread, never on the node's main thread. Plain JavaScript:
+ * in the compiled build (dist/) it loads lsm-rewrite-job.js next to it; from the sources it registers the
+ * TypeScript loader itself (loader flags are not passed on to workers). It warms its Parquet encoder before it
+ * says it is ready.
+ *
+ * At start, the thread lowers its own CPU priority to `workerData.nice` (src/codec/thread-priority.mjs), so compaction
+ * yields the cores to ingest and commits; where that fails it says why once ({ id: 0, priorityError }) and works on.
+ *
+ * in:  { id, request }                    (an LsmRewriteRequest)
+ * out: { id, path }                       (an output's path, before its file is written; any number)
+ *      { id, ok: true, result }           (the BucketCompaction)
+ *      { id, ok: false, message, kind, retryable }
+ */
+import { existsSync } from "node:fs";
+import { URL } from "node:url";
+import { parentPort, workerData } from "node:worker_threads";
+import { lowerThreadPriority } from "../src/codec/thread-priority.mjs";
+
+const priorityError = lowerThreadPriority(Number(workerData?.nice ?? 0));
+if (priorityError !== null) parentPort.postMessage({ id: 0, priorityError });
+
+const compiled = new URL("./lsm-rewrite-job.js", import.meta.url);
+let mod;
+if (existsSync(compiled)) mod = await import(compiled.href);
+else {
+  const { register } = await import("tsx/esm/api");
+  register();
+  mod = await import(new URL("./lsm-rewrite-job.ts", import.meta.url).href);
+}
+const { runLsmRewrite, warmUpLsmRewrite } = mod;
+
+parentPort.on("message", async (msg) => {
+  try {
+    const result = await runLsmRewrite(msg.request, (path) => parentPort.postMessage({ id: msg.id, path }));
+    parentPort.postMessage({ id: msg.id, ok: true, result });
+  } catch (e) {
+    parentPort.postMessage({ id: msg.id, ok: false, message: e instanceof Error ? e.message : String(e), kind: e?.kind, retryable: e?.retryable === true });
+  }
+});
+// Ready once the encoder is warm: requests posted meanwhile wait in the port.
+await warmUpLsmRewrite().catch(() => undefined);
+parentPort.postMessage({ id: 0, ready: true });
