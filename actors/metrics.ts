@@ -125,7 +125,7 @@ export const METRICS = {
   ),
   bucketStoppedMs: counter(
     "natslake_bucket_stopped_ms_total",
-    "milliseconds a primary-key bucket's writer did not read its stream because the bucket's sorted runs reached num-sorted-run.stop-trigger (back-pressure: the messages wait in the stream until a compaction lands)",
+    "milliseconds a primary-key bucket's writer did not read its stream because the bucket's sorted runs reached num-sorted-run.stop-trigger (back-pressure: the messages wait in the stream until a compaction lands); 0 for append tables' buckets, which never stop",
     ["table", "bucket"],
     { unit: "ms" },
   ),

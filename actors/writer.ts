@@ -252,8 +252,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     // From 0, so a dashboard's rate() shows the first early flush (they are rare while the budget suffices).
     this.preemptions.add(0, this.labels);
     this.stoppedMs = METRICS.bucketStoppedMs.create(d.meter);
-    // From 0 too: the first stop of a bucket is an increase.
-    if (this.keyed && this.compactor !== null) this.stoppedMs.add(0, this.labels);
+    // From 0 too: the first stop of a bucket is an increase. Append buckets never stop, and show 0: the dashboard's
+    // and the alert's query then finds the series on every writer, whatever its tables are.
+    this.stoppedMs.add(0, this.labels);
   }
 
   private get labels(): { table: string; bucket: number } {
@@ -701,11 +702,13 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {
     if (rejected.length === 0) return;
     await failIfSchemaMovedOn(this.d.table, rejected.map((r) => r.reason));
-    this.deadLetters.add(rejected.length, { ...this.labels, stage: "writer" });
-    await this.d.bus.publishDeadLetters(
+    // Counted as the dead-letter stream stored them: a batch read again after a restart publishes its letters again,
+    // and the stream's de-duplication (by message id) stores them once — so counts them once.
+    const stored = await this.d.bus.publishDeadLetters(
       this.d.table.name,
       rejected.map((r) => this.letter(r.seq, r.rowIndex, r.reason, r.original)),
     );
+    this.deadLetters.add(stored, { ...this.labels, stage: "writer" });
   }
 
   private letter(seq: number, rowIndex: number, reason: string, original: unknown): DeadLetter {
