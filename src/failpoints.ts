@@ -22,7 +22,9 @@
  *   `committer.first-round` (a new leadership's first round, before it reads the commit stream: with `sleep(ms)`, a
  *   slow backlog — test/integration/orphans-backlog.test.ts);
  * - writer-side compaction: `writer.compaction-before-send` (actors/bucket-compactor.ts: outputs written, the change
- *   not yet in the commit stream);
+ *   not yet in the commit stream; with `sleep(ms)` a compaction held — test/integration/cluster-pk-backpressure.test.ts);
+ *   a primary-key bucket's rewrite reaches `compact.rewrite.after-output` (below) in the node's compaction worker
+ *   thread (actors/lsm-rewriter.ts: there `exit` ends that thread only, and `kill` the whole node);
  * - maintenance: `expire.after-data-file`, `expire.before-snapshots`, `expire.after-snapshot`
  *   (src/maintenance/expire-snapshots.ts), `orphans.after-delete` (remove-orphans.ts), `rollback.after-recreate`,
  *   `rollback.after-tag`, `rollback.after-snapshot`, `rollback.after-data-file` (rollback.ts);

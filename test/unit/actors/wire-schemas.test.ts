@@ -227,3 +227,24 @@ test("wire codec - a primary-key committable keeps its sequence range and change
   valid("rejection", viaMsgpack(encodeMsg(rejection)));
   assert.deepEqual(decodeRejection(encodeMsg(rejection)), rejection);
 });
+
+test("wire codec - a primary-key compaction keeps levels, an upgrade (the same file before at its level and after at the new one) and the rows' sequence numbers, through msgpack and the schema", () => {
+  const up = meta(1);
+  const rewritten = { ...meta(2), level: 0, minSequenceNumber: 2n ** 40n, maxSequenceNumber: 2n ** 40n + 7n };
+  const output = { ...meta(3), level: 4, fileSource: 1, deleteRowCount: 2, minSequenceNumber: 2n ** 40n, maxSequenceNumber: 2n ** 40n + 7n };
+  const entry: CompactionEntry = {
+    type: "compaction",
+    v: 1,
+    table: "db.t",
+    bucket: 1,
+    ownerEpoch: 3,
+    writerId: "n2",
+    compactionId: "c-2",
+    planSnapshotId: 41,
+    changes: [{ partition: new Uint8Array([0, 0, 0, 0]), totalBuckets: 4, before: [{ ...up, level: 0 }, rewritten], after: [{ ...up, level: 4 }, output] }],
+  };
+  valid("commit-entry", viaMsgpack(encodeMsg(entry)));
+  const back = decodeCommitEntry(encodeMsg(entry));
+  assert.ok(back.type === "compaction");
+  assert.deepEqual(back, entry);
+});
