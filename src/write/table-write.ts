@@ -23,7 +23,7 @@ import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../format
 import { RecordBatchBuilder } from "../codec/columns/record-batch-builder.ts";
 import { type ParquetEncoderPool, sharedParquetPool } from "../codec/parquet-pool.ts";
 import { compileConverter, compileRowConverter } from "../format/row-converter.ts";
-import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../format/bucket.ts";
+import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType, createIntegerKeyBucketFunction } from "../format/bucket.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { partitionPath } from "../format/partition.ts";
 import { toCanonical, type Row, type Value } from "../format/values.ts";
@@ -41,6 +41,9 @@ import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../lsm/sort-bu
 import { VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 import type { KeyValueEncodeSpec } from "../lsm/key-value-file-writer.ts";
 import type { EncodedFlush } from "./encoded-flush.ts";
+
+/** Rows a bucket builder starts with at least. */
+const MIN_BUILDER_CAPACITY = 4096;
 
 interface BucketBuffer {
   /** Partition (hex of its framed BinaryRow) and bucket: the key of `buffers` and of the sequence numbers. */
@@ -101,6 +104,15 @@ export class TableWrite {
   /** The columns buffered: the table's, and for primary-key tables `_VALUE_KIND`. */
   private readonly bufferFields: DataField[];
   private singleBuffer: BucketBuffer | null = null;
+  /** Unpartitioned tables: the buffers by bucket, so routing a row needs no map key. */
+  private readonly bufferByBucket: Array<BucketBuffer | undefined> = [];
+  /**
+   * Primary-key inserts whose bucket key is one INT/BIGINT column given as a number: its name and the bucket of the
+   * number (−1: route the usual way); null when the table has no such fast path.
+   */
+  private readonly integerRoute: { name: string; bucketOf: (v: unknown) => number } | null;
+  /** Rows a new bucket builder makes room for (set per `writeRows` call from its size; see `builderCapacity`). */
+  private capacityHint = MIN_BUILDER_CAPACITY;
 
   constructor(
     private readonly table: Table,
@@ -134,6 +146,11 @@ export class TableWrite {
           )
         : null;
     this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
+    const integerBucket =
+      forced === undefined && table.bucket > 0 && this.partitionIdx.length === 0
+        ? createIntegerKeyBucketFunction((table.options.get("bucket-function.type") ?? "default") as BucketFunctionType, this.bucketKeyNames.map((k) => table.typeOf(k)), table.bucket)
+        : null;
+    this.integerRoute = integerBucket === null ? null : { name: this.bucketKeyNames[0]!, bucketOf: integerBucket };
     this.routeColumns = [...new Set([...this.partitionIdx, ...this.bucketKeyNames])].map((name) => {
       const type = table.typeOf(name);
       const fast = compileConverter(type, name);
@@ -180,6 +197,7 @@ export class TableWrite {
     // appends the input directly, with the converter's rules, without canonical rows in between.
     const direct = this.kv === null && this.partitionIdx.length === 0 && this.bucketFn === null ? this.bufferFor({}) : null;
     const keyed = this.convertKeyed;
+    this.capacityHint = this.builderCapacity(input.length);
     for (let i = 0; i < input.length; i++) {
       try {
         if (keyed !== null) {
@@ -231,11 +249,28 @@ export class TableWrite {
   private appendInsert(input: Readonly<Record<string, unknown>>): void {
     // The key is checked first, so a missing or null key is refused in the words every way in uses.
     this.keyRules!.checkKey(input, RowKind.INSERT);
-    const route = this.routeOf(input);
-    const buf = this.single ? (this.singleBuffer ??= this.bufferFor(route)) : this.bufferFor(route);
-    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, 4096);
-    buf.builder.appendInput(input);
-    if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
+    const fast = this.integerRoute;
+    const bucket = fast === null ? -1 : fast.bucketOf(input[fast.name]);
+    let buf: BucketBuffer;
+    if (bucket >= 0) buf = this.bufferByBucket[bucket] ?? this.bufferFor(this.routeOf(input));
+    else {
+      const route = this.routeOf(input);
+      buf = this.single ? (this.singleBuffer ??= this.bufferFor(route)) : this.bufferFor(route);
+    }
+    const builder = (buf.builder ??= new RecordBatchBuilder(this.bufferFields, this.capacityHint));
+    builder.appendInput(input);
+    if (builder.length >= this.maxRowsPerFile) buf.batches.push(builder.finish());
+  }
+
+  /**
+   * The rows a bucket builder made during a `writeRows` call of `rows` rows makes room for: its share of them when
+   * they spread over a fixed number of buckets of an unpartitioned table (a tenth more, for uneven spreads), so a
+   * large call fills each builder without regrowing it — doubling copies every buffer and churns external memory,
+   * which makes V8 run full collections. Small calls (a cluster writer's fetches) start at 4096 rows and grow.
+   */
+  private builderCapacity(rows: number): number {
+    const share = this.partitionIdx.length === 0 && this.table.bucket > 0 && !this.single ? Math.ceil((rows / this.table.bucket) * 1.1) : rows;
+    return Math.min(this.maxRowsPerFile, Math.max(MIN_BUILDER_CAPACITY, share));
   }
 
   /** The canonical values of the columns that route a row (partition keys, bucket keys), as a partial row. */
@@ -256,7 +291,7 @@ export class TableWrite {
   /** Buffers one canonical row (already validated; a primary-key table's with its `_VALUE_KIND`). */
   writeRow(row: Row): void {
     const buf = this.single ? (this.singleBuffer ??= this.bufferFor(row)) : this.bufferFor(row);
-    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, 4096);
+    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, this.capacityHint);
     buf.builder.appendRow(row);
     if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
   }
@@ -292,6 +327,9 @@ export class TableWrite {
 
   private bufferFor(row: Row): BucketBuffer {
     const bucket = this.bucketFn === null ? 0 : this.bucketFn(this.bucketKeyNames.map((k) => row[k] ?? null));
+    const unpartitioned = this.partitionIdx.length === 0;
+    const known = unpartitioned ? this.bufferByBucket[bucket] : undefined;
+    if (known !== undefined) return known;
     const key = `${this.partitionKeyOf(row)}/${bucket}`;
     let buf = this.buffers.get(key);
     if (buf === undefined) {
@@ -311,6 +349,7 @@ export class TableWrite {
       };
       this.buffers.set(key, buf);
     }
+    if (unpartitioned) this.bufferByBucket[bucket] = buf;
     return buf;
   }
 
