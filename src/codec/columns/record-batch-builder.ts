@@ -134,8 +134,17 @@ export class RecordBatchBuilder {
       for (let k = 0; k < cols.length; k++) {
         const c = cols[k]!;
         const v = input[c.name];
-        if (v !== undefined) seen++;
-        if (c.fast(v)) continue;
+        if (v === undefined || v === null) {
+          if (v === null) seen++;
+          // A missing value of a nullable column is its null (a primary-key buffer's kind column, on every upsert).
+          if (c.type.nullable) {
+            if (appendError === null) c.col.appendNull();
+            continue;
+          }
+        } else {
+          seen++;
+          if (c.fast(v)) continue;
+        }
         const value = v === null || v === undefined ? toCanonical(c.type, v, c.name) : c.convert(v);
         if (appendError !== null) continue;
         try {
