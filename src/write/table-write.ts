@@ -36,11 +36,15 @@ import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { FileSource } from "../format/manifest.ts";
 import { compileKeyedInput, keyedInputRules, type KeyedInputRules } from "../lsm/keyed-input.ts";
 import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
+import { encodeKeyedFlush, type EncodedKeyedFlush } from "../lsm/keyed-flush.ts";
 import { ROW_KIND_COLUMN, RowKind } from "../lsm/row-kind.ts";
-import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
+import { keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
 import { VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 import type { KeyValueEncodeSpec } from "../lsm/key-value-file-writer.ts";
 import type { EncodedFlush } from "./encoded-flush.ts";
+
+/** Primary-key buffers of fewer rows flush on the calling thread even with a pool (DataFileWriter's rule for encodes). */
+const POOL_MIN_ROWS = 8192;
 
 /** Rows a bucket builder starts with at least. */
 const MIN_BUILDER_CAPACITY = 4096;
@@ -101,6 +105,8 @@ export class TableWrite {
   private readonly sequenceCounter: SequenceCounter | undefined;
   /** Primary-key tables: how buffers fold, and the writer of their sorted runs. */
   private readonly kv: { layout: KeyValueLayout; writer: KeyValueFileWriter } | null;
+  /** Where large primary-key flushes run (null: on this thread). */
+  private readonly pool: ParquetEncoderPool | null;
   /** The columns buffered: the table's, and for primary-key tables `_VALUE_KIND`. */
   private readonly bufferFields: DataField[];
   private singleBuffer: BucketBuffer | null = null;
@@ -121,6 +127,7 @@ export class TableWrite {
     if (table.options.fileFormat !== "parquet") throw new LakeError(ErrorKind.Unsupported, `file.format '${table.options.fileFormat}' is not supported for writing (parquet is)`);
     if (table.bucket === -2) throw new LakeError(ErrorKind.Unsupported, "postpone buckets (bucket = -2) are not supported for writing");
     const pool = opts.encoderPool === undefined ? sharedParquetPool() : opts.encoderPool;
+    this.pool = pool;
     this.fileWriter = new DataFileWriter(table, { pool });
     if (table.isPrimaryKeyTable) {
       refuseUnwritableKeyed(table);
@@ -407,12 +414,23 @@ export class TableWrite {
       seq = await this.nextSequence(key);
       this.nextSeqByBucket!.set(key, seq + BigInt(rows));
     }
-    const flushed = flushBuffer(kv.layout, batches, seq);
+    const flushed = await this.encodeFlush(kv, batches, rows, seq);
     const onPath = (path: string): void => void this.written.push(path);
     const level0 = { level: 0, fileSource: FileSource.APPEND };
-    const newFiles = flushed.data === null ? [] : [await kv.writer.write(buf.partitionPath, buf.bucket, flushed.data, level0, onPath)];
-    const changelogFiles = flushed.changelog === null ? [] : [await kv.writer.write(buf.partitionPath, buf.bucket, flushed.changelog, { ...level0, changelog: true }, onPath)];
+    const newFiles = flushed.data === null ? [] : [await kv.writer.persist(buf.partitionPath, buf.bucket, flushed.data, level0, onPath)];
+    const changelogFiles = flushed.changelog === null ? [] : [await kv.writer.persist(buf.partitionPath, buf.bucket, flushed.changelog, { ...level0, changelog: true }, onPath)];
     return { partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles, deletedFiles: [], changelogFiles };
+  }
+
+  /**
+   * Sorts, folds and encodes one bucket's buffer: in the Parquet pool when there is one and the buffer is not small
+   * (a worker round trip costs more than a few thousand rows), so the buckets flush side by side on the workers
+   * while this thread, whose heap holds the caller's row objects, makes none of the flush's garbage; else here.
+   */
+  private async encodeFlush(kv: { layout: KeyValueLayout; writer: KeyValueFileWriter }, batches: arrow.RecordBatch[], rows: number, firstSeq: bigint): Promise<EncodedKeyedFlush> {
+    const spec = { schema: kv.layout.schema, encode: kv.writer.encodeSpec, firstSeq };
+    if (this.pool === null || rows < POOL_MIN_ROWS) return encodeKeyedFlush(batches, spec);
+    return this.pool.flushKeyed(batches, spec);
   }
 
   /**
