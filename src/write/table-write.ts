@@ -21,6 +21,7 @@ import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
 import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../format/binary-row.ts";
 import { RecordBatchBuilder } from "../codec/columns/record-batch-builder.ts";
+import { HEAP_ARRAYS, sharedBufferRecycler, type ArrayAllocator, type BufferRecycler } from "../codec/columns/buffer-recycler.ts";
 import { type ParquetEncoderPool, sharedParquetPool } from "../codec/parquet-pool.ts";
 import { compileConverter, compileRowConverter } from "../format/row-converter.ts";
 import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType, createIntegerKeyBucketFunction } from "../format/bucket.ts";
@@ -107,6 +108,13 @@ export class TableWrite {
   private readonly kv: { layout: KeyValueLayout; writer: KeyValueFileWriter } | null;
   /** Where large primary-key flushes run (null: on this thread). */
   private readonly pool: ParquetEncoderPool | null;
+  /**
+   * Primary-key tables: the process's recycler, which gives the bucket builders their buffers and takes them back
+   * once a flush in the pool has read them (see buffer-recycler.ts); null for append tables.
+   */
+  private readonly recycler: BufferRecycler | null;
+  /** Where bucket builders get their first buffers. */
+  private readonly arrays: ArrayAllocator;
   /** The columns buffered: the table's, and for primary-key tables `_VALUE_KIND`. */
   private readonly bufferFields: DataField[];
   private singleBuffer: BucketBuffer | null = null;
@@ -128,6 +136,8 @@ export class TableWrite {
     if (table.bucket === -2) throw new LakeError(ErrorKind.Unsupported, "postpone buckets (bucket = -2) are not supported for writing");
     const pool = opts.encoderPool === undefined ? sharedParquetPool() : opts.encoderPool;
     this.pool = pool;
+    this.recycler = table.isPrimaryKeyTable ? sharedBufferRecycler() : null;
+    this.arrays = this.recycler ?? HEAP_ARRAYS;
     this.fileWriter = new DataFileWriter(table, { pool });
     if (table.isPrimaryKeyTable) {
       refuseUnwritableKeyed(table);
@@ -264,7 +274,7 @@ export class TableWrite {
       const route = this.routeOf(input);
       buf = this.single ? (this.singleBuffer ??= this.bufferFor(route)) : this.bufferFor(route);
     }
-    const builder = (buf.builder ??= new RecordBatchBuilder(this.bufferFields, this.capacityHint));
+    const builder = (buf.builder ??= new RecordBatchBuilder(this.bufferFields, this.capacityHint, this.arrays));
     builder.appendInput(input);
     if (builder.length >= this.maxRowsPerFile) buf.batches.push(builder.finish());
   }
@@ -298,7 +308,7 @@ export class TableWrite {
   /** Buffers one canonical row (already validated; a primary-key table's with its `_VALUE_KIND`). */
   writeRow(row: Row): void {
     const buf = this.single ? (this.singleBuffer ??= this.bufferFor(row)) : this.bufferFor(row);
-    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, this.capacityHint);
+    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, this.capacityHint, this.arrays);
     buf.builder.appendRow(row);
     if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
   }
@@ -430,7 +440,12 @@ export class TableWrite {
   private async encodeFlush(kv: { layout: KeyValueLayout; writer: KeyValueFileWriter }, batches: arrow.RecordBatch[], rows: number, firstSeq: bigint): Promise<EncodedKeyedFlush> {
     const spec = { schema: kv.layout.schema, encode: kv.writer.encodeSpec, firstSeq };
     if (this.pool === null || rows < POOL_MIN_ROWS) return encodeKeyedFlush(batches, spec);
-    return this.pool.flushKeyed(batches, spec);
+    try {
+      return await this.pool.flushKeyed(batches, spec);
+    } finally {
+      // The worker read its copy of the rows: the builders' buffers can serve the next write's builders.
+      this.recycler?.giveBatches(batches);
+    }
   }
 
   /**
