@@ -213,8 +213,17 @@ export class TableWrite {
     // One buffer for every row (no partitions, no bucket function): no routing, so the builder validates and
     // appends the input directly, with the converter's rules, without canonical rows in between.
     const direct = this.kv === null && this.partitionIdx.length === 0 && this.bucketFn === null ? this.bufferFor({}) : null;
-    const keyed = this.convertKeyed;
     this.capacityHint = this.builderCapacity(input.length);
+    try {
+      this.bufferRows(input, rowOffset, kind, direct);
+    } finally {
+      this.capacityHint = MIN_BUILDER_CAPACITY;
+    }
+  }
+
+  /** `writeRows` row by row (`direct`: the one buffer of a table that routes nothing). */
+  private bufferRows(input: readonly Record<string, unknown>[], rowOffset: number, kind: RowKind | undefined, direct: BucketBuffer | null): void {
+    const keyed = this.convertKeyed;
     for (let i = 0; i < input.length; i++) {
       try {
         if (keyed !== null) {
@@ -280,13 +289,15 @@ export class TableWrite {
   }
 
   /**
-   * The rows a bucket builder made during a `writeRows` call of `rows` rows makes room for: its share of them when
-   * they spread over a fixed number of buckets of an unpartitioned table (a tenth more, for uneven spreads), so a
-   * large call fills each builder without regrowing it — doubling copies every buffer and churns external memory,
-   * which makes V8 run full collections. Small calls (a cluster writer's fetches) start at 4096 rows and grow.
+   * The rows a bucket builder made during a `writeRows` call of `rows` rows makes room for. An unpartitioned table's
+   * builders get their share of the rows (a tenth more over fixed buckets, for uneven spreads), so a large call fills
+   * each without regrowing it — doubling copies every buffer and churns external memory, which makes V8 run full
+   * collections. Partitioned tables (how rows spread over partitions is unknown) and small calls (a cluster writer's
+   * fetches) start at 4096 rows and grow.
    */
   private builderCapacity(rows: number): number {
-    const share = this.partitionIdx.length === 0 && this.table.bucket > 0 && !this.single ? Math.ceil((rows / this.table.bucket) * 1.1) : rows;
+    if (this.partitionIdx.length > 0) return MIN_BUILDER_CAPACITY;
+    const share = this.table.bucket > 0 && !this.single ? Math.ceil((rows / this.table.bucket) * 1.1) : rows;
     return Math.min(this.maxRowsPerFile, Math.max(MIN_BUILDER_CAPACITY, share));
   }
 
