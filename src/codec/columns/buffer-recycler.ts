@@ -33,6 +33,8 @@ export class BufferRecycler implements ArrayAllocator {
   /** Kept buffers by size class: class c holds buffers of 2^c to 2^(c+1) − 1 bytes. */
   private readonly free = new Map<number, ArrayBuffer[]>();
   private held = 0;
+  /** Buffers `make` handed out (the only ones `give` keeps). */
+  private readonly issued = new WeakSet<ArrayBuffer>();
 
   /** `maxHeldBytes`: buffers given back beyond this many bytes kept are dropped (left to the collector). */
   constructor(readonly maxHeldBytes: number) {}
@@ -46,9 +48,10 @@ export class BufferRecycler implements ArrayAllocator {
     const bytes = length * Class.BYTES_PER_ELEMENT;
     if (bytes < MIN_RECYCLED_BYTES) return new Class(length);
     const kept = this.take(bytes);
-    if (kept === null) return new Class(length);
-    new Uint8Array(kept, 0, bytes).fill(0);
-    return new Class(kept, 0, length);
+    if (kept !== null) new Uint8Array(kept, 0, bytes).fill(0);
+    const buffer = kept ?? new ArrayBuffer(bytes);
+    this.issued.add(buffer);
+    return new Class(buffer, 0, length);
   }
 
   /** A kept buffer of at least `bytes` and at most about four times as many, taken out of the pool; null if none. */
@@ -66,10 +69,14 @@ export class BufferRecycler implements ArrayAllocator {
     return null;
   }
 
-  /** Keeps a buffer nothing else uses any more, while the pool holds less than its bound. */
+  /**
+   * Keeps a buffer nothing else uses any more, while the pool holds less than its bound — only one this recycler
+   * handed out: buffers a builder grew into, or made elsewhere, would never be asked for again (a writer whose
+   * builders start small and grow would fill the pool with them).
+   */
   give(buffer: ArrayBuffer): void {
     const bytes = buffer.byteLength;
-    if (bytes < MIN_RECYCLED_BYTES || this.held + bytes > this.maxHeldBytes) return;
+    if (!this.issued.has(buffer) || this.held + bytes > this.maxHeldBytes) return;
     const c = floorLog2(bytes);
     const list = this.free.get(c) ?? [];
     if (list.includes(buffer)) return;
@@ -95,7 +102,7 @@ export class BufferRecycler implements ArrayAllocator {
 
 let shared: BufferRecycler | null = null;
 
-/** The process's (thread's) recycler of write buffers: keeps up to 256 MiB. */
+/** The process's (thread's) recycler of write buffers: keeps up to 128 MiB. */
 export function sharedBufferRecycler(): BufferRecycler {
-  return (shared ??= new BufferRecycler(256 * 1024 * 1024));
+  return (shared ??= new BufferRecycler(128 * 1024 * 1024));
 }

@@ -1,6 +1,6 @@
 /**
  * The write-buffer recycler (src/codec/columns/buffer-recycler.ts): buffers given back serve later requests of their
- * size zeroed, within a bound of bytes kept; small buffers are never kept; builders made with it build the same
+ * size zeroed, within a bound of bytes kept; small buffers and buffers it did not hand out are never kept; builders made with it build the same
  * batches as builders that allocate as usual, also when their buffers held another write's rows before.
  */
 import { test } from "node:test";
@@ -24,10 +24,11 @@ test("buffer recycler - a buffer given back serves a later request of its size, 
   const c = r.make(BigInt64Array, 10_000); // nothing kept: a new buffer
   assert.notEqual(c.buffer, a.buffer);
   assert.equal(c.length, 10_000);
-  r.give(new ArrayBuffer(1024)); // small: never kept
+  r.give(r.make(Uint8Array, 1024).buffer as ArrayBuffer); // small: never kept
+  r.give(new ArrayBuffer(600_000)); // not handed out by this recycler (a builder grew into it): not kept
   assert.equal(r.heldBytes, 0);
-  r.give(new ArrayBuffer(600_000));
-  r.give(new ArrayBuffer(600_000)); // over the 1 MiB bound: dropped
+  r.give(r.make(Uint8Array, 600_000).buffer as ArrayBuffer);
+  r.give(r.make(Uint8Array, 600_000).buffer as ArrayBuffer); // over the 1 MiB bound: dropped
   assert.equal(r.heldBytes, 600_000);
   // A request far smaller than any kept buffer does not take one (at most about four times the bytes asked).
   assert.notEqual(r.make(Uint8Array, 70_000).byteLength, 600_000);
