@@ -9,6 +9,10 @@
  *   ArrayBuffers per million rows made V8 run a full mark-compact per write, 100–150 ms each on a large heap.
  * - `decode(bytes, opts)`: the reverse — Parquet bytes in, an apache-arrow Table out (projected columns are skipped
  *   inside the decoder; `rowGroups` selects row groups so one file can be decoded by several workers).
+ * - `flushKeyed(batches, spec)`: a primary-key bucket's whole flush (src/lsm/keyed-flush.ts: sort, fold, encode,
+ *   statistics), its buffered batches handed over as an IPC stream like an encode's: the sorting and gathering, and
+ *   the garbage they make, stay off the calling thread, whose heap may hold millions of the caller's row objects
+ *   that every full collection there would mark again.
  *
  * Workers start lazily (up to `size`, default `os.availableParallelism()`), one job runs per worker at a time and
  * the rest wait in one FIFO queue on the main thread, so a slow job never holds up jobs another worker could take.
@@ -33,6 +37,7 @@ import { ErrorKind, LakeError } from "../errors.ts";
 import { workerCountFromEnv } from "../env.ts";
 import { encodeRequest, toIpcChunks, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
 import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
+import type { EncodedKeyedFlush, KeyedFlushSpec } from "../lsm/keyed-flush.ts";
 
 export interface ParquetPoolOptions {
   /** Worker threads at most; default `os.availableParallelism()`. */
@@ -60,16 +65,17 @@ export interface ParquetDecodeOptions extends ParquetReadOptions {
   transfer?: boolean;
 }
 
-type Op = "encode" | "decode";
+type Op = "encode" | "decode" | "flush-keyed";
 
 interface Job {
   id: number;
   op: Op;
   /** The input: bytes to post as they are, or IPC pieces to stage in the worker's arena at dispatch. */
   payload: Uint8Array | IpcChunks;
-  spec: ParquetWriterSpec | ParquetDecodeSpec;
+  spec: ParquetWriterSpec | ParquetDecodeSpec | KeyedFlushSpec;
   transfer: ArrayBuffer[];
-  resolve: (bytes: Uint8Array) => void;
+  /** Bytes (encode, decode) or the encoded files of a flush (flush-keyed). */
+  resolve: (payload: Uint8Array | EncodedKeyedFlush) => void;
   reject: (e: Error) => void;
 }
 
@@ -78,7 +84,7 @@ interface Reply {
   /** Set on the message a worker sends when it could not lower its priority (id 0, no job). */
   priorityError?: string;
   ok: boolean;
-  payload?: Uint8Array;
+  payload?: Uint8Array | EncodedKeyedFlush;
   name?: string;
   message?: string;
   fatal?: boolean;
@@ -158,7 +164,7 @@ export class ParquetEncoderPool {
   private nextId = 1;
   private closed = false;
   /** Jobs the workers completed, by kind (for tests and metrics: what ran off the calling thread). */
-  readonly completed: Record<Op, number> = { encode: 0, decode: 0 };
+  readonly completed: Record<Op, number> = { encode: 0, decode: 0, "flush-keyed": 0 };
 
   /** The workers' nice value (0: the process's priority). */
   readonly nice: number;
@@ -210,7 +216,23 @@ export class ParquetEncoderPool {
     } catch (e) {
       return Promise.reject(e as Error);
     }
-    return this.submit("encode", chunks, spec, []);
+    return this.submit("encode", chunks, spec, []) as Promise<Uint8Array>;
+  }
+
+  /**
+   * Sorts, folds and encodes a primary-key bucket's buffered batches in a worker (src/lsm/keyed-flush.ts); resolves
+   * to the encoded files, exactly what `encodeKeyedFlush` returns on the calling thread. The batches are serialised
+   * when the job reaches a worker, so they must not be modified until the promise settles.
+   */
+  flushKeyed(batches: readonly arrow.RecordBatch[], spec: KeyedFlushSpec): Promise<EncodedKeyedFlush> {
+    if (this.closed) return Promise.reject(closedError());
+    let chunks: IpcChunks;
+    try {
+      chunks = toIpcChunks(new arrow.Table(batches[0]!.schema, [...batches]));
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    return this.submit("flush-keyed", chunks, spec, []) as Promise<EncodedKeyedFlush>;
   }
 
   /** Decodes a Parquet file in a worker into an apache-arrow Table (see `ParquetDecodeOptions`). */
@@ -228,7 +250,8 @@ export class ParquetEncoderPool {
     if (bytes.byteLength === 0) throw new LakeError(ErrorKind.DataInvalid, "nothing to decode: 0 bytes (an empty file, or bytes already transferred to a worker thread)");
     const spec: ParquetDecodeSpec = { columns: opts.columns, rowGroups: opts.rowGroups, batchSize: opts.batchSize };
     const transfer = opts.transfer === true ? transferableBuffer(bytes) : null;
-    return transfer !== null ? await this.submit("decode", bytes, spec, [transfer]) : await this.submit("decode", { chunks: [bytes], byteLength: bytes.byteLength }, spec, []);
+    const decoded = transfer !== null ? this.submit("decode", bytes, spec, [transfer]) : this.submit("decode", { chunks: [bytes], byteLength: bytes.byteLength }, spec, []);
+    return (await decoded) as Uint8Array;
   }
 
   /** Rejects queued and running jobs and stops every worker. Idempotent; a closed pool rejects new jobs. */
@@ -245,8 +268,8 @@ export class ParquetEncoderPool {
     await Promise.all(stopping);
   }
 
-  private submit(op: Op, payload: Uint8Array | IpcChunks, spec: ParquetWriterSpec | ParquetDecodeSpec, transfer: ArrayBuffer[]): Promise<Uint8Array> {
-    return new Promise<Uint8Array>((resolve, reject) => {
+  private submit(op: Op, payload: Uint8Array | IpcChunks, spec: Job["spec"], transfer: ArrayBuffer[]): Promise<Uint8Array | EncodedKeyedFlush> {
+    return new Promise<Uint8Array | EncodedKeyedFlush>((resolve, reject) => {
       this.queue.push({ id: this.nextId++, op, payload, spec, transfer, resolve, reject });
       this.pump();
     });
@@ -329,7 +352,7 @@ export class ParquetEncoderPool {
     w.job = null;
     if (job !== null) {
       job.reject(
-        new LakeError(ErrorKind.Unexpected, `Parquet worker thread ${what} while ${job.op === "encode" ? "encoding" : "decoding"} a file; that job was not completed`, {
+        new LakeError(ErrorKind.Unexpected, `Parquet worker thread ${what} while ${job.op === "encode" ? "encoding a file" : job.op === "decode" ? "decoding a file" : "flushing a primary-key bucket"}; that job was not completed`, {
           context: { op: job.op },
           retryable: true,
           cause,

@@ -5,17 +5,26 @@
  * Protocol, one job at a time:
  *   in:  { id, op: "encode", payload: Uint8Array (Arrow IPC stream), spec: ParquetWriterSpec }
  *        { id, op: "decode", payload: Uint8Array (Parquet file), spec: ParquetDecodeSpec }
+ *        { id, op: "flush-keyed", payload: Uint8Array (Arrow IPC stream of a bucket's buffer), spec: KeyedFlushSpec }
  *   out: { id, ok: true, payload: Uint8Array, wasmBytes }            (payload's buffer is transferred)
+ *        { id, ok: true, payload: EncodedKeyedFlush, wasmBytes }      (flush-keyed; the files' bytes are transferred)
  *        { id, ok: false, name, message, fatal, wasmBytes }
  *        { id: 0, priorityError }                                      (once, at start: see `nice` below)
  * `fatal` marks a WebAssembly trap (a Rust panic, out of memory): the wasm instance may be left inconsistent, so
  * the worker exits after replying and the pool starts a fresh one.
+ *
+ * A primary-key flush (src/lsm/keyed-flush.ts: sort, fold, statistics, encoding) is TypeScript with the library's
+ * modules behind it: loaded on the first such job only — the compiled `.js` beside it in a build (dist/), else the
+ * sources through the TypeScript loader the worker registers itself (loader flags are not passed on to workers) —
+ * so a pool that only encodes and decodes starts as light as before.
  *
  * Failpoints (FAILPOINTS, read once at start): `parquet.worker.encode` / `parquet.worker.decode` with `exit`
  * (the worker thread ends with code 137, as a crash would), `throw`, `kill` (SIGKILL the whole process) or
  * `sleep(ms)`.
  */
 /* global WebAssembly */
+import { existsSync } from "node:fs";
+import { URL } from "node:url";
 import process from "node:process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
@@ -46,17 +55,41 @@ async function failpoint(name) {
   else if (action === "throw") throw new Error(`failpoint ${name}`);
 }
 
+/** @type {Promise<{ encodeKeyedFlushIpc: (ipc: Uint8Array, spec: unknown) => { data: { bytes: Uint8Array } | null, changelog: { bytes: Uint8Array } | null } }> | null} */
+let keyedFlush = null;
+
+/** The primary-key flush module, loaded once (see the module comment). */
+function loadKeyedFlush() {
+  keyedFlush ??= (async () => {
+    const compiled = new URL("../lsm/keyed-flush.js", import.meta.url);
+    if (existsSync(compiled)) return import(compiled.href);
+    const { register } = await import("tsx/esm/api");
+    register();
+    return import(new URL("../lsm/keyed-flush.ts", import.meta.url).href);
+  })();
+  return keyedFlush;
+}
+
 async function run(msg) {
   await failpoint(`parquet.worker.${msg.op}`);
   if (msg.op === "encode") return encodeIpcStream(msg.payload, msg.spec);
   if (msg.op === "decode") return decodeToIpcStream(msg.payload, msg.spec);
+  if (msg.op === "flush-keyed") return (await loadKeyedFlush()).encodeKeyedFlushIpc(msg.payload, msg.spec);
   throw new Error(`unknown Parquet worker operation '${msg.op}'`);
 }
 
-/** Hands the buffer over without a copy when the payload owns all of it (results are fresh copies out of wasm). */
+/**
+ * Hands buffers over without a copy when a result owns all of its buffer (results are fresh copies out of wasm):
+ * the bytes, or a flush's files' bytes.
+ */
 const transferList = (payload) => {
-  const buffer = transferableBuffer(payload);
-  return buffer === null ? [] : [buffer];
+  const parts = payload instanceof Uint8Array ? [payload] : [payload.data?.bytes, payload.changelog?.bytes].filter((b) => b !== undefined);
+  const out = [];
+  for (const bytes of parts) {
+    const buffer = transferableBuffer(bytes);
+    if (buffer !== null && !out.includes(buffer)) out.push(buffer);
+  }
+  return out;
 };
 
 parentPort.on("message", (msg) => {

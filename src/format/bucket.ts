@@ -121,3 +121,43 @@ export function createBucketFunctionOfType(type: BucketFunctionType, bucketKeyTy
       throw new LakeError(ErrorKind.Unsupported, "bucket-function.type 'hive' is not supported");
   }
 }
+
+/** The Murmur state after the two zero words a one-field BinaryRow starts with (its header and null bits, +I). */
+const AFTER_EMPTY_HEADER = mixH1(mixH1(SEED, mixK1(0)), mixK1(0));
+
+/** The default function's bucket of a one-field row whose 8-byte slot holds the words `lo`, `hi` (16 bytes hashed). */
+function oneSlotBucket(lo: number, hi: number, numBuckets: number): number {
+  let h = mixH1(mixH1(AFTER_EMPTY_HEADER, mixK1(lo)), mixK1(hi));
+  h ^= 16;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return bucketFromHash(h, numBuckets);
+}
+
+/**
+ * A writer's fast path for the most common bucket key, one INT or BIGINT column whose value arrives as a JS number:
+ * the bucket `createBucketFunctionOfType` gives for that value, computed from the number itself — no canonical
+ * BigInt, no BinaryRow (the default function hashes the row's words: two zero words of header, then the slot's low
+ * and high word). The function returns −1 for any other value (a bigint, a string, a null, a number out of the
+ * column's range), which the caller then routes the usual way, with the usual errors. Null when the bucket key is
+ * not one such column.
+ */
+export function createIntegerKeyBucketFunction(type: BucketFunctionType, bucketKeyTypes: readonly DataType[], numBuckets: number): ((v: unknown) => number) | null {
+  checkNumBuckets(numBuckets);
+  const root = bucketKeyTypes.length === 1 ? bucketKeyTypes[0]!.root : null;
+  if (root !== "INT" && root !== "BIGINT") return null;
+  if (type === "mod") {
+    if (root === "INT") return (v) => (typeof v === "number" && (v | 0) === v ? modBucket(v, numBuckets) : -1);
+    return (v) => (typeof v === "number" && Number.isSafeInteger(v) ? modBucket(v, numBuckets) : -1);
+  }
+  if (type !== "default") return null;
+  if (root === "INT") return (v) => (typeof v === "number" && (v | 0) === v ? oneSlotBucket(v, 0, numBuckets) : -1);
+  return (v) => {
+    if (typeof v !== "number" || !Number.isSafeInteger(v)) return -1;
+    const hi = Math.floor(v / 4294967296);
+    return oneSlotBucket((v - hi * 4294967296) | 0, hi | 0, numBuckets);
+  };
+}

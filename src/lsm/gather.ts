@@ -1,12 +1,14 @@
 /**
- * Gathering chosen rows of several Arrow batches into new columns: what a flush (the rows that survive the merge,
- * in key order) and a merge read (the winners of each key, across sorted runs) both end with. The rows are named by
- * (batch, row) pairs in output order.
+ * Gathering chosen rows of several Arrow batches into new columns: what a flush ends with (the rows that survive the
+ * merge, in key order). The rows are named by (batch, row) pairs in output order — or by rows alone when every row
+ * comes from one batch, the common case of a flush whose builder held the whole buffer.
  *
  * Flat columns whose every source has the output's Arrow layout — fixed-width values (integers, floats, dates,
  * timestamps, decimals), UTF-8 and binary — are copied buffer to buffer (values, offsets and validity bits), which is
- * what a flush of builder-made batches always has. Anything else (nested types, dictionary pages or other units from
- * another engine's files) passes through the canonical form of the column's type, value by value.
+ * what a flush of builder-made batches always has: 64-bit values as pairs of 32-bit words (never through a
+ * BigInt64Array's elements, each of which would be a BigInt), short strings byte by byte (a `subarray` per row would
+ * be an object per row for the GC). Anything else (nested types, dictionary pages or other units from another
+ * engine's files) passes through the canonical form of the column's type, value by value.
  */
 import * as arrow from "apache-arrow";
 import { toArrowType } from "../codec/arrow-schema.ts";
@@ -14,11 +16,11 @@ import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
 import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
 import type { DataType } from "../format/data-types.ts";
 
-/** Rows to gather: the i-th output row is row `rowOf[i]` of batch `batchOf[i]`. */
+/** Rows to gather: the i-th output row is row `rowOf[i]` of batch `batchOf[i]` (of batch 0 when `batchOf` is null). */
 export interface RowPicks {
   readonly length: number;
-  readonly batchOf: ArrayLike<number>;
-  readonly rowOf: ArrayLike<number>;
+  readonly batchOf: Int32Array | null;
+  readonly rowOf: Int32Array;
 }
 
 /** One column of the picked rows, from the same column (`sources[b]`: its data in batch b) of every batch. */
@@ -31,7 +33,7 @@ export function gatherColumn(type: DataType, sources: readonly arrow.Data[], pic
   const readers: ValueReader[] = sources.map((d) => columnReader(type, d));
   const out = makeColumnBuilder(type, name, Math.max(1, picks.length));
   const { batchOf, rowOf } = picks;
-  for (let i = 0; i < picks.length; i++) out.append(readers[batchOf[i]!]!(rowOf[i]!));
+  for (let i = 0; i < picks.length; i++) out.append(readers[batchOf === null ? 0 : batchOf[i]!]!(rowOf[i]!));
   return out.finish();
 }
 
@@ -40,57 +42,92 @@ function gatherFlat(type: arrow.DataType, sources: readonly arrow.Data[], picks:
   const n = picks.length;
   const validity = gatherValidity(sources, picks);
   const nullCount = validity === null ? 0 : n - popcount(validity, n);
-  const { batchOf, rowOf } = picks;
+  const nullBitmap = validity ?? undefined;
   if (arrow.DataType.isUtf8(type) || arrow.DataType.isBinary(type)) {
-    let total = 0;
-    for (let i = 0; i < n; i++) {
-      const d = sources[batchOf[i]!]!;
-      const o = d.valueOffsets as Int32Array;
-      const r = d.offset + rowOf[i]!;
-      total += o[r + 1]! - o[r]!;
-    }
-    if (total > 2147483647) return null;
-    const offsets = new Int32Array(n + 1);
-    const data = new Uint8Array(total);
-    let at = 0;
-    for (let i = 0; i < n; i++) {
-      const d = sources[batchOf[i]!]!;
-      const o = d.valueOffsets as Int32Array;
-      const r = d.offset + rowOf[i]!;
-      const from = o[r]!;
-      const to = o[r + 1]!;
-      if (to > from) data.set((d.values as Uint8Array).subarray(from, to), at);
-      at += to - from;
-      offsets[i + 1] = at;
-    }
-    return arrow.makeData({ type: type as arrow.Utf8, length: n, nullCount, nullBitmap: validity ?? undefined, valueOffsets: offsets, data } as never);
+    const gathered = gatherVarBytes(sources, picks);
+    if (gathered === null) return null;
+    return arrow.makeData({ type: type as arrow.Utf8, length: n, nullCount, nullBitmap, valueOffsets: gathered.offsets, data: gathered.data } as never);
   }
-  // Fixed width: copied as 32-bit words (`stride` per row: 2 for 64-bit values, 4 for a decimal) or narrower
-  // integers — never through a BigInt64Array's elements, each of which would be a BigInt.
   let bytesPerRow: number;
   if (arrow.DataType.isDecimal(type)) bytesPerRow = type.bitWidth / 8;
   else if (arrow.DataType.isInt(type) || arrow.DataType.isFloat(type) || arrow.DataType.isDate(type) || arrow.DataType.isTime(type) || arrow.DataType.isTimestamp(type)) {
-    const v = sources[0]?.values as ArrayBufferView & { BYTES_PER_ELEMENT: number } | undefined;
+    const v = sources[0]?.values as (ArrayBufferView & { BYTES_PER_ELEMENT: number }) | undefined;
     if (v === undefined) return null;
     bytesPerRow = v.BYTES_PER_ELEMENT;
   } else return null;
+  const first = sources[0]!.values as ArrayBufferView & { BYTES_PER_ELEMENT: number };
+  const bytes = gatherFixed(sources, picks, bytesPerRow);
+  const First = first.constructor as new (b: ArrayBuffer, o: number, l: number) => ArrayBufferView;
+  const values = new First(bytes, 0, (n * bytesPerRow) / first.BYTES_PER_ELEMENT);
+  return arrow.makeData({ type: type as arrow.Int32, length: n, nullCount, nullBitmap, data: values } as never);
+}
+
+/**
+ * Words of `wordBytes` bytes over a column's values. Arrow JS slices a Data's value and offset buffers with it (its
+ * `offset` counts only in the validity bitmap), so row r's values start at word r · stride.
+ */
+function wordsOf(d: arrow.Data, wordBytes: number, stride: number): Int32Array | Int16Array | Int8Array {
+  const v = d.values as ArrayBufferView;
+  const View = wordBytes === 4 ? Int32Array : wordBytes === 2 ? Int16Array : Int8Array;
+  return new View(v.buffer as ArrayBuffer, v.byteOffset, d.length * stride);
+}
+
+/** The picked rows' fixed-width values (`bytesPerRow` each), copied as 32-bit words or narrower integers. */
+function gatherFixed(sources: readonly arrow.Data[], picks: RowPicks, bytesPerRow: number): ArrayBuffer {
+  const n = picks.length;
   const wordBytes = Math.min(4, bytesPerRow);
   const stride = bytesPerRow / wordBytes;
-  const View = wordBytes === 4 ? Int32Array : wordBytes === 2 ? Int16Array : Int8Array;
-  const views = sources.map((d) => {
-    const v = d.values as ArrayBufferView;
-    return new View(v.buffer as ArrayBuffer, v.byteOffset, v.byteLength / wordBytes);
-  });
-  const out = new View(n * stride);
+  const views = sources.map((d) => wordsOf(d, wordBytes, stride));
+  const out = wordBytes === 4 ? new Int32Array(n * stride) : wordBytes === 2 ? new Int16Array(n * stride) : new Int8Array(n * stride);
+  const { batchOf, rowOf } = picks;
+  if (batchOf === null) {
+    const src = views[0]!;
+    if (stride === 1) for (let i = 0; i < n; i++) out[i] = src[rowOf[i]!]!;
+    else if (stride === 2) {
+      for (let i = 0; i < n; i++) {
+        const r = rowOf[i]! << 1;
+        out[i << 1] = src[r]!;
+        out[(i << 1) + 1] = src[r + 1]!;
+      }
+    } else for (let i = 0; i < n; i++) for (let k = 0, r = rowOf[i]! * stride; k < stride; k++) out[i * stride + k] = src[r + k]!;
+    return out.buffer as ArrayBuffer;
+  }
   for (let i = 0; i < n; i++) {
-    const d = sources[batchOf[i]!]!;
     const src = views[batchOf[i]!]!;
-    const r = (d.offset + rowOf[i]!) * stride;
+    const r = rowOf[i]! * stride;
     for (let k = 0; k < stride; k++) out[i * stride + k] = src[r + k]!;
   }
-  const First = (sources[0]!.values as ArrayBufferView).constructor as new (b: ArrayBuffer, o: number, l: number) => ArrayBufferView;
-  const values = new First(out.buffer as ArrayBuffer, 0, (n * bytesPerRow) / (sources[0]!.values as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT);
-  return arrow.makeData({ type: type as arrow.Int32, length: n, nullCount, nullBitmap: validity ?? undefined, data: values } as never);
+  return out.buffer as ArrayBuffer;
+}
+
+/** The picked rows' variable-width values: offsets and bytes; null beyond 2 GiB (the caller goes value by value). */
+function gatherVarBytes(sources: readonly arrow.Data[], picks: RowPicks): { offsets: Int32Array; data: Uint8Array } | null {
+  const n = picks.length;
+  const { batchOf, rowOf } = picks;
+  const offs = sources.map((d) => d.valueOffsets as Int32Array); // sliced with the Data (see wordsOf)
+  const bytes = sources.map((d) => d.values as Uint8Array);
+  const offsets = new Int32Array(n + 1);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const o = offs[batchOf === null ? 0 : batchOf[i]!]!;
+    const r = rowOf[i]!;
+    total += o[r + 1]! - o[r]!;
+    if (total > 2147483647) return null;
+    offsets[i + 1] = total;
+  }
+  const data = new Uint8Array(total);
+  for (let i = 0; i < n; i++) {
+    const b = batchOf === null ? 0 : batchOf[i]!;
+    const o = offs[b]!;
+    const src = bytes[b]!;
+    const r = rowOf[i]!;
+    let from = o[r]!;
+    const to = o[r + 1]!;
+    let at = offsets[i]!;
+    if (to - from > 32) data.set(src.subarray(from, to), at);
+    else while (from < to) data[at++] = src[from++]!;
+  }
+  return { offsets, data };
 }
 
 /** The picked rows' validity bits, or null when no source has a null. */
@@ -98,10 +135,11 @@ function gatherValidity(sources: readonly arrow.Data[], picks: RowPicks): Uint8A
   if (sources.every((d) => d.nullCount === 0)) return null;
   const n = picks.length;
   const out = new Uint8Array((n + 7) >> 3);
+  const { batchOf, rowOf } = picks;
   for (let i = 0; i < n; i++) {
-    const d = sources[picks.batchOf[i]!]!;
+    const d = sources[batchOf === null ? 0 : batchOf[i]!]!;
     const bits = d.nullBitmap;
-    const j = d.offset + picks.rowOf[i]!;
+    const j = d.offset + rowOf[i]!;
     const valid = d.nullCount === 0 || bits === undefined || bits.length === 0 || (bits[j >> 3]! & (1 << (j & 7))) !== 0;
     if (valid) out[i >> 3]! |= 1 << (i & 7);
   }

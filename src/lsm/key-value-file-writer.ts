@@ -27,9 +27,6 @@ import { DataFileWriter, fileStats, localWallClockMillis, valueStatsOf, type Dat
 import { keyCopyField, keyFields } from "./key-value-fields.ts";
 import type { SortedRows } from "./sort-buffer.ts";
 
-/** Runs of fewer rows are encoded on the calling thread even with a pool (DataFileWriter's rule). */
-const POOL_MIN_ROWS = 8192;
-
 /** Java's statistics mode of system columns (`_KEY_*`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). */
 const KEY_STATS_MODE: StatsMode = { kind: "truncate", length: 128 };
 
@@ -165,23 +162,6 @@ export class KeyValueFileWriter {
   /** Parquet bytes of a batch of physical rows in this table's settings, encoded in the pool when the writer has one. */
   encodeParquet(batch: arrow.RecordBatch): Promise<Uint8Array> {
     return this.pool === null ? Promise.resolve(writeParquet(batch, this.encodeSpec.parquet)) : this.pool.encode(batch, this.encodeSpec.parquet);
-  }
-
-  /**
-   * Encodes and writes one sorted run: in the writer's Parquet pool when it has one and the run is not small (a
-   * worker round trip costs more than encoding a few thousand rows), the statistics computed here meanwhile.
-   */
-  async write(partitionPath: string, bucket: number, rows: SortedRows, opts: KeyValueWriteOptions, onPath: (path: string) => void): Promise<DataFileMeta> {
-    if (this.pool === null || rows.batch.numRows < POOL_MIN_ROWS) return this.persist(partitionPath, bucket, encodeKeyValueFile(rows, this.encodeSpec), opts, onPath);
-    const bytes = this.pool.encode(rows.batch, this.encodeSpec.parquet);
-    let meta: Omit<EncodedKeyValueFile, "bytes">;
-    try {
-      meta = keyValueMetaOf(rows, this.encodeSpec);
-    } catch (e) {
-      bytes.catch(() => undefined);
-      throw e;
-    }
-    return this.persist(partitionPath, bucket, { bytes: await bytes, ...meta }, opts, onPath);
   }
 
   /** Writes a file encoded elsewhere (`encodeKeyValueFile`) and returns its meta. */

@@ -18,9 +18,8 @@
  */
 import * as arrow from "apache-arrow";
 import { toArrowSchema } from "../codec/arrow-schema.ts";
-import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
-import type { ColumnBuilder } from "../codec/columns/column-builder.ts";
-import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
+import { columnReader } from "../codec/columns/value-readers.ts";
+import { gatherColumn, type RowPicks } from "./gather.ts";
 import { compareValues } from "../codec/stats.ts";
 import type { DataField, DataType } from "../format/data-types.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
@@ -30,6 +29,7 @@ import { keyCopyField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-val
 import type { SequenceFieldSpec } from "./merge-order.ts";
 import { isRetract } from "./row-kind.ts";
 import type { SortedRows } from "./sort-buffer.ts";
+import { integerKeyColumn } from "./integer-key-order.ts";
 
 export interface MergeReadSpec {
   /** The trimmed key fields, in key order. */
@@ -67,7 +67,7 @@ const columnsOf = (fields: readonly DataField[]): OutputColumn[] => fields.map((
 export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: MergeReadSpec): AsyncGenerator<arrow.RecordBatch> {
   const keys = new SerializedKeys(spec.keyFields.map((f) => f.type));
   const core: MergeCore = { keyFields: spec.keyFields, sequence: spec.sequence, readFile: spec.readFile, columns: columnsOf(spec.output) };
-  const out = new OutputBatches(spec.output, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+  const out = new OutputBatches(core.columns, spec.output, spec.batchRows ?? DEFAULT_BATCH_ROWS);
   // Deduplicate: the last version in merge order (ignore-delete passes retractions over); a surviving retraction
   // drops the key.
   const choose = (group: readonly Version[]): Version | null => {
@@ -117,7 +117,7 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
     // The `_KEY_` copies are read from the key columns themselves.
     columns: [...columnsOf(spec.keyFields), ...columnsOf([SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD]), ...columnsOf(spec.valueFields)],
   };
-  const out = new PhysicalRows(outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+  const out = new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
   const choose = (group: readonly Version[]): Version | null => {
     // A key's only version passes as it is (Java's ReducerMergeFunctionWrapper calls no merge function for it).
     const winner = group.length === 1 ? group[0]! : latestVersion(core, group, spec.ignoreDelete);
@@ -165,11 +165,22 @@ function runsOf(section: readonly DataFileMeta[], keys: SerializedKeys): DataFil
 /** One decoded batch of a run with the columns the merge compares, read once. */
 interface CursorBatch {
   batch: arrow.RecordBatch;
-  keys: Value[][];
+  /**
+   * One integer key (TINYINT … BIGINT, DATE, TIME) as doubles, read from the Arrow buffers, when every value is
+   * non-null and within ±2^53: such batches compare keys without canonical values (no BigInt per row); null
+   * otherwise.
+   */
+  numericKeys: Float64Array | null;
+  /** The key fields' canonical values, per field (made on first use: batches with `numericKeys` may never need them). */
+  keys(): Value[][];
   seqValues: Value[][] | null;
   sequence: BigInt64Array;
   kind: Int8Array;
-  readers: ValueReader[];
+  /** The output columns' data in this batch (`MergeCore.columns`, in order). */
+  columns: arrow.Data[];
+  /** Where this batch is among the sources of the output batch being gathered (valid while `sink` is that one). */
+  slot: number;
+  sink: object | null;
 }
 
 /** A run's rows one at a time, in key order, decoding its next file when the current one is used up. */
@@ -250,13 +261,17 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore): CursorBatch {
     sequence[i] = BigInt(seqRead(i) as bigint | number);
     kind[i] = Number(kindRead(i));
   }
+  let keys: Value[][] | null = null;
   return {
     batch,
-    keys: spec.keyFields.map(valuesOf),
+    numericKeys: spec.keyFields.length === 1 ? integerKeyColumn([col(spec.keyFields[0]!)], batch.numRows) : null,
+    keys: () => (keys ??= spec.keyFields.map(valuesOf)),
     seqValues: spec.sequence === null ? null : spec.sequence.fields.map(valuesOf),
     sequence,
     kind,
-    readers: spec.columns.map((c) => columnReader(c.type, byName(c.from))),
+    columns: spec.columns.map((c) => byName(c.from)),
+    slot: -1,
+    sink: null,
   };
 }
 
@@ -269,8 +284,17 @@ const nullsFirst = (type: DataType, x: Value, y: Value, sign: number): number =>
 function compareKeys(spec: MergeCore, a: RunCursor, b: RunCursor): number {
   const ca = a.current!;
   const cb = b.current!;
+  const na = ca.numericKeys;
+  const nb = cb.numericKeys;
+  if (na !== null && nb !== null) {
+    const x = na[a.row]!;
+    const y = nb[b.row]!;
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  const ka = ca.keys();
+  const kb = cb.keys();
   for (let k = 0; k < spec.keyFields.length; k++) {
-    const c = nullsFirst(spec.keyFields[k]!.type, ca.keys[k]![a.row]!, cb.keys[k]![b.row]!, 1);
+    const c = nullsFirst(spec.keyFields[k]!.type, ka[k]![a.row]!, kb[k]![b.row]!, 1);
     if (c !== 0) return c;
   }
   return 0;
@@ -381,36 +405,69 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
   }
 }
 
-/** Output rows gathered into column builders, a batch at a time. */
+/**
+ * Output rows a batch at a time: each added row is remembered as (source batch, row), and a full batch gathers every
+ * column from the sources buffer to buffer (gather.ts) — no canonical value per cell (a BigInt, a Timestamp, a
+ * decoded string) on the way from the decoded files to the output.
+ */
 class OutputBatches implements RowSink<arrow.RecordBatch> {
-  private builders: ColumnBuilder[];
+  private sources: CursorBatch[] = [];
+  /** Stands for the output batch being gathered: a new object per batch. */
+  private epoch: object = {};
+  private batchOf: Int32Array;
+  private rowOf: Int32Array;
   private rows = 0;
   private readonly schema: arrow.Schema;
 
   constructor(
-    private readonly fields: readonly DataField[],
+    private readonly columns: readonly OutputColumn[],
+    fields: readonly DataField[],
     private readonly batchRows: number,
   ) {
     this.schema = toArrowSchema(fields);
-    this.builders = this.fresh();
-  }
-
-  private fresh(): ColumnBuilder[] {
-    return this.fields.map((f) => makeColumnBuilder(f.type, f.name, 1024));
+    this.batchOf = new Int32Array(Math.min(batchRows, 1024));
+    this.rowOf = new Int32Array(this.batchOf.length);
   }
 
   /** Appends row `row` of a cursor batch; true when a batch is full. */
   add(c: CursorBatch, row: number): boolean {
-    for (let k = 0; k < this.builders.length; k++) this.builders[k]!.append(c.readers[k]!(row));
+    // A batch remembers its place among this output batch's sources (`sink` tells whose place it is).
+    if (c.sink !== this.epoch) {
+      c.sink = this.epoch;
+      c.slot = this.sources.push(c) - 1;
+    }
+    const at = c.slot;
+    if (this.rows === this.batchOf.length) {
+      const size = Math.min(this.batchRows, this.rows * 2);
+      const batchOf = new Int32Array(size);
+      batchOf.set(this.batchOf);
+      const rowOf = new Int32Array(size);
+      rowOf.set(this.rowOf);
+      this.batchOf = batchOf;
+      this.rowOf = rowOf;
+    }
+    this.batchOf[this.rows] = at;
+    this.rowOf[this.rows] = row;
     return ++this.rows >= this.batchRows;
   }
 
   *flush(): Generator<arrow.RecordBatch> {
     if (this.rows === 0) return;
-    const children = this.builders.map((b) => b.finish());
     const length = this.rows;
+    const picks: RowPicks = { length, batchOf: this.sources.length === 1 ? null : this.batchOf.subarray(0, length), rowOf: this.rowOf.subarray(0, length) };
+    const children = this.columns.map((col, k) =>
+      gatherColumn(
+        col.type,
+        this.sources.map((c) => c.columns[k]!),
+        picks,
+        col.from,
+      ),
+    );
     this.rows = 0;
-    this.builders = this.fresh();
+    this.sources = [];
+    this.epoch = {};
+    this.batchOf = new Int32Array(this.batchOf.length);
+    this.rowOf = new Int32Array(this.rowOf.length);
     yield new arrow.RecordBatch(this.schema, arrow.makeData({ type: new arrow.Struct(this.schema.fields), length, nullCount: 0, children }));
   }
 }
@@ -428,12 +485,12 @@ class PhysicalRows implements RowSink<SortedRows> {
   private deletes = 0;
   private count = 0;
 
-  constructor(fields: readonly DataField[], batchRows: number) {
-    this.rows = new OutputBatches(fields, batchRows);
+  constructor(columns: readonly OutputColumn[], fields: readonly DataField[], batchRows: number) {
+    this.rows = new OutputBatches(columns, fields, batchRows);
   }
 
   add(c: CursorBatch, row: number): boolean {
-    const key = c.keys.map((k) => k[row]!);
+    const key = c.keys().map((k) => k[row]!);
     const seq = c.sequence[row]!;
     if (this.count === 0) {
       this.minKey = key;

@@ -17,6 +17,7 @@ import type { TableSchema } from "../format/schema.ts";
 import type { Value } from "../format/values.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { gatherColumn, type RowPicks } from "./gather.ts";
+import { integerKeyColumn, integerKeyOrder } from "./integer-key-order.ts";
 import { compareValues } from "../codec/stats.ts";
 import { BUFFER_KIND_FIELD, keyCopyField, keyFields, keyValueFields, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import { sequenceFieldSpec, type SequenceFieldSpec } from "./merge-order.ts";
@@ -80,36 +81,29 @@ export interface FlushedBuffer {
 export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.RecordBatch[], firstSeq: bigint): FlushedBuffer {
   const n = batches.reduce((t, b) => t + b.numRows, 0);
   if (n === 0) return { data: null, changelog: null };
-  const batchOf = new Int32Array(n);
-  const rowOf = new Int32Array(n);
-  const kinds = new Int8Array(n);
-  let i = 0;
-  for (const [bi, b] of batches.entries()) {
-    const kindData = columnOf(b, VALUE_KIND_FIELD.name);
-    const kindValues = kindData.values as Int8Array;
-    // A null kind is +I (rows written without one: upserts).
-    const kindNulls = kindData.nullCount > 0 ? kindData.nullBitmap : undefined;
-    for (let r = 0; r < b.numRows; r++, i++) {
-      batchOf[i] = bi;
-      rowOf[i] = r;
-      const j = kindData.offset + r;
-      kinds[i] = kindNulls !== undefined && (kindNulls[j >> 3]! & (1 << (j & 7))) === 0 ? 0 : kindValues[j]!;
-    }
-  }
+  const at = positionsOf(batches, n);
+  const kinds = kindsOf(batches, n);
   // Key order, then merge order: the user's sequence field, then arrival (= the system sequence number). One integer
-  // key without a sequence field (the common case) sorts natively; anything else with Paimon's comparator.
-  const integerKeys = layout.sequence === null && layout.keyFields.length === 1 ? integerKeyColumn(batches, layout.keyFields[0]!.name, n) : null;
-  let order: Int32Array | null = integerKeys === null ? null : compactIntegerOrder(integerKeys);
+  // key without a sequence field (the common case) sorts without a comparator; anything else with Paimon's.
+  const keyField = layout.keyFields[0]!;
+  const integerKeys =
+    layout.sequence === null && layout.keyFields.length === 1
+      ? integerKeyColumn(
+          batches.map((b) => columnOf(b, keyField.name)),
+          n,
+        )
+      : null;
+  let order = integerKeys === null ? null : integerKeyOrder(integerKeys);
   let keyOf: (x: number) => Value[];
-  let sameKey: (a: number, b: number) => boolean;
+  let survivors: Int32Array;
   if (order !== null && integerKeys !== null) {
-    const readers = batches.map((b) => columnReader(layout.keyFields[0]!.type, columnOf(b, layout.keyFields[0]!.name)));
-    keyOf = (x) => [readers[batchOf[x]!]!(rowOf[x]!)];
-    sameKey = (a, b) => integerKeys[a] === integerKeys[b];
+    const readers = batches.map((b) => columnReader(keyField.type, columnOf(b, keyField.name)));
+    keyOf = (x) => [readers[at.batchOf === null ? 0 : at.batchOf[x]!]!(at.rowOf === null ? x : at.rowOf[x]!)];
+    survivors = foldIntegerKeys(order, integerKeys, kinds, layout.ignoreDelete);
   } else {
     const keys = layout.keyFields.map(() => new Array<Value>(n));
     const seqValues = layout.sequence === null ? null : layout.sequence.fields.map(() => new Array<Value>(n));
-    i = 0;
+    let i = 0;
     for (const b of batches) {
       const keyReaders = layout.keyFields.map((f) => columnReader(f.type, columnOf(b, f.name)));
       const seqReaders = layout.sequence?.fields.map((f) => columnReader(f.type, columnOf(b, f.name))) ?? [];
@@ -121,10 +115,9 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
     keyOf = (x) => keys.map((col) => col[x]!);
     const compareKeyAt = columnsComparator(layout.keyFields.map((f) => nullsFirst(f.type, 1)), keys);
     const compareSeqAt = layout.sequence === null ? null : columnsComparator(layout.sequence.fields.map((f) => nullsFirst(f.type, layout.sequence!.ascending ? 1 : -1)), seqValues!);
-    sameKey = (a, b) => compareKeyAt(a, b) === 0;
-    order = new Int32Array(n);
-    for (let x = 0; x < n; x++) order[x] = x;
-    order.sort((a, b) => {
+    const sorted = new Int32Array(n);
+    for (let x = 0; x < n; x++) sorted[x] = x;
+    sorted.sort((a, b) => {
       const c = compareKeyAt(a, b);
       if (c !== 0) return c;
       if (compareSeqAt !== null) {
@@ -133,74 +126,89 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
       }
       return a - b;
     });
+    order = sorted;
+    survivors = fold(order, (a, b) => compareKeyAt(a, b) === 0, kinds, layout.ignoreDelete);
   }
+  const sortedRows = (indexes: Int32Array): SortedRows | null => (indexes.length === 0 ? null : physicalRows(layout, batches, indexes, { ...at, kinds, firstSeq, keyOf }));
+  return { data: sortedRows(survivors), changelog: layout.changelogInput ? sortedRows(order) : null };
+}
 
-  // Deduplicate: per key the last version in merge order; ignore-delete passes retractions over (a key whose every
-  // version retracts leaves nothing). A surviving retraction is written: it deletes the key's older versions.
-  const survivors: number[] = [];
+/** Where row x of the concatenation lives: with one batch, row x of it (both null); else the arrays. */
+interface Positions {
+  batchOf: Int32Array | null;
+  rowOf: Int32Array | null;
+}
+
+function positionsOf(batches: readonly arrow.RecordBatch[], n: number): Positions {
+  if (batches.length === 1) return { batchOf: null, rowOf: null };
+  const batchOf = new Int32Array(n);
+  const rowOf = new Int32Array(n);
+  let i = 0;
+  for (let bi = 0; bi < batches.length; bi++) {
+    for (let r = 0; r < batches[bi]!.numRows; r++, i++) {
+      batchOf[i] = bi;
+      rowOf[i] = r;
+    }
+  }
+  return { batchOf, rowOf };
+}
+
+/** The kind of every buffered row; a null kind is +I (rows written without one: upserts). */
+function kindsOf(batches: readonly arrow.RecordBatch[], n: number): Int8Array {
+  const kinds = new Int8Array(n); // zeros: +I
+  let i = 0;
+  for (const b of batches) {
+    const kindData = columnOf(b, VALUE_KIND_FIELD.name);
+    if (kindData.nullCount === b.numRows) {
+      i += b.numRows;
+      continue;
+    }
+    const kindValues = kindData.values as Int8Array;
+    const kindNulls = kindData.nullCount > 0 ? kindData.nullBitmap : undefined;
+    // The values are sliced with the Data; its offset counts only in the validity bitmap.
+    for (let r = 0; r < b.numRows; r++, i++) {
+      const j = kindData.offset + r;
+      kinds[i] = kindNulls !== undefined && (kindNulls[j >> 3]! & (1 << (j & 7))) === 0 ? 0 : kindValues[r]!;
+    }
+  }
+  return kinds;
+}
+
+/**
+ * Deduplicate: per key the last version in merge order; ignore-delete passes retractions over (a key whose every
+ * version retracts leaves nothing). A surviving retraction is written: it deletes the key's older versions.
+ */
+function fold(order: Int32Array, sameKey: (a: number, b: number) => boolean, kinds: Int8Array, ignoreDelete: boolean): Int32Array {
+  const n = order.length;
+  const out = new Int32Array(n);
+  let m = 0;
   let at = 0;
   while (at < n) {
     let end = at + 1;
     while (end < n && sameKey(order[at]!, order[end]!)) end++;
     for (let k = end - 1; k >= at; k--) {
       const x = order[k]!;
-      if (layout.ignoreDelete && isRetract(kinds[x]!)) continue;
-      survivors.push(x);
+      if (ignoreDelete && isRetract(kinds[x]!)) continue;
+      out[m++] = x;
       break;
     }
     at = end;
   }
-  const sortedRows = (indexes: ArrayLike<number>): SortedRows | null =>
-    indexes.length === 0 ? null : physicalRows(layout, batches, indexes, { batchOf, rowOf, kinds, firstSeq, keyOf });
-  return { data: sortedRows(survivors), changelog: layout.changelogInput ? sortedRows(order) : null };
+  return out.subarray(0, m);
 }
 
-/**
- * A single integer key column (TINYINT … BIGINT, DATE, TIME) of every batch as doubles, read from the Arrow buffers
- * (no BigInt per value); null when a value is null or beyond ±2^53, or the column is of another type.
- */
-function integerKeyColumn(batches: readonly arrow.RecordBatch[], name: string, n: number): Float64Array | null {
-  const out = new Float64Array(n);
-  let i = 0;
-  for (const b of batches) {
-    const d = columnOf(b, name);
-    if (d.nullCount > 0) return null;
-    const t = d.type;
-    if (arrow.DataType.isInt(t) && t.bitWidth === 64) {
-      const words = new Int32Array((d.values as BigInt64Array).buffer, (d.values as BigInt64Array).byteOffset, (d.values as BigInt64Array).length * 2);
-      for (let r = 0; r < b.numRows; r++, i++) {
-        const hi = words[2 * (d.offset + r) + 1]!;
-        if (hi >= 2097152 || hi < -2097152) return null; // |v| ≥ 2^53
-        out[i] = hi * 4294967296 + (words[2 * (d.offset + r)]! >>> 0);
-      }
-    } else if (arrow.DataType.isInt(t) || (arrow.DataType.isDate(t) && t.unit === arrow.DateUnit.DAY) || (arrow.DataType.isTime(t) && t.bitWidth === 32)) {
-      const v = d.values as Int32Array;
-      for (let r = 0; r < b.numRows; r++, i++) out[i] = v[d.offset + r]!;
-    } else return null;
+/** `fold` of integer keys, compared inline. */
+function foldIntegerKeys(order: Int32Array, keys: Float64Array, kinds: Int8Array, ignoreDelete: boolean): Int32Array {
+  if (ignoreDelete) return fold(order, (a, b) => keys[a] === keys[b], kinds, true);
+  const n = order.length;
+  const out = new Int32Array(n);
+  let m = 0;
+  for (let k = 0; k < n; k++) {
+    const x = order[k]!;
+    // The last of each run of equal keys.
+    if (k + 1 === n || keys[order[k + 1]!] !== keys[x]) out[m++] = x;
   }
-  return out;
-}
-
-/**
- * The sort of the common case without a comparator: when (max − min + 1) × n is below 2^53, (key − min) × n + index
- * is exact in a double, and a native sort of those numbers orders by key, then by arrival. Null when it is not.
- */
-function compactIntegerOrder(keys: Float64Array): Int32Array | null {
-  const n = keys.length;
-  let min = Infinity;
-  let max = -Infinity;
-  for (let i = 0; i < n; i++) {
-    const x = keys[i]!;
-    if (x < min) min = x;
-    if (x > max) max = x;
-  }
-  if (n === 0 || (max - min + 1) * n >= 2 ** 53) return null;
-  const packed = new Float64Array(n);
-  for (let i = 0; i < n; i++) packed[i] = (keys[i]! - min) * n + i;
-  packed.sort();
-  const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) order[i] = packed[i]! % n;
-  return order;
+  return out.subarray(0, m);
 }
 
 /** Paimon's order of one field's values: nulls first, then by value (`sign` −1 reverses the values, not the nulls). */
@@ -237,27 +245,35 @@ function columnOf(b: arrow.RecordBatch, name: string): arrow.Data {
 function physicalRows(
   layout: KeyValueLayout,
   batches: readonly arrow.RecordBatch[],
-  indexes: ArrayLike<number>,
-  at: { batchOf: Int32Array; rowOf: Int32Array; kinds: Int8Array; firstSeq: bigint; keyOf: (x: number) => Value[] },
+  indexes: Int32Array,
+  at: Positions & { kinds: Int8Array; firstSeq: bigint; keyOf: (x: number) => Value[] },
 ): SortedRows {
   const m = indexes.length;
-  const picks: RowPicks = { length: m, batchOf: new Int32Array(m), rowOf: new Int32Array(m) };
-  const seq = new BigInt64Array(m);
+  let picks: RowPicks;
+  if (at.batchOf === null || at.rowOf === null) picks = { length: m, batchOf: null, rowOf: indexes };
+  else {
+    const batchOf = new Int32Array(m);
+    const rowOf = new Int32Array(m);
+    for (let j = 0; j < m; j++) {
+      const x = indexes[j]!;
+      batchOf[j] = at.batchOf[x]!;
+      rowOf[j] = at.rowOf[x]!;
+    }
+    picks = { length: m, batchOf, rowOf };
+  }
   const kind = new Int8Array(m);
   let deleteRows = 0;
-  let minSeq = 0n;
-  let maxSeq = 0n;
+  let minX = indexes[0]!;
+  let maxX = minX;
   for (let j = 0; j < m; j++) {
     const x = indexes[j]!;
-    (picks.batchOf as Int32Array)[j] = at.batchOf[x]!;
-    (picks.rowOf as Int32Array)[j] = at.rowOf[x]!;
-    const s = at.firstSeq + BigInt(x);
-    seq[j] = s;
-    if (j === 0 || s < minSeq) minSeq = s;
-    if (j === 0 || s > maxSeq) maxSeq = s;
-    kind[j] = at.kinds[x]!;
-    if (isRetract(kind[j]!)) deleteRows++;
+    if (x < minX) minX = x;
+    else if (x > maxX) maxX = x;
+    const k = at.kinds[x]!;
+    kind[j] = k;
+    if (isRetract(k)) deleteRows++;
   }
+  const seq = sequenceColumn(at.firstSeq, indexes, maxX);
   const valueColumns = layout.schema.fields.map((f) =>
     gatherColumn(
       f.type,
@@ -275,7 +291,33 @@ function physicalRows(
   ];
   const schema = toArrowSchema(layout.fileFields);
   const batch = new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: m, nullCount: 0, children }));
-  return { batch, minKey: at.keyOf(indexes[0]!), maxKey: at.keyOf(indexes[m - 1]!), minSequenceNumber: minSeq, maxSequenceNumber: maxSeq, deleteRows };
+  return {
+    batch,
+    minKey: at.keyOf(indexes[0]!),
+    maxKey: at.keyOf(indexes[m - 1]!),
+    minSequenceNumber: at.firstSeq + BigInt(minX),
+    maxSequenceNumber: at.firstSeq + BigInt(maxX),
+    deleteRows,
+  };
+}
+
+/** Sequence numbers `firstSeq + x` of the rows `indexes` (each below `maxX + 1`): doubles into 32-bit words while exact. */
+function sequenceColumn(firstSeq: bigint, indexes: Int32Array, maxX: number): BigInt64Array {
+  const m = indexes.length;
+  const seq = new BigInt64Array(m);
+  if (firstSeq < 0n || firstSeq + BigInt(maxX) > BigInt(Number.MAX_SAFE_INTEGER)) {
+    for (let j = 0; j < m; j++) seq[j] = firstSeq + BigInt(indexes[j]!);
+    return seq;
+  }
+  const words = new Int32Array(seq.buffer);
+  const base = Number(firstSeq);
+  for (let j = 0; j < m; j++) {
+    const s = base + indexes[j]!;
+    const hi = Math.floor(s / 4294967296);
+    words[2 * j] = (s - hi * 4294967296) | 0;
+    words[2 * j + 1] = hi;
+  }
+  return seq;
 }
 
 /** The key copies' fields (for statistics): `_KEY_<k>` of each key field. */

@@ -498,13 +498,23 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const sequence = sequenceFieldSpec(table.schema);
   const ignoreDelete = ignoreDeleteOf(table);
   let remaining = spec.limit ?? Infinity;
-  for (const split of plan.splits) {
+  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+  // The next bucket's files decode in the pool while this one merges here (see `prefetchSplit`).
+  let prefetched = new Map<DataFileMeta, Promise<arrow.RecordBatch[]>>();
+  for (const [i, split] of plan.splits.entries()) {
+    const mine = prefetched;
+    const next = plan.splits[i + 1];
+    prefetched = spec.limit === undefined ? prefetchSplit(next, pool, read) : new Map();
     const merged = mergeBucketFiles(split.files, {
       keyFields: keys,
       sequence,
       ignoreDelete,
       output: wanted,
-      readFile: (file) => context.read(split, file, pool, spec.inlineDecodeBelowBytes),
+      readFile: (file) => {
+        const early = mine.get(file);
+        mine.delete(file);
+        return early ?? read(split, file);
+      },
     });
     for await (const batch of merged) {
       if (remaining <= 0) return;
@@ -513,6 +523,24 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
       yield taken;
     }
   }
+}
+
+/**
+ * Starts reading a bucket's files before its merge asks for them, so the pool decodes them while the bucket before
+ * merges on this thread (a merge decodes one file ahead per run by itself, which leaves the workers idle through
+ * most of a merge of many small runs): all of its files when together they are at most READ_AHEAD_BYTES of
+ * Parquet, none otherwise (the merge's own read-ahead bounds the memory of a large bucket).
+ */
+function prefetchSplit(split: DataSplit | undefined, pool: ParquetEncoderPool | null, read: (split: DataSplit, file: DataFileMeta) => Promise<arrow.RecordBatch[]>): Map<DataFileMeta, Promise<arrow.RecordBatch[]>> {
+  const out = new Map<DataFileMeta, Promise<arrow.RecordBatch[]>>();
+  if (split === undefined || pool === null || split.files.reduce((n, f) => n + f.fileSize, 0) > READ_AHEAD_BYTES) return out;
+  for (const file of split.files) {
+    const started = read(split, file);
+    // Observed here so a read abandoned (a limit reached first) never becomes an unhandled rejection.
+    started.catch(() => undefined);
+    out.set(file, started);
+  }
+  return out;
 }
 
 /**

@@ -21,9 +21,10 @@ import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
 import { BinaryRowWriter, createRowEncoder, serializeBinaryRow } from "../format/binary-row.ts";
 import { RecordBatchBuilder } from "../codec/columns/record-batch-builder.ts";
+import { HEAP_ARRAYS, sharedBufferRecycler, type ArrayAllocator, type BufferRecycler } from "../codec/columns/buffer-recycler.ts";
 import { type ParquetEncoderPool, sharedParquetPool } from "../codec/parquet-pool.ts";
 import { compileConverter, compileRowConverter } from "../format/row-converter.ts";
-import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType } from "../format/bucket.ts";
+import { type BucketFunction, type BucketFunctionType, createBucketFunctionOfType, createIntegerKeyBucketFunction } from "../format/bucket.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { partitionPath } from "../format/partition.ts";
 import { toCanonical, type Row, type Value } from "../format/values.ts";
@@ -36,11 +37,18 @@ import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { FileSource } from "../format/manifest.ts";
 import { compileKeyedInput, keyedInputRules, type KeyedInputRules } from "../lsm/keyed-input.ts";
 import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
+import { encodeKeyedFlush, type EncodedKeyedFlush } from "../lsm/keyed-flush.ts";
 import { ROW_KIND_COLUMN, RowKind } from "../lsm/row-kind.ts";
-import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
+import { keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
 import { VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 import type { KeyValueEncodeSpec } from "../lsm/key-value-file-writer.ts";
 import type { EncodedFlush } from "./encoded-flush.ts";
+
+/** Primary-key buffers of fewer rows flush on the calling thread even with a pool (DataFileWriter's rule for encodes). */
+const POOL_MIN_ROWS = 8192;
+
+/** Rows a bucket builder starts with at least. */
+const MIN_BUILDER_CAPACITY = 4096;
 
 interface BucketBuffer {
   /** Partition (hex of its framed BinaryRow) and bucket: the key of `buffers` and of the sequence numbers. */
@@ -98,9 +106,27 @@ export class TableWrite {
   private readonly sequenceCounter: SequenceCounter | undefined;
   /** Primary-key tables: how buffers fold, and the writer of their sorted runs. */
   private readonly kv: { layout: KeyValueLayout; writer: KeyValueFileWriter } | null;
+  /** Where large primary-key flushes run (null: on this thread). */
+  private readonly pool: ParquetEncoderPool | null;
+  /**
+   * Primary-key tables: the process's recycler, which gives the bucket builders their buffers and takes them back
+   * once a flush in the pool has read them (see buffer-recycler.ts); null for append tables.
+   */
+  private readonly recycler: BufferRecycler | null;
+  /** Where bucket builders get their first buffers. */
+  private readonly arrays: ArrayAllocator;
   /** The columns buffered: the table's, and for primary-key tables `_VALUE_KIND`. */
   private readonly bufferFields: DataField[];
   private singleBuffer: BucketBuffer | null = null;
+  /** Unpartitioned tables: the buffers by bucket, so routing a row needs no map key. */
+  private readonly bufferByBucket: Array<BucketBuffer | undefined> = [];
+  /**
+   * Primary-key inserts whose bucket key is one INT/BIGINT column given as a number: its name and the bucket of the
+   * number (−1: route the usual way); null when the table has no such fast path.
+   */
+  private readonly integerRoute: { name: string; bucketOf: (v: unknown) => number } | null;
+  /** Rows a new bucket builder makes room for (set per `writeRows` call from its size; see `builderCapacity`). */
+  private capacityHint = MIN_BUILDER_CAPACITY;
 
   constructor(
     private readonly table: Table,
@@ -109,6 +135,9 @@ export class TableWrite {
     if (table.options.fileFormat !== "parquet") throw new LakeError(ErrorKind.Unsupported, `file.format '${table.options.fileFormat}' is not supported for writing (parquet is)`);
     if (table.bucket === -2) throw new LakeError(ErrorKind.Unsupported, "postpone buckets (bucket = -2) are not supported for writing");
     const pool = opts.encoderPool === undefined ? sharedParquetPool() : opts.encoderPool;
+    this.pool = pool;
+    this.recycler = table.isPrimaryKeyTable ? sharedBufferRecycler() : null;
+    this.arrays = this.recycler ?? HEAP_ARRAYS;
     this.fileWriter = new DataFileWriter(table, { pool });
     if (table.isPrimaryKeyTable) {
       refuseUnwritableKeyed(table);
@@ -134,6 +163,11 @@ export class TableWrite {
           )
         : null;
     this.maxRowsPerFile = opts.maxRowsPerFile ?? 1_000_000;
+    const integerBucket =
+      forced === undefined && table.bucket > 0 && this.partitionIdx.length === 0
+        ? createIntegerKeyBucketFunction((table.options.get("bucket-function.type") ?? "default") as BucketFunctionType, this.bucketKeyNames.map((k) => table.typeOf(k)), table.bucket)
+        : null;
+    this.integerRoute = integerBucket === null ? null : { name: this.bucketKeyNames[0]!, bucketOf: integerBucket };
     this.routeColumns = [...new Set([...this.partitionIdx, ...this.bucketKeyNames])].map((name) => {
       const type = table.typeOf(name);
       const fast = compileConverter(type, name);
@@ -179,6 +213,16 @@ export class TableWrite {
     // One buffer for every row (no partitions, no bucket function): no routing, so the builder validates and
     // appends the input directly, with the converter's rules, without canonical rows in between.
     const direct = this.kv === null && this.partitionIdx.length === 0 && this.bucketFn === null ? this.bufferFor({}) : null;
+    this.capacityHint = this.builderCapacity(input.length);
+    try {
+      this.bufferRows(input, rowOffset, kind, direct);
+    } finally {
+      this.capacityHint = MIN_BUILDER_CAPACITY;
+    }
+  }
+
+  /** `writeRows` row by row (`direct`: the one buffer of a table that routes nothing). */
+  private bufferRows(input: readonly Record<string, unknown>[], rowOffset: number, kind: RowKind | undefined, direct: BucketBuffer | null): void {
     const keyed = this.convertKeyed;
     for (let i = 0; i < input.length; i++) {
       try {
@@ -231,11 +275,30 @@ export class TableWrite {
   private appendInsert(input: Readonly<Record<string, unknown>>): void {
     // The key is checked first, so a missing or null key is refused in the words every way in uses.
     this.keyRules!.checkKey(input, RowKind.INSERT);
-    const route = this.routeOf(input);
-    const buf = this.single ? (this.singleBuffer ??= this.bufferFor(route)) : this.bufferFor(route);
-    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, 4096);
-    buf.builder.appendInput(input);
-    if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
+    const fast = this.integerRoute;
+    const bucket = fast === null ? -1 : fast.bucketOf(input[fast.name]);
+    let buf: BucketBuffer;
+    if (bucket >= 0) buf = this.bufferByBucket[bucket] ?? this.bufferFor(this.routeOf(input));
+    else {
+      const route = this.routeOf(input);
+      buf = this.single ? (this.singleBuffer ??= this.bufferFor(route)) : this.bufferFor(route);
+    }
+    const builder = (buf.builder ??= new RecordBatchBuilder(this.bufferFields, this.capacityHint, this.arrays));
+    builder.appendInput(input);
+    if (builder.length >= this.maxRowsPerFile) buf.batches.push(builder.finish());
+  }
+
+  /**
+   * The rows a bucket builder made during a `writeRows` call of `rows` rows makes room for. An unpartitioned table's
+   * builders get their share of the rows (a tenth more over fixed buckets, for uneven spreads), so a large call fills
+   * each without regrowing it — doubling copies every buffer and churns external memory, which makes V8 run full
+   * collections. Partitioned tables (how rows spread over partitions is unknown) and small calls (a cluster writer's
+   * fetches) start at 4096 rows and grow.
+   */
+  private builderCapacity(rows: number): number {
+    if (this.partitionIdx.length > 0) return MIN_BUILDER_CAPACITY;
+    const share = this.table.bucket > 0 && !this.single ? Math.ceil((rows / this.table.bucket) * 1.1) : rows;
+    return Math.min(this.maxRowsPerFile, Math.max(MIN_BUILDER_CAPACITY, share));
   }
 
   /** The canonical values of the columns that route a row (partition keys, bucket keys), as a partial row. */
@@ -256,7 +319,7 @@ export class TableWrite {
   /** Buffers one canonical row (already validated; a primary-key table's with its `_VALUE_KIND`). */
   writeRow(row: Row): void {
     const buf = this.single ? (this.singleBuffer ??= this.bufferFor(row)) : this.bufferFor(row);
-    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, 4096);
+    if (buf.builder === null) buf.builder = new RecordBatchBuilder(this.bufferFields, this.capacityHint, this.arrays);
     buf.builder.appendRow(row);
     if (buf.builder.length >= this.maxRowsPerFile) buf.batches.push(buf.builder.finish());
   }
@@ -292,6 +355,9 @@ export class TableWrite {
 
   private bufferFor(row: Row): BucketBuffer {
     const bucket = this.bucketFn === null ? 0 : this.bucketFn(this.bucketKeyNames.map((k) => row[k] ?? null));
+    const unpartitioned = this.partitionIdx.length === 0;
+    const known = unpartitioned ? this.bufferByBucket[bucket] : undefined;
+    if (known !== undefined) return known;
     const key = `${this.partitionKeyOf(row)}/${bucket}`;
     let buf = this.buffers.get(key);
     if (buf === undefined) {
@@ -311,6 +377,7 @@ export class TableWrite {
       };
       this.buffers.set(key, buf);
     }
+    if (unpartitioned) this.bufferByBucket[bucket] = buf;
     return buf;
   }
 
@@ -368,12 +435,28 @@ export class TableWrite {
       seq = await this.nextSequence(key);
       this.nextSeqByBucket!.set(key, seq + BigInt(rows));
     }
-    const flushed = flushBuffer(kv.layout, batches, seq);
+    const flushed = await this.encodeFlush(kv, batches, rows, seq);
     const onPath = (path: string): void => void this.written.push(path);
     const level0 = { level: 0, fileSource: FileSource.APPEND };
-    const newFiles = flushed.data === null ? [] : [await kv.writer.write(buf.partitionPath, buf.bucket, flushed.data, level0, onPath)];
-    const changelogFiles = flushed.changelog === null ? [] : [await kv.writer.write(buf.partitionPath, buf.bucket, flushed.changelog, { ...level0, changelog: true }, onPath)];
+    const newFiles = flushed.data === null ? [] : [await kv.writer.persist(buf.partitionPath, buf.bucket, flushed.data, level0, onPath)];
+    const changelogFiles = flushed.changelog === null ? [] : [await kv.writer.persist(buf.partitionPath, buf.bucket, flushed.changelog, { ...level0, changelog: true }, onPath)];
     return { partition: buf.partition, bucket: buf.bucket, totalBuckets: this.table.bucket, newFiles, deletedFiles: [], changelogFiles };
+  }
+
+  /**
+   * Sorts, folds and encodes one bucket's buffer: in the Parquet pool when there is one and the buffer is not small
+   * (a worker round trip costs more than a few thousand rows), so the buckets flush side by side on the workers
+   * while this thread, whose heap holds the caller's row objects, makes none of the flush's garbage; else here.
+   */
+  private async encodeFlush(kv: { layout: KeyValueLayout; writer: KeyValueFileWriter }, batches: arrow.RecordBatch[], rows: number, firstSeq: bigint): Promise<EncodedKeyedFlush> {
+    const spec = { schema: kv.layout.schema, encode: kv.writer.encodeSpec, firstSeq };
+    if (this.pool === null || rows < POOL_MIN_ROWS) return encodeKeyedFlush(batches, spec);
+    try {
+      return await this.pool.flushKeyed(batches, spec);
+    } finally {
+      // The worker read its copy of the rows: the builders' buffers can serve the next write's builders.
+      this.recycler?.giveBatches(batches);
+    }
   }
 
   /**

@@ -10,14 +10,15 @@ import type { DataType } from "../../format/data-types.ts";
 import { Timestamp, type Value } from "../../format/values.ts";
 import { toArrowType } from "../arrow-schema.ts";
 import { afterFinish, bad, BaseBuilder, DEFAULT_CAPACITY, grown } from "./column-builder.ts";
+import { HEAP_ARRAYS, type ArrayAllocator } from "./buffer-recycler.ts";
 
 const TWO_32 = 4294967296;
 
 export class BooleanColumnBuilder extends BaseBuilder {
   private bits: Uint8Array;
-  constructor(type: DataType, path: string, private readonly capacity = DEFAULT_CAPACITY) {
+  constructor(type: DataType, path: string, private readonly capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS) {
     super(type, new arrow.Bool(), path);
-    this.bits = new Uint8Array((capacity + 7) >> 3);
+    this.bits = arrays.make(Uint8Array, (capacity + 7) >> 3);
   }
   append(value: Value | undefined): void {
     if (value === null || value === undefined) return this.appendNull();
@@ -56,7 +57,7 @@ export class NumberColumnBuilder extends BaseBuilder {
   private readonly isValid: (n: number) => boolean;
   private readonly expected: string;
 
-  constructor(type: DataType, path: string, private readonly capacity = DEFAULT_CAPACITY) {
+  constructor(type: DataType, path: string, private readonly capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS) {
     super(type, toArrowType(type), path);
     switch (type.root) {
       case "TINYINT":
@@ -89,7 +90,7 @@ export class NumberColumnBuilder extends BaseBuilder {
       default:
         throw new LakeError(ErrorKind.Unexpected, `NumberColumnBuilder cannot build ${type.root}`);
     }
-    this.values = new this.ctor(capacity);
+    this.values = arrays.make(this.ctor as typeof Float64Array, capacity);
   }
   append(value: Value | undefined): void {
     if (value === null || value === undefined) return this.appendNull();
@@ -129,9 +130,9 @@ export function narrowIntShift(root: "INT" | "SMALLINT" | "TINYINT"): number {
 abstract class Int64SlotsBuilder extends BaseBuilder {
   protected big: BigInt64Array;
   protected words: Int32Array;
-  constructor(type: DataType, arrowType: arrow.DataType, path: string, protected readonly capacity: number) {
+  constructor(type: DataType, arrowType: arrow.DataType, path: string, protected readonly capacity: number, arrays: ArrayAllocator) {
     super(type, arrowType, path);
-    this.big = new BigInt64Array(capacity);
+    this.big = arrays.make(BigInt64Array, capacity);
     this.words = new Int32Array(this.big.buffer);
   }
   protected ensureSlot(): void {
@@ -188,8 +189,8 @@ const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
 export class Int64ColumnBuilder extends Int64SlotsBuilder {
-  constructor(type: DataType, path: string, capacity = DEFAULT_CAPACITY) {
-    super(type, new arrow.Int64(), path, capacity);
+  constructor(type: DataType, path: string, capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS) {
+    super(type, new arrow.Int64(), path, capacity, arrays);
   }
   append(value: Value | undefined): void {
     if (value === null || value === undefined) return this.appendNull();
@@ -216,9 +217,9 @@ export class Int64ColumnBuilder extends Int64SlotsBuilder {
 
 export class TimestampColumnBuilder extends Int64SlotsBuilder {
   private readonly unit: arrow.TimeUnit;
-  constructor(type: DataType & { root: "TIMESTAMP" | "TIMESTAMP_LTZ" }, path: string, capacity = DEFAULT_CAPACITY) {
+  constructor(type: DataType & { root: "TIMESTAMP" | "TIMESTAMP_LTZ" }, path: string, capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS) {
     const t = toArrowType(type) as arrow.Timestamp;
-    super(type, t, path, capacity);
+    super(type, t, path, capacity, arrays);
     this.unit = t.unit;
   }
   append(value: Value | undefined): void {
@@ -258,9 +259,9 @@ export class TimestampColumnBuilder extends Int64SlotsBuilder {
 export class DecimalColumnBuilder extends BaseBuilder {
   private big: BigInt64Array;
   private readonly maxUnscaled: bigint;
-  constructor(type: DataType & { root: "DECIMAL" }, path: string, private readonly capacity = DEFAULT_CAPACITY) {
+  constructor(type: DataType & { root: "DECIMAL" }, path: string, private readonly capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS) {
     super(type, toArrowType(type), path);
-    this.big = new BigInt64Array(capacity * 2);
+    this.big = arrays.make(BigInt64Array, capacity * 2);
     this.maxUnscaled = 10n ** BigInt(type.precision) - 1n;
   }
   append(value: Value | undefined): void {

@@ -12,6 +12,7 @@ import { toArrowType } from "../arrow-schema.ts";
 import { afterFinish, bad, BaseBuilder, DEFAULT_CAPACITY, grown, MAX_OFFSET, type ColumnBuilder } from "./column-builder.ts";
 import { BooleanColumnBuilder, DecimalColumnBuilder, Int64ColumnBuilder, NumberColumnBuilder, TimestampColumnBuilder } from "./fixed-width-builders.ts";
 import { BinaryColumnBuilder, Utf8ColumnBuilder } from "./variable-width-builders.ts";
+import { HEAP_ARRAYS, type ArrayAllocator } from "./buffer-recycler.ts";
 
 type CollectionType = Extract<DataType, { root: "ARRAY" | "MULTISET" }>;
 type MapType = Extract<DataType, { root: "MAP" }>;
@@ -204,10 +205,10 @@ export class StructColumnBuilder extends BaseBuilder {
   protected reset(): void {}
 }
 
-function makeBuilder(type: DataType, path: string, capacity: number): ColumnBuilder & BaseBuilder {
+function makeBuilder(type: DataType, path: string, capacity: number, arrays: ArrayAllocator = HEAP_ARRAYS): ColumnBuilder & BaseBuilder {
   switch (type.root) {
     case "BOOLEAN":
-      return new BooleanColumnBuilder(type, path, capacity);
+      return new BooleanColumnBuilder(type, path, capacity, arrays);
     case "TINYINT":
     case "SMALLINT":
     case "INT":
@@ -215,20 +216,20 @@ function makeBuilder(type: DataType, path: string, capacity: number): ColumnBuil
     case "TIME":
     case "FLOAT":
     case "DOUBLE":
-      return new NumberColumnBuilder(type, path, capacity);
+      return new NumberColumnBuilder(type, path, capacity, arrays);
     case "BIGINT":
-      return new Int64ColumnBuilder(type, path, capacity);
+      return new Int64ColumnBuilder(type, path, capacity, arrays);
     case "DECIMAL":
-      return new DecimalColumnBuilder(type, path, capacity);
+      return new DecimalColumnBuilder(type, path, capacity, arrays);
     case "CHAR":
     case "VARCHAR":
-      return new Utf8ColumnBuilder(type, path, capacity);
+      return new Utf8ColumnBuilder(type, path, capacity, arrays);
     case "BINARY":
     case "VARBINARY":
-      return new BinaryColumnBuilder(type, path, capacity);
+      return new BinaryColumnBuilder(type, path, capacity, arrays);
     case "TIMESTAMP":
     case "TIMESTAMP_LTZ":
-      return new TimestampColumnBuilder(type, path, capacity);
+      return new TimestampColumnBuilder(type, path, capacity, arrays);
     case "ARRAY":
     case "MULTISET":
       return type.root === "ARRAY" ? new ListColumnBuilder(type, path, Math.max(16, capacity)) : new MapColumnBuilder(type, path, Math.max(16, capacity));
@@ -241,8 +242,9 @@ function makeBuilder(type: DataType, path: string, capacity: number): ColumnBuil
 
 /**
  * A builder for one column of `type`. `path` names the column in error messages; `capacity` is the expected number
- * of values (buffers grow by doubling past it).
+ * of values (buffers grow by doubling past it); `arrays` gives a flat column its first buffers (nested columns
+ * allocate theirs as usual).
  */
-export function makeColumnBuilder(type: DataType, path = "?", capacity = DEFAULT_CAPACITY): ColumnBuilder {
-  return makeBuilder(type, path, Math.max(1, capacity));
+export function makeColumnBuilder(type: DataType, path = "?", capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS): ColumnBuilder {
+  return makeBuilder(type, path, Math.max(1, capacity), arrays);
 }

@@ -19,6 +19,7 @@ import {
   type TimestampColumnBuilder,
 } from "./fixed-width-builders.ts";
 import { makeColumnBuilder } from "./nested-builders.ts";
+import { HEAP_ARRAYS, type ArrayAllocator } from "./buffer-recycler.ts";
 import type { Utf8ColumnBuilder } from "./variable-width-builders.ts";
 
 /**
@@ -89,13 +90,15 @@ export class RecordBatchBuilder {
   private readonly names: string[];
   private inputColumns: InputColumn[] | null = null;
 
+  /** `arrays`: where the columns' first buffers come from (default: allocated as usual). */
   constructor(
     readonly fields: readonly ColumnSpec[],
     capacity = DEFAULT_CAPACITY,
+    arrays: ArrayAllocator = HEAP_ARRAYS,
   ) {
     this.schema = toArrowSchema(fields);
     this.names = fields.map((f) => f.name);
-    this.columns = fields.map((f) => makeColumnBuilder(f.type, f.name, capacity));
+    this.columns = fields.map((f) => makeColumnBuilder(f.type, f.name, capacity, arrays));
   }
 
   get length(): number {
@@ -134,8 +137,17 @@ export class RecordBatchBuilder {
       for (let k = 0; k < cols.length; k++) {
         const c = cols[k]!;
         const v = input[c.name];
-        if (v !== undefined) seen++;
-        if (c.fast(v)) continue;
+        if (v === undefined || v === null) {
+          if (v === null) seen++;
+          // A missing value of a nullable column is its null (a primary-key buffer's kind column, on every upsert).
+          if (c.type.nullable) {
+            if (appendError === null) c.col.appendNull();
+            continue;
+          }
+        } else {
+          seen++;
+          if (c.fast(v)) continue;
+        }
         const value = v === null || v === undefined ? toCanonical(c.type, v, c.name) : c.convert(v);
         if (appendError !== null) continue;
         try {

@@ -7,6 +7,7 @@ import { dataInvalid } from "../../errors.ts";
 import type { DataType } from "../../format/data-types.ts";
 import type { Value } from "../../format/values.ts";
 import { afterFinish, bad, BaseBuilder, DEFAULT_CAPACITY, grown, MAX_OFFSET } from "./column-builder.ts";
+import { HEAP_ARRAYS, type ArrayAllocator } from "./buffer-recycler.ts";
 
 const encoder = new TextEncoder();
 
@@ -21,10 +22,11 @@ abstract class VarBytesBuilder extends BaseBuilder {
     path: string,
     protected readonly capacity: number,
     protected readonly byteCapacity: number,
+    arrays: ArrayAllocator,
   ) {
     super(type, arrowType, path);
-    this.offsets = new Int32Array(capacity + 1);
-    this.bytes = new Uint8Array(byteCapacity);
+    this.offsets = arrays.make(Int32Array, capacity + 1);
+    this.bytes = arrays.make(Uint8Array, byteCapacity);
   }
   protected ensureBytes(extra: number): void {
     const need = this.pos + extra;
@@ -74,8 +76,8 @@ abstract class VarBytesBuilder extends BaseBuilder {
 }
 
 export class Utf8ColumnBuilder extends VarBytesBuilder {
-  constructor(type: DataType, path: string, capacity = DEFAULT_CAPACITY) {
-    super(type, new arrow.Utf8(), path, capacity, capacity * 16);
+  constructor(type: DataType, path: string, capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS) {
+    super(type, new arrow.Utf8(), path, capacity, capacity * 16, arrays);
   }
   append(value: Value | undefined): void {
     if (value === null || value === undefined) return this.appendNull();
@@ -110,8 +112,8 @@ export class Utf8ColumnBuilder extends VarBytesBuilder {
 }
 
 export class BinaryColumnBuilder extends VarBytesBuilder {
-  constructor(type: DataType, path: string, capacity = DEFAULT_CAPACITY) {
-    super(type, new arrow.Binary(), path, capacity, capacity * 16);
+  constructor(type: DataType, path: string, capacity = DEFAULT_CAPACITY, arrays: ArrayAllocator = HEAP_ARRAYS) {
+    super(type, new arrow.Binary(), path, capacity, capacity * 16, arrays);
   }
   append(value: Value | undefined): void {
     if (value === null || value === undefined) return this.appendNull();

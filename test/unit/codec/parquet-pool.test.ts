@@ -10,6 +10,10 @@ import { isLakeError } from "../../../src/errors.ts";
 import { parseColumnList } from "../../../src/format/data-types.ts";
 import type { Row } from "../../../src/format/values.ts";
 import { ALL_ROWS, ALL_TYPES } from "../../helpers/codec-fixtures.ts";
+import { newTableSchema } from "../../../src/format/schema.ts";
+import { encodeKeyedFlush, type KeyedFlushSpec } from "../../../src/lsm/keyed-flush.ts";
+import { keyFields } from "../../../src/lsm/key-value-fields.ts";
+import { keyValueLayout } from "../../../src/lsm/sort-buffer.ts";
 import { threadNice, threadNices } from "../../helpers/threads.ts";
 
 const FIELDS = parseColumnList("id BIGINT NOT NULL, s STRING, x DOUBLE");
@@ -70,6 +74,38 @@ test("parquet pool - parallel jobs, projection and row groups; at most `size` wo
     const owned = files[0]!.slice();
     assert.equal((await pool.decode(owned, { transfer: true })).numRows, 1000);
     assert.equal(owned.byteLength, 0);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("parquet pool - flushKeyed sorts, folds and encodes a primary-key buffer in a worker exactly as encodeKeyedFlush does here", async () => {
+  const schema = newTableSchema({ columns: parseColumnList("id BIGINT NOT NULL, s STRING, x DOUBLE"), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "1", "changelog-producer": "input" } });
+  const layout = keyValueLayout(schema);
+  // Two batches as a builder finishes them: keys repeated across both, kinds given (+I, -D) and left null (upserts).
+  const rowsOf = (from: number): Row[] => Array.from({ length: 500 }, (_, i) => ({ id: BigInt((from + i * 7) % 600), s: i % 5 === 0 ? null : `s${from + i}`, x: i * 0.25, _VALUE_KIND: i % 9 === 0 ? 3 : i % 2 === 0 ? 0 : null }));
+  const batches = [rowsToRecordBatch(layout.bufferFields, rowsOf(0)), rowsToRecordBatch(layout.bufferFields, rowsOf(3))];
+  const spec: KeyedFlushSpec = { schema, encode: { parquet: { compression: "zstd" }, statsFields: schema.fields, keyFields: keyFields(schema) }, firstSeq: 40n };
+  const here = encodeKeyedFlush(batches, spec);
+  assert.ok(here.data !== null && here.changelog !== null);
+  assert.equal(here.changelog.rowCount, 1000);
+  assert.ok(here.data.rowCount < 1000 && here.data.deleteRowCount > 0);
+  const pool = new ParquetEncoderPool({ size: 1 });
+  try {
+    const there = await pool.flushKeyed(batches, spec);
+    assert.deepEqual(there, here);
+    assert.equal(pool.completed["flush-keyed"], 1);
+    // The flush reads the buffer, it does not take it: the batches stay whole.
+    assert.equal(batches[0]!.numRows + batches[1]!.numRows, 1000);
+    const crashed = withWorkerFailpoint("parquet.worker.flush-keyed:exit", () => {
+      const p = new ParquetEncoderPool({ size: 1 });
+      return { p, job: p.flushKeyed(batches, spec) };
+    });
+    try {
+      await assert.rejects(crashed.job, /Parquet worker thread exited with code 137 while flushing a primary-key bucket; that job was not completed/);
+    } finally {
+      await crashed.p.close();
+    }
   } finally {
     await pool.close();
   }

@@ -6,6 +6,7 @@ import {
   bucketOf,
   createBucketFunction,
   createBucketFunctionOfType,
+  createIntegerKeyBucketFunction,
   createModBucketFunction,
   modBucket,
   paimonHash,
@@ -176,6 +177,30 @@ test("bucket - mod function is Math.floorMod on a single INT/BIGINT key", () => 
   assert.equal(createBucketFunctionOfType("default", [T.int()], 4)([1]), 2);
   assert.throws(() => createModBucketFunction([T.string()], 5), (e) => isLakeError(e, "DataInvalid"));
   assert.throws(() => createModBucketFunction([T.int(), T.int()], 5), /exactly one field/);
+});
+
+test("bucket - property: the integer-key fast path gives the bucket function's bucket of the number, −1 for what it does not take", () => {
+  for (const fnType of ["default", "mod"] as const) {
+    for (const n of [1, 4, 7, 13]) {
+      const big = createIntegerKeyBucketFunction(fnType, [T.bigint()], n)!;
+      const int = createIntegerKeyBucketFunction(fnType, [T.int()], n)!;
+      const bigRef = createBucketFunctionOfType(fnType, [T.bigint()], n);
+      const intRef = createBucketFunctionOfType(fnType, [T.int()], n);
+      fc.assert(
+        fc.property(fc.oneof(fc.integer(), fc.maxSafeInteger(), fc.constantFrom(0, -1, 2 ** 31, -(2 ** 31), 2 ** 32, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER)), (v) => {
+          assert.equal(big(v), bigRef([BigInt(v)]), `${fnType} BIGINT ${v} over ${n}`);
+          if ((v | 0) === v) assert.equal(int(v), intRef([v]), `${fnType} INT ${v} over ${n}`);
+          else assert.equal(int(v), -1);
+        }),
+        { numRuns: 200 },
+      );
+      for (const other of [1n, "1", null, undefined, 1.5, NaN, 2 ** 53, -(2 ** 53)]) assert.equal(big(other), -1, `BIGINT ${String(other)}`);
+      for (const other of [1n, "1", null, 2 ** 31, 0.5]) assert.equal(int(other), -1, `INT ${String(other)}`);
+    }
+  }
+  assert.equal(createIntegerKeyBucketFunction("default", [T.string()], 4), null);
+  assert.equal(createIntegerKeyBucketFunction("default", [T.int(), T.int()], 4), null);
+  assert.equal(createIntegerKeyBucketFunction("default", [T.smallint()], 4), null);
 });
 
 test("bucket - invalid configurations", () => {

@@ -85,6 +85,20 @@ test("merge - the latest version per key; -U and -D drop the key, a later +I bri
   assert.deepEqual(kept.map((r) => [r["id"], r["s"]]), [[1n, "b3"], [2n, "d"], [3n, "c"], [5n, "a2"]], "retractions passed over");
 });
 
+test("merge - BIGINT keys beyond 2^53 in some runs only: runs compared by number and runs compared by value merge in one key order", async () => {
+  const all = fields("id BIGINT NOT NULL, s STRING");
+  const [id] = all;
+  const b = new Map<string, arrow.RecordBatch>();
+  const big = 2n ** 60n;
+  const files = [
+    file(all, [id!], [v({ id: -big }, 0, 0, { s: "a" }), v({ id: 3n }, 1, 0, { s: "b" }), v({ id: big }, 2, 0, { s: "c" })], 0, b),
+    file(all, [id!], [v({ id: 2n }, 3, 0, { s: "d" }), v({ id: 3n }, 4, 0, { s: "e" }), v({ id: 9n }, 5, 0, { s: "f" })], 0, b),
+    file(all, [id!], [v({ id: -5n }, 6, 0, { s: "g" }), v({ id: 9n }, 7, 3)], 0, b),
+  ];
+  const out = await merge(all, [id!], files, b);
+  assert.deepEqual(out.map((r) => [r["id"], r["s"]]), [[-big, "a"], [-5n, "g"], [2n, "d"], [3n, "e"], [big, "c"]]);
+});
+
 test("merge - Paimon's key order: strings by UTF-8 bytes, composite keys column by column; equal sequence numbers: the addition wins over a retraction", async () => {
   const all = fields("s STRING NOT NULL");
   const b = new Map<string, arrow.RecordBatch>();
