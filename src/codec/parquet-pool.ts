@@ -37,7 +37,13 @@ import { ErrorKind, LakeError } from "../errors.ts";
 import { workerCountFromEnv } from "../env.ts";
 import { encodeRequest, toIpcChunks, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
 import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
-import type { EncodedKeyedFlush, KeyedFlushSpec } from "../lsm/keyed-flush.ts";
+/**
+ * A primary-key flush's spec and result (src/lsm/keyed-flush.ts's KeyedFlushSpec and EncodedKeyedFlush): plain,
+ * structured-cloneable values the worker passes through. Opaque here: src/lsm's writers use this pool, so importing
+ * their types would close a circle; the caller names them (`flushKeyed<EncodedKeyedFlush>`).
+ */
+type KeyedFlushSpec = object;
+type EncodedKeyedFlush = object;
 
 export interface ParquetPoolOptions {
   /** Worker threads at most; default `os.availableParallelism()`. */
@@ -224,7 +230,7 @@ export class ParquetEncoderPool {
    * to the encoded files, exactly what `encodeKeyedFlush` returns on the calling thread. The batches are serialised
    * when the job reaches a worker, so they must not be modified until the promise settles.
    */
-  flushKeyed(batches: readonly arrow.RecordBatch[], spec: KeyedFlushSpec): Promise<EncodedKeyedFlush> {
+  flushKeyed<R extends EncodedKeyedFlush>(batches: readonly arrow.RecordBatch[], spec: KeyedFlushSpec): Promise<R> {
     if (this.closed) return Promise.reject(closedError());
     let chunks: IpcChunks;
     try {
@@ -232,7 +238,7 @@ export class ParquetEncoderPool {
     } catch (e) {
       return Promise.reject(e as Error);
     }
-    return this.submit("flush-keyed", chunks, spec, []) as Promise<EncodedKeyedFlush>;
+    return this.submit("flush-keyed", chunks, spec, []) as Promise<R>;
   }
 
   /** Decodes a Parquet file in a worker into an apache-arrow Table (see `ParquetDecodeOptions`). */

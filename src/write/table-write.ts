@@ -452,7 +452,7 @@ export class TableWrite {
     const spec = { schema: kv.layout.schema, encode: kv.writer.encodeSpec, firstSeq };
     if (this.pool === null || rows < POOL_MIN_ROWS) return encodeKeyedFlush(batches, spec);
     try {
-      return await this.pool.flushKeyed(batches, spec);
+      return await this.pool.flushKeyed<EncodedKeyedFlush>(batches, spec);
     } finally {
       // The worker read its copy of the rows: the builders' buffers can serve the next write's builders.
       this.recycler?.giveBatches(batches);

@@ -11,7 +11,7 @@ import { parseColumnList } from "../../../src/format/data-types.ts";
 import type { Row } from "../../../src/format/values.ts";
 import { ALL_ROWS, ALL_TYPES } from "../../helpers/codec-fixtures.ts";
 import { newTableSchema } from "../../../src/format/schema.ts";
-import { encodeKeyedFlush, type KeyedFlushSpec } from "../../../src/lsm/keyed-flush.ts";
+import { encodeKeyedFlush, type EncodedKeyedFlush, type KeyedFlushSpec } from "../../../src/lsm/keyed-flush.ts";
 import { keyFields } from "../../../src/lsm/key-value-fields.ts";
 import { keyValueLayout } from "../../../src/lsm/sort-buffer.ts";
 import { threadNice, threadNices } from "../../helpers/threads.ts";
@@ -92,7 +92,7 @@ test("parquet pool - flushKeyed sorts, folds and encodes a primary-key buffer in
   assert.ok(here.data.rowCount < 1000 && here.data.deleteRowCount > 0);
   const pool = new ParquetEncoderPool({ size: 1 });
   try {
-    const there = await pool.flushKeyed(batches, spec);
+    const there = await pool.flushKeyed<EncodedKeyedFlush>(batches, spec);
     assert.deepEqual(there, here);
     assert.equal(pool.completed["flush-keyed"], 1);
     // The flush reads the buffer, it does not take it: the batches stay whole.
