@@ -13,22 +13,15 @@
  *      { id, ok: true, result }           (the BucketCompaction)
  *      { id, ok: false, message, kind, retryable }
  */
-import { existsSync } from "node:fs";
 import { URL } from "node:url";
+import { importCompiledOrSource } from "../src/compiled-or-source.mjs";
 import { parentPort, workerData } from "node:worker_threads";
 import { lowerThreadPriority } from "../src/codec/thread-priority.mjs";
 
 const priorityError = lowerThreadPriority(Number(workerData?.nice ?? 0));
 if (priorityError !== null) parentPort.postMessage({ id: 0, priorityError });
 
-const compiled = new URL("./lsm-rewrite-job.js", import.meta.url);
-let mod;
-if (existsSync(compiled)) mod = await import(compiled.href);
-else {
-  const { register } = await import("tsx/esm/api");
-  register();
-  mod = await import(new URL("./lsm-rewrite-job.ts", import.meta.url).href);
-}
+const mod = await importCompiledOrSource(new URL("./lsm-rewrite-job.ts", import.meta.url));
 const { runLsmRewrite, warmUpLsmRewrite } = mod;
 
 parentPort.on("message", async (msg) => {

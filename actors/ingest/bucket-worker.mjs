@@ -8,18 +8,11 @@
  *    | { id, op: "flush", session, firstSeq } | { id, op: "close", session }
  * out: { id, ok: true, result } | { id, ok: false, message }; a flush's file bytes are transferred, not copied.
  */
-import { existsSync } from "node:fs";
 import { URL } from "node:url";
+import { importCompiledOrSource } from "../../src/compiled-or-source.mjs";
 import { parentPort } from "node:worker_threads";
 
-const compiled = new URL("./bucket-buffer.js", import.meta.url);
-let mod;
-if (existsSync(compiled)) mod = await import(compiled.href);
-else {
-  const { register } = await import("tsx/esm/api");
-  register();
-  mod = await import(new URL("./bucket-buffer.ts", import.meta.url).href);
-}
+const mod = await importCompiledOrSource(new URL("./bucket-buffer.ts", import.meta.url));
 const { BucketBuffer, warmUpBucketEncoder } = mod;
 
 /** @type {Map<string, InstanceType<typeof BucketBuffer>>} */

@@ -23,7 +23,7 @@
  * `sleep(ms)`.
  */
 /* global WebAssembly */
-import { existsSync } from "node:fs";
+import { importCompiledOrSource } from "../compiled-or-source.mjs";
 import { URL } from "node:url";
 import process from "node:process";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -60,13 +60,7 @@ let keyedFlush = null;
 
 /** The primary-key flush module, loaded once (see the module comment). */
 function loadKeyedFlush() {
-  keyedFlush ??= (async () => {
-    const compiled = new URL("../lsm/keyed-flush.js", import.meta.url);
-    if (existsSync(compiled)) return import(compiled.href);
-    const { register } = await import("tsx/esm/api");
-    register();
-    return import(new URL("../lsm/keyed-flush.ts", import.meta.url).href);
-  })();
+  keyedFlush ??= importCompiledOrSource(new URL("../lsm/keyed-flush.ts", import.meta.url));
   return keyedFlush;
 }
 
