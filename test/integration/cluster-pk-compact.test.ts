@@ -12,18 +12,13 @@ import { readJson, reopen, sortRows } from "../helpers/tables.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { javaPaimonRead, javaRows } from "../helpers/java.ts";
 import { runNatslake } from "../helpers/warehouse-cli.ts";
+import { liveBucketLevels } from "../helpers/pk-layout.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { natslakeState } from "../../src/format/snapshot.ts";
-import { readLsmCompactionOptions } from "../../src/lsm/compaction-options.ts";
-import { framedKeyComparator } from "../../src/lsm/compact-bucket.ts";
-import { Levels } from "../../src/lsm/levels.ts";
-import { liveBuckets } from "../../src/maintenance/live-buckets.ts";
-import { ManifestStore } from "../../src/table/manifest-store.ts";
 import type { CompactSummary } from "../../src/maintenance/compact-summary.ts";
 import type { TableAssignment } from "../../actors/wire/messages.ts";
 import type { Producer } from "../../cluster/producer.ts";
-import type { Table } from "../../src/table/table.ts";
 
 type R = Record<string, unknown>;
 const NAME = "pkc.accounts";
@@ -42,11 +37,6 @@ async function rounds(p: Producer, model: Map<number, R>, from: number, count: n
     await p.flush();
     await p.waitVisible(p.token(), 30_000);
   }
-}
-
-async function checkLevels(t: Table): Promise<void> {
-  const numLevels = readLsmCompactionOptions(t.options).numLevels;
-  for (const b of await liveBuckets(t, (await t.snapshots.latest())!, {}, new ManifestStore(t))) new Levels(b.files, numLevels, framedKeyComparator(t));
 }
 
 test("cluster PK compaction - compact --nats runs on the table's leader, keeps the offsets; the writers go on; natslake, pypaimon and Java read the model", { timeout: 300_000 }, async () => {
@@ -74,7 +64,7 @@ test("cluster PK compaction - compact --nats runs on the table's leader, keeps t
       const snap = await t.snapshots.snapshot(s.snapshotId);
       assert.equal(snap.commitKind, "COMPACT");
       assert.ok(natslakeState(snap) !== null, "the cluster's offsets are carried forward");
-      await checkLevels(t);
+      await liveBucketLevels(t); // throws when a level >= 1 of a bucket overlaps
 
       // The writers flush on top of the compacted buckets; a universal pick through the leader later.
       await rounds(p, model, 6, 6);
@@ -83,7 +73,7 @@ test("cluster PK compaction - compact --nats runs on the table's leader, keeps t
       await rounds(p, model, 12, 2);
       await p.close();
       t = await reopen(c.warehouse, NAME);
-      await checkLevels(t);
+      await liveBucketLevels(t); // throws when a level >= 1 of a bucket overlaps
       const norm = (rows: R[]): R[] => sortRows(rows.map((x) => ({ ...x, id: Number(x["id"]) })));
       const expected = sortRows([...model.values()]);
       assert.deepEqual(norm(await readJson(t)), expected, "natslake");

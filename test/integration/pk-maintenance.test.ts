@@ -16,6 +16,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
+import { liveBucketLevels } from "../helpers/pk-layout.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { compactTable } from "../../src/maintenance/compact.ts";
@@ -24,10 +25,6 @@ import { expirePartitions } from "../../src/maintenance/expire-partitions.ts";
 import { removeOrphans } from "../../src/maintenance/remove-orphans.ts";
 import { rollback } from "../../src/maintenance/rollback.ts";
 import { restoreTable } from "../../src/maintenance/restore.ts";
-import { readLsmCompactionOptions } from "../../src/lsm/compaction-options.ts";
-import { framedKeyComparator } from "../../src/lsm/compact-bucket.ts";
-import { Levels } from "../../src/lsm/levels.ts";
-import { liveBuckets } from "../../src/maintenance/live-buckets.ts";
 import { changelogFilesOf, dataFilePath } from "../../src/table/file-refs.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { createTag, deleteTag, listTags } from "../../src/table/tags.ts";
@@ -243,8 +240,7 @@ test("PK maintenance - restore brings files a compaction moved since back at the
   assert.ok(!live6.some((f) => live2.some((x) => x.name === f.name)), "both under new names: no (file, level) is added again after its deletion");
   await allRead(t, atTwo);
   // The restored bucket is a valid tree and compacts again; expiring the history leaves only what is referenced.
-  const numLevels = readLsmCompactionOptions(t.options).numLevels;
-  for (const b of await liveBuckets(t, (await t.snapshots.latest())!, {}, new ManifestStore(t))) new Levels(b.files, numLevels, framedKeyComparator(t));
+  await liveBucketLevels(t); // throws when a level >= 1 of a bucket overlaps
   await expireSnapshots(t, { retainMin: 1, timeRetainedMs: 0 });
   await consistent(t);
   await compactTable(t, { full: true });
