@@ -3,7 +3,7 @@
 // Node 20's --test does not expand globs, so the files are listed here.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { spawnSync } from "node:child_process";
 
@@ -49,8 +49,21 @@ const LONG_FILES = new Map([
   [resolve(REPO, "test", "chaos", "chaos-ci.test.ts"), 480_000],
   [resolve(REPO, "test", "chaos", "chaos-ci-s3.test.ts"), 300_000],
 ]);
+// Files start in the order given, as many at a time as the concurrency allows: the longest first (their durations as
+// test/durations.json last recorded them; a file not recorded yet counts as a long one), so that no long file starts
+// last and runs on alone at the end. TEST_RECORD_DURATIONS=1 records this run's durations there.
+const DURATIONS = resolve(REPO, "test", "durations.json");
+const recorded = existsSync(DURATIONS) ? JSON.parse(readFileSync(DURATIONS, "utf8")) : {};
+const UNRECORDED_S = 60;
+const durationOf = (f) => recorded[relative(REPO, resolve(f))] ?? UNRECORDED_S;
+files.sort((a, b) => durationOf(b) - durationOf(a));
+const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout"];
+if (process.env.TEST_RECORD_DURATIONS === "1") {
+  process.env.TEST_DURATIONS_OUT = DURATIONS;
+  reporters.push(`--test-reporter=${resolve(REPO, "scripts", "test-durations-reporter.mjs")}`, "--test-reporter-destination=stdout");
+}
 const run = (list, cap, concurrencyOf) =>
-  spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrencyOf}`, `--test-timeout=${cap}`, "--test-reporter=spec", ...list], { stdio: "inherit", env: process.env }).status ?? 1;
+  spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrencyOf}`, `--test-timeout=${cap}`, ...reporters, ...list], { stdio: "inherit", env: process.env }).status ?? 1;
 const defaultCap = Number(process.env.TEST_TIMEOUT_MS ?? 300000);
 const long = files.filter((f) => LONG_FILES.has(resolve(f)));
 const rest = files.filter((f) => !LONG_FILES.has(resolve(f)));

@@ -126,7 +126,9 @@ export async function startCluster(opts: { nodes: number; commitInterval?: strin
       await nc.close().catch(() => undefined);
       await nats.stop();
       await redis.stop();
-      rmSync(dir, { recursive: true, force: true });
+      // NATSLAKE_TEST_KEEP_CLUSTER=1 keeps the node logs and the warehouse for a failure to be read afterwards.
+      if (process.env["NATSLAKE_TEST_KEEP_CLUSTER"] === "1") process.stderr.write(`cluster kept in ${dir}\n`);
+      else rmSync(dir, { recursive: true, force: true });
     },
   };
   // Every node has announced itself (a heartbeat in the members KV) before a test starts: a test that creates a

@@ -10,10 +10,13 @@
  * One two-node cluster for the whole property, a fresh table per run (partitioned or not, one or two buckets, with or
  * without an input changelog). A failing history is not shrunk (a run takes seconds and the cluster carries on
  * between runs): it is printed step by step, with each step's time, next to the seed; PK_MODEL_SEED and PK_MODEL_PATH
- * replay it, PK_MODEL_RUNS sets the number of runs, PK_MODEL_VERBOSE=1 prints every run that way.
+ * replay it, PK_MODEL_RUNS sets the number of runs, PK_MODEL_VERBOSE=1 prints every run that way. A failure that
+ * depends on timing may not come back from its seed: PK_MODEL_HISTORY=<file> runs the counterexample fast-check
+ * printed (the JSON array `[shape, steps]`) in every run instead of generated ones.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { Kvm } from "@nats-io/kv";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
@@ -299,6 +302,15 @@ async function checkTable(name: string, model: ReadonlyMap<number, Row>, shape: 
   }
 }
 
+/** The history PK_MODEL_HISTORY names (a counterexample as fast-check prints it), as constant arbitraries. */
+function replayedHistory(): { shape: fc.Arbitrary<TableShape>; steps: fc.Arbitrary<Step[]> } | undefined {
+  const file = process.env["PK_MODEL_HISTORY"];
+  if (file === undefined) return undefined;
+  const [shape, steps] = JSON.parse(readFileSync(file, "utf8").replace(/__proto__:null,/g, "").replace(/([{,])(\w+):/g, '$1"$2":')) as [TableShape, Step[]];
+  return { shape: fc.constant(shape), steps: fc.constant(steps) };
+}
+const replayed = replayedHistory();
+
 test("cluster PK model - random histories of upserts, deletes and -U/+U pairs with commits, compactions through the leader and SIGKILLed nodes end in the model's rows", { timeout: 280_000 }, async () => {
   const started = Date.now();
   let runNo = 0;
@@ -306,7 +318,7 @@ test("cluster PK model - random histories of upserts, deletes and -U/+U pairs wi
   const path = process.env["PK_MODEL_PATH"];
   await withNodeLogsOnFailure(c, () =>
     fc.assert(
-      fc.asyncProperty(shapeArb, historyArb, async (shape, steps) => {
+      fc.asyncProperty(replayed?.shape ?? shapeArb, replayed?.steps ?? historyArb, async (shape, steps) => {
         // A slow machine's budget: no run starts after it (fast-check's own time limit would abandon a run midway,
         // leaving it to go on against the cluster as the test tears it down).
         if (Date.now() - started > RUNS_START_WITHIN_MS) return;
