@@ -18,6 +18,7 @@
  * files, at most the newest CATCH_UP_MAX); its first round does so even when nothing is pending, so an idle table's
  * last snapshot is announced too (read-your-writes waits on it).
  */
+import type { CommitTurns } from "./commit-turns.ts";
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Meter, type Span, type Tracer } from "@opentelemetry/api";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
@@ -82,6 +83,8 @@ export interface CommitterDeps {
   onCommitted?: (snapshotId: number) => void;
   /** Commit and notify spans (default: the global API's tracer, recording nothing until tracing is registered). */
   tracer?: Tracer;
+  /** The table's commit turn, shared with its maintenance jobs: no round starts while a job's commit holds it. */
+  turns?: CommitTurns;
 }
 
 interface Leadership {
@@ -230,7 +233,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
       }
       case "commit":
         if (this.leader !== null && this.busy) this.checkRoundStall(ctx);
-        if (this.leader !== null && !this.busy) {
+        if (this.leader !== null && !this.busy && (this.d.turns?.tryStartRound() ?? true)) {
           this.busy = true;
           this.roundAt = { started: this.d.clock.monotonic(), stage: "start", reported: false };
           const l = this.leader;
@@ -243,6 +246,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
         return;
       case "round-done":
         this.busy = false;
+        this.d.turns?.endRound();
         if (this.roundAt.reported) ctx.log.info("slow commit round ended", { table: this.d.table.name, ok: msg.ok, seconds: Math.round((this.d.clock.monotonic() - this.roundAt.started) / 1000) });
         this.roundAt = { started: 0, stage: "idle", reported: false };
         // Back into the stream at once (see commitCheckMs); a failed round waits for the timer instead of spinning.

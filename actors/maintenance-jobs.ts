@@ -4,6 +4,7 @@
  * a request from the CLI (`--nats`): one function for both, so the checks, the library calls and the summary are the
  * same whichever path ran, and the CLI's output cannot tell them apart.
  */
+import type { ExclusiveCommitTurn } from "../src/commit/file-store-commit.ts";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { dataInvalid } from "../src/errors.ts";
@@ -39,6 +40,11 @@ export interface JobHooks {
   onProgress?: (p: JobProgress) => void;
   /** Epoch ms (tests); default Date.now(). */
   now?: number;
+  /**
+   * On the cluster's leader: takes the table's commit turn from its commit rounds (see CommitRequest.exclusive), for
+   * the jobs that commit a snapshot (compact, expire-partitions, restore) once they have lost races to them.
+   */
+  exclusive?: ExclusiveCommitTurn;
 }
 
 export type MaintenanceJob = { [K in MaintenanceTaskName]: { task: K; options: MaintenanceTaskOptions[K] } }[MaintenanceTaskName];
@@ -69,6 +75,7 @@ export async function runMaintenanceJob(table: Table, job: MaintenanceJob, hooks
         ...(o.timestampFormatter !== undefined ? { timestampFormatter: o.timestampFormatter } : {}),
         ...(o.timestampPattern !== undefined ? { timestampPattern: o.timestampPattern } : {}),
         ...(hooks.now !== undefined ? { now: hooks.now } : {}),
+        ...(hooks.exclusive !== undefined ? { exclusive: hooks.exclusive } : {}),
         dryRun: o.dryRun === true,
       });
     }
@@ -90,6 +97,7 @@ export async function runMaintenanceJob(table: Table, job: MaintenanceJob, hooks
       return restoreTable(table, {
         ...(o.toSnapshot !== undefined ? { toSnapshot: o.toSnapshot } : {}),
         ...(o.toTag !== undefined ? { toTag: o.toTag } : {}),
+        ...(hooks.exclusive !== undefined ? { exclusive: hooks.exclusive } : {}),
         dryRun: o.dryRun === true,
       });
     }
@@ -108,6 +116,7 @@ async function compact(table: Table, o: MaintenanceTaskOptions["compact"], hooks
     ...(partition !== undefined ? { partition } : {}),
     ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
     ...(o.full === true ? { full: true } : {}),
+    ...(hooks.exclusive !== undefined ? { exclusive: hooks.exclusive } : {}),
     dryRun: o.dryRun === true,
     // A fresh commit user per run, as every CLI write: a second compaction is never taken for a retry of the first.
     commitUser: randomUUID(),

@@ -10,6 +10,7 @@
  * logged and the task tried again at its next due time; a request's failure is its answer. A job's work is
  * idempotent and crash-safe by itself (src/maintenance/), so a leader that dies mid-job leaves it for the next one.
  */
+import type { CommitTurns } from "./commit-turns.ts";
 import type { Meter } from "@opentelemetry/api";
 import { METRICS } from "./metrics.ts";
 import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
@@ -50,6 +51,11 @@ export interface MaintenanceDeps {
   backlogDecided?: () => boolean;
   /** How often due times are checked (default 1 s). */
   tickMs?: number;
+  /**
+   * The table's commit turn, shared with its committer: a requested job's commit that keeps losing races to the
+   * commit rounds takes it (CommitRequest.exclusive), so a restore or compaction lands under any ingest rate.
+   */
+  turns?: CommitTurns;
   /** Runs a requested job (tests replace it); default runMaintenanceJob. */
   runJob?: (table: Table, job: MaintenanceJob, onProgress: (p: { done: number; total: number; files?: number }) => void) => Promise<unknown>;
 }
@@ -213,7 +219,8 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
     this.running = `request:${job.task}`;
     const started = this.d.clock.monotonic();
     ctx.log.info("maintenance request started", { table, task: job.task, node: this.d.nodeId, options: job.options });
-    const run = this.d.runJob ?? ((t, j, onProgress) => runMaintenanceJob(t, j, { onProgress }));
+    const turns = this.d.turns;
+    const run = this.d.runJob ?? ((t, j, onProgress) => runMaintenanceJob(t, j, { onProgress, ...(turns !== undefined ? { exclusive: () => turns.take() } : {}) }));
     const work = run(this.d.table, job, (p) => responder.progress(p)).then((result) => {
       if (job.task === "expire-snapshots") this.recordExpiration(table, result as ExpireResult);
       return result;

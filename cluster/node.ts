@@ -14,6 +14,7 @@
  * hand off), then committers release their leases and the process stops. `handOff()` (`natslake node drain`) does
  * the same but keeps the process and its NATS connection: a drained member holding nothing until it is restarted.
  */
+import { CommitTurns } from "../actors/commit-turns.ts";
 import { availableParallelism } from "node:os";
 import { failpointAsync } from "../src/failpoints.ts";
 import { ParquetEncoderPool, setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
@@ -82,8 +83,16 @@ interface TableService {
   maintenanceSub?: Subscription;
   /** Whether this node's lease on the table is still valid (set while it leads). */
   leaseValid?: () => boolean;
+  /** Who commits the table on this node: the committer's rounds, or a maintenance job's commit for a while. */
+  turns?: CommitTurns;
   stops: Array<() => void>;
 }
+
+/**
+ * The longest a maintenance job's commit holds a table's commit turn (the committer's rounds wait meanwhile): a
+ * restore of a large table copies its files inside the commit; ingest must not wait longer than this for it.
+ */
+const MAX_COMMIT_TURN_MS = 30_000;
 
 /** How a drain went (`Node.handOff`). */
 export interface HandOffResult {
@@ -536,6 +545,11 @@ export class Node {
         ...(this.cfg.redis ? { url: this.cfg.redis } : {}),
         reporter: this.redisReporter,
       });
+      const turns = (svc.turns ??= new CommitTurns({
+        now: () => systemClock.monotonic(),
+        maxHoldMs: MAX_COMMIT_TURN_MS,
+        onHoldExpired: (ms) => this.log.warn("a maintenance job held the table's commit turn too long; the commit rounds go on beside it", { table: name, heldMs: Math.round(ms) }),
+      }));
       svc.committer = this.system.spawn(
         `committer-${name}`,
         () =>
@@ -578,6 +592,7 @@ export class Node {
               svc.backlogDecidedEpoch = epoch;
             },
             onCommitted: (snapshotId) => svc.maintenance?.tell({ type: "committed", snapshotId }),
+            turns,
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );
@@ -621,6 +636,7 @@ export class Node {
             nodeId: this.cfg.nodeId,
             stillLeader: () => svc.leaseValid?.() === true && svc.coordinatorEpoch === epoch,
             backlogDecided: () => svc.backlogDecidedEpoch === epoch,
+            ...(svc.turns !== undefined ? { turns: svc.turns } : {}),
           }),
         { supervision: { minBackoffMs: 200, maxBackoffMs: 5000, maxRestarts: 1000, withinMs: 60_000 } },
       );

@@ -20,8 +20,24 @@ import type { Table } from "../table/table.ts";
 import type { CommitMessage } from "./commit-message.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 
+/**
+ * Takes the table's commit turn from the other committers of this process (the cluster's leader pauses its commit
+ * rounds) and resolves once they have stopped; the function it resolves to gives the turn back.
+ */
+export type ExclusiveCommitTurn = () => Promise<() => void>;
+
+/** After this many lost races in a row a commit with `exclusive` takes the turn for its remaining attempts. */
+export const EXCLUSIVE_AFTER_LOST_RACES = 2;
+
 export interface CommitRequest {
   commitUser: string;
+  /**
+   * A commit that competes with a frequent committer (a maintenance job on the cluster's leader, beside its commit
+   * rounds every few hundred milliseconds) can lose every race: a large commit takes longer to prepare than the
+   * interval between the others'. With this, after EXCLUSIVE_AFTER_LOST_RACES lost races it takes the turn and keeps
+   * it until it lands or fails.
+   */
+  exclusive?: ExclusiveCommitTurn;
   commitIdentifier?: bigint;
   kind?: CommitKind;
   messages: CommitMessage[];
@@ -84,6 +100,19 @@ export class FileStoreCommit {
   }
 
   async commit(req: CommitRequest): Promise<CommitResult> {
+    let giveBack: (() => void) | null = null;
+    const takeTurn = async (lostRaces: number): Promise<void> => {
+      if (req.exclusive !== undefined && giveBack === null && lostRaces >= EXCLUSIVE_AFTER_LOST_RACES) giveBack = await req.exclusive();
+    };
+    try {
+      return await this.attempts(req, takeTurn);
+    } finally {
+      (giveBack as (() => void) | null)?.();
+    }
+  }
+
+  /** The attempts of `commit`; `beforeRetry(lostRaces)` runs before each retry after a lost race. */
+  private async attempts(req: CommitRequest, beforeRetry: (lostRaces: number) => Promise<void>): Promise<CommitResult> {
     const identifier = req.commitIdentifier ?? BATCH_COMMIT_IDENTIFIER;
     const kind = req.kind ?? (req.overwrite ? CommitKind.OVERWRITE : CommitKind.APPEND);
     const maxRetries = this.table.options.commitMaxRetries;
@@ -126,6 +155,7 @@ export class FileStoreCommit {
       }
       const wait = Math.min(maxWait, minWait * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
       await new Promise((r) => setTimeout(r, wait));
+      await beforeRetry(attempt);
     }
   }
 

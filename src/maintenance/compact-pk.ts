@@ -22,7 +22,7 @@ import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { failpointAsync } from "../failpoints.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
-import { FileStoreCommit } from "../commit/file-store-commit.ts";
+import { FileStoreCommit, type ExclusiveCommitTurn } from "../commit/file-store-commit.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { partitionPath } from "../format/partition.ts";
 import { CommitKind } from "../format/snapshot.ts";
@@ -104,7 +104,7 @@ export async function compactPrimaryKeyTable(table: Table, o: PrimaryKeyCompactO
     throw e;
   }
   await failpointAsync("compact.after-rewrite");
-  summary.snapshotId = await commitBucketCompactions(table, results, { store, options, ...(o.commitUser !== undefined ? { commitUser: o.commitUser } : {}) });
+  summary.snapshotId = await commitBucketCompactions(table, results, { store, options, ...(o.commitUser !== undefined ? { commitUser: o.commitUser } : {}), ...(o.exclusive !== undefined ? { exclusive: o.exclusive } : {}) });
   results.forEach((r, i) => addBucket(summary, planned[i]!.bucket, r));
   summary.primaryKey!.rowsWritten = results.reduce((n, r) => n + r.rowsWritten, 0);
   return summary;
@@ -131,6 +131,8 @@ export async function executeBucketPlan(table: Table, p: BucketPlan, o: { pool: 
 
 export interface CommitBucketCompactionsOptions {
   commitUser?: string;
+  /** See CommitRequest.exclusive. */
+  exclusive?: ExclusiveCommitTurn;
   /** A manifest store to share (its cache) with the caller. */
   store?: ManifestStore;
   options?: LsmCompactionOptions;
@@ -155,6 +157,7 @@ export async function commitBucketCompactions(table: Table, compactions: readonl
       commitUser: o.commitUser ?? randomUUID(),
       kind: CommitKind.COMPACT,
       messages,
+      ...(o.exclusive !== undefined ? { exclusive: o.exclusive } : {}),
       prepare: async (base) => {
         if (base !== null) {
           const touched = new Map(messages.map((m) => [bucketKey(m.partition, m.bucket), [] as DataFileMeta[]]));

@@ -2,6 +2,7 @@
  * What `compactTable` is asked and what it reports, for append tables (./compact.ts) and primary-key tables
  * (./compact-pk.ts) alike: one summary object, which `natslake compact --json` prints whichever path ran.
  */
+import type { ExclusiveCommitTurn } from "../commit/file-store-commit.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import type { Value } from "../format/values.ts";
 
@@ -21,6 +22,8 @@ export interface CompactRunOptions {
   /** Plan and report, write nothing. */
   dryRun?: boolean;
   commitUser?: string;
+  /** The commit takes the table's turn after losing races (see CommitRequest.exclusive). */
+  exclusive?: ExclusiveCommitTurn;
   /** Called after each task (append: a rewrite; primary key: a bucket) is done (done, total). */
   onProgress?: (done: number, total: number, task: CompactProgressTask) => void;
 }

@@ -34,7 +34,7 @@ import * as arrow from "apache-arrow";
 import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { failpointAsync } from "../failpoints.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
-import { FileStoreCommit } from "../commit/file-store-commit.ts";
+import { FileStoreCommit, type ExclusiveCommitTurn } from "../commit/file-store-commit.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { readDataFile } from "../scan/read.ts";
 import { FileSource, type DataFileMeta } from "../format/manifest.ts";
@@ -350,6 +350,8 @@ export async function abortCompaction(table: Table, results: readonly CompactRes
 
 export interface CommitCompactionOptions {
   commitUser?: string;
+  /** See CommitRequest.exclusive. */
+  exclusive?: ExclusiveCommitTurn;
 }
 
 /**
@@ -364,7 +366,7 @@ export async function commitCompaction(table: Table, results: readonly CompactRe
     .map((r) => ({ partition: r.task.partition, bucket: r.task.bucket, totalBuckets: r.task.totalBuckets, newFiles: r.outputs, deletedFiles: r.inputs }));
   if (messages.length === 0) return null;
   try {
-    const res = await new FileStoreCommit(table).commit({ commitUser: o.commitUser ?? randomUUID(), kind: CommitKind.COMPACT, messages });
+    const res = await new FileStoreCommit(table).commit({ commitUser: o.commitUser ?? randomUUID(), kind: CommitKind.COMPACT, messages, ...(o.exclusive !== undefined ? { exclusive: o.exclusive } : {}) });
     return res.snapshot;
   } catch (e) {
     if (isLakeError(e, ErrorKind.Conflict) || isLakeError(e, ErrorKind.CommitRace)) await abortCompaction(table, results);
@@ -417,7 +419,7 @@ export async function compactTable(table: Table, o: CompactOptions = {}): Promis
     throw e;
   }
   await failpointAsync("compact.after-rewrite");
-  const snapshot = await commitCompaction(table, results, o.commitUser === undefined ? {} : { commitUser: o.commitUser });
+  const snapshot = await commitCompaction(table, results, { ...(o.commitUser !== undefined ? { commitUser: o.commitUser } : {}), ...(o.exclusive !== undefined ? { exclusive: o.exclusive } : {}) });
   const outputs = results.flatMap((r) => r.outputs);
   summary.snapshotId = snapshot?.id ?? null;
   summary.outputFiles = outputs.length;

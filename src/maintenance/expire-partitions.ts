@@ -27,7 +27,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { dataInvalid } from "../errors.ts";
-import { FileStoreCommit } from "../commit/file-store-commit.ts";
+import { FileStoreCommit, type ExclusiveCommitTurn } from "../commit/file-store-commit.ts";
 import { deserializeBinaryRow, serializeBinaryRow } from "../format/binary-row.ts";
 import type { DataType } from "../format/data-types.ts";
 import { FileKind } from "../format/manifest.ts";
@@ -56,6 +56,8 @@ export interface ExpirePartitionsOptions {
   batchSize?: number | null;
   /** The commit user of the drop (default: a fresh one). */
   commitUser?: string;
+  /** The drop takes the table's turn after losing races (see CommitRequest.exclusive). */
+  exclusive?: ExclusiveCommitTurn;
 }
 
 export interface PartitionReport {
@@ -247,6 +249,7 @@ export async function expirePartitions(table: Table, o: ExpirePartitionsOptions 
     const wanted = new Set(batch.map((x) => x.c.key));
     const res = await commit.commit({
       commitUser,
+      ...(o.exclusive !== undefined ? { exclusive: o.exclusive } : {}),
       kind: CommitKind.OVERWRITE,
       messages: [],
       overwrite: { matches: (part) => wanted.has(canonical(part)), readSnapshotId: null, atCommitTime: true },

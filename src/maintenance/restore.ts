@@ -33,7 +33,7 @@
 import { randomUUID } from "node:crypto";
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { CommitMessage } from "../commit/commit-message.ts";
-import { FileStoreCommit } from "../commit/file-store-commit.ts";
+import { FileStoreCommit, type ExclusiveCommitTurn } from "../commit/file-store-commit.ts";
 import { CommitKind, type Snapshot } from "../format/snapshot.ts";
 import type { DataFileMeta, ManifestEntry } from "../format/manifest.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
@@ -49,6 +49,8 @@ export interface RestoreOptions {
   dryRun?: boolean;
   /** The new snapshot's commit user (default: a fresh one, so a second restore is never taken for a retry). */
   commitUser?: string;
+  /** The commit takes the table's turn after losing races (see CommitRequest.exclusive). */
+  exclusive?: ExclusiveCommitTurn;
 }
 
 export interface RestoreResult {
@@ -118,6 +120,7 @@ export async function restoreTable(table: Table, o: RestoreOptions): Promise<Res
     commitUser: o.commitUser ?? randomUUID(),
     kind: CommitKind.OVERWRITE,
     messages: [],
+    ...(o.exclusive !== undefined ? { exclusive: o.exclusive } : {}),
     prepare: async (b) => {
       if (b === null) throw new LakeError(ErrorKind.NotFound, `${table.name} has no snapshots`);
       base = b;

@@ -92,3 +92,50 @@ test("commit - sequence numbers continue across writes, so a bucket's files orde
     }
   }
 });
+
+test("commit - a commit that keeps losing races takes the caller's exclusive turn after two and lands; without it, it gives up", async () => {
+  const t = await createTable(wh.path, "c.turn", "id BIGINT NOT NULL", { options: { "commit.max-retries": "5", "commit.min-retry-wait": "1 ms", "commit.max-retry-wait": "2 ms" } });
+  // A rival that lands a snapshot inside each of our attempts (between reading the base and linking), as the
+  // cluster's commit rounds do to a slow maintenance commit — unless it is paused.
+  let paused = false;
+  let rivals = 0;
+  const rival = async (): Promise<void> => {
+    if (paused) return;
+    rivals++;
+    await writeRows(t, [{ id: 1000 + rivals }]);
+  };
+  const w = new TableWrite(t);
+  w.writeRows([{ id: 1 }]);
+  const messages = await w.prepareCommit();
+  let takes = 0;
+  let givenBack = 0;
+  const res = await new FileStoreCommit(t).commit({
+    commitUser: "maintenance",
+    messages,
+    prepare: async (base) => {
+      await rival();
+      return { properties: base?.properties ?? null };
+    },
+    exclusive: async () => {
+      takes++;
+      paused = true;
+      return () => {
+        givenBack++;
+        paused = false;
+      };
+    },
+  });
+  assert.equal(res.attempts, 3, "two races lost, then the turn, then it lands");
+  assert.equal(rivals, 2);
+  assert.deepEqual([takes, givenBack], [1, 1], "the turn taken once, given back once");
+  assert.equal((await readJson(t)).length, 3);
+
+  // The same without a turn to take: every attempt loses, and the commit gives up after commit.max-retries.
+  const w2 = new TableWrite(t);
+  w2.writeRows([{ id: 2 }]);
+  const messages2 = await w2.prepareCommit();
+  await assert.rejects(
+    new FileStoreCommit(t).commit({ commitUser: "maintenance-2", messages: messages2, prepare: async (base) => (await rival(), { properties: base?.properties ?? null }) }),
+    (e: unknown) => isLakeError(e, "CommitRace") && /lost 5 races in a row/.test((e as Error).message),
+  );
+});
