@@ -203,6 +203,11 @@ async function runHistory(runNo: number, shape: TableShape, steps: readonly Step
     if (process.env["PK_MODEL_VERBOSE"] === "1") process.stderr.write(`${describeRun(runNo, shape, steps, took)}\n  (the final wait and check: ${Date.now() - finalFrom} ms)\n`);
   } catch (e) {
     process.stderr.write(`\n=== run ${runNo} failed ${took.length === steps.length ? "at the final check" : `at step ${took.length + 1}`} of ${steps.length} ===\n${describeRun(runNo, shape, steps, took)}\n`);
+    // The run's own lines of every node's log (the last lines alone, printed next, are mostly other tables').
+    for (const id of c.nodes.keys()) {
+      const mine = c.logs(id).split("\n").filter((l) => l.includes(`"${name}"`));
+      process.stderr.write(`--- ${id}: ${mine.length} log lines of ${name}${mine.length > 400 ? " (the last 400)" : ""} ---\n${mine.slice(-400).join("\n")}\n`);
+    }
     throw e;
   } finally {
     await p.close().catch(() => undefined);
