@@ -2,7 +2,9 @@
  * FileStoreCommit: turns commit messages into manifests, manifest lists and `snapshot-N`, atomically.
  *
  * One attempt: read the latest snapshot → run the caller's precondition against it (leader fencing, offset chain,
- * overwrite conflicts; every file the commit DELETEs — compaction inputs — still live, else a Conflict) → write the delta manifest, the base list (merged per `manifest.merge-min-count`) and the
+ * overwrite conflicts; every file the commit DELETEs — compaction inputs — still live, else a Conflict) → check that
+ * every manifest of it decodes (a damaged or missing one is an error naming it: nothing is built on a snapshot that
+ * cannot be read) → write the delta manifest, the base list (merged per `manifest.merge-min-count`) and the
  * delta list → create `snapshot-N` exclusively. When another committer created `snapshot-N` first, the attempt's
  * manifests are removed and the commit retries on top of the winner, after checking that the same commit
  * (commitUser + commitIdentifier) did not land already. Data files are never deleted here: if the outcome is unknown
@@ -136,6 +138,8 @@ export class FileStoreCommit {
         return { snapshot: null, alreadyCommitted: false, attempts: attempt, linkedAt: Date.now() };
       }
       await this.checkDeletesLive(messages, latest, kind);
+      // Never a snapshot on one that cannot be read: its manifests would be the new one's base (damaged-file.ts).
+      if (latest !== null) await this.manifests.checkReadable(latest);
 
       const written: string[] = [];
       const delta = await this.deltaEntries(messages, req.overwrite, latest);

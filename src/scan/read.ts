@@ -14,7 +14,7 @@
  * depend on the file (the target schema, the mapping of each file schema to it) is worked out once per scan.
  */
 import * as arrow from "apache-arrow";
-import { ErrorKind, LakeError } from "../errors.ts";
+import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
 import { columnReader } from "../codec/columns/value-readers.ts";
@@ -29,6 +29,7 @@ import type { DataFileMeta } from "../format/manifest.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { toCanonical, type Row, type Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
+import { damagedFile, missingFile, reasonOf } from "../table/damaged-file.ts";
 import { fetchColumnsOf, RANGED_READ_MIN_BYTES } from "./ranged-fetch.ts";
 import { planSnapshot, readSchemaOf, resolveSnapshot, travelsInTime, type DataSplit, type ScanPlan, type ScanSpec } from "./plan.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
@@ -215,7 +216,11 @@ class FileReadContext {
     } finally {
       pass();
     }
-    return { path: fetched.path, mapping: fetched.mapping, decoded: await decoding };
+    try {
+      return { path: fetched.path, mapping: fetched.mapping, decoded: await decoding };
+    } catch (e) {
+      throw decodeRefused(e) ? damagedFile("data-file", fetched.path, reasonOf(e), dataFileRemedy(this.table), { cause: e }) : e;
+    }
   }
 
   /**
@@ -269,9 +274,14 @@ class FileReadContext {
       throw new LakeError(ErrorKind.Unsupported, `data file ${file.fileName}: only Parquet data files can be read (file format from its extension)`);
     }
     // A projection of a large file on an object store fetches the footer and the wanted column chunks only.
-    const bytes = mapping.projected && table.io.prefersRangedReads && file.fileSize >= RANGED_READ_MIN_BYTES
-      ? (await fetchColumnsOf(table.io, path, file.fileSize, mapping.columns)).bytes
-      : await table.io.readFile(path);
+    let bytes: Uint8Array;
+    try {
+      bytes = mapping.projected && table.io.prefersRangedReads && file.fileSize >= RANGED_READ_MIN_BYTES
+        ? (await fetchColumnsOf(table.io, path, file.fileSize, mapping.columns)).bytes
+        : await table.io.readFile(path);
+    } catch (e) {
+      throw isLakeError(e, ErrorKind.NotFound) ? missingFile("data-file", path, dataFileRemedy(table), e) : e;
+    }
     return { path, bytes, mapping };
   }
 
@@ -311,6 +321,19 @@ class FileReadContext {
       return new arrow.RecordBatch(targetSchema, arrow.makeData({ type: structType, length: batch.numRows, nullCount: 0, children }));
     });
   }
+}
+
+/** What to do about a damaged or missing data file. */
+const dataFileRemedy = (table: Table): string =>
+  `restore the file from a backup, or roll ${table.name} back to a snapshot before the one that added it (natslake doctor ${table.name} names the snapshots that use it)`;
+
+/**
+ * Whether a decode failed because the decoder refused the file's bytes — its own error, here or in a pool worker —
+ * and not because it could not run (a worker thread that died, the pool closed: retryable or not about one file).
+ */
+function decodeRefused(e: unknown): boolean {
+  if (!isLakeError(e)) return true;
+  return e.kind === ErrorKind.Unexpected && e.context["op"] === "decode" && e.context["error"] !== undefined && !e.retryable;
 }
 
 function checkRowCount(rows: number, file: DataFileMeta, path: string): void {

@@ -10,6 +10,7 @@ import { dataInvalid, ErrorKind, isLakeError } from "../errors.ts";
 import { parseJson } from "../format/wire/json.ts";
 import type { Table } from "./table.ts";
 import { checkName, checkNewName, newNameProblem } from "../names.ts";
+import { decodeTableFile } from "./damaged-file.ts";
 
 const CONSUMER_FILE = /^consumer-(.+)$/;
 
@@ -57,10 +58,16 @@ export async function getConsumer(table: Table, id: string): Promise<Consumer | 
     if (isLakeError(e, ErrorKind.NotFound)) return null;
     throw e;
   }
-  const o = parseJson(text) as { nextSnapshot?: unknown } | null;
-  const next = Number(o?.nextSnapshot);
-  if (!Number.isSafeInteger(next) || next < 0) throw dataInvalid(`consumer file ${path} has no valid nextSnapshot`);
+  const remedy = `set its progress again (natslake consumer reset ${table.name} ${id} --next-snapshot N) or delete it (natslake consumer delete ${table.name} ${id})`;
+  const next = decodeTableFile("consumer", path, () => nextSnapshotOf(parseJson(text)), remedy);
   return { id, nextSnapshot: next, updatedAtMillis: mtime };
+}
+
+/** A consumer file's `nextSnapshot` (Paimon writes `{"nextSnapshot": N}`). */
+function nextSnapshotOf(json: unknown): number {
+  const next = Number((json as { nextSnapshot?: unknown } | null)?.nextSnapshot);
+  if (!Number.isSafeInteger(next) || next < 0) throw dataInvalid("no valid nextSnapshot");
+  return next;
 }
 
 /** Records that the consumer's next snapshot is `nextSnapshot` (atomic replace; its time is the consumer's activity). */

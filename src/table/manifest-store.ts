@@ -10,6 +10,7 @@ import { deserializeBinaryRow, serializeBinaryRow } from "../format/binary-row.t
 import { compareValues } from "../codec/stats.ts";
 import type { Value } from "../format/values.ts";
 import type { Table } from "./table.ts";
+import { readTableFile } from "./damaged-file.ts";
 
 /** Manifests at or above this size are "full" and left alone by the small-manifest merge. */
 const DEFAULT_TARGET_SIZE = 8 * 1024 * 1024;
@@ -23,7 +24,7 @@ export class ManifestStore {
   async readManifestList(name: string): Promise<ManifestFileMeta[]> {
     const hit = this.listCache.get(name);
     if (hit) return hit;
-    const metas = decodeManifestList(await this.table.io.readFile(this.table.paths.manifestPath(name), { metadata: true }));
+    const metas = await this.readMetadataFile("manifest-list", name, decodeManifestList);
     remember(this.listCache, name, metas);
     return metas;
   }
@@ -31,12 +32,32 @@ export class ManifestStore {
   async readManifest(name: string): Promise<ManifestEntry[]> {
     const hit = this.manifestCache.get(name);
     if (hit) return hit;
-    const entries = decodeManifest(await this.table.io.readFile(this.table.paths.manifestPath(name), { metadata: true }));
+    const entries = await this.readMetadataFile("manifest", name, decodeManifest);
     remember(this.manifestCache, name, entries);
     return entries;
   }
 
+  /** A manifest or list, decoded; one that is missing or does not decode is an error naming it (damaged-file.ts). */
+  private readMetadataFile<T>(kind: "manifest" | "manifest-list", name: string, decode: (bytes: Uint8Array) => T): Promise<T> {
+    const path = this.table.paths.manifestPath(name);
+    const remedy = `restore the file from a backup, or roll ${this.table.name} back to a snapshot that does not use it (natslake doctor ${this.table.name} lists the snapshots that do)`;
+    return readTableFile(kind, path, () => this.table.io.readFile(path, { metadata: true }), (bytes) => decode(bytes as Uint8Array), remedy);
+  }
 
+  /** The manifests of the snapshot `checkReadable` checked last: known to decode. */
+  private checkedManifests = new Set<string>();
+
+  /**
+   * Decodes every manifest of a snapshot that the snapshot checked before did not have (the next snapshot's are the
+   * same but for its delta and merged ones, mostly this store's own, cached): throws the error of the first that is
+   * missing or damaged. A committer checks the snapshot it builds on with it — carrying an unreadable manifest into
+   * the next snapshot's base list would make that one unreadable too.
+   */
+  async checkReadable(s: Snapshot): Promise<void> {
+    const metas = await this.allManifests(s);
+    await this.readEntries(metas.filter((m) => !this.checkedManifests.has(m.fileName)));
+    this.checkedManifests = new Set(metas.map((m) => m.fileName));
+  }
 
   /** All manifests of a snapshot: base then delta, in that order (order matters for ADD/DELETE merging). */
   async allManifests(s: Snapshot): Promise<ManifestFileMeta[]> {

@@ -7,6 +7,7 @@ import type { FileIO } from "../io/file-io.ts";
 import type { PathFactory } from "../io/paths.ts";
 import { schemaFromJson, schemaToJson, type TableSchema } from "../format/schema.ts";
 import { parseJson, stringifyJson } from "../format/wire/json.ts";
+import { decodeTableFile } from "./damaged-file.ts";
 
 const SCHEMA_NAME = /^schema-(\d+)$/;
 
@@ -43,7 +44,7 @@ export class SchemaManager {
       if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `schema ${id} does not exist`, { context: { path }, cause: e });
       throw e;
     }
-    const s = schemaFromJson(parseJson(text));
+    const s = decodeTableFile("schema", path, () => schemaFromJson(parseJson(text)), `restore the file from a backup (the table's snapshots of schema ${id} cannot be read without it)`);
     this.cache.set(id, s);
     return s;
   }

@@ -8,6 +8,7 @@ import type { FileIO } from "../io/file-io.ts";
 import type { PathFactory } from "../io/paths.ts";
 import { type Snapshot, snapshotFromJson, snapshotToJson } from "../format/snapshot.ts";
 import { parseJson, stringifyJson } from "../format/wire/json.ts";
+import { damagedFile } from "./damaged-file.ts";
 
 const SNAPSHOT_NAME = /^snapshot-(\d+)$/;
 /** How far a stale LATEST hint is followed forward before the snapshot directory is listed instead. */
@@ -19,10 +20,7 @@ const HINT_WALK_LIMIT = 16;
  */
 function damagedSnapshot(path: string, id: number | undefined, why: string, cause?: unknown): LakeError {
   const hint = id !== undefined ? `roll the table back to the last good snapshot (natslake rollback <table> --to-snapshot ${id - 1} --force)` : "delete it if it is a tag";
-  return new LakeError(ErrorKind.DataInvalid, `${path} is damaged: not a readable snapshot (${why.replace(/\n/g, "\\n")}); restore the file from a backup, or ${hint}`, {
-    context: { ...(id !== undefined ? { snapshot: id } : {}), damaged: true },
-    ...(cause !== undefined ? { cause } : {}),
-  });
+  return damagedFile("snapshot", path, why, `restore the file from a backup, or ${hint}`, { cause, ...(id !== undefined ? { context: { snapshot: id } } : {}) });
 }
 
 /** Parses a snapshot-shaped file (`snapshot-N`, a tag); a file that does not parse is a damaged-snapshot error. */
@@ -38,7 +36,7 @@ export function parseSnapshotFile(path: string, text: string, id?: number): Snap
 }
 
 /** Whether `e` is the error of a damaged snapshot file (see damagedSnapshot). */
-export const isDamagedSnapshot = (e: unknown): boolean => isLakeError(e, ErrorKind.DataInvalid) && e.context["damaged"] === true;
+export const isDamagedSnapshot = (e: unknown): boolean => isLakeError(e, ErrorKind.DataInvalid) && e.context["damaged"] === true && e.context["file"] === "snapshot";
 
 export class SnapshotManager {
   /** Snapshots never change once created, so a cache by id is always valid (expiration only removes). */

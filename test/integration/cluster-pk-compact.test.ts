@@ -12,7 +12,7 @@ import { readJson, reopen, sortRows } from "../helpers/tables.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { javaPaimonRead, javaRows } from "../helpers/java.ts";
 import { runNatslake } from "../helpers/warehouse-cli.ts";
-import { liveBucketLevels } from "../helpers/pk-layout.ts";
+import { liveBucketLevels } from "../../src/maintenance/bucket-levels.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { natslakeState } from "../../src/format/snapshot.ts";

@@ -22,7 +22,7 @@ import { Kvm } from "@nats-io/kv";
 import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { readJson, reopen, sortRows } from "../helpers/tables.ts";
 import { paimonRead } from "../helpers/python.ts";
-import { liveBucketLevels } from "../helpers/pk-layout.ts";
+import { liveBucketLevels } from "../../src/maintenance/bucket-levels.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { natslakeState } from "../../src/format/snapshot.ts";

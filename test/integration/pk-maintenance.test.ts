@@ -16,7 +16,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { liveBucketLevels } from "../helpers/pk-layout.ts";
+import { liveBucketLevels } from "../../src/maintenance/bucket-levels.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { compactTable } from "../../src/maintenance/compact.ts";

@@ -29,7 +29,7 @@ import { ErrorKind, isLakeError } from "../../../src/errors.ts";
 import type { Table } from "../../../src/table/table.ts";
 import { tempDir } from "../../helpers/tables.ts";
 import { lsmFile } from "../../helpers/lsm-files.ts";
-import { liveBucketLevels } from "../../helpers/pk-layout.ts";
+import { liveBucketLevels } from "../../../src/maintenance/bucket-levels.ts";
 
 const wh = tempDir();
 after(() => wh.cleanup());
