@@ -32,6 +32,7 @@ import type { Actor, ActorContext, Cancellable } from "./runtime/index.ts";
 import type { Bus, Clock, CommitLog, CommitReader, IngestLog, Lease, LeaseGrant } from "./ports.ts";
 import type { LeaseKeeperLike } from "./lease-keeper.ts";
 import { METRICS } from "./metrics.ts";
+import { CommitBlockedGauge } from "./commit-blocked.ts";
 import { TraceLinks, traceparentOf } from "./wire/trace-context.ts";
 import { SpacedTasks } from "./spaced-tasks.ts";
 import { BeatGather, gatherWindowMs, type GatherEntry } from "./beat-gather.ts";
@@ -156,6 +157,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
   private readonly streamMismatches;
   private readonly compactions;
   private readonly commitFailures;
+  private readonly blocked: CommitBlockedGauge;
   private readonly tracer: Tracer;
 
   constructor(private readonly d: CommitterDeps) {
@@ -168,6 +170,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     this.commitFailures = METRICS.commitFailures.create(d.meter);
     // The series exists from the start at 0, so Prometheus sees the first failure as an increase.
     this.commitFailures.add(0, { table: d.table.name });
+    this.blocked = new CommitBlockedGauge(d.meter, d.table.name);
     // Rejections and stream mismatches are rare and serious: from 0 too, so their first one shows as an increase.
     this.rejected.add(0, { table: d.table.name });
     this.streamMismatches.add(0, { table: d.table.name, component: "committer" });
@@ -183,6 +186,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
   async postStop(ctx: ActorContext<CommitterMsg>): Promise<void> {
     this.tickTimer?.cancel();
     this.purges.stop();
+    this.blocked.close();
     await this.stepDown(ctx, "stopped");
   }
 
@@ -204,7 +208,8 @@ export class CommitterActor implements Actor<CommitterMsg> {
           // The lease was won but the table could not be read (a damaged snapshot, the warehouse gone): nothing can
           // commit, which the operators' P0 alert must see as much as a failed round.
           this.commitFailures.add(1, { table: this.d.table.name });
-          ctx.log.error("won the lease but cannot start committing; released it, trying again", { table: this.d.table.name, error: msg.error.message });
+          const blocked = this.blocked.failed(msg.error);
+          ctx.log.error(blocked !== null ? "won the lease but the table is damaged: refusing to commit until it is repaired (natslake doctor)" : "won the lease but cannot start committing; released it, trying again", { table: this.d.table.name, error: msg.error.message, ...(blocked !== null ? { blocked } : {}) });
         } else ctx.log.warn("lease acquisition failed", { table: this.d.table.name, error: msg.error.message });
         return;
       case "acquired": {
@@ -250,6 +255,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
         if (this.roundAt.reported) ctx.log.info("slow commit round ended", { table: this.d.table.name, ok: msg.ok, seconds: Math.round((this.d.clock.monotonic() - this.roundAt.started) / 1000) });
         this.roundAt = { started: 0, stage: "idle", reported: false };
         // Back into the stream at once (see commitCheckMs); a failed round waits for the timer instead of spinning.
+        if (msg.ok) this.blocked.cleared();
         if (msg.ok && this.leader !== null) ctx.self.tell({ type: "commit" });
         if (!msg.ok && msg.error) {
           if (isLakeError(msg.error, ErrorKind.Fenced)) {
@@ -258,7 +264,9 @@ export class CommitterActor implements Actor<CommitterMsg> {
           } else {
             // An unknown outcome: the next round re-reads the chain; committed committables then count as duplicates.
             this.commitFailures.add(1, { table: this.d.table.name });
-            ctx.log.error("commit round failed; retrying next interval", { table: this.d.table.name, error: msg.error.message });
+            const blocked = this.blocked.failed(msg.error);
+            if (blocked !== null) ctx.log.error("commit round refused: the table is damaged; retrying next interval, nothing commits until it is repaired (natslake doctor)", { table: this.d.table.name, error: msg.error.message, blocked });
+            else ctx.log.error("commit round failed; retrying next interval", { table: this.d.table.name, error: msg.error.message });
           }
         }
         return;
