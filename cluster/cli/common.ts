@@ -82,7 +82,7 @@ export const EXIT = {
   failure: {
     code: 1,
     meaning:
-      "the command failed for a reason other than its input: a filesystem, object-store or network error, NATS or Redis not reachable, rows `publish` could not get acknowledged, letters `dlq replay` did not replay, a drain that timed out (`node drain`; a node whose own shutdown did not finish), a node of `up` that died, a chaos run that failed — or a bug, printed with its stack",
+      "the command failed for a reason other than its input: a filesystem, object-store or network error, NATS or Redis not reachable, rows `publish` could not get acknowledged, letters `dlq replay` did not replay, a drain that timed out (`node drain`; a node whose own shutdown did not finish), a node of `up` that died, a chaos run that failed, a table in which `doctor` found a problem — or a bug, printed with its stack",
   },
   usage: {
     code: 2,

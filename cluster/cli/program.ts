@@ -17,6 +17,7 @@ import { registerTagCommands } from "./tag-commands.ts";
 import { registerRollbackCommand } from "./rollback-command.ts";
 import { registerCompactCommand } from "./compact-command.ts";
 import { registerDlqCommands } from "./dlq-commands.ts";
+import { registerDoctorCommand } from "./doctor-command.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
 import { installRedisCommitLock } from "../redis/commit-lock.ts";
 
@@ -47,6 +48,7 @@ export function buildProgram(out: (s: string) => void): Command {
   registerRollbackCommand(program, out);
   registerCompactCommand(program, out);
   registerDlqCommands(program, out);
+  registerDoctorCommand(program, out);
   registerChaosCommands(program);
   return program;
 }

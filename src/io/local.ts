@@ -6,7 +6,7 @@
  * exists, which `rename()` would silently overwrite. The directory is fsynced so the new name survives a crash.
  */
 import { randomUUID } from "node:crypto";
-import { constants as fsc, promises as fs, readFile as readFileCallback, readFileSync, statSync } from "node:fs";
+import { constants as fsc, promises as fs, readFile as readFileCallback, readFileSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { ErrorKind, LakeError } from "../errors.ts";
@@ -245,11 +245,20 @@ export class LocalFileIO implements FileIO {
   }
 
   async size(path: string): Promise<number> {
-    return (await fs.stat(path)).size;
+    return (await this.stat(path)).size;
   }
 
   async mtime(path: string): Promise<number> {
-    return (await fs.stat(path)).mtimeMs;
+    return (await this.stat(path)).mtimeMs;
+  }
+
+  /** A missing file is NotFound, as on an object store (consumers and doctor tell it from an IO error). */
+  private async stat(path: string): Promise<Stats> {
+    try {
+      return await fs.stat(path);
+    } catch (e) {
+      throw this.wrap(e, "stat", path);
+    }
   }
 
   uriOf(path: string): string {
