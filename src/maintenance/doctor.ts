@@ -289,7 +289,8 @@ function collectBucketStates(live: readonly ManifestEntry[], id: number, states:
     b.files.push(e.file);
   }
   for (const [key, b] of byBucket) {
-    const state = `${key}:${b.files.map((f) => f.fileName).sort().join(",")}`;
+    // A file's level is part of the state: an upgrade changes the levels, not the names.
+    const state = `${key}:${b.files.map((f) => `${f.fileName}@${f.level}`).sort().join(",")}`;
     const seen = states.get(state);
     if (seen === undefined) states.set(state, { snapshots: [id], bucket: b });
     else seen.snapshots.push(id);
