@@ -24,6 +24,7 @@ import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
 import { failpoint, failpointAsync } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
+import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { CommitEntry, Committable, CommittableRef, CompactionEntry, SnapshotNotification } from "./wire/messages.ts";
 import { StreamCompactionCommitter, type PendingCompaction } from "../src/commit/compaction-commit.ts";
 import { natslakeState, type Snapshot } from "../src/format/snapshot.ts";
@@ -285,6 +286,9 @@ export class CommitterActor implements Actor<CommitterMsg> {
     if (grant === null) return { grant: null, epoch: 0, reader: null };
     try {
       const latest = await this.d.table.snapshots.latest();
+      // A leader that cannot read the snapshot it would build on does not lead (natslake_commit_blocked says why),
+      // whether or not rows are waiting: the writers cannot open its buckets either.
+      if (latest !== null) await new ManifestStore(this.d.table).checkReadable(latest);
       const st = await natslakeStateAsOf(this.d.table, latest);
       // Above every epoch a previous leader may have used: Redis's counter (lost when Redis restarts), the newest
       // snapshot's and the stored assignment's (a leader that committed nothing still wrote an assignment, and its

@@ -5,14 +5,15 @@
  * pypaimon then read the rows of the target; the files only the damaged snapshot added go with remove-orphans, and
  * writing goes on. A damaged snapshot in the middle does not stop reads of the latest, and rolling back past it works.
  * A damaged middle snapshot can also be expired (orphan cleanup refuses to run while it is there). A leader that
- * starts on a damaged latest snapshot fails every commit round (`natslake_commit_failures_total`, the P0 alert)
- * until `rollback --force` to the last good one; then rows published since land, exactly once — and the rows only
+ * starts on a damaged latest snapshot fails every commit round (`natslake_commit_failures_total`, the P0 alert) and
+ * says it is blocked by it (`natslake_commit_blocked{reason="damaged-snapshot"}` 1, then 0) until `rollback --force`
+ * to the last good one; then rows published since land, exactly once — and the rows only
  * the damaged snapshot held are gone (their stream messages were purged when it landed).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createTable, readJson, reopen, sortRows, tempDir, writeRows } from "../helpers/tables.ts";
 import { paimonRead } from "../helpers/python.ts";
@@ -20,6 +21,7 @@ import { producerWhenRegistered, startCluster, waitFor, withNodeLogsOnFailure } 
 import { freePort } from "../../cluster/local/servers.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
+import { ManifestStore } from "../../src/table/manifest-store.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 
@@ -32,6 +34,35 @@ function cli(args: string[]): Promise<{ status: number | null; stdout: string; s
     p.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     p.on("exit", (status) => resolve({ status, stdout, stderr }));
   });
+}
+
+/**
+ * Node n1 leads a new one-bucket table; each batch of ids is published and waited for until visible; then n1 stops.
+ * Returns the producer (and a `publish` that waits for its acks only) for what comes next.
+ */
+async function landedThenStopped(c: Awaited<ReturnType<typeof startCluster>>, name: string, batches: number[][]): Promise<{ catalog: Catalog; producer: Awaited<ReturnType<typeof producerWhenRegistered>>; publish: (ids: number[]) => Promise<void> }> {
+  c.startNode("n1");
+  const catalog = new Catalog(c.warehouse);
+  await catalog.createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
+  const producer = await producerWhenRegistered(c.nc, name);
+  const publish = async (ids: number[]): Promise<void> => {
+    for (const id of ids) void producer.write({ id });
+    for (const o of await producer.flush()) assert.equal(o.status, "ok", JSON.stringify(o));
+  };
+  for (const ids of batches) {
+    await publish(ids);
+    await producer.waitVisible(producer.token(), 60_000);
+  }
+  c.signal("n1", "SIGTERM");
+  assert.equal(await c.waitExit("n1", 60_000), 0);
+  return { catalog, producer, publish };
+}
+
+/** natslake_commit_blocked of the table for `reason` on the node's /metrics, or null while it has no such series. */
+async function commitBlocked(port: number, table: string, reason: string): Promise<number | null> {
+  const m = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = m.split("\n").find((l) => l.startsWith("natslake_commit_blocked{") && l.includes(`table="${table}"`) && l.includes(`reason="${reason}"`));
+  return line === undefined ? null : Number(line.slice(line.lastIndexOf(" ") + 1));
 }
 
 test("damaged snapshot - a clear error naming the file; rollback --force to the last good one recovers; orphans removed; writes go on", { timeout: 180_000 }, async () => {
@@ -99,22 +130,9 @@ test("damaged latest snapshot met by a starting leader - every commit round fail
   const c = await startCluster({ nodes: 0, commitInterval: "100ms" });
   try {
     await withNodeLogsOnFailure(c, async () => {
-      c.startNode("n1");
       const name = "d.cluster";
-      const catalog = new Catalog(c.warehouse);
-      await catalog.createTable(parseIdentifier(name), { columns: parseColumnList("id BIGINT NOT NULL"), options: { bucket: "1", "bucket-key": "id" } });
-      const producer = await producerWhenRegistered(c.nc, name);
-      const publish = async (ids: number[]): Promise<void> => {
-        for (const id of ids) void producer.write({ id });
-        for (const o of await producer.flush()) assert.equal(o.status, "ok", JSON.stringify(o));
-      };
-      await publish([1, 2]);
-      await producer.waitVisible(producer.token(), 60_000);
-      await publish([3, 4]);
-      await producer.waitVisible(producer.token(), 60_000);
-      // The node stops; the file of the latest snapshot is damaged meanwhile; rows keep arriving in the stream.
-      c.signal("n1", "SIGTERM");
-      assert.equal(await c.waitExit("n1", 60_000), 0);
+      const { catalog, producer, publish } = await landedThenStopped(c, name, [[1, 2], [3, 4]]);
+      // The file of the latest snapshot is damaged while the node is stopped; rows keep arriving in the stream.
       const t = await catalog.getTable(parseIdentifier(name));
       const latest = (await t.snapshots.latestId())!;
       const good = latest - 1;
@@ -131,6 +149,10 @@ test("damaged latest snapshot met by a starting leader - every commit round fail
       };
       await waitFor("commit rounds failing on the damaged snapshot", async () => ((await failures().catch(() => 0)) > 1 ? true : undefined), 90_000, 500);
       assert.match(c.logs("n2"), /snapshot-\d+ is damaged: not a readable snapshot/);
+      // …and blocked for that reason (NatslakeCommitBlocked), until the rollback.
+      const blocked = (): Promise<number | null> => commitBlocked(port, name, "damaged-snapshot");
+      assert.equal(await blocked(), 1);
+      assert.match(c.logs("n2"), /won the lease but the table is damaged: refusing to commit until it is repaired/);
       const rolled = await cli(["rollback", name, "--to-snapshot", String(good), "--force", "--warehouse", c.warehouse]);
       assert.equal(rolled.status, 0, rolled.stderr);
       const ids = async (): Promise<number[]> => (await readJson(await reopen(c.warehouse, name))).map((r) => Number(r["id"])).sort((a, b) => a - b);
@@ -139,10 +161,46 @@ test("damaged latest snapshot met by a starting leader - every commit round fail
         return now.includes(5) && now.includes(6) ? now : undefined;
       }, 90_000, 500);
       assert.deepEqual(landed, [...new Set(landed)], "nothing twice");
+      await waitFor("the block cleared", async () => ((await blocked()) === 0 ? true : undefined), 30_000, 500);
       // What is missing is exactly what only the damaged snapshot held (its messages were purged when it landed).
       const missing = [1, 2, 3, 4, 5, 6].filter((i) => !landed.includes(i));
       for (const i of missing) assert.ok(!rowsOfGood.has(i) && i <= 4, `row ${i} is missing but was not only in the damaged snapshot`);
       assert.deepEqual(sortRows(await paimonRead(c.warehouse, name)).map((r) => Number(r["id"])).sort((a, b) => a - b), landed, "pypaimon reads the same");
+      await producer.close();
+    }, 40);
+  } finally {
+    await c.stop();
+  }
+});
+
+test("damaged manifest met by a starting leader - it refuses to lead and commit on top (natslake_commit_blocked{reason=damaged-manifest}); restoring the file from a backup unblocks it and the rows land", { timeout: 240_000 }, async () => {
+  const c = await startCluster({ nodes: 0, commitInterval: "100ms" });
+  try {
+    await withNodeLogsOnFailure(c, async () => {
+      const name = "d.manifest";
+      const { catalog, producer, publish } = await landedThenStopped(c, name, [[1, 2]]);
+      // A manifest of the latest snapshot is damaged (kept aside, as a backup would be).
+      const t = await catalog.getTable(parseIdentifier(name));
+      const latest = (await t.snapshots.latestId())!;
+      const metas = await new ManifestStore(t).allManifests((await t.snapshots.latest())!);
+      const manifest = t.paths.manifestPath(metas[metas.length - 1]!.fileName);
+      const backup = readFileSync(manifest);
+      writeFileSync(manifest, backup.subarray(0, 12));
+      await publish([3, 4]);
+      const port = await freePort();
+      c.startNode("n2", ["--metrics-port", String(port)]);
+      await waitFor("the leader blocked by the damaged manifest", async () => ((await commitBlocked(port, name, "damaged-manifest").catch(() => null)) === 1 ? true : undefined), 90_000, 500);
+      // It does not lead while it cannot read the latest snapshot (its writers cannot open the bucket either).
+      const refusal = c.logs("n2").split("\n").find((l) => l.includes("the table is damaged: refusing to commit until it is repaired"));
+      assert.ok(refusal?.includes(`${manifest} is damaged: not a readable manifest`), refusal);
+      assert.equal(await (await reopen(c.warehouse, name)).snapshots.latestId(), latest, "nothing committed on top of it");
+      writeFileSync(manifest, backup);
+      const landed = await waitFor("rows published meanwhile landed", async () => {
+        const ids = (await readJson(await reopen(c.warehouse, name))).map((r) => Number(r["id"])).sort((a, b) => a - b);
+        return ids.length >= 4 ? ids : undefined;
+      }, 90_000, 500);
+      assert.deepEqual(landed, [1, 2, 3, 4]);
+      await waitFor("the block cleared", async () => ((await commitBlocked(port, name, "damaged-manifest")) === 0 ? true : undefined), 30_000, 500);
       await producer.close();
     }, 40);
   } finally {

@@ -8,9 +8,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readFileSync, statSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { createTable, readJson, reopen, tempDir, writeRows } from "../helpers/tables.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
@@ -23,19 +21,7 @@ import { CommitKind } from "../../src/format/snapshot.ts";
 import { FileKind } from "../../src/format/manifest.ts";
 import { TableStream } from "../../src/scan/table-stream.ts";
 import type { Table } from "../../src/table/table.ts";
-
-const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
-
-function cli(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    p.on("exit", (status) => resolve({ status, stdout, stderr }));
-  });
-}
+import { runNatslake as cli } from "../helpers/warehouse-cli.ts";
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
@@ -71,11 +57,11 @@ test("doctor - a healthy append and primary-key table: no findings, exit 0, --js
     assert.deepEqual([r.earliestSnapshot, r.latestSnapshot, r.checked.snapshots], [1, 3, 3]);
     assert.ok(r.checked.dataFiles >= 6 && r.checked.buckets >= 2, JSON.stringify(r.checked));
     const json = await cli(["doctor", "d.append", "--json", "--orphans-older-than", "0 s", "--warehouse", dir.path]);
-    assert.equal(json.status, 0, json.stderr);
+    assert.equal(json.code, 0, json.stderr);
     const report = JSON.parse(json.stdout) as DoctorReport;
     assert.deepEqual([report.healthy, report.findings, report.checked.dataFiles, report.checked.consumers], [true, [], 3, 1]);
     const text = await cli(["doctor", "d.pk", "--warehouse", dir.path]);
-    assert.equal(text.status, 0, text.stderr);
+    assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^d\.pk: healthy \(snapshots 1\.\.3; checked 1 schemas, 3 snapshots, /);
   } finally {
     dir.cleanup();
@@ -167,11 +153,11 @@ test("doctor - each damage found with the file, the snapshots using it and what 
 
     // The CLI: exit 1, each finding with its action, the same in --json.
     const text = await cli(["doctor", "d.manifest", "--warehouse", wh]);
-    assert.equal(text.status, 1, text.stderr);
+    assert.equal(text.code, 1, text.stderr);
     assert.equal(text.stderr, "error: d.manifest: 1 problem found\n");
     assert.match(text.stdout, new RegExp(`^d\\.manifest: 1 problem \\(snapshots 1\\.\\.3; .*\\)\\n  manifest: ${escape(m.manifest)}: damaged: .* \\[snapshot 3\\]\\n    → restore it from a backup, or roll back to snapshot 2`));
     const json = await cli(["doctor", "d.consumers", "--json", "--warehouse", wh]);
-    assert.equal(json.status, 1, json.stderr);
+    assert.equal(json.code, 1, json.stderr);
     const report = JSON.parse(json.stdout) as DoctorReport;
     assert.deepEqual([report.healthy, report.findings.map((f) => f.check), report.earliestSnapshot, report.latestSnapshot], [false, ["consumer", "consumer"], earliest, 4]);
   } finally {
@@ -235,7 +221,7 @@ test("damaged files - every reader names the file: scan, CLI read, a tail's cons
     writeFileSync(dataFile, b);
     await damagedRead(data, dataFile, "data file");
     const read = await cli(["read", "r.data", "--warehouse", wh]);
-    assert.equal(read.status, 2, read.stderr);
+    assert.equal(read.code, 2, read.stderr);
     assert.match(read.stderr, new RegExp(`^error: ${escape(dataFile)} is damaged: not a readable data file \\(.+\\); restore the file from a backup, or roll r\\.data back to a snapshot before the one that added it \\(natslake doctor r\\.data names the snapshots that use it\\)\\n$`));
     unlinkSync(dataFile);
     await assert.rejects(readJson(await reopen(wh, "r.data")), new RegExp(`^LakeError: data file ${escape(dataFile)} is missing; restore the file from a backup`));
@@ -245,7 +231,7 @@ test("damaged files - every reader names the file: scan, CLI read, a tail's cons
     writeFileSync(`${sch.root}/schema/schema-0`, '{"id": 0, "fields": [');
     await assert.rejects(reopen(wh, "r.schema"), new RegExp(`^LakeError: ${escape(`${sch.root}/schema/schema-0`)} is damaged: not a readable schema \\(`));
     const doc = await cli(["doctor", "r.schema", "--json", "--warehouse", wh]);
-    assert.equal(doc.status, 1, doc.stderr);
+    assert.equal(doc.code, 1, doc.stderr);
     assert.deepEqual((JSON.parse(doc.stdout) as DoctorReport).findings.map((f) => [f.check, f.path]), [["schema", `${sch.root}/schema/schema-0`]]);
 
     // A consumer file: listing consumers and a tail resuming with it.
