@@ -80,11 +80,28 @@ export interface DoctorOptions {
   onProgress?: (p: DoctorProgress) => void;
 }
 
-/** A data file the retained snapshots hold, and which of them do. */
+/**
+ * A data file the retained snapshots hold, and which of them do: runs of consecutive ids as [from, to, from, to, …]
+ * (a file is live from the snapshot that adds it to the one before the one that deletes it, so a run or two per file,
+ * not an id per snapshot and file).
+ */
 interface HeldFile {
   entry: ManifestEntry;
   path: string;
-  snapshots: number[];
+  runs: number[];
+}
+
+/** Adds `id` (ascending across calls) to the runs. */
+function addToRuns(runs: number[], id: number): void {
+  if (runs.length > 0 && runs[runs.length - 1] === id - 1) runs[runs.length - 1] = id;
+  else runs.push(id, id);
+}
+
+/** The ids of the runs. */
+function idsOfRuns(runs: readonly number[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < runs.length; i += 2) for (let id = runs[i]!; id <= runs[i + 1]!; id++) out.push(id);
+  return out;
 }
 
 /** Where to roll back to so that snapshots `ids` (ascending) are gone: the newest readable one before them. */
@@ -145,8 +162,8 @@ export async function doctorTable(table: Table, o: DoctorOptions = {}): Promise<
     for (const e of [...live, ...changelog]) {
       const key = fileKey(e);
       const h = held.get(key);
-      if (h === undefined) held.set(key, { entry: e, path: dataFilePath(table, e), snapshots: [s.id] });
-      else h.snapshots.push(s.id);
+      if (h === undefined) held.set(key, { entry: e, path: dataFilePath(table, e), runs: [s.id, s.id] });
+      else addToRuns(h.runs, s.id);
     }
     if (table.isPrimaryKeyTable) collectBucketStates(live, s.id, buckets);
   }
@@ -162,7 +179,8 @@ export async function doctorTable(table: Table, o: DoctorOptions = {}): Promise<
     const problem = await dataFileProblem(table, f);
     o.onProgress?.({ stage: "data files", done: ++done, total: files.length });
     if (problem !== null) {
-      findings.push({ check: "data-file", path: table.io.uriOf(f.path), snapshots: f.snapshots, problem, action: `restore it from a backup, or ${rollbackAction(name, { ids: f.snapshots, good })}` });
+      const used = idsOfRuns(f.runs);
+      findings.push({ check: "data-file", path: table.io.uriOf(f.path), snapshots: used, problem, action: `restore it from a backup, or ${rollbackAction(name, { ids: used, good })}` });
     }
   });
 
