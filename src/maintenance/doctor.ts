@@ -20,7 +20,7 @@
 import { ErrorKind, isLakeError } from "../errors.ts";
 import { footerRangeFromTail } from "../codec/parquet-ranges.ts";
 import { decodeStruct } from "../codec/parquet-footer.mjs";
-import { FileKind, type ManifestEntry } from "../format/manifest.ts";
+import { FileKind, type ManifestEntry, mergeEntries } from "../format/manifest.ts";
 import type { Snapshot } from "../format/snapshot.ts";
 import { damagedFileOf, reasonOf } from "../table/damaged-file.ts";
 import { getConsumer } from "../table/consumers.ts";
@@ -156,8 +156,8 @@ export async function doctorTable(table: Table, o: DoctorOptions = {}): Promise<
   for (const s of snapshots.values()) {
     const readable = await checkSnapshotMetadata(store, s, metadataUsers, manifestsChecked);
     listsChecked += manifestListsOf(s).length;
-    if (!readable) continue;
-    const live = await store.readLiveEntries(s);
+    // A snapshot with a damaged manifest: the data files its readable manifests hold are checked all the same.
+    const live = readable ? await store.readLiveEntries(s) : await readableEntries(store, s);
     const changelog = (await store.readChangelogEntries(s).catch(() => [])).filter((e) => e.kind === FileKind.ADD);
     for (const e of [...live, ...changelog]) {
       const key = fileKey(e);
@@ -165,7 +165,7 @@ export async function doctorTable(table: Table, o: DoctorOptions = {}): Promise<
       if (h === undefined) held.set(key, { entry: e, path: dataFilePath(table, e), runs: [s.id, s.id] });
       else addToRuns(h.runs, s.id);
     }
-    if (table.isPrimaryKeyTable) collectBucketStates(live, s.id, buckets);
+    if (table.isPrimaryKeyTable && readable) collectBucketStates(live, s.id, buckets);
   }
   for (const [file, u] of metadataUsers) {
     if (u.error === null) continue;
@@ -291,6 +291,16 @@ async function checkSnapshotMetadata(
     }
   }
   return readable;
+}
+
+/** The live entries of a snapshot's manifests that can be read (the others are findings already). */
+async function readableEntries(store: ManifestStore, s: Snapshot): Promise<ManifestEntry[]> {
+  const entries: ManifestEntry[] = [];
+  for (const list of manifestListsOf(s)) {
+    const metas = await store.readManifestList(list).catch(() => []);
+    for (const m of metas) entries.push(...(await store.readManifest(m.fileName).catch(() => [])));
+  }
+  return mergeEntries(entries);
 }
 
 /** Each distinct state of each bucket (its live files) with the snapshots that have it. */

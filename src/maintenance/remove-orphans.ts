@@ -373,7 +373,7 @@ async function readJsonSnapshot(io: Table["io"], path: string): Promise<Snapshot
     throw e;
   }
   const m = /snapshot-(\d+)$/.exec(path);
-  return parseSnapshotFile(path, text, m !== null ? Number(m[1]) : undefined);
+  return parseSnapshotFile(path, text, m !== null ? Number(m[1]) : undefined, io.uriOf(path));
 }
 
 async function readOrMissing<T>(read: Promise<T>, what: string, strict: boolean): Promise<T | null> {

@@ -219,7 +219,7 @@ class FileReadContext {
     try {
       return { path: fetched.path, mapping: fetched.mapping, decoded: await decoding };
     } catch (e) {
-      throw decodeRefused(e) ? damagedFile("data-file", fetched.path, reasonOf(e), dataFileRemedy(this.table), { cause: e }) : e;
+      throw decodeRefused(e) ? damagedFile("data-file", fetched.path, reasonOf(e), dataFileRemedy(this.table), { cause: e, uri: this.table.io.uriOf(fetched.path) }) : e;
     }
   }
 
@@ -280,7 +280,7 @@ class FileReadContext {
         ? (await fetchColumnsOf(table.io, path, file.fileSize, mapping.columns)).bytes
         : await table.io.readFile(path);
     } catch (e) {
-      throw isLakeError(e, ErrorKind.NotFound) ? missingFile("data-file", path, dataFileRemedy(table), e) : e;
+      throw isLakeError(e, ErrorKind.NotFound) ? missingFile("data-file", path, dataFileRemedy(table), e, table.io.uriOf(path)) : e;
     }
     return { path, bytes, mapping };
   }

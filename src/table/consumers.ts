@@ -59,7 +59,7 @@ export async function getConsumer(table: Table, id: string): Promise<Consumer | 
     throw e;
   }
   const remedy = `set its progress again (natslake consumer reset ${table.name} ${id} --next-snapshot N) or delete it (natslake consumer delete ${table.name} ${id})`;
-  const next = decodeTableFile("consumer", path, () => nextSnapshotOf(parseJson(text)), remedy);
+  const next = decodeTableFile("consumer", path, () => nextSnapshotOf(parseJson(text)), remedy, table.io.uriOf(path));
   return { id, nextSnapshot: next, updatedAtMillis: mtime };
 }
 

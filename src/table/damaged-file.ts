@@ -29,11 +29,12 @@ export function reasonOf(e: unknown): string {
 }
 
 /**
- * `path` exists but is not a readable `kind`: a DataInvalid error `<path> is damaged: not a readable <kind> (<why>);
- * <remedy>`, with `context` {damaged, file, path} (see `damagedFileOf`).
+ * `path` exists but is not a readable `kind`: a DataInvalid error `<uri> is damaged: not a readable <kind> (<why>);
+ * <remedy>`, with `context` {damaged, file, path} (see `damagedFileOf`). `uri`: the file as a user names it
+ * (FileIO.uriOf: `s3://bucket/…` on an object store), default `path`.
  */
-export function damagedFile(kind: TableFileKind, path: string, why: string, remedy: string, opts: { cause?: unknown; context?: Record<string, unknown> } = {}): LakeError {
-  return new LakeError(ErrorKind.DataInvalid, `${path} is damaged: not a readable ${fileKindText(kind)} (${why.replace(/\n/g, "\\n")}); ${remedy}`, {
+export function damagedFile(kind: TableFileKind, path: string, why: string, remedy: string, opts: { cause?: unknown; context?: Record<string, unknown>; uri?: string } = {}): LakeError {
+  return new LakeError(ErrorKind.DataInvalid, `${opts.uri ?? path} is damaged: not a readable ${fileKindText(kind)} (${why.replace(/\n/g, "\\n")}); ${remedy}`, {
     context: { ...opts.context, damaged: true, file: kind, path, problem: "damaged" satisfies FileProblem },
     ...(opts.cause !== undefined ? { cause: opts.cause } : {}),
   });
@@ -43,8 +44,8 @@ export function damagedFile(kind: TableFileKind, path: string, why: string, reme
  * `path`, which the table's metadata names, is not there: a NotFound error (a reader racing snapshot expiration
  * meets one too, and callers that tolerate that keep doing so) `<kind> <path> is missing; <remedy>`.
  */
-export function missingFile(kind: TableFileKind, path: string, remedy: string, cause?: unknown): LakeError {
-  return new LakeError(ErrorKind.NotFound, `${fileKindText(kind)} ${path} is missing; ${remedy}`, {
+export function missingFile(kind: TableFileKind, path: string, remedy: string, cause?: unknown, uri = path): LakeError {
+  return new LakeError(ErrorKind.NotFound, `${fileKindText(kind)} ${uri} is missing; ${remedy}`, {
     context: { damaged: true, file: kind, path, problem: "missing" satisfies FileProblem },
     ...(cause !== undefined ? { cause } : {}),
   });
@@ -72,23 +73,24 @@ export async function readTableFile<T>(
   read: () => Promise<Uint8Array | string>,
   decode: (bytes: Uint8Array | string) => T,
   remedy: string,
+  uri = path,
 ): Promise<T> {
   let bytes: Uint8Array | string;
   try {
     bytes = await read();
   } catch (e) {
-    if (isLakeError(e, ErrorKind.NotFound)) throw missingFile(kind, path, remedy, e);
+    if (isLakeError(e, ErrorKind.NotFound)) throw missingFile(kind, path, remedy, e, uri);
     throw e;
   }
-  return decodeTableFile(kind, path, () => decode(bytes), remedy);
+  return decodeTableFile(kind, path, () => decode(bytes), remedy, uri);
 }
 
 /** Runs a decode of a file's bytes: whatever it throws becomes a `damagedFile` error naming `path`. */
-export function decodeTableFile<T>(kind: TableFileKind, path: string, decode: () => T, remedy: string): T {
+export function decodeTableFile<T>(kind: TableFileKind, path: string, decode: () => T, remedy: string, uri = path): T {
   try {
     return decode();
   } catch (e) {
     if (damagedFileOf(e) !== null) throw e;
-    throw damagedFile(kind, path, reasonOf(e), remedy, { cause: e });
+    throw damagedFile(kind, path, reasonOf(e), remedy, { cause: e, uri });
   }
 }

@@ -41,7 +41,7 @@ export class ManifestStore {
   private readMetadataFile<T>(kind: "manifest" | "manifest-list", name: string, decode: (bytes: Uint8Array) => T): Promise<T> {
     const path = this.table.paths.manifestPath(name);
     const remedy = `restore the file from a backup, or roll ${this.table.name} back to a snapshot that does not use it (natslake doctor ${this.table.name} lists the snapshots that do)`;
-    return readTableFile(kind, path, () => this.table.io.readFile(path, { metadata: true }), (bytes) => decode(bytes as Uint8Array), remedy);
+    return readTableFile(kind, path, () => this.table.io.readFile(path, { metadata: true }), (bytes) => decode(bytes as Uint8Array), remedy, this.table.io.uriOf(path));
   }
 
   /** The manifests of the snapshot `checkReadable` checked last: known to decode. */

@@ -44,7 +44,7 @@ export class SchemaManager {
       if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `schema ${id} does not exist`, { context: { path }, cause: e });
       throw e;
     }
-    const s = decodeTableFile("schema", path, () => schemaFromJson(parseJson(text)), `restore the file from a backup (the table's snapshots of schema ${id} cannot be read without it)`);
+    const s = decodeTableFile("schema", path, () => schemaFromJson(parseJson(text)), `restore the file from a backup (the table's snapshots of schema ${id} cannot be read without it)`, this.io.uriOf(path));
     this.cache.set(id, s);
     return s;
   }

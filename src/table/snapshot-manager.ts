@@ -18,20 +18,23 @@ const HINT_WALK_LIMIT = 16;
  * A snapshot file that exists but cannot be read as one (a damaged disk, a hand edit): a DataInvalid error that says
  * so and how to recover, with `context.damaged` set (rollback skips such snapshots after its target).
  */
-function damagedSnapshot(path: string, id: number | undefined, why: string, cause?: unknown): LakeError {
+function damagedSnapshot(path: string, id: number | undefined, why: string, cause: unknown, uri: string): LakeError {
   const hint = id !== undefined ? `roll the table back to the last good snapshot (natslake rollback <table> --to-snapshot ${id - 1} --force)` : "delete it if it is a tag";
-  return damagedFile("snapshot", path, why, `restore the file from a backup, or ${hint}`, { cause, ...(id !== undefined ? { context: { snapshot: id } } : {}) });
+  return damagedFile("snapshot", path, why, `restore the file from a backup, or ${hint}`, { cause, uri, ...(id !== undefined ? { context: { snapshot: id } } : {}) });
 }
 
-/** Parses a snapshot-shaped file (`snapshot-N`, a tag); a file that does not parse is a damaged-snapshot error. */
-export function parseSnapshotFile(path: string, text: string, id?: number): Snapshot {
+/**
+ * Parses a snapshot-shaped file (`snapshot-N`, a tag); a file that does not parse is a damaged-snapshot error naming
+ * it as `uri` (FileIO.uriOf, default `path`).
+ */
+export function parseSnapshotFile(path: string, text: string, id?: number, uri = path): Snapshot {
   let s: Snapshot;
   try {
     s = snapshotFromJson(parseJson(text));
   } catch (e) {
-    throw damagedSnapshot(path, id, e instanceof Error ? e.message : String(e), e);
+    throw damagedSnapshot(path, id, e instanceof Error ? e.message : String(e), e, uri);
   }
-  if (id !== undefined && s.id !== id) throw damagedSnapshot(path, id, `it holds snapshot id ${s.id}`);
+  if (id !== undefined && s.id !== id) throw damagedSnapshot(path, id, `it holds snapshot id ${s.id}`, undefined, uri);
   return s;
 }
 
@@ -74,7 +77,8 @@ export class SnapshotManager {
       if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `snapshot ${id} does not exist`, { cause: e });
       throw e;
     }
-    const s = parseSnapshotFile(this.paths.snapshotPath(id), text, id);
+    const path = this.paths.snapshotPath(id);
+    const s = parseSnapshotFile(path, text, id, this.io.uriOf(path));
     this.remember(s);
     return s;
   }
