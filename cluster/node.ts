@@ -300,7 +300,7 @@ export class Node {
   }
 
   async ensureInfra(t: Table): Promise<void> {
-    const infra = await ensureTableInfra({ nc: this.nc, subjects: this.subjects, table: t, replicas: this.cfg.replicas, maxBytes: this.cfg.streamMaxBytes, duplicateWindowMs: this.cfg.duplicateWindow });
+    const infra = await ensureTableInfra({ nc: this.nc, subjects: this.subjects, table: t, replicas: this.cfg.replicas, ...(this.cfg.streamMaxBytes !== undefined ? { maxBytes: this.cfg.streamMaxBytes } : {}), ...(this.cfg.duplicateWindow !== undefined ? { duplicateWindowMs: this.cfg.duplicateWindow } : {}) });
     for (const w of infra.warnings) this.log.warn(w, { table: t.name });
   }
 

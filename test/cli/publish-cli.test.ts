@@ -52,7 +52,7 @@ test("publish - every row is counted, not only the batches that flush() settled"
 test("publish - rows a full stream refused are counted as failed and make the exit code 1", { timeout: 120_000 }, async () => {
   assert.ok(process.env["NATSLAKE_NATS_SERVER_CURRENT"], "needs the current nats-server (scripts/setup.sh builds it; scripts/run-tests.mjs finds it)");
   await createTable("pub.full");
-  // A small stream (set on the stream itself: the node's --stream-max-bytes default wins over the table option).
+  // A small stream, set on the stream itself (a table's natslake.stream.max-bytes applies too: test/integration/stream-limits.test.ts).
   await (await jetstreamManager(c.nc)).streams.update("LAKE_IN_pub_full", { max_bytes: 32 * 1024 });
   const r = nl(["publish", "pub.full", rowsFile("full.jsonl", 15_000), "--nats", c.nats.url, "--no-progress"]);
   assert.equal(r.signal, null, "publish ended by itself");
