@@ -13,7 +13,7 @@
  *   matter most). Letters dropped that way are counted, not silent: `dlqDropped` (the node's
  *   `natslake_dlq_dropped_total`).
  * - KV buckets: tables, members (history 1, `max_age` = member TTL, so a silent member's key disappears), assign,
- *   snap, router.
+ *   snap, router, attempts.
  *
  * An existing ingest stream is updated when its updatable settings differ (subjects are only ever added); settings
  * JetStream cannot change (storage, retention) are an error that says what differs.
@@ -226,7 +226,7 @@ export function registerDlqDroppedMetric(meter: Meter, nc: NatsConnection, subje
 }
 
 /**
- * The cluster-wide KV buckets (tables, members, assignments, last notifications, router progress), created when
+ * The cluster-wide KV buckets (tables, members, assignments, last notifications, router progress, read attempts), created when
  * missing; an existing bucket keeps its settings. Nodes call this at start, before any table exists.
  */
 /** The schema id of a stored TableMeta (-1 when it cannot be read: it is then replaced). */
@@ -247,6 +247,7 @@ export async function ensureClusterKv(nc: NatsConnection, subjects: Subjects, re
   await createKv(kvm, subjects.assignKv, kvOpts);
   await createKv(kvm, subjects.snapKv, kvOpts);
   await createKv(kvm, subjects.routerKv, kvOpts);
+  await createKv(kvm, subjects.attemptsKv, kvOpts);
   return { tablesKv };
 }
 
