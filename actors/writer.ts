@@ -52,7 +52,7 @@ export type WriterMsg =
   | { type: "decode-failed"; generation: number; error: Error }
   | { type: "appended"; generation: number; lastSeq: number; firstPublishedAt: number; result: AppendResult }
   /** Isolating (actors/poison-guard.ts): `message` is recorded as the one tried alone, or `poison` says why it goes to the DLQ. */
-  | { type: "probed"; generation: number; message: IngestMessage; poison: string | null; release: () => void }
+  | { type: "probed"; generation: number; message: IngestMessage; poison: string | null }
   | { type: "flush-tick" }
   /** The node's write budget is full and this writer holds the largest buffer: flush it now. */
   | { type: "preempted" }
@@ -206,7 +206,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   /** Isolating: messages up to this stream sequence are read and flushed one at a time. Null: batches. */
   private isolateUntil: number | null = null;
   /** Lets the node's next probe in (see ProbeGate); held from a message's probe until its flush ended. */
-  private probeRelease: (() => void) | null = null;
+  private probeRelease: { generation: number; release: () => void } | null = null;
+  /** postStop ran: a probe that gets the gate now lets it go at once. */
+  private closed = false;
   private readonly poisonMessages;
   private tick: Cancellable | null = null;
   private readonly rowsIn;
@@ -313,6 +315,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.unobserveGauges?.();
     this.unobserveGauges = null;
     this.d.budget?.release(this.budgetId);
+    this.closed = true;
     this.endProbe();
     this.session?.close();
     this.session = null;
@@ -467,13 +470,15 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       }
       case "probed": {
         if (msg.generation !== this.generation || this.write === null) {
-          msg.release();
+          // Its generation ended: the node's next probe may start.
+          this.endProbe(msg.generation);
           return;
         }
-        this.probeRelease = msg.release;
         this.decoding = false;
-        // Handing the bucket off: the message is not covered, and the next owner reads it.
+        // Handing the bucket off: the message was not tried (its mark goes), and the next owner reads it.
         if (this.revoking) {
+          await this.probePassed(ctx);
+          this.flush(ctx);
           if (!this.flushPending()) this.finishRevoke(ctx);
           return;
         }
@@ -789,14 +794,15 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     ctx.pipeToSelf(
       (async () => {
         const release = await gate.acquire();
-        try {
-          return { poison: await guard.probe(message.seq), release };
-        } catch (e) {
+        // Kept here, not in the answer: a stopped actor drops its messages, and the gate must still open (postStop).
+        if (this.closed) {
           release();
-          throw e;
+          throw new LakeError(ErrorKind.Unexpected, "the bucket writer stopped");
         }
+        this.probeRelease = { generation, release };
+        return guard.probe(message.seq);
       })(),
-      ({ poison, release }) => ({ type: "probed", generation, message, poison, release }),
+      (poison) => ({ type: "probed", generation, message, poison }),
       (e) => ({ type: "decode-failed", generation, error: ensureError(e) }),
     );
   }
@@ -812,11 +818,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.endProbe();
   }
 
-  /** Lets the node's next probe in; a mark left in KV (a failed probe) counts against its message at the next read. */
-  private endProbe(): void {
-    const release = this.probeRelease;
+  /**
+   * Lets the node's next probe in (only `generation`'s, when given: a late answer of an ended generation must not let
+   * a newer probe's gate go); a mark left in KV (a failed probe) counts against its message at the next read. */
+  private endProbe(generation?: number): void {
+    const held = this.probeRelease;
+    if (held === null || (generation !== undefined && held.generation !== generation)) return;
     this.probeRelease = null;
-    release?.();
+    held.release();
   }
 
   /** This generation's first read after the committed offset: one attempt (actors/poison-guard.ts). */
@@ -936,12 +945,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       this.flushWaiting = { beat };
       return;
     }
-    if (this.lastSeq <= this.prevOffset) return;
     // A flush asked for while a message was being probed (isolating) is this one: it covers everything read.
     if (this.flushWaiting !== null) {
       beat ??= this.flushWaiting.beat;
       this.flushWaiting = null;
     }
+    if (this.lastSeq <= this.prevOffset) return;
     this.flushing = true;
     const generation = this.generation;
     const prevOffset = this.prevOffset;
