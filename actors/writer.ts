@@ -24,7 +24,7 @@ import type { CommitMessage } from "../src/commit/commit-message.ts";
 import type { AppendResult } from "./ingest/bucket-buffer.ts";
 import type { BucketBuffers, BucketSession } from "./ingest/bucket-buffers.ts";
 import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
-import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
+import { decodeRows, oversized, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { AttemptLog, BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
 import { PoisonGuard, poisonLimits, type ProbeGate } from "./poison-guard.ts";
@@ -210,6 +210,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   /** postStop ran: a probe that gets the gate now lets it go at once. */
   private closed = false;
   private readonly poisonMessages;
+  /** The table's `natslake.ingest.max-message-rows`. */
+  private readonly maxMessageRows: number;
   private tick: Cancellable | null = null;
   private readonly rowsIn;
   private readonly deadLetters;
@@ -255,6 +257,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.bytesOut = METRICS.bytesWritten.create(d.meter);
     this.streamMismatches = METRICS.streamMismatches.create(d.meter);
     this.poisonMessages = METRICS.poisonMessages.create(d.meter);
+    this.maxMessageRows = d.table.options.int("natslake.ingest.max-message-rows");
     this.guard = d.attempts === undefined ? null : new PoisonGuard(d.attempts.log, d.table.name, d.bucket, poisonLimits(d.table.options.int("natslake.writer.max-attempts")));
     // Append buckets merge small files, primary-key buckets compact their LSM trees: the strategy says which.
     const now = (): number => d.clock.monotonic();
@@ -406,7 +409,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.fetchedSeq = msg.offset;
         this.seq = msg.seq === null ? null : { next: msg.seq };
         this.write = new TableWrite(this.d.table, { bucket: this.d.bucket, ...(this.seq !== null ? { sequence: this.seq } : {}) });
-        if (this.write.writesOneBucket) this.session = this.d.buffers.open(this.write.bufferSpec);
+        if (this.write.writesOneBucket) this.session = this.d.buffers.open({ ...this.write.bufferSpec, maxMessageRows: this.maxMessageRows });
         ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
         ctx.self.tell({ type: "pull" });
         return;
@@ -883,9 +886,15 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     for (const m of messages) this.traceLinks.add(m.traceparent);
     if (this.firstArrival === 0) this.firstArrival = messages[0]!.publishedAt || this.d.clock.now();
     // A primary-key table's rows go through their kinds (`_row_kind`): TableWrite converts and checks them.
-    const out = decodeRows(this.d.table.schema.fields, messages, (row) => w.writeRow(row), this.keyed ? (input) => w.writeInput(input) : undefined);
+    const tooLarge: RejectedRow[] = [];
+    const kept = messages.filter((m) => {
+      const over = oversized(m.seq, m.data, this.maxMessageRows);
+      if (over !== null) tooLarge.push(over);
+      return over === null;
+    });
+    const out = decodeRows(this.d.table.schema.fields, kept, (row) => w.writeRow(row), this.keyed ? (input) => w.writeInput(input) : undefined);
     if (out.rows > 0) this.rowsIn.add(out.rows, this.labels);
-    await this.publishRejected(out.rejected);
+    await this.publishRejected([...tooLarge, ...out.rejected]);
   }
 
   private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {

@@ -19,7 +19,7 @@ import { encodeDataFile, type DataFileEncodeSpec } from "../../src/write/data-fi
 import { encodeKeyValueFile, type KeyValueEncodeSpec } from "../../src/lsm/key-value-file-writer.ts";
 import type { EncodedFlush } from "../../src/write/encoded-flush.ts";
 import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../../src/lsm/sort-buffer.ts";
-import { decodeKeyed, decodeSized, type IngestPayloads, type RejectedRow } from "./decode.ts";
+import { decodeKeyed, decodeSized, withoutOversized, type IngestPayloads, type RejectedRow } from "./decode.ts";
 import { warmUpParquetHere, type WarmUpResult } from "../../src/codec/warm-up.ts";
 
 /**
@@ -29,6 +29,8 @@ import { warmUpParquetHere, type WarmUpResult } from "../../src/codec/warm-up.ts
  */
 export interface BucketBufferSpec extends DataFileEncodeSpec {
   fields: readonly DataField[];
+  /** Rows one message may hold (`natslake.ingest.max-message-rows`); a message with more is rejected whole. */
+  maxMessageRows?: number;
   keyed?: { schema: TableSchema; encode: KeyValueEncodeSpec };
 }
 
@@ -64,9 +66,12 @@ export class BucketBuffer {
     if (failpointArmed("ingest.message") || failpointArmed("ingest.flush-row")) this.poisonPoints(payloads);
     // Each doubling copies every column and frees the old buffers into the thread's heap, where they fragment it.
     const builder = (this.builder ??= new RecordBatchBuilder(this.spec.fields, Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24))))));
-    const out = this.spec.keyed === undefined ? decodeSized(this.spec.fields, payloads, { into: builder }) : decodeKeyed(this.spec.keyed.schema, payloads, builder);
-    this.bytes += payloads.data.byteLength;
-    return { rows: out.rows, rejected: out.rejected, bufferedRows: builder.length, bufferedBytes: this.bytes };
+    const bounded = this.spec.maxMessageRows === undefined ? { payloads, rejected: [] } : withoutOversized(payloads, this.spec.maxMessageRows);
+    const input = bounded.payloads;
+    const out = this.spec.keyed === undefined ? decodeSized(this.spec.fields, input, { into: builder }) : decodeKeyed(this.spec.keyed.schema, input, builder);
+    this.bytes += input.data.byteLength;
+    const rejected = bounded.rejected.length === 0 ? out.rejected : [...bounded.rejected, ...out.rejected];
+    return { rows: out.rows, rejected, bufferedRows: builder.length, bufferedBytes: this.bytes };
   }
 
   /** The failpoints of poison messages (src/failpoints.ts, `name[marker]`), message by message. */
