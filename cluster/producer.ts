@@ -42,6 +42,7 @@ import { ErrorKind, LakeError, dataInvalid, isLakeError } from "../src/errors.ts
 import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../src/format/bucket.ts";
 import type { DataField } from "../src/format/data-types.ts";
 import { schemaFromJson, type TableSchema } from "../src/format/schema.ts";
+import { TableOptions } from "../src/options.ts";
 import type { Value } from "../src/format/values.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
@@ -314,7 +315,11 @@ export class Producer {
     this.js = jetstream(nc);
     this.meta = meta;
     this.adopt(meta);
-    this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? 500);
+    // The table's writers dead-letter a message with more rows than its natslake.ingest.max-message-rows: say so now.
+    const rowBound = new TableOptions(meta.schema.options ?? {}).int("natslake.ingest.max-message-rows");
+    if (opts.maxBatchRows !== undefined && opts.maxBatchRows > rowBound)
+      throw dataInvalid(`producer option maxBatchRows ${opts.maxBatchRows} is above ${meta.table}'s natslake.ingest.max-message-rows (${rowBound}): its writers would dead-letter such batches`);
+    this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? Math.min(500, rowBound));
     // Batches are sealed by their encoded size too (issue 9).
     const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
     this.maxBatchBytes = Math.min(payloadLimit(maxPayload), positive("maxBatchBytes", opts.maxBatchBytes ?? Math.floor(maxPayload / 4)));

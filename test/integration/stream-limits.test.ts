@@ -3,7 +3,8 @@
  * table's own bound, not its `streamMaxBytes` default. With the table's only writer stopped (SIGSTOP), the stream
  * fills and refuses new batches (`discard: new`): the producer client and `natslake publish` say that the ingest
  * stream is full, and nothing is lost — once the writer runs again every acknowledged row is in the table exactly
- * once, no refused row is, and producers are taken again.
+ * once, no refused row is, and producers are taken again. A producer asking for batches larger than the writers take
+ * (`natslake.ingest.max-message-rows`) is refused at once.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,7 +17,7 @@ import { startCluster, producerWhenRegistered, waitFor, withNodeLogsOnFailure, t
 import { verifyExactlyOnce, type RowOutcome } from "../helpers/load.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
-import type { BatchOutcome, Producer } from "../../cluster/producer.ts";
+import { createProducer, type BatchOutcome, type Producer } from "../../cluster/producer.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 const MAX_BYTES = 48 * 1024;
@@ -54,6 +55,8 @@ test("a table's natslake.stream.max-bytes bounds its stream; a stopped writer pu
     options: { bucket: "2", "bucket-key": "id", "natslake.stream.max-bytes": `${MAX_BYTES / 1024} kb` },
   });
   const p = await producerWhenRegistered(c.nc, name);
+  // Batches larger than the writers take (natslake.ingest.max-message-rows) are refused before anything is sent.
+  await assert.rejects(createProducer({ nc: c.nc, table: name, maxBatchRows: 200_000 }), /maxBatchRows 200000 is above lim\.full's natslake\.ingest\.max-message-rows \(100000\): its writers would dead-letter such batches/);
   const jsm = await jetstreamManager(c.nc);
   // The node's default (1 GiB) does not override the table's own bound.
   assert.equal((await jsm.streams.info("LAKE_IN_lim_full")).config.max_bytes, MAX_BYTES);
