@@ -29,6 +29,7 @@
  */
 import type { BucketAttempts } from "./wire/messages.ts";
 import type { AttemptLog } from "./ports.ts";
+import { CompactionSlots } from "./compaction-slots.ts";
 
 /** Generations from one committed offset before the writer isolates messages (the table's `natslake.writer.max-attempts`). */
 export const POISON_ATTEMPTS = 3;
@@ -122,22 +123,10 @@ export class PoisonGuard {
  * One probe at a time on a node (shared by all its bucket writers): from recording a message as `probing` to clearing
  * it, no other bucket of the process tries a message alone, so a death during a probe is that message's.
  */
-export class ProbeGate {
-  private held = false;
-  private readonly waiting: Array<() => void> = [];
-
-  /** Resolves with the function that lets the next one in (idempotent). */
-  async acquire(): Promise<() => void> {
-    if (this.held) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.held = true;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.waiting.shift();
-      if (next !== undefined) next();
-      else this.held = false;
-    };
+export class ProbeGate extends CompactionSlots {
+  constructor() {
+    // A semaphore of one: the compaction slots' (acquire resolves with an idempotent release).
+    super(1);
   }
 }
 

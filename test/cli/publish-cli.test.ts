@@ -10,16 +10,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
+import { currentNatsServer, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { freePort } from "../helpers/servers.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 let c: TestCluster;
 before(async () => {
-  // The current nats-server when scripts/setup.sh built one: 2.9's discard-new size check (nats-io/nats-server#4771)
-  // deletes old messages of a full stream instead of refusing new ones, and the full-stream test needs the refusal.
-  const current = process.env["NATSLAKE_NATS_SERVER_CURRENT"];
-  c = await startCluster({ nodes: 1, ...(current ? { natsBin: current } : {}) });
+  // The full-stream test needs the current nats-server's refusal (see currentNatsServer).
+  c = await startCluster({ nodes: 1, ...currentNatsServer() });
 });
 after(async () => {
   await c.stop();

@@ -6,14 +6,14 @@
  * once, no refused row is, and producers are taken again. A producer asking for batches larger than the writers take
  * (`natslake.ingest.max-message-rows`) is refused at once.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startCluster, producerWhenRegistered, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
+import { clusterPerFile, currentNatsServer, producerWhenRegistered, waitFor, withNodeLogsOnFailure } from "../helpers/cluster.ts";
 import { verifyExactlyOnce, type RowOutcome } from "../helpers/load.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
@@ -21,15 +21,7 @@ import { createProducer, type BatchOutcome, type Producer } from "../../cluster/
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 const MAX_BYTES = 48 * 1024;
-let c: TestCluster;
-before(async () => {
-  // 2.9's discard-new size check (nats-io/nats-server#4771) may delete old messages instead of refusing new ones.
-  const current = process.env["NATSLAKE_NATS_SERVER_CURRENT"];
-  c = await startCluster({ nodes: 1, ...(current ? { natsBin: current } : {}) });
-});
-after(async () => {
-  await c.stop();
-});
+const cluster = clusterPerFile({ nodes: 1, ...currentNatsServer() });
 
 /** Writes rows `from` … `from + n − 1` (about 60 bytes each on the wire) and records each row's outcome. */
 async function publishRange(p: Producer, from: number, n: number, outcomes: Map<number, RowOutcome>): Promise<BatchOutcome[]> {
@@ -48,6 +40,7 @@ async function publishRange(p: Producer, from: number, n: number, outcomes: Map<
 
 test("a table's natslake.stream.max-bytes bounds its stream; a stopped writer pushes back on producers, and nothing acknowledged is lost", { timeout: 120_000 }, async () => {
   assert.ok(process.env["NATSLAKE_NATS_SERVER_CURRENT"], "needs the current nats-server (scripts/setup.sh builds it; scripts/run-tests.mjs finds it)");
+  const c = cluster();
   const name = "lim.full";
   const catalog = new Catalog(c.warehouse);
   await catalog.createTable(parseIdentifier(name), {
