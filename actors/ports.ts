@@ -7,6 +7,7 @@
 import type { Meter } from "@opentelemetry/api";
 import type {
   BucketAssignment,
+  BucketAttempts,
   CommitEntry,
   DeadLetter,
   MemberHeartbeat,
@@ -80,6 +81,14 @@ export interface CommitReader {
   readonly streamId: string;
   fetch(max: number, waitMs: number): Promise<Array<{ seq: number; committable: CommitEntry }>>;
   close(): Promise<void>;
+}
+
+/** Where each bucket's read attempts are kept across processes (KV): see BucketAttempts and actors/poison-guard.ts. */
+export interface AttemptLog {
+  /** The bucket's attempts; null when none are recorded (or the record cannot be read: it is then started afresh). */
+  read(table: string, bucket: number): Promise<BucketAttempts | null>;
+  /** Replaces the record; null deletes it. */
+  write(table: string, bucket: number, attempts: BucketAttempts | null): Promise<void>;
 }
 
 /** Core-NATS notifications and control messages. */

@@ -13,7 +13,7 @@
  */
 import { SpanStatusCode, trace, type Meter, type Tracer } from "@opentelemetry/api";
 import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
-import { failpoint, failpointArmed, failpointAsync } from "../src/failpoints.ts";
+import { failpoint, failpointArmed, failpointAsync, failpointOnData } from "../src/failpoints.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import type { Table } from "../src/table/table.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
@@ -24,9 +24,10 @@ import type { CommitMessage } from "../src/commit/commit-message.ts";
 import type { AppendResult } from "./ingest/bucket-buffer.ts";
 import type { BucketBuffers, BucketSession } from "./ingest/bucket-buffers.ts";
 import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
-import { decodeRows, type RejectedRow } from "./ingest/decode.ts";
+import { decodeRows, oversized, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
-import type { BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
+import type { AttemptLog, BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
+import { PoisonGuard, poisonLimits, type ProbeGate } from "./poison-guard.ts";
 import { checkTableStream, STREAM_RECHECK_MS } from "./stream-check.ts";
 import { METRICS } from "./metrics.ts";
 import { failIfSchemaMovedOn } from "./schema-check.ts";
@@ -50,6 +51,8 @@ export type WriterMsg =
   | { type: "fetch-failed"; generation: number; error: Error }
   | { type: "decode-failed"; generation: number; error: Error }
   | { type: "appended"; generation: number; lastSeq: number; firstPublishedAt: number; result: AppendResult }
+  /** Isolating (actors/poison-guard.ts): `message` is recorded as the one tried alone, or `poison` says why it goes to the DLQ. */
+  | { type: "probed"; generation: number; message: IngestMessage; poison: string | null }
   | { type: "flush-tick" }
   /** The node's write budget is full and this writer holds the largest buffer: flush it now. */
   | { type: "preempted" }
@@ -101,6 +104,11 @@ export interface WriterDeps {
    * table's `write-only = true`: none — and a primary-key bucket then never stops reading for its sorted runs.
    */
   compaction?: { slots: CompactionSlots; checkIntervalMs: number; pool?: ParquetEncoderPool; rewriter?: LsmRewriter };
+  /**
+   * Where the bucket's read attempts are kept across processes (actors/poison-guard.ts): a message that fails every
+   * read, or kills the writer, is dead-lettered after a bounded number of attempts. Absent: it is retried without end.
+   */
+  attempts?: { log: AttemptLog; gate: ProbeGate };
   /** Fetched messages no flush has covered for this long are reported (see `checkStall`; default STALL_REPORT_MS). */
   stallReportMs?: number;
   /** Flush spans (default: the global API's tracer, which records nothing until a process registers tracing). */
@@ -108,6 +116,12 @@ export interface WriterDeps {
 }
 
 let nextBudgetId = 0;
+
+/**
+ * Fetched payload bytes a bucket holds waiting for the decode in flight, beyond which it reads no more: with a server
+ * whose max_payload is large, `fetchBatch` messages alone could be gigabytes.
+ */
+const MAX_STASH_BYTES = 16 * 1024 * 1024;
 
 /** A bucket whose fetched messages no flush covered for this long (and 20 commit intervals) is reported. */
 const STALL_REPORT_MS = 15_000;
@@ -183,6 +197,21 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   /** prevOffsets of committables sent in this generation: a rejection of anything else is stale. */
   private readonly sent = new Set<number>();
   private revoking: ((lastOffset: number) => void) | null = null;
+  /** Poison messages (see actors/poison-guard.ts); null without an AttemptLog. */
+  private readonly guard: PoisonGuard | null;
+  /** This generation started from the committed offset and has not counted its attempt yet (it does at its first read). */
+  private attemptUncounted = false;
+  /** The offset this generation opened at. */
+  private openedOffset = 0;
+  /** Isolating: messages up to this stream sequence are read and flushed one at a time. Null: batches. */
+  private isolateUntil: number | null = null;
+  /** Lets the node's next probe in (see ProbeGate); held from a message's probe until its flush ended. */
+  private probeRelease: { generation: number; release: () => void } | null = null;
+  /** postStop ran: a probe that gets the gate now lets it go at once. */
+  private closed = false;
+  private readonly poisonMessages;
+  /** The table's `natslake.ingest.max-message-rows`. */
+  private readonly maxMessageRows: number;
   private tick: Cancellable | null = null;
   private readonly rowsIn;
   private readonly deadLetters;
@@ -227,6 +256,9 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.filesOut = METRICS.filesWritten.create(d.meter);
     this.bytesOut = METRICS.bytesWritten.create(d.meter);
     this.streamMismatches = METRICS.streamMismatches.create(d.meter);
+    this.poisonMessages = METRICS.poisonMessages.create(d.meter);
+    this.maxMessageRows = d.table.options.int("natslake.ingest.max-message-rows");
+    this.guard = d.attempts === undefined ? null : new PoisonGuard(d.attempts.log, d.table.name, d.bucket, poisonLimits(d.table.options.int("natslake.writer.max-attempts")));
     // Append buckets merge small files, primary-key buckets compact their LSM trees: the strategy says which.
     const now = (): number => d.clock.monotonic();
     this.compactor =
@@ -286,6 +318,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.unobserveGauges?.();
     this.unobserveGauges = null;
     this.d.budget?.release(this.budgetId);
+    this.closed = true;
+    this.endProbe();
     this.session?.close();
     this.session = null;
     const r = this.reader;
@@ -312,12 +346,16 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.sessionRows = 0;
     this.sessionBytes = 0;
     this.flushWaiting = null;
+    this.endProbe();
     this.lastFlushedAt = this.d.clock.monotonic();
     this.stallReported = false;
     this.d.budget?.release(this.budgetId);
     this.firstArrival = 0;
     this.traceLinks = new TraceLinks();
     if (opts.keepSent !== true) {
+      // Read again from the committed offset: an attempt, counted once it reads something (actors/poison-guard.ts).
+      this.attemptUncounted = this.guard !== null;
+      this.isolateUntil = null;
       this.sent.clear();
       // Flushes sent and not committed will not be (they are read again): they no longer count as sorted runs.
       this.compactor?.flushesDropped();
@@ -366,11 +404,12 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.reader = msg.reader;
         this.stream = msg.stream;
         this.prevOffset = msg.offset;
+        this.openedOffset = msg.offset;
         this.lastSeq = msg.offset;
         this.fetchedSeq = msg.offset;
         this.seq = msg.seq === null ? null : { next: msg.seq };
         this.write = new TableWrite(this.d.table, { bucket: this.d.bucket, ...(this.seq !== null ? { sequence: this.seq } : {}) });
-        if (this.write.writesOneBucket) this.session = this.d.buffers.open(this.write.bufferSpec);
+        if (this.write.writesOneBucket) this.session = this.d.buffers.open({ ...this.write.bufferSpec, maxMessageRows: this.maxMessageRows });
         ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
         ctx.self.tell({ type: "pull" });
         return;
@@ -395,18 +434,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (msg.generation !== this.generation) return;
         this.pulling = false;
         if (this.fetchedSeq <= this.prevOffset && msg.messages.length > 0) this.uncoveredSince = this.d.clock.monotonic();
+        if (this.attemptUncounted && msg.messages.some((m) => m.seq > this.fetchedSeq)) await this.countAttempt(ctx);
         for (const m of msg.messages) {
           // At most once per sequence, whatever the reader redelivers.
           if (m.seq <= this.fetchedSeq) continue;
           this.fetchedSeq = m.seq;
           this.stash.push(m);
         }
-        if (this.session === null) {
-          // Partitioned tables: rows are routed one by one on this thread.
-          await this.appendRows(this.stash.splice(0));
-          this.reportMemory(ctx);
-          if (this.bufferFull()) this.flush(ctx);
-        } else this.decodeStash(ctx);
+        await this.takeStash(ctx);
         this.pull(ctx);
         return;
       case "appended": {
@@ -423,7 +458,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (failpointArmed("writer.appended")) await failpointAsync("writer.appended");
         // Dead letters are out before any committable covers their messages.
         await this.publishRejected(r.rejected);
-        if (this.flushWaiting !== null || this.bufferFull()) {
+        if (this.flushWaiting !== null || this.bufferFull() || this.isolateUntil !== null) {
           const beat = this.flushWaiting?.beat;
           this.flushWaiting = null;
           this.flush(ctx, beat);
@@ -432,13 +467,44 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           this.finishRevoke(ctx);
           return;
         }
-        this.decodeStash(ctx);
+        await this.takeStash(ctx);
         this.pull(ctx);
+        return;
+      }
+      case "probed": {
+        if (msg.generation !== this.generation || this.write === null) {
+          // Its generation ended: the node's next probe may start.
+          this.endProbe(msg.generation);
+          return;
+        }
+        this.decoding = false;
+        // Handing the bucket off: the message was not tried (its mark goes), and the next owner reads it.
+        if (this.revoking) {
+          await this.probePassed(ctx);
+          this.flush(ctx);
+          if (!this.flushPending()) this.finishRevoke(ctx);
+          return;
+        }
+        const m = msg.message;
+        if (msg.poison !== null) {
+          await this.deadLetterPoison(ctx, m, msg.poison);
+          if (this.firstArrival === 0) this.firstArrival = m.publishedAt || this.d.clock.now();
+          // A committable without files covers it: the bucket moves on.
+          this.lastSeq = m.seq;
+          this.flush(ctx);
+        } else if (this.session !== null) this.appendToSession(ctx, [m]);
+        else {
+          await this.appendRows([m]);
+          this.reportMemory(ctx);
+          this.flush(ctx);
+        }
         return;
       }
       case "decode-failed":
         if (msg.generation !== this.generation) return;
         ctx.log.warn("decoding failed; reopening the bucket from the committed offset", { ...this.labels, error: msg.error.message });
+        await this.recordFailure(ctx, msg.error);
+        this.endProbe();
         this.open(ctx, null);
         return;
       case "fetch-failed":
@@ -522,14 +588,22 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.reportMemory(ctx);
         this.failures = 0;
         this.prevOffset = msg.lastOffset;
+        if (this.probeRelease !== null) await this.probePassed(ctx);
+        if (this.isolateUntil !== null && (await this.isolationCovered(ctx, msg.lastOffset))) this.isolateUntil = null;
         if (this.revoking) this.finishRevoke(ctx);
-        else this.pull(ctx);
+        else {
+          // Isolating, the next message waited for this flush.
+          await this.takeStash(ctx);
+          this.pull(ctx);
+        }
         return;
       case "flush-failed":
         if (msg.generation !== this.generation) return;
         this.flushingBytes = 0;
         this.reportMemory(ctx);
         ctx.log.error("flush failed; resuming from the committed offset", { ...this.labels, error: msg.error.message });
+        await this.recordFailure(ctx, msg.error);
+        this.endProbe();
         void this.reader?.close().catch(() => undefined);
         this.reader = null;
         // First retry at once, then back off (a full disk must not turn into a retry storm).
@@ -649,7 +723,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     if (this.pulling || this.reader === null || this.revoking) return;
     if (this.stopped !== null) return; // back-pressure: a landing compaction resumes (applyShape)
     if (this.bufferFull()) return; // wait for the flush
-    if (this.stash.length >= this.d.fetchBatch) return; // wait for the decode in flight
+    if (this.stash.length >= this.d.fetchBatch || this.stashBytes() >= MAX_STASH_BYTES) return; // wait for the decode in flight
     const budget = this.d.budget;
     if (budget !== undefined && !budget.admits(this.budgetId)) {
       // The node's write buffers are full: read again once a flush (this one's or another bucket's) frees memory.
@@ -666,11 +740,35 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     );
   }
 
+  /**
+   * Hands on what is stashed: while isolating, one message alone (`probeNext`); else all of it, to the bucket's
+   * session — or, for a partitioned table, routed row by row on this thread.
+   */
+  private async takeStash(ctx: ActorContext<WriterMsg>): Promise<void> {
+    if (this.isolateUntil !== null) this.probeNext(ctx);
+    else if (this.session !== null) this.decodeStash(ctx);
+    else if (this.stash.length > 0 && this.write !== null && !this.decoding) {
+      await this.appendRows(this.stash.splice(0));
+      this.reportMemory(ctx);
+      if (this.bufferFull()) this.flush(ctx);
+    }
+  }
+
+  private stashBytes(): number {
+    let n = 0;
+    for (const m of this.stash) n += m.data.byteLength;
+    return n;
+  }
+
   /** Hands the stashed messages to the bucket's session (one append at a time, so rows land in stream order). */
   private decodeStash(ctx: ActorContext<WriterMsg>): void {
     // A waiting flush goes first: appends posted after it belong to the next flush.
     if (this.decoding || this.flushWaiting !== null || this.stash.length === 0 || this.session === null) return;
-    const messages = this.stash.splice(0);
+    this.appendToSession(ctx, this.stash.splice(0));
+  }
+
+  private appendToSession(ctx: ActorContext<WriterMsg>, messages: IngestMessage[]): void {
+    if (this.session === null) return;
     for (const m of messages) this.traceLinks.add(m.traceparent);
     this.decoding = true;
     const generation = this.generation;
@@ -685,18 +783,118 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     );
   }
 
+  /**
+   * Isolating (actors/poison-guard.ts): the next stashed message is recorded in KV as the one tried alone — or found
+   * to have failed alone too often — before anything decodes it; it is then decoded and flushed by itself.
+   */
+  private probeNext(ctx: ActorContext<WriterMsg>): void {
+    const guard = this.guard;
+    const gate = this.d.attempts?.gate;
+    if (guard === null || gate === undefined || this.decoding || this.flushPending() || this.stash.length === 0 || this.write === null || this.revoking) return;
+    const message = this.stash.shift()!;
+    this.decoding = true;
+    const generation = this.generation;
+    ctx.pipeToSelf(
+      (async () => {
+        const release = await gate.acquire();
+        // Kept here, not in the answer: a stopped actor drops its messages, and the gate must still open (postStop).
+        if (this.closed) {
+          release();
+          throw new LakeError(ErrorKind.Unexpected, "the bucket writer stopped");
+        }
+        this.probeRelease = { generation, release };
+        return guard.probe(message.seq);
+      })(),
+      (poison) => ({ type: "probed", generation, message, poison }),
+      (e) => ({ type: "decode-failed", generation, error: ensureError(e) }),
+    );
+  }
+
+  /** The probed message was written: its mark is cleared, then the node's next probe may start. */
+  private async probePassed(ctx: ActorContext<WriterMsg>): Promise<void> {
+    try {
+      await this.guard?.passed();
+    } catch (e) {
+      // The mark stays: a death before the next probe would count against this message (it needs several).
+      ctx.log.warn("could not clear the probed message's mark", { ...this.labels, error: ensureError(e).message });
+    }
+    this.endProbe();
+  }
+
+  /**
+   * Lets the node's next probe in (only `generation`'s, when given: a late answer of an ended generation must not let
+   * a newer probe's gate go); a mark left in KV (a failed probe) counts against its message at the next read. */
+  private endProbe(generation?: number): void {
+    const held = this.probeRelease;
+    if (held === null || (generation !== undefined && held.generation !== generation)) return;
+    this.probeRelease = null;
+    held.release();
+  }
+
+  /** This generation's first read after the committed offset: one attempt (actors/poison-guard.ts). */
+  private async countAttempt(ctx: ActorContext<WriterMsg>): Promise<void> {
+    this.attemptUncounted = false;
+    if (this.guard === null) return;
+    const table = this.d.table.name;
+    try {
+      this.isolateUntil = await this.guard.begin(this.stream, this.openedOffset, async () => (await this.d.ingestLog.liveStream(table)).lastSeq);
+    } catch (e) {
+      // Reading goes on: a poison message is then retried until KV answers again.
+      ctx.log.warn("could not record the bucket's read attempt; reading on without it", { ...this.labels, error: ensureError(e).message });
+      return;
+    }
+    if (this.isolateUntil !== null)
+      ctx.log.warn("reading after the committed offset failed repeatedly: reading one message at a time to find the poison one", { ...this.labels, from: this.openedOffset, until: this.isolateUntil });
+  }
+
+  /** A failure ended the generation: its error goes with the attempts (the dead letter's reason names it). */
+  private async recordFailure(ctx: ActorContext<WriterMsg>, error: Error): Promise<void> {
+    try {
+      await this.guard?.failed(error.message);
+    } catch (e) {
+      ctx.log.warn("could not record the bucket's failure", { ...this.labels, error: ensureError(e).message });
+    }
+  }
+
+  /** Isolating: true once the flushes cover the isolated range (the attempts record is gone). */
+  private async isolationCovered(ctx: ActorContext<WriterMsg>, lastOffset: number): Promise<boolean> {
+    try {
+      if (!(await this.guard!.covered(lastOffset))) return false;
+    } catch (e) {
+      ctx.log.warn("could not clear the bucket's read attempts; isolating on", { ...this.labels, error: ensureError(e).message });
+      return false;
+    }
+    ctx.log.info("the isolated messages are written: reading batches again", { ...this.labels, lastOffset });
+    return true;
+  }
+
+  /** A poison message goes to the dead-letter subject whole (its payload in base64), with the reason. */
+  private async deadLetterPoison(ctx: ActorContext<WriterMsg>, m: IngestMessage, reason: string): Promise<void> {
+    const stored = await this.d.bus.publishDeadLetters(this.d.table.name, [this.letter(m.seq, -1, reason, Buffer.from(m.data).toString("base64"))]);
+    this.deadLetters.add(stored, { ...this.labels, stage: "writer" });
+    this.poisonMessages.add(1, this.labels);
+    ctx.log.error("poison message dead-lettered; the bucket moves on", { ...this.labels, streamSeq: m.seq, reason });
+  }
+
   /** Partitioned tables: decodes and routes every row here; rows that do not fit the schema become dead letters. */
   private async appendRows(messages: IngestMessage[]): Promise<void> {
     const w = this.write;
     if (w === null || messages.length === 0) return;
     const last = messages[messages.length - 1]!;
+    if (failpointArmed("ingest.message")) for (const m of messages) failpointOnData("ingest.message", m.data);
     this.lastSeq = last.seq;
     for (const m of messages) this.traceLinks.add(m.traceparent);
     if (this.firstArrival === 0) this.firstArrival = messages[0]!.publishedAt || this.d.clock.now();
     // A primary-key table's rows go through their kinds (`_row_kind`): TableWrite converts and checks them.
-    const out = decodeRows(this.d.table.schema.fields, messages, (row) => w.writeRow(row), this.keyed ? (input) => w.writeInput(input) : undefined);
+    const tooLarge: RejectedRow[] = [];
+    const kept = messages.filter((m) => {
+      const over = oversized(m.seq, m.data, this.maxMessageRows);
+      if (over !== null) tooLarge.push(over);
+      return over === null;
+    });
+    const out = decodeRows(this.d.table.schema.fields, kept, (row) => w.writeRow(row), this.keyed ? (input) => w.writeInput(input) : undefined);
     if (out.rows > 0) this.rowsIn.add(out.rows, this.labels);
-    await this.publishRejected(out.rejected);
+    await this.publishRejected([...tooLarge, ...out.rejected]);
   }
 
   private async publishRejected(rejected: readonly RejectedRow[]): Promise<void> {
@@ -755,6 +953,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     if (this.session !== null && this.decoding) {
       this.flushWaiting = { beat };
       return;
+    }
+    // A flush asked for while a message was being probed (isolating) is this one: it covers everything read.
+    if (this.flushWaiting !== null) {
+      beat ??= this.flushWaiting.beat;
+      this.flushWaiting = null;
     }
     if (this.lastSeq <= this.prevOffset) return;
     this.flushing = true;

@@ -63,8 +63,16 @@ export const NodeConfigSchema = z.object({
   heartbeatInterval: durationSetting.default(500).describe("how often the node writes its membership heartbeat"),
   memberTimeout: durationSetting.default(3000).describe("a member whose heartbeat is older than this is gone: its buckets are assigned to others (and this node reports itself not ready when its own heartbeat is that old)"),
   replicas: z.number().int().min(1).max(5).default(1).describe("replicas of the streams and KV buckets this node creates (1 on a single server, 3 in a NATS cluster)"),
-  streamMaxBytes: z.number().int().positive().default(1024 * 1024 * 1024).describe("size bound, in bytes, of the ingest streams this node creates (new messages are refused when full)"),
-  duplicateWindow: durationSetting.default(120_000).describe("de-duplication window of the ingest streams this node creates: a message published again with the same `Nats-Msg-Id` within it is stored once"),
+  // Defaults only: a table's own `natslake.stream.*` option wins (cluster/nats/table-infra.ts, streamSettings).
+  streamMaxBytes: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("size bound, in bytes, of the ingest streams this node creates for tables without their own `natslake.stream.max-bytes` (default 1 GiB); a full stream refuses new messages, and producers get an error saying so"),
+  duplicateWindow: durationSetting
+    .optional()
+    .describe("de-duplication window of the ingest streams this node creates for tables without their own `natslake.stream.duplicate-window` (default 2 min): a message published again with the same `Nats-Msg-Id` within it is stored once"),
   maxBufferedRows: z.number().int().positive().default(500_000).describe("rows one bucket writer buffers before it flushes (besides the table's `write-buffer-size`)"),
   // The write budget is shared by every bucket writer of the node (src/write/write-budget.ts): beyond it the largest
   // buffer is flushed early.

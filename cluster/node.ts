@@ -30,6 +30,7 @@ import { CommitterActor, type CommitterMsg } from "../actors/committer.ts";
 import { CoordinatorActor, type CoordinatorMsg } from "../actors/coordinator.ts";
 import { RouterActor, type RouterMsg } from "../actors/router.ts";
 import { WriterHostActor, type WriterHostMsg } from "../actors/writer-host.ts";
+import { ProbeGate } from "../actors/poison-guard.ts";
 import { systemClock } from "../actors/ports.ts";
 
 import { ensureError } from "../src/errors.ts";
@@ -141,6 +142,8 @@ export class Node {
   private bucketBuffers: BucketBuffers | null = null;
   /** One memory budget for the write buffers of every bucket writer on this node. */
   private writeBudget: WriteBudget | null = null;
+  /** One poison probe at a time among this node's bucket writers (actors/poison-guard.ts). */
+  private readonly probeGate = new ProbeGate();
   /** How many writer-side compactions run at once on this node (null: compaction off, `compactionSlots: 0`). */
   private readonly compactionSlots: CompactionSlots | null;
   /**
@@ -300,7 +303,7 @@ export class Node {
   }
 
   async ensureInfra(t: Table): Promise<void> {
-    const infra = await ensureTableInfra({ nc: this.nc, subjects: this.subjects, table: t, replicas: this.cfg.replicas, maxBytes: this.cfg.streamMaxBytes, duplicateWindowMs: this.cfg.duplicateWindow });
+    const infra = await ensureTableInfra({ nc: this.nc, subjects: this.subjects, table: t, replicas: this.cfg.replicas, ...(this.cfg.streamMaxBytes !== undefined ? { maxBytes: this.cfg.streamMaxBytes } : {}), ...(this.cfg.duplicateWindow !== undefined ? { duplicateWindowMs: this.cfg.duplicateWindow } : {}) });
     for (const w of infra.warnings) this.log.warn(w, { table: t.name });
   }
 
@@ -508,6 +511,7 @@ export class Node {
           ingestLog: this.ports.ingest,
           commitLog: this.ports.commits,
           bus: this.ports.bus,
+          attempts: { log: this.ports.attempts, gate: this.probeGate },
           clock: systemClock,
           meter: this.meter,
           commitIntervalMs,

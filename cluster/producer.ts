@@ -42,6 +42,7 @@ import { ErrorKind, LakeError, dataInvalid, isLakeError } from "../src/errors.ts
 import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../src/format/bucket.ts";
 import type { DataField } from "../src/format/data-types.ts";
 import { schemaFromJson, type TableSchema } from "../src/format/schema.ts";
+import { TableOptions } from "../src/options.ts";
 import type { Value } from "../src/format/values.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
@@ -95,6 +96,23 @@ function isNoResponders(e: unknown): boolean {
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
+/** JetStream's words for a `discard: new` stream at one of its limits (the store fails with err_code 10077). */
+const STREAM_FULL = /maximum (bytes|messages)( per subject)? exceeded/i;
+
+/** The words refusalText uses for a full stream (`natslake publish` looks for them). */
+export const STREAM_FULL_WORDS = "ingest stream is full";
+
+/**
+ * What a producer says of a JetStream refusal. A full ingest stream is named as such: it is back-pressure (the table's
+ * writers are behind or stopped, and the stream holds at most `natslake.stream.max-bytes`), not a fault of the rows,
+ * and the batch can be sent again once the writers catch up.
+ */
+export function refusalText(e: JetStreamApiError): string {
+  const raw = `${e.message} (err_code ${e.code})`;
+  if (!STREAM_FULL.test(e.message)) return raw;
+  return `the table's ${STREAM_FULL_WORDS} (${raw}): its writers are behind or stopped and the stream holds at most natslake.stream.max-bytes; nothing of this batch was stored — send it again once they catch up`;
+}
+
 /**
  * Publishes `payload` with `msgId`, retrying timeouts, "no responders" and "JetStream temporarily unavailable" with
  * the same id while a retry still falls inside the duplicate window. Never throws.
@@ -135,7 +153,7 @@ export async function publishWithRetry(
           continue;
         }
         // A definite refusal: the stream did not store the message.
-        return { status: "failed", msgId, attempts, error: `${e.message} (err_code ${e.code})` };
+        return { status: "failed", msgId, attempts, error: refusalText(e) };
       }
       if (e instanceof errors.InvalidArgumentError) return { status: "failed", msgId, attempts, error: lastError };
       // Anything else (a closed connection mid-request, …): whether it was stored cannot be told.
@@ -297,7 +315,11 @@ export class Producer {
     this.js = jetstream(nc);
     this.meta = meta;
     this.adopt(meta);
-    this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? 500);
+    // The table's writers dead-letter a message with more rows than its natslake.ingest.max-message-rows: say so now.
+    const rowBound = new TableOptions(meta.schema.options ?? {}).int("natslake.ingest.max-message-rows");
+    if (opts.maxBatchRows !== undefined && opts.maxBatchRows > rowBound)
+      throw dataInvalid(`producer option maxBatchRows ${opts.maxBatchRows} is above ${meta.table}'s natslake.ingest.max-message-rows (${rowBound}): its writers would dead-letter such batches`);
+    this.maxBatchRows = positive("maxBatchRows", opts.maxBatchRows ?? Math.min(500, rowBound));
     // Batches are sealed by their encoded size too (issue 9).
     const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
     this.maxBatchBytes = Math.min(payloadLimit(maxPayload), positive("maxBatchBytes", opts.maxBatchBytes ?? Math.floor(maxPayload / 4)));

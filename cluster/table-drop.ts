@@ -128,6 +128,7 @@ export async function removeTableState(nc: NatsConnection, subjects: Subjects, i
     [subjects.snapKv, [key]],
     [subjects.routerKv, [key]],
     [subjects.dlqReplaysKv, [`${key}.*`]],
+    [subjects.attemptsKv, [`${key}.*`]],
   ] as const) {
     for (const k of keys) kvKeys += await purgeKeys(nc, bucket, k);
   }

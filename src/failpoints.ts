@@ -5,6 +5,8 @@
  * `kill` (SIGKILL this process, as a crash would), `exit` (exit code 137 without cleanup), `throw` (an Error at
  * that point), `sleep(ms)` (a pause, for timing faults). A suffix `@N` fires only on the N-th time the point is
  * reached (`writer.file.written:kill@3`), so a crash can land mid-run rather than at the first flush.
+ * A point reached with data (a message's payload) may carry a marker: `ingest.message[POISON]:kill` fires only on
+ * data holding the bytes `POISON` (a marker holds no `:`, `[` or `]`).
  * When FAILPOINTS is unset, `failpoint()` costs one size check of an empty map.
  *
  * The points (the chaos suite, chaos/scenarios/, arms each on one node process):
@@ -14,7 +16,10 @@
  *   `writer.before-append` (a decode held: the bucket's stall report) and `writer.appended` (the writer's handling of a
  *   decoded batch held: the node's stuck-actor report — test/integration/stall-reports.test.ts); `bucket-buffer.append`
  *   and `bucket-buffer.flush` (actors/ingest/bucket-buffer.ts, in the worker thread that holds a bucket's rows:
- *   there `exit` ends that thread only, and `kill` the whole node);
+ *   there `exit` ends that thread only, and `kill` the whole node); with a marker (`name[marker]:action`),
+ *   `ingest.message` (a message whose payload holds the marker, as it is decoded: in that worker thread, or on the
+ *   writer's thread for partitioned tables) and `ingest.flush-row` (a bucket buffer's flush holding rows of such a
+ *   message) — poison messages for test/integration/poison.test.ts;
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
  *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges),
@@ -42,7 +47,7 @@
  */
 import { writeSync } from "node:fs";
 
-type Action = ({ kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number }) & { nth?: number };
+type Action = ({ kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number }) & { nth?: number; marker?: Buffer };
 
 function parse(spec: string | undefined): Map<string, Action> {
   const out = new Map<string, Action>();
@@ -50,13 +55,17 @@ function parse(spec: string | undefined): Map<string, Action> {
   for (const part of spec.split(",").map((s) => s.trim()).filter(Boolean)) {
     const i = part.lastIndexOf(":");
     if (i <= 0) throw new Error(`FAILPOINTS entry '${part}' must be name:action`);
-    const name = part.slice(0, i);
+    // `name[marker]`: a point reached with data (`failpointOnData`) fires only when the data holds the marker's bytes.
+    const named = /^([^[]+)(?:\[([^\]]+)\])?$/.exec(part.slice(0, i));
+    if (named === null) throw new Error(`FAILPOINTS entry '${part}': write name:action or name[marker]:action`);
+    const name = named[1]!;
+    const marker = named[2] === undefined ? {} : { marker: Buffer.from(named[2], "utf8") };
     const m = /^(.*?)(?:@(\d+))?$/.exec(part.slice(i + 1))!;
     const act = m[1]!;
     const nth = m[2] === undefined ? {} : { nth: Number(m[2]) };
     const sleep = /^sleep\((\d+)\)$/.exec(act);
-    if (sleep) out.set(name, { kind: "sleep", ms: Number(sleep[1]), ...nth });
-    else if (act === "kill" || act === "exit" || act === "throw") out.set(name, { kind: act, ...nth });
+    if (sleep) out.set(name, { kind: "sleep", ms: Number(sleep[1]), ...nth, ...marker });
+    else if (act === "kill" || act === "exit" || act === "throw") out.set(name, { kind: act, ...nth, ...marker });
     else throw new Error(`FAILPOINTS action '${act}' is not one of kill, exit, throw, sleep(ms) (optionally @N)`);
   }
   return out;
@@ -89,6 +98,24 @@ export function failpoint(name: string): void {
   const a = due(name);
   if (a === undefined) return;
   trigger(name, a);
+}
+
+/**
+ * True when `name` is armed and `data` would make it fire: it holds the point's marker (`name[marker]:action`), or the
+ * point has none. For points that remember data and fire later (a flush of rows from a marked message).
+ */
+export function failpointMatches(name: string, data: Uint8Array): boolean {
+  if (armed.size === 0) return false;
+  const a = armed.get(name);
+  return a !== undefined && (a.marker === undefined || Buffer.from(data.buffer, data.byteOffset, data.byteLength).includes(a.marker));
+}
+
+/**
+ * A synchronous failpoint reached with data (a message's payload): armed as `name[marker]:action` it fires only for
+ * data that holds the marker's bytes — a poison message among good ones (test/integration/poison.test.ts).
+ */
+export function failpointOnData(name: string, data: Uint8Array): void {
+  if (failpointMatches(name, data)) failpoint(name);
 }
 
 /** Asynchronous failpoint: also honours `sleep(ms)`. */

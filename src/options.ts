@@ -156,6 +156,18 @@ export const OPTIONS: readonly OptionDef[] = [
     def("natslake.stream.duplicate-window", "duration", "Ingest stream de-duplication window", "2 min"),
     def("natslake.stream.replicas", "int", "Ingest stream replicas (1 on a single server, 3 in a cluster)"),
     def(
+      "natslake.ingest.max-message-rows",
+      "int",
+      "Rows one message on a bucket subject may hold; a message with more is dead-lettered whole before its rows are decoded (a few bytes per row on the wire can be many columns of nulls in memory)",
+      "100000",
+    ),
+    def(
+      "natslake.writer.max-attempts",
+      "int",
+      "Reads of a bucket that fail, or kill its writer, from one committed offset before the writer tries its messages one at a time; a message that fails alone min(2, this) times is dead-lettered whole",
+      "3",
+    ),
+    def(
       "natslake.ingest.format",
       "enum",
       "What publishers send to the table's bare subject <prefix>.in.<db>.<table>: rows (JSON or msgpack rows; a primary-key table's may carry _row_kind) or debezium-json (one Debezium change event per message, with or without the schema wrapper; primary-key tables only)",
@@ -304,7 +316,7 @@ export function validateCreateOptions(options: Record<string, string>): void {
     }
     // A formatter that cannot parse anything would only show up when partitions are expired, days later.
     if (key === "partition.timestamp-formatter") compileFormatter(value);
-    if ((key === "partition.expiration-max-num" || key === "partition.expiration-batch-size") && /^-?\d+$/.test(value.trim()) && Number(value) < 1) {
+    if ((key === "partition.expiration-max-num" || key === "partition.expiration-batch-size" || key === "natslake.writer.max-attempts" || key === "natslake.ingest.max-message-rows") && /^-?\d+$/.test(value.trim()) && Number(value) < 1) {
       throw dataInvalid(`option '${key}' = '${value}': must be at least 1`, { option: key });
     }
     const o = BY_KEY.get(key);

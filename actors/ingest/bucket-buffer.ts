@@ -12,14 +12,14 @@
  * code runs on the writer's thread (tests, `NATSLAKE_DECODE_WORKERS=0`) and in a worker (bucket-worker.mjs).
  */
 import { RecordBatchBuilder } from "../../src/codec/columns/record-batch-builder.ts";
-import { failpoint } from "../../src/failpoints.ts";
+import { failpoint, failpointArmed, failpointMatches, failpointOnData } from "../../src/failpoints.ts";
 import type { DataField } from "../../src/format/data-types.ts";
 import type { TableSchema } from "../../src/format/schema.ts";
 import { encodeDataFile, type DataFileEncodeSpec } from "../../src/write/data-file-writer.ts";
 import { encodeKeyValueFile, type KeyValueEncodeSpec } from "../../src/lsm/key-value-file-writer.ts";
 import type { EncodedFlush } from "../../src/write/encoded-flush.ts";
 import { flushBuffer, keyValueLayout, type KeyValueLayout } from "../../src/lsm/sort-buffer.ts";
-import { decodeKeyed, decodeSized, type IngestPayloads, type RejectedRow } from "./decode.ts";
+import { decodeKeyed, decodeSized, withoutOversized, type IngestPayloads, type RejectedRow } from "./decode.ts";
 import { warmUpParquetHere, type WarmUpResult } from "../../src/codec/warm-up.ts";
 
 /**
@@ -29,6 +29,8 @@ import { warmUpParquetHere, type WarmUpResult } from "../../src/codec/warm-up.ts
  */
 export interface BucketBufferSpec extends DataFileEncodeSpec {
   fields: readonly DataField[];
+  /** Rows one message may hold (`natslake.ingest.max-message-rows`); a message with more is rejected whole. */
+  maxMessageRows?: number;
   keyed?: { schema: TableSchema; encode: KeyValueEncodeSpec };
 }
 
@@ -51,6 +53,8 @@ export class BucketBuffer {
   private lastFlushRows = 0;
 
   private readonly layout: KeyValueLayout | null;
+  /** Rows of a message marked for failpoint `ingest.flush-row` are held (tests: a row that makes the flush fail). */
+  private holdsMarkedRow = false;
 
   constructor(private readonly spec: BucketBufferSpec) {
     this.layout = spec.keyed === undefined ? null : keyValueLayout(spec.keyed.schema);
@@ -59,11 +63,24 @@ export class BucketBuffer {
   /** Decodes payloads (stream order) and keeps their rows; bad rows and payloads come back as rejections. */
   append(payloads: IngestPayloads): AppendResult {
     failpoint("bucket-buffer.append");
+    if (failpointArmed("ingest.message") || failpointArmed("ingest.flush-row")) this.poisonPoints(payloads);
     // Each doubling copies every column and frees the old buffers into the thread's heap, where they fragment it.
     const builder = (this.builder ??= new RecordBatchBuilder(this.spec.fields, Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24))))));
-    const out = this.spec.keyed === undefined ? decodeSized(this.spec.fields, payloads, { into: builder }) : decodeKeyed(this.spec.keyed.schema, payloads, builder);
-    this.bytes += payloads.data.byteLength;
-    return { rows: out.rows, rejected: out.rejected, bufferedRows: builder.length, bufferedBytes: this.bytes };
+    const bounded = this.spec.maxMessageRows === undefined ? { payloads, rejected: [] } : withoutOversized(payloads, this.spec.maxMessageRows);
+    const input = bounded.payloads;
+    const out = this.spec.keyed === undefined ? decodeSized(this.spec.fields, input, { into: builder }) : decodeKeyed(this.spec.keyed.schema, input, builder);
+    this.bytes += input.data.byteLength;
+    const rejected = bounded.rejected.length === 0 ? out.rejected : [...bounded.rejected, ...out.rejected];
+    return { rows: out.rows, rejected, bufferedRows: builder.length, bufferedBytes: this.bytes };
+  }
+
+  /** The failpoints of poison messages (src/failpoints.ts, `name[marker]`), message by message. */
+  private poisonPoints(p: IngestPayloads): void {
+    for (let i = 0; i < p.seqs.length; i++) {
+      const bytes = p.data.subarray(p.offsets[i], p.offsets[i + 1]);
+      failpointOnData("ingest.message", bytes);
+      if (failpointMatches("ingest.flush-row", bytes)) this.holdsMarkedRow = true;
+    }
   }
 
   /**
@@ -76,6 +93,9 @@ export class BucketBuffer {
     this.bytes = 0;
     const held = builder === null ? 0 : builder.length;
     if (held > 0) this.lastFlushRows = held;
+    const marked = this.holdsMarkedRow;
+    this.holdsMarkedRow = false;
+    if (marked) failpoint("ingest.flush-row");
     if (this.layout === null || this.spec.keyed === undefined) {
       if (builder === null || held === 0) return { kind: "append", files: [] };
       failpoint("bucket-buffer.flush");

@@ -12,7 +12,7 @@ import type { DataField } from "../../src/format/data-types.ts";
 import type { Row } from "../../src/format/values.ts";
 import type { RowBatch } from "../wire/messages.ts";
 import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow, unpackValue } from "../wire/row-batch.ts";
-import { directDecoderFor, type DirectDecoder } from "./direct.ts";
+import { DirectReader, directDecoderFor, readHeader, type DirectDecoder } from "./direct.ts";
 import type { TableSchema } from "../../src/format/schema.ts";
 import { compileKeyedInput } from "../../src/lsm/keyed-input.ts";
 import { VALUE_KIND_FIELD } from "../../src/lsm/key-value-fields.ts";
@@ -62,6 +62,42 @@ export function packPayloads(messages: ReadonlyArray<{ seq: number; data: Uint8A
     seqs.push(m.seq);
   }
   return { seqs, offsets, data };
+}
+
+/**
+ * The table's bound on rows per message (`natslake.ingest.max-message-rows`): a message over it is rejected whole,
+ * before its rows are decoded — a row can be one byte on the wire (an empty array) and a null in every column in
+ * memory. Returns `p` itself when no message is over it, else the others packed anew.
+ */
+export function withoutOversized(p: IngestPayloads, maxRows: number): { payloads: IngestPayloads; rejected: RejectedRow[] } {
+  const rejected: RejectedRow[] = [];
+  const kept: Array<{ seq: number; data: Uint8Array }> = [];
+  for (let i = 0; i < p.seqs.length; i++) {
+    const seq = p.seqs[i]!;
+    const data = p.data.subarray(p.offsets[i], p.offsets[i + 1]);
+    const over = oversized(seq, data, maxRows);
+    if (over === null) kept.push({ seq, data });
+    else rejected.push(over);
+  }
+  return rejected.length === 0 ? { payloads: p, rejected } : { payloads: packPayloads(kept), rejected };
+}
+
+/** The rejection of one message over `maxRows` rows (see `withoutOversized`); null when it is within. */
+export function oversized(seq: number, data: Uint8Array, maxRows: number): RejectedRow | null {
+  const rows = rowCountOf(data);
+  if (rows <= maxRows) return null;
+  return { seq, rowIndex: -1, reason: `the message holds ${rows} rows, more than the table's natslake.ingest.max-message-rows (${maxRows}): publish smaller batches`, original: Buffer.from(data).toString("base64") };
+}
+
+/** Rows of a RowBatch payload, read from its envelope (0 for a payload that is not one: decoding rejects it). */
+function rowCountOf(data: Uint8Array): number {
+  const h = readHeader(new DirectReader(data));
+  if (h !== null) return h.rowCount;
+  try {
+    return decodeRowBatch(data).rows.length;
+  } catch {
+    return 0;
+  }
 }
 
 /**

@@ -55,6 +55,7 @@ export const SUBJECT_CONTRACTS: readonly SubjectContract[] = [
   c("$KV.<p>_assign.released.<db>.<table>.<bucket>", "released", "kv", "writers handing a bucket over"),
   c("$KV.<p>_snap.<db>.<table>", "snapshot-notification", "kv", "the table's leader"),
   c("$KV.<p>_router.<db>.<table>", "router-progress", "kv", "the table's router (on its leader)"),
+  c("$KV.<p>_attempts.<db>.<table>.<bucket>", "bucket-attempts", "kv", "the bucket's writer"),
   c("$KV.<p>_dlq_replays.<db>.<table>.<seq>", "dlq-replay-record", "kv", "`natslake dlq replay`, once a letter's rows were acknowledged"),
 ];
 

@@ -53,6 +53,28 @@ export interface DeadLetter {
   at: number;
 }
 
+/**
+ * A bucket's read attempts, kept in KV (`<p>_attempts`, key `<db>.<table>.<bucket>`) so that they survive the writer's
+ * process: a message that kills it leaves nothing else behind. Written by the bucket's writer only (actors/poison-guard.ts).
+ */
+export interface BucketAttempts {
+  v: 1;
+  /** The ingest stream the sequences count in (another stream starts afresh). */
+  stream: string;
+  /** The committed offset the attempts started reading after. */
+  from: number;
+  /** Generations of the bucket's writer that read past `from` while it stayed the committed offset. */
+  attempts: number;
+  /** Isolating: messages up to this stream sequence are read, flushed and committed one at a time. */
+  until?: number;
+  /** Isolating: the message being tried alone (when the writer dies, this is the one it died on). */
+  probing?: number;
+  /** Isolating: failures of each message tried alone (stream sequence → count), above the committed offset. */
+  failures?: Record<string, number>;
+  /** The last error a failure showed, if it showed one (a killed process shows none). */
+  lastError?: string;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Commit protocol
 

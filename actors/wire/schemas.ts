@@ -23,6 +23,7 @@ import type {
   AdminReply,
   AdminRequest,
   BucketAssignment,
+  BucketAttempts,
   Committable,
   CommittableRef,
   CompactionChange,
@@ -347,6 +348,22 @@ export const routerProgressSchema = z
   })
   .meta({ title: "RouterProgress", description: "How far the router of a table got (JSON): KV `<p>_router`, key `<db>.<table>`." });
 
+export const bucketAttemptsSchema = z
+  .strictObject({
+    v: z.literal(1),
+    stream: streamIdentity,
+    from: seq.describe("the committed offset the attempts started reading after"),
+    attempts: count.describe("generations of the bucket's writer that read past `from` while it stayed the committed offset"),
+    until: seq.optional().describe("isolating: messages up to this stream sequence are read and flushed one at a time"),
+    probing: seq.optional().describe("isolating: the message being tried alone"),
+    failures: z.record(z.string().regex(/^\d+$/), count).optional().describe("isolating: failures of each message tried alone, by stream sequence"),
+    lastError: z.string().optional().describe("the last error a failure showed (a killed process shows none)"),
+  })
+  .meta({
+    title: "BucketAttempts",
+    description: "A bucket's read attempts, kept across its writer's restarts so that a poison message is dead-lettered after a bounded number of them (JSON): KV `<p>_attempts`, key `<db>.<table>.<bucket>`, written by the bucket's writer.",
+  });
+
 // ---------------------------------------------------------------------------------------------------------------
 // Admin, maintenance, consume (request-reply, JSON)
 
@@ -521,6 +538,7 @@ export const WIRE_SCHEMAS: readonly WireSchema[] = [
   w("table-assignment", tableAssignmentSchema, "json"),
   w("released", releasedSchema, "json"),
   w("router-progress", routerProgressSchema, "json"),
+  w("bucket-attempts", bucketAttemptsSchema, "json"),
   w("admin-request", adminRequestSchema, "json", "input"),
   w("admin-reply", adminReplySchema, "json"),
   w("maintenance-request", maintenanceRequestSchema, "json", "input"),
@@ -615,6 +633,7 @@ agree<Same<z.output<typeof bucketAssignment>, BucketAssignment>>();
 agree<Same<z.output<typeof tableAssignmentSchema>, TableAssignment>>();
 agree<Same<z.output<typeof releasedSchema>, Released>>();
 agree<Same<z.output<typeof routerProgressSchema>, RouterProgress>>();
+agree<Same<z.output<typeof bucketAttemptsSchema>, BucketAttempts>>();
 agree<Same<z.output<typeof adminRequestSchema>, AdminRequest>>();
 agree<Same<z.output<typeof adminReplySchema>, AdminReply>>();
 agree<Same<z.output<typeof maintenanceRequestSchema>, MaintenanceRequest>>();

@@ -15,7 +15,7 @@ import { createReadStream, statSync } from "node:fs";
 import { SingleBar, Presets } from "cli-progress";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError, isLakeError } from "../../src/errors.ts";
-import { createProducer, type BatchOutcome, type OutcomeStatus, type Producer } from "../producer.ts";
+import { createProducer, STREAM_FULL_WORDS, type BatchOutcome, type OutcomeStatus, type Producer } from "../producer.ts";
 import { connectOrExplain, UsageError } from "./common.ts";
 import { publishFormat, readRecords } from "./input.ts";
 import { startTracingIfConfigured } from "../tracing.ts";
@@ -139,9 +139,10 @@ export async function publishFile(table: string, file: string, o: PublishFlags, 
     if (bad !== undefined) throw bad;
     const notAcked = rows.get("failed")! + rows.get("unknown")!;
     if (notAcked > 0) {
+      const full = (firstError.get("failed") ?? "").includes(STREAM_FULL_WORDS) ? `${table}'s ingest stream is full (its writers are behind or stopped): ` : "";
       throw new LakeError(
         ErrorKind.Io,
-        `${notAcked} of ${written} rows were not acknowledged (failed: not stored; unknown: may or may not be stored — publishing them again ` +
+        `${full}${notAcked} of ${written} rows were not acknowledged (failed: not stored; unknown: may or may not be stored — publishing them again ` +
           `duplicates those that were stored${o.idempotent ? ", unless it is within the duplicate window: --idempotent uses the same message ids" : "; --idempotent avoids that within the duplicate window"})`,
       );
     }

@@ -13,14 +13,15 @@ import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Identifier } from "../../src/table/table.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureError, ErrorKind, LakeError } from "../../src/errors.ts";
-import type { BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, LiveStream, RawLog, RouterProgress } from "../../actors/ports.ts";
+import type { AttemptLog, BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, LiveStream, RawLog, RouterProgress } from "../../actors/ports.ts";
 import { formatStreamIdentity } from "../../src/commit/stream-identity.ts";
-import type { CommitEntry, DeadLetter, MemberHeartbeat, Rejection, Released, SnapshotNotification, StreamIdMarker, TableAssignment } from "../../actors/wire/messages.ts";
+import type { BucketAttempts, CommitEntry, DeadLetter, MemberHeartbeat, Rejection, Released, SnapshotNotification, StreamIdMarker, TableAssignment } from "../../actors/wire/messages.ts";
 import { decodeCommitEntry, encodeMsg } from "../../actors/wire/codec.ts";
 import { fitDeadLetter, payloadLimit } from "../../actors/wire/limits.ts";
 import { encodeRowBatch } from "../../actors/wire/row-batch.ts";
 import { H_RAW_SEQ } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
+import { bucketAttemptsSchema } from "../../actors/wire/schemas.ts";
 import { H_TRACEPARENT } from "../../actors/wire/trace-context.ts";
 import { tracingActive } from "../tracing.ts";
 
@@ -33,6 +34,7 @@ export interface NatsPorts {
   commits: CommitLog;
   bus: Bus;
   cluster: ClusterState;
+  attempts: AttemptLog;
   js: JetStreamClient;
   jsm: JetStreamManager;
   kv: { members: KV; assign: KV; snap: KV };
@@ -344,6 +346,16 @@ export async function liveIngestStream(nc: NatsConnection, subjects: Subjects, t
   return readLiveStream(jetstream(nc), await jetstreamManager(nc), subjects, table, true);
 }
 
+/** A stored BucketAttempts; null when it is not one (the writer then starts counting afresh). */
+function parseBucketAttempts(text: string): BucketAttempts | null {
+  try {
+    const r = bucketAttemptsSchema.safeParse(JSON.parse(text));
+    return r.success ? r.data : null;
+  } catch {
+    return null;
+  }
+}
+
 export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise<NatsPorts> {
   // A 2 s API timeout: consumer creation and the ordered consumers' own recovery (consumer info, re-create) retry
   // sooner while JetStream elects leaders after a node loss. Publishes set their own timeout.
@@ -354,6 +366,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
   const assign = await kvm.open(subjects.assignKv);
   const snap = await kvm.open(subjects.snapKv);
   const routerKv = await kvm.open(subjects.routerKv);
+  const attemptsKv = await kvm.open(subjects.attemptsKv);
   const id = (table: string): Identifier => parseIdentifier(table);
   const liveStream = (table: string, create = true): Promise<LiveStream> => readLiveStream(js, jsm, subjects, id(table), create);
   /** Refuses (throws) unless the live ingest stream is `stream`: offsets of one stream must never purge another's messages. */
@@ -546,5 +559,18 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
     },
   };
 
-  return { ingest, raw, commits, bus, cluster, js, jsm, kv: { members, assign, snap } };
+  const attemptKey = (table: string, bucket: number): string => `${subjects.tableKey(id(table))}.${bucket}`;
+  const attempts: AttemptLog = {
+    async read(table, bucket): Promise<BucketAttempts | null> {
+      const e = await attemptsKv.get(attemptKey(table, bucket));
+      if (!e || e.operation !== "PUT") return null;
+      return parseBucketAttempts(dec.decode(e.value));
+    },
+    async write(table, bucket, a): Promise<void> {
+      if (a === null) await attemptsKv.delete(attemptKey(table, bucket));
+      else await attemptsKv.put(attemptKey(table, bucket), enc.encode(JSON.stringify(a)));
+    },
+  };
+
+  return { ingest, raw, commits, bus, cluster, attempts, js, jsm, kv: { members, assign, snap } };
 }

@@ -155,6 +155,10 @@ export class Subjects {
   get routerKv(): string {
     return `${this.prefix}_router`;
   }
+  /** Each bucket's read attempts (actors/poison-guard.ts): a message that kills its writer is found across restarts. */
+  get attemptsKv(): string {
+    return `${this.prefix}_attempts`;
+  }
   /** Which dead letters `natslake dlq replay` replayed (they stay in the DLQ: deleting them would look like drops). */
   get dlqReplaysKv(): string {
     return `${this.prefix}_dlq_replays`;

@@ -13,7 +13,7 @@
  *   matter most). Letters dropped that way are counted, not silent: `dlqDropped` (the node's
  *   `natslake_dlq_dropped_total`).
  * - KV buckets: tables, members (history 1, `max_age` = member TTL, so a silent member's key disappears), assign,
- *   snap, router.
+ *   snap, router, attempts.
  *
  * An existing ingest stream is updated when its updatable settings differ (subjects are only ever added); settings
  * JetStream cannot change (storage, retention) are an error that says what differs.
@@ -60,9 +60,9 @@ export interface TableInfraOptions {
   table: Table;
   /** Stream and KV replicas (1 on a single server, 3 in a cluster). Default: option `natslake.stream.replicas`, else 1. */
   replicas?: number;
-  /** Ingest stream size bound. Default: option `natslake.stream.max-bytes` (1 GiB). */
+  /** Ingest stream size bound for a table that does not set `natslake.stream.max-bytes` (else that option's default, 1 GiB). */
   maxBytes?: number;
-  /** Ingest de-duplication window in ms. Default: option `natslake.stream.duplicate-window` (2 min). */
+  /** Ingest de-duplication window in ms for a table that does not set `natslake.stream.duplicate-window` (default 2 min). */
   duplicateWindowMs?: number;
   /** Bound of the shared dead-letter stream (created once; later calls do not change it). Default 1 GiB. */
   dlqMaxBytes?: number;
@@ -79,7 +79,12 @@ export interface TableInfra {
   warnings: string[];
 }
 
-/** The resolved stream settings of a table: explicit options win over the table's `natslake.stream.*` options. */
+/**
+ * The resolved stream settings of a table. Size and duplicate window: the table's own `natslake.stream.*` option when
+ * it sets one, else the caller's (a node's `streamMaxBytes`, `duplicateWindow`), else the option's default — a table
+ * made with a small `natslake.stream.max-bytes` gets that bound whatever the nodes' default. Replicas: the caller's
+ * (the NATS cluster's size, which a node knows), else the table's option, else 1.
+ */
 export function streamSettings(table: Table, o: Pick<TableInfraOptions, "replicas" | "maxBytes" | "duplicateWindowMs"> = {}): {
   replicas: number;
   maxBytes: number;
@@ -87,8 +92,9 @@ export function streamSettings(table: Table, o: Pick<TableInfraOptions, "replica
 } {
   const replicasOpt = table.options.raw["natslake.stream.replicas"];
   const replicas = o.replicas ?? (replicasOpt === undefined ? 1 : Number.parseInt(replicasOpt, 10));
-  const maxBytes = o.maxBytes ?? table.options.memory("natslake.stream.max-bytes");
-  const duplicateWindowMs = o.duplicateWindowMs ?? table.options.duration("natslake.stream.duplicate-window");
+  const own = (key: string): boolean => table.options.raw[key] !== undefined;
+  const maxBytes = own("natslake.stream.max-bytes") ? table.options.memory("natslake.stream.max-bytes") : (o.maxBytes ?? table.options.memory("natslake.stream.max-bytes"));
+  const duplicateWindowMs = own("natslake.stream.duplicate-window") ? table.options.duration("natslake.stream.duplicate-window") : (o.duplicateWindowMs ?? table.options.duration("natslake.stream.duplicate-window"));
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw dataInvalid(`stream replicas must be 1..5, got ${replicas}`);
   if (!Number.isSafeInteger(maxBytes) || maxBytes <= 0) throw dataInvalid(`ingest stream max bytes must be a positive integer, got ${maxBytes}`);
   if (!Number.isSafeInteger(duplicateWindowMs) || duplicateWindowMs < 1000)
@@ -220,7 +226,7 @@ export function registerDlqDroppedMetric(meter: Meter, nc: NatsConnection, subje
 }
 
 /**
- * The cluster-wide KV buckets (tables, members, assignments, last notifications, router progress), created when
+ * The cluster-wide KV buckets (tables, members, assignments, last notifications, router progress, read attempts), created when
  * missing; an existing bucket keeps its settings. Nodes call this at start, before any table exists.
  */
 /** The schema id of a stored TableMeta (-1 when it cannot be read: it is then replaced). */
@@ -241,6 +247,7 @@ export async function ensureClusterKv(nc: NatsConnection, subjects: Subjects, re
   await createKv(kvm, subjects.assignKv, kvOpts);
   await createKv(kvm, subjects.snapKv, kvOpts);
   await createKv(kvm, subjects.routerKv, kvOpts);
+  await createKv(kvm, subjects.attemptsKv, kvOpts);
   return { tablesKv };
 }
 

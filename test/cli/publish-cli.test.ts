@@ -10,16 +10,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
+import { currentNatsServer, startCluster, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { freePort } from "../helpers/servers.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
 let c: TestCluster;
 before(async () => {
-  // The current nats-server when scripts/setup.sh built one: 2.9's discard-new size check (nats-io/nats-server#4771)
-  // deletes old messages of a full stream instead of refusing new ones, and the full-stream test needs the refusal.
-  const current = process.env["NATSLAKE_NATS_SERVER_CURRENT"];
-  c = await startCluster({ nodes: 1, ...(current ? { natsBin: current } : {}) });
+  // The full-stream test needs the current nats-server's refusal (see currentNatsServer).
+  c = await startCluster({ nodes: 1, ...currentNatsServer() });
 });
 after(async () => {
   await c.stop();
@@ -52,7 +50,7 @@ test("publish - every row is counted, not only the batches that flush() settled"
 test("publish - rows a full stream refused are counted as failed and make the exit code 1", { timeout: 120_000 }, async () => {
   assert.ok(process.env["NATSLAKE_NATS_SERVER_CURRENT"], "needs the current nats-server (scripts/setup.sh builds it; scripts/run-tests.mjs finds it)");
   await createTable("pub.full");
-  // A small stream (set on the stream itself: the node's --stream-max-bytes default wins over the table option).
+  // A small stream, set on the stream itself (a table's natslake.stream.max-bytes applies too: test/integration/stream-limits.test.ts).
   await (await jetstreamManager(c.nc)).streams.update("LAKE_IN_pub_full", { max_bytes: 32 * 1024 });
   const r = nl(["publish", "pub.full", rowsFile("full.jsonl", 15_000), "--nats", c.nats.url, "--no-progress"]);
   assert.equal(r.signal, null, "publish ended by itself");

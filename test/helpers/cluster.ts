@@ -148,6 +148,16 @@ export async function startCluster(opts: { nodes: number; commitInterval?: strin
 }
 
 /**
+ * The current nats-server when scripts/setup.sh built one (`NATSLAKE_NATS_SERVER_CURRENT`), as startCluster's
+ * option: 2.9's discard-new size check (nats-io/nats-server#4771) deletes old messages of a full stream instead of
+ * refusing new ones, and tests of a full stream need the refusal.
+ */
+export function currentNatsServer(): { natsBin?: string } {
+  const current = process.env["NATSLAKE_NATS_SERVER_CURRENT"];
+  return current ? { natsBin: current } : {};
+}
+
+/**
  * One cluster for the tests of a file: started before the first, stopped after the last. The function returns it
  * (throws if called before it started, e.g. outside a test).
  */

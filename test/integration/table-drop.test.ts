@@ -28,7 +28,7 @@ const subjects = new Subjects("lake");
 const NAME = "drop.t";
 const id = parseIdentifier(NAME);
 
-/** The table's keys that hold a value, bucket by bucket (`released.*` and replay records included). */
+/** The table's keys that hold a value, bucket by bucket (`released.*` and its buckets' read attempts included). */
 async function kvKeysOf(): Promise<string[]> {
   const kvm = new Kvm(cluster().nc);
   const key = subjects.tableKey(id);
@@ -39,6 +39,7 @@ async function kvKeysOf(): Promise<string[]> {
     [subjects.assignKv, `released.${key}.*`],
     [subjects.snapKv, key],
     [subjects.routerKv, key],
+    [subjects.attemptsKv, `${key}.*`],
   ] as const) {
     for await (const k of await (await kvm.open(bucket)).keys(pattern)) out.push(`${bucket}/${k}`);
   }
