@@ -19,6 +19,7 @@ import { startTracingIfConfigured, type Tracing } from "../tracing.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
 import { serveNodeControl } from "../node-control.ts";
 import { registerNodeDrainCommand } from "./node-drain-command.ts";
+import { natsAuthFlags, redisAuthFlags } from "./connection-flags.ts";
 
 function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   const p = pino({ level, base }, pino.destination(2));
@@ -74,6 +75,8 @@ export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
         metricsPort: o.metricsPort,
         metricsHost: o.metricsHost,
         otlpEndpoint: o.otlpEndpoint,
+        ...natsAuthFlags(o),
+        ...redisAuthFlags(o),
       },
       env,
       ...(o.config ? { file: o.config } : {}),
@@ -228,7 +231,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--count <n>", "stop after n notifications", parsePositiveInt("--count"))
     .addHelpText("after", examples("natslake subscribe shop.orders --nats nats://127.0.0.1:4222 --count 10"))
     .action(async (table: string, o: { nats: string; prefix: string; count?: number }) => {
-      const nc = await connectOrExplain(o.nats);
+      const nc = await connectOrExplain({ ...o, nats: o.nats });
       try {
         // An unknown table would wait forever for notifications that never come: refuse it.
         try {

@@ -83,7 +83,7 @@ export async function runRouted<K extends MaintenanceTaskName, L = MaintenanceRe
     return runLocal !== undefined ? runLocal(table) : runMaintenanceJob(table, job, { onProgress: h.onProgress });
   };
   if (o.nats === undefined) return { result: await local() };
-  const nc = await connectOrExplain(o.nats);
+  const nc = await connectOrExplain({ ...o, nats: o.nats });
   try {
     if (!(await servedByCluster(nc, o, name))) {
       if (o.warehouse === undefined && process.env["NATSLAKE_WAREHOUSE"] === undefined)

@@ -73,7 +73,7 @@ export async function publishFile(table: string, file: string, o: PublishFlags, 
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const nc = await connectOrExplain(o.nats).catch(async (e: unknown) => {
+  const nc = await connectOrExplain({ ...o, nats: o.nats }).catch(async (e: unknown) => {
     await tracing?.shutdown();
     throw e;
   });

@@ -44,7 +44,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
       const columns = parseColumnList(o.columns);
       if (columns.length === 0) throw new UsageError("--columns lists no column");
       if (o.nats) {
-        const nc = await connectOrExplain(o.nats);
+        const nc = await connectOrExplain({ ...o, nats: o.nats });
         try {
           const r = (await adminRequest(nc, o.prefix, {
             type: "create-table",
@@ -130,7 +130,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .action(async (name: string, o: { nats: string; from: string; prefix: string }) => {
       parseIdentifier(name);
       if (o.from !== "earliest" && o.from !== "latest") throw new UsageError(`--from is earliest or latest, not '${o.from}'`);
-      const nc = await connectOrExplain(o.nats);
+      const nc = await connectOrExplain({ ...o, nats: o.nats });
       try {
         const r = (await adminRequest(nc, o.prefix, { type: "reset-offsets", table: name, from: o.from }, 30_000)) as { snapshotId: number; stream: string; offset: number; offsetEpoch: number; routerReset: boolean };
         out(
@@ -169,7 +169,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean; nats?: string; prefix: string }) => {
       const id = parseIdentifier(name);
       if (o.nats) {
-        const nc = await connectOrExplain(o.nats);
+        const nc = await connectOrExplain({ ...o, nats: o.nats });
         try {
           const r = (await adminRequest(nc, o.prefix, { type: "drop-table", table: name, ...(o.ifExists === true ? { ifExists: true } : {}) })) as DropResult | null;
           out(r === null ? `${name} does not exist (--if-exists): nothing dropped` : `dropped ${name} through the cluster at ${o.nats}: ${describeDrop(r)}`);
