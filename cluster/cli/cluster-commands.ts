@@ -12,6 +12,7 @@ import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
 import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
 import { startMetricsServer } from "../metrics-server.ts";
@@ -239,7 +240,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
         } catch (e) {
           if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `unknown table '${table}': ${e.message}`, { cause: e });
           if (isLakeError(e)) throw e;
-          throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${table}' from NATS at ${o.nats}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+          throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${table}' from NATS at ${redactUrl(o.nats)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
         }
         let seen = 0;
         let sub: SnapshotSubscription | undefined;

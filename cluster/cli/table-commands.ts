@@ -8,6 +8,7 @@ import { adminRequest } from "../admin-client.ts";
 import type { DropResult } from "../table-drop.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
 
 const splitList = (v: string): string[] =>
   v
@@ -58,7 +59,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
             if (o.ifNotExists === true && isLakeError(e, ErrorKind.AlreadyExists)) return null;
             throw e;
           })) as { table: string; path: string } | null;
-          out(r === null ? `${name} exists already (--if-not-exists): left as it is` : `created ${r.table} at ${r.path} (through the cluster at ${o.nats})`);
+          out(r === null ? `${name} exists already (--if-not-exists): left as it is` : `created ${r.table} at ${r.path} (through the cluster at ${redactUrl(o.nats)})`);
         } finally {
           await nc.close();
         }
@@ -172,7 +173,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
         const nc = await connectOrExplain({ ...o, nats: o.nats });
         try {
           const r = (await adminRequest(nc, o.prefix, { type: "drop-table", table: name, ...(o.ifExists === true ? { ifExists: true } : {}) })) as DropResult | null;
-          out(r === null ? `${name} does not exist (--if-exists): nothing dropped` : `dropped ${name} through the cluster at ${o.nats}: ${describeDrop(r)}`);
+          out(r === null ? `${name} does not exist (--if-exists): nothing dropped` : `dropped ${name} through the cluster at ${redactUrl(o.nats)}: ${describeDrop(r)}`);
         } finally {
           await nc.close();
         }

@@ -4,7 +4,7 @@
  * untrusted certificate, TLS required on one side only) and the setting that fixes it.
  */
 import { errors as natsErrors } from "@nats-io/transport-node";
-import { describeNatsCredentials, type NatsAuthSettings } from "./connect-options.ts";
+import { describeNatsCredentials, withEnvAuth, type NatsAuthSettings } from "./connect-options.ts";
 
 /**
  * The URL (or comma-separated URLs) with the password of each replaced by `***` — and a user part without a password
@@ -80,8 +80,16 @@ function explainRefusal(e: unknown, url: string, settings: NatsAuthSettings, env
   if (/bad certificate|unknown ca|alert number 4[2-8]/i.test(text)) {
     return `the NATS server refused this client's certificate (${redactUrlsIn(errs[0]!.message)}): is it signed by a CA the server trusts?`;
   }
-  if (/tls.*is not available on this server|server does not support tls/i.test(text)) {
+  if (/tls.*is not available on this server|server does not support '?tls/i.test(text)) {
     return "TLS was asked for (--nats-tls-*, a tls:// URL) but the NATS server does not offer it";
+  }
+  // Over TLS 1.3 a server that wants a client certificate refuses it after the client's handshake has finished, and
+  // nats.js sees no error, only no answer: a timeout over TLS without a client certificate is most likely that.
+  const s = withEnvAuth(settings, env);
+  if (/timeout/i.test(text) && (s.natsTlsCa !== undefined || s.natsTlsFirst === true || s.natsTlsCert !== undefined || /^tls:\/\//.test(url))) {
+    return s.natsTlsCert === undefined
+      ? "no answer over TLS: if the server requires a client certificate (mutual TLS), give --nats-tls-cert <file> and --nats-tls-key <file>"
+      : "no answer over TLS: the server may have refused this client's certificate (is it signed by a CA the server trusts?)";
   }
   if (/wrong version number|packet length too long|ECONNRESET/i.test(text) && settings.natsTlsFirst === true) {
     return "the NATS server does not accept TLS first (--nats-tls-first needs the server's `handshake_first`)";
