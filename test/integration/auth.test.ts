@@ -19,6 +19,7 @@ import { createUser } from "@nats-io/nkeys";
 import { startNats, startRedis, type ServerHandle } from "../helpers/servers.ts";
 import { makeOperatorSetup, makeTestCerts, type TestCerts } from "../helpers/security.ts";
 import { producerWhenRegistered, spawnNode, waitFor } from "../helpers/cluster.ts";
+import { pythonBin, REPO_ROOT } from "../helpers/python.ts";
 import { connectNats } from "../../cluster/nats/connect.ts";
 import type { NatsAuthSettings } from "../../cluster/nats/connect-options.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
@@ -186,6 +187,15 @@ test("auth - CLI refusals: exit 1 with the reason for no, wrong and in-URL crede
     assert.ok(!r.stderr.includes("bad-secret") && !r.stdout.includes("bad-secret"), `${what}: the URL's password printed`);
     assert.ok(Date.now() - started < 30_000, `${what}: took ${Date.now() - started} ms`);
   }
+  // The Python examples take the same environment (examples/python/example_nats.py): a token file, TLS with the CA.
+  const py = (env: NodeJS.ProcessEnv, url: string) =>
+    spawnSync(pythonBin(), ["-c", "import asyncio, sys, example_nats\nasync def m():\n    nc = await example_nats.connect('t', sys.argv[1])\n    print('connected' if nc else 'refused')\n    if nc: await nc.close()\nasyncio.run(m())", url], { cwd: join(REPO_ROOT, "examples/python"), encoding: "utf8", timeout: 60_000, env: { ...process.env, ...env } });
+  assert.equal(py({ NATSLAKE_NATS_TOKEN_FILE: tokenFile }, natsToken.url).stdout.trim(), "connected");
+  assert.equal(py({ NATSLAKE_NATS_USER: "lake", NATSLAKE_NATS_PASSWORD_FILE: passwordFile, NATSLAKE_NATS_TLS_CA: certs.ca, NATSLAKE_NATS_TLS_CERT: certs.clientCert, NATSLAKE_NATS_TLS_KEY: certs.clientKey }, url).stdout.trim(), "connected");
+  const refused = py({ NATSLAKE_NATS_TOKEN_FILE: wrongPasswordFile }, natsToken.url.replace("nats://", "nats://u:in-url-secret@"));
+  assert.equal(refused.stdout.trim(), "refused");
+  assert.ok(!refused.stderr.includes("in-url-secret"), refused.stderr);
+
   const help = natslake(["status", "--help"]);
   for (const flag of ["--nats-creds <file>", "--nats-nkey <file>", "--nats-user <name>", "--nats-password-file <file>", "--nats-token-file <file>", "--nats-tls-ca <file>", "--nats-tls-cert <file>", "--nats-tls-key <file>", "--nats-tls-first"]) assert.ok(help.stdout.includes(flag), `status --help lists ${flag}`);
   assert.ok(natslake(["node", "--help"]).stdout.includes("--redis-password-file <file>"));
