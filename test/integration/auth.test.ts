@@ -23,6 +23,8 @@ import { pythonBin, REPO_ROOT } from "../helpers/python.ts";
 import { connectNats } from "../../cluster/nats/connect.ts";
 import type { NatsAuthSettings } from "../../cluster/nats/connect-options.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
+import { connectLeaseRedis } from "../../cluster/redis/lease.ts";
+import { redisConnectionOptions, type RedisAuthSettings } from "../../cluster/redis/connect-options.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/natslake.mjs", import.meta.url));
@@ -270,4 +272,22 @@ test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL 
   } finally {
     node.kill("SIGKILL");
   }
+});
+
+test("auth - Redis refusals name which: no credentials, a wrong password, an untrusted certificate", { timeout: 60_000 }, async () => {
+  const tls = { redisTlsCa: certs.ca, redisTlsCert: certs.clientCert, redisTlsKey: certs.clientKey };
+  const refusal = async (settings: RedisAuthSettings): Promise<string> => {
+    const started = Date.now();
+    try {
+      (await connectLeaseRedis(redis.url, { auth: redisConnectionOptions(settings, NO_ENV), commandTimeoutMs: 1000 })).disconnect();
+      return "connected";
+    } catch (e) {
+      assert.ok(Date.now() - started < 10_000, `refused after ${Date.now() - started} ms`);
+      return (e as Error).message;
+    }
+  };
+  assert.equal(await refusal({ ...tls, redisUser: "lake", redisPasswordFile: redisPasswordFile }), "connected");
+  assert.match(await refusal(tls), /^redis at rediss:\/\/127\.0\.0\.1:\d+: cannot connect: Redis requires authentication and none was given/);
+  assert.match(await refusal({ ...tls, redisUser: "lake", redisPasswordFile: wrongPasswordFile }), /Redis refused the credentials \(WRONGPASS/);
+  assert.match(await refusal({ ...tls, redisTlsCa: certs.otherCa, redisUser: "lake", redisPasswordFile: redisPasswordFile }), /TLS certificate is not trusted .*--redis-tls-ca/);
 });
