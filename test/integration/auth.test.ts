@@ -77,7 +77,8 @@ before(async () => {
     }),
     startNats({ extraArgs: natsConfig("operator", operator.serverConfig) }),
     startRedis({
-      extraArgs: ["--user", "default", "off", "--user", "lake", "on", `>${REDIS_PASSWORD}`, "~*", "&*", "+@all"],
+      // The narrowest ACL docs/operations/security.md documents for natslake.
+      extraArgs: ["--user", "default", "off", "--user", "lake", "on", `>${REDIS_PASSWORD}`, "~natslake:*", "+set", "+get", "+incr", "+pexpire", "+del", "+ping", "+eval", "+evalsha", "+info"],
       probeAuth: { user: "lake", password: REDIS_PASSWORD },
       tls: { cert: certs.serverCert, key: certs.serverKey, ca: certs.ca, authClients: true },
     }),
