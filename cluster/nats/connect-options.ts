@@ -87,14 +87,17 @@ export function withEnvAuth(settings: NatsAuthSettings, env: NodeJS.ProcessEnv =
   return merged;
 }
 
-function readSecretFile(key: NatsAuthKey, path: string): string {
+/** The text of the file a setting names, or a ConnectionSettingsError naming the setting's flag and variable. */
+export function readSettingFile(key: string, envName: string, path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new ConnectionSettingsError(`cannot read the file of ${flagOf(key)} (${NATS_AUTH_ENV[key]}) '${path}': ${code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : (e as Error).message}`);
+    throw new ConnectionSettingsError(`cannot read the file of ${flagOf(key)} (${envName}) '${path}': ${code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : (e as Error).message}`);
   }
 }
+
+const readSecretFile = (key: NatsAuthKey, path: string): string => readSettingFile(key, NATS_AUTH_ENV[key], path);
 
 /** A secret from its file (trailing newline dropped), else from its environment variable, else undefined. */
 function secret(settings: NatsAuthSettings, fileKey: "natsPasswordFile" | "natsTokenFile", envName: string, env: NodeJS.ProcessEnv): string | undefined {

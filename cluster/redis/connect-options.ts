@@ -4,9 +4,8 @@
  * node's config file. As for NATS (../nats/connect-options.ts), secrets come from files or the environment, never
  * from a flag's value; a password in the URL still works (and is never printed: redactRedisUrl).
  */
-import { readFileSync } from "node:fs";
 import type { RedisOptions } from "ioredis";
-import { flagOf, ConnectionSettingsError } from "../nats/connect-options.ts";
+import { ConnectionSettingsError, readSettingFile } from "../nats/connect-options.ts";
 
 export interface RedisAuthSettings {
   /** ACL user name (Redis 6+); its password from NATSLAKE_REDIS_PASSWORD or `redisPasswordFile`. */
@@ -31,14 +30,7 @@ export const REDIS_AUTH_ENV: Readonly<Record<RedisAuthKey, string>> = {
 /** The password by value, in the environment only (a user without one, or the `default` user's password). */
 export const REDIS_PASSWORD_ENV = "NATSLAKE_REDIS_PASSWORD";
 
-function readFileOf(key: RedisAuthKey, path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new ConnectionSettingsError(`cannot read the file of ${flagOf(key)} (${REDIS_AUTH_ENV[key]}) '${path}': ${code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : (e as Error).message}`);
-  }
-}
+const readFileOf = (key: RedisAuthKey, path: string): string => readSettingFile(key, REDIS_AUTH_ENV[key], path);
 
 /** `given` over the NATSLAKE_REDIS_* environment. */
 function withEnv(given: RedisAuthSettings, env: NodeJS.ProcessEnv): RedisAuthSettings {
