@@ -179,6 +179,7 @@ test("auth - CLI refusals: exit 1 with the reason for no, wrong and in-URL crede
     ["a wrong password in the URL", ["table", "create", "a.b", "--columns", "id INT", "--nats", url.replace("nats://", "nats://lake:bad-secret@"), ...tlsFlags], {}, 1, /NATS at nats:\/\/lake:\*\*\*@127/],
     ["an untrusted certificate", ["status", "--nats", url, "--nats-user", "lake", "--nats-password-file", passwordFile, "--nats-tls-ca", certs.otherCa], {}, 1, /TLS certificate is not trusted/],
     ["a credentials file that is not there", ["dlq", "list", "a.b", "--nats", url, "--nats-creds", join(dir, "nope.creds")], {}, 2, /cannot read the file of --nats-creds/],
+    ["up with NATS credentials but its own server", ["up", "--nats-user", "lake", "--duration", "1"], {}, 2, /NATS credentials and TLS flags are for a server of yours: give its --nats URL too/],
     ["a node whose password file is not there", ["node", "--nats", url, "--warehouse", dir, "--roles", "reader", "--nats-user", "lake", "--nats-password-file", join(dir, "nope")], {}, 2, /cannot read the file of --nats-password-file/],
   ];
   for (const [what, args, env, code, message] of cases) {
