@@ -47,6 +47,11 @@ import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
 import { connectNats } from "./nats/connect.ts";
 import type { NatsAuthSettings } from "./nats/connect-options.ts";
+
+// A client's own connection, made as natslake's processes make theirs (credentials and TLS from files or the
+// NATSLAKE_NATS_* environment; a refusal named, the URL's password never printed): for consumers and admin clients too.
+export { connectNats, NatsConnectError } from "./nats/connect.ts";
+export type { NatsAuthSettings } from "./nats/connect-options.ts";
 import { readTableMeta, watchTableMeta } from "./nats/table-infra.ts";
 import { liveIngestStream } from "./nats/adapters.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
