@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { nearestName, parseDuration, parseMemory } from "../src/options.ts";
 import type { NodeRole } from "../actors/wire/messages.ts";
+import { NATS_AUTH_ENV, parseSwitch } from "./nats/connect-options.ts";
+import { REDIS_AUTH_ENV } from "./redis/connect-options.ts";
 
 const ROLES = ["writer", "committer", "reader"] as const;
 
@@ -56,6 +58,21 @@ export const NodeConfigSchema = z.object({
     .describe("the roles this node takes: `writer` (writes buckets' rows to data files), `committer` (leads tables: commits snapshots, runs maintenance; needs `redis`), `reader` (answers admin requests, serves consume sessions); all three by default"),
   nats: z.string().min(1).describe("NATS server URL, or a comma-separated list of a NATS cluster's servers (the node starts while any of them is up); required"),
   redis: z.string().optional().describe("Redis URL of the committer leases; required with the `committer` role"),
+  // Credentials are named by file (or given in the environment), never by value: see cluster/nats/connect-options.ts.
+  natsUser: z.string().min(1).optional().describe("NATS user name; its password from NATSLAKE_NATS_PASSWORD or `natsPasswordFile`"),
+  natsPasswordFile: z.string().min(1).optional().describe("a file holding the NATS user's password"),
+  natsTokenFile: z.string().min(1).optional().describe("a file holding a NATS token (or NATSLAKE_NATS_TOKEN)"),
+  natsNkey: z.string().min(1).optional().describe("an nkey seed file (`SU…`) to authenticate to NATS with"),
+  natsCreds: z.string().min(1).optional().describe("a NATS credentials file (user JWT and nkey seed, as `nsc generate creds` writes it)"),
+  natsTlsCa: z.string().min(1).optional().describe("PEM file of the CA that signed the NATS server's certificate (TLS; default: the system's CAs)"),
+  natsTlsCert: z.string().min(1).optional().describe("PEM client certificate for NATS (mutual TLS; with `natsTlsKey`)"),
+  natsTlsKey: z.string().min(1).optional().describe("PEM key of the NATS client certificate"),
+  natsTlsFirst: z.boolean().optional().describe("start the NATS connection with the TLS handshake (the server's `handshake_first`)"),
+  redisUser: z.string().min(1).optional().describe("Redis ACL user; its password from NATSLAKE_REDIS_PASSWORD or `redisPasswordFile`"),
+  redisPasswordFile: z.string().min(1).optional().describe("a file holding the Redis password"),
+  redisTlsCa: z.string().min(1).optional().describe("PEM file of the CA that signed the Redis server's certificate (TLS also with a `rediss://` URL)"),
+  redisTlsCert: z.string().min(1).optional().describe("PEM client certificate for Redis (with `redisTlsKey`)"),
+  redisTlsKey: z.string().min(1).optional().describe("PEM key of the Redis client certificate"),
   warehouse: z.string().min(1).describe("the warehouse: a directory, or `s3://bucket/prefix[?endpoint=…]` with credentials from the AWS environment; required"),
   prefix: z.string().regex(/^[A-Za-z0-9_-]+$/).default("lake").describe("the prefix of every subject, stream and KV bucket of this cluster; every node and client of one cluster uses the same"),
   commitInterval: durationSetting.default(250).describe("how often a table's leader commits a snapshot, for tables without their own `natslake.commit-interval`"),
@@ -130,6 +147,8 @@ export const NODE_CONFIG_ENV: Readonly<Partial<Record<keyof NodeConfig, string>>
   roles: "NATSLAKE_ROLES",
   nats: "NATSLAKE_NATS",
   redis: "NATSLAKE_REDIS",
+  ...NATS_AUTH_ENV,
+  ...REDIS_AUTH_ENV,
   warehouse: "NATSLAKE_WAREHOUSE",
   prefix: "NATSLAKE_PREFIX",
   commitInterval: "NATSLAKE_COMMIT_INTERVAL",
@@ -182,7 +201,7 @@ export function loadNodeConfig(src: ConfigSources): NodeConfig {
   }
   for (const [key, name] of Object.entries(NODE_CONFIG_ENV)) {
     const v = src.env[name];
-    if (v !== undefined && v !== "") merged[key] = key === "roles" ? v.split(",").map((s) => s.trim()) : NUMERIC.has(key) ? Number(v) : v;
+    if (v !== undefined && v !== "") merged[key] = key === "roles" ? v.split(",").map((s) => s.trim()) : NUMERIC.has(key) ? Number(v) : key === "natsTlsFirst" ? parseSwitch(name, v) : v;
   }
   for (const [k, v] of Object.entries(src.flags)) if (v !== undefined) merged[k] = v;
   if (merged["nodeId"] === undefined) merged["nodeId"] = defaultNodeId();

@@ -20,7 +20,7 @@ import { failpointAsync } from "../src/failpoints.ts";
 import { ParquetEncoderPool, setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { createBucketBuffers, type BucketBuffers } from "../actors/ingest/bucket-buffers.ts";
 import { workerCountFromEnv } from "../src/env.ts";
-import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { metrics, type Meter } from "@opentelemetry/api";
 import { METRICS } from "../actors/metrics.ts";
 import type { Redis } from "ioredis";
@@ -54,6 +54,9 @@ import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerD
 import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
 import { registerS3RequestMetric } from "./s3-metrics.ts";
 import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
+import { redisConnectionOptions } from "./redis/connect-options.ts";
+import { connectNats } from "./nats/connect.ts";
+import { redactUrl } from "./nats/connect-errors.ts";
 import { installRedisCommitLock } from "./redis/commit-lock.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -192,18 +195,21 @@ export class Node {
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {
-    // A comma-separated list names several servers of a NATS cluster: the node starts while any of them is up.
-    const servers = cfg.nats.split(",").map((s) => s.trim()).filter((s) => s !== "");
-    const nc = await connect({ servers, name: `natslake-${cfg.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    // Credential files are read (and a bad one named) before anything connects; secrets stay out of the logs.
+    const redisAuth = redisConnectionOptions(cfg, process.env);
+    // A comma-separated list names several servers of a NATS cluster: the node starts while any of them is up. The
+    // first connection is tried once per server: wrong credentials or an untrusted certificate fail the start, with
+    // the reason, instead of being retried in silence.
+    const nc = await connectNats(cfg.nats, cfg, { name: `natslake-${cfg.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     const oldServer = unsupportedNatsServer(nc.info?.version);
-    if (oldServer !== undefined) log.warn(oldServer, { nats: cfg.nats });
+    if (oldServer !== undefined) log.warn(oldServer, { nats: redactUrl(cfg.nats) });
     const subjects = new Subjects(cfg.prefix);
     // A warehouse that opted into commit-lock=redis locks in the cluster's Redis (the one of the lease).
-    installRedisCommitLock(cfg.redis);
+    installRedisCommitLock(cfg.redis, { auth: redisAuth });
     let redis: Redis | null = null;
     let node: Node | null = null;
     try {
-      redis = cfg.roles.includes("committer") && cfg.redis ? await connectLeaseRedis(cfg.redis, { commandTimeoutMs: Math.max(100, Math.floor(cfg.leaseTtl / 4)) }) : null;
+      redis = cfg.roles.includes("committer") && cfg.redis ? await connectLeaseRedis(cfg.redis, { commandTimeoutMs: Math.max(100, Math.floor(cfg.leaseTtl / 4)), auth: redisAuth }) : null;
       const ports = await retryAtStart(log, "cluster KV buckets", async () => {
         await ensureClusterKv(nc, subjects, cfg.replicas);
         return natsPorts(nc, subjects);
@@ -267,7 +273,7 @@ export class Node {
       await nc.close().catch(() => undefined);
       throw e;
     }
-    log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: cfg.nats, warehouse: cfg.warehouse });
+    log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: redactUrl(cfg.nats), warehouse: cfg.warehouse });
     return node;
   }
 

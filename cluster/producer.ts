@@ -35,7 +35,7 @@
  *   whose value every row carries. On an append table `_row_kind` is refused.
  */
 import { jetstream, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
-import { connect, errors, headers as natsHeaders, nuid, RequestError, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
+import { errors, headers as natsHeaders, nuid, RequestError, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
 import { stringify as stringifyLossless } from "lossless-json";
 import { ErrorKind, LakeError, dataInvalid, isLakeError } from "../src/errors.ts";
@@ -46,6 +46,13 @@ import { TableOptions } from "../src/options.ts";
 import type { Value } from "../src/format/values.ts";
 import type { Identifier } from "../src/table/table.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
+import { connectNats } from "./nats/connect.ts";
+import type { NatsAuthSettings } from "./nats/connect-options.ts";
+
+// A client's own connection, made as natslake's processes make theirs (credentials and TLS from files or the
+// NATSLAKE_NATS_* environment; a refusal named, the URL's password never printed): for consumers and admin clients too.
+export { connectNats, NatsConnectError } from "./nats/connect.ts";
+export type { NatsAuthSettings } from "./nats/connect-options.ts";
 import { readTableMeta, watchTableMeta } from "./nats/table-infra.ts";
 import { liveIngestStream } from "./nats/adapters.ts";
 import { subscribeSnapshots } from "./snapshots-client.ts";
@@ -169,6 +176,11 @@ export async function publishWithRetry(
 export interface ProducerOptions {
   /** Server URL(s) to connect to (the producer then owns and closes the connection), or… */
   servers?: string | string[];
+  /**
+   * Credentials and TLS of the connection it makes from `servers` (files, see cluster/nats/connect-options.ts),
+   * over the NATSLAKE_NATS_* environment — which is used alone when this is absent.
+   */
+  auth?: NatsAuthSettings;
   /** …an existing connection (left open by `close()`). */
   nc?: NatsConnection;
   /** `<db>.<table>`. */
@@ -246,7 +258,7 @@ export async function createProducer(opts: ProducerOptions): Promise<Producer> {
   const subjects = new Subjects(opts.prefix ?? DEFAULT_PREFIX);
   const id = subjects.table(opts.table);
   const owned = opts.nc === undefined;
-  const nc = opts.nc ?? (await connect({ servers: opts.servers! }));
+  const nc = opts.nc ?? (await connectNats([opts.servers!].flat().join(","), opts.auth ?? {}));
   try {
     const meta = opts.meta ?? (await readTableMeta(nc, subjects, id));
     const producer = new Producer(nc, owned, subjects, id, meta, opts);

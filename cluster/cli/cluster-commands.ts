@@ -12,6 +12,7 @@ import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
 import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
 import { publishFile, type PublishFlags } from "./publish-command.ts";
 import { runUp, type UpFlags } from "./up-command.ts";
 import { startMetricsServer } from "../metrics-server.ts";
@@ -19,6 +20,7 @@ import { startTracingIfConfigured, type Tracing } from "../tracing.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
 import { serveNodeControl } from "../node-control.ts";
 import { registerNodeDrainCommand } from "./node-drain-command.ts";
+import { natsAuthFlags, redisAuthFlags } from "./connection-flags.ts";
 
 function pinoLogger(level: string, base: Record<string, unknown>): Logger {
   const p = pino({ level, base }, pino.destination(2));
@@ -74,6 +76,8 @@ export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
         metricsPort: o.metricsPort,
         metricsHost: o.metricsHost,
         otlpEndpoint: o.otlpEndpoint,
+        ...natsAuthFlags(o),
+        ...redisAuthFlags(o),
       },
       env,
       ...(o.config ? { file: o.config } : {}),
@@ -228,7 +232,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--count <n>", "stop after n notifications", parsePositiveInt("--count"))
     .addHelpText("after", examples("natslake subscribe shop.orders --nats nats://127.0.0.1:4222 --count 10"))
     .action(async (table: string, o: { nats: string; prefix: string; count?: number }) => {
-      const nc = await connectOrExplain(o.nats);
+      const nc = await connectOrExplain({ ...o, nats: o.nats });
       try {
         // An unknown table would wait forever for notifications that never come: refuse it.
         try {
@@ -236,7 +240,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
         } catch (e) {
           if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `unknown table '${table}': ${e.message}`, { cause: e });
           if (isLakeError(e)) throw e;
-          throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${table}' from NATS at ${o.nats}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+          throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${table}' from NATS at ${redactUrl(o.nats)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
         }
         let seen = 0;
         let sub: SnapshotSubscription | undefined;

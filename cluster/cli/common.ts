@@ -5,7 +5,11 @@
  */
 import { statSync } from "node:fs";
 import { CommanderError, InvalidArgumentError } from "commander";
-import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
+import type { ConnectionOptions, NatsConnection } from "@nats-io/transport-node";
+import { ConnectionSettingsError, type NatsAuthSettings } from "../nats/connect-options.ts";
+import { connectNats, NatsConnectError } from "../nats/connect.ts";
+import { redactUrlsIn } from "../nats/connect-errors.ts";
+import { natsAuthFlags } from "./connection-flags.ts";
 import { ErrorKind, isLakeError, LakeError } from "../../src/errors.ts";
 import { Catalog } from "../../src/table/catalog.ts";
 import { isObjectStoreUri } from "../../src/io/warehouse.ts";
@@ -54,18 +58,24 @@ export function errnoCode(e: unknown): string | undefined {
   return undefined;
 }
 
+/** What a command that talks to a cluster is given: the URL(s) and the credential and TLS flags (nats-auth-flags.ts). */
+export type NatsTarget = { nats: string } & NatsAuthSettings;
+
 /**
- * Connects to NATS, or throws a CliError `cannot reach NATS at <url>: <reason>` (exit code 1, no stack) — for
- * every command that talks to a cluster (`table create --nats`, `publish`, `subscribe`, `up --nats`).
- * `timeout` bounds the initial connection attempt (a host that accepts TCP but speaks no NATS).
+ * Connects to NATS with the command's credential and TLS flags (over the NATSLAKE_NATS_* environment), or throws a
+ * CliError (exit code 1, no stack): `cannot reach NATS at <url>: <reason>`, or `cannot connect to NATS at <url>: …`
+ * naming a refusal (no or wrong credentials, an untrusted certificate, TLS on one side only) — the URL's password
+ * never printed. A credential file that cannot be read is bad input (exit 2). For every command that talks to a
+ * cluster (`table create --nats`, `publish`, `subscribe`, `status`, `up --nats`, …). `timeout` bounds the initial
+ * connection attempt (a host that accepts TCP but speaks no NATS).
  */
-export async function connectOrExplain(url: string, opts: Omit<ConnectionOptions, "servers"> = {}): Promise<NatsConnection> {
+export async function connectOrExplain(target: NatsTarget, opts: Omit<ConnectionOptions, "servers"> = {}): Promise<NatsConnection> {
   try {
-    // A cluster's servers may be given comma-separated, as to `natslake node --nats`.
-    return await connect({ timeout: 5000, ...opts, servers: url.split(",").map((u) => u.trim()).filter(Boolean) });
+    return await connectNats(target.nats, natsAuthFlags(target), { timeout: 5000, ...opts });
   } catch (e) {
-    const reason = e instanceof Error ? e.message || e.name : String(e);
-    throw new CliError(`cannot reach NATS at ${url}: ${reason}`, { cause: e });
+    if (e instanceof ConnectionSettingsError) throw new UsageError(e.message, { cause: e });
+    if (e instanceof NatsConnectError) throw new CliError(e.message, { cause: e });
+    throw e;
   }
 }
 
@@ -125,7 +135,13 @@ export class CliError extends Error {
  * CliError, a filesystem errno such as EROFS or EACCES); a stack only for the unexpected (a bug).
  */
 export function describeFailure(e: unknown): string {
+  // A URL's password may be in any message (a connection string in an error): it is never printed.
+  return redactUrlsIn(unredactedFailure(e));
+}
+
+function unredactedFailure(e: unknown): string {
   if (isLakeError(e) || e instanceof UsageError || e instanceof CliError || e instanceof InvalidArgumentError) return e.message;
+  if (e instanceof NatsConnectError || e instanceof ConnectionSettingsError) return e.message;
   if (e instanceof Error && errnoCode(e) !== undefined && (e as NodeJS.ErrnoException).syscall !== undefined) return e.message;
   return e instanceof Error ? (e.stack ?? e.message) : String(e);
 }
@@ -142,7 +158,7 @@ export class UsageError extends Error {
 export function exitCodeOf(e: unknown): number {
   if (e instanceof CliError) return e.exitCode;
   // InvalidArgumentError is a CommanderError too: an argument parser refused a value.
-  if (e instanceof UsageError || e instanceof InvalidArgumentError) return EXIT.usage.code;
+  if (e instanceof UsageError || e instanceof InvalidArgumentError || e instanceof ConnectionSettingsError) return EXIT.usage.code;
   if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT.ok.code : EXIT.usage.code;
   if (isLakeError(e)) return EXIT_CODE_OF_KIND[e.kind];
   return EXIT.failure.code;

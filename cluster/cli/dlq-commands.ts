@@ -133,7 +133,7 @@ export function registerDlqCommands(program: Command, out: (s: string) => void):
       if (o.format !== "table" && o.format !== "jsonl") throw new UsageError(`--format must be table or jsonl, got '${o.format}'`);
       const id = parseIdentifier(name);
       const subjects = new Subjects(o.prefix);
-      const nc = await connectOrExplain(o.nats, { name: "natslake-dlq" });
+      const nc = await connectOrExplain({ ...o, nats: o.nats }, { name: "natslake-dlq" });
       try {
         await checkTable(nc, subjects, name);
         const { letters, more } = await readLetters(nc, subjects, id, { ...(o.fromSeq !== undefined ? { fromSeq: o.fromSeq } : {}), limit: o.limit });
@@ -178,7 +178,7 @@ export function registerDlqCommands(program: Command, out: (s: string) => void):
       const id = parseIdentifier(name);
       const subjects = new Subjects(o.prefix);
       const fromFile = file !== undefined ? itemsOfFile(file) : null;
-      const nc = await connectOrExplain(o.nats, { name: "natslake-dlq" });
+      const nc = await connectOrExplain({ ...o, nats: o.nats }, { name: "natslake-dlq" });
       const bar = new SingleBar({ format: "replaying |{bar}| {value}/{total} letters", stream: process.stderr }, Presets.shades_classic);
       let barOn = false;
       try {

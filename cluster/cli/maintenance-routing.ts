@@ -23,6 +23,7 @@ import { requestMaintenance } from "../maintenance-client.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { catalogFrom, connectOrExplain, UsageError, type WarehouseOpts } from "./common.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
 
 export interface RoutingOpts extends WarehouseOpts {
   nats?: string;
@@ -83,12 +84,12 @@ export async function runRouted<K extends MaintenanceTaskName, L = MaintenanceRe
     return runLocal !== undefined ? runLocal(table) : runMaintenanceJob(table, job, { onProgress: h.onProgress });
   };
   if (o.nats === undefined) return { result: await local() };
-  const nc = await connectOrExplain(o.nats);
+  const nc = await connectOrExplain({ ...o, nats: o.nats });
   try {
     if (!(await servedByCluster(nc, o, name))) {
       if (o.warehouse === undefined && process.env["NATSLAKE_WAREHOUSE"] === undefined)
-        throw new UsageError(`${name} is not served by the cluster at ${o.nats} (no metadata in KV ${new Subjects(o.prefix).tablesKv}): pass --warehouse to run it on the warehouse directly`);
-      return { result: await local(), note: `${name} is not served by the cluster at ${o.nats}: ${job.task} ran on the warehouse directly` };
+        throw new UsageError(`${name} is not served by the cluster at ${redactUrl(o.nats)} (no metadata in KV ${new Subjects(o.prefix).tablesKv}): pass --warehouse to run it on the warehouse directly`);
+      return { result: await local(), note: `${name} is not served by the cluster at ${redactUrl(o.nats)}: ${job.task} ran on the warehouse directly` };
     }
     const out = await requestMaintenance(nc, { type: "maintenance", v: 1, task: job.task, table: name, options: job.options, ...(h.wantsProgress ? { progress: true } : {}) } as MaintenanceRequest, {
       prefix: o.prefix,
@@ -110,6 +111,6 @@ async function servedByCluster(nc: NatsConnection, o: RoutingOpts, name: string)
   } catch (e) {
     if (isLakeError(e, ErrorKind.NotFound)) return false;
     if (isLakeError(e)) throw e;
-    throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${name}' from NATS at ${o.nats}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${name}' from NATS at ${redactUrl(o.nats ?? "")}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
 }

@@ -33,7 +33,7 @@ export function registerNodeDrainCommand(node: Command, out: (s: string) => void
         "1 when buckets were still owned at the node's drain timeout (their leases expire instead) or the node went silent.",
     )
     .action(async (nodeId: string, o: DrainFlags) => {
-      const nc = await connectOrExplain(o.nats, { name: "natslake-node-drain" });
+      const nc = await connectOrExplain({ ...o, nats: o.nats }, { name: "natslake-node-drain" });
       try {
         let left = -1;
         const r = await requestDrain(nc, nodeId, {

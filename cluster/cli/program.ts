@@ -20,6 +20,7 @@ import { registerDlqCommands } from "./dlq-commands.ts";
 import { registerDoctorCommand } from "./doctor-command.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
 import { installRedisCommitLock } from "../redis/commit-lock.ts";
+import { addConnectionFlags } from "./connection-flags.ts";
 
 /** The program; `out` receives each line a command prints on stdout. */
 export function buildProgram(out: (s: string) => void): Command {
@@ -50,5 +51,6 @@ export function buildProgram(out: (s: string) => void): Command {
   registerDlqCommands(program, out);
   registerDoctorCommand(program, out);
   registerChaosCommands(program);
+  addConnectionFlags(program);
   return program;
 }

@@ -17,6 +17,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError, isLakeError } from "../../src/errors.ts";
 import { createProducer, STREAM_FULL_WORDS, type BatchOutcome, type OutcomeStatus, type Producer } from "../producer.ts";
 import { connectOrExplain, UsageError } from "./common.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
 import { publishFormat, readRecords } from "./input.ts";
 import { startTracingIfConfigured } from "../tracing.ts";
 
@@ -53,7 +54,7 @@ async function openProducer(nc: NatsConnection, table: string, o: PublishFlags, 
   } catch (e) {
     if (isLakeError(e, ErrorKind.NotFound)) throw new LakeError(ErrorKind.NotFound, `unknown table '${table}': ${e.message}`, { cause: e });
     if (isLakeError(e)) throw e;
-    throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${table}' from NATS at ${o.nats}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new LakeError(ErrorKind.Io, `cannot read the metadata of '${table}' from NATS at ${redactUrl(o.nats)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
 }
 
@@ -73,7 +74,7 @@ export async function publishFile(table: string, file: string, o: PublishFlags, 
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const nc = await connectOrExplain(o.nats).catch(async (e: unknown) => {
+  const nc = await connectOrExplain({ ...o, nats: o.nats }).catch(async (e: unknown) => {
     await tracing?.shutdown();
     throw e;
   });

@@ -61,7 +61,7 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
     .addHelpText("after", "\nExamples:\n  natslake status --nats nats://127.0.0.1:4222\n  natslake status --nats nats://127.0.0.1:4222 --warehouse /data/wh --json\n")
     .action(async (o: StatusOpts) => {
       const subjects = new Subjects(o.prefix);
-      const nc = await connectOrExplain(o.nats, { name: "natslake-status" });
+      const nc = await connectOrExplain({ ...o, nats: o.nats }, { name: "natslake-status" });
       try {
         const now = Date.now();
         const members = (await entries<MemberHeartbeat>(await openKv(nc, subjects.membersKv))).map(({ value: m }) => ({

@@ -8,6 +8,7 @@ import { adminRequest } from "../admin-client.ts";
 import type { DropResult } from "../table-drop.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { catalogFrom, collectKeyValue, connectOrExplain, renderTable, UsageError, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
 
 const splitList = (v: string): string[] =>
   v
@@ -44,7 +45,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
       const columns = parseColumnList(o.columns);
       if (columns.length === 0) throw new UsageError("--columns lists no column");
       if (o.nats) {
-        const nc = await connectOrExplain(o.nats);
+        const nc = await connectOrExplain({ ...o, nats: o.nats });
         try {
           const r = (await adminRequest(nc, o.prefix, {
             type: "create-table",
@@ -58,7 +59,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
             if (o.ifNotExists === true && isLakeError(e, ErrorKind.AlreadyExists)) return null;
             throw e;
           })) as { table: string; path: string } | null;
-          out(r === null ? `${name} exists already (--if-not-exists): left as it is` : `created ${r.table} at ${r.path} (through the cluster at ${o.nats})`);
+          out(r === null ? `${name} exists already (--if-not-exists): left as it is` : `created ${r.table} at ${r.path} (through the cluster at ${redactUrl(o.nats)})`);
         } finally {
           await nc.close();
         }
@@ -130,7 +131,7 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .action(async (name: string, o: { nats: string; from: string; prefix: string }) => {
       parseIdentifier(name);
       if (o.from !== "earliest" && o.from !== "latest") throw new UsageError(`--from is earliest or latest, not '${o.from}'`);
-      const nc = await connectOrExplain(o.nats);
+      const nc = await connectOrExplain({ ...o, nats: o.nats });
       try {
         const r = (await adminRequest(nc, o.prefix, { type: "reset-offsets", table: name, from: o.from }, 30_000)) as { snapshotId: number; stream: string; offset: number; offsetEpoch: number; routerReset: boolean };
         out(
@@ -169,10 +170,10 @@ export function registerTableCommands(program: Command, out: (s: string) => void
     .action(async (name: string, o: WarehouseOpts & { ifExists?: boolean; nats?: string; prefix: string }) => {
       const id = parseIdentifier(name);
       if (o.nats) {
-        const nc = await connectOrExplain(o.nats);
+        const nc = await connectOrExplain({ ...o, nats: o.nats });
         try {
           const r = (await adminRequest(nc, o.prefix, { type: "drop-table", table: name, ...(o.ifExists === true ? { ifExists: true } : {}) })) as DropResult | null;
-          out(r === null ? `${name} does not exist (--if-exists): nothing dropped` : `dropped ${name} through the cluster at ${o.nats}: ${describeDrop(r)}`);
+          out(r === null ? `${name} does not exist (--if-exists): nothing dropped` : `dropped ${name} through the cluster at ${redactUrl(o.nats)}: ${describeDrop(r)}`);
         } finally {
           await nc.close();
         }

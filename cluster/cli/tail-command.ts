@@ -89,7 +89,7 @@ export function registerTailCommand(program: Command, out: (s: string) => void):
       const timer = o.for !== undefined ? setTimeout(stop, o.for) : null;
       try {
         if (o.nats !== undefined) {
-          nc = await connectOrExplain(o.nats, { name: "natslake-tail" });
+          nc = await connectOrExplain({ ...o, nats: o.nats }, { name: "natslake-tail" });
           sub = await subscribeSnapshots(nc, table.identifier, (n) => stream.wake(n.snapshotId), { prefix: o.prefix });
         }
         let printed = 0;
@@ -144,7 +144,7 @@ function partitionRecord(spec: string): Record<string, string> {
  * a snapshot's rows reached the OS.
  */
 async function tailThroughReader(name: string, o: TailOpts, out: (s: string) => void): Promise<void> {
-  const nc = await connectOrExplain(o.nats!, { name: "natslake-tail" });
+  const nc = await connectOrExplain({ ...o, nats: o.nats! }, { name: "natslake-tail" });
   let consumer: Consumer | null = null;
   let stopped = false;
   const stop = (): void => {

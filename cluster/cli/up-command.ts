@@ -37,6 +37,10 @@ import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { createProducer } from "../producer.ts";
 import { REPO_ROOT } from "../repo-root.ts";
 import { connectOrExplain, UsageError } from "./common.ts";
+import { connectionArgs, natsAuthFlags, redisAuthFlags } from "./connection-flags.ts";
+import type { NatsAuthSettings } from "../nats/connect-options.ts";
+import type { RedisAuthSettings } from "../redis/connect-options.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
 import { demoReadCommand, EXAMPLE_TABLE, exampleCommands, shellQuote, tryCommands, type GuideInput } from "./up-guide.ts";
 import { unsupportedNatsServer } from "../nats/server-version.ts";
 
@@ -45,7 +49,7 @@ const NODE_STOP_BOUND_MS = 35_000;
 /** NATS's standard port: the examples' default `--nats nats://127.0.0.1:4222`. */
 const STANDARD_NATS_PORT = 4222;
 
-export interface UpFlags {
+export interface UpFlags extends NatsAuthSettings, RedisAuthSettings {
   nodes: number;
   warehouse?: string;
   nats?: string;
@@ -59,6 +63,11 @@ export interface UpFlags {
 }
 
 export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void> {
+  // The servers up starts are local (loopback, no credentials); credentials and TLS are for servers of the caller's.
+  const natsAuth = natsAuthFlags(o);
+  const redisAuth = redisAuthFlags(o);
+  if (o.nats === undefined && Object.keys(natsAuth).length > 0) throw new UsageError("NATS credentials and TLS flags are for a server of yours: give its --nats URL too (up's own nats-server listens on loopback without credentials)");
+  if (o.redis === undefined && Object.keys(redisAuth).length > 0) throw new UsageError("Redis credentials and TLS flags are for a server of yours: give its --redis URL too (up's own redis-server listens on loopback without credentials)");
   if (o.s3 && o.warehouse !== undefined) throw new UsageError("--s3 starts a temporary object store of its own; to keep the data, use --warehouse s3://bucket/prefix on a store of yours (credentials in the environment)");
   // Before anything is created or started: without a current nats-server (none found, none could be built) `up`
   // stops here, the fix printed by scripts/install-nats-server.sh.
@@ -165,7 +174,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       nodes.push(
         new UpNode({
           id,
-          args: ["--nats", natsUrl, "--redis", redisUrl, "--warehouse", warehouse, "--node-id", id, "--commit-interval", o.commitInterval],
+          args: ["--nats", natsUrl, "--redis", redisUrl, "--warehouse", warehouse, "--node-id", id, "--commit-interval", o.commitInterval, ...connectionArgs({ ...natsAuth, ...redisAuth })],
           env: nodeEnv,
           log: join(logs, `${id}.log`),
           restart: o.restart,
@@ -176,12 +185,12 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       );
     }
     out(`natslake local cluster: ${o.nodes} nodes, warehouse ${warehouse}`);
-    out(`  NATS  ${natsUrl}    Redis ${redisUrl}    logs ${logs}/node-*.log`);
+    out(`  NATS  ${redactUrl(natsUrl)}    Redis ${redactUrl(redisUrl)}    logs ${logs}/node-*.log`);
     out(`  nodes ${nodes.map((n) => `${n.id} (pid ${n.pid})`).join(", ")}`);
-    const guide: GuideInput = { natsUrl, warehouse, root: REPO_ROOT, ...(o.s3 ? { s3EnvFile: join(runDir, "s3.env") } : {}) };
+    const guide: GuideInput = { natsUrl: redactUrl(natsUrl), warehouse, root: REPO_ROOT, ...(o.s3 ? { s3EnvFile: join(runDir, "s3.env") } : {}) };
     for (const l of tryCommands(guide)) out(l);
     if (o.demo) {
-      demoNc = await connectOrExplain(natsUrl);
+      demoNc = await connectOrExplain({ ...natsAuth, nats: natsUrl });
       const demo = runDemo(demoNc, guide, out).catch((e: unknown) => {
         if (!stopping) throw e;
       });

@@ -14,6 +14,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
+import { connect as tlsConnect, type ConnectionOptions as TlsConnectionOptions } from "node:tls";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../repo-root.ts";
@@ -53,10 +54,13 @@ export function freePort(): Promise<number> {
  */
 type Identity = "ours" | "other";
 
-/** Reads from a connection to `port` until `decide` has an answer (or the connection ends: undefined). */
-function probe(port: number, greet: string | undefined, decide: (text: string) => Identity | undefined, timeoutMs: number): Promise<Identity | undefined> {
+/**
+ * Reads from a connection to `port` until `decide` has an answer (or the connection ends: undefined); over TLS with
+ * `tlsOpts` (a server that speaks TLS first).
+ */
+function probe(port: number, greet: string | undefined, decide: (text: string) => Identity | undefined, timeoutMs: number, tlsOpts?: TlsConnectionOptions): Promise<Identity | undefined> {
   return new Promise((resolve, reject) => {
-    const sock = createConnection({ port, host: "127.0.0.1" });
+    const sock = tlsOpts === undefined ? createConnection({ port, host: "127.0.0.1" }) : tlsConnect({ ...tlsOpts, port, host: "127.0.0.1" });
     let text = "";
     const finish = (r: Identity | undefined): void => {
       clearTimeout(timer);
@@ -64,7 +68,7 @@ function probe(port: number, greet: string | undefined, decide: (text: string) =
       resolve(r);
     };
     const timer = setTimeout(() => finish(undefined), timeoutMs);
-    sock.once("connect", () => {
+    sock.once(tlsOpts === undefined ? "connect" : "secureConnect", () => {
       if (greet !== undefined) sock.write(greet);
     });
     sock.on("data", (b: Buffer) => {
@@ -82,7 +86,7 @@ function probe(port: number, greet: string | undefined, decide: (text: string) =
 }
 
 /** nats-server greets with `INFO {json}`; ours carries the server name it was started with. */
-function natsIdentity(name: string) {
+function natsIdentity(name: string, tlsOpts?: TlsConnectionOptions) {
   return (port: number): Promise<Identity | undefined> =>
     probe(port, undefined, (text) => {
       const line = /^INFO ([^\r\n]*)\r?\n/.exec(text);
@@ -92,17 +96,18 @@ function natsIdentity(name: string) {
       } catch {
         return "other";
       }
-    }, 2000);
+    }, 2000, tlsOpts);
 }
 
-/** redis-server answers `INFO server` with its process id. */
-function redisIdentity(pid: () => number | undefined) {
+/** redis-server answers `INFO server` with its process id (after `AUTH` when its default user is off). */
+function redisIdentity(pid: () => number | undefined, auth?: { user: string; password: string }, tlsOpts?: TlsConnectionOptions) {
+  const greet = `${auth !== undefined ? `AUTH ${auth.user} ${auth.password}\r\n` : ""}INFO server\r\n`;
   return (port: number): Promise<Identity | undefined> =>
-    probe(port, "INFO server\r\n", (text) => {
+    probe(port, greet, (text) => {
       const m = /process_id:(\d+)/.exec(text);
       if (m !== null) return Number(m[1]) === pid() ? "ours" : "other";
-      return text.startsWith("-") || text.length > 64 * 1024 ? "other" : undefined;
-    }, 2000);
+      return (text.startsWith("-") && auth === undefined) || text.length > 64 * 1024 ? "other" : undefined;
+    }, 2000, tlsOpts);
 }
 
 /** The port a server was started on was taken by another process first: try again on another. */
@@ -284,6 +289,8 @@ export interface NatsOptions {
   detached?: boolean;
   /** Append its output to this file (see LaunchSpec.logFile). */
   logFile?: string;
+  /** A server that speaks TLS first (handshake_first): how to reach it to see it is ours. */
+  probeTls?: TlsConnectionOptions;
 }
 
 export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
@@ -301,7 +308,7 @@ export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
     dir,
     url: `nats://127.0.0.1:${port}`,
     hint: "install it with `apt-get install nats-server` (or run .ci/run)",
-    identify: () => natsIdentity(name),
+    identify: () => natsIdentity(name, opts.probeTls),
     detached: opts.detached ?? false,
     ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
   }));
@@ -310,6 +317,12 @@ export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
 export interface RedisOptions {
   port?: number;
   dir?: string;
+  /** More redis-server arguments (e.g. `--user`, `--aclfile`). */
+  extraArgs?: string[];
+  /** A user whose AUTH lets the start-up check run `INFO` (with `--user default off`). */
+  probeAuth?: { user: string; password: string };
+  /** TLS only: the port is a `tls-port` (plain port off), with these PEM files; clients must show a certificate when `authClients`. */
+  tls?: { cert: string; key: string; ca: string; authClients: boolean };
   /** Start it in its own process group (see LaunchSpec.detached). */
   detached?: boolean;
   /** Append its output to this file (see LaunchSpec.logFile). */
@@ -322,12 +335,23 @@ export async function startRedis(opts: RedisOptions = {}): Promise<ServerHandle>
   return launchOnFreePort(opts.port, (port) => ({
     bin,
     // No persistence: a restart loses the fencing counter, which the design must (and does) tolerate.
-    args: ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes"],
+    args: [
+      ...(opts.tls === undefined
+        ? ["--port", String(port)]
+        : ["--port", "0", "--tls-port", String(port), "--tls-cert-file", opts.tls.cert, "--tls-key-file", opts.tls.key, "--tls-ca-cert-file", opts.tls.ca, "--tls-auth-clients", opts.tls.authClients ? "yes" : "no"]),
+      ...["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "yes"],
+      ...(opts.extraArgs ?? []),
+    ],
     port,
     dir,
-    url: `redis://127.0.0.1:${port}`,
+    url: `${opts.tls === undefined ? "redis" : "rediss"}://127.0.0.1:${port}`,
     hint: "install it with `apt-get install redis-server` (or run .ci/run)",
-    identify: redisIdentity,
+    identify: (pid) =>
+      redisIdentity(
+        pid,
+        opts.probeAuth,
+        opts.tls === undefined ? undefined : { ca: readFileSync(opts.tls.ca), ...(opts.tls.authClients ? { cert: readFileSync(opts.tls.cert), key: readFileSync(opts.tls.key) } : {}) },
+      ),
     detached: opts.detached ?? false,
     ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
   }));

@@ -11,7 +11,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
+import { explainRedisRefusal, redisConnectionOptions } from "./connect-options.ts";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
 import { registerCommitLockProvider, type CommitLock } from "../../src/io/commit-lock.ts";
 import { withTimeout } from "../../src/timeout.ts";
@@ -27,6 +28,8 @@ export interface RedisCommitLockOptions {
   commandTimeoutMs?: number;
   /** Key prefix (default `natslake:commit-lock:`). */
   prefix?: string;
+  /** ACL user, password and TLS (redisConnectionOptions); default: from the NATSLAKE_REDIS_* environment. */
+  auth?: RedisOptions;
 }
 
 export class RedisCommitLock implements CommitLock {
@@ -36,12 +39,14 @@ export class RedisCommitLock implements CommitLock {
   private readonly prefix: string;
   private client: Redis | null = null;
   private users = 0;
+  private readonly auth: RedisOptions | undefined;
 
   constructor(private readonly url: string | undefined, opts: RedisCommitLockOptions = {}) {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.waitMs = opts.waitMs ?? 60_000;
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 5_000;
     this.prefix = opts.prefix ?? "natslake:commit-lock:";
+    this.auth = opts.auth;
   }
 
   async withLock<T>(name: string, fn: (timeLeft: () => Promise<number>) => Promise<T>): Promise<T> {
@@ -96,7 +101,9 @@ export class RedisCommitLock implements CommitLock {
     }
     this.users++;
     if (this.client === null) {
-      this.client = new Redis(this.url, { maxRetriesPerRequest: 1, connectTimeout: this.commandTimeoutMs });
+      // Read when first used: a credential file that cannot be read fails the commit that needs the lock, naming it.
+      const auth = this.auth ?? redisConnectionOptions({}, process.env);
+      this.client = new Redis(this.url, { ...auth, maxRetriesPerRequest: 1, connectTimeout: this.commandTimeoutMs });
       // Connection errors surface through the commands (bounded below); no unhandled 'error' events.
       this.client.on("error", () => undefined);
     }
@@ -118,7 +125,8 @@ export class RedisCommitLock implements CommitLock {
         throw new Error(`no answer within ${this.commandTimeoutMs} ms`);
       });
     } catch (e) {
-      throw new LakeError(ErrorKind.Io, `commit lock: redis at ${redactRedisUrl(this.url ?? "")}: ${what} failed: ${e instanceof Error ? e.message : String(e)}`, { retryable: true, cause: e });
+      const reason = explainRedisRefusal(e) ?? (e instanceof Error ? e.message : String(e));
+      throw new LakeError(ErrorKind.Io, `commit lock: redis at ${redactRedisUrl(this.url ?? "")}: ${what} failed: ${reason}`, { retryable: true, cause: e });
     }
   }
 }

@@ -19,6 +19,7 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { Redis, type RedisOptions } from "ioredis";
 import type { Lease, LeaseGrant } from "../../actors/lease-port.ts";
+import { explainRedisRefusal } from "./connect-options.ts";
 import { withTimeout } from "../../src/timeout.ts";
 
 /**
@@ -243,7 +244,7 @@ function clientUrl(redis: Redis): string {
  * connection refused, a timeout …), so an operator reading a node's log sees at once that Redis is the problem.
  */
 export function redisError(url: string, e: unknown, what?: string): Error {
-  const reason = e instanceof Error ? e.message || e.name : String(e);
+  const reason = explainRedisRefusal(e) ?? (e instanceof Error ? e.message || e.name : String(e));
   const err = new Error(`redis at ${redactRedisUrl(url)}: ${what ? `${what}: ` : ""}${reason}`, { cause: e });
   err.name = "RedisError";
   return err;
@@ -308,9 +309,9 @@ export function leaseRedisOptions(commandTimeoutMs: number): RedisOptions {
  */
 export async function connectLeaseRedis(
   url: string,
-  opts: { commandTimeoutMs?: number; onError?: (e: Error) => void } = {},
+  opts: { commandTimeoutMs?: number; onError?: (e: Error) => void; auth?: RedisOptions } = {},
 ): Promise<Redis> {
-  const redis = new Redis(url, leaseRedisOptions(opts.commandTimeoutMs ?? 500));
+  const redis = new Redis(url, { ...opts.auth, ...leaseRedisOptions(opts.commandTimeoutMs ?? 500) });
   const onError = opts.onError;
   let lastSocketError: Error | undefined; // connect() itself only says "Connection is closed."
   redis.on("error", (e: Error) => {

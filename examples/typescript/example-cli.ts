@@ -4,7 +4,8 @@
  * line, not a stack), and the exit (0, or the code `main` returns; 1 with the message when it throws).
  */
 import { parseArgs } from "node:util";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectNats, NatsConnectError } from "natslake/producer";
 
 /** The flags every example takes: what `npm run up` starts and creates. */
 const COMMON = { nats: "nats://127.0.0.1:4222", table: "demo.events" };
@@ -25,11 +26,16 @@ export function flags<K extends string, T>(script: string, own: Record<K, string
   }
 }
 
+/**
+ * A connection with the credentials and TLS of the NATSLAKE_NATS_* environment (docs/operations/security.md), as
+ * natslake's own commands connect; a refusal says which, and a URL's password is never printed.
+ */
 export async function connectTo(url: string): Promise<NatsConnection> {
   try {
-    return await connect({ servers: url });
+    return await connectNats(url, {}, { timeout: 5000 });
   } catch (e) {
-    throw new Error(`cannot reach NATS at ${url} (is \`npm run up\` running?): ${(e as Error).message}`);
+    if (!(e instanceof NatsConnectError)) throw e;
+    throw new Error(e.message.replace(/^(cannot reach NATS at \S+):/, "$1 (is `npm run up` running?):"));
   }
 }
 

@@ -49,6 +49,7 @@ function typeOf(inner: z.ZodType): string {
   if (js.type === "array" && js.items?.enum !== undefined) return `list of ${js.items.enum.map((v) => code(String(v))).join(", ")}`;
   if (js.type === "integer") return js.minimum !== undefined && js.maximum !== undefined ? `integer ${js.minimum}–${js.maximum}` : js.minimum !== undefined ? `integer ≥ ${js.minimum}` : "integer";
   if (js.type === "string") return "string";
+  if (js.type === "boolean") return "boolean";
   throw new Error(`node-config: no way to show the type of a setting of JSON Schema ${JSON.stringify(js)}`);
 }
 
