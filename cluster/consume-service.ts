@@ -26,6 +26,7 @@ import type { ActorRef, ActorSystem, Logger } from "../actors/runtime/index.ts";
 import type { z } from "zod";
 import { consumeOpenSchema, parseConsumeControl, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 import type { Subjects } from "./nats/subjects.ts";
+import { isClientInbox } from "./nats/inbox.ts";
 import { parseSnapshotNotification } from "./snapshots-client.ts";
 import type { CommitEntry, SnapshotNotification } from "../actors/wire/messages.ts";
 import { decodeCommitEntry } from "../actors/wire/codec.ts";
@@ -62,7 +63,7 @@ export interface FeedLimits {
 }
 
 export class ConsumeService {
-  private openSub: Subscription | null = null;
+  private readonly openSubs: Subscription[] = [];
   private readonly fans = new Map<string, TableFan>();
   private readonly tables = new Map<string, { table: Table; store: ManifestStore }>();
   /** Shared feeds by (table, schema, projection, partition); dropped with their last session. */
@@ -91,18 +92,26 @@ export class ConsumeService {
   }
 
   start(): void {
-    const sub = this.d.nc.subscribe(this.d.subjects.consumeOpen, { queue: `${this.d.subjects.prefix}-consume` });
-    this.openSub = sub;
-    void (async () => {
-      for await (const m of sub) {
-        const reply = await this.open(m.data).catch((e: unknown): ConsumeOpenReply => ({ ok: false, error: ensureError(e).message, kind: isLakeError(e) ? e.kind : ErrorKind.Unexpected }));
-        m.respond(this.enc.encode(JSON.stringify(reply)));
-      }
-    })();
+    // Per table (a consumer's permissions may name its tables) and, for consumers of earlier versions, for any table.
+    for (const subject of [this.d.subjects.consumeOpenAnyTable, this.d.subjects.consumeOpen]) {
+      const sub = this.d.nc.subscribe(subject, { queue: `${this.d.subjects.prefix}-consume` });
+      this.openSubs.push(sub);
+      void (async () => {
+        for await (const m of sub) {
+          // An answer goes to an inbox only (cluster/nats/inbox.ts): any other reply subject is dropped unanswered.
+          if (!isClientInbox(m.reply)) {
+            this.d.log.warn("consume-open request dropped: its reply subject is not an inbox", { subject: m.subject, reply: m.reply ?? null });
+            continue;
+          }
+          const reply = await this.open(m.data, m.subject).catch((e: unknown): ConsumeOpenReply => ({ ok: false, error: ensureError(e).message, kind: isLakeError(e) ? e.kind : ErrorKind.Unexpected }));
+          m.respond(this.enc.encode(JSON.stringify(reply)));
+        }
+      })();
+    }
   }
 
   async stop(): Promise<void> {
-    this.openSub?.unsubscribe();
+    for (const sub of this.openSubs) sub.unsubscribe();
     await Promise.all([...this.sessions.values()].map((s) => this.d.system.stop(s.ref).catch(() => undefined)));
     for (const f of this.fans.values()) {
       f.sub.unsubscribe();
@@ -111,7 +120,7 @@ export class ConsumeService {
     this.fans.clear();
   }
 
-  private async open(data: Uint8Array): Promise<ConsumeOpenReply> {
+  private async open(data: Uint8Array, subject: string): Promise<ConsumeOpenReply> {
     let req: z.output<typeof consumeOpenSchema>;
     try {
       const parsed = consumeOpenSchema.safeParse(JSON.parse(new TextDecoder().decode(data)));
@@ -120,6 +129,8 @@ export class ConsumeService {
     } catch (e) {
       return { ok: false, error: `a consume-open request is JSON: ${ensureError(e).message}`, kind: ErrorKind.DataInvalid };
     }
+    const refusal = this.openRefusal(req, subject);
+    if (refusal !== null) return { ok: false, error: refusal, kind: ErrorKind.DataInvalid };
     const { table, store } = await this.tableFor(req.table);
     for (const c of req.projection ?? []) table.typeOf(c);
     const partition = req.partition ? parsePartitionSpec(Object.entries(req.partition).map(([k, v]) => `${k}=${v}`).join(","), table.partitionKeys, table.partitionTypes) : undefined;
@@ -188,6 +199,25 @@ export class ConsumeService {
     })();
     this.d.log.info("consume session opened", { table: table.name, session, from: req.from, consumerId: req.consumerId, startedBy: stream.startedBy, window: req.window });
     return { ok: true, session, reader: this.d.nodeId };
+  }
+
+  /**
+   * Why a consume-open is refused before anything is read: a request on a table's subject must name that table (the
+   * subject is what NATS permissions allow a consumer), and rows go to an inbox only.
+   */
+  private openRefusal(req: z.output<typeof consumeOpenSchema>, subject: string): string | null {
+    if (subject !== this.d.subjects.consumeOpen) {
+      const onSubject = subject.slice(this.d.subjects.consumeOpen.length + 1);
+      let named: string;
+      try {
+        named = this.d.subjects.tableKey(this.d.subjects.table(req.table));
+      } catch (e) {
+        return ensureError(e).message;
+      }
+      if (named !== onSubject) return `a consume-open on ${subject} is for table ${onSubject}, not ${req.table}`;
+    }
+    if (!isClientInbox(req.inbox)) return `a consume session's rows go to an inbox (_INBOX…), not to '${req.inbox}'`;
+    return null;
   }
 
   /**

@@ -27,12 +27,13 @@
  *   interrupted halfway goes on from its next row.
  */
 import type * as arrow from "apache-arrow";
-import { createInbox, RequestError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { RequestError, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { AckSender, type AckSessions } from "./consumer-acks.ts";
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import { IpcStreamDecoder } from "../src/codec/ipc-decode.ts";
 import { checkName } from "../src/names.ts";
 import { DEFAULT_PREFIX, Subjects } from "./nats/subjects.ts";
+import { connectionInbox } from "./nats/inbox.ts";
 import { CONSUME_HEADER, HEARTBEAT_MS, READER_TIMEOUT_MS, WINDOW_BYTES_PER_CHUNK, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "../actors/wire/consume.ts";
 
 export interface ConsumerOptions {
@@ -269,7 +270,7 @@ class ConsumerImpl implements Consumer {
   }
 
   private async openSession(): Promise<void> {
-    const inbox = createInbox();
+    const inbox = connectionInbox(this.o.nc);
     // A throw from a subscription callback ends nats.js's read loop for the whole connection: a message this
     // consumer cannot handle (a chunk that does not decode) fails the consumer instead, with the reason.
     const sub = this.o.nc.subscribe(inbox, {
@@ -300,7 +301,7 @@ class ConsumerImpl implements Consumer {
     const giveUp = Date.now() + (this.o.openTimeoutMs ?? 10_000);
     for (;;) {
       try {
-        const m = await this.o.nc.request(this.subjects.consumeOpen, enc.encode(JSON.stringify(req)), { timeout: Math.max(1, giveUp - Date.now()) });
+        const m = await this.o.nc.request(this.subjects.consumeOpenTable(this.subjects.table(this.o.table)), enc.encode(JSON.stringify(req)), { timeout: Math.max(1, giveUp - Date.now()) });
         reply = JSON.parse(dec.decode(m.data)) as ConsumeOpenReply;
         break;
       } catch (e) {

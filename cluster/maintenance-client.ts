@@ -8,11 +8,12 @@
  * it died or froze mid-job, and whether the job finished is not known). Neither is retried here: the CLI reports it
  * and exits non-zero rather than running the job a second time or beside the cluster.
  */
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import type { MaintenanceReply, MaintenanceRequest } from "../actors/wire/messages.ts";
 import { Subjects } from "./nats/subjects.ts";
+import { connectionInbox } from "./nats/inbox.ts";
 
 export interface MaintenanceCallOptions {
   prefix: string;
@@ -30,7 +31,7 @@ export interface MaintenanceOutcome {
 
 export async function requestMaintenance(nc: NatsConnection, req: MaintenanceRequest, o: MaintenanceCallOptions): Promise<MaintenanceOutcome> {
   const subject = new Subjects(o.prefix).maintenance(parseIdentifier(req.table));
-  const inbox = createInbox();
+  const inbox = connectionInbox(nc);
   const sub = nc.subscribe(inbox);
   let node: string | null = null;
   const parts: Uint8Array[] = [];

@@ -16,6 +16,7 @@ import type { MaintenanceReply, MaintenanceTaskName } from "../actors/wire/messa
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import type { Table } from "../src/table/table.ts";
 import type { Subjects } from "./nats/subjects.ts";
+import { isClientInbox } from "./nats/inbox.ts";
 
 /** How often a running job says it is still running (the CLI gives up after a long silence). */
 export const KEEPALIVE_MS = 2000;
@@ -35,7 +36,8 @@ export interface MaintenanceServiceDeps {
 export function serveMaintenance(d: MaintenanceServiceDeps): Subscription {
   const sub = d.nc.subscribe(d.subjects.maintenance(d.table.identifier), {
     callback: (err, m) => {
-      if (err !== null || m.reply === undefined) return; // a request without a reply subject has nobody to answer
+      // Nobody to answer without a reply subject; and answers go to inboxes only (cluster/nats/inbox.ts).
+      if (err !== null || !isClientInbox(m.reply)) return;
       const send = replier(d, m.reply);
       try {
         const req = parseMaintenanceRequest(m.data);

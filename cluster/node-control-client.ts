@@ -6,11 +6,12 @@
  * While the node hands off it reports every second; `silenceTimeoutMs` without a word means it died or froze
  * mid-drain, and the CLI says so rather than waiting forever.
  */
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { type Msg, type NatsConnection } from "@nats-io/transport-node";
 import type { KV } from "@nats-io/kv";
 import { ErrorKind, LakeError } from "../src/errors.ts";
 import type { MemberHeartbeat, NodeControlReply, NodeDrainRequest } from "../actors/wire/messages.ts";
 import { Subjects } from "./nats/subjects.ts";
+import { connectionInbox } from "./nats/inbox.ts";
 import { openKv } from "./nats/table-infra.ts";
 
 export interface DrainCallOptions {
@@ -27,7 +28,7 @@ export type DrainOutcome = Extract<NodeControlReply, { type: "done"; ok: true }>
 export async function requestDrain(nc: NatsConnection, nodeId: string, o: DrainCallOptions): Promise<DrainOutcome> {
   const subjects = new Subjects(o.prefix);
   const subject = subjects.nodeControl(nodeId);
-  const inbox = createInbox();
+  const inbox = connectionInbox(nc);
   const sub = nc.subscribe(inbox);
   let timer: NodeJS.Timeout | undefined;
   let accepted = false;

@@ -13,6 +13,7 @@ import { parseNodeControlRequest } from "../actors/wire/node-control.ts";
 import { ensureError, ErrorKind, isLakeError } from "../src/errors.ts";
 import type { HandOffResult } from "./node.ts";
 import type { Subjects } from "./nats/subjects.ts";
+import { isClientInbox } from "./nats/inbox.ts";
 
 export interface NodeControlDeps {
   nc: NatsConnection;
@@ -29,7 +30,8 @@ export interface NodeControlDeps {
 export function serveNodeControl(d: NodeControlDeps): Subscription {
   return d.nc.subscribe(d.subjects.nodeControl(d.nodeId), {
     callback: (err, m) => {
-      if (err !== null || m.reply === undefined) return;
+      // Nobody to answer without a reply subject; and answers go to inboxes only (cluster/nats/inbox.ts).
+      if (err !== null || !isClientInbox(m.reply)) return;
       const reply = m.reply;
       const send = (r: NodeControlReply): void => {
         try {

@@ -45,6 +45,7 @@ import { parseDuration } from "../src/options.ts";
 import type { NodeConfig } from "./config.ts";
 import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
+import { isClientInbox } from "./nats/inbox.ts";
 import { unsupportedNatsServer } from "./nats/server-version.ts";
 import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { LsmRewriteWorkers } from "../actors/lsm-rewriter.ts";
@@ -254,6 +255,11 @@ export class Node {
         n.adminSub = sub;
         void (async () => {
           for await (const m of sub) {
+            // Answers go to inboxes only (cluster/nats/inbox.ts); a request with another reply subject is not handled.
+            if (!isClientInbox(m.reply)) {
+              log.warn("admin request dropped: its reply subject is not an inbox", { reply: m.reply ?? null });
+              continue;
+            }
             const reply = await handleAdmin(m.data, {
               catalog: n.catalog,
               ensure: (t) => n.ensureInfra(t),

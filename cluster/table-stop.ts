@@ -13,6 +13,7 @@ import type { StopTableReply, StopTableRequest } from "../actors/wire/messages.t
 import { stopTableRequestSchema } from "../actors/wire/schemas.ts";
 import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts";
 import type { Subjects } from "./nats/subjects.ts";
+import { isClientInbox } from "./nats/inbox.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -30,7 +31,8 @@ export interface TableStopDeps {
 export function serveTableStop(d: TableStopDeps): Subscription {
   return d.nc.subscribe(d.subjects.stopTable(d.nodeId), {
     callback: (err, m) => {
-      if (err !== null || m.reply === undefined) return;
+      // Nobody to answer without a reply subject; and answers go to inboxes only (cluster/nats/inbox.ts).
+      if (err !== null || !isClientInbox(m.reply)) return;
       const respond = (r: StopTableReply): void => {
         try {
           m.respond(enc.encode(JSON.stringify(r)));

@@ -3,7 +3,7 @@
  * warehouse. Every control message is JSON; rows travel as Arrow IPC. Written so a consumer can be written in any
  * language with a NATS client and an Arrow library (examples/python/consume.py does it in Python).
  *
- * 1. Open: request-reply on `<p>.ctl.consume.open` (readers answer in a queue group, so one does):
+ * 1. Open: request-reply on `<p>.ctl.consume.open.<db>.<table>` (readers answer in a queue group, so one does):
  *    `ConsumeOpen` → `ConsumeOpenReply`. The consumer names an inbox it subscribed to; the reader sends everything
  *    for the session there, and listens for the consumer's control messages on `<p>.ctl.consume.s.<session>`.
  * 2. Rows: each message on the inbox carries the header `Natslake-Type`:
@@ -68,7 +68,7 @@ export const SESSION_TIMEOUT_MS = 10_000;
 /** A consumer gives up on a reader it heard nothing from for this long, and opens a session elsewhere. */
 export const READER_TIMEOUT_MS = 4000;
 
-/** consumer → reader (`<p>.ctl.consume.open`, request-reply); checked by `consumeOpenSchema`. */
+/** consumer → reader (`<p>.ctl.consume.open.<db>.<table>`, request-reply); checked by `consumeOpenSchema`. */
 export interface ConsumeOpen {
   type: "consume-open";
   v: 1;
@@ -103,7 +103,7 @@ export const consumeOpenSchema = z
   })
   .meta({
     title: "ConsumeOpen",
-    description: "A consumer asks for a session (JSON) on `<p>.ctl.consume.open`; one reader node answers with ConsumeOpenReply, then sends to `inbox`.",
+    description: "A consumer asks for a session (JSON) on `<p>.ctl.consume.open.<db>.<table>` (the table it names; consumers of earlier versions: `<p>.ctl.consume.open`); one reader node answers with ConsumeOpenReply, then sends to `inbox`, which must be an inbox (`_INBOX…`).",
   });
 
 export type ConsumeOpenReply = { ok: true; session: string; reader: string } | { ok: false; error: string; kind: string };

@@ -5,6 +5,7 @@
 import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import { natsConnectionOptions, type NatsAuthSettings } from "./connect-options.ts";
 import { natsConnectFailureMessage } from "./connect-errors.ts";
+import { inboxOptions } from "./inbox.ts";
 
 /** A connection that failed: the message names the URL (redacted) and why. */
 export class NatsConnectError extends Error {
@@ -36,7 +37,8 @@ export function splitUrlCredentials(servers: string[]): { servers: string[]; aut
 }
 
 /**
- * Connects with the settings (over the NATSLAKE_NATS_* environment). A setting that cannot be used throws
+ * Connects with the settings (over the NATSLAKE_NATS_* environment), under the inbox prefix NATSLAKE_INBOX_PREFIX
+ * names (inbox.ts). A setting that cannot be used throws
  * ConnectionSettingsError before anything is tried; a failed connection throws NatsConnectError.
  */
 export async function connectNats(url: string, settings: NatsAuthSettings, opts: Omit<ConnectionOptions, "servers"> = {}, env: NodeJS.ProcessEnv = process.env): Promise<NatsConnection> {
@@ -45,7 +47,7 @@ export async function connectNats(url: string, settings: NatsAuthSettings, opts:
   // The settings' credentials win over the URL's.
   const hasAuth = auth.user !== undefined || auth.token !== undefined || auth.authenticator !== undefined;
   try {
-    return await connect({ ...opts, ...(hasAuth ? {} : fromUrl.auth), ...auth, servers: fromUrl.servers });
+    return await connect({ ...inboxOptions(env), ...opts, ...(hasAuth ? {} : fromUrl.auth), ...auth, servers: fromUrl.servers });
   } catch (e) {
     throw new NatsConnectError(natsConnectFailureMessage(e, url, settings, env), { cause: e });
   }

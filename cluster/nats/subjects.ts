@@ -13,7 +13,8 @@
  * | `<p>.ctl.reject.<db>.<table>.<writer>`  | committable rejections, committer → writer                  |
  * | `<p>.ctl.admin`                         | admin request-reply (create table, …)                       |
  * | `<p>.ctl.maint.<db>.<table>`            | maintenance request-reply, served by the table's leader only |
- * | `<p>.ctl.consume.open`                  | consume sessions opened, request-reply (readers, queue group) |
+ * | `<p>.ctl.consume.open.<db>.<table>`     | consume sessions opened, request-reply (readers, queue group) |
+ * | `<p>.ctl.consume.open`                  | the same for any table, from consumers of earlier versions  |
  * | `<p>.ctl.consume.s.<session>`           | a consume session's control: credit, ack, ping, close       |
  * | `<p>.ctl.node.<nodeId>`                 | node control request-reply (drain), answered by that node   |
  * | `<p>.ctl.stop-table.<nodeId>`           | stop serving a table being dropped, answered by that node   |
@@ -97,9 +98,23 @@ export class Subjects {
   get admin(): string {
     return `${this.prefix}.ctl.admin`;
   }
-  /** Consume sessions are opened here (actors/wire/consume.ts); reader nodes answer in a queue group. */
+  /**
+   * Consume sessions of any table were opened here before `consumeOpenTable` (actors/wire/consume.ts); readers still
+   * answer it for consumers of earlier versions.
+   */
   get consumeOpen(): string {
     return `${this.prefix}.ctl.consume.open`;
+  }
+  /**
+   * Consume sessions of one table are opened here: readers answer in a queue group and check that the request names
+   * this table, so NATS permissions can let a consumer open sessions on its own tables only.
+   */
+  consumeOpenTable(id: Identifier): string {
+    return `${this.prefix}.ctl.consume.open.${this.t(id)}`;
+  }
+  /** Every table's consume-open subject (readers subscribe to it). */
+  get consumeOpenAnyTable(): string {
+    return `${this.prefix}.ctl.consume.open.*.*`;
   }
   /** A consume session's control messages, consumer → reader. */
   consumeSession(session: string): string {

@@ -345,7 +345,10 @@ async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> &
 
 /** Opens a KV bucket that must exist (no creation). */
 export async function openKv(nc: NatsConnection, name: string): Promise<KV> {
-  return new Kvm(nc).open(name);
+  // Reads by direct get (the nodes create every bucket with allow_direct, as nats.js does on servers that have it):
+  // a direct get names the key in its API subject, so NATS permissions can allow a client one key (a producer its
+  // table's registration) — a plain message get names it in its body, where permissions cannot see it.
+  return new Kvm(nc).open(name, { allow_direct: true });
 }
 
 /**
