@@ -54,7 +54,7 @@ import { ConsumeService } from "./consume-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
 import { registerS3RequestMetric } from "./s3-metrics.ts";
-import { connectLeaseRedis, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
+import { connectLeaseRedis, leaseKey, RedisErrorReporter, RedisLease, redactRedisUrl } from "./redis/lease.ts";
 import { redisConnectionOptions } from "./redis/connect-options.ts";
 import { connectNats } from "./nats/connect.ts";
 import { redactUrl } from "./nats/connect-errors.ts";
@@ -555,7 +555,7 @@ export class Node {
       svc.stops.push(() => sub.unsubscribe());
     }
     if (this.cfg.roles.includes("committer") && this.redis) {
-      const lease = new RedisLease(this.redis, `natslake:${this.cfg.prefix}:lease:${name}`, {
+      const lease = new RedisLease(this.redis, leaseKey(this.cfg.prefix, name), {
         ttlMs: this.cfg.leaseTtl,
         safetyMarginMs: Math.floor(this.cfg.leaseTtl / 10),
         ...(this.cfg.redis ? { url: this.cfg.redis } : {}),

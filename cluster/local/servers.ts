@@ -12,7 +12,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { connect as tlsConnect, type ConnectionOptions as TlsConnectionOptions } from "node:tls";
 import { homedir, tmpdir } from "node:os";
@@ -291,6 +291,11 @@ export interface NatsOptions {
   logFile?: string;
   /** A server that speaks TLS first (handshake_first): how to reach it to see it is ours. */
   probeTls?: TlsConnectionOptions;
+  /**
+   * Configuration text (e.g. an `authorization` block): written to `<dir>/nats.conf` and loaded with `-c`. The
+   * command line's address, port, JetStream and name still apply.
+   */
+  config?: string;
 }
 
 export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
@@ -301,9 +306,15 @@ export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
   const named = extra.findIndex((a) => a === "-n" || a === "--name" || a === "--server_name");
   const name = named >= 0 && extra[named + 1] !== undefined ? extra[named + 1]! : `natslake-${randomBytes(6).toString("hex")}`;
   const nameArgs = named >= 0 ? [] : ["-n", name];
+  const configArgs: string[] = [];
+  if (opts.config !== undefined) {
+    const file = join(dir, "nats.conf");
+    writeFileSync(file, opts.config);
+    configArgs.push("-c", file);
+  }
   return launchOnFreePort(opts.port, (port) => ({
     bin,
-    args: ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", opts.storeDir ?? join(dir, "js"), ...nameArgs, ...extra],
+    args: [...configArgs, "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", opts.storeDir ?? join(dir, "js"), ...nameArgs, ...extra],
     port,
     dir,
     url: `nats://127.0.0.1:${port}`,

@@ -19,6 +19,9 @@ import { withTimeout } from "../../src/timeout.ts";
 import { redactRedisUrl, RELEASE_LUA } from "./lease.ts";
 
 
+/** The default prefix of the commit locks' keys. */
+export const COMMIT_LOCK_KEY_PREFIX = "natslake:commit-lock:";
+
 export interface RedisCommitLockOptions {
   /** The lock's lease: a holder that dies leaves it for at most this long (default 30 s). */
   leaseMs?: number;
@@ -45,7 +48,7 @@ export class RedisCommitLock implements CommitLock {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.waitMs = opts.waitMs ?? 60_000;
     this.commandTimeoutMs = opts.commandTimeoutMs ?? 5_000;
-    this.prefix = opts.prefix ?? "natslake:commit-lock:";
+    this.prefix = opts.prefix ?? COMMIT_LOCK_KEY_PREFIX;
     this.auth = opts.auth;
   }
 

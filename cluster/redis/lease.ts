@@ -76,6 +76,16 @@ export interface RedisLeaseOptions {
   reporter?: RedisErrorReporter;
 }
 
+/** The committer lease of one table (`db.table`) of a cluster with this prefix. */
+export function leaseKey(prefix: string, table: string): string {
+  return `natslake:${prefix}:lease:${table}`;
+}
+
+/** Every lease key of the prefix (a Redis key pattern: the committers' ACL, cluster/redis/acl.ts). */
+export function leaseKeyPattern(prefix: string): string {
+  return leaseKey(prefix, "*");
+}
+
 export class RedisLease implements Lease {
   readonly ttlMs: number;
   readonly safetyMarginMs: number;
