@@ -16,6 +16,7 @@ import { dashboardQueries, parsePromQL, DASHBOARD_FILE } from "../helpers/dashbo
 import { natsServerBin } from "../helpers/nats-cluster.ts";
 import { REPO_ROOT } from "../helpers/python.ts";
 import { parseWarehouse } from "../../src/io/warehouse.ts";
+import { COMPOSE_PERMISSIONS_FILE, COMPOSE_USERS, composePermissions } from "../../scripts/nats-permissions.ts";
 
 const compose = composeConfig();
 const nodes = nodeServices(compose);
@@ -56,6 +57,24 @@ test("compose - docker-compose config accepts the file: 3 NATS servers, Redis, 3
     assert.ok(Number.parseInt(s.stop_grace_period ?? "10") >= 25, `${name}: stop_grace_period ${s.stop_grace_period}`);
   }
   for (const name of ["committer-1", "committer-2"]) assert.equal(compose.services[name]!.depends_on?.["redis"]?.condition, "service_healthy", name);
+});
+
+test("compose - nats/permissions.conf is what scripts/nats-permissions.ts generates from the role table, and the current nats-server accepts it with the passwords from its environment", () => {
+  assert.equal(readFileSync(COMPOSE_PERMISSIONS_FILE, "utf8"), composePermissions(), "run `npm run nats-permissions`");
+  const dir = mkdtempSync(join(tmpdir(), "natslake-compose-perms-"));
+  try {
+    // As docs/operations/permissions.md turns it on: nats.conf includes the file beside it.
+    writeFileSync(join(dir, "permissions.conf"), readFileSync(COMPOSE_PERMISSIONS_FILE));
+    writeFileSync(join(dir, "nats.conf"), `${readFileSync(join(COMPOSE_DIR, "nats", "nats.conf"), "utf8")}\ninclude ./permissions.conf\n`);
+    const env = { ...process.env, ...Object.fromEntries(COMPOSE_USERS.map((u) => ["env" in u.password ? u.password.env : "", "example-password"])) };
+    const r = spawnSync(natsServerBin("current"), ["-t", "-c", join(dir, "nats.conf")], { encoding: "utf8", env });
+    assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+    // A password variable the server's environment lacks is refused, not taken as an empty password.
+    const bare = spawnSync(natsServerBin("current"), ["-t", "-c", join(dir, "nats.conf")], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "" } });
+    assert.notEqual(bare.status, 0, "a missing password variable");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("compose - NATSLAKE_WAREHOUSE and the AWS credentials of the shell put every node on an S3 warehouse (compose/README.md, An S3 warehouse)", async () => {
