@@ -1,0 +1,63 @@
+/**
+ * The role table's generator: what a table list grants is that table's subjects only, `*` stands for every table with
+ * whole-token wildcards, no role gets `$JS.>` and no client role `$JS.API.>`, each user its own inbox; and the
+ * nats-server block refuses what it cannot write. (test/integration/least-privilege.test.ts runs a server on it.)
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { authorizationBlock, NODE_ROLES, permissionsOf, ROLES, type UserSpec } from "../../../cluster/nats/permissions.ts";
+import { isClientInbox } from "../../../cluster/nats/inbox.ts";
+import { Subjects } from "../../../cluster/nats/subjects.ts";
+
+const s = new Subjects("lake");
+const spec = (o: Partial<UserSpec>): UserSpec => ({ user: "u", password: { literal: "pw" }, roles: ["producer"], tables: ["shop.orders"], ...o });
+
+test("permissions - a producer of one table publishes to that table's subjects only, never its stream marker", () => {
+  const p = permissionsOf(spec({}), s);
+  assert.ok(p.publish.allow.includes("lake.in.shop.orders"));
+  assert.ok(p.publish.allow.includes("lake.in.shop.orders.*"));
+  assert.deepEqual(p.publish.deny, ["lake.in.shop.orders.stream-id"]);
+  // Every subject that names a table names this one (no wildcard over tables, no other table).
+  for (const subject of [...p.publish.allow, ...p.subscribe.allow]) {
+    if (/lake[._]/i.test(subject) && !/KV_lake_(tables|snap)$|^\$JS\.API\.(INFO|CONSUMER\.(INFO|DELETE)\.KV_lake_tables\.\*)$|^\$JS\.FC\.KV_lake_tables\.>$/.test(subject))
+      assert.match(subject, /shop[._]orders/, subject);
+  }
+  assert.deepEqual(p.subscribe.allow, ["_INBOX.u.>", "lake.snap.shop.orders"]);
+});
+
+test("permissions - no role gets $JS.>, only nodes get $JS.API.>, every user subscribes to its own inbox", () => {
+  for (const role of ROLES) {
+    for (const tables of ["*", ["a.b", "c.d"]] as const) {
+      const p = permissionsOf(spec({ user: `${role}-1`, roles: [role], tables }), s);
+      const all = [...p.publish.allow, ...p.subscribe.allow];
+      assert.ok(!all.includes("$JS.>") && !all.includes(">"), role);
+      assert.equal(all.includes("$JS.API.>"), NODE_ROLES.includes(role), role);
+      assert.ok(p.subscribe.allow.includes(`_INBOX.${role}-1.>`), role);
+      assert.ok(!p.subscribe.allow.includes("_INBOX.>"), `${role} reads no other inbox`);
+    }
+  }
+});
+
+test("permissions - every table: whole-token wildcards for tables and stream names", () => {
+  const p = permissionsOf(spec({ roles: ["consumer"], tables: "*" }), s);
+  assert.ok(p.publish.allow.includes("lake.ctl.consume.open.*.*"));
+  assert.ok(p.publish.allow.includes("$JS.API.DIRECT.GET.KV_lake_snap.$KV.lake_snap.*.*"));
+  for (const subject of [...p.publish.allow, ...p.subscribe.allow]) for (const token of subject.split(".")) assert.ok(token === "*" || token === ">" || !/[*>]/.test(token), subject);
+});
+
+test("permissions - the block quotes subjects, references environment passwords, and refuses bad users", () => {
+  const text = authorizationBlock([spec({ password: { env: "NATS_PW" } }), spec({ user: "w", roles: ["writer", "reader"], tables: "*" })], s);
+  assert.match(text, /password: \$NATS_PW\n/);
+  assert.match(text, /"\$JS\.API\.>"/);
+  assert.doesNotMatch(text, /[^"]\$JS/);
+  assert.throws(() => authorizationBlock([spec({}), spec({})], s), /given twice/);
+  assert.throws(() => authorizationBlock([spec({ user: "a.b" })], s), /user name 'a\.b' cannot be used in a NATS subject/);
+  assert.throws(() => authorizationBlock([spec({ password: { env: "lower" } })], s), /environment variable name/);
+  assert.throws(() => permissionsOf(spec({ tables: ["db.>"] }), s), /cannot be used in a NATS subject/);
+  assert.throws(() => permissionsOf(spec({ roles: [] }), s), /has no role/);
+});
+
+test("inboxes - nodes answer only subjects under _INBOX", () => {
+  for (const ok of ["_INBOX.abc", "_INBOX.producer-a.xyz.1", "_INBOX_x.y"]) assert.equal(isClientInbox(ok), true, ok);
+  for (const bad of [undefined, "", "_INBOX", "_INBOX.>", "_INBOX.*.x", "$JS.API.STREAM.PURGE.LAKE_IN_a_b", "lake.commit.a.b", "x._INBOX.y", "_INBOX. x"]) assert.equal(isClientInbox(bad), false, String(bad));
+});
