@@ -2,15 +2,16 @@
  * Least privilege, enforced by real servers: a nats-server whose users are generated from the role table
  * (cluster/nats/permissions.ts) and a redis-server whose only user is the committers' ACL (cluster/redis/acl.ts,
  * default user off). One writer, one committer and one reader node, each with its own user, run the whole pipeline:
- * tables created by the operator, rows published by a producer, committed, consumed by a consumer, compacted through
- * the leader — and the server logs no permission violation of any of them. Then what must be refused is: a producer
+ * tables created by the operator, rows published by a producer (the client and `natslake publish`), committed,
+ * consumed by a consumer, compacted and expired through the leader, `status` and `dlq list` — and the server logs no
+ * permission violation of any of them. Then what must be refused is: a producer
  * publishing into another table (the table is unchanged), a consumer publishing committables, answering consume-open
  * requests or opening sessions on another table, a consume-open that names a subject other than an inbox, and a Redis
  * user without the committers' ACL taking a table's lease.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -37,6 +38,8 @@ const PASSWORD = randomBytes(12).toString("hex");
 const A = "lp.a";
 const B = "lp.b";
 const ROWS = 200;
+const RAW = 5;
+const ALL_A = Array.from({ length: ROWS + RAW }, (_, i) => i);
 const subjects = new Subjects();
 
 const user = (name: string, roles: Role[], tables: string[] | "*"): UserSpec => ({ user: name, password: { literal: PASSWORD }, roles, tables });
@@ -140,7 +143,12 @@ test("least privilege - every role runs the pipeline with its own permissions, a
     await producer.flush();
     await producer.waitVisible(producer.token(), 60_000);
     await producer.close();
-    assert.deepEqual(await tableRows(A), Array.from({ length: ROWS }, (_, i) => i));
+    // Raw rows through `natslake publish` (the bare subject; the leader's router routes them to their buckets).
+    const file = join(dir, "raw.jsonl");
+    writeFileSync(file, Array.from({ length: RAW }, (_, i) => JSON.stringify({ id: ROWS + i, v: "raw" })).join("\n"));
+    const publish = await runNatslake(["publish", A, file, "--nats", natsUrl(), "--no-progress", "--wait-visible"], envOf("producer-a"));
+    assert.equal(publish.code, 0, publish.stderr);
+    assert.deepEqual(await tableRows(A), ALL_A);
 
     const cnc = await connectAs("consumer-a");
     const consumer = await openConsumer({ nc: cnc, table: A, from: "full" });
@@ -151,7 +159,7 @@ test("least privilege - every role runs the pipeline with its own permissions, a
       break;
     }
     await consumer.close();
-    assert.equal(consumed, ROWS, "the consumer read the table through a reader node");
+    assert.equal(consumed, ALL_A.length, "the consumer read the table through a reader node");
 
     const compact = await runNatslake(["compact", A, "--nats", natsUrl()], envOf("operator"));
     assert.equal(compact.code, 0, compact.stderr);
@@ -159,6 +167,11 @@ test("least privilege - every role runs the pipeline with its own permissions, a
     const expire = await runNatslake(["expire-snapshots", A, "--retain-min", "1", "--retain-max", "1", "--nats", natsUrl()], envOf("operator"));
     assert.equal(expire.code, 0, expire.stderr);
     assert.match(expire.stderr, /ran on c1/);
+
+    for (const args of [["status", "--json"], ["dlq", "list", A]]) {
+      const r = await runNatslake([...args, "--nats", natsUrl()], envOf("operator"));
+      assert.equal(r.code, 0, `${args.join(" ")}: ${r.stderr}`);
+    }
 
     assert.deepEqual(violations(), [], "no role was refused anything the pipeline needs");
   });
@@ -199,7 +212,7 @@ test("least privilege - every role runs the pipeline with its own permissions, a
     const other = await open(B, `${clientInboxPrefix("consumer-a")}.x`);
     assert.equal(other.ok, false);
     assert.match(other.error!, /is for table lp\.a, not lp\.b/);
-    assert.deepEqual(await tableRows(A), Array.from({ length: ROWS }, (_, i) => i), "A still has every row");
+    assert.deepEqual(await tableRows(A), ALL_A, "A still has every row");
   });
 
   await t.test("a Redis user without the committers' ACL cannot take a table's lease", async () => {
