@@ -117,7 +117,7 @@ interface RoleGrants {
 
 /** Every KV bucket the nodes keep (cluster/nats/subjects.ts). */
 function clusterKvSubjects(s: Subjects): string[] {
-  return [s.tablesKv, s.membersKv, s.assignKv, s.snapKv, s.routerKv, s.dlqReplaysKv].map((b) => `$KV.${b}.>`);
+  return [s.tablesKv, s.membersKv, s.assignKv, s.snapKv, s.routerKv, s.dlqReplaysKv, s.attemptsKv].map((b) => `$KV.${b}.>`);
 }
 
 /** What every node does, whatever its roles: JetStream, the cluster's KV, control requests to itself. */
