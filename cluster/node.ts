@@ -2,7 +2,7 @@
  * A natslake node: one OS process running the actors of its roles for every table of the warehouse.
  *
  * - writer: a WriterHostActor per table follows the bucket assignment and runs one BucketWriterActor per owned
- *   bucket; committable rejections addressed to this node are routed to them.
+ *   bucket; rejections (of committables and compactions) addressed to this node are routed to them.
  * - committer: a CommitterActor per table contends for the table's Redis lease; the leader also runs the table's
  *   CoordinatorActor (bucket assignment) beside it.
  * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`, and serves consume
