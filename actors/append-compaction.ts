@@ -4,9 +4,10 @@
  * rewrites incremental) and merge runs of small files into target-size files, decoded and encoded in the node's
  * Parquet pool.
  *
- * Inputs of a job sent are not planned again until they left the live set (accepted) or IN_FLIGHT_MS passed (the job
- * was rejected, or is still unread by a leader that is starting): re-planning them earlier would only send a change
- * the leader rejects as `inputs-gone`. Nothing here is durable: a writer that dies forgets its jobs.
+ * Inputs of a job sent are not planned again until they left the live set (accepted), the leader rejected the job
+ * (they are plannable again at once), or IN_FLIGHT_MS passed (the rejection was lost, or the job is still unread by a
+ * leader that is starting): re-planning them earlier would only send a change the leader rejects as `inputs-gone`.
+ * Nothing here is durable: a writer that dies forgets its jobs.
  */
 import { abortCompaction, compactionRules, planCompaction, rewrite, type CompactionRules, type CompactionTask, type CompactResult } from "../src/maintenance/compact.ts";
 import type { DataFileMeta } from "../src/format/manifest.ts";
@@ -60,6 +61,8 @@ export class AppendCompaction implements CompactionStrategy {
   private readonly reserved = new Set<string>();
   /** Live files of the bucket at the last plan. */
   private liveFiles = 0;
+  /** The inputs of each job sent, by compactionId, while any of them is in flight (a rejection frees them). */
+  private readonly sentInputs = new Map<string, readonly string[]>();
 
   constructor(private readonly d: AppendCompactionDeps) {}
 
@@ -78,6 +81,7 @@ export class AppendCompaction implements CompactionStrategy {
     this.liveFiles = plan.liveFileNames.size;
     // Inputs no longer live were decided; expired ones are planned again.
     for (const [name, until] of this.inFlight) if (until <= now || !plan.liveFileNames.has(name)) this.inFlight.delete(name);
+    for (const [id, names] of this.sentInputs) if (!names.some((n) => this.inFlight.has(n))) this.sentInputs.delete(id);
     if (plan.tasks.length === 0 || plan.snapshotId === null) return null;
     const tasks = lane === "any" ? tasksOfAJob(plan.tasks, compactionRules(table).targetFileSize) : smallTask(plan.tasks);
     if (tasks.length === 0) return null;
@@ -87,10 +91,12 @@ export class AppendCompaction implements CompactionStrategy {
       planSnapshotId: plan.snapshotId,
       needsSlot: lane === "any",
       rewrite: (stopped) => this.rewrite(tasks, rules, stopped),
-      settle: (sent) => {
+      settle: (sent, compactionId) => {
         // Sent inputs stay out of planning until decided; then the reservation ends (never plannable in between).
         const until = this.d.now() + IN_FLIGHT_MS;
-        for (const p of sent) for (const f of p.change.before) this.inFlight.set(f.fileName, until);
+        const names = sent.flatMap((p) => p.change.before.map((f) => f.fileName));
+        for (const name of names) this.inFlight.set(name, until);
+        if (compactionId !== null && names.length > 0) this.sentInputs.set(compactionId, names);
         for (const name of inputs) this.reserved.delete(name);
       },
     };
@@ -127,6 +133,15 @@ export class AppendCompaction implements CompactionStrategy {
   flushSent(): void {}
 
   flushesDropped(): void {}
+
+  /** The job's inputs are plannable again at once (those still live: an input another change took is not). */
+  compactionRejected(compactionId: string): boolean {
+    const names = this.sentInputs.get(compactionId);
+    if (names === undefined) return false;
+    this.sentInputs.delete(compactionId);
+    for (const name of names) this.inFlight.delete(name);
+    return true;
+  }
 }
 
 /** The tasks of an `any` job: about one target file's worth, so a long backlog is worked off job by job. */

@@ -8,9 +8,10 @@
  * A job: the strategy plans it against the latest snapshot (manifests read through one cache per table on the node),
  * it is rewritten — under a node-wide CompactionSlots permit when it asks for one, which bounds memory — and its
  * changes go into the commit stream as one CompactionEntry (as many as fit in one message; the others' outputs are
- * removed). The leader lands it as a COMPACT snapshot or rejects it and deletes its outputs
- * (src/commit/compaction-commit.ts). Nothing here is durable: a writer that dies forgets its jobs; the leader still
- * decides what reached the commit stream, and outputs never sent become orphans for orphan-file cleanup.
+ * removed). The leader lands it as a COMPACT snapshot or rejects it, deletes its outputs
+ * (src/commit/compaction-commit.ts) and tells the writer (`compactionRejected`). Nothing here is durable: a writer
+ * that dies forgets its jobs; the leader still decides what reached the commit stream, and outputs never sent become
+ * orphans for orphan-file cleanup.
  */
 import { randomUUID } from "node:crypto";
 import { failpointAsync } from "../src/failpoints.ts";
@@ -95,6 +96,8 @@ const NOTHING_SENT: Readonly<CompactionJobResult> = Object.freeze({ entry: null,
 
 export class BucketCompactor {
   private stopped = false;
+  /** The compactionId of the entry being appended to the commit stream, and whether its rejection came meanwhile. */
+  private sending: { compactionId: string; rejected: boolean } | null = null;
 
   constructor(private readonly d: BucketCompactorDeps) {}
 
@@ -124,12 +127,25 @@ export class BucketCompactor {
   }
 
   /**
+   * The leader rejected the entry `compactionId` (see CompactionStrategy.compactionRejected). One that arrives while
+   * its append is still being acknowledged (the leader may read the entry first) is passed on once the job settled.
+   */
+  compactionRejected(compactionId: string): boolean {
+    if (this.sending?.compactionId === compactionId) {
+      this.sending.rejected = true;
+      return true;
+    }
+    return this.d.strategy.compactionRejected(compactionId);
+  }
+
+  /**
    * Plans, rewrites and sends one job of the lane. Throws on failure (outputs written by it are removed unless sent).
    */
   async runOnce(lane: CompactionLane = "any"): Promise<CompactionJobResult> {
     const job = await this.d.strategy.plan(lane, this.d.now());
     if (job === null) return NOTHING_SENT;
     let sent: RewrittenPart[] = [];
+    let sentAs: string | null = null;
     try {
       if (this.stopped) return NOTHING_SENT;
       const waitFrom = this.d.now();
@@ -154,6 +170,8 @@ export class BucketCompactor {
       // From here the outcome may be unknown (the append can fail after the server stored it): the outputs stay —
       // the leader decides them, or orphan-file cleanup removes them — and the strategy treats the job as sent.
       sent = fitted;
+      sentAs = entry.compactionId;
+      this.sending = { compactionId: entry.compactionId, rejected: false };
       await this.d.commitLog.append(entry, `compaction-${entry.compactionId}`);
       return {
         entry,
@@ -167,7 +185,10 @@ export class BucketCompactor {
         rewriteMs,
       };
     } finally {
-      job.settle(sent);
+      job.settle(sent, sentAs);
+      const early = this.sending;
+      this.sending = null;
+      if (early?.rejected === true) this.d.strategy.compactionRejected(early.compactionId);
     }
   }
 

@@ -421,7 +421,13 @@ export class CommitterActor implements Actor<CommitterMsg> {
     for (const v of res.verdicts) {
       const c = v.compaction;
       this.compactions.add(1, { table, result: v.kind, ...(v.kind === "rejected" ? { reason: v.reason } : {}) });
-      if (v.kind === "rejected") ctx.log.warn("compaction rejected; its outputs were deleted", { table, bucket: c.bucket, compactionId: c.compactionId, writer: c.writerId, reason: v.reason, detail: v.detail });
+      if (v.kind === "rejected") {
+        ctx.log.warn("compaction rejected; its outputs were deleted", { table, bucket: c.bucket, compactionId: c.compactionId, writer: c.writerId, reason: v.reason, detail: v.detail });
+        // Its writer plans the bucket again at once instead of counting the job for its in-flight time (it would plan
+        // on outputs that no longer exist). Sent after the round's snapshot is linked: what the writer reads next
+        // includes it. Lost (core NATS), the writer's in-flight timeout still ends the job.
+        this.d.bus.publishRejection(c.writerId, { type: "compaction-rejection", table, bucket: c.bucket, ownerEpoch: c.ownerEpoch, compactionId: c.compactionId, reason: v.reason, detail: v.detail });
+      }
       // Only after a leader change (it landed, the stream was not purged yet): worth a line.
       if (v.kind === "duplicate") ctx.log.info("compaction read again after it landed: a duplicate, its outputs kept", { table, bucket: c.bucket, compactionId: c.compactionId, writer: c.writerId });
     }

@@ -47,8 +47,11 @@ export interface PlannedJob {
    * when stopped, the parts done are returned (the caller removes them).
    */
   rewrite(stopped: () => boolean): Promise<RewrittenPart[]>;
-  /** The job ended: `sent` went into the commit stream (maybe none: nothing fitted, stopped, or it failed). */
-  settle(sent: readonly RewrittenPart[]): void;
+  /**
+   * The job ended: `sent` went into the commit stream (maybe none: nothing fitted, stopped, or it failed) as the
+   * entry `compactionId` (null when nothing was sent).
+   */
+  settle(sent: readonly RewrittenPart[], compactionId: string | null): void;
 }
 
 /** What a writer shows of its bucket: the gauges, and whether it stops reading (back-pressure). */
@@ -78,4 +81,9 @@ export interface CompactionStrategy {
   flushSent(lastOffset: number, level0Files: ReadonlyMap<string, number>): void;
   /** The writer re-reads its bucket from the committed offset: flushes sent and not committed will not be. */
   flushesDropped(): void;
+  /**
+   * The leader rejected the job sent as `compactionId` (its outputs are deleted): it will not land, and the next plan
+   * must not count on it. False when no job sent under that id is still counted (it was given up already).
+   */
+  compactionRejected(compactionId: string): boolean;
 }

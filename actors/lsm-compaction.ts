@@ -10,9 +10,11 @@
  *   next job is planned on the committed trees with the jobs sent and not landed yet applied — so a bucket's
  *   compactions follow each other without waiting for the leader's round, and may take the outputs of the previous
  *   one (the leader accepts a change whose inputs an earlier change of the same round wrote, and nets them:
- *   src/commit/compaction-commit.ts). A job sent is dropped from that view once the snapshot shows it landed; when
- *   its inputs are gone without it, or LSM_IN_FLIGHT_MS after it was sent (the leader rejected it, or it was lost
- *   with a leader), it and the jobs sent after it are dropped and the bucket is planned from what is committed.
+ *   src/commit/compaction-commit.ts). A job sent is dropped from that view once the snapshot shows it landed. When
+ *   the leader rejects it (it says so: `compactionRejected`), when its inputs are gone without it, or LSM_IN_FLIGHT_MS
+ *   after it was sent (the rejection was lost, or the job with a leader that died), it and the jobs sent after it
+ *   (they may build on its outputs, which the leader deleted) are dropped and the bucket is planned from what is
+ *   committed.
  * - Flushes in flight are not inputs until their APPEND snapshot lands (the leader lands a round's APPEND before its
  *   compactions, so an input is always live when a change is decided).
  * - The pickers are stateful (early full compaction remembers its last run): one per partition, kept for the writer's
@@ -93,6 +95,7 @@ interface BucketView {
 
 /** A job sent and not seen landing: its changes by partition, in the order they were made. */
 interface SentJob {
+  compactionId: string;
   changes: Array<{ key: string; before: readonly DataFileMeta[]; after: readonly DataFileMeta[] }>;
   /** Monotonic ms after which it is given up. */
   until: number;
@@ -151,12 +154,12 @@ export class LsmCompaction implements CompactionStrategy {
         planSnapshotId: view.snapshotId,
         needsSlot: true,
         rewrite: (stopped) => this.rewrite(parts, stopped),
-        settle: (sent) => {
+        settle: (sent, compactionId) => {
           this.running = false;
           // The parts are rewritten and sent in order: what was sent is a prefix of them.
-          if (sent.length === 0) return;
+          if (sent.length === 0 || compactionId === null) return;
           const changes = sent.map((p, i) => ({ key: parts[i]!.tree.key, before: p.change.before, after: p.change.after }));
-          this.sent.push({ changes, until: this.d.now() + LSM_IN_FLIGHT_MS });
+          this.sent.push({ compactionId, changes, until: this.d.now() + LSM_IN_FLIGHT_MS });
         },
       };
     } finally {
@@ -232,6 +235,18 @@ export class LsmCompaction implements CompactionStrategy {
 
   flushesDropped(): void {
     this.flushes = [];
+  }
+
+  /**
+   * Drops the rejected job and every job sent after it (planned on the trees it left, they may take its deleted
+   * outputs; the leader rejects those in turn, or has already): the next plan and the sorted runs count see the
+   * committed trees with only the jobs sent before it applied.
+   */
+  compactionRejected(compactionId: string): boolean {
+    const i = this.sent.findIndex((j) => j.compactionId === compactionId);
+    if (i < 0) return false;
+    this.sent = this.sent.slice(0, i);
+    return true;
   }
 
   private picker(partition: string): CompactStrategy {

@@ -4,7 +4,7 @@
  * `runLsmRewrite` is what the worker runs: src/maintenance/compact-pk.ts `executeBucketPlan` on the worker's own
  * thread — decoding, the merge and encoding all there, none on the writer's.
  */
-import { warmUpParquet } from "../src/codec/warm-up.ts";
+import { warmUpParquet, warmUpParquetDecodeHere } from "../src/codec/warm-up.ts";
 import { deserializeBinaryRow } from "../src/format/binary-row.ts";
 import type { TableSchema } from "../src/format/schema.ts";
 import { openWarehouse } from "../src/io/warehouse.ts";
@@ -44,7 +44,11 @@ export async function runLsmRewrite(r: LsmRewriteRequest, onPath: (path: string)
   return executeBucketPlan(table, { bucket: r.bucket, partitionValues, plan: r.plan }, { pool: null, onPath });
 }
 
-/** Warms the Parquet encoder on this thread (see src/codec/warm-up.ts): a worker's first rewrite is then not the slow one. */
+/**
+ * Warms the Parquet encoder and decoder on this thread (see src/codec/warm-up.ts): a rewrite decodes its inputs and
+ * encodes its outputs here, and a worker's first rewrites are then not the slow ones.
+ */
 export async function warmUpLsmRewrite(): Promise<void> {
   await warmUpParquet(null);
+  await warmUpParquetDecodeHere();
 }

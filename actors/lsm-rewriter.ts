@@ -4,10 +4,10 @@
  * - `LsmRewriteWorkers` (a node): worker threads that each run one bucket's plan at a time — decoding, the k-way merge
  *   and encoding on the worker's thread, at a lower CPU priority (the node's `compactionNice`). The merge is the
  *   costly part (about 3 µs a row on the calling thread, measured: a full compaction of a bucket of a million rows
- *   would hold a node's actors for seconds), so it never runs on the thread of the node's actors. Workers start
- *   lazily, up to `size` (the node's compaction slots: each job holds one); an idle worker does not keep the process
- *   alive. A worker that dies fails its job (retryable) and is replaced by the next job; the outputs it announced are
- *   removed.
+ *   would hold a node's actors for seconds), so it never runs on the thread of the node's actors. A node starts and
+ *   warms them (`warm`) before it takes buckets; else they start with the first jobs, up to `size` (the node's
+ *   compaction slots: each job holds one). An idle worker does not keep the process alive. A worker that dies fails
+ *   its job (retryable) and is replaced by the next job; the outputs it announced are removed.
  * - `inlineLsmRewriter` (tests, tools): the same on the calling thread, decoding and encoding in a Parquet pool.
  */
 import { Worker } from "node:worker_threads";
@@ -89,10 +89,14 @@ export class LsmRewriteWorkers implements LsmRewriter {
     });
   }
 
-  /** Starts one worker and waits until it has loaded its modules (a node's first compaction is then not the slow one). */
+  /**
+   * Starts every worker and waits until each has loaded its modules and warmed its Parquet code (a node's first
+   * compactions are then not the slow ones).
+   */
   async warm(): Promise<void> {
     if (this.closed) return;
-    await (this.workers[0] ?? this.start()).ready;
+    while (this.workers.length < this.o.size) this.start();
+    await Promise.all(this.workers.map((w) => w.ready));
   }
 
   /** Workers running (for tests). */

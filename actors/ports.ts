@@ -11,9 +11,9 @@ import type {
   CommitEntry,
   DeadLetter,
   MemberHeartbeat,
-  Rejection,
   SnapshotNotification,
   TableAssignment,
+  WriterRejection,
 } from "./wire/messages.ts";
 import type { RowBatch } from "./wire/messages.ts";
 
@@ -93,7 +93,8 @@ export interface AttemptLog {
 
 /** Core-NATS notifications and control messages. */
 export interface Bus {
-  publishRejection(writerId: string, r: Rejection): void;
+  /** A committable's or a writer's compaction's rejection, to the writer that sent it. */
+  publishRejection(writerId: string, r: WriterRejection): void;
   /** Publishes the notification and records it as the table's last one (for late subscribers). */
   publishSnapshot(n: SnapshotNotification): Promise<void>;
   /** The snapshot id of the table's last recorded notification (0 when none). */

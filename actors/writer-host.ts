@@ -2,9 +2,10 @@
  * WriterHostActor: the per-node, per-table "shard region". It follows the table's assignment and runs one
  * BucketWriterActor per bucket assigned to this node (a fresh actor per owner epoch), stops writers whose bucket
  * moved, answers revokes (the writer flushes, sends its last committable, then the host reports the bucket
- * released with the last offset covered), and routes committable rejections to the bucket's writer.
+ * released with the last offset covered), and routes rejections (of committables and of compactions) to the
+ * bucket's writer of that owner epoch.
  */
-import type { TableAssignment, Rejection } from "./wire/messages.ts";
+import type { TableAssignment, WriterRejection } from "./wire/messages.ts";
 import { ensureError } from "../src/errors.ts";
 import type { Actor, ActorContext, ActorRef } from "./runtime/index.ts";
 import type { ClusterState } from "./ports.ts";
@@ -13,7 +14,7 @@ import { observeWriterHost } from "./writer-gauges.ts";
 
 export type WriterHostMsg =
   | { type: "assignment"; assignment: TableAssignment | null }
-  | { type: "rejection"; rejection: Rejection }
+  | { type: "rejection"; rejection: WriterRejection }
   | { type: "released"; bucket: number; epoch: number; lastOffset: number }
   | { type: "reported"; bucket: number }
   | { type: "report-failed"; bucket: number; error: Error };
@@ -71,7 +72,9 @@ export class WriterHostActor implements Actor<WriterHostMsg> {
         return;
       case "rejection": {
         const r = this.running.get(msg.rejection.bucket);
-        if (r && r.epoch === msg.rejection.ownerEpoch && !r.ref.stopped) r.ref.tell({ type: "rejected", rejection: msg.rejection });
+        if (!r || r.epoch !== msg.rejection.ownerEpoch || r.ref.stopped) return;
+        const rejection = msg.rejection;
+        r.ref.tell(rejection.type === "rejection" ? { type: "rejected", rejection } : { type: "compaction-rejected", rejection });
         return;
       }
       case "released": {

@@ -8,8 +8,9 @@
  * committable per flush carrying `prevOffset` (where this flush's input starts) and `lastOffset` (the last stream
  * sequence it covers). Flushes are serialised, so committables form a chain. When the committer rejects one of its
  * committables, the actor drops everything buffered or in flight and resumes from the committed offset the rejection
- * names (its rejected files become orphans). On revoke it flushes, sends its last committable, and reports the bucket
- * released with the last offset it covered.
+ * names (its rejected files become orphans). When the committer rejects one of its compactions, the compactor stops
+ * counting that job (and, for a primary-key bucket, the jobs planned on it) and plans the bucket again at once. On
+ * revoke it flushes, sends its last committable, and reports the bucket released with the last offset it covered.
  */
 import { SpanStatusCode, trace, type Meter, type Tracer } from "@opentelemetry/api";
 import { ensureError, ErrorKind, LakeError } from "../src/errors.ts";
@@ -23,7 +24,7 @@ import type { WriteBudget } from "../src/write/write-budget.ts";
 import type { CommitMessage } from "../src/commit/commit-message.ts";
 import type { AppendResult } from "./ingest/bucket-buffer.ts";
 import type { BucketBuffers, BucketSession } from "./ingest/bucket-buffers.ts";
-import type { Committable, DeadLetter, Rejection } from "./wire/messages.ts";
+import type { Committable, CompactionRejection, DeadLetter, Rejection } from "./wire/messages.ts";
 import { decodeRows, oversized, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
 import type { AttemptLog, BucketReader, Bus, Clock, CommitLog, IngestLog, IngestMessage } from "./ports.ts";
@@ -59,6 +60,8 @@ export type WriterMsg =
   | { type: "flushed"; generation: number; prevOffset: number; lastOffset: number; level0Files: ReadonlyMap<string, number> }
   | { type: "flush-failed"; generation: number; error: Error }
   | { type: "rejected"; rejection: Rejection }
+  /** The leader did not land one of this writer's compactions. */
+  | { type: "compaction-rejected"; rejection: CompactionRejection }
   | { type: "compacted"; lane: CompactionLane; result: CompactionJobResult }
   | { type: "compaction-failed"; lane: CompactionLane; error: Error }
   /** The bucket's shape as the latest snapshot and the flushes in flight show it (see BucketCompactor.observe). */
@@ -228,6 +231,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private readonly compacting = new Set<CompactionLane>();
   /** Monotonic ms before which no compaction job starts. */
   private nextCompactionAt = 0;
+  /** The compactionId of the last job the leader rejected, until the next job is sent. */
+  private replannedAfter: string | null = null;
   /** The bucket's shape at the last observation (null before the first), and one observation at a time. */
   private shape: BucketShape | null = null;
   private observing = false;
@@ -561,7 +566,10 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           this.compactionBytes.add(r.bytesWritten, { ...this.labels, role: "written" });
           this.compactionSeconds.record(r.slotWaitMs / 1000, { table: this.d.table.name, stage: "slot-wait" });
           this.compactionSeconds.record(r.rewriteMs / 1000, { table: this.d.table.name, stage: "rewrite" });
-          ctx.log.debug("compaction sent", { ...this.labels, lane: msg.lane, compactionId: r.entry.compactionId, inputs: r.inputFiles, outputs: r.outputFiles, bytesRead: r.bytesRead, bytesWritten: r.bytesWritten, rows: r.rows, rowsCopied: r.rowsCopied, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) });
+          const sent = { ...this.labels, lane: msg.lane, compactionId: r.entry.compactionId, planSnapshotId: r.entry.planSnapshotId, inputs: r.inputFiles, outputs: r.outputFiles, bytesRead: r.bytesRead, bytesWritten: r.bytesWritten, rows: r.rows, rowsCopied: r.rowsCopied, slotWaitMs: Math.round(r.slotWaitMs), rewriteMs: Math.round(r.rewriteMs) };
+          if (this.replannedAfter === null) ctx.log.debug("compaction sent", sent);
+          else ctx.log.info("compaction sent, planned again after a rejection", { ...sent, rejected: this.replannedAfter });
+          this.replannedAfter = null;
         }
         return;
       }
@@ -615,6 +623,20 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         if (r.ownerEpoch !== this.d.ownerEpoch || !this.sent.has(r.prevOffset)) return;
         ctx.log.warn("committable rejected; resuming from the committed offset", { ...this.labels, reason: r.reason, committedOffset: r.committedOffset, ...(r.committedSeq !== undefined ? { committedSeq: String(r.committedSeq) } : {}) });
         this.open(ctx, r.committedOffset, r.committedSeq !== undefined ? { committedSeq: r.committedSeq } : {});
+        return;
+      }
+      case "compaction-rejected": {
+        const r = msg.rejection;
+        if (r.ownerEpoch !== this.d.ownerEpoch || this.compactor === null) return;
+        // False when the bucket's snapshot already showed the job's inputs gone (it was dropped then).
+        const stillCounted = this.compactor.compactionRejected(r.compactionId);
+        ctx.log.info("compaction rejected by the leader; planning the bucket again from the committed snapshot", { ...this.labels, compactionId: r.compactionId, reason: r.reason, detail: r.detail, stillCounted });
+        // At once, not at the next check: the bucket's runs are more than the job counted on (back-pressure), and
+        // what it was to compact still is. The next job sent says so at info (how long the bucket went without).
+        this.replannedAfter = r.compactionId;
+        this.nextCompactionAt = 0;
+        this.maybeCompact(ctx);
+        this.observe(ctx);
         return;
       }
       case "revoke":

@@ -2,7 +2,7 @@
  * A natslake node: one OS process running the actors of its roles for every table of the warehouse.
  *
  * - writer: a WriterHostActor per table follows the bucket assignment and runs one BucketWriterActor per owned
- *   bucket; committable rejections addressed to this node are routed to them.
+ *   bucket; rejections (of committables and compactions) addressed to this node are routed to them.
  * - committer: a CommitterActor per table contends for the table's Redis lease; the leader also runs the table's
  *   CoordinatorActor (bucket assignment) beside it.
  * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`, and serves consume
@@ -227,7 +227,11 @@ export class Node {
         setSharedParquetPoolDefaultSize(Math.max(1, availableParallelism() - 1));
         // The bucket-buffer workers start now and warm their Parquet encoders before the node announces itself,
         // so no bucket's first flushes wait on cold WebAssembly.
-        await warmUpEncoders(log, n.buffers());
+        // Beside them, the primary-key compaction workers load their modules and warm their Parquet code (at the
+        // node's priority, lowered once warm): started with a table, they were still warming at nice 10 on a busy
+        // machine when its buckets' first compactions came due, and those buckets stopped at the stop trigger for
+        // seconds (see bench notes in lsm-rewrite-worker.mjs).
+        await Promise.all([warmUpEncoders(log, n.buffers()), warmUpRewriters(log, n.lsmRewriters)]);
         // Its compaction workers start now too (idle, at their lower priority): a priority that cannot be lowered is
         // logged at start, and the first compaction does not wait for threads to start.
         n.compactionPool?.warm();
@@ -512,8 +516,6 @@ export class Node {
     const name = t.name;
     const commitIntervalMs = this.commitIntervalOf(t);
     if (this.cfg.roles.includes("writer")) {
-      // The first primary-key table: its compaction workers load their modules now, not at the first compaction.
-      if (t.isPrimaryKeyTable) void this.lsmRewriters?.warm().catch((e: unknown) => this.log.warn("primary-key compaction workers did not start", { error: ensureError(e).message }));
       const hostActor = new WriterHostActor({
         nodeId: this.cfg.nodeId,
         cluster: this.ports.cluster,
@@ -836,8 +838,13 @@ async function warmUpEncoders(log: Logger, buffers: BucketBuffers): Promise<void
   await warmUp(log, "encoder", () => buffers.warmUp());
 }
 
+/** The primary-key compaction workers, started and warm (see LsmRewriteWorkers.warm); null: compaction is off. */
+async function warmUpRewriters(log: Logger, rewriters: LsmRewriteWorkers | null): Promise<void> {
+  if (rewriters !== null) await warmUp(log, "compaction worker", () => rewriters.warm());
+}
+
 /** Bounded and best-effort: a failed or slow warm-up only costs latency later, never the node's start. */
-async function warmUp(log: Logger, what: "encoder" | "decoder", work: () => Promise<unknown>): Promise<void> {
+async function warmUp(log: Logger, what: "encoder" | "decoder" | "compaction worker", work: () => Promise<unknown>): Promise<void> {
   const started = performance.now();
   try {
     const done = await withTimeout(work().then(() => true), 5000, () => false);

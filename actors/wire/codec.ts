@@ -6,11 +6,11 @@
 import { Packr } from "msgpackr";
 import { dataInvalid } from "../../src/errors.ts";
 import type { DataFileMeta } from "../../src/format/manifest.ts";
-import type { CommitEntry, Committable, CommittableClaim, CompactionEntry, Rejection } from "./messages.ts";
+import type { CommitEntry, Committable, CommittableClaim, CompactionEntry, CompactionRejection, Rejection, WriterRejection } from "./messages.ts";
 
 const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObjects: true });
 
-export const encodeMsg = (m: CommitEntry | Rejection): Uint8Array => packr.pack(m);
+export const encodeMsg = (m: CommitEntry | WriterRejection): Uint8Array => packr.pack(m);
 
 const num = (v: unknown, what: string): number => {
   if (typeof v === "number") return v;
@@ -133,8 +133,10 @@ function fileMetaOf(m: Record<string, unknown>): DataFileMeta {
   };
 }
 
-export function decodeRejection(data: Uint8Array): Rejection {
+/** A message of `<p>.ctl.reject.<db>.<table>.<writer>`: a committable's rejection or a compaction's. */
+export function decodeRejection(data: Uint8Array): WriterRejection {
   const o = packr.unpack(data) as Record<string, unknown>;
+  if (o?.["type"] === "compaction-rejection") return decodeCompactionRejection(o);
   if (o?.["type"] !== "rejection") throw dataInvalid("not a rejection");
   return {
     type: "rejection",
@@ -145,5 +147,18 @@ export function decodeRejection(data: Uint8Array): Rejection {
     committedOffset: num(o["committedOffset"], "committedOffset"),
     ...(o["committedSeq"] !== undefined && o["committedSeq"] !== null ? { committedSeq: big(o["committedSeq"]) } : {}),
     reason: o["reason"] as Rejection["reason"],
+  };
+}
+
+function decodeCompactionRejection(o: Record<string, unknown>): CompactionRejection {
+  if (typeof o["compactionId"] !== "string") throw dataInvalid("compaction rejection without a compactionId");
+  return {
+    type: "compaction-rejection",
+    table: String(o["table"]),
+    bucket: num(o["bucket"], "bucket"),
+    ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
+    compactionId: o["compactionId"],
+    reason: o["reason"] as CompactionRejection["reason"],
+    detail: String(o["detail"] ?? ""),
   };
 }

@@ -2,12 +2,13 @@
  * Types of every message that crosses NATS, with their encodings. Each is a plain object with a string `type`
  * (unions over enums), versioned by `v` where it is persisted.
  *
- * Encodings: row batches, committables and rejections are msgpack (msgpackr, no records extension, so other
- * languages can read them; bigints as int64); notifications, table metadata and heartbeats are JSON (readable by
- * any subscriber and by `nats kv get`).
+ * Encodings: row batches, committables and rejections (of committables and of compactions) are msgpack (msgpackr, no
+ * records extension, so other languages can read them; bigints as int64); notifications, table metadata and
+ * heartbeats are JSON (readable by any subscriber and by `nats kv get`).
  */
 import type { TableSchemaJson } from "../../src/format/schema.ts";
 import type { DataFileMeta } from "../../src/format/manifest.ts";
+import type { CompactionRejectReason } from "../../src/commit/compaction-commit.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Ingest
@@ -201,6 +202,31 @@ export interface Rejection {
    */
   reason: "stale-owner-epoch" | "broken-offset-chain" | "stream-mismatch" | "body-missing" | "broken-sequence-chain";
 }
+
+/**
+ * committer → writer, on the same subject as a Rejection: a CompactionEntry the leader did not land (its outputs are
+ * deleted). The writer stops counting the job (and, for a primary-key bucket, every job it planned on top of it) and
+ * plans again from the committed snapshot, instead of waiting for the job's in-flight time to pass.
+ */
+export interface CompactionRejection {
+  type: "compaction-rejection";
+  table: string;
+  bucket: number;
+  ownerEpoch: number;
+  /** The rejected entry's compactionId. */
+  compactionId: string;
+  /**
+   * `stale-owner-epoch`: the writer no longer owns the bucket; `inputs-gone`: an input left the bucket first (another
+   * compaction took it); `outputs-missing`: an output does not exist (it was deleted with an earlier rejected job);
+   * `lsm-conflict`: the change would leave a level >= 1 that is not one sorted run.
+   */
+  reason: CompactionRejectReason;
+  /** What the leader found, for the writer's log. */
+  detail: string;
+}
+
+/** What travels on `<p>.ctl.reject.<db>.<table>.<writer>`: a committable's rejection or a compaction's. */
+export type WriterRejection = Rejection | CompactionRejection;
 
 /**
  * KV `<p>_dlq_replays` value (key `<db>.<table>.<dlq sequence>`): a dead letter whose rows `natslake dlq replay`

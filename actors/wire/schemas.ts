@@ -28,6 +28,7 @@ import type {
   CommittableRef,
   CompactionChange,
   CompactionEntry,
+  CompactionRejection,
   DeadLetter,
   DlqReplayRecord,
   MaintenanceReply,
@@ -236,7 +237,7 @@ export const commitEntrySchema = z.discriminatedUnion("type", [committableSchema
   description: "What the commit stream carries (msgpack), writer → the table's leader on `<p>.commit.<db>.<table>`: a committable, a reference to one, or a compaction.",
 });
 
-export const rejectionSchema = z
+const committableRejectionSchema = z
   .strictObject({
     type: z.literal("rejection"),
     table: tableName,
@@ -247,7 +248,24 @@ export const rejectionSchema = z
     committedSeq: int64.optional().describe("primary-key tables: the highest sequence number committed for the bucket; the writer continues after it"),
     reason: z.enum(["stale-owner-epoch", "broken-offset-chain", "stream-mismatch", "body-missing", "broken-sequence-chain"]),
   })
-  .meta({ title: "Rejection", description: "A committable the leader did not accept (msgpack), leader → writer on `<p>.ctl.reject.<db>.<table>.<writer>`." });
+  .describe("a committable the leader did not accept: the writer resumes the bucket from committedOffset");
+
+const compactionRejectionSchema = z
+  .strictObject({
+    type: z.literal("compaction-rejection"),
+    table: tableName,
+    bucket: count,
+    ownerEpoch: count,
+    compactionId: z.string().min(1).describe("the rejected compaction entry's compactionId"),
+    reason: z.enum(["stale-owner-epoch", "inputs-gone", "outputs-missing", "lsm-conflict"]),
+    detail: z.string().describe("what the leader found, for the writer's log"),
+  })
+  .describe("a writer's compaction the leader did not land (its outputs were deleted): the writer plans the bucket again from the committed snapshot");
+
+export const rejectionSchema = z.discriminatedUnion("type", [committableRejectionSchema, compactionRejectionSchema]).meta({
+  title: "Rejection",
+  description: "What the leader did not accept from a writer (msgpack), leader → writer on `<p>.ctl.reject.<db>.<table>.<writer>`: a committable, or a compaction.",
+});
 
 // ---------------------------------------------------------------------------------------------------------------
 // Notifications
@@ -623,7 +641,8 @@ agree<Same<z.output<typeof committableSchema>, Committable>>();
 agree<Same<z.output<typeof committableRefSchema>, CommittableRef>>();
 agree<Same<z.output<typeof compactionChange>, CompactionChange>>();
 agree<Same<z.output<typeof compactionEntrySchema>, CompactionEntry>>();
-agree<Same<z.output<typeof rejectionSchema>, Rejection>>();
+agree<Same<z.output<typeof committableRejectionSchema>, Rejection>>();
+agree<Same<z.output<typeof compactionRejectionSchema>, CompactionRejection>>();
 agree<Same<z.output<typeof snapshotNotificationSchema>, SnapshotNotification>>();
 agree<Same<z.output<typeof fieldJson>, FieldJson>>();
 agree<Same<z.output<typeof tableSchemaJson>, TableSchemaJson>>();

@@ -15,7 +15,7 @@ import { parseIdentifier } from "../../src/table/catalog.ts";
 import { ensureError, ErrorKind, LakeError } from "../../src/errors.ts";
 import type { AttemptLog, BucketReader, Bus, ClusterState, CommitLog, CommitReader, IngestLog, IngestMessage, LiveStream, RawLog, RouterProgress } from "../../actors/ports.ts";
 import { formatStreamIdentity } from "../../src/commit/stream-identity.ts";
-import type { BucketAttempts, CommitEntry, DeadLetter, MemberHeartbeat, Rejection, Released, SnapshotNotification, StreamIdMarker, TableAssignment } from "../../actors/wire/messages.ts";
+import type { BucketAttempts, CommitEntry, DeadLetter, MemberHeartbeat, Released, SnapshotNotification, StreamIdMarker, TableAssignment, WriterRejection } from "../../actors/wire/messages.ts";
 import { decodeCommitEntry, encodeMsg } from "../../actors/wire/codec.ts";
 import { fitDeadLetter, payloadLimit } from "../../actors/wire/limits.ts";
 import { encodeRowBatch } from "../../actors/wire/row-batch.ts";
@@ -429,7 +429,7 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
   };
 
   const bus: Bus = {
-    publishRejection(writerId: string, r: Rejection): void {
+    publishRejection(writerId: string, r: WriterRejection): void {
       nc.publish(subjects.reject(id(r.table), writerId), encodeMsg(r));
     },
     async publishSnapshot(n: SnapshotNotification): Promise<void> {

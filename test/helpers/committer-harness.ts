@@ -6,7 +6,7 @@ import { metrics } from "@opentelemetry/api";
 import type { ActorSystem } from "../../actors/runtime/index.ts";
 import { CommitterActor } from "../../actors/committer.ts";
 import { systemClock, type Bus, type CommitLog, type CommitReader, type IngestLog, type Lease, type LeaseGrant } from "../../actors/ports.ts";
-import type { CommitEntry, Committable, Rejection, SnapshotNotification } from "../../actors/wire/messages.ts";
+import type { CommitEntry, Committable, CompactionRejection, Rejection, SnapshotNotification } from "../../actors/wire/messages.ts";
 import type { Table } from "../../src/table/table.ts";
 
 /** A committable of no files covering (prevOffset, lastOffset] of `bucket`, cut on `beatMillis` when given. */
@@ -44,6 +44,7 @@ export interface HarnessOptions {
 export interface HarnessState {
   published: SnapshotNotification[];
   rejections: Rejection[];
+  compactionRejections: CompactionRejection[];
   /** The commit stream's purges: everything through this sequence. */
   purgedThrough: number;
   queue: Array<{ seq: number; committable: CommitEntry }>;
@@ -54,10 +55,10 @@ export interface HarnessState {
  * stream fed through `queue`, a lease it gets at once.
  */
 export function startCommitter(system: ActorSystem, table: Table, o: HarnessOptions = {}): HarnessState {
-  const state: HarnessState = { published: [], rejections: [], purgedThrough: 0, queue: [...(o.backlog ?? [])] };
+  const state: HarnessState = { published: [], rejections: [], compactionRejections: [], purgedThrough: 0, queue: [...(o.backlog ?? [])] };
   const { published, queue } = state;
   const bus: Bus = {
-    publishRejection: (_writer, r) => void state.rejections.push(r),
+    publishRejection: (_writer, r) => void (r.type === "rejection" ? state.rejections.push(r) : state.compactionRejections.push(r)),
     publishSnapshot: async (n) => {
       await (o.publishGate ?? Promise.resolve());
       published.push(n);

@@ -1,7 +1,8 @@
 /**
  * BucketCompactor's lanes: a small job runs beside the bucket's own job of any size — without the node's compaction
  * slot, on the files flushed after that job's inputs — so a bucket whose large merge waits for the slot (every bucket's
- * largest merge comes due at about the same time) does not gather a file per flush meanwhile.
+ * largest merge comes due at about the same time) does not gather a file per flush meanwhile. A job the leader
+ * rejects frees its inputs for the next plan at once.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -55,6 +56,13 @@ test("bucket compactor - a small-lane job runs while the any-lane job waits for 
     // Neither job's inputs are planned again while they are in flight.
     assert.equal((await compactor.runOnce("any")).entry, null);
     assert.equal((await compactor.runOnce("small")).entry, null);
+    // The leader rejects the small job: its inputs (still live) are planned again at once, not after IN_FLIGHT_MS.
+    assert.equal(compactor.compactionRejected("another-job"), false);
+    assert.equal(compactor.compactionRejected(small.entry.compactionId), true);
+    const again = await compactor.runOnce("small");
+    assert.ok(again.entry !== null, "planned again after the rejection");
+    assert.deepEqual(inputs(again.entry).map((f) => f.fileName).sort(), smallInputs.map((f) => f.fileName).sort());
+    assert.equal(compactor.compactionRejected(small.entry.compactionId), false, "told once");
   } finally {
     wh.cleanup();
   }

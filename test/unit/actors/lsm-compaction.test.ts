@@ -3,9 +3,9 @@
  * landed by the leader's StreamCompactionCommitter): nothing below the trigger; a job of levels and upgrades from
  * the committed trees; the next job planned on the tree the last one leaves before it lands (both landed in one
  * round, netted); the rows' own sequence numbers; the bucket's sorted runs counted with the jobs and flushes in
- * flight, and the stop trigger. Then the worker threads
- * (LsmRewriteWorkers): the same result as on the calling thread, and a worker that dies fails its job (retryable)
- * with the outputs it announced removed.
+ * flight, and the stop trigger; a job the leader rejects, and those planned on it, stop counting at once. Then the
+ * worker threads (LsmRewriteWorkers): the same result as on the calling thread, and a worker that dies fails its job
+ * (retryable) with the outputs it announced removed.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -206,4 +206,48 @@ test("LSM compaction - worker threads: the same compaction as on the calling thr
   }
   const left = readdirSync(dir).filter((n) => !before.has(n));
   assert.deepEqual(left, [], "the outputs it announced were removed");
+});
+
+test("LSM compaction - a job the leader rejects stops counting at once, with the jobs planned on it: the sorted runs are the committed trees', the next job is planned on them and lands; a rejection that comes while the job is still being sent counts too", async () => {
+  const t = await newTable({ "num-sorted-run.stop-trigger": "7" });
+  const { log } = capture();
+  const now = 0;
+  const strategy = compactionStrategyFor(t, { bucket: 0, now: () => now, rewriter: inlineLsmRewriter(null) });
+  const compactor = new BucketCompactor({ table: t, bucket: 0, ownerEpoch: 1, writerId: "w", commitLog: log, slots: new CompactionSlots(1), strategy, now: () => now });
+  const ids = Array.from({ length: 30 }, (_, i) => i);
+  const liveNames = async (): Promise<string[]> => (await liveBuckets(t, (await t.snapshots.latest())!, {}, new ManifestStore(t)))[0]!.files.map((f) => f.fileName).sort();
+  for (const v of [1, 2, 3]) await commit(t, ids, v);
+  const first = await compactor.runOnce();
+  assert.ok(first.entry !== null);
+  for (const v of [4, 5, 6]) await commit(t, ids, v);
+  const second = await compactor.runOnce();
+  assert.ok(second.entry !== null, "a job planned on the first one's outputs");
+  const firstOutputs = first.entry.changes[0]!.after.map((f) => f.fileName);
+  assert.ok(firstOutputs.every((n) => second.entry!.changes[0]!.before.some((f) => f.fileName === n)));
+  assert.deepEqual(await strategy.observe(), { liveFiles: 6, sortedRuns: 1, stop: false }, "both jobs counted as done: one run");
+
+  assert.equal(compactor.compactionRejected("not-a-job-of-this-bucket"), false);
+  // The leader refuses the first (its inputs are all still live: e.g. an LSM conflict): it deletes its outputs, so
+  // the second, which took them, cannot land either.
+  assert.equal(compactor.compactionRejected(first.entry.compactionId), true);
+  assert.deepEqual(await strategy.observe(), { liveFiles: 6, sortedRuns: 6, stop: false }, "the committed trees: six level-0 runs, nothing sent counted");
+  assert.equal(compactor.compactionRejected(second.entry.compactionId), false, "dropped with the first");
+  const third = await compactor.runOnce();
+  assert.ok(third.entry !== null, "planned again at once, not after the in-flight time");
+  assert.deepEqual(third.entry.changes[0]!.before.map((f) => f.fileName).sort(), await liveNames(), "on the committed files: the six level-0 runs");
+  assert.ok(third.entry.changes[0]!.before.every((f) => f.level === 0));
+  assert.equal(await land(t, third.entry, 1), "accepted");
+  assert.equal(await land(t, second.entry, 2), "rejected", "the job planned on the rejected one's outputs");
+
+  // A job that is rejected before its append returned (the leader read it first): not counted once it settles.
+  for (const v of [7, 8, 9]) await commit(t, ids, v);
+  // (the same strategy: `compactor` and `raced` share the bucket's view)
+  const racing: CommitLog = { ...log, append: (e: CommitEntry) => (raced.compactionRejected((e as CompactionEntry).compactionId), Promise.resolve()) };
+  const raced: BucketCompactor = new BucketCompactor({ table: t, bucket: 0, ownerEpoch: 1, writerId: "w", commitLog: racing, slots: new CompactionSlots(1), strategy, now: () => now });
+  const rejectedEarly = await raced.runOnce();
+  assert.ok(rejectedEarly.entry !== null);
+  assert.equal((await strategy.observe()).sortedRuns, 4, "the rejected job is not counted: the top level and three level-0 runs");
+  const again = await compactor.runOnce();
+  assert.ok(again.entry !== null, "its inputs are planned again");
+  assert.deepEqual(again.entry.changes[0]!.before.map((f) => f.fileName).sort(), rejectedEarly.entry.changes[0]!.before.map((f) => f.fileName).sort());
 });

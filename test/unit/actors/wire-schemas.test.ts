@@ -15,7 +15,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { decodeCommitEntry, decodeRejection, encodeMsg } from "../../../actors/wire/codec.ts";
 import { contractOf, SUBJECT_CONTRACTS } from "../../../actors/wire/contracts.ts";
 import { fitDeadLetter } from "../../../actors/wire/limits.ts";
-import type { Committable, CommittableRef, CompactionEntry, DeadLetter, DlqReplayRecord, MemberHeartbeat, NodeControlReply, Rejection, SnapshotNotification } from "../../../actors/wire/messages.ts";
+import type { Committable, CommittableRef, CompactionEntry, CompactionRejection, DeadLetter, DlqReplayRecord, MemberHeartbeat, NodeControlReply, Rejection, SnapshotNotification } from "../../../actors/wire/messages.ts";
 import { parseNodeControlRequest } from "../../../actors/wire/node-control.ts";
 import { publishedSchemaFiles } from "../../../actors/wire/published.ts";
 import { encodeRowBatch, unpackValue } from "../../../actors/wire/row-batch.ts";
@@ -226,6 +226,18 @@ test("wire codec - a primary-key committable keeps its sequence range and change
   const rejection: Rejection = { type: "rejection", table: "db.t", bucket: 1, ownerEpoch: 1, prevOffset: 4, committedOffset: 7, committedSeq: 123n, reason: "broken-sequence-chain" };
   valid("rejection", viaMsgpack(encodeMsg(rejection)));
   assert.deepEqual(decodeRejection(encodeMsg(rejection)), rejection);
+});
+
+test("wire codec - a compaction's rejection travels on the rejection subject, through msgpack and the schema; a broken one is refused", () => {
+  const r: CompactionRejection = { type: "compaction-rejection", table: "db.t", bucket: 2, ownerEpoch: 3, compactionId: "c-7", reason: "lsm-conflict", detail: "the bucket's levels would not be valid: level 2 overlaps" };
+  valid("rejection", viaMsgpack(encodeMsg(r)));
+  assert.deepEqual(decodeRejection(encodeMsg(r)), r);
+  invalid("rejection", viaMsgpack(encodeMsg({ ...r, reason: "because" as CompactionRejection["reason"] })), /allowed values/);
+  invalid("rejection", viaMsgpack(encodeMsg({ ...r, prevOffset: 4 } as CompactionRejection)), /additional properties/);
+  const { compactionId: _id, ...noId } = r;
+  invalid("rejection", viaMsgpack(encodeMsg(noId as CompactionRejection)), /compactionId/);
+  assert.throws(() => decodeRejection(encodeMsg(noId as CompactionRejection)), /compactionId/);
+  assert.throws(() => decodeRejection(encodeMsg({ ...r, type: "other" } as unknown as CompactionRejection)), /not a rejection/);
 });
 
 test("wire codec - a primary-key compaction keeps levels, an upgrade (the same file before at its level and after at the new one) and the rows' sequence numbers, through msgpack and the schema", () => {
