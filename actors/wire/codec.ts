@@ -12,51 +12,91 @@ const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObject
 
 export const encodeMsg = (m: CommitEntry | WriterRejection): Uint8Array => packr.pack(m);
 
+// Field readers: anything else than the field's type is a DataInvalid naming the field — never a value made up
+// (`String(undefined)` as a table name, a bigint rounded into a number, missing bytes read as empty ones).
 const num = (v: unknown, what: string): number => {
-  if (typeof v === "number") return v;
-  if (typeof v === "bigint") return Number(v);
-  throw dataInvalid(`${what} is not a number`);
+  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
+  if (typeof v === "bigint" && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
+  throw dataInvalid(`${what} is not an integer (got ${describe(v)})`);
 };
-const big = (v: unknown): bigint => (typeof v === "bigint" ? v : BigInt(v as number));
-const bytes = (v: unknown): Uint8Array => (v instanceof Uint8Array ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : new Uint8Array(0));
+const big = (v: unknown, what: string): bigint => {
+  if (typeof v === "bigint") return v;
+  if (typeof v === "number" && Number.isSafeInteger(v)) return BigInt(v);
+  throw dataInvalid(`${what} is not a 64-bit integer (got ${describe(v)})`);
+};
+const str = (v: unknown, what: string): string => {
+  if (typeof v === "string") return v;
+  throw dataInvalid(`${what} is not a string (got ${describe(v)})`);
+};
+const bytes = (v: unknown, what: string): Uint8Array => {
+  if (v instanceof Uint8Array) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  throw dataInvalid(`${what} is not bytes (got ${describe(v)})`);
+};
+const list = (v: unknown, what: string): unknown[] => {
+  if (Array.isArray(v)) return v;
+  throw dataInvalid(`${what} is not an array (got ${describe(v)})`);
+};
+const strings = (v: unknown, what: string): string[] => list(v, what).map((x, i) => str(x, `${what}[${i}]`));
+const nullable = <T>(v: unknown, read: (v: unknown) => T): T | null => (v === null || v === undefined ? null : read(v));
+function record(v: unknown, what: string): Record<string, unknown> {
+  if (v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)) return v as Record<string, unknown>;
+  throw dataInvalid(`${what} is not a map (got ${describe(v)})`);
+}
+function describe(v: unknown): string {
+  if (v === null || v === undefined) return String(v);
+  if (v instanceof Uint8Array) return "bytes";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "a map" : `${typeof v} ${String(v).slice(0, 40)}`;
+}
+
+/** A control message's map; bytes that are not msgpack, or not a map, are a DataInvalid. */
+function unpackMap(data: Uint8Array, what: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = packr.unpack(data);
+  } catch (e) {
+    throw dataInvalid(`${what} is not valid msgpack: ${(e as Error).message}`);
+  }
+  return record(v, what);
+}
 
 /** The fields a committable and a reference to one share (see CommittableClaim). */
 function decodeClaim(o: Record<string, unknown>): CommittableClaim {
   return {
-    table: String(o["table"]),
+    table: str(o["table"], "table"),
     ...(typeof o["stream"] === "string" ? { stream: o["stream"] } : {}),
     bucket: num(o["bucket"], "bucket"),
     ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
-    writerId: String(o["writerId"]),
+    writerId: str(o["writerId"], "writerId"),
     prevOffset: num(o["prevOffset"], "prevOffset"),
     lastOffset: num(o["lastOffset"], "lastOffset"),
     flushId: num(o["flushId"], "flushId"),
     ...(typeof o["beatMillis"] === "number" ? { beatMillis: o["beatMillis"] } : {}),
     ...(typeof o["traceparent"] === "string" ? { traceparent: o["traceparent"] } : {}),
-    ...(o["seq"] !== undefined && o["seq"] !== null ? { seq: seqRangeOf(o["seq"] as Record<string, unknown>) } : {}),
+    ...(o["seq"] !== undefined && o["seq"] !== null ? { seq: seqRangeOf(record(o["seq"], "seq")) } : {}),
   };
 }
 
 /** A primary-key flush's sequence range (both ends int64). */
 function seqRangeOf(r: Record<string, unknown>): { first: bigint; last: bigint } {
   if (r["first"] === undefined || r["last"] === undefined) throw dataInvalid("a sequence range needs first and last");
-  return { first: big(r["first"]), last: big(r["last"]) };
+  return { first: big(r["first"], "seq.first"), last: big(r["last"], "seq.last") };
 }
 
 /** A message of the commit stream: a committable or a reference to one. */
 export function decodeCommitEntry(data: Uint8Array): CommitEntry {
-  const o = packr.unpack(data) as Record<string, unknown>;
-  if (o?.["type"] === "committable-ref") {
+  const o = unpackMap(data, "commit entry");
+  if (o["type"] === "committable-ref") {
     if (o["v"] !== 1) throw dataInvalid("not a v1 committable reference");
     return {
       type: "committable-ref",
       v: 1,
       ...decodeClaim(o),
-      path: String(o["path"]),
+      path: str(o["path"], "path"),
       size: num(o["size"], "size"),
     };
   }
-  if (o?.["type"] === "compaction") return compactionOf(o);
+  if (o["type"] === "compaction") return compactionOf(o);
   return committableOf(o);
 }
 
@@ -66,33 +106,39 @@ function compactionOf(o: Record<string, unknown>): CompactionEntry {
   return {
     type: "compaction",
     v: 1,
-    table: String(o["table"]),
+    table: str(o["table"], "table"),
     bucket: num(o["bucket"], "bucket"),
     ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
-    writerId: String(o["writerId"]),
-    compactionId: String(o["compactionId"]),
+    writerId: str(o["writerId"], "writerId"),
+    compactionId: str(o["compactionId"], "compactionId"),
     planSnapshotId: num(o["planSnapshotId"], "planSnapshotId"),
-    changes: (o["changes"] as Array<Record<string, unknown>>).map((ch) => ({
-      partition: bytes(ch["partition"]),
-      totalBuckets: num(ch["totalBuckets"], "totalBuckets"),
-      before: (ch["before"] as unknown[]).map((m) => fileMetaOf(m as Record<string, unknown>)),
-      after: (ch["after"] as unknown[]).map((m) => fileMetaOf(m as Record<string, unknown>)),
-    })),
+    changes: list(o["changes"], "changes").map((c, i) => {
+      const ch = record(c, `changes[${i}]`);
+      return {
+        partition: bytes(ch["partition"], `changes[${i}].partition`),
+        totalBuckets: num(ch["totalBuckets"], `changes[${i}].totalBuckets`),
+        before: list(ch["before"], `changes[${i}].before`).map((m) => fileMetaOf(m)),
+        after: list(ch["after"], `changes[${i}].after`).map((m) => fileMetaOf(m)),
+      };
+    }),
   };
 }
 
 export function decodeCommittable(data: Uint8Array): Committable {
-  return committableOf(packr.unpack(data) as Record<string, unknown>);
+  return committableOf(unpackMap(data, "committable"));
 }
 
 function committableOf(o: Record<string, unknown>): Committable {
-  if (o?.["type"] !== "committable" || o["v"] !== 1) throw dataInvalid("not a v1 committable");
-  const files = (o["files"] as Array<Record<string, unknown>>).map((f) => ({
-    partition: bytes(f["partition"]),
-    totalBuckets: num(f["totalBuckets"], "totalBuckets"),
-    meta: fileMetaOf(f["meta"] as Record<string, unknown>),
-    ...(f["changelog"] === true ? { changelog: true as const } : {}),
-  }));
+  if (o["type"] !== "committable" || o["v"] !== 1) throw dataInvalid("not a v1 committable");
+  const files = list(o["files"], "files").map((x, i) => {
+    const f = record(x, `files[${i}]`);
+    return {
+      partition: bytes(f["partition"], `files[${i}].partition`),
+      totalBuckets: num(f["totalBuckets"], `files[${i}].totalBuckets`),
+      meta: fileMetaOf(f["meta"]),
+      ...(f["changelog"] === true ? { changelog: true as const } : {}),
+    };
+  });
   return {
     type: "committable",
     v: 1,
@@ -104,49 +150,54 @@ function committableOf(o: Record<string, unknown>): Committable {
 }
 
 /** A DataFileMeta as msgpack carries it (bigints as int64, bytes as bin). */
-function fileMetaOf(m: Record<string, unknown>): DataFileMeta {
-  const stats = (s: unknown) => {
-    const x = s as Record<string, unknown>;
-    return { minValues: bytes(x["minValues"]), maxValues: bytes(x["maxValues"]), nullCounts: (x["nullCounts"] as unknown[]).map((n) => (n === null ? null : big(n))) };
+function fileMetaOf(x: unknown): DataFileMeta {
+  const m = record(x, "file meta");
+  const stats = (s: unknown, what: string) => {
+    const st = record(s, what);
+    return {
+      minValues: bytes(st["minValues"], `${what}.minValues`),
+      maxValues: bytes(st["maxValues"], `${what}.maxValues`),
+      nullCounts: list(st["nullCounts"], `${what}.nullCounts`).map((n) => nullable(n, (v) => big(v, `${what}.nullCounts`))),
+    };
   };
   return {
-        fileName: String(m["fileName"]),
-        fileSize: num(m["fileSize"], "fileSize"),
-        rowCount: num(m["rowCount"], "rowCount"),
-        minKey: bytes(m["minKey"]),
-        maxKey: bytes(m["maxKey"]),
-        keyStats: stats(m["keyStats"]),
-        valueStats: stats(m["valueStats"]),
-        minSequenceNumber: big(m["minSequenceNumber"]),
-        maxSequenceNumber: big(m["maxSequenceNumber"]),
-        schemaId: num(m["schemaId"], "schemaId"),
-        level: num(m["level"], "level"),
-        extraFiles: (m["extraFiles"] as string[]) ?? [],
-        creationTimeMillis: m["creationTimeMillis"] === null ? null : num(m["creationTimeMillis"], "creationTimeMillis"),
-        deleteRowCount: m["deleteRowCount"] === null ? null : num(m["deleteRowCount"], "deleteRowCount"),
-        embeddedIndex: m["embeddedIndex"] === null || m["embeddedIndex"] === undefined ? null : bytes(m["embeddedIndex"]),
-        fileSource: m["fileSource"] === null ? null : num(m["fileSource"], "fileSource"),
-        valueStatsCols: (m["valueStatsCols"] as string[] | null) ?? null,
-        externalPath: (m["externalPath"] as string | null) ?? null,
-        firstRowId: m["firstRowId"] === null || m["firstRowId"] === undefined ? null : big(m["firstRowId"]),
-        writeCols: (m["writeCols"] as string[] | null) ?? null,
+    fileName: str(m["fileName"], "fileName"),
+    fileSize: num(m["fileSize"], "fileSize"),
+    rowCount: num(m["rowCount"], "rowCount"),
+    minKey: bytes(m["minKey"], "minKey"),
+    maxKey: bytes(m["maxKey"], "maxKey"),
+    keyStats: stats(m["keyStats"], "keyStats"),
+    valueStats: stats(m["valueStats"], "valueStats"),
+    minSequenceNumber: big(m["minSequenceNumber"], "minSequenceNumber"),
+    maxSequenceNumber: big(m["maxSequenceNumber"], "maxSequenceNumber"),
+    schemaId: num(m["schemaId"], "schemaId"),
+    level: num(m["level"], "level"),
+    extraFiles: nullable(m["extraFiles"], (v) => strings(v, "extraFiles")) ?? [],
+    creationTimeMillis: nullable(m["creationTimeMillis"], (v) => num(v, "creationTimeMillis")),
+    deleteRowCount: nullable(m["deleteRowCount"], (v) => num(v, "deleteRowCount")),
+    embeddedIndex: nullable(m["embeddedIndex"], (v) => bytes(v, "embeddedIndex")),
+    fileSource: nullable(m["fileSource"], (v) => num(v, "fileSource")),
+    valueStatsCols: nullable(m["valueStatsCols"], (v) => strings(v, "valueStatsCols")),
+    externalPath: nullable(m["externalPath"], (v) => str(v, "externalPath")),
+    firstRowId: nullable(m["firstRowId"], (v) => big(v, "firstRowId")),
+    writeCols: nullable(m["writeCols"], (v) => strings(v, "writeCols")),
   };
 }
 
 /** A message of `<p>.ctl.reject.<db>.<table>.<writer>`: a committable's rejection or a compaction's. */
 export function decodeRejection(data: Uint8Array): WriterRejection {
-  const o = packr.unpack(data) as Record<string, unknown>;
-  if (o?.["type"] === "compaction-rejection") return decodeCompactionRejection(o);
-  if (o?.["type"] !== "rejection") throw dataInvalid("not a rejection");
+  const o = unpackMap(data, "rejection");
+  if (o["type"] === "compaction-rejection") return decodeCompactionRejection(o);
+  if (o["type"] !== "rejection") throw dataInvalid("not a rejection");
   return {
     type: "rejection",
-    table: String(o["table"]),
+    table: str(o["table"], "table"),
     bucket: num(o["bucket"], "bucket"),
     ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
     prevOffset: num(o["prevOffset"], "prevOffset"),
     committedOffset: num(o["committedOffset"], "committedOffset"),
-    ...(o["committedSeq"] !== undefined && o["committedSeq"] !== null ? { committedSeq: big(o["committedSeq"]) } : {}),
-    reason: o["reason"] as Rejection["reason"],
+    ...(o["committedSeq"] !== undefined && o["committedSeq"] !== null ? { committedSeq: big(o["committedSeq"], "committedSeq") } : {}),
+    reason: str(o["reason"], "reason") as Rejection["reason"],
   };
 }
 
@@ -154,11 +205,11 @@ function decodeCompactionRejection(o: Record<string, unknown>): CompactionReject
   if (typeof o["compactionId"] !== "string") throw dataInvalid("compaction rejection without a compactionId");
   return {
     type: "compaction-rejection",
-    table: String(o["table"]),
+    table: str(o["table"], "table"),
     bucket: num(o["bucket"], "bucket"),
     ownerEpoch: num(o["ownerEpoch"], "ownerEpoch"),
     compactionId: o["compactionId"],
-    reason: o["reason"] as CompactionRejection["reason"],
-    detail: String(o["detail"] ?? ""),
+    reason: str(o["reason"], "reason") as CompactionRejection["reason"],
+    detail: o["detail"] === undefined || o["detail"] === null ? "" : str(o["detail"], "detail"),
   };
 }

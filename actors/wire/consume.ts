@@ -43,6 +43,7 @@
  *    file's progress, at or before that). `{"type":"close"}` ends a session at once.
  */
 import { z } from "zod";
+import { dataInvalid } from "../../src/errors.ts";
 
 export const CONSUME_HEADER = {
   type: "Natslake-Type",
@@ -111,12 +112,18 @@ export type ConsumeOpenReply = { ok: true; session: string; reader: string } | {
 /** consumer → reader, on `<p>.ctl.consume.s.<session>`. */
 export type ConsumeControl = { type: "credit"; through: number } | { type: "ack"; snapshotId: number } | { type: "ping" } | { type: "close" };
 
-/** Parses a control message; throws with the reason when it is not one. */
+/** Parses a control message; throws DataInvalid with the reason when it is not one. */
 export function parseConsumeControl(data: Uint8Array): ConsumeControl {
-  const o = JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown> | null;
+  let o: Record<string, unknown> | null;
+  try {
+    o = JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown> | null;
+  } catch (e) {
+    throw dataInvalid(`a consume control message is JSON: ${(e as Error).message}`);
+  }
   const type = o?.["type"];
   if (type === "credit" && Number.isSafeInteger(o?.["through"])) return { type, through: o!["through"] as number };
   if (type === "ack" && Number.isSafeInteger(o?.["snapshotId"])) return { type, snapshotId: o!["snapshotId"] as number };
   if (type === "ping" || type === "close") return { type };
-  throw new Error(`not a consume control message: ${JSON.stringify(o)}`);
+  // The type alone is quoted: the message may be anything (JSON.stringify of a deeply nested one overflows the stack).
+  throw dataInvalid(`not a consume control message (type ${typeof type === "string" ? JSON.stringify(type.slice(0, 40)) : typeof type}; one of credit with through, ack with snapshotId, ping, close)`);
 }
