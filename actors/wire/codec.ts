@@ -6,48 +6,25 @@
 import { Packr } from "msgpackr";
 import { dataInvalid } from "../../src/errors.ts";
 import type { DataFileMeta } from "../../src/format/manifest.ts";
+import { bigField, describeValue, intField, listField, nullableField, objectField, strField, stringsField } from "../../src/format/wire/fields.ts";
 import type { CommitEntry, Committable, CommittableClaim, CompactionEntry, CompactionRejection, Rejection, WriterRejection } from "./messages.ts";
 
 const packr = new Packr({ useRecords: false, int64AsType: "bigint", mapsAsObjects: true });
 
 export const encodeMsg = (m: CommitEntry | WriterRejection): Uint8Array => packr.pack(m);
 
-// Field readers: anything else than the field's type is a DataInvalid naming the field — never a value made up
-// (`String(undefined)` as a table name, a bigint rounded into a number, missing bytes read as empty ones).
-const num = (v: unknown, what: string): number => {
-  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
-  if (typeof v === "bigint" && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
-  throw dataInvalid(`${what} is not an integer (got ${describe(v)})`);
-};
-const big = (v: unknown, what: string): bigint => {
-  if (typeof v === "bigint") return v;
-  if (typeof v === "number" && Number.isSafeInteger(v)) return BigInt(v);
-  throw dataInvalid(`${what} is not a 64-bit integer (got ${describe(v)})`);
-};
-const str = (v: unknown, what: string): string => {
-  if (typeof v === "string") return v;
-  throw dataInvalid(`${what} is not a string (got ${describe(v)})`);
-};
+// Field readers (src/format/wire/fields.ts): a field of the wrong type is a DataInvalid naming it.
+const num = intField;
+const big = bigField;
+const str = strField;
+const list = listField;
+const strings = stringsField;
+const nullable = nullableField;
+const record = objectField;
 const bytes = (v: unknown, what: string): Uint8Array => {
   if (v instanceof Uint8Array) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  throw dataInvalid(`${what} is not bytes (got ${describe(v)})`);
+  throw dataInvalid(`${what} is not bytes (got ${describeValue(v)})`);
 };
-const list = (v: unknown, what: string): unknown[] => {
-  if (Array.isArray(v)) return v;
-  throw dataInvalid(`${what} is not an array (got ${describe(v)})`);
-};
-const strings = (v: unknown, what: string): string[] => list(v, what).map((x, i) => str(x, `${what}[${i}]`));
-const nullable = <T>(v: unknown, read: (v: unknown) => T): T | null => (v === null || v === undefined ? null : read(v));
-function record(v: unknown, what: string): Record<string, unknown> {
-  if (v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)) return v as Record<string, unknown>;
-  throw dataInvalid(`${what} is not a map (got ${describe(v)})`);
-}
-function describe(v: unknown): string {
-  if (v === null || v === undefined) return String(v);
-  if (v instanceof Uint8Array) return "bytes";
-  if (Array.isArray(v)) return "an array";
-  return typeof v === "object" ? "a map" : `${typeof v} ${String(v).slice(0, 40)}`;
-}
 
 /** A control message's map; bytes that are not msgpack, or not a map, are a DataInvalid. */
 function unpackMap(data: Uint8Array, what: string): Record<string, unknown> {

@@ -7,6 +7,7 @@
  * pypaimon's extra `nullable` key and its `"MAP<…>"` type strings. No IO lives here.
  */
 import { dataInvalid } from "../errors.ts";
+import { describeValue, intField } from "./wire/fields.ts";
 
 export const MAX_LENGTH = 2147483647;
 
@@ -401,7 +402,7 @@ export function fieldToJson(f: DataField): FieldJson {
 
 export function typeFromJson(json: unknown): DataType {
   if (typeof json === "string") return parseSqlType(json);
-  if (json === null || typeof json !== "object") throw dataInvalid(`invalid type in schema: ${JSON.stringify(json)}`);
+  if (json === null || typeof json !== "object") throw dataInvalid(`invalid type in schema: ${describeValue(json)}`);
   const o = json as Record<string, unknown>;
   const typeText = String(o["type"] ?? "");
   // pypaimon adds an explicit `nullable`; Java decides by the text (and pypaimon's MAP text is "MAP<K, V>").
@@ -415,7 +416,7 @@ export function typeFromJson(json: unknown): DataType {
       return { root: "MAP", key: typeFromJson(o["key"]), value: typeFromJson(o["value"]), nullable };
     case "ROW": {
       const fields = o["fields"];
-      if (!Array.isArray(fields)) throw dataInvalid(`ROW type without fields: ${JSON.stringify(json)}`);
+      if (!Array.isArray(fields)) throw dataInvalid(`ROW type without fields (got ${describeValue(fields)})`);
       return { root: "ROW", fields: fields.map(fieldFromJson), nullable };
     }
     default:
@@ -425,8 +426,9 @@ export function typeFromJson(json: unknown): DataType {
 
 export function fieldFromJson(json: unknown): DataField {
   const o = json as Record<string, unknown>;
-  if (typeof o?.["name"] !== "string" || o["id"] === undefined) throw dataInvalid(`invalid field: ${JSON.stringify(json)}`);
-  const f: DataField = { id: Number(o["id"]), name: o["name"], type: typeFromJson(o["type"]) };
+  // (The field is described, not quoted: JSON.stringify throws on a bigint and overflows the stack on deep nesting.)
+  if (typeof o?.["name"] !== "string" || o["id"] === undefined) throw dataInvalid(`invalid field: ${describeValue(json)} without a name and an id`);
+  const f: DataField = { id: intField(o["id"], `field '${o["name"]}' id`), name: o["name"], type: typeFromJson(o["type"]) };
   if (typeof o["description"] === "string") f.description = o["description"];
   return f;
 }

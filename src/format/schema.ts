@@ -4,6 +4,7 @@
  * run here at create time so a table natslake creates is one Java can open.
  */
 import { dataInvalid } from "../errors.ts";
+import { intField, listField, objectField, stringsField } from "./wire/fields.ts";
 import { checkNewColumns } from "../names.ts";
 import { TableOptions, validateCreateOptions } from "../options.ts";
 import {
@@ -160,25 +161,26 @@ export function schemaToJson(s: TableSchema): TableSchemaJson {
 }
 
 export function schemaFromJson(json: unknown): TableSchema {
-  if (json === null || typeof json !== "object") throw dataInvalid("schema file is not a JSON object");
+  if (json === null || typeof json !== "object" || Array.isArray(json)) throw dataInvalid("schema file is not a JSON object");
   const o = json as Record<string, unknown>;
-  const fields = (o["fields"] as unknown[] | undefined)?.map(fieldFromJson);
-  if (fields === undefined || o["id"] === undefined) throw dataInvalid("schema file lacks 'id' or 'fields'");
-  const version = o["version"] === undefined ? 1 : Number(o["version"]);
+  if (o["fields"] === undefined || o["id"] === undefined) throw dataInvalid("schema file lacks 'id' or 'fields'");
+  const fields = listField(o["fields"], "schema 'fields'").map(fieldFromJson);
+  const int = (k: string): number => intField(o[k], `schema '${k}'`);
+  const version = o["version"] === undefined ? 1 : int("version");
   const options: Record<string, string> = {};
-  for (const [k, v] of Object.entries((o["options"] as Record<string, unknown> | undefined) ?? {})) options[k] = String(v);
+  for (const [k, v] of Object.entries(o["options"] === undefined ? {} : objectField(o["options"], "schema 'options'"))) options[k] = String(v);
   // Compatibility defaults both Java and pypaimon apply to old schema versions.
   if (version <= 1 && options["bucket"] === undefined) options["bucket"] = "1";
   if (version <= 2 && options["file.format"] === undefined) options["file.format"] = "orc";
   const s: TableSchema = {
     version,
-    id: Number(o["id"]),
+    id: int("id"),
     fields,
-    highestFieldId: o["highestFieldId"] === undefined ? highestFieldId(fields) : Number(o["highestFieldId"]),
-    partitionKeys: (o["partitionKeys"] as string[] | undefined) ?? [],
-    primaryKeys: (o["primaryKeys"] as string[] | undefined) ?? [],
+    highestFieldId: o["highestFieldId"] === undefined ? highestFieldId(fields) : int("highestFieldId"),
+    partitionKeys: o["partitionKeys"] === undefined ? [] : stringsField(o["partitionKeys"], "schema 'partitionKeys'"),
+    primaryKeys: o["primaryKeys"] === undefined ? [] : stringsField(o["primaryKeys"], "schema 'primaryKeys'"),
     options,
-    timeMillis: o["timeMillis"] === undefined ? 0 : Number(o["timeMillis"]),
+    timeMillis: o["timeMillis"] === undefined ? 0 : int("timeMillis"),
   };
   if (typeof o["comment"] === "string") s.comment = o["comment"];
   return s;

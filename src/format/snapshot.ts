@@ -11,6 +11,7 @@
  * the explicit resets that moved the table onto another stream (`natslake table reset-offsets`).
  */
 import { dataInvalid } from "../errors.ts";
+import { bigField, intField, nullableField, strField } from "./wire/fields.ts";
 
 export const CommitKind = { APPEND: "APPEND", COMPACT: "COMPACT", OVERWRITE: "OVERWRITE", ANALYZE: "ANALYZE" } as const;
 export type CommitKind = (typeof CommitKind)[keyof typeof CommitKind];
@@ -44,40 +45,44 @@ export interface Snapshot {
   operation: string | null;
 }
 
-const num = (v: unknown): number => (typeof v === "bigint" ? Number(v) : Number(v));
-const optNum = (v: unknown): number | null => (v === undefined || v === null ? null : num(v));
+const optNum = (o: Record<string, unknown>, k: string): number | null => nullableField(o[k], (v) => intField(v, `snapshot '${k}'`));
 const optStr = (v: unknown): string | null => (typeof v === "string" ? v : null);
-const big = (v: unknown): bigint => (typeof v === "bigint" ? v : BigInt(v as number));
+const KINDS: readonly string[] = Object.values(CommitKind);
 
+/** A snapshot file's JSON (or a tag's); a field missing or of the wrong type is a DataInvalid naming it. */
 export function snapshotFromJson(json: unknown): Snapshot {
-  if (json === null || typeof json !== "object") throw dataInvalid("snapshot file is not a JSON object");
+  if (json === null || typeof json !== "object" || Array.isArray(json)) throw dataInvalid("snapshot file is not a JSON object");
   const o = json as Record<string, unknown>;
   for (const k of ["id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser", "commitIdentifier", "commitKind", "timeMillis"]) {
     if (o[k] === undefined || o[k] === null) throw dataInvalid(`snapshot file lacks '${k}'`);
   }
+  const int = (k: string): number => intField(o[k], `snapshot '${k}'`);
+  const str = (k: string): string => strField(o[k], `snapshot '${k}'`);
   const props = o["properties"];
+  const commitKind = str("commitKind");
+  if (!KINDS.includes(commitKind)) throw dataInvalid(`snapshot 'commitKind' is ${JSON.stringify(commitKind.slice(0, 40))} (one of ${KINDS.join(", ")})`);
   return {
-    version: o["version"] === undefined ? 3 : num(o["version"]),
-    id: num(o["id"]),
-    schemaId: num(o["schemaId"]),
-    baseManifestList: String(o["baseManifestList"]),
-    baseManifestListSize: optNum(o["baseManifestListSize"]),
-    deltaManifestList: String(o["deltaManifestList"]),
-    deltaManifestListSize: optNum(o["deltaManifestListSize"]),
+    version: o["version"] === undefined ? 3 : int("version"),
+    id: int("id"),
+    schemaId: int("schemaId"),
+    baseManifestList: str("baseManifestList"),
+    baseManifestListSize: optNum(o, "baseManifestListSize"),
+    deltaManifestList: str("deltaManifestList"),
+    deltaManifestListSize: optNum(o, "deltaManifestListSize"),
     changelogManifestList: optStr(o["changelogManifestList"]),
-    changelogManifestListSize: optNum(o["changelogManifestListSize"]),
+    changelogManifestListSize: optNum(o, "changelogManifestListSize"),
     indexManifest: optStr(o["indexManifest"]),
-    commitUser: String(o["commitUser"]),
-    commitIdentifier: big(o["commitIdentifier"]),
-    commitKind: String(o["commitKind"]) as CommitKind,
-    timeMillis: num(o["timeMillis"]),
-    totalRecordCount: num(o["totalRecordCount"] ?? 0),
-    deltaRecordCount: num(o["deltaRecordCount"] ?? 0),
-    changelogRecordCount: optNum(o["changelogRecordCount"]),
-    watermark: o["watermark"] === undefined || o["watermark"] === null ? null : big(o["watermark"]),
+    commitUser: str("commitUser"),
+    commitIdentifier: bigField(o["commitIdentifier"], "snapshot 'commitIdentifier'"),
+    commitKind: commitKind as CommitKind,
+    timeMillis: int("timeMillis"),
+    totalRecordCount: optNum(o, "totalRecordCount") ?? 0,
+    deltaRecordCount: optNum(o, "deltaRecordCount") ?? 0,
+    changelogRecordCount: optNum(o, "changelogRecordCount"),
+    watermark: nullableField(o["watermark"], (v) => bigField(v, "snapshot 'watermark'")),
     statistics: optStr(o["statistics"]),
     properties: props && typeof props === "object" ? Object.fromEntries(Object.entries(props).map(([k, v]) => [k, String(v)])) : null,
-    nextRowId: optNum(o["nextRowId"]),
+    nextRowId: optNum(o, "nextRowId"),
     uuid: optStr(o["uuid"]),
     operation: optStr(o["operation"]),
   };

@@ -59,8 +59,12 @@ export async function getConsumer(table: Table, id: string): Promise<Consumer | 
     throw e;
   }
   const remedy = `set its progress again (natslake consumer reset ${table.name} ${id} --next-snapshot N) or delete it (natslake consumer delete ${table.name} ${id})`;
-  const next = decodeTableFile("consumer", path, () => nextSnapshotOf(parseJson(text)), remedy, table.io.uriOf(path));
-  return { id, nextSnapshot: next, updatedAtMillis: mtime };
+  return { id, nextSnapshot: consumerNextSnapshot(path, text, remedy, table.io.uriOf(path)), updatedAtMillis: mtime };
+}
+
+/** A consumer file's `nextSnapshot` from its text; anything else is a damaged-file DataInvalid naming the file. */
+export function consumerNextSnapshot(path: string, text: string, remedy = "delete it (natslake consumer delete)", uri = path): number {
+  return decodeTableFile("consumer", path, () => nextSnapshotOf(parseJson(text)), remedy, uri);
 }
 
 /** A consumer file's `nextSnapshot` (Paimon writes `{"nextSnapshot": N}`). */

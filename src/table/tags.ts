@@ -59,15 +59,30 @@ function fromLocalDateTimeArray(v: unknown): number | null {
   return Number.isNaN(ms) ? null : ms;
 }
 
-function tagFromText(name: string, text: string): Tag {
-  const json = parseJson(text) as Record<string, unknown>;
+/** A tag file's content (snapshot JSON, create time, retention); a file that is not one is a DataInvalid. */
+export function tagFromText(name: string, text: string): Tag {
+  let parsed: unknown;
+  try {
+    parsed = parseJson(text);
+  } catch (e) {
+    throw dataInvalid(`tag '${name}' is damaged: ${(e as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw dataInvalid(`tag '${name}' is damaged: its file is not a JSON object`);
+  const json = parsed as Record<string, unknown>;
   const retained = json["tagTimeRetained"];
   return {
     name,
     snapshot: snapshotFromJson(json),
     createTimeMillis: fromLocalDateTimeArray(json["tagCreateTime"]),
-    timeRetainedMs: retained === undefined || retained === null ? null : Math.round(Number(String(retained)) * 1000),
+    timeRetainedMs: retained === undefined || retained === null ? null : retainedMillis(name, retained),
   };
+}
+
+/** `tagTimeRetained` (a Duration as decimal seconds: a number, or its text) in ms; anything else is a DataInvalid. */
+function retainedMillis(name: string, retained: unknown): number {
+  const seconds = typeof retained === "number" || typeof retained === "bigint" || typeof retained === "string" ? Number(retained) : NaN;
+  if (!Number.isFinite(seconds) || seconds < 0) throw dataInvalid(`tag '${name}' is damaged: tagTimeRetained ${String(retained).slice(0, 40)} is not a duration in seconds`);
+  return Math.round(seconds * 1000);
 }
 
 /** The tag file's content: the snapshot's JSON, plus the create time and the retention when there is one. */

@@ -15,7 +15,7 @@ export const simpleStats: fc.Arbitrary<SimpleStats> = fc.record({
   minValues: fc.uint8Array({ maxLength: 24 }),
   maxValues: fc.uint8Array({ maxLength: 24 }),
   nullCounts: fc.array(fc.option(fc.bigInt({ min: 0n, max: 2n ** 62n })), { maxLength: 4 }),
-});
+}, { noNullPrototype: true });
 
 export const dataFileMeta: fc.Arbitrary<DataFileMeta> = fc.record({
   fileName: name,
@@ -38,7 +38,7 @@ export const dataFileMeta: fc.Arbitrary<DataFileMeta> = fc.record({
   externalPath: fc.option(fc.constantFrom("s3://b/x/data-1.parquet", "/tmp/ext/data-2.parquet")),
   firstRowId: fc.option(fc.bigInt({ min: 0n, max: 2n ** 62n })),
   writeCols: fc.option(fc.array(fc.stringMatching(/^[a-z_]{1,8}$/), { maxLength: 3 })),
-});
+}, { noNullPrototype: true });
 
 export const manifestEntry: fc.Arbitrary<ManifestEntry> = fc.record({
   kind: fc.constantFrom(0 as const, 1 as const),
@@ -46,7 +46,7 @@ export const manifestEntry: fc.Arbitrary<ManifestEntry> = fc.record({
   bucket: fc.integer({ min: 0, max: 1024 }),
   totalBuckets: fc.integer({ min: -2, max: 1024 }),
   file: dataFileMeta,
-});
+}, { noNullPrototype: true });
 
 export const manifestFileMeta: fc.Arbitrary<ManifestFileMeta> = fc.record({
   fileName: fc.stringMatching(/^manifest-[a-z0-9-]{1,20}$/),
@@ -61,7 +61,7 @@ export const manifestFileMeta: fc.Arbitrary<ManifestFileMeta> = fc.record({
   maxLevel: fc.option(fc.integer({ min: 0, max: 9 })),
   minRowId: fc.option(fc.bigInt({ min: 0n, max: 2n ** 62n })),
   maxRowId: fc.option(fc.bigInt({ min: 0n, max: 2n ** 62n })),
-});
+}, { noNullPrototype: true });
 
 export const snapshot: fc.Arbitrary<Snapshot> = fc.record({
   version: fc.constant(3),
@@ -83,8 +83,8 @@ export const snapshot: fc.Arbitrary<Snapshot> = fc.record({
   changelogRecordCount: fc.option(fc.integer({ min: 0, max: 2 ** 40 })),
   watermark: fc.option(int64),
   statistics: fc.option(fc.string({ maxLength: 10 })),
-  properties: fc.option(fc.dictionary(fc.stringMatching(/^[a-z.-]{1,20}$/), fc.string({ maxLength: 12 }), { minKeys: 1, maxKeys: 4 })),
+  properties: fc.option(fc.dictionary(fc.stringMatching(/^[a-z.-]{1,20}$/), fc.string({ maxLength: 12 }), { minKeys: 1, maxKeys: 4, noNullPrototype: true })),
   nextRowId: fc.option(fc.integer({ min: 0, max: 2 ** 40 })),
   uuid: fc.option(fc.uuid()),
   operation: fc.option(fc.constantFrom("CREATE", "DROP")),
-});
+}, { noNullPrototype: true });

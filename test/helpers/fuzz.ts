@@ -255,3 +255,39 @@ export const jsonOddityBytes: fc.Arbitrary<Uint8Array> = fc.oneof(
 
 /** Any JSON value (fast-check's), as text — valid JSON of every shape. */
 export const anyJsonText: fc.Arbitrary<string> = fc.json({ depthSize: "small" });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Well-formed documents with one field of the wrong type or range
+
+/** Values a field should never hold: other types, NaN-ish and out-of-range numbers, deep or empty containers. */
+export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom(null, true, "", "12", "x", 1.5, -1, 2 ** 53 + 2, -(2 ** 63), 1e300, [], {}, [[[[]]]], { a: { b: {} } }),
+  fc.bigInt({ min: 2n ** 63n, max: 2n ** 70n }),
+  fc.string({ maxLength: 8 }),
+);
+
+/**
+ * `doc` with one field — at the top or one level down — replaced by a hostile value, or removed. Decoders must refuse
+ * it with a typed error or read it as the value it says; never invent one (`Number("x")`, `String(undefined)`).
+ */
+export function withHostileField(doc: fc.Arbitrary<Record<string, unknown>>): fc.Arbitrary<Record<string, unknown>> {
+  return doc.chain((d) => {
+    const paths: string[][] = [];
+    for (const [k, v] of Object.entries(d)) {
+      paths.push([k]);
+      if (v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)) for (const k2 of Object.keys(v)) paths.push([k, k2]);
+    }
+    if (paths.length === 0) return fc.constant(d);
+    return fc.tuple(fc.constantFrom(...paths), fc.option(hostileValue, { nil: undefined, freq: 6 })).map(([path, value]) => setPath(d, path, value));
+  });
+}
+
+function setPath(d: Record<string, unknown>, path: string[], value: unknown): Record<string, unknown> {
+  const out = { ...d };
+  const [head, ...rest] = path;
+  if (rest.length === 0) {
+    if (value === undefined) delete out[head!];
+    else out[head!] = value;
+  } else out[head!] = setPath(d[head!] as Record<string, unknown>, rest, value);
+  return out;
+}

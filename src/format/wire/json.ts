@@ -3,12 +3,18 @@
  * (`parseRowJson`: the raw subject's JSON payloads, the CLI's JSONL input, `dlq replay` files).
  */
 import { isInteger, isSafeNumber, parse, stringify } from "lossless-json";
+import { ErrorKind, LakeError } from "../../errors.ts";
 
 /** Metadata: integers beyond 2^53 (commitIdentifier = Long.MAX_VALUE, watermarks) as bigint, the rest as numbers. */
 const parseMetadataNumber = (text: string): number | bigint => (isInteger(text) && !isSafeNumber(text) ? BigInt(text) : Number(text));
 
+/** Metadata text as JSON; text that is not JSON is a DataInvalid (lossless-json's SyntaxError as its cause). */
 export function parseJson(text: string): unknown {
-  return parse(text, null, parseMetadataNumber);
+  try {
+    return parse(text, null, parseMetadataNumber);
+  } catch (e) {
+    throw new LakeError(ErrorKind.DataInvalid, `not valid JSON: ${(e as Error).message}`, { cause: e });
+  }
 }
 
 /** Pretty-printed like Jackson's default printer (readers do not care about whitespace). */
