@@ -55,11 +55,27 @@ function corrupt(what) {
 // Decoding. Values: BOOL → boolean, BYTE/I16/I32 → number, I64 → bigint, DOUBLE → number, BINARY → Uint8Array,
 // LIST/SET → { elem, items }, MAP → { key, val, entries: [k, v][] }, STRUCT → field[].
 
+/**
+ * Structs and collections nest at most this deep. A real footer nests about 8 deep (FileMetaData → row groups →
+ * column chunk → its metadata → statistics); a corrupt one of bytes 0x1c (field 1: a struct) again and again would
+ * otherwise recurse until the stack overflows — a RangeError instead of a "corrupt" error.
+ */
+const MAX_DEPTH = 64;
+
 class Reader {
   constructor(bytes, pos, end) {
     this.b = bytes;
     this.pos = pos;
     this.end = end;
+    this.depth = 0;
+  }
+
+  /** `read()` one level deeper. */
+  nested(read) {
+    if (++this.depth > MAX_DEPTH) throw corrupt(`nested more than ${MAX_DEPTH} deep`);
+    const v = read();
+    this.depth--;
+    return v;
   }
 
   byte() {
@@ -137,7 +153,9 @@ class Reader {
         const size = h >> 4 === 15 ? this.varint() : h >> 4;
         const elem = h & 0x0f;
         const items = [];
-        for (let k = 0; k < size; k++) items.push(this.element(elem));
+        this.nested(() => {
+          for (let k = 0; k < size; k++) items.push(this.element(elem));
+        });
         return { elem, items };
       }
       case T.MAP: {
@@ -145,11 +163,13 @@ class Reader {
         if (size === 0) return { key: 0, val: 0, entries: [] };
         const kv = this.byte();
         const entries = [];
-        for (let k = 0; k < size; k++) entries.push([this.element(kv >> 4), this.element(kv & 0x0f)]);
+        this.nested(() => {
+          for (let k = 0; k < size; k++) entries.push([this.element(kv >> 4), this.element(kv & 0x0f)]);
+        });
         return { key: kv >> 4, val: kv & 0x0f, entries };
       }
       case T.STRUCT:
-        return this.struct();
+        return this.nested(() => this.struct());
       default:
         throw corrupt(`unknown Thrift type ${type}`);
     }

@@ -49,7 +49,7 @@ import { dataInvalid } from "../errors.ts";
 import { normalizeArrowSchema } from "./arrow-schema.ts";
 import { parquetLayout } from "./parquet-layout.ts";
 import { decodeToIpcStream, encodeIpcStream, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
-import { readFileMetaData, type ThriftField, type ThriftList } from "./parquet-footer.mjs";
+import { readFileMetaData, T, type ThriftField, type ThriftList } from "./parquet-footer.mjs";
 
 export type { ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
 
@@ -244,7 +244,8 @@ export function parquetFooterInfo(bytes: Uint8Array): { numRows: number; numRowG
     throw dataInvalid(`not a readable Parquet file: ${e instanceof Error ? e.message : String(e)}`);
   }
   const numRows = fields.find((f) => f.id === 3)?.value;
-  if (typeof numRows !== "bigint") throw dataInvalid("Parquet footer has no num_rows");
-  const rowGroups = fields.find((f) => f.id === 4)?.value as ThriftList | undefined;
-  return { numRows: Number(numRows), numRowGroups: rowGroups?.items.length ?? 0 };
+  if (typeof numRows !== "bigint" || numRows < 0n || numRows > BigInt(Number.MAX_SAFE_INTEGER)) throw dataInvalid(`Parquet footer has no valid num_rows (${String(numRows)})`);
+  const rowGroups = fields.find((f) => f.id === 4);
+  if (rowGroups !== undefined && rowGroups.type !== T.LIST) throw dataInvalid("Parquet footer's row_groups is not a list");
+  return { numRows: Number(numRows), numRowGroups: (rowGroups?.value as ThriftList | undefined)?.items.length ?? 0 };
 }
