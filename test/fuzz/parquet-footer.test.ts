@@ -17,7 +17,7 @@ import { decodeOutcome, fuzzParams, fuzzTimeout, mutated, randomBytes } from "..
 
 const isCorruptFooter = (e: unknown): boolean => e instanceof Error && e.message.startsWith("corrupt Parquet footer");
 const FIELDS = ALL_TYPES.map((c, id) => ({ id, name: c.name, type: c.type }));
-const FILES = [writeParquet(rowsToRecordBatch(FIELDS, ALL_ROWS)), writeParquet(rowsToRecordBatch(FIELDS, ALL_ROWS), { compression: "snappy", rowGroupSize: 2 })];
+const FILES = [writeParquet(rowsToRecordBatch(FIELDS, ALL_ROWS)), writeParquet(rowsToRecordBatch(FIELDS, ALL_ROWS), { compression: "snappy", maxRowGroupSize: 2 })];
 const FOOTERS = FILES.map((f) => {
   const { start, end } = footerRange(f);
   return f.subarray(start, end);
