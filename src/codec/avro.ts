@@ -244,6 +244,9 @@ export function decodeAvroFile(bytes: Uint8Array): DecodedAvroFile {
       throw malformed(`sync marker mismatch after block at offset ${pos}`);
     }
     const data = inflate(buf.subarray(start, end));
+    // Every record of a Paimon file takes at least a byte; a count beyond the block's bytes is corrupt, and a schema
+    // of zero-width records (a damaged header's) would otherwise decode that many records from nothing — a hang.
+    if (count.value > Math.max(1, data.length)) throw malformed(`block at offset ${pos} declares ${count.value} records in ${data.length} bytes`);
     let at = 0;
     for (let i = 0; i < count.value; i++) {
       const r = decodeAt(type, data, at, "record");
@@ -324,6 +327,10 @@ export function snappyDecompress(src: Uint8Array): Buffer {
     if ((b & 0x80) === 0) break;
   }
   if (length > 0xffffffff) throw malformed("snappy: length too large");
+  // One element makes at most 64 bytes from 2 (a literal copies its own bytes; a copy of 1 + 2 bytes writes up to
+  // 64): a declared length beyond 32× the input cannot be produced, and must not be allocated (a 4-byte block could
+  // otherwise claim 4 GiB).
+  if (length > 32 * src.length) throw malformed(`snappy: a block of ${src.length} bytes cannot hold ${length} bytes`);
   const out = Buffer.alloc(length);
   let op = 0;
   const readLE = (n: number): number => {

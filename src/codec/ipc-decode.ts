@@ -15,6 +15,7 @@
 import * as arrow from "apache-arrow";
 import { VectorLoader } from "apache-arrow/visitor/vectorloader";
 import { ipcMessages } from "./ipc-stream.ts";
+import { ErrorKind, LakeError } from "../errors.ts";
 
 export class IpcStreamDecoder {
   /** The framed bytes of the last schema message parsed, and the schema they parse to. */
@@ -25,6 +26,17 @@ export class IpcStreamDecoder {
 
   /** The record batches of one IPC stream (none for a stream of only a schema, or an empty body). */
   decode(stream: Uint8Array): arrow.RecordBatch[] {
+    try {
+      return this.decodeStream(stream);
+    } catch (e) {
+      if (e instanceof LakeError) throw e;
+      // apache-arrow fails on malformed bytes with whatever it meets first (a TypeError converting a length beyond
+      // 2^53, a RangeError reading past a buffer): one typed error for all of them.
+      throw new LakeError(ErrorKind.DataInvalid, `malformed Arrow IPC stream: ${(e as Error).message}`, { cause: e });
+    }
+  }
+
+  private decodeStream(stream: Uint8Array): arrow.RecordBatch[] {
     if (stream.byteLength === 0) return [];
     // BigInt64Array and Float64Array views need offsets that are multiples of 8; IPC aligns buffers within the stream.
     // (A copy through the Uint8Array constructor: a Node Buffer's `slice` is a view, not a copy.)
@@ -43,12 +55,16 @@ export class IpcStreamDecoder {
         schema = this.schema;
         continue;
       }
-      if (schema === null) throw new Error("malformed Arrow IPC stream: a batch before the schema message");
+      if (schema === null) throw new LakeError(ErrorKind.DataInvalid, "malformed Arrow IPC stream: a batch before the schema message");
       if (message.isDictionaryBatch()) return this.fallback(stream);
       if (!message.isRecordBatch()) continue;
       const header = message.header();
       if (header.compression !== null) return this.fallback(stream);
       const body = bytes.subarray(bodyStart, end);
+      // A batch's rows take at least a bit each in any column but a Null one (a validity or boolean bit, an offset, a
+      // value): a declared length beyond that is corrupt, and reading it would walk billions of rows of nothing.
+      if (header.length > body.byteLength * 8 + 64 && schema.fields.some((f) => f.type.typeId !== arrow.Type.Null))
+        throw new LakeError(ErrorKind.DataInvalid, `malformed Arrow IPC stream: a batch of ${header.length} rows in ${body.byteLength} bytes`);
       const children = new VectorLoader(body, header.nodes, header.buffers, new Map(), schema.metadataVersion, header.variadicBufferCounts).visitMany(schema.fields);
       out.push(new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: header.length, children })));
     }

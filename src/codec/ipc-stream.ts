@@ -59,7 +59,8 @@ export function* ipcMessages(stream: Uint8Array): Generator<IpcFramedMessage> {
     const message = arrow.Message.decode(stream.subarray(at, at + metadataLength));
     at += metadataLength;
     const end = at + message.bodyLength;
-    if (end > stream.byteLength) throw malformed(start, `a body of ${message.bodyLength} bytes`);
+    // A negative body length (a corrupt header) would move `at` backwards: the same bytes read again, for ever.
+    if (!(message.bodyLength >= 0) || end > stream.byteLength) throw malformed(start, `a body of ${message.bodyLength} bytes`);
     yield { start, bodyStart: at, end, message };
     at = end;
   }
