@@ -70,24 +70,6 @@ export function decodeOutcome<T>(decode: () => T, input: unknown, budget: Decode
   return out;
 }
 
-/** The same check for an async decoder (an S3 response read through the SDK). */
-export async function decodeOutcomeAsync<T>(decode: () => Promise<T>, input: unknown, budget: DecodeBudget = {}): Promise<Outcome<T>> {
-  const before = memory();
-  const started = performance.now();
-  let out: Outcome<T>;
-  try {
-    out = { ok: true, value: await decode() };
-  } catch (e) {
-    out = { ok: false, error: e as Error };
-  }
-  checkBudget(started, before, input, budget);
-  if (!out.ok && !isTypedError(out.error, budget)) {
-    const err = out.error;
-    throw new Error(`untyped ${err?.constructor?.name ?? typeof err} on ${preview(input)}: ${err?.message ?? String(err)}`, { cause: err });
-  }
-  return out;
-}
-
 function isTypedError(e: unknown, budget: DecodeBudget): boolean {
   return e instanceof LakeError || (budget.typed?.(e) ?? false);
 }
