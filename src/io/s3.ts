@@ -344,21 +344,21 @@ export class S3FileIO implements FileIO {
   async listStatus(dir: string): Promise<FileStatus[]> {
     const prefix = this.prefixOf(dir);
     const out: FileStatus[] = [];
-    let token: string | undefined;
-    do {
-      const res = await this.listPage(prefix, "/", token);
+    const pages = new PageTokens(this.uriOf(dir));
+    for (;;) {
+      const res = await this.listPage(prefix, "/", pages.token);
       for (const p of res.CommonPrefixes ?? []) {
-        const name = p.Prefix!.slice(prefix.length).replace(/\/$/, "");
+        const name = pages.nameUnder(prefix, p.Prefix).replace(/\/$/, "");
         if (name !== "") out.push({ name, kind: "directory", size: 0, mtime: 0 });
       }
       for (const o of res.Contents ?? []) {
-        const name = o.Key!.slice(prefix.length);
+        const name = pages.nameUnder(prefix, o.Key);
         if (name === "") continue; // the directory's own marker
-        out.push({ name, kind: "file", size: o.Size ?? 0, mtime: o.LastModified?.getTime() ?? 0 });
+        const mtime = o.LastModified?.getTime() ?? 0;
+        out.push({ name, kind: "file", size: o.Size ?? 0, mtime: Number.isFinite(mtime) ? mtime : 0 });
       }
-      token = res.IsTruncated ? res.NextContinuationToken : undefined;
-    } while (token !== undefined);
-    return out;
+      if (!pages.next(res)) return out;
+    }
   }
 
   private async listPage(prefix: string, delimiter: string | undefined, token: string | undefined, maxKeys?: number) {
@@ -400,10 +400,10 @@ export class S3FileIO implements FileIO {
   async deleteTree(path: string): Promise<void> {
     const prefix = this.prefixOf(path);
     if (prefix === "") throw new LakeError(ErrorKind.Unexpected, `refusing to delete the whole bucket ${this.bucket}`);
-    let token: string | undefined;
-    do {
-      const res = await this.listPage(prefix, undefined, token);
-      const keys = (res.Contents ?? []).map((o) => ({ Key: o.Key! }));
+    const pages = new PageTokens(this.uriOf(path));
+    for (;;) {
+      const res = await this.listPage(prefix, undefined, pages.token);
+      const keys = (res.Contents ?? []).map((o) => ({ Key: prefix + pages.nameUnder(prefix, o.Key) }));
       if (keys.length > 0) {
         try {
           const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys, Quiet: true } }));
@@ -413,8 +413,8 @@ export class S3FileIO implements FileIO {
           throw this.wrap(e, "delete", path);
         }
       }
-      token = res.IsTruncated ? res.NextContinuationToken : undefined;
-    } while (token !== undefined);
+      if (!pages.next(res)) return;
+    }
   }
 
   /** A zero-byte `dir/` marker, so that a directory nothing was written into yet (an empty database) is seen. */
@@ -477,6 +477,39 @@ export class S3FileIO implements FileIO {
       // No answer or a server error: worth another try. A 4xx (access denied, a bad request) will fail again.
       retryable: status === undefined || status >= 500 || status === 409 || status === 429,
     });
+  }
+}
+
+/**
+ * The pages of one listing. The store's answers are checked, not trusted: a page marked truncated without a
+ * continuation token would end the listing short (files silently missing), one whose token was used already would
+ * have it asked for ever, and a key outside the listed prefix names no file under it — each is an Io error.
+ */
+class PageTokens {
+  token: string | undefined = undefined;
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly uri: string) {}
+
+  /** Whether another page follows `res` (its token is then `token`). */
+  next(res: { IsTruncated?: boolean | undefined; NextContinuationToken?: string | undefined }): boolean {
+    if (res.IsTruncated !== true) return false;
+    const t = res.NextContinuationToken;
+    if (t === undefined || t === "") throw this.bad("a page is marked truncated but carries no continuation token");
+    if (this.seen.has(t)) throw this.bad(`the store repeats continuation token '${t.slice(0, 40)}'`);
+    this.seen.add(t);
+    this.token = t;
+    return true;
+  }
+
+  /** A listed key's name below `prefix`. */
+  nameUnder(prefix: string, key: string | undefined): string {
+    if (key === undefined || !key.startsWith(prefix)) throw this.bad(`an entry ${key === undefined ? "without a key" : `'${key.slice(0, 80)}'`} outside the prefix`);
+    return key.slice(prefix.length);
+  }
+
+  private bad(why: string): LakeError {
+    return new LakeError(ErrorKind.Io, `list ${this.uri}: ${why}`, { context: { uri: this.uri }, retryable: true });
   }
 }
 
