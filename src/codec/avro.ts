@@ -22,6 +22,7 @@
  */
 import { crc32, deflateRawSync, inflateRawSync } from "node:zlib";
 import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
 import avro from "avsc";
 import { decompress as zstdDecompress } from "fzstd";
 import { LakeError, ErrorKind } from "../errors.ts";
@@ -45,6 +46,33 @@ export interface DecodedAvroFile {
   /** The header's `avro.codec` (`null` when absent, as the spec says). */
   codec: string;
   records: unknown[];
+}
+
+/**
+ * avsc reads past the end of its buffer without failing (bytes there read as 0) and checks only once a value is done;
+ * an array or map whose damaged count says billions of items then "reads" them all from nothing — a hang of seconds
+ * to hours for a few KiB of file (test/fuzz/files.test.ts found one). Its integer reader, which every count, length,
+ * union branch and long goes through, therefore fails at the end of the buffer; decodeAt turns that into DataInvalid.
+ * (avsc's Tap is shared by every avsc type in the process; this module is avsc's only user.)
+ */
+const AVSC_TAP = (createRequire(import.meta.url)("avsc/lib/utils") as { Tap: { prototype: AvscTap } }).Tap.prototype;
+interface AvscTap {
+  buf: Buffer;
+  pos: number;
+  readLong(): number;
+  readInt(): number;
+}
+if (!(AVSC_TAP.readLong as { bounded?: true }).bounded) {
+  const readLong = AVSC_TAP.readLong;
+  const bounded = Object.assign(
+    function (this: AvscTap): number {
+      if (this.pos >= this.buf.length) throw new Error(`read past the end (${this.buf.length} bytes)`);
+      return readLong.call(this);
+    },
+    { bounded: true as const },
+  );
+  AVSC_TAP.readLong = bounded;
+  AVSC_TAP.readInt = bounded;
 }
 
 const MAGIC = Buffer.from([0x4f, 0x62, 0x6a, 0x01]); // "Obj" 1
