@@ -354,8 +354,7 @@ export class S3FileIO implements FileIO {
       for (const o of res.Contents ?? []) {
         const name = pages.nameUnder(prefix, o.Key);
         if (name === "") continue; // the directory's own marker
-        const mtime = o.LastModified?.getTime() ?? 0;
-        out.push({ name, kind: "file", size: o.Size ?? 0, mtime: Number.isFinite(mtime) ? mtime : 0 });
+        out.push({ name, kind: "file", size: pages.checked("Size", o.Size ?? 0, name), mtime: pages.checked("LastModified", o.LastModified?.getTime() ?? 0, name) });
       }
       if (!pages.next(res)) return out;
     }
@@ -506,6 +505,15 @@ class PageTokens {
   nameUnder(prefix: string, key: string | undefined): string {
     if (key === undefined || !key.startsWith(prefix)) throw this.bad(`an entry ${key === undefined ? "without a key" : `'${key.slice(0, 80)}'`} outside the prefix`);
     return key.slice(prefix.length);
+  }
+
+  /**
+   * A listed size or time, which must be a whole number ≥ 0: an unparseable one is an error rather than 0 or NaN — a
+   * LastModified read as 0 would make a fresh file look old enough for the orphan cleaner.
+   */
+  checked(what: string, v: number, name: string): number {
+    if (Number.isSafeInteger(v) && v >= 0) return v;
+    throw this.bad(`entry '${name.slice(0, 80)}' has an invalid ${what}`);
   }
 
   private bad(why: string): LakeError {
