@@ -32,7 +32,8 @@ export class IpcStreamDecoder {
       if (e instanceof LakeError) throw e;
       // apache-arrow fails on malformed bytes with whatever it meets first (a TypeError converting a length beyond
       // 2^53, a RangeError reading past a buffer): one typed error for all of them.
-      throw new LakeError(ErrorKind.DataInvalid, `malformed Arrow IPC stream: ${(e as Error).message}`, { cause: e });
+      const message = (e as Error).message;
+      throw new LakeError(ErrorKind.DataInvalid, message.startsWith("malformed Arrow IPC stream") ? message : `malformed Arrow IPC stream: ${message}`, { cause: e });
     }
   }
 

@@ -13,6 +13,12 @@
  * The flatbuffers are read with apache-arrow's `Message`; only the framing is read here.
  */
 import * as arrow from "apache-arrow";
+import { DictionaryBatch as FbDictionaryBatch } from "apache-arrow/fb/dictionary-batch";
+import { Message as FbMessage } from "apache-arrow/fb/message";
+import { MessageHeader } from "apache-arrow/fb/message-header";
+import { RecordBatch as FbRecordBatch } from "apache-arrow/fb/record-batch";
+import { Schema as FbSchema } from "apache-arrow/fb/schema";
+import * as flatbuffers from "flatbuffers";
 
 /** One record batch message of a stream: its framed bytes (a view into the stream) and its rows. */
 export interface IpcBatchMessage {
@@ -56,6 +62,7 @@ export function* ipcMessages(stream: Uint8Array): Generator<IpcFramedMessage> {
     }
     if (metadataLength === 0) return; // end of stream
     if (metadataLength < 0 || at + metadataLength > stream.byteLength) throw malformed(start, `metadata of ${metadataLength} bytes`);
+    if (!vectorsFit(stream.subarray(at, at + metadataLength))) throw malformed(start, "a message whose field or buffer list is longer than its metadata");
     const message = arrow.Message.decode(stream.subarray(at, at + metadataLength));
     at += metadataLength;
     const end = at + message.bodyLength;
@@ -63,6 +70,28 @@ export function* ipcMessages(stream: Uint8Array): Generator<IpcFramedMessage> {
     if (!(message.bodyLength >= 0) || end > stream.byteLength) throw malformed(start, `a body of ${message.bodyLength} bytes`);
     yield { start, bodyStart: at, end, message };
     at = end;
+  }
+}
+
+/**
+ * Whether the lists a schema or batch message declares (fields, field nodes, buffers, variadic counts) fit in its
+ * metadata. apache-arrow's `Message.decode` trusts a damaged list length and walks it — seconds and hundreds of MiB
+ * for a few KiB of message (test/fuzz/files.test.ts) — so the lengths are read first, from the flatbuffer itself.
+ */
+function vectorsFit(meta: Uint8Array): boolean {
+  try {
+    const m = FbMessage.getRootAsMessage(new flatbuffers.ByteBuffer(meta));
+    const type = m.headerType();
+    if (type === MessageHeader.Schema) {
+      const schema = m.header(new FbSchema()) as FbSchema | null;
+      return schema === null || schema.fieldsLength() * 4 <= meta.length;
+    }
+    let rb: FbRecordBatch | null = null;
+    if (type === MessageHeader.RecordBatch) rb = m.header(new FbRecordBatch()) as FbRecordBatch | null;
+    else if (type === MessageHeader.DictionaryBatch) rb = (m.header(new FbDictionaryBatch()) as FbDictionaryBatch | null)?.data(new FbRecordBatch()) ?? null;
+    return rb === null || (rb.nodesLength() * 16 <= meta.length && rb.buffersLength() * 16 <= meta.length && rb.variadicBufferCountsLength() * 8 <= meta.length);
+  } catch {
+    return false; // not even a readable flatbuffer
   }
 }
 
