@@ -344,6 +344,22 @@ async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> &
 // Reading table metadata (producers)
 
 /** Opens a KV bucket that must exist (no creation). */
+const isNoResponders = (e: unknown): boolean => e instanceof errors.NoRespondersError || (e instanceof errors.RequestError && e.isNoResponders());
+
+/**
+ * Whether KV bucket `name` exists (its stream's info). A direct get (see openKv) on a bucket that does not exist finds
+ * no responder instead of the "stream not found" a message get is answered with: this tells the two apart.
+ */
+async function kvBucketExists(nc: NatsConnection, name: string): Promise<boolean> {
+  try {
+    await (await jetstreamManager(nc)).streams.info(`KV_${name}`);
+    return true;
+  } catch (e) {
+    if (isApiError(e, STREAM_NOT_FOUND)) return false;
+    throw e;
+  }
+}
+
 export async function openKv(nc: NatsConnection, name: string): Promise<KV> {
   // Reads by direct get (the nodes create every bucket with allow_direct, as nats.js does on servers that have it):
   // a direct get names the key in its API subject, so NATS permissions can allow a client one key (a producer its
@@ -391,7 +407,7 @@ export async function readTableMeta(nc: NatsConnection, subjects: Subjects, id: 
     const kv = await openKv(nc, subjects.tablesKv);
     entry = await kv.get(key);
   } catch (e) {
-    if (isApiError(e, STREAM_NOT_FOUND)) throw notRegistered(`KV bucket '${subjects.tablesKv}' does not exist`);
+    if (isApiError(e, STREAM_NOT_FOUND) || (isNoResponders(e) && !(await kvBucketExists(nc, subjects.tablesKv)))) throw notRegistered(`KV bucket '${subjects.tablesKv}' does not exist`);
     throw e;
   }
   if (entry === null || entry.operation !== "PUT") throw notRegistered(`no key '${key}' in KV bucket '${subjects.tablesKv}'`);
