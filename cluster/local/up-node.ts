@@ -131,6 +131,13 @@ export class UpNode {
       out(`node ${id} exited with code 0 (drained with \`natslake node drain ${id} --exit\`?): not restarted (log: ${log})`);
       return;
     }
+    // A Ctrl-C at the terminal reaches the whole process group: a node still loading its code (before its own handler
+    // drains on SIGINT) dies of it, and its exit may be seen before `up`'s own handler has run. A stop, not a failure.
+    if (signal === "SIGINT") {
+      this.stopping = true;
+      out(`node ${id} stopped by Ctrl-C while it was starting (log: ${log})`);
+      return;
+    }
     this.o.onFailure(`node ${id} ${what}`);
     if (this.o.restart && this.budget.take(Date.now())) {
       out(`node ${id} ${what} (log: ${log}); restarting it in ${RESTART_DELAY_MS / 1000} s`);
