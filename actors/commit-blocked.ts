@@ -15,8 +15,11 @@ export function blockedReasonOf(e: unknown): string | null {
 }
 
 export class CommitBlockedGauge {
-  /** Each reason reported so far: 1 while it blocks, 0 after (a series that vanished would not show the recovery). */
-  private readonly reasons = new Map<string, 0 | 1>();
+  /**
+   * Each reason reported so far: 1 while it blocks, 0 after (a series that vanished would not show the recovery). A
+   * leader that was never blocked shows reason `none` at 0: the series is there from the start, for dashboards.
+   */
+  private readonly reasons = new Map<string, 0 | 1>([["none", 0]]);
   private readonly gauge;
   private readonly observe = (r: ObservableResult<{ table: string; reason: string }>): void => {
     for (const [reason, v] of this.reasons) r.observe(v, { table: this.table, reason });

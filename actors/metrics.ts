@@ -90,7 +90,7 @@ export const METRICS = {
   commitFailures: counter("natslake_commit_failures_total", "commit rounds that failed (an IO error, an unknown outcome; retried next interval) — the operators' P0 alert", ["table"]),
   commitBlocked: gauge(
     "natslake_commit_blocked",
-    "1 while the table's leader refuses to commit because a file of the snapshot it must build on is damaged or missing, by reason (damaged-snapshot, missing-manifest, damaged-manifest-list, …); 0 for that reason once a round commits again — `natslake doctor` names the file and what to do",
+    "1 while the table's leader refuses to commit because a file of the snapshot it must build on is damaged or missing, by reason (damaged-snapshot, missing-manifest, damaged-manifest-list, …); 0 for that reason once a round commits again (reason `none`: 0 from the start, never blocked) — `natslake doctor` names the file and what to do",
     ["table", "reason"],
   ),
   compactions: counter("natslake_compactions_total", "writers' compactions decided by the leader, by result (accepted, duplicate, rejected) and reason", ["table", "result"], { optional: ["reason"] }),

@@ -292,6 +292,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     // From 0 too: the first stop of a bucket is an increase. Append buckets never stop, and show 0: the dashboard's
     // and the alert's query then finds the series on every writer, whatever its tables are.
     this.stoppedMs.add(0, this.labels);
+    // From 0: the first poison message is an increase (the alert's increase() sees it), and the series is there to plot.
+    this.poisonMessages.add(0, this.labels);
   }
 
   private get labels(): { table: string; bucket: number } {
