@@ -242,7 +242,12 @@ function invalidTime(h: number, min: number, s: number): string | undefined {
 function toTimestamp(input: unknown, invalid: (why: string) => never): Timestamp | undefined {
   if (input instanceof Timestamp) return input;
   if (input instanceof Date) return Number.isNaN(input.getTime()) ? undefined : new Timestamp(input.getTime(), 0);
-  if (typeof input === "number" && Number.isFinite(input)) return new Timestamp(Math.floor(input), Math.round((input - Math.floor(input)) * 1e6));
+  if (typeof input === "number" && Number.isFinite(input)) {
+    // Epoch millis as the columns hold them (a safe integer, as the Arrow builders require): beyond, a dead letter
+    // when the row is read, not a flush that fails on it every time.
+    if (!Number.isSafeInteger(Math.floor(input))) invalid(`${input} ms since the epoch is beyond ±2^53`);
+    return new Timestamp(Math.floor(input), Math.round((input - Math.floor(input)) * 1e6));
+  }
   if (typeof input === "string") {
     // yyyy-mm-dd[T ]hh:mm[:ss[.fraction]][Z|±hh:mm]; a zone, when given, is applied (the result is UTC).
     const m = /^(\d{4,})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$/.exec(input.trim());

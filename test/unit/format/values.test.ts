@@ -87,3 +87,11 @@ test("values - the cluster's row check (the router's, for raw publishes; the wri
   assert.throws(() => convert([null, "2026-01-01T25:00:00", null]), /column ts: .* hour 25/);
   assert.throws(() => convert([null, null, "1.239"]), /column x: '1\.239' has 3 digits/);
 });
+
+test("values - epoch millis beyond ±2^53 are refused when the row is read (the columns hold safe integers), not left to fail every flush", () => {
+  for (const ms of [1.3521632236956517e306, 2 ** 53, -(2 ** 53) - 2]) {
+    assert.throws(() => toCanonical(typeOf("TIMESTAMP(3)"), ms, "ts"), (e: unknown) => e instanceof Error && /column ts: .*beyond ±2\^53/.test(e.message), String(ms));
+  }
+  const edge = Number.MAX_SAFE_INTEGER;
+  assert.equal((toCanonical(typeOf("TIMESTAMP(3)"), edge, "ts") as Timestamp).millis, edge);
+});
