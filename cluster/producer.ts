@@ -713,15 +713,30 @@ export async function waitVisible(nc: NatsConnection, token: VisibilityToken, ti
   // The token's sequences count in the live stream; offsets of snapshots that belong to another stream (one deleted
   // and re-created since) say nothing about them, however high they are.
   const subjects = new Subjects(prefix);
-  const live = await liveIngestStream(nc, subjects, subjects.table(token.table));
+  const table = subjects.table(token.table);
+  let live = await liveIngestStream(nc, subjects, table);
   let otherStream: string | undefined;
   const done = deferred<SnapshotNotification | null>();
+  const judge = (n: SnapshotNotification): void => {
+    if (n.stream !== undefined && n.stream !== live.identity) otherStream = n.stream;
+    else if (tokenVisibleIn(token, n)) done.resolve(n);
+  };
   const sub = await subscribeSnapshots(
     nc,
     token.table,
     (n) => {
-      if (n.stream !== undefined && n.stream !== live.identity) otherStream = n.stream;
-      else if (tokenVisibleIn(token, n)) done.resolve(n);
+      // The nodes had not written the stream's marker when the identity was read: read it again, then judge.
+      if (n.stream !== undefined && n.stream !== live.identity && live.identity.endsWith("#none")) {
+        void liveIngestStream(nc, subjects, table).then(
+          (l) => {
+            live = l;
+            judge(n);
+          },
+          () => undefined,
+        );
+        return;
+      }
+      judge(n);
     },
     { prefix },
   );

@@ -341,9 +341,12 @@ async function readStreamIdentity(jsm: JetStreamManager, subjects: Subjects, t: 
   return formatStreamIdentity(name, m.id);
 }
 
-/** The live ingest stream of `table` (creating its marker if the stream has none yet), for clients outside a node. */
+/**
+ * The live ingest stream of `table`, for clients outside a node: read only — the marker is the nodes' to write (a
+ * producer's permissions deny it), so a stream whose nodes have not written it yet has the identity `<name>#none`.
+ */
 export async function liveIngestStream(nc: NatsConnection, subjects: Subjects, table: Identifier): Promise<LiveStream> {
-  return readLiveStream(jetstream(nc), await jetstreamManager(nc), subjects, table, true);
+  return readLiveStream(jetstream(nc), await jetstreamManager(nc), subjects, table, false);
 }
 
 /** A stored BucketAttempts; null when it is not one (the writer then starts counting afresh). */
