@@ -42,9 +42,8 @@ if (!process.env.NATSLAKE_NATS_SERVER) {
   process.env.NATSLAKE_NATS_SERVER = process.env.NATSLAKE_NATS_SERVER_CURRENT;
 }
 // A hung test fails after 5 minutes instead of hanging the run. Node's --test-timeout also ends a whole FILE at that
-// time, whatever its tests' own timeouts say; the files below need longer: when they are in the run, its cap is theirs.
-// They run in the pool like the others (first: they are the longest), one other file beside them — run on their own
-// after the rest, they added their whole time to CI's 30 minutes.
+// time, whatever its tests' own timeouts say; the files below need longer, so they run on their own (after the rest,
+// one at a time — the chaos subset then has the machine's cores to itself) under their own cap.
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const LONG_FILES = new Map([
   [resolve(REPO, "test", "chaos", "chaos-ci.test.ts"), 480_000],
@@ -58,14 +57,6 @@ const recorded = existsSync(DURATIONS) ? JSON.parse(readFileSync(DURATIONS, "utf
 const UNRECORDED_S = 60;
 const durationOf = (f) => recorded[relative(REPO, resolve(f))] ?? UNRECORDED_S;
 files.sort((a, b) => durationOf(b) - durationOf(a));
-// Two chaos runs at once would each be judged (recovery times) on a machine the other loads: the longest long file
-// goes first, the other long ones last, so they never run side by side.
-const longOnes = files.filter((f) => LONG_FILES.has(resolve(f)));
-if (longOnes.length > 1) {
-  const later = new Set(longOnes.slice(1));
-  const reordered = [...files.filter((f) => !later.has(f)), ...longOnes.slice(1)];
-  files.splice(0, files.length, ...reordered);
-}
 const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout"];
 if (process.env.TEST_RECORD_DURATIONS === "1") {
   process.env.TEST_DURATIONS_OUT = DURATIONS;
@@ -74,5 +65,8 @@ if (process.env.TEST_RECORD_DURATIONS === "1") {
 const run = (list, cap, concurrencyOf) =>
   spawnSync(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrencyOf}`, `--test-timeout=${cap}`, ...reporters, ...list], { stdio: "inherit", env: process.env }).status ?? 1;
 const defaultCap = Number(process.env.TEST_TIMEOUT_MS ?? 300000);
-const cap = Math.max(defaultCap, ...files.map((f) => LONG_FILES.get(resolve(f)) ?? 0));
-process.exit(run(files, cap, concurrency));
+const long = files.filter((f) => LONG_FILES.has(resolve(f)));
+const rest = files.filter((f) => !LONG_FILES.has(resolve(f)));
+let status = rest.length > 0 ? run(rest, defaultCap, concurrency) : 0;
+for (const f of long) status = run([f], Math.max(defaultCap, LONG_FILES.get(resolve(f))), 1) || status;
+process.exit(status);

@@ -20,7 +20,7 @@ import { COMMIT_FAILPOINTS, WRITER_FAILPOINTS } from "../../chaos/faults.ts";
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 /**
  * Node's runner ends a whole file at `--test-timeout` whatever a test's own timeout says: scripts/run-tests.mjs gives
- * the run 8 minutes when this file is in it (it starts first, beside one other file), so the subset must stay below that.
+ * this file 8 minutes (and runs it after the others, on its own), so the subset must stay below that.
  */
 const BUDGET_MS = 7 * 60_000;
 
