@@ -47,7 +47,6 @@ if (!process.env.NATSLAKE_NATS_SERVER) {
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const LONG_FILES = new Map([
   [resolve(REPO, "test", "chaos", "chaos-ci.test.ts"), 480_000],
-  [resolve(REPO, "test", "chaos", "chaos-ci-s3.test.ts"), 300_000],
 ]);
 // Files start in the order given, as many at a time as the concurrency allows: the longest first (their durations as
 // test/durations.json last recorded them; a file not recorded yet counts as a long one), so that no long file starts

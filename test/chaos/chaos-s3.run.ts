@@ -1,5 +1,5 @@
 /**
- * The chaos suite's CI subset on an S3 warehouse: `committer-failpoints` with `--s3` (a SeaweedFS of its own) —
+ * The chaos suite on an S3 warehouse (`npm run test:chaos-s3`; not part of `npm test`, whose 30 minutes it no longer fits): `committer-failpoints` with `--s3` (a SeaweedFS of its own) —
  * every commit failpoint around the snapshot's conditional put, where an object store differs most from a
  * filesystem's `link()`. `writer-failpoints --s3` (`io.write.mid` cutting a PUT half-way among them) runs in the full
  * suite; CI's 30 minutes do not hold both (about 2 minutes each here). The local-directory subset is test/chaos/chaos-ci.test.ts;
