@@ -197,14 +197,20 @@ export function dlqDroppedOf(state: StreamSeqState): number {
   return Math.max(0, state.first_seq - 1);
 }
 
-/** `dlqDroppedOf` of the live DLQ stream; null when it does not exist (yet). */
-export async function dlqDropped(jsm: JetStreamManager, subjects: Subjects): Promise<number | null> {
+/** The stream's info; null when it does not exist. */
+async function streamInfoOrNull(jsm: JetStreamManager, name: string): Promise<StreamInfo | null> {
   try {
-    return dlqDroppedOf((await jsm.streams.info(subjects.dlqStream)).state);
+    return await jsm.streams.info(name);
   } catch (e) {
     if (isApiError(e, STREAM_NOT_FOUND)) return null;
     throw e;
   }
+}
+
+/** `dlqDroppedOf` of the live DLQ stream; null when it does not exist (yet). */
+export async function dlqDropped(jsm: JetStreamManager, subjects: Subjects): Promise<number | null> {
+  const info = await streamInfoOrNull(jsm, subjects.dlqStream);
+  return info === null ? null : dlqDroppedOf(info.state);
 }
 
 /**
@@ -273,6 +279,7 @@ async function createKv(kvm: Kvm, name: string, opts: { history: number; replica
 }
 
 const isApiError = (e: unknown, code: number): boolean => e instanceof JetStreamApiError && e.code === code;
+const isNoResponders = (e: unknown): boolean => e instanceof errors.NoRespondersError || (e instanceof errors.RequestError && e.isNoResponders());
 
 /**
  * True when a JetStream request failed for a reason that passes by itself: no answer in time, nobody answering the
@@ -281,10 +288,9 @@ const isApiError = (e: unknown, code: number): boolean => e instanceof JetStream
  */
 export function isTransientJetStreamError(e: unknown): boolean {
   for (let c: unknown = e, depth = 0; c instanceof Error && depth < 5; c = c.cause, depth++) {
-    if (c instanceof errors.TimeoutError || c instanceof errors.NoRespondersError) return true;
+    if (c instanceof errors.TimeoutError || isNoResponders(c)) return true;
     // @nats-io/jetstream does not export this class from its public entry point; its name is its contract.
     if (c.name === "JetStreamNotEnabled") return true;
-    if (c instanceof errors.RequestError && c.isNoResponders()) return true;
     if (isApiError(c, CLUSTER_NOT_AVAILABLE)) return true;
   }
   return false;
@@ -343,22 +349,15 @@ async function ensureStream(jsm: JetStreamManager, want: Partial<StreamConfig> &
 // ---------------------------------------------------------------------------------------------------------------
 // Reading table metadata (producers)
 
-/** Opens a KV bucket that must exist (no creation). */
-const isNoResponders = (e: unknown): boolean => e instanceof errors.NoRespondersError || (e instanceof errors.RequestError && e.isNoResponders());
-
 /**
  * Whether KV bucket `name` exists (its stream's info). A direct get (see openKv) on a bucket that does not exist finds
  * no responder instead of the "stream not found" a message get is answered with: this tells the two apart.
  */
 async function kvBucketExists(nc: NatsConnection, name: string): Promise<boolean> {
-  try {
-    await (await jetstreamManager(nc)).streams.info(`KV_${name}`);
-    return true;
-  } catch (e) {
-    if (isApiError(e, STREAM_NOT_FOUND)) return false;
-    throw e;
-  }
+  return (await streamInfoOrNull(await jetstreamManager(nc), `KV_${name}`)) !== null;
 }
+
+/** Opens a KV bucket that must exist (no creation). */
 
 export async function openKv(nc: NatsConnection, name: string): Promise<KV> {
   // Reads by direct get (the nodes create every bucket with allow_direct, as nats.js does on servers that have it):
