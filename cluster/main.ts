@@ -19,7 +19,7 @@ process.stdout.on("error", (e: NodeJS.ErrnoException) => {
 
 export async function main(argv: string[]): Promise<number> {
   try {
-    await buildProgram(out).parseAsync(argv);
+    await (await buildProgram(out, argv.slice(2))).parseAsync(argv);
     return 0;
   } catch (e) {
     // commander has printed its message already (help and version exit 0).

@@ -16,7 +16,10 @@
 #                       $NATSLAKE_TOOLS_DIR/seaweedfs-<version>/weed, only when missing (from cold Go caches about 5 min on 2
 #                       shared cores, 2.1 GB of modules; NATSLAKE_WEED_INSTALL_TIMEOUT, default 3600 s); exported as NATSLAKE_WEED
 #   2. python venv      .venv with the pinned oracles (pypaimon, pyarrow, duckdb; nats-py and msgpack for the Python consumer and publisher); pip only when they are not
-#                       already installed at exactly these versions
+#                       already installed at exactly these versions. A checkout without a .venv gets a symbolic link to a
+#                       venv shared by every checkout of the same pins and Python ($NATSLAKE_VENV_CACHE, default
+#                       ~/.cache/natslake/venvs/<hash>): a clean checkout (CI's) then skips the 30 s pip install. A real
+#                       .venv directory (made by hand, or NATSLAKE_VENV_CACHE=off) is used as it is
 #   2b. java oracle     Java Paimon (paimon-bundle 1.4.2 + the Hadoop classes its Parquet reader links against) copied
 #                       by Maven from test/compat/java/pom.xml into $NATSLAKE_JAVA_ORACLE_DIR (default
 #                       ~/.cache/natslake/java-oracle)/lib, and test/compat/java/*.java (PaimonRead, the table reader;
@@ -186,9 +189,20 @@ fi
 # ---------------------------------------------------------------------------------------------------------------
 phase_begin "python venv"
 venv_note="up to date"
+VENV_CACHE="${NATSLAKE_VENV_CACHE:-$HOME/.cache/natslake/venvs}"
+if [[ ! -e "$VENV" && ! -L "$VENV" && "$VENV_CACHE" != "off" ]] && command -v python3 >/dev/null 2>&1; then
+  # One shared venv per (pins, Python version): a new pin or a new Python makes a new one, never changes one in use.
+  venv_key="$( { printf '%s\n' "${PY_PINS[@]}"; python3 --version 2>&1; } | sha256sum | cut -c1-16)"
+  mkdir -p "$VENV_CACHE"
+  ln -s "$VENV_CACHE/$venv_key" "$VENV"
+  # Two checkouts preparing the same shared venv at once: the second waits for the first (flock), then finds it ready.
+  exec {venv_lock}>"$VENV_CACHE/$venv_key.lock"
+  flock "$venv_lock"
+  venv_where="shared: $VENV_CACHE/$venv_key; "
+fi
 if ! venv_ok; then
-  rm -rf "$VENV"
-  python3 -m venv "$VENV" || die "python3 -m venv failed (is python3-venv installed?)"
+  rm -rf "$(readlink -f "$VENV")"
+  python3 -m venv "$(readlink -f "$VENV")" || die "python3 -m venv failed (is python3-venv installed?)"
   venv_note="created"
 fi
 if ! pins_ok; then
@@ -198,8 +212,9 @@ if ! pins_ok; then
   pins_ok || die "after pip install, ${PY_PINS[*]} still do not import at the pinned versions"
   venv_note="$venv_note, installed ${PY_PINS[*]}"
 fi
+if [[ -n "${venv_lock:-}" ]]; then exec {venv_lock}>&-; fi
 export NATSLAKE_PYTHON="$VENV/bin/python"
-phase_end "$venv_note; $("$NATSLAKE_PYTHON" --version 2>&1)"
+phase_end "${venv_where:-}$venv_note; $("$NATSLAKE_PYTHON" --version 2>&1)"
 
 # ---------------------------------------------------------------------------------------------------------------
 phase_begin "java oracle"

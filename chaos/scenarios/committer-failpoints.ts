@@ -17,12 +17,12 @@ export const scenarios: Scenario[] = [
     name: "committer-failpoints",
     description: "the leader SIGKILLs itself at each commit failpoint in turn (armed on the standby, leadership handed over)",
     ci: true,
-    defaultDurationMs: 50_000,
+    defaultDurationMs: 40_000,
     async run(ctx) {
       await ctx.sleep(3000);
       for (const point of COMMIT_FAILPOINTS) {
         await committerFailpointFault(ctx, point);
-        await ctx.sleep(2000);
+        await ctx.sleep(1000); // each fault already waits for the victim's restart and its buckets' hand-back
       }
     },
   },

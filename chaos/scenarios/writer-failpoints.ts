@@ -21,7 +21,7 @@ export const scenarios: Scenario[] = [
       await ctx.sleep(4000);
       for (const point of WRITER_FAILPOINTS) {
         await writerFailpointFault(ctx, point);
-        await ctx.sleep(2000);
+        await ctx.sleep(1000); // each fault already waits for the victim's restart and its buckets' hand-back
       }
     },
   },

@@ -7,15 +7,14 @@ import { pino } from "pino";
 import type { Logger } from "../../actors/runtime/index.ts";
 import { ErrorKind, LakeError, isLakeError } from "../../src/errors.ts";
 import { loadNodeConfig, type NodeConfig } from "../config.ts";
-import { Node } from "../node.ts";
+import type { Node } from "../node.ts";
 import { readTableMeta } from "../nats/table-infra.ts";
 import { Subjects } from "../nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "../snapshots-client.ts";
 import { connectOrExplain, parsePositiveInt, UsageError, parseNonNegativeInt, WAREHOUSE_FLAG, WAREHOUSE_HELP, examples } from "./common.ts";
 import { redactUrl } from "../nats/connect-errors.ts";
-import { publishFile, type PublishFlags } from "./publish-command.ts";
-import { runUp, type UpFlags } from "./up-command.ts";
-import { startMetricsServer } from "../metrics-server.ts";
+import type { PublishFlags } from "./publish-command.ts";
+import type { UpFlags } from "./up-command.ts";
 import { startTracingIfConfigured, type Tracing } from "../tracing.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
 import { serveNodeControl } from "../node-control.ts";
@@ -159,6 +158,10 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
       process.once("SIGTERM", () => onSignal("SIGTERM"));
       process.once("SIGINT", () => onSignal("SIGINT"));
       // Before the node creates its instruments: until a meter provider is set they would be no-ops.
+      // The node, the metrics SDK and the exporter load here, not when the CLI starts: the other commands of this
+      // group (publish, subscribe, up) need none of them (command-groups.ts).
+      const { Node } = await import("../node.ts");
+      const { startMetricsServer } = await import("../metrics-server.ts");
       const metricsServer = cfg.metricsPort !== undefined ? await startMetricsServer({ port: cfg.metricsPort, host: cfg.metricsHost, nodeId: cfg.nodeId }) : null;
       if (metricsServer !== null) log.info("metrics endpoint listening", { url: `http://${cfg.metricsHost}:${metricsServer.port}/metrics` });
       node = await Node.start(cfg, log);
@@ -199,7 +202,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
         "until Ctrl-C or --duration whatever the nodes do (nodes you start by hand use them too); one that exits is\n" +
         "reported at once. Every process's output is in the logs folder: node-N.log, nats-server.log, redis-server.log.",
     )
-    .action((o: UpFlags) => runUp(o, out));
+    .action(async (o: UpFlags) => (await import("./up-command.ts")).runUp(o, out));
 
   program
     .command("publish <table> <file>")
@@ -222,7 +225,7 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
         "Publishing a file twice without --idempotent stores its rows twice.\n" +
         examples("natslake publish shop.orders orders.jsonl --nats nats://127.0.0.1:4222 --wait-visible", "natslake publish shop.orders orders.csv --nats nats://127.0.0.1:4222 --idempotent"),
     )
-    .action((table: string, file: string, o: PublishFlags) => publishFile(table, file, o, out));
+    .action(async (table: string, file: string, o: PublishFlags) => (await import("./publish-command.ts")).publishFile(table, file, o, out));
 
   program
     .command("subscribe <table>")

@@ -1,32 +1,22 @@
 /**
- * The `natslake` commander program: every command group of cluster/cli/ registered on one program. Building it runs
- * nothing, so a test can parse a command line with the real option parser (cluster/main.ts runs it).
+ * The `natslake` commander program: the command groups of cluster/cli/ (command-groups.ts) registered on one program.
+ * Building it runs nothing, so a test can parse a command line with the real option parser (cluster/main.ts runs it).
  */
 import { Command } from "commander";
-import { registerDataCommands } from "./data-commands.ts";
-import { registerTailCommand } from "./tail-command.ts";
-import { registerStatusCommand } from "./status-command.ts";
-import { registerTableCommands } from "./table-commands.ts";
-import { registerClusterCommands } from "./cluster-commands.ts";
-import { registerChaosCommands } from "./chaos-commands.ts";
-import { registerMaintenanceCommands } from "./maintenance-commands.ts";
-import { registerConsumerCommands } from "./consumer-commands.ts";
-import { registerExpirePartitionsCommand } from "./expire-partitions-command.ts";
-import { registerRemoveOrphansCommand } from "./remove-orphans-command.ts";
-import { registerTagCommands } from "./tag-commands.ts";
-import { registerRollbackCommand } from "./rollback-command.ts";
-import { registerCompactCommand } from "./compact-command.ts";
-import { registerDlqCommands } from "./dlq-commands.ts";
-import { registerDoctorCommand } from "./doctor-command.ts";
 import { NATSLAKE_VERSION } from "../version.ts";
-import { installRedisCommitLock } from "../redis/commit-lock.ts";
+import { installLazyRedisCommitLock } from "../redis/lazy-commit-lock.ts";
 import { addConnectionFlags } from "./connection-flags.ts";
+import { COMMAND_GROUPS, commandWordOf, groupOf } from "./command-groups.ts";
 
-/** The program; `out` receives each line a command prints on stdout. */
-export function buildProgram(out: (s: string) => void): Command {
+/**
+ * The program; `out` receives each line a command prints on stdout. Given the command line's arguments (after the
+ * executable and the script), only the group of its command is loaded — when the command word is one the program
+ * knows; otherwise (no command, `--help`, a misspelt command that commander suggests the right one for) all of them.
+ */
+export async function buildProgram(out: (s: string) => void, args?: readonly string[]): Promise<Command> {
   // A warehouse URI with commit-lock=redis locks in the Redis NATSLAKE_REDIS names (src/io/commit-lock.ts); `natslake
   // node` registers its own --redis instead (cluster/node.ts).
-  installRedisCommitLock();
+  installLazyRedisCommitLock();
   const program = new Command("natslake")
     .description("natslake: rows published on NATS, landed as Apache Paimon tables")
     // Which code runs: the compiled build (dist/) or the TypeScript sources (bin/natslake.mjs decides and says so).
@@ -36,21 +26,10 @@ export function buildProgram(out: (s: string) => void): Command {
     // not to `node` (which has a --nats of its own).
     .enablePositionalOptions()
     .exitOverride();
-  registerTableCommands(program, out);
-  registerDataCommands(program, out);
-  registerClusterCommands(program, out);
-  registerMaintenanceCommands(program, out);
-  registerConsumerCommands(program, out);
-  registerTailCommand(program, out);
-  registerStatusCommand(program, out);
-  registerExpirePartitionsCommand(program, out);
-  registerRemoveOrphansCommand(program, out);
-  registerTagCommands(program, out);
-  registerRollbackCommand(program, out);
-  registerCompactCommand(program, out);
-  registerDlqCommands(program, out);
-  registerDoctorCommand(program, out);
-  registerChaosCommands(program);
+  const only = args === undefined ? undefined : groupOf(commandWordOf(args));
+  const groups = only !== undefined ? [only] : COMMAND_GROUPS;
+  const registers = await Promise.all(groups.map((g) => g.load()));
+  for (const register of registers) register(program, out);
   addConnectionFlags(program);
   return program;
 }

@@ -110,8 +110,11 @@ function commandSection(e: Entry, help: ReturnType<Command["createHelp"]>): stri
   return parts.join("\n\n");
 }
 
+// The whole program (every command group), built once: building it is asynchronous (the groups load on demand).
+const PROGRAM = await buildProgram(() => undefined);
+
 export function cliPage(): string {
-  const program = buildProgram(() => undefined);
+  const program = PROGRAM;
   const help = program.createHelp();
   const entries = commandsOf(program);
   const index = entries.slice(1).map((e) => `${"  ".repeat(e.depth - 1)}- [${e.title}](#${slug(e.title)})`);

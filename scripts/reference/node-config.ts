@@ -61,8 +61,10 @@ function defaultOf(inner: z.ZodType, dflt: unknown): string {
 }
 
 /** The `natslake node` flag of each setting: the option whose commander attribute is the setting's key. */
+const PROGRAM = await buildProgram(() => undefined);
+
 function nodeFlags(): Map<string, Option> {
-  const node = buildProgram(() => undefined).commands.find((c) => c.name() === "node");
+  const node = PROGRAM.commands.find((c) => c.name() === "node");
   if (node === undefined) throw new Error("node-config: the CLI has no `node` command");
   const keys = new Set(Object.keys(NodeConfigSchema.shape));
   const out = new Map<string, Option>();

@@ -25,24 +25,22 @@
  */
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
-import {
-  CopyObjectCommand,
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-} from "@aws-sdk/client-s3";
-import { Upload } from "@aws-sdk/lib-storage";
+import type * as S3SdkModule from "@aws-sdk/client-s3";
+import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpoint, failpointArmed } from "../failpoints.ts";
 import type { FileIO, FileStatus, WriteOptions } from "./file-io.ts";
 import type { CommitLock } from "./commit-lock.ts";
 import { countRequests, type S3AreaCounts, type S3RequestCounts, zeroAreaCounts, zeroCounts } from "./s3-requests.ts";
+
+type S3Sdk = typeof S3SdkModule;
+interface S3Clients {
+  readonly sdk: S3Sdk;
+  readonly client: S3Client;
+  readonly once: S3Client;
+}
+let s3Sdk: Promise<S3Sdk> | undefined;
+const loadS3Sdk = (): Promise<S3Sdk> => (s3Sdk ??= import("@aws-sdk/client-s3"));
 
 export interface S3Settings {
   bucket: string;
@@ -93,9 +91,9 @@ export class S3FileIO implements FileIO {
   readonly requestsByArea: S3AreaCounts = zeroAreaCounts();
   /** Bytes of object bodies read so far (whole objects and ranges). */
   bytesRead = 0;
-  private readonly client: S3Client;
-  /** For conditional puts only: no SDK retries (see the module comment). */
-  private readonly onceClient: S3Client;
+  /** The SDK's client settings; the clients are made at the first request (see `s3()`). */
+  private readonly clientConfig: S3ClientConfig;
+  private clients: Promise<S3Clients> | undefined;
   private readonly multipartThreshold: number;
   private readonly partSize: number;
   private readonly createAttempts: number;
@@ -118,13 +116,26 @@ export class S3FileIO implements FileIO {
     };
     if (settings.endpoint !== undefined) base.endpoint = settings.endpoint;
     if (settings.credentials !== undefined) base.credentials = settings.credentials;
-    this.client = new S3Client({ ...base, maxAttempts: settings.maxAttempts ?? 5, retryMode: "standard" });
-    this.onceClient = new S3Client({ ...base, maxAttempts: 1 });
-    countRequests(this.client, this.requests, this.requestsByArea);
-    countRequests(this.onceClient, this.requests, this.requestsByArea);
+    this.clientConfig = base;
     this.multipartThreshold = settings.multipartThreshold ?? 32 * MiB;
     this.partSize = Math.max(5 * MiB, settings.partSize ?? 16 * MiB);
     this.createAttempts = settings.createAttempts ?? 5;
+  }
+
+  /**
+   * The SDK and the two clients, loaded and made at the first request: the SDK is a fifth of a second of every
+   * process start that loads it, and most processes (the CLI on a local warehouse, a node on one) never touch S3.
+   */
+  private s3(): Promise<S3Clients> {
+    this.clients ??= loadS3Sdk().then((sdk) => {
+      const client = new sdk.S3Client({ ...this.clientConfig, maxAttempts: this.settings.maxAttempts ?? 5, retryMode: "standard" });
+      // For conditional puts only: no SDK retries (see the module comment).
+      const once = new sdk.S3Client({ ...this.clientConfig, maxAttempts: 1 });
+      countRequests(client, this.requests, this.requestsByArea);
+      countRequests(once, this.requests, this.requestsByArea);
+      return { sdk, client, once };
+    });
+    return this.clients;
   }
 
   uriOf(path: string): string {
@@ -145,7 +156,8 @@ export class S3FileIO implements FileIO {
 
   async readFile(path: string): Promise<Uint8Array> {
     try {
-      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path) }));
+      const s3 = await this.s3();
+      const res = await s3.client.send(new s3.sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path) }));
       const bytes = await res.Body!.transformToByteArray();
       this.bytesRead += bytes.length;
       return bytes;
@@ -160,7 +172,8 @@ export class S3FileIO implements FileIO {
   async readRange(path: string, offset: number, length: number): Promise<Uint8Array> {
     if (length <= 0) return new Uint8Array(0);
     try {
-      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path), Range: `bytes=${offset}-${offset + length - 1}` }));
+      const s3 = await this.s3();
+      const res = await s3.client.send(new s3.sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path), Range: `bytes=${offset}-${offset + length - 1}` }));
       const bytes = await res.Body!.transformToByteArray();
       this.bytesRead += bytes.length;
       return bytes;
@@ -182,13 +195,17 @@ export class S3FileIO implements FileIO {
       if (failpointArmed("io.write.mid")) {
         // Chaos: the upload dies half-way (a crash in the middle of a PUT). The server got a request shorter than
         // its Content-Length, so no object may appear.
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Readable.from(halvesWithFailpoint(body)), ContentLength: body.length }));
+        const s3 = await this.s3();
+        await s3.client.send(new s3.sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Readable.from(halvesWithFailpoint(body)), ContentLength: body.length }));
       } else if (body.length <= this.multipartThreshold) {
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
+        const s3 = await this.s3();
+        await s3.client.send(new s3.sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
       } else {
         // Parts go up two at a time; the object appears only when the upload completes, and a failed upload is
         // aborted (its parts removed).
-        await new Upload({ client: this.client, params: { Bucket: this.bucket, Key: key, Body: body }, partSize: this.partSize, queueSize: 2, leavePartsOnError: false }).done();
+        const s3 = await this.s3();
+        const { Upload } = await import("@aws-sdk/lib-storage");
+        await new Upload({ client: s3.client, params: { Bucket: this.bucket, Key: key, Body: body }, partSize: this.partSize, queueSize: 2, leavePartsOnError: false }).done();
       }
     } catch (e) {
       throw this.wrap(e, "write", path);
@@ -202,7 +219,8 @@ export class S3FileIO implements FileIO {
   async copyFile(from: string, to: string): Promise<void> {
     const source = `${this.bucket}/${this.keyOf(from).split("/").map(encodeURIComponent).join("/")}`;
     try {
-      await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: this.keyOf(to), CopySource: source }));
+      const s3 = await this.s3();
+      await s3.client.send(new s3.sdk.CopyObjectCommand({ Bucket: this.bucket, Key: this.keyOf(to), CopySource: source }));
     } catch (e) {
       throw this.wrap(e, "copy", `${from} -> ${to}`);
     }
@@ -238,7 +256,8 @@ export class S3FileIO implements FileIO {
       }
       try {
         // A plain PUT: retried by the SDK, which is harmless here — nobody else writes this key while we hold the lock.
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
+        const s3 = await this.s3();
+        await s3.client.send(new s3.sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
       } catch (e) {
         throw this.wrap(e, "create", path);
       }
@@ -252,7 +271,8 @@ export class S3FileIO implements FileIO {
     let unknown: unknown;
     for (let attempt = 1; attempt <= this.createAttempts; attempt++) {
       try {
-        await this.onceClient.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length, IfNoneMatch: "*" }));
+        const s3 = await this.s3();
+        await s3.once.send(new s3.sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length, IfNoneMatch: "*" }));
         return true;
       } catch (e) {
         const status = statusOf(e);
@@ -322,7 +342,8 @@ export class S3FileIO implements FileIO {
   /** A file (an object, not a prefix) is at `path`: one HEAD. */
   async isFile(path: string): Promise<boolean> {
     try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path) }));
+      const s3 = await this.s3();
+      await s3.client.send(new s3.sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path) }));
       return true;
     } catch (e) {
       if (isNotFound(e)) return false;
@@ -362,8 +383,9 @@ export class S3FileIO implements FileIO {
 
   private async listPage(prefix: string, delimiter: string | undefined, token: string | undefined, maxKeys?: number) {
     try {
-      return await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token, MaxKeys: maxKeys }),
+      const s3 = await this.s3();
+      return await s3.client.send(
+        new s3.sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token, MaxKeys: maxKeys }),
       );
     } catch (e) {
       throw this.wrap(e, "list", `/${prefix}`);
@@ -390,7 +412,8 @@ export class S3FileIO implements FileIO {
 
   private async deleteKey(key: string, path: string): Promise<void> {
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+      const s3 = await this.s3();
+      await s3.client.send(new s3.sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
     } catch (e) {
       throw this.wrap(e, "delete", path);
     }
@@ -405,7 +428,8 @@ export class S3FileIO implements FileIO {
       const keys = (res.Contents ?? []).map((o) => ({ Key: prefix + pages.nameUnder(prefix, o.Key) }));
       if (keys.length > 0) {
         try {
-          const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys, Quiet: true } }));
+          const s3 = await this.s3();
+          const out = await s3.client.send(new s3.sdk.DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys, Quiet: true } }));
           const failed = out.Errors?.[0];
           if (failed !== undefined) throw new Error(`${failed.Key}: ${failed.Code} ${failed.Message}`);
         } catch (e) {
@@ -421,7 +445,8 @@ export class S3FileIO implements FileIO {
     const prefix = this.prefixOf(path);
     if (prefix === "") return;
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: prefix, Body: new Uint8Array(0), ContentLength: 0 }));
+      const s3 = await this.s3();
+      await s3.client.send(new s3.sdk.PutObjectCommand({ Bucket: this.bucket, Key: prefix, Body: new Uint8Array(0), ContentLength: 0 }));
     } catch (e) {
       throw this.wrap(e, "mkdir", path);
     }
@@ -437,7 +462,8 @@ export class S3FileIO implements FileIO {
 
   private async head(path: string) {
     try {
-      return await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path) }));
+      const s3 = await this.s3();
+      return await s3.client.send(new s3.sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(path) }));
     } catch (e) {
       throw this.wrap(e, "head", path);
     }
@@ -446,7 +472,8 @@ export class S3FileIO implements FileIO {
   /** The bucket is there and these credentials may use it (for a clear error before anything else). */
   async checkBucket(): Promise<void> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      const s3 = await this.s3();
+      await s3.client.send(new s3.sdk.HeadBucketCommand({ Bucket: this.bucket }));
     } catch (e) {
       const status = statusOf(e);
       const why =
@@ -460,8 +487,11 @@ export class S3FileIO implements FileIO {
 
   /** Closes the clients' connection pools. */
   destroy(): void {
-    this.client.destroy();
-    this.onceClient.destroy();
+    // Clients still being made are closed once they are.
+    void this.clients?.then(({ client, once }) => {
+      client.destroy();
+      once.destroy();
+    });
   }
 
   private wrap(e: unknown, op: string, path: string): LakeError {

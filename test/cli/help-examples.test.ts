@@ -82,10 +82,10 @@ function shellWords(line: string): string[] {
 }
 
 test("help - every command and command group shows an example, and every example parses with the real CLI", async () => {
-  const entries = commandsOf(buildProgram(() => undefined));
+  const entries = commandsOf(await buildProgram(() => undefined));
   assert.ok(entries.length > 30, `the whole tree is walked (${entries.length} commands)`);
   // A second tree whose actions record the command they belong to instead of running it.
-  const parser = buildProgram(() => undefined);
+  const parser = await buildProgram(() => undefined);
   let ran: string | null = null;
   let parseErrors = "";
   parser.configureOutput({ writeOut: () => undefined, writeErr: (s) => (parseErrors += s) });
@@ -134,7 +134,7 @@ function docCommandLines(rel: string): string[] {
 
 /** Parses each line with a tree whose actions record the command they reach; fails naming the file and the line. */
 async function parseDocLines(rel: string, lines: string[]): Promise<void> {
-  const parser = buildProgram(() => undefined);
+  const parser = await buildProgram(() => undefined);
   let ran: string | null = null;
   let errors = "";
   parser.configureOutput({ writeOut: () => undefined, writeErr: (s) => (errors += s) });

@@ -31,7 +31,7 @@ function jsonLines(lines: string[]): { names: string[]; rows: Array<Record<strin
 /** `natslake read … --format jsonl` run in this process: the command's own parser and action, without a process start each. */
 async function readInProcess(args: string[]): Promise<{ names: string[]; rows: Array<Record<string, unknown>> }> {
   const lines: string[] = [];
-  await buildProgram((l) => lines.push(l)).parseAsync(["read", HISTORY_TABLE, ...args, "--format", "jsonl", "--warehouse", wh.path], { from: "user" });
+  await (await buildProgram((l) => lines.push(l))).parseAsync(["read", HISTORY_TABLE, ...args, "--format", "jsonl", "--warehouse", wh.path], { from: "user" });
   return jsonLines(lines);
 }
 

@@ -63,7 +63,7 @@ export function nodeServices(c: ComposeFile): Array<[string, ComposeService & { 
  * the CLI would print for a bad flag or setting.
  */
 export async function parseNodeCommand(args: string[], env: Record<string, string>): Promise<NodeConfig> {
-  const program = buildProgram(() => undefined);
+  const program = await buildProgram(() => undefined);
   const node = program.commands.find((c) => c.name() === "node");
   if (node === undefined) throw new Error("the CLI has no `node` command");
   let errors = "";
