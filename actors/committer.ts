@@ -307,9 +307,13 @@ export class CommitterActor implements Actor<CommitterMsg> {
       // Tests: a slow first round (a large backlog) — what orphan cleanup must wait for.
       await failpointAsync("committer.first-round");
       this.roundAt.stage = "announce-earlier";
-      // First round of this leadership: announce what an earlier leader linked but never announced.
+      // First round of this leadership: announce what an earlier leader linked but never announced — and the last
+      // one it recorded as announced, again: the record (KV) is written before the notification is published (see
+      // publishSnapshot), so a leader that died or closed its connection between the two left that id recorded and
+      // never sent (a chaos run under load saw the gap). Subscribers drop an id they have had (snapshots-client.ts);
+      // a consume session's wake-up is idempotent.
       const last = await this.d.bus.lastSnapshotNotified(this.d.table.name);
-      l.notified = last;
+      l.notified = Math.max(0, last - 1);
       const latest = (await this.d.table.snapshots.latestId()) ?? 0;
       if (latest > last) ctx.log.info("announcing snapshots an earlier leader did not", { table: this.d.table.name, from: last + 1, to: latest });
       await this.announceThrough(l, latest);

@@ -450,6 +450,9 @@ export async function natsPorts(nc: NatsConnection, subjects: Subjects): Promise
           nc.publish(subjects.snapshots(id(n.table)), data, { headers: h });
         } else nc.publish(subjects.snapshots(id(n.table)), data);
       }
+      // At the server before the leader goes on: a drained leader closes its connection right after its last commit,
+      // and a notification still in the client's buffer would be lost with it.
+      await nc.flush();
     },
     async lastSnapshotNotified(table: string): Promise<number> {
       return notifiedSnapshotId(await snap.get(subjects.tableKey(id(table))));
