@@ -376,6 +376,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         const live = await this.d.ingestLog.liveStream(this.d.table.name);
         const check = checkTableStream(this.d.table.name, st, live);
         if (!check.ok) return { type: "stream-mismatch", generation, reason: check.reason };
+        // An offset kept across a reopen (and the flushes sent after it) counts in the stream it was read from. The
+        // table may have moved onto another since (a re-created stream, then `table reset-offsets`, between the
+        // failed fetch and this reopen — the stream-reset test caught a writer resuming a new stream at the old
+        // stream's offset, skipping its first rows): open again from the committed offset instead.
+        if (opts.keepSent === true && this.stream !== "" && this.stream !== live.identity) return { type: "reopen", generation, from: "committed" };
         const offset = from ?? Number(st?.buckets.get(this.d.bucket)?.offset ?? 0n);
         // Sequence numbers from the same source as the offset (see `seq`); after the last one sent: as they are.
         const seq = !this.keyed ? null : opts.keepSent === true && this.seq !== null ? this.seq.next : await this.startSequence(latest, st?.buckets.get(this.d.bucket)?.seq, opts.committedSeq);
