@@ -26,13 +26,14 @@ if [[ ! -f "$env_file" ]]; then
   exit 2
 fi
 
-# 24 random bytes as 48 hex digits: nothing a shell, nats-server's config parser or a Redis ACL rule would read
-# specially.
+# `pw` and 24 random bytes as 48 hex digits: nothing a shell or a Redis ACL rule reads specially. The letters first
+# matter: nats-server parses an environment variable's value as a config value, so a bare `2e05…` would be refused
+# as a malformed number.
 random_secret() {
   if command -v openssl >/dev/null 2>&1; then
-    openssl rand -hex 24
+    printf 'pw%s\n' "$(openssl rand -hex 24)"
   elif command -v node >/dev/null 2>&1; then
-    node -e 'process.stdout.write(require("node:crypto").randomBytes(24).toString("hex") + "\n")'
+    node -e 'process.stdout.write("pw" + require("node:crypto").randomBytes(24).toString("hex") + "\n")'
   else
     echo "new-secrets.sh: needs openssl or node to make random passwords" >&2
     return 1
@@ -42,7 +43,7 @@ random_secret() {
 declare -A fresh=()
 for name in "${NAMES[@]}"; do
   fresh[$name]="$(random_secret)"
-  if [[ ! "${fresh[$name]}" =~ ^[0-9a-f]{48}$ ]]; then
+  if [[ ! "${fresh[$name]}" =~ ^pw[0-9a-f]{48}$ ]]; then
     echo "new-secrets.sh: could not make a random password" >&2
     exit 1
   fi
@@ -55,8 +56,10 @@ tmp="$(mktemp "${env_file}.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
 declare -A written=()
 while IFS= read -r line || [[ -n "$line" ]]; do
-  name="${line%%=*}"
-  if [[ "$line" == *=* && -v "fresh[$name]" ]]; then
+  # Only a plain NAME= is looked up (a subscript with `$(…)` in it would be expanded by bash's -v).
+  name=""
+  [[ "$line" =~ ^([A-Za-z_][A-Za-z0-9_]*)= ]] && name="${BASH_REMATCH[1]}"
+  if [[ -n "$name" && -v "fresh[$name]" ]]; then
     # A name given twice keeps one line: docker compose would take the last, so there is no second value to keep.
     [[ -v "written[$name]" ]] && continue
     printf '%s=%s\n' "$name" "${fresh[$name]}"

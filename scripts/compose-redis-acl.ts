@@ -35,7 +35,7 @@ export function composeRedisCommand(password: string): string[] {
 
 /** What docker-compose.yml reads in place of the password: compose/.env's variable, or a clear error without it. */
 export function composeSecretRef(name: string): string {
-  return `\${${name}:?${name} is not set: compose/.env sets it, compose/new-secrets.sh writes a random one}`;
+  return `\${${name}:?${name} is not set; compose/.env sets it, compose/new-secrets.sh writes a random one}`;
 }
 
 /** The redis service's `command:` line of docker-compose.yml (its indentation included). */
