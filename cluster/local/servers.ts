@@ -149,7 +149,7 @@ function fileTail(file: string, from: number): string {
  * stdout and stderr are appended to that file (the process writes it itself, so nothing is lost if its owner dies
  * first), and `output()` reads this run's part of it; else they are piped here and only their tail is kept.
  */
-export async function spawnServerProcess(bin: string, args: string[], o: { dir: string; detached?: boolean; hint?: string; logFile?: string }): Promise<ServerProcess> {
+export async function spawnServerProcess(bin: string, args: string[], o: { dir: string; detached?: boolean; hint?: string; logFile?: string; env?: NodeJS.ProcessEnv }): Promise<ServerProcess> {
   let proc: ChildProcess;
   let output: () => string;
   if (o.logFile !== undefined) {
@@ -157,13 +157,13 @@ export async function spawnServerProcess(bin: string, args: string[], o: { dir: 
     const from = existsSync(logFile) ? statSync(logFile).size : 0;
     const fd = openSync(logFile, "a");
     try {
-      proc = spawn(bin, args, { stdio: ["ignore", fd, fd], cwd: o.dir, detached: o.detached ?? false });
+      proc = spawn(bin, args, { stdio: ["ignore", fd, fd], cwd: o.dir, detached: o.detached ?? false, ...(o.env !== undefined ? { env: o.env } : {}) });
     } finally {
       closeSync(fd);
     }
     output = () => fileTail(logFile, from);
   } else {
-    const piped = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: o.dir, detached: o.detached ?? false });
+    const piped = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: o.dir, detached: o.detached ?? false, ...(o.env !== undefined ? { env: o.env } : {}) });
     let out = "";
     const keep = (b: Buffer): void => {
       out = (out + b.toString()).slice(-OUTPUT_KEPT);
@@ -237,11 +237,19 @@ interface LaunchSpec {
   detached?: boolean;
   /** Its stdout and stderr are appended here (else only their tail is kept, in memory). */
   logFile?: string;
+  /** Its environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 async function launch(spec: LaunchSpec): Promise<ServerHandle> {
   const { bin, args, port, dir, url, hint } = spec;
-  const server = await spawnServerProcess(bin, args, { dir, hint, ...(spec.detached !== undefined ? { detached: spec.detached } : {}), ...(spec.logFile !== undefined ? { logFile: spec.logFile } : {}) });
+  const server = await spawnServerProcess(bin, args, {
+    dir,
+    hint,
+    ...(spec.detached !== undefined ? { detached: spec.detached } : {}),
+    ...(spec.logFile !== undefined ? { logFile: spec.logFile } : {}),
+    ...(spec.env !== undefined ? { env: spec.env } : {}),
+  });
   const proc = server.proc;
   try {
     await waitForPort(port, proc, 15_000, server.output, spec.identify(() => proc.pid));
@@ -296,6 +304,8 @@ export interface NatsOptions {
    * command line's address, port, JetStream and name still apply.
    */
   config?: string;
+  /** The server's environment (default: this process's), e.g. the passwords a config file names as `$VARIABLE`. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
@@ -322,6 +332,7 @@ export async function startNats(opts: NatsOptions = {}): Promise<ServerHandle> {
     identify: () => natsIdentity(name, opts.probeTls),
     detached: opts.detached ?? false,
     ...(opts.logFile !== undefined ? { logFile: opts.logFile } : {}),
+    ...(opts.env !== undefined ? { env: opts.env } : {}),
   }));
 }
 

@@ -4,7 +4,8 @@ line (nats-py's defaults retry for two minutes and print a traceback per attempt
 Credentials and TLS come from the same environment variables as natslake's own commands (docs/operations/security.md):
 NATSLAKE_NATS_CREDS, NATSLAKE_NATS_NKEY (files; nats-py needs the `nkeys` package for them), NATSLAKE_NATS_USER with
 NATSLAKE_NATS_PASSWORD or NATSLAKE_NATS_PASSWORD_FILE, NATSLAKE_NATS_TOKEN or NATSLAKE_NATS_TOKEN_FILE,
-NATSLAKE_NATS_TLS_CA, NATSLAKE_NATS_TLS_CERT and NATSLAKE_NATS_TLS_KEY, NATSLAKE_NATS_TLS_FIRST."""
+NATSLAKE_NATS_TLS_CA, NATSLAKE_NATS_TLS_CERT and NATSLAKE_NATS_TLS_KEY, NATSLAKE_NATS_TLS_FIRST; and the inbox prefix of
+NATSLAKE_INBOX_PREFIX, which a user of natslake's generated permissions needs (`_INBOX.<user>`, docs/operations/permissions.md)."""
 
 import os
 import re
@@ -23,7 +24,7 @@ def _secret(value_var, file_var):
 
 
 def auth_options():
-    """nats-py connect() options from the NATSLAKE_NATS_* environment (files are read, secrets never printed)."""
+    """nats-py connect() options from the NATSLAKE_NATS_* environment and NATSLAKE_INBOX_PREFIX (files are read, secrets never printed)."""
     env = os.environ
     opts = {}
     if env.get("NATSLAKE_NATS_CREDS"):
@@ -33,6 +34,9 @@ def auth_options():
     if env.get("NATSLAKE_NATS_USER"):
         opts["user"] = env["NATSLAKE_NATS_USER"]
         opts["password"] = _secret("NATSLAKE_NATS_PASSWORD", "NATSLAKE_NATS_PASSWORD_FILE")
+    if env.get("NATSLAKE_INBOX_PREFIX"):
+        # Replies and consume sessions arrive under it: the only inboxes such a user may subscribe to.
+        opts["inbox_prefix"] = env["NATSLAKE_INBOX_PREFIX"]
     token = _secret("NATSLAKE_NATS_TOKEN", "NATSLAKE_NATS_TOKEN_FILE")
     if token:
         opts["token"] = token

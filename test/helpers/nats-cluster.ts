@@ -19,7 +19,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect } from "@nats-io/transport-node";
+import { connect, type ConnectionOptions } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort, startNats, type ServerHandle } from "./servers.ts";
 
@@ -64,6 +64,15 @@ export interface NatsClusterOptions {
   configFile?: string;
   /** More command-line arguments for every node. */
   extraArgs?: string[];
+  /** Every node's environment (default: this process's), e.g. the passwords `configFile` names as `$VARIABLE`. */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * How the readiness check logs in when the servers require it (user, pass, and the user's inboxPrefix): a user
+   * that may create and delete a stream.
+   */
+  readyAuth?: Pick<ConnectionOptions, "user" | "pass" | "inboxPrefix">;
+  /** Each node appends its log to `<logDir>/<name>.log` (kept after `stop`), else only its output's tail is kept. */
+  logDir?: string;
   /** How long `startNatsCluster` / `restart` / `waitReady` wait for a working JetStream meta group (default 30 s). */
   readyTimeoutMs?: number;
 }
@@ -166,7 +175,14 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
 
   const startNode = async (node: NatsClusterNode): Promise<void> => {
     if (node.handle) throw new Error(`node ${node.name} is already running (pid ${node.handle.pid})`);
-    node.handle = await startNats({ bin, port: node.port, dir: node.dir, extraArgs: argsFor(node) });
+    node.handle = await startNats({
+      bin,
+      port: node.port,
+      dir: node.dir,
+      extraArgs: argsFor(node),
+      ...(opts.env !== undefined ? { env: opts.env } : {}),
+      ...(opts.logDir !== undefined ? { logFile: join(opts.logDir, `${node.name}.log`) } : {}),
+    });
     node.paused = false;
   };
 
@@ -180,7 +196,7 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
     const replicas = Math.min(3, size);
     const deadline = Date.now() + timeoutMs;
     const urls = nodes.filter((n) => n.handle && !n.paused).map((n) => n.url);
-    const nc = await connect({ servers: urls, timeout: 2000, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
+    const nc = await connect({ ...opts.readyAuth, servers: urls, timeout: 2000, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
     let lastErr: unknown;
     try {
       while (Date.now() < deadline) {

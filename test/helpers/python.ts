@@ -41,6 +41,8 @@ export interface RunPythonOptions {
   input?: string;
   /** Kill the script (SIGKILL) and reject after this long. Default 120 s. */
   timeoutMs?: number;
+  /** More environment variables for the script (e.g. the NATS user it logs in as). */
+  env?: Record<string, string>;
 }
 
 /** Runs `python <scriptPath> ...args`; resolves with stdout (UTF-8), rejects with stderr on a non-zero exit. */
@@ -50,7 +52,7 @@ export function runPython(scriptPath: string, args: string[], opts: RunPythonOpt
   return new Promise<string>((resolve, reject) => {
     const child = spawn(bin, [scriptPath, ...args], {
       stdio: ["pipe", "pipe", "pipe"],
-      env: { ...process.env, PYTHONUTF8: "1", PYTHONDONTWRITEBYTECODE: "1" },
+      env: { ...process.env, ...opts.env, PYTHONUTF8: "1", PYTHONDONTWRITEBYTECODE: "1" },
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];

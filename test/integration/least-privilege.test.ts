@@ -22,6 +22,7 @@ import { Kvm } from "@nats-io/kv";
 import { startNats, startRedis, type ServerHandle } from "../helpers/servers.ts";
 import { spawnNode, waitFor } from "../helpers/cluster.ts";
 import { runNatslake } from "../helpers/warehouse-cli.ts";
+import { permissionViolationsIn } from "../helpers/nats-violations.ts";
 import { authorizationBlock, type Role, type UserSpec } from "../../cluster/nats/permissions.ts";
 import { clientInboxPrefix, INBOX_PREFIX_ENV } from "../../cluster/nats/inbox.ts";
 import { committerAclRules } from "../../cluster/redis/acl.ts";
@@ -69,10 +70,9 @@ async function connectAs(name: string): Promise<NatsConnection> {
   return nc;
 }
 
-/** The server's permission violations so far, as `user subject` lines. */
+/** The server's permission violations so far, as `user kind subject` lines. */
 function violations(): string[] {
-  const log = readFileSync(join(dir, "nats.log"), "utf8");
-  return [...log.matchAll(/"[^"]*user:([^"]+)" - (\w+) Violation - Subject "([^"]+)"/g)].map((m) => `${m[1]} ${m[2]} ${m[3]}`);
+  return permissionViolationsIn([join(dir, "nats.log")]);
 }
 
 /** Rejects (or throws) with a NATS permissions violation. */
