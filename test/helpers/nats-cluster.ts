@@ -73,6 +73,11 @@ export interface NatsClusterOptions {
   readyAuth?: Pick<ConnectionOptions, "user" | "pass" | "inboxPrefix">;
   /** Each node appends its log to `<logDir>/<name>.log` (kept after `stop`), else only its output's tail is kept. */
   logDir?: string;
+  /**
+   * More configuration text for every node's config file, beside `jetstream` (e.g. an `authorization` block). Not
+   * together with `configFile`.
+   */
+  config?: string;
   /** How long `startNatsCluster` / `restart` / `waitReady` wait for a working JetStream meta group (default 30 s). */
   readyTimeoutMs?: number;
 }
@@ -119,9 +124,9 @@ async function distinctFreePorts(n: number): Promise<number[]> {
   return [...ports];
 }
 
-function configText(jetstream: Record<string, string | number | boolean>): string {
-  const lines = Object.entries(jetstream).map(([k, v]) => `  ${k}: ${typeof v === "string" ? JSON.stringify(v) : String(v)}`);
-  return `# written by test/helpers/nats-cluster.ts\njetstream {\n${lines.join("\n")}\n}\n`;
+function configText(jetstream: Record<string, string | number | boolean> | undefined, config: string | undefined): string {
+  const lines = Object.entries(jetstream ?? {}).map(([k, v]) => `  ${k}: ${typeof v === "string" ? JSON.stringify(v) : String(v)}`);
+  return `# written by test/helpers/nats-cluster.ts\n${lines.length > 0 ? `jetstream {\n${lines.join("\n")}\n}\n` : ""}${config ?? ""}`;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -131,7 +136,7 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`size must be a positive integer, got ${size}`);
   const bin = opts.bin ?? natsServerBin("default");
   const version = natsServerVersion(bin).join(".");
-  if (opts.configFile !== undefined && opts.jetstream !== undefined) throw new Error("give either configFile or jetstream, not both");
+  if (opts.configFile !== undefined && (opts.jetstream !== undefined || opts.config !== undefined)) throw new Error("give either configFile or jetstream/config, not both");
   const clusterName = opts.clusterName ?? "natslake";
   const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
   const root = mkdtempSync(join(tmpdir(), "natslake-natscluster-"));
@@ -165,9 +170,9 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
       ...(routes.length ? ["--routes", routes.join(",")] : []),
     ];
     if (opts.configFile !== undefined) args.push("-c", opts.configFile);
-    if (opts.jetstream && Object.keys(opts.jetstream).length > 0) {
+    if ((opts.jetstream && Object.keys(opts.jetstream).length > 0) || opts.config !== undefined) {
       const conf = join(node.dir, "nats.conf");
-      writeFileSync(conf, configText(opts.jetstream));
+      writeFileSync(conf, configText(opts.jetstream, opts.config));
       args.push("-c", conf);
     }
     return [...args, ...(opts.extraArgs ?? [])];
