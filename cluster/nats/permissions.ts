@@ -251,19 +251,32 @@ function confRules(r: SubjectRules): string {
 }
 
 /**
+ * A user outside the role table, with the permissions given (a test harness's own user, e.g. the chaos suite's
+ * readiness probe: it needs JetStream calls no natslake process makes, so no role is widened for it).
+ */
+export interface ExplicitUserSpec {
+  user: string;
+  password: UserSpec["password"];
+  /** What the user is for (the comment above its entry). */
+  what: string;
+  permissions: Permissions;
+}
+
+/**
  * nats-server's `authorization { users: [...] }` block for these users. Subjects are quoted (an unquoted `$JS…` would
  * be read as a variable); a password given by environment variable is written as a reference the server resolves.
  */
-export function authorizationBlock(users: readonly UserSpec[], subjects: Subjects): string {
+export function authorizationBlock(users: ReadonlyArray<UserSpec | ExplicitUserSpec>, subjects: Subjects): string {
   const names = new Set<string>();
   const lines: string[] = [];
   for (const u of users) {
     checkSubjectToken("user name", u.user);
     if (names.has(u.user)) throw dataInvalid(`user '${u.user}' is given twice`);
     names.add(u.user);
-    const p = permissionsOf(u, subjects);
+    const p = "permissions" in u ? u.permissions : permissionsOf(u, subjects);
     const password = "env" in u.password ? `$${checkEnvName(u.password.env)}` : JSON.stringify(u.password.literal);
-    lines.push(`    # ${u.roles.join(", ")} — tables: ${u.tables === "*" ? "every table" : u.tables.join(", ")}; inbox prefix ${clientInboxPrefix(u.user)}`);
+    const what = "permissions" in u ? u.what : `${u.roles.join(", ")} — tables: ${u.tables === "*" ? "every table" : u.tables.join(", ")}`;
+    lines.push(`    # ${what}; inbox prefix ${clientInboxPrefix(u.user)}`);
     lines.push(`    {`);
     lines.push(`      user: ${JSON.stringify(u.user)}`);
     lines.push(`      password: ${password}`);

@@ -57,6 +57,14 @@ test("permissions - the block quotes subjects, references environment passwords,
   assert.throws(() => permissionsOf(spec({ roles: [] }), s), /has no role/);
 });
 
+test("permissions - a user outside the role table gets exactly the permissions given, beside the role users", () => {
+  const harness = { user: "harness", password: { env: "HARNESS_PW" }, what: "a test harness", permissions: { publish: { allow: ["$JS.API.CONSUMER.LIST.*"], deny: [] }, subscribe: { allow: ["_INBOX.harness.>"], deny: [] } } };
+  const text = authorizationBlock([spec({}), harness], s);
+  assert.match(text, /# a test harness; inbox prefix _INBOX\.harness\n\s+\{\n\s+user: "harness"\n\s+password: \$HARNESS_PW\n\s+permissions: \{\n\s+publish: \{ allow: \["\$JS\.API\.CONSUMER\.LIST\.\*"\] \}\n\s+subscribe: \{ allow: \["_INBOX\.harness\.>"\] \}/);
+  assert.match(text, /# producer — tables: shop\.orders; inbox prefix _INBOX\.u\n/, "role users are written as before");
+  assert.throws(() => authorizationBlock([spec({ user: "harness" }), harness], s), /given twice/);
+});
+
 test("inboxes - nodes answer only subjects under _INBOX", () => {
   for (const ok of ["_INBOX.abc", "_INBOX.producer-a.xyz.1", "_INBOX_x.y"]) assert.equal(isClientInbox(ok), true, ok);
   for (const bad of [undefined, "", "_INBOX", "_INBOX.>", "_INBOX.*.x", "$JS.API.STREAM.PURGE.LAKE_IN_a_b", "lake.commit.a.b", "x._INBOX.y", "_INBOX. x"]) assert.equal(isClientInbox(bad), false, String(bad));
