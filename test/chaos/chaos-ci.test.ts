@@ -10,14 +10,12 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { ChaosReport } from "../../chaos/types.ts";
 import { COMMIT_FAILPOINTS, WRITER_FAILPOINTS } from "../../chaos/faults.ts";
+import { chaosReportsDir, runChaosRunner } from "../helpers/chaos-runner.ts";
 
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
 /**
  * Node's runner ends a whole file at `--test-timeout` whatever a test's own timeout says: scripts/run-tests.mjs gives
  * this file 8 minutes (and runs it after the others, on its own), so the subset must stay below that.
@@ -25,23 +23,10 @@ const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const BUDGET_MS = 7 * 60_000;
 
 test("chaos - the CI subset (each writer and commit failpoint, poison, maintenance kills, primary-key upserts under kills mid-flush and mid-compaction) passes every invariant", { timeout: BUDGET_MS + 60_000 }, async (t) => {
-  const reports = join(REPO, "chaos-reports", `ci-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+  const reports = chaosReportsDir("ci");
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", join(REPO, "chaos/main.ts"), "run", "--ci", "--reports", reports], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-  child.stderr.on("data", (b: Buffer) => (out += b.toString()));
-  // The runner stops every process it started when it gets SIGTERM; past the budget it gets one. So it does when Node's
-  // test runner ends this file (SIGTERM at --test-timeout): otherwise it would run on, orphaned, with its servers.
-  const timer = setTimeout(() => child.kill("SIGTERM"), BUDGET_MS + 30_000);
-  const onTerm = (): void => {
-    child.kill("SIGTERM");
-    process.exit(143);
-  };
-  process.once("SIGTERM", onTerm);
-  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
-  process.off("SIGTERM", onTerm);
-  clearTimeout(timer);
+  // Stopped past the budget (SIGTERM: the runner stops every process it started).
+  const { code, out } = await runChaosRunner(["run", "--ci", "--reports", reports], BUDGET_MS + 30_000);
   const elapsed = Date.now() - started;
   t.diagnostic(`chaos CI subset: exit ${code} after ${(elapsed / 1000).toFixed(0)} s; reports in ${reports}`);
   for (const line of out.split("\n").filter((l) => /^(PASS|FAIL)|seed|recovered|^\s+(ok|FAIL) /.test(l))) t.diagnostic(line);

@@ -9,27 +9,19 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { ChaosReport } from "../../chaos/types.ts";
+import { chaosReportsDir, runChaosRunner } from "../helpers/chaos-runner.ts";
 
-const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const SCENARIOS = ["committer-failpoints"];
 const BUDGET_MS = 4 * 60_000;
 
 test("chaos on S3 - the committer failpoints pass every invariant with the warehouse in SeaweedFS", { timeout: BUDGET_MS + 60_000 }, async (t) => {
-  const reports = join(REPO, "chaos-reports", `ci-s3-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+  const reports = chaosReportsDir("ci-s3");
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", join(REPO, "chaos/main.ts"), "run", ...SCENARIOS, "--s3", "--reports", reports], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-  child.stderr.on("data", (b: Buffer) => (out += b.toString()));
-  // The runner stops every process it started (SeaweedFS included) when it gets SIGTERM; past the budget it gets one.
-  const timer = setTimeout(() => child.kill("SIGTERM"), BUDGET_MS + 30_000);
-  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
-  clearTimeout(timer);
+  // Stopped past the budget (SIGTERM: the runner stops every process it started, SeaweedFS included).
+  const { code, out } = await runChaosRunner(["run", ...SCENARIOS, "--s3", "--reports", reports], BUDGET_MS + 30_000);
   const elapsed = Date.now() - started;
   t.diagnostic(`chaos on S3: exit ${code} after ${(elapsed / 1000).toFixed(0)} s; reports in ${reports}`);
   for (const line of out.split("\n").filter((l) => /^(PASS|FAIL)|seed|recovered|warehouse|^\s+(ok|FAIL) /.test(l))) t.diagnostic(line);
