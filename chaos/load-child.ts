@@ -10,7 +10,7 @@
  * and undecodable bytes on both paths. Every outcome goes to `out` as a JSON line (chaos/types.ts `LoadLine`),
  * flushed every 200 ms and at the end; SIGTERM stops publishing early (what was published still gets its outcome).
  */
-import { connect } from "@nats-io/transport-node";
+import { connectNats } from "../cluster/nats/connect.ts";
 import { jetstream } from "@nats-io/jetstream";
 import { startLoad } from "../test/helpers/load.ts";
 import { publishWithRetry, type RetryPolicy } from "../cluster/producer.ts";
@@ -45,7 +45,8 @@ const spec = readSpecArg<LoadSpec>("load-child.ts");
 const history = openHistory(spec.out);
 const line = (l: LoadLine): void => history.line(l);
 
-const nc = await connect({ servers: spec.urls, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "chaos-load" });
+// Credentials and inbox prefix from the environment (the producer's with `chaos run --auth`).
+const nc = await connectNats(spec.urls.join(","), {}, { maxReconnectAttempts: -1, reconnectTimeWait: 250, name: "chaos-load" });
 const startedAt = Date.now();
 let signalled = false;
 const load = startLoad({

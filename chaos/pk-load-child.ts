@@ -10,7 +10,8 @@
  * `LoadChangeLine`), flushed every 200 ms and at the end; SIGTERM stops handing over changes early (those handed
  * over still get their outcome).
  */
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectNats } from "../cluster/nats/connect.ts";
 import { startPkLoad } from "../test/helpers/pk-load.ts";
 import { createRng } from "./prng.ts";
 import { openHistory, readSpecArg, stoppedBy } from "./load-io.ts";
@@ -36,7 +37,8 @@ const history = openHistory(spec.out);
 const connections: NatsConnection[] = [];
 for (let i = 0; i < spec.producers; i++) {
   const urls = [...spec.urls.slice(i % spec.urls.length), ...spec.urls.slice(0, i % spec.urls.length)];
-  connections.push(await connect({ servers: urls, noRandomize: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: `chaos-pk-load-${i}` }));
+  // Credentials and inbox prefix from the environment (the producer's with `chaos run --auth`).
+  connections.push(await connectNats(urls.join(","), {}, { noRandomize: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: `chaos-pk-load-${i}` }));
 }
 const startedAt = Date.now();
 const rng = createRng(spec.seed);

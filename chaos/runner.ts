@@ -3,6 +3,9 @@
  * stopped a few seconds after the last fault, the cluster given time to commit everything acknowledged, node
  * processes stopped, the verifier, the report (JSON under chaos-reports/ and a human summary), everything stopped.
  *
+ * With `auth` (`chaos run --auth`, chaos/auth.ts) the servers require users, every process connects as its role, and
+ * the invariants include `permissions`: no nats-server of the run refused anything (chaos/nats-violations.ts).
+ *
  * Bounds: the load runs for the scenario's duration (at most 5 minutes more when the fault script is late), the
  * fault script has the duration plus 3 minutes, quiescence waits at most 2 minutes; every process is stopped by PID
  * in a finally (and by chaos/procs.ts on an unexpected exit of the runner).
@@ -19,6 +22,8 @@ import { Subjects } from "../cluster/nats/subjects.ts";
 import { createRng } from "./prng.ts";
 import { trackPid, untrackPid } from "./procs.ts";
 import { Topology, TABLE } from "./topology.ts";
+import { newChaosAuth } from "./auth.ts";
+import { permissionsInvariant } from "./nats-violations.ts";
 import { verify } from "./verifier.ts";
 import { verifyPk } from "./pk-verifier.ts";
 import { PK_COLUMNS, PK_KEY } from "../test/helpers/pk-model.ts";
@@ -47,15 +52,18 @@ export interface RunOptions {
   verbose: boolean;
   /** The warehouse in S3 (a SeaweedFS per run) instead of a directory. */
   s3?: boolean;
+  /** Users and least-privilege permissions on the servers, every process connecting as its role. */
+  auth?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-function spawnTsx(script: string, args: string[], logFile: string, stdoutFile?: string): ChildProcess {
+/** Starts `script` with `env` over this process's environment (a role's credentials travel there, never in `args`). */
+function spawnTsx(script: string, args: string[], env: Record<string, string>, logFile: string, stdoutFile?: string): ChildProcess {
   const err = openSync(logFile, "a");
   const out = stdoutFile ? openSync(stdoutFile, "a") : err;
   try {
-    const p = spawn(process.execPath, ["--import", "tsx", script, ...args], { cwd: REPO, stdio: ["ignore", out, err], env: process.env });
+    const p = spawn(process.execPath, ["--import", "tsx", script, ...args], { cwd: REPO, stdio: ["ignore", out, err], env: { ...process.env, ...env } });
     trackPid(p.pid, script);
     p.once("exit", () => untrackPid(p.pid));
     return p;
@@ -156,6 +164,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     durationMs: 0,
     natsServer: o.nats.label,
     warehouse: o.s3 === true ? "S3" : "local directory",
+    auth: o.auth === true,
     faults,
     rows: { published: 0, acknowledged: 0, unknown: 0, failed: 0, found: 0, deadLettered: 0, poison: 0, poisonInDlq: 0, unexpected: 0, failedButPresent: 0 },
     lost: 0,
@@ -183,7 +192,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     const overrides = mergeOverrides(mergeOverrides(workloadTable(s), s.topology), setup.topology);
     if (o.s3 === true && overrides?.warehouse !== undefined) throw new SkipRun(`${s.name} needs its warehouse in a directory of its own (${overrides.warehouse}); it does not run with --s3`);
     say(`starting the topology in ${dir}`);
-    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose, s3: o.s3 === true });
+    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose, s3: o.s3 === true, ...(o.auth === true ? { auth: newChaosAuth() } : {}) });
     const t = topology;
     if (t.s3 !== null) report.warehouse = t.s3.label;
     const budget = t.leaseTtlMs + t.commitIntervalMs + 10_000;
@@ -191,7 +200,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
 
     // The subscriber, attached to the NATS node the built-in nemeses never kill.
     const subscriberFile = join(dir, "subscriber.jsonl");
-    subProc = spawnTsx(SUBSCRIBER_CHILD, [t.natsUrls[t.subscriberNats]!, TABLE, String(durationMs + 900_000)], join(dir, "logs", "subscriber.log"), subscriberFile);
+    subProc = spawnTsx(SUBSCRIBER_CHILD, [t.natsUrls[t.subscriberNats]!, TABLE, String(durationMs + 900_000)], t.envFor("consumer"), join(dir, "logs", "subscriber.log"), subscriberFile);
     await sleep(1500);
 
     // The load, bounded in rows and time; stopped early (SIGTERM) a few seconds after the fault script is done.
@@ -206,7 +215,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     const specFile = join(dir, "load-spec.json");
     writeFileSync(specFile, JSON.stringify(spec));
     const loadStartedAt = Date.now();
-    loadProc = spawnTsx(w === undefined ? LOAD_CHILD : PK_LOAD_CHILD, [specFile], join(dir, "logs", "load.log"));
+    loadProc = spawnTsx(w === undefined ? LOAD_CHILD : PK_LOAD_CHILD, [specFile], t.envFor("producer"), join(dir, "logs", "load.log"));
     const loadExited = waitChild(loadProc, hardCapMs + 120_000);
     t.event("load started", { ratePerSec: load.ratePerSec, durationMs, ...(w === undefined ? { rawShare: load.rawShare, poison: load.poison } : { workload: w }) });
 
@@ -295,6 +304,8 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
       await topology.teardown().catch((e: unknown) => {
         error ??= `teardown: ${String(e)}`;
       });
+      // After the teardown: the servers' logs are complete (the verifier's own requests included).
+      if (topology.auth) report.invariants["permissions"] = permissionsInvariant(topology.natsLogFiles);
     }
     if (setup.cleanup) {
       await withDeadline(setup.cleanup(), 60_000, `${s.name}: cleanup`).catch((e: unknown) => {
@@ -334,7 +345,7 @@ export function summary(r: ChaosReport, reportPath: string): string {
   const lines: string[] = [];
   lines.push(`${r.skipped !== undefined ? "SKIP" : r.ok ? "PASS" : "FAIL"}  ${r.scenario}  run ${r.run}  seed ${r.seed}  ${secs(r.durationMs)}`);
   if (r.skipped !== undefined) lines.push(`  skipped: ${r.skipped}`);
-  lines.push(`  against ${r.natsServer}${r.warehouse !== undefined ? `; warehouse: ${r.warehouse}` : ""}`);
+  lines.push(`  against ${r.natsServer}${r.warehouse !== undefined ? `; warehouse: ${r.warehouse}` : ""}${r.auth !== undefined ? `; auth ${r.auth ? "on (a user per role, least privilege; Redis ACL)" : "off"}` : ""}`);
   const w = r.rows;
   lines.push(
     `  ${r.pk ? "changes" : "rows"}: ${w.published} published, ${w.acknowledged} acknowledged, ${w.unknown} unknown, ${w.failed} failed; ${w.found} in the table (pypaimon: ${r.pypaimonRows ?? "n/a"}), ${w.deadLettered} dead letters` +

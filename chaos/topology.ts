@@ -9,6 +9,9 @@
  * The warehouse is a directory in the run directory, or with `s3` an S3 bucket on a SeaweedFS of the run's own
  * (chaos/s3-warehouse.ts), which the verifier reads through a copy (`verifiableWarehouse`).
  *
+ * With `auth` (chaos/auth.ts) the servers require users and every process connects as its role; the runner's own
+ * connection (`nc`) is the operator's. The nats-servers' output goes to logs/nats/n<i>.log either way.
+ *
  * Every process is registered by PID (chaos/procs.ts) and stopped by PID in `teardown()`, also after a failure.
  */
 import { mkdirSync, openSync, readSync, closeSync, statSync } from "node:fs";
@@ -21,7 +24,7 @@ import { Subjects } from "../cluster/nats/subjects.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import { spawnNode } from "../test/helpers/cluster.ts";
 import { startNatsCluster, type NatsCluster } from "../test/helpers/nats-cluster.ts";
-import { startRedis, type ServerHandle } from "../cluster/local/servers.ts";
+import { startRedis, type RedisOptions, type ServerHandle } from "../cluster/local/servers.ts";
 import { adminRequest } from "../cluster/admin-client.ts";
 import { requestMaintenance } from "../cluster/maintenance-client.ts";
 import type { CompactSummary } from "../src/maintenance/compact-summary.ts";
@@ -31,6 +34,7 @@ import type { NatsChoice } from "./nats-choice.ts";
 import { startChaosS3, type ChaosS3 } from "./s3-warehouse.ts";
 import { trackPid, untrackPid } from "./procs.ts";
 import type { NodeExit, NodeRole, TopologyHandle, TopologyOverrides } from "./types.ts";
+import { HARNESS_USER, type ChaosAuth } from "./auth.ts";
 import { ErrorKind, isLakeError } from "../src/errors.ts";
 
 export const TABLE = "chaos.events";
@@ -45,7 +49,12 @@ export interface TopologyConfig {
   verbose?: boolean;
   /** The warehouse in an S3 bucket on a SeaweedFS of the run's own instead of a directory (`chaos run --s3`). */
   s3?: boolean;
+  /** Users and permissions on the servers, each process connecting as its role (`chaos run --auth`). */
+  auth?: ChaosAuth;
 }
+
+/** Where the nats-servers of a run write their output (`logs/nats/<name>.log`: beside the nodes' logs, kept with them). */
+const natsLogDir = (dir: string): string => join(dir, "logs", "nats");
 
 interface NodeSlot {
   id: string;
@@ -77,7 +86,10 @@ export class Topology implements TopologyHandle {
     private readonly cfg: TopologyConfig,
     readonly nats: NatsCluster,
     redis: ServerHandle,
+    /** The runner's connection: the operator's with `auth`. */
     readonly nc: NatsConnection,
+    /** The harness's own connection (HARNESS_USER with `auth`, else `nc`): calls no role makes (consumerHosts). */
+    private readonly harnessNc: NatsConnection,
     /** The object store holding the warehouse, when it is not a directory. */
     readonly s3: ChaosS3 | null,
   ) {
@@ -103,21 +115,33 @@ export class Topology implements TopologyHandle {
 
   /** Starts the servers and every node, creates the table and waits until its buckets are spread over the writers. */
   static async start(cfg: TopologyConfig): Promise<Topology> {
-    const nats = await startNatsCluster({ bin: cfg.nats.bin, ...(cfg.nats.syncAlways ? { jetstream: { sync_interval: "always" } } : {}), readyTimeoutMs: 60_000 });
+    const auth = cfg.auth;
+    mkdirSync(natsLogDir(cfg.dir), { recursive: true });
+    const nats = await startNatsCluster({
+      bin: cfg.nats.bin,
+      ...(cfg.nats.syncAlways ? { jetstream: { sync_interval: "always" } } : {}),
+      ...(auth ? { config: auth.natsConfig, env: { ...process.env, ...auth.natsServerEnv }, readyAuth: auth.connectOptions(HARNESS_USER) } : {}),
+      logDir: natsLogDir(cfg.dir),
+      readyTimeoutMs: 60_000,
+    });
     for (const n of nats.nodes) trackPid(n.handle?.pid, `nats-server ${n.name}`);
     let redis: ServerHandle | null = null;
     let nc: NatsConnection | null = null;
+    let harnessNc: NatsConnection | null = null;
     let s3: ChaosS3 | null = null;
     try {
-      redis = await startRedis();
+      redis = await startRedis(redisOptions(cfg));
       trackPid(redis.pid, "redis-server");
       if (cfg.s3 === true) {
         s3 = await startChaosS3(join(cfg.dir, "seaweedfs"));
         trackPid(s3.server.pid, "weed (SeaweedFS)");
       }
-      nc = await connect({ servers: nats.urls, maxReconnectAttempts: -1, reconnectTimeWait: 100, name: "chaos-runner" });
-      const t = new Topology(cfg, nats, redis, nc, s3);
-      t.event("servers started", { nats: nats.urls, redis: redis.url, ...(s3 ? { s3: s3.server.endpoint } : {}) });
+      const connectAs = (user: "operator" | typeof HARNESS_USER, name: string): Promise<NatsConnection> =>
+        connect({ ...(auth ? auth.connectOptions(user) : {}), servers: nats.urls, maxReconnectAttempts: -1, reconnectTimeWait: 100, name });
+      nc = await connectAs("operator", "chaos-runner");
+      harnessNc = auth ? await connectAs(HARNESS_USER, "chaos-harness") : nc;
+      const t = new Topology(cfg, nats, redis, nc, harnessNc, s3);
+      t.event("servers started", { nats: nats.urls, redis: redis.url, auth: auth !== undefined, ...(s3 ? { s3: s3.server.endpoint } : {}) });
       try {
         // Committers first: c1 becomes the leader (scenarios that arm a committer rely on knowing who leads).
         const env = (id: string): Record<string, string> => cfg.overrides?.nodeEnv?.[id] ?? {};
@@ -135,6 +159,7 @@ export class Topology implements TopologyHandle {
       }
     } catch (e) {
       // teardown() stops everything once the Topology exists; before that, stop what was started here.
+      if (harnessNc !== nc) await harnessNc?.close().catch(() => undefined);
       await nc?.close().catch(() => undefined);
       if (redis && redis.process.exitCode === null) await redis.stop().catch(() => undefined);
       await nats.stop().catch(() => undefined);
@@ -161,6 +186,18 @@ export class Topology implements TopologyHandle {
   }
   get natsUrls(): readonly string[] {
     return this.nats.urls;
+  }
+  /** The nats-servers' log files (every output of every start of each). */
+  get natsLogFiles(): string[] {
+    return this.nats.nodes.map((n) => join(natsLogDir(this.cfg.dir), `${n.name}.log`));
+  }
+  /** Whether the servers require users (`chaos run --auth`). */
+  get auth(): boolean {
+    return this.cfg.auth !== undefined;
+  }
+  /** The environment of a process that connects as `role` (nothing without auth). */
+  envFor(role: "producer" | "consumer" | "operator" | NodeRole): Record<string, string> {
+    return this.cfg.auth?.envFor(role) ?? {};
   }
   get redisUrl(): string {
     return `redis://127.0.0.1:${this.redisPort}`;
@@ -210,7 +247,8 @@ export class Topology implements TopologyHandle {
       commitInterval: this.cfg.overrides?.commitInterval ?? "250ms",
       leaseTtl: this.cfg.overrides?.leaseTtl ?? "2s",
       extra: ["--roles", s.roles.join(","), "--replicas", "3"],
-      env: { ...this.cfg.overrides?.env, ...opts.env },
+      // The credentials last: what a scenario sets cannot make a node connect as another user.
+      env: { ...this.cfg.overrides?.env, ...opts.env, ...this.nodeAuthEnv(s.roles) },
     });
     trackPid(proc.pid, `node ${id}`);
     s.proc = proc;
@@ -227,6 +265,13 @@ export class Topology implements TopologyHandle {
       });
     });
     this.event(`node ${id} started`, { pid: proc.pid, roles: s.roles, ...(opts.env && Object.keys(opts.env).length ? { env: opts.env } : {}) });
+  }
+
+  /** A node's user: its role's (the chaos topology gives each node one role). */
+  private nodeAuthEnv(roles: readonly NodeRole[]): Record<string, string> {
+    if (this.cfg.auth === undefined) return {};
+    if (roles.length !== 1) throw new Error(`with --auth every chaos node has one role (its user's), not ${roles.join(", ")}`);
+    return this.cfg.auth.envFor(roles[0]!);
   }
 
   nodeLog(id: string): string {
@@ -421,7 +466,8 @@ export class Topology implements TopologyHandle {
   }
 
   async consumerHosts(): Promise<number[]> {
-    const jsm = await jetstreamManager(this.nc, { timeout: 5000 });
+    // Listing a stream's consumers is no role's grant: the harness's own user asks.
+    const jsm = await jetstreamManager(this.harnessNc, { timeout: 5000 });
     const subjects = new Subjects();
     const id = parseIdentifier(TABLE);
     const counts = this.nats.nodes.map(() => 0);
@@ -468,7 +514,7 @@ export class Topology implements TopologyHandle {
     const deadline = Date.now() + 15_000;
     for (;;) {
       try {
-        this.redis = await startRedis({ port: this.redisPort });
+        this.redis = await startRedis({ ...redisOptions(this.cfg), port: this.redisPort });
         break;
       } catch (e) {
         if (Date.now() > deadline) throw e;
@@ -501,6 +547,7 @@ export class Topology implements TopologyHandle {
   /** Stops every node, then the servers; the run directory is left to the runner. */
   async teardown(): Promise<void> {
     await this.stopNodes();
+    if (this.harnessNc !== this.nc) await this.harnessNc.close().catch(() => undefined);
     await this.nc.close().catch(() => undefined);
     const nodes = this.nats.nodes.map((n) => n.handle?.pid);
     for (const n of this.nats.nodes) if (n.paused && n.handle) process.kill(n.handle.pid, "SIGCONT");
@@ -517,4 +564,9 @@ export class Topology implements TopologyHandle {
       untrackPid(this.s3.server.pid);
     }
   }
+}
+
+/** redis-server's options: with auth the default user off and the committers' ACL user (checked by it at start-up). */
+function redisOptions(cfg: TopologyConfig): RedisOptions {
+  return cfg.auth === undefined ? {} : { extraArgs: cfg.auth.redisArgs, probeAuth: cfg.auth.redisProbe };
 }

@@ -337,6 +337,11 @@ export interface ChaosReport {
   natsServer: string;
   /** Where the warehouse was: "local directory", or the object store (`chaos run --s3`). Absent in older reports. */
   warehouse?: string;
+  /**
+   * Whether the servers required users, every process connecting as its role (`chaos run --auth`); with it the
+   * invariants include `permissions`. Absent in older reports.
+   */
+  auth?: boolean;
   faults: FaultRecord[];
   rows: {
     published: number;

@@ -1,5 +1,5 @@
 /**
- * `natslake chaos run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] [--s3] …` and `natslake chaos list`: start the
+ * `natslake chaos run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] [--s3] [--auth] …` and `natslake chaos list`: start the
  * chaos suite's runner (chaos/main.ts) as a child process with inherited stdio — the product never imports chaos/.
  * Arguments are checked here first (a wrong one is reported at once, exit 2); the runner checks scenario names.
  * The exit code is the runner's: 0 when every run passed, 1 when one failed.
@@ -25,6 +25,7 @@ interface ChaosFlags {
   natsServer?: string;
   reports?: string;
   s3?: boolean;
+  auth?: boolean;
 }
 
 const check = (ok: (v: string) => boolean, message: string) => (v: string): string => {
@@ -82,7 +83,8 @@ export function registerChaosCommands(program: Command): void {
     .option("--nats-server <path>", "nats-server binary (default: the current one built by scripts/setup.sh, else Debian's)")
     .option("--reports <dir>", "where reports go (default chaos-reports)")
     .option("--s3", "the warehouse in S3: a SeaweedFS of each run's own (built by scripts/setup.sh) instead of a directory")
-    .addHelpText("after", examples("natslake chaos run writer-failpoints --runs 5 --seed 42", "natslake chaos run soak --duration 10min --seed 7 --verbose", "natslake chaos run --ci"))
+    .option("--auth", "users and least-privilege permissions on the servers (a NATS user per role, Redis ACL), every process connecting as its role; fails a run whose nats-servers logged a permission or authorization violation")
+    .addHelpText("after", examples("natslake chaos run writer-failpoints --runs 5 --seed 42", "natslake chaos run soak --duration 10min --seed 7 --verbose", "natslake chaos run --ci", "natslake chaos run leader-kill --auth"))
     .action(async (names: string[], o: ChaosFlags) => {
       const args = ["run", ...names];
       if (o.runs !== undefined) args.push("--runs", o.runs);
@@ -92,6 +94,7 @@ export function registerChaosCommands(program: Command): void {
       if (o.keep) args.push("--keep");
       if (o.verbose) args.push("--verbose");
       if (o.s3) args.push("--s3");
+      if (o.auth) args.push("--auth");
       // The runner works in the checkout: paths given here are relative to the caller's directory.
       if (o.natsServer !== undefined) args.push("--nats-server", o.natsServer.includes("/") ? resolve(o.natsServer) : o.natsServer);
       if (o.reports !== undefined) args.push("--reports", resolve(o.reports));

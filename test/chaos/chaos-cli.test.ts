@@ -18,6 +18,9 @@ test("chaos cli - list names every scenario; wrong arguments exit 2 and say what
   for (const name of ["writer-failpoints", "committer-failpoints", "poison", "leader-pause", "redis-restart", "redis-outage", "nats-node-kill", "writer-partition", "disk-full", "slow-fsync", "clock-skew", "maintenance", "maintenance-ci", "pk-upserts", "pk-upserts-ci", "soak", "writer-kill@io.write.mid", "leader-kill@committer.after-snapshot"]) {
     assert.match(list.stdout, new RegExp(`^${name.replace(/[.@]/g, "\\$&")}\\s`, "m"));
   }
+  assert.match(list.stdout, /^Every scenario also runs with --s3 .* and --auth \(a NATS user per role/m, "list names the run variants");
+  const help = nl(["chaos", "run", "--help"]);
+  assert.match(help.stdout, /--auth\s+users and least-privilege/);
   const cases: Array<[string[], RegExp]> = [
     [["chaos", "run", "--runs", "0"], /--runs must be an integer from 1 to 1000/],
     [["chaos", "run", "--seed", "-3"], /--seed/],
@@ -25,6 +28,7 @@ test("chaos cli - list names every scenario; wrong arguments exit 2 and say what
     [["chaos", "run", "--duration", "soon"], /--duration must be a duration/],
     [["chaos", "run", "no-such-scenario"], /unknown scenario 'no-such-scenario'; known: writer-failpoints/],
     [["chaos", "run", "--s3", "no-such-scenario"], /unknown scenario 'no-such-scenario'/],
+    [["chaos", "run", "--auth", "no-such-scenario"], /unknown scenario 'no-such-scenario'/],
   ];
   for (const [args, message] of cases) {
     const r = nl(args);

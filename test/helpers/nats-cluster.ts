@@ -131,6 +131,12 @@ function configText(jetstream: Record<string, string | number | boolean> | undef
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The stream the readiness check creates and deletes. One name (a cluster's checks run one after another; adding it
+ * again with the same configuration succeeds), so that a server requiring users can grant exactly it.
+ */
+export const READY_STREAM = "natslake_ready";
+
 export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<NatsCluster> {
   const size = opts.size ?? 3;
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`size must be a positive integer, got ${size}`);
@@ -205,11 +211,10 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
     let lastErr: unknown;
     try {
       while (Date.now() < deadline) {
-        const name = `natslake_ready_${process.pid}_${Date.now()}`;
         try {
           const jsm = await jetstreamManager(nc, { timeout: 2000 });
-          await jsm.streams.add({ name, subjects: [`natslake.ready.${name}`], num_replicas: replicas });
-          await jsm.streams.delete(name);
+          await jsm.streams.add({ name: READY_STREAM, subjects: [`natslake.ready.${READY_STREAM}`], num_replicas: replicas });
+          await jsm.streams.delete(READY_STREAM);
           return;
         } catch (e) {
           lastErr = e;

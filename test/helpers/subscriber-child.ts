@@ -4,7 +4,7 @@
  * Prints one JSON line per notification: {"n": <notification>, "at": <receipt time, epoch ms>}; exits after the
  * duration.
  */
-import { connect } from "@nats-io/transport-node";
+import { connectNats } from "../../cluster/nats/connect.ts";
 import { subscribeSnapshots } from "../../cluster/snapshots-client.ts";
 
 const [url, table, duration] = process.argv.slice(2);
@@ -12,7 +12,8 @@ if (!url || !table || !duration) {
   process.stderr.write("usage: subscriber-child.ts <nats-url> <db.table> <duration-ms>\n");
   process.exit(2);
 }
-const nc = await connect({ servers: url });
+// Credentials and inbox prefix from the environment (NATSLAKE_NATS_USER, …: the consumer's in `chaos run --auth`).
+const nc = await connectNats(url, {});
 const sub = await subscribeSnapshots(nc, table, (n) => {
   process.stdout.write(JSON.stringify({ n, at: Date.now() }) + "\n");
 });

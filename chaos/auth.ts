@@ -1,0 +1,97 @@
+/**
+ * `chaos run --auth`: the run's servers require users, as production does, and every process connects as its role.
+ *
+ * - NATS: one user per natslake role (cluster/nats/permissions.ts `ROLE_GRANTS`, every table), plus the harness's own
+ *   user (`HARNESS_USER`, below); each password random per run, written into no file and no command line: the
+ *   servers' `authorization` block refers to `$NATSLAKE_NATS_PASSWORD_<USER>` and gets the value through its
+ *   environment (as compose/nats/permissions.conf does), a process through NATSLAKE_NATS_USER /
+ *   NATSLAKE_NATS_PASSWORD with NATSLAKE_INBOX_PREFIX=_INBOX.<user> (cluster/nats/connect-options.ts, inbox.ts).
+ * - Redis: the default user off, and the committers' ACL user (cluster/redis/acl.ts); redis-server is given the
+ *   password's SHA-256 only (`#<hash>`), the committer nodes the password through NATSLAKE_REDIS_USER /
+ *   NATSLAKE_REDIS_PASSWORD.
+ *
+ * Who connects as whom: writer, committer and reader nodes as their role (the chaos topology gives each node one
+ * role), the load generators as producer, the snapshot subscriber as consumer, the runner's own connection (table
+ * creation, maintenance requests, the topology's KV reads, the verifier) as operator.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import type { ConnectionOptions } from "@nats-io/transport-node";
+import { authorizationBlock, ROLES, type ExplicitUserSpec, type Role, type UserSpec } from "../cluster/nats/permissions.ts";
+import { clientInboxPrefix, INBOX_PREFIX_ENV } from "../cluster/nats/inbox.ts";
+import { NATS_AUTH_ENV, NATS_PASSWORD_ENV } from "../cluster/nats/connect-options.ts";
+import { REDIS_AUTH_ENV, REDIS_PASSWORD_ENV } from "../cluster/redis/connect-options.ts";
+import { committerAclRules } from "../cluster/redis/acl.ts";
+import { Subjects } from "../cluster/nats/subjects.ts";
+import { READY_STREAM } from "../test/helpers/nats-cluster.ts";
+
+/** The Redis ACL user of the committers. */
+const REDIS_COMMITTER = "committer";
+
+/**
+ * The harness's user: JetStream calls no natslake process makes, so no role has them — the nats cluster's readiness
+ * probe (an R3 stream created and deleted, test/helpers/nats-cluster.ts) and the nats-kill nemesis's look at which
+ * server hosts the table's consumers (a consumer listing, chaos/faults.ts `natsNodeKill`). Nothing natslake does runs
+ * as this user.
+ */
+export const HARNESS_USER = "chaos-harness";
+
+function harnessUser(password: UserSpec["password"]): ExplicitUserSpec {
+  return {
+    user: HARNESS_USER,
+    password,
+    what: "the chaos harness: readiness probe streams, consumer listings",
+    permissions: {
+      publish: { allow: ["$JS.API.INFO", `$JS.API.STREAM.CREATE.${READY_STREAM}`, `$JS.API.STREAM.DELETE.${READY_STREAM}`, "$JS.API.CONSUMER.LIST.*"], deny: [] },
+      subscribe: { allow: [`${clientInboxPrefix(HARNESS_USER)}.>`], deny: [] },
+    },
+  };
+}
+
+/** The environment variable of the nats-servers that holds `user`'s password. */
+function serverPasswordEnv(user: string): string {
+  return `NATSLAKE_NATS_PASSWORD_${user.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
+}
+
+/**
+ * A password nats-server reads whole from its environment: it parses the variable's value as a config value, so the
+ * password starts with a letter (a bare `2e05…` is refused as a malformed number) and holds no punctuation.
+ */
+const newPassword = (): string => `pw${randomBytes(24).toString("hex")}`;
+
+export interface ChaosAuth {
+  /** The `authorization` block of every nats-server (passwords as `$NAME` references). */
+  readonly natsConfig: string;
+  /** The nats-servers' environment: every user's password. */
+  readonly natsServerEnv: Record<string, string>;
+  /** redis-server's arguments: the default user off, the committers' ACL user (its password's hash only). */
+  readonly redisArgs: string[];
+  /** How redis-server's start-up check authenticates (it asks INFO, which the committers' ACL allows). */
+  readonly redisProbe: { user: string; password: string };
+  /** The environment of a natslake process (node or client) that connects as `role`. */
+  envFor(role: Role): Record<string, string>;
+  /** nats.js options of a connection the harness opens itself as `user` (a role, or HARNESS_USER). */
+  connectOptions(user: Role | typeof HARNESS_USER): Pick<ConnectionOptions, "user" | "pass" | "inboxPrefix">;
+}
+
+/** New users and passwords for one run: a user per role of the table (every table), and the harness's. */
+export function newChaosAuth(prefix = "lake"): ChaosAuth {
+  const passwords = new Map<string, string>([...ROLES, HARNESS_USER].map((u) => [u, newPassword()]));
+  const redisPassword = newPassword();
+  const pw = (user: string): string => passwords.get(user)!;
+  const users: Array<UserSpec | ExplicitUserSpec> = ROLES.map((role) => ({ user: role, password: { env: serverPasswordEnv(role) }, roles: [role], tables: "*" }));
+  users.push(harnessUser({ env: serverPasswordEnv(HARNESS_USER) }));
+  const redisHash = createHash("sha256").update(redisPassword).digest("hex");
+  return {
+    natsConfig: authorizationBlock(users, new Subjects(prefix)),
+    natsServerEnv: Object.fromEntries([...passwords].map(([u, p]) => [serverPasswordEnv(u), p])),
+    redisArgs: ["--user", "default", "off", "--user", REDIS_COMMITTER, "on", `#${redisHash}`, ...committerAclRules(prefix)],
+    redisProbe: { user: REDIS_COMMITTER, password: redisPassword },
+    envFor: (role) => ({
+      [NATS_AUTH_ENV.natsUser]: role,
+      [NATS_PASSWORD_ENV]: pw(role),
+      [INBOX_PREFIX_ENV]: clientInboxPrefix(role),
+      ...(role === "committer" ? { [REDIS_AUTH_ENV.redisUser]: REDIS_COMMITTER, [REDIS_PASSWORD_ENV]: redisPassword } : {}),
+    }),
+    connectOptions: (user) => ({ user, pass: pw(user), inboxPrefix: clientInboxPrefix(user) }),
+  };
+}
