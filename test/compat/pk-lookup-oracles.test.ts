@@ -22,7 +22,7 @@ type R = Record<string, unknown>;
 
 /** Asserts each reader's rows are the full read's (so every lookup answer, checked against that read, is theirs too). */
 function sameRows(read: Map<string, R>, theirs: readonly R[], who: string): void {
-  assert.deepEqual(sortRows(theirs), sortRows([...read.values()]), who);
+  assert.deepEqual(sortRows([...theirs]), sortRows([...read.values()]), who);
   assert.equal(new Set(theirs.map(keyText)).size, theirs.length, `${who}: each key once`);
 }
 
@@ -75,7 +75,7 @@ test("lookups on a table Java Paimon wrote (its writer, several commits, its com
 });
 
 test("lookups refuse a table natslake cannot merge with the error its read gives (another merge engine, deletion vectors)", { timeout: 600_000 }, async () => {
-  const specs = [
+  const specs: Array<{ table: string; options: Record<string, string> }> = [
     { table: "lko.partial", options: { bucket: "1", "merge-engine": "partial-update" } },
     { table: "lko.dv", options: { bucket: "1", "deletion-vectors.enabled": "true" } },
   ];

@@ -41,7 +41,7 @@ export function createLookupTable(warehouse: string, name: string, options: Reco
     columns: parseColumnList(LOOKUP_COLUMNS),
     partitionKeys: ["region"],
     primaryKeys: ["region", "id"],
-    options: { bucket: "3", "num-sorted-run.compaction-trigger": "4", "num-levels": "4", "target-file-size": "4 kb", "file.compression": "none", ...options },
+    options: { bucket: "3", "num-sorted-run.compaction-trigger": "3", "num-levels": "5", "target-file-size": "3 kb", "file.compression": "none", ...options },
   });
 }
 
@@ -53,13 +53,14 @@ export interface LookupHistory {
 }
 
 /**
- * `rounds` commits of changes to ids 0..`idRange` in the first two regions (a third written once, in bulk), each
- * round's rows random: upserts, -U/+U pairs, deletes by key or whole row; `ts` random, so a `sequence.field = ts`
- * table keeps a version other than the last. compactTable every third round (a universal pick), once fully.
+ * `rounds` commits of changes to ids 0..`idRange` in the first two regions (a third written once, in bulk), every
+ * fifth large, each round's rows random: upserts, -U/+U pairs, deletes by key or whole row; `ts` random, so a
+ * `sequence.field = ts` table keeps a version other than the last. compactTable every second round (a universal
+ * pick), once fully; the last round's files stay at level 0.
  */
 export async function writeLookupHistory(t: Table, opts: { rounds?: number; idRange?: number; seed?: number } = {}): Promise<LookupHistory> {
   const random = seeded(opts.seed ?? 20261207);
-  const idRange = opts.idRange ?? 150;
+  const idRange = opts.idRange ?? 800;
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const written = new Map<string, R>();
   const snapshots: number[] = [];
@@ -67,14 +68,15 @@ export async function writeLookupHistory(t: Table, opts: { rounds?: number; idRa
     if (id !== null) snapshots.push(id);
   };
   let n = 0;
-  for (let round = 0; round < (opts.rounds ?? 12); round++) {
+  const rounds = opts.rounds ?? 14;
+  for (let round = 0; round < rounds; round++) {
     const w = await BatchWriter.open(t);
     const changes: R[] = [];
-    const size = round === 0 ? 300 : 10 + Math.floor(random() * 30);
+    const size = round % 5 === 0 ? 500 : 5 + Math.floor(random() * 40);
     for (let i = 0; i < size; i++) {
       n++;
       const key = { region: pick(LOOKUP_REGIONS.slice(0, 2)), id: BigInt(Math.floor(random() * idRange)) };
-      const values = { v: `v${n} `.padEnd(20 + (n % 13), "x"), n, ts: BigInt(Math.floor(random() * 1000)) };
+      const values = { v: `v${n} `.padEnd(30 + (n % 17), "x"), n, ts: BigInt(Math.floor(random() * 1000)) };
       const dice = random();
       if (dice < 0.12) changes.push({ _row_kind: "-D", ...key });
       else if (dice < 0.2) changes.push({ _row_kind: "-D", ...key, ...values });
@@ -91,8 +93,8 @@ export async function writeLookupHistory(t: Table, opts: { rounds?: number; idRa
     }
     await w.write(changes);
     record((await w.commit()).snapshot?.id ?? null);
-    if (round % 3 === 2) record((await compactTable(t)).snapshotId);
     if (round === 6) record((await compactTable(t, { full: true })).snapshotId);
+    else if (round % 2 === 1 && round < rounds - 1) record((await compactTable(t)).snapshotId);
   }
   const never = [
     { region: "eu", id: BigInt(idRange + 7) },
