@@ -25,6 +25,7 @@ import type { DataField, DataType } from "../format/data-types.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { toCanonical, type Row, type Value } from "../format/values.ts";
 import { gatherColumn } from "../lsm/gather.ts";
+import { integerKeyColumn } from "../lsm/integer-key-order.ts";
 import { SerializedKeys, type KeyComparator } from "../lsm/key-comparator.ts";
 import { keyFields } from "../lsm/key-value-fields.ts";
 import { ignoreDeleteOf } from "../lsm/merge-read.ts";
@@ -309,6 +310,11 @@ export class DecodedFile {
   private readonly starts: number[];
   /** Per batch, per key field, its values. */
   private readonly keyReaders: ValueReader[][];
+  /**
+   * The key of every row as a double, when the key is one integer column (INT, BIGINT, DATE, …) within ±2^53 —
+   * the common key, searched without a canonical value (a BigInt) per step; else null.
+   */
+  private readonly integerKeys: Float64Array | null;
 
   constructor(
     private readonly batches: readonly arrow.RecordBatch[],
@@ -319,14 +325,40 @@ export class DecodedFile {
     this.starts = [0];
     for (const b of batches) this.starts.push(this.starts[this.starts.length - 1]! + b.numRows);
     this.rows = this.starts[this.starts.length - 1]!;
-    this.keyReaders = batches.map((b) => keyFields.map((f) => columnReader(f.type, b.data.children[fields.findIndex((x) => x.name === f.name)]!)));
+    const keyColumns = keyFields.map((f) => fields.findIndex((x) => x.name === f.name));
+    this.keyReaders = batches.map((b) => keyFields.map((f, k) => columnReader(f.type, b.data.children[keyColumns[k]!]!)));
+    this.integerKeys = keyFields.length === 1 ? integerKeyColumn(batches.map((b) => b.data.children[keyColumns[0]!]!), this.rows) : null;
   }
 
   /** The batch and row of the file's row `at`. */
   private locate(at: number): [number, number] {
-    let b = 0;
-    while (this.starts[b + 1]! <= at) b++;
-    return [b, at - this.starts[b]!];
+    let lo = 0;
+    let hi = this.batches.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.starts[mid]! <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    return [lo, at - this.starts[lo]!];
+  }
+
+  /** The first row at or after `from` whose key is not below `key`. */
+  private lowerBound(key: readonly Value[], from: number, compare: KeyComparator): number {
+    let lo = from;
+    let hi = this.rows;
+    const numbers = this.integerKeys;
+    const target = numbers === null ? 0 : Number(key[0]);
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (numbers !== null ? numbers[mid]! < target : compare(this.keyAt(mid), key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private holds(at: number, key: readonly Value[], compare: KeyComparator): boolean {
+    if (at >= this.rows) return false;
+    return this.integerKeys !== null ? this.integerKeys[at] === Number(key[0]) : compare(this.keyAt(at), key) === 0;
   }
 
   private keyAt(at: number): Value[] {
@@ -342,16 +374,9 @@ export class DecodedFile {
     const found: number[] = [];
     let from = 0;
     for (const key of keys) {
-      // The first row whose key is ≥ this one; later keys are searched after it.
-      let lo = from;
-      let hi = this.rows;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (compare(this.keyAt(mid), key) < 0) lo = mid + 1;
-        else hi = mid;
-      }
-      from = lo;
-      if (lo < this.rows && compare(this.keyAt(lo), key) === 0) found.push(lo);
+      // Later keys are searched after this one's place.
+      from = this.lowerBound(key, from, compare);
+      if (this.holds(from, key, compare)) found.push(from);
     }
     if (found.length === 0) return [];
     const batchOf = new Int32Array(found.length);
