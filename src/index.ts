@@ -18,6 +18,7 @@ export { FileStoreCommit, type CommitRequest, type CommitResult } from "./commit
 export type { CommitMessage } from "./commit/commit-message.ts";
 export { planScan, tableForRead, type DataSplit, type ScanPlan, type ScanSpec } from "./scan/plan.ts";
 export { readBatches, readRows, readAllRows, planRead, readPlanRows, readColumns, type ReadSpec } from "./scan/read.ts";
+export { KeyLookup, lookupKeys, LruDecodedFileCache, DecodedFile, type LookupKey, type LookupSpec, type LookupStats, type DecodedFileCache } from "./scan/lookup.ts";
 export { createBucketFunction } from "./format/bucket.ts";
 export { createTag, deleteTag, getTag, listTags, type Tag } from "./table/tags.ts";
 export { expireSnapshots, type ExpireOptions, type ExpireResult } from "./maintenance/expire-snapshots.ts";

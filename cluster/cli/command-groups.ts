@@ -21,6 +21,7 @@ export interface CommandGroup {
 export const COMMAND_GROUPS: readonly CommandGroup[] = [
   { names: ["table", "snapshots"], load: async () => (await import("./table-commands.ts")).registerTableCommands },
   { names: ["write", "read"], load: async () => (await import("./data-commands.ts")).registerDataCommands },
+  { names: ["get"], load: async () => (await import("./get-command.ts")).registerGetCommand },
   { names: ["node", "up", "publish", "subscribe"], load: async () => (await import("./cluster-commands.ts")).registerClusterCommands },
   { names: ["expire-snapshots"], load: async () => (await import("./maintenance-commands.ts")).registerMaintenanceCommands },
   { names: ["consumer"], load: async () => (await import("./consumer-commands.ts")).registerConsumerCommands },

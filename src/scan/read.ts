@@ -367,6 +367,15 @@ export function dataFileReader(table: Table, projection?: string[]): DataFileRea
 }
 
 /**
+ * A reader of a primary-key table's data files into `wanted` and the columns a merge of them needs besides
+ * (`mergeReadFields`: the key and `sequence.field` columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`), for a caller that
+ * merges a bucket's files itself — a point lookup (src/scan/lookup.ts). `fields`: the columns of its batches, in order.
+ */
+export function mergeFileReader(table: Table, wanted: readonly DataField[]): DataFileReader & { readonly fields: readonly DataField[] } {
+  return new FileReadContext(table, mergeReadFields(table, wanted));
+}
+
+/**
  * Reads one data file and returns its batches with the target fields (by id), renamed and evolved. `split` gives the
  * file's partition and bucket (its directory); compaction reads its inputs through this too.
  */

@@ -8,6 +8,7 @@ import { PathFactory } from "../io/paths.ts";
 import { TableOptions } from "../options.ts";
 import type { DataType } from "../format/data-types.ts";
 import { bucketKeys, fieldByName, type TableSchema } from "../format/schema.ts";
+import { createBucketFunctionOfType, type BucketFunction, type BucketFunctionType } from "../format/bucket.ts";
 import { SchemaManager } from "./schema-manager.ts";
 import { SnapshotManager } from "./snapshot-manager.ts";
 
@@ -65,6 +66,15 @@ export class Table {
   }
   get partitionKeys(): string[] {
     return this.schema.partitionKeys;
+  }
+  /**
+   * The bucket of a row from its bucket-key values (in `bucketKeys` order), by the table's `bucket-function.type` —
+   * the writer's function, so it agrees with Java's. `numBuckets`: a partition's own count when it was written with
+   * another than the table's option says now.
+   */
+  bucketFunction(numBuckets = this.bucket): BucketFunction {
+    const type = (this.options.get("bucket-function.type") ?? "default") as BucketFunctionType;
+    return createBucketFunctionOfType(type, this.bucketKeys.map((k) => this.typeOf(k)), numBuckets);
   }
   typeOf(column: string): DataType {
     return fieldByName(this.schema, column).type;

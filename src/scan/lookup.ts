@@ -1,0 +1,436 @@
+/**
+ * Point lookups on a primary-key table: the merged row of each key asked for, or null (never written, or deleted),
+ * at one snapshot — what a service that looks rows up by key needs (Java Paimon's LocalTableQuery).
+ *
+ * A key names every primary-key field. Its partition comes from the key (partition fields are part of the primary
+ * key), its bucket from the table's bucket function (the writer's, `Table.bucketFunction`), so only that bucket's
+ * files are looked at, and of them only the ones whose [minKey, maxKey] holds the key. Each such file is decoded once
+ * however many keys it serves (once per call, or once per `KeyLookup` with a `DecodedFileCache`); the keys are found
+ * in it by binary search (a file holds each key at most once, in key order), and only those rows go into the bucket's
+ * merge — src/lsm/merge-reader.ts, the merge every read uses, so a key's versions across sorted runs and levels are
+ * folded exactly as a full read folds them (sequence.field, sequence number, retractions first; ignore-delete; a
+ * surviving retraction is no row).
+ *
+ * `KeyLookup` holds one snapshot's files by partition and bucket: a reader node can keep one per (table, snapshot)
+ * and hand each the same cache, so the files of a hot table stay decoded between requests.
+ */
+import * as arrow from "apache-arrow";
+import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
+import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
+import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
+import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
+import { serializeBinaryRow } from "../format/binary-row.ts";
+import type { BucketFunction } from "../format/bucket.ts";
+import type { DataField, DataType } from "../format/data-types.ts";
+import type { DataFileMeta } from "../format/manifest.ts";
+import { toCanonical, type Row, type Value } from "../format/values.ts";
+import { gatherColumn } from "../lsm/gather.ts";
+import { integerKeyColumn } from "../lsm/integer-key-order.ts";
+import { SerializedKeys, type KeyComparator } from "../lsm/key-comparator.ts";
+import { keyFields } from "../lsm/key-value-fields.ts";
+import { ignoreDeleteOf } from "../lsm/merge-read.ts";
+import { sequenceFieldSpec, type SequenceFieldSpec } from "../lsm/merge-order.ts";
+import { mergeBucketFiles } from "../lsm/merge-reader.ts";
+import type { ManifestStore } from "../table/manifest-store.ts";
+import type { Table } from "../table/table.ts";
+import type { DataSplit } from "./plan.ts";
+import { mergeFileReader, planRead, readColumns, type DataFileReader } from "./read.ts";
+
+/** A key to look up: every primary-key field by name, each value in any form the column's writes accept. */
+export type LookupKey = Readonly<Record<string, unknown>>;
+
+export interface LookupSpec {
+  /** Look up in this snapshot (read in its own schema, as a read of it is); default the latest. */
+  snapshotId?: number;
+  /** Look up in the snapshot this tag holds. */
+  tag?: string;
+  /** The columns of the rows returned, in this order; default every column. */
+  columns?: string[];
+  /** Worker threads that decode Parquet; default the process-wide pool; null: this thread. */
+  decoderPool?: ParquetEncoderPool | null;
+  /** Decoded files kept between calls (and between `KeyLookup`s of one table that share it); default none. */
+  cache?: DecodedFileCache;
+  /** Manifest caches shared with other plans of the table. */
+  store?: ManifestStore;
+}
+
+/** What lookups did, for tests and metrics. */
+export interface LookupStats {
+  /** Data files decoded. */
+  filesDecoded: number;
+  /** Data files a lookup needed that the cache held decoded already. */
+  filesFromCache: number;
+  /** Data files of the keys' buckets passed over: no key asked for lies in their key range. */
+  filesPruned: number;
+}
+
+/** Decoded data files by key (`KeyLookup` names them by file and columns); a reader node's bounded memory of them. */
+export interface DecodedFileCache {
+  get(key: string): DecodedFile | undefined;
+  /** Keeps `file` under `key`; may drop others. */
+  set(key: string, file: DecodedFile): void;
+}
+
+/** A key asked for, converted: its partition, its trimmed key (the files' key columns) and what names it. */
+interface WantedKey {
+  trimmed: Value[];
+  bucketValues: Value[];
+  /** The partition's identity: its values as BinaryRow bytes (hex), as the splits are indexed. */
+  partitionId: string;
+  /** The key's identity within the table: partition and trimmed key. */
+  id: string;
+}
+
+/** A partition's buckets at the lookup's snapshot, by the bucket count they were written with. */
+type PartitionBuckets = Map<number, Map<number, DataSplit>>;
+
+const hexOf = (types: readonly DataType[], values: readonly Value[]): string => Buffer.from(serializeBinaryRow(types, values)).toString("hex");
+
+/** One snapshot of one primary-key table, ready to answer lookups; `open` makes one. */
+export class KeyLookup {
+  readonly stats: LookupStats = { filesDecoded: 0, filesFromCache: 0, filesPruned: 0 };
+  private readonly keyFields: DataField[];
+  private readonly keyTypes: DataType[];
+  private readonly keys: SerializedKeys;
+  private readonly primaryKeys: DataField[];
+  private readonly partitionTypes: DataType[];
+  /** The merge's output: the wanted columns, then the key fields they lack (to tell which key a row answers). */
+  private readonly outputFields: DataField[];
+  private readonly reader: DataFileReader & { readonly fields: readonly DataField[] };
+  private readonly pool: ParquetEncoderPool | null;
+  private readonly bucketFunctions = new Map<number, BucketFunction>();
+  /** Decodes under way, so that concurrent lookups needing one file decode it once. */
+  private readonly decoding = new Map<string, Promise<DecodedFile>>();
+  /** What makes this lookup's decoded files differ from another's of the same file: the table, columns and schema. */
+  private readonly cacheScope: string;
+  private readonly sequence: SequenceFieldSpec | null;
+  private readonly ignoreDelete: boolean;
+
+  private constructor(
+    /** The table in the schema of the lookup (the chosen snapshot's own). */
+    readonly table: Table,
+    /** The snapshot looked up in; null when the table has none (every key is then absent). */
+    readonly snapshotId: number | null,
+    /** The columns of the rows returned, in order. */
+    readonly columns: readonly DataField[],
+    private readonly partitions: ReadonlyMap<string, PartitionBuckets>,
+    private readonly cache: DecodedFileCache | undefined,
+    pool: ParquetEncoderPool | null,
+  ) {
+    this.keyFields = keyFields(table.schema);
+    this.keyTypes = this.keyFields.map((f) => f.type);
+    this.keys = new SerializedKeys(this.keyTypes);
+    this.primaryKeys = table.schema.primaryKeys.map((k) => table.schema.fields.find((f) => f.name === k)!);
+    this.partitionTypes = table.partitionTypes;
+    this.outputFields = [...columns, ...this.keyFields.filter((k) => !columns.some((c) => c.name === k.name))];
+    this.reader = mergeFileReader(table, this.outputFields);
+    this.pool = pool;
+    this.cacheScope = `${table.location}|${table.schema.id}|${this.reader.fields.map((f) => f.name).join(",")}`;
+    this.sequence = sequenceFieldSpec(table.schema);
+    this.ignoreDelete = ignoreDeleteOf(table);
+  }
+
+  /**
+   * Plans the lookups of a snapshot: refuses a table that is not a primary-key table, whose primary key lacks a
+   * partition field, or that needs more than the deduplicate merge (the error a read gives); an unknown column is
+   * DataInvalid, an unknown snapshot or tag NotFound.
+   */
+  static async open(table: Table, spec: LookupSpec = {}): Promise<KeyLookup> {
+    if (!table.isPrimaryKeyTable) throw dataInvalid(`${table.name} has no primary key: get needs a primary key (read an append table's rows with read)`);
+    const chosen = { ...(spec.snapshotId !== undefined ? { snapshotId: spec.snapshotId } : {}), ...(spec.tag !== undefined ? { tag: spec.tag } : {}) };
+    const plan = await planRead(table, { ...chosen, ...(spec.columns !== undefined ? { projection: spec.columns } : {}) }, spec.store);
+    const read = table.inSchema(plan.schema);
+    const outside = read.partitionKeys.filter((k) => !read.schema.primaryKeys.includes(k));
+    if (outside.length > 0) throw new LakeError(ErrorKind.Unsupported, `${read.name}: partition field(s) ${outside.join(", ")} are not in the primary key, so a key does not name its partition: get needs a primary key that holds every partition field`);
+    const partitions = new Map<string, PartitionBuckets>();
+    for (const split of plan.splits) {
+      const id = hexOf(read.partitionTypes, split.partitionValues);
+      const byCount = partitions.get(id) ?? new Map<number, Map<number, DataSplit>>();
+      partitions.set(id, byCount);
+      const buckets = byCount.get(split.totalBuckets) ?? new Map<number, DataSplit>();
+      byCount.set(split.totalBuckets, buckets);
+      buckets.set(split.bucket, split);
+    }
+    const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+    return new KeyLookup(read, plan.snapshot?.id ?? null, readColumns(table, plan, spec.columns), partitions, spec.cache, pool);
+  }
+
+  /**
+   * The row of each key, in the order asked (a key asked twice is answered twice): its surviving version after the
+   * merge, with `columns`, or null. A key with a missing or extra field, or a value its column does not take, is
+   * DataInvalid naming it; nothing is looked up then.
+   */
+  async get(keys: readonly LookupKey[]): Promise<Array<Row | null>> {
+    const wanted = keys.map((k, i) => this.keyOf(k, i));
+    const answers = new Map<string, Row | null>();
+    const bySplit = new Map<DataSplit, WantedKey[]>();
+    for (const k of wanted) {
+      if (answers.has(k.id)) continue;
+      answers.set(k.id, null);
+      for (const split of this.splitsOf(k)) {
+        const list = bySplit.get(split) ?? [];
+        bySplit.set(split, list);
+        list.push(k);
+      }
+    }
+    // Every bucket's files decode at once (in the pool); each bucket merges when its files are in.
+    await Promise.all([...bySplit].map(([split, ks]) => this.lookUpInSplit(split, ks, answers)));
+    return wanted.map((k) => answers.get(k.id) ?? null);
+  }
+
+  /**
+   * A key's canonical values by primary-key field, in key order — what `get` looks up. DataInvalid (its context
+   * `key`: `index`, and `column`) for a field missing, extra or of a value its column does not take.
+   */
+  canonicalKey(input: LookupKey, index = 0): Row {
+    const which = `key ${index + 1}`;
+    const names = this.primaryKeys.map((f) => f.name);
+    const pk = `primary key: ${names.join(", ")}`;
+    const invalid = (why: string, column?: string): never => {
+      throw dataInvalid(`${this.table.name}: ${which} ${why}`, { key: index, ...(column !== undefined ? { column } : {}) });
+    };
+    if (input === null || typeof input !== "object" || Array.isArray(input)) return invalid(`must be an object of the primary-key fields (${pk})`);
+    for (const name of Object.keys(input)) if (!names.includes(name)) invalid(`has field '${name}', which is not in the primary key (${pk})`, name);
+    const out: Row = {};
+    for (const f of this.primaryKeys) {
+      const v = input[f.name];
+      if (v === undefined) invalid(`lacks primary-key field '${f.name}' (${pk})`, f.name);
+      try {
+        out[f.name] = toCanonical(f.type, v, f.name);
+      } catch (e) {
+        invalid(`is not valid: ${(e as Error).message}`, f.name);
+      }
+    }
+    return out;
+  }
+
+  /** The key as the files hold it (see `canonicalKey`). */
+  private keyOf(input: LookupKey, index: number): WantedKey {
+    const values = this.canonicalKey(input, index);
+    const partition = this.table.partitionKeys.map((k) => values[k]!);
+    const trimmed = this.keyFields.map((f) => values[f.name]!);
+    const partitionId = hexOf(this.partitionTypes, partition);
+    return { trimmed, bucketValues: this.table.bucketKeys.map((k) => values[k]!), partitionId, id: `${partitionId}/${hexOf(this.keyTypes, trimmed)}` };
+  }
+
+  /**
+   * The buckets that can hold the key: of a fixed-bucket table the one its bucket function names (with the bucket
+   * count its partition was written with); of another (dynamic buckets, written by Java) every bucket of the
+   * partition, the files' key ranges then choosing.
+   */
+  private splitsOf(k: WantedKey): DataSplit[] {
+    const byCount = this.partitions.get(k.partitionId);
+    if (byCount === undefined) return [];
+    const out: DataSplit[] = [];
+    for (const [count, buckets] of byCount) {
+      if (this.table.bucket > 0 && count > 0) {
+        const split = buckets.get(this.bucketFunction(count)(k.bucketValues));
+        if (split !== undefined) out.push(split);
+      } else out.push(...buckets.values());
+    }
+    return out;
+  }
+
+  private bucketFunction(count: number): BucketFunction {
+    let fn = this.bucketFunctions.get(count);
+    if (fn === undefined) {
+      fn = this.table.bucketFunction(count);
+      this.bucketFunctions.set(count, fn);
+    }
+    return fn;
+  }
+
+  /** Looks the keys up in one bucket: its files that may hold them, their rows of those keys, merged. */
+  private async lookUpInSplit(split: DataSplit, ks: readonly WantedKey[], answers: Map<string, Row | null>): Promise<void> {
+    const compare = this.keys.compare;
+    const sorted = [...ks].sort((a, b) => compare(a.trimmed, b.trimmed));
+    const candidates = split.files.filter((f) => {
+      const lo = this.keys.decode(f.minKey);
+      const hi = this.keys.decode(f.maxKey);
+      return sorted.some((k) => compare(lo, k.trimmed) <= 0 && compare(k.trimmed, hi) <= 0);
+    });
+    this.stats.filesPruned += split.files.length - candidates.length;
+    if (candidates.length === 0) return;
+    const trimmedKeys = sorted.map((k) => k.trimmed);
+    const hits = new Map<DataFileMeta, arrow.RecordBatch[]>();
+    await Promise.all(candidates.map(async (f) => hits.set(f, (await this.decoded(split, f)).rowsOf(trimmedKeys, compare))));
+    const merged = mergeBucketFiles(candidates, {
+      keyFields: this.keyFields,
+      sequence: this.sequence,
+      ignoreDelete: this.ignoreDelete,
+      output: this.outputFields,
+      readFile: (f) => Promise.resolve(hits.get(f) ?? []),
+    });
+    const partitionId = sorted[0]!.partitionId;
+    for await (const batch of merged) {
+      for (const row of recordBatchToRows(this.outputFields, batch)) {
+        const id = `${partitionId}/${hexOf(this.keyTypes, this.keyFields.map((f) => row[f.name] ?? null))}`;
+        if (!answers.has(id)) continue;
+        const out: Row = {};
+        for (const c of this.columns) out[c.name] = row[c.name] ?? null;
+        answers.set(id, out);
+      }
+    }
+  }
+
+  /** A data file decoded into the merge's columns: from the cache, a decode under way, or decoded now. */
+  private decoded(split: DataSplit, file: DataFileMeta): Promise<DecodedFile> {
+    const key = `${this.cacheScope}|${file.fileName}`;
+    const cached = this.cache?.get(key);
+    if (cached !== undefined) {
+      this.stats.filesFromCache++;
+      return Promise.resolve(cached);
+    }
+    const pending = this.decoding.get(key);
+    if (pending !== undefined) return pending;
+    this.stats.filesDecoded++;
+    const started = this.reader.read(split, file, this.pool).then((batches) => {
+      const decoded = new DecodedFile(batches, this.reader.fields, this.keyFields);
+      this.cache?.set(key, decoded);
+      return decoded;
+    });
+    this.decoding.set(key, started);
+    // Forgotten once done: a cache keeps it from then on, or the next call decodes it again.
+    void started.finally(() => this.decoding.delete(key)).catch(() => undefined);
+    return started;
+  }
+}
+
+/** The rows of `keys` at the snapshot `spec` chooses (default the latest): a `KeyLookup` used once. */
+export async function lookupKeys(table: Table, keys: readonly LookupKey[], spec: LookupSpec = {}): Promise<Array<Row | null>> {
+  return (await KeyLookup.open(table, spec)).get(keys);
+}
+
+/** A data file decoded into a lookup's columns, its rows in key order; finds keys by binary search. */
+export class DecodedFile {
+  /** The decoded columns' memory, in bytes. */
+  readonly bytes: number;
+  private readonly rows: number;
+  /** Rows before each batch, and the total after the last. */
+  private readonly starts: number[];
+  /** Per batch, per key field, its values. */
+  private readonly keyReaders: ValueReader[][];
+  /**
+   * The key of every row as a double, when the key is one integer column (INT, BIGINT, DATE, …) within ±2^53 —
+   * the common key, searched without a canonical value (a BigInt) per step; else null.
+   */
+  private readonly integerKeys: Float64Array | null;
+
+  constructor(
+    private readonly batches: readonly arrow.RecordBatch[],
+    private readonly fields: readonly DataField[],
+    keyFields: readonly DataField[],
+  ) {
+    this.bytes = batches.reduce((n, b) => n + b.data.byteLength, 0);
+    this.starts = [0];
+    for (const b of batches) this.starts.push(this.starts[this.starts.length - 1]! + b.numRows);
+    this.rows = this.starts[this.starts.length - 1]!;
+    const keyColumns = keyFields.map((f) => fields.findIndex((x) => x.name === f.name));
+    this.keyReaders = batches.map((b) => keyFields.map((f, k) => columnReader(f.type, b.data.children[keyColumns[k]!]!)));
+    this.integerKeys = keyFields.length === 1 ? integerKeyColumn(batches.map((b) => b.data.children[keyColumns[0]!]!), this.rows) : null;
+  }
+
+  /** The batch and row of the file's row `at`. */
+  private locate(at: number): [number, number] {
+    let lo = 0;
+    let hi = this.batches.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.starts[mid]! <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    return [lo, at - this.starts[lo]!];
+  }
+
+  /** The first row at or after `from` whose key is not below `key`. */
+  private lowerBound(key: readonly Value[], from: number, compare: KeyComparator): number {
+    let lo = from;
+    let hi = this.rows;
+    const numbers = this.integerKeys;
+    const target = numbers === null ? 0 : Number(key[0]);
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (numbers !== null ? numbers[mid]! < target : compare(this.keyAt(mid), key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private holds(at: number, key: readonly Value[], compare: KeyComparator): boolean {
+    if (at >= this.rows) return false;
+    return this.integerKeys !== null ? this.integerKeys[at] === Number(key[0]) : compare(this.keyAt(at), key) === 0;
+  }
+
+  private keyAt(at: number): Value[] {
+    const [b, r] = this.locate(at);
+    return this.keyReaders[b]!.map((read) => read(r));
+  }
+
+  /**
+   * The file's rows of `keys` (sorted ascending by `compare`, each once), in key order, as one batch of the file's
+   * columns — or none when it holds none of them.
+   */
+  rowsOf(keys: readonly Value[][], compare: KeyComparator): arrow.RecordBatch[] {
+    const found: number[] = [];
+    let from = 0;
+    for (const key of keys) {
+      // Later keys are searched after this one's place.
+      from = this.lowerBound(key, from, compare);
+      if (this.holds(from, key, compare)) found.push(from);
+    }
+    if (found.length === 0) return [];
+    const batchOf = new Int32Array(found.length);
+    const rowOf = new Int32Array(found.length);
+    for (let i = 0; i < found.length; i++) [batchOf[i], rowOf[i]] = this.locate(found[i]!);
+    const picks = { length: found.length, batchOf: this.batches.length === 1 ? null : batchOf, rowOf };
+    const children = this.fields.map((f, k) =>
+      gatherColumn(
+        f.type,
+        this.batches.map((b) => b.data.children[k]!),
+        picks,
+        f.name,
+      ),
+    );
+    // The gathered columns' own types (a column gathered value by value has the canonical Arrow type of its field).
+    const schema = new arrow.Schema(this.fields.map((f, k) => new arrow.Field(f.name, children[k]!.type, true)));
+    return [new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: found.length, nullCount: 0, children }))];
+  }
+}
+
+/** A `DecodedFileCache` of at most `maxBytes` of decoded columns, the least recently used file dropped first. */
+export class LruDecodedFileCache implements DecodedFileCache {
+  private readonly files = new Map<string, DecodedFile>();
+  private held = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get bytes(): number {
+    return this.held;
+  }
+
+  get(key: string): DecodedFile | undefined {
+    const f = this.files.get(key);
+    if (f !== undefined) {
+      // Most recently used last: Map keeps insertion order.
+      this.files.delete(key);
+      this.files.set(key, f);
+    }
+    return f;
+  }
+
+  set(key: string, file: DecodedFile): void {
+    if (file.bytes > this.maxBytes) return;
+    const old = this.files.get(key);
+    if (old !== undefined) {
+      this.held -= old.bytes;
+      this.files.delete(key);
+    }
+    this.files.set(key, file);
+    this.held += file.bytes;
+    for (const [k, f] of this.files) {
+      if (this.held <= this.maxBytes) break;
+      this.files.delete(k);
+      this.held -= f.bytes;
+    }
+  }
+}
