@@ -14,6 +14,7 @@
  */
 import * as arrow from "apache-arrow";
 import { DictionaryBatch as FbDictionaryBatch } from "apache-arrow/fb/dictionary-batch";
+import type { Field as FbField } from "apache-arrow/fb/field";
 import { Message as FbMessage } from "apache-arrow/fb/message";
 import { MessageHeader } from "apache-arrow/fb/message-header";
 import { RecordBatch as FbRecordBatch } from "apache-arrow/fb/record-batch";
@@ -84,7 +85,7 @@ function vectorsFit(meta: Uint8Array): boolean {
     const type = m.headerType();
     if (type === MessageHeader.Schema) {
       const schema = m.header(new FbSchema()) as FbSchema | null;
-      return schema === null || schema.fieldsLength() * 4 <= meta.length;
+      return schema === null || schemaFits(schema, meta.length);
     }
     let rb: FbRecordBatch | null = null;
     if (type === MessageHeader.RecordBatch) rb = m.header(new FbRecordBatch()) as FbRecordBatch | null;
@@ -93,6 +94,28 @@ function vectorsFit(meta: Uint8Array): boolean {
   } catch {
     return false; // not even a readable flatbuffer
   }
+}
+
+/** Deeper than any schema natslake or Arrow writers make: a damaged child list pointing back at its parent ends here. */
+const MAX_FIELD_DEPTH = 64;
+
+/**
+ * Whether a schema's lists fit in its `size` bytes of metadata — at every level: a field's children and its custom
+ * metadata too (a damaged child list of 2^31 fields in a 2 KiB schema took apache-arrow 4 GiB of heap and the process
+ * with it; found by `npm run fuzz`), and all the fields together (each is a table of at least 4 bytes).
+ */
+function schemaFits(schema: FbSchema, size: number): boolean {
+  if (schema.fieldsLength() * 4 > size || schema.customMetadataLength() * 4 > size || schema.featuresLength() * 8 > size) return false;
+  let fieldsLeft = Math.floor(size / 4);
+  const fits = (f: FbField | null, depth: number): boolean => {
+    if (f === null || --fieldsLeft < 0 || depth > MAX_FIELD_DEPTH) return false;
+    const children = f.childrenLength();
+    if (children * 4 > size || f.customMetadataLength() * 4 > size) return false;
+    for (let i = 0; i < children; i++) if (!fits(f.children(i), depth + 1)) return false;
+    return true;
+  };
+  for (let i = 0; i < schema.fieldsLength(); i++) if (!fits(schema.fields(i), 1)) return false;
+  return true;
 }
 
 /**

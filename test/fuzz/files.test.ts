@@ -9,6 +9,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as arrow from "apache-arrow";
 import fc from "fast-check";
+import * as flatbuffers from "flatbuffers";
+import { Message as FbMessage } from "apache-arrow/fb/message";
+import { Schema as FbSchema } from "apache-arrow/fb/schema";
 import { decodeAvroFile, snappyDecompress } from "../../src/codec/avro.ts";
 import { IpcStreamDecoder } from "../../src/codec/ipc-decode.ts";
 import { rowsToRecordBatch } from "../../src/codec/columns/record-batch-builder.ts";
@@ -113,4 +116,22 @@ test("fuzz files - Arrow IPC chunks: batches or an error of the stream, never a 
     }),
     fuzzParams(),
   );
+});
+
+test("fuzz files - Arrow IPC: a nested field whose child list claims 2^31 fields fails typed, at once, without the heap (found by npm run fuzz)", () => {
+  // A schema with a struct column of one child; then its child list's length rewritten in place, as the fuzz case
+  // that took 4 GiB of heap did (apache-arrow walks a declared list length without checking it).
+  const struct = new arrow.Struct([new arrow.Field("inner", new arrow.Int32(), true)]);
+  const stream = arrow.tableToIPC(new arrow.Table(new arrow.Schema([new arrow.Field("outer", struct, true)])), "stream");
+  const metaLength = new DataView(stream.buffer, stream.byteOffset).getInt32(4, true);
+  const meta = stream.subarray(8, 8 + metaLength);
+  const bb = new flatbuffers.ByteBuffer(meta);
+  const field = (FbMessage.getRootAsMessage(bb).header(new FbSchema()) as FbSchema).fields(0)!;
+  const childrenAt = bb.__offset(field.bb_pos, 14); // Field.children: the table's 6th slot
+  assert.ok(childrenAt !== 0 && field.childrenLength() === 1, "the struct field has its one child");
+  const lengthAt = bb.__vector(field.bb_pos + childrenAt) - 4;
+  new DataView(meta.buffer, meta.byteOffset).setUint32(lengthAt, 0x7fffffff, true);
+  const r = decodeOutcome(() => new IpcStreamDecoder().decode(stream), stream, { maxMs: 1000, maxBytes: 16 * 1024 * 1024 });
+  assert.equal(r.ok, false);
+  if (!r.ok) assert.match(r.error.message, /field or buffer list is longer than its metadata/);
 });
