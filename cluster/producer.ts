@@ -535,6 +535,7 @@ export class Producer {
           throw dataInvalid(`${forced === RowKind.DELETE ? "delete" : "upsert"} writes ${rowKindName(forced)} rows, but this row names ${ROW_KIND_COLUMN} ${rowKindName(kind)} (write it with write or writeMany)`, { column: ROW_KIND_COLUMN, reason: "bad-row-kind" });
         kind = forced;
       }
+      keyed.rules.checkKind(kind);
       keyed.rules.checkKey(input, kind);
       if (isRetract(kind)) packers = keyed.retractPackers;
     } else if (input[ROW_KIND_COLUMN] !== undefined) throw rowKindOnAppendTable(this.meta.table);

@@ -41,6 +41,7 @@ import { KeyValueFileWriter } from "./key-value-file-writer.ts";
 import { Levels, type FramedKeyComparator } from "./levels.ts";
 import { ignoreDeleteOf } from "./merge-read.ts";
 import { mergeForCompaction } from "./merge-reader.ts";
+import { mergeEngineOf } from "./merge-functions/merge-engine.ts";
 import { sequenceFieldSpec } from "./merge-order.ts";
 import { RollingKeyValueWriter } from "./rolling-writer.ts";
 import type { CompactStrategy } from "./universal-compaction.ts";
@@ -164,6 +165,7 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
   const keys = keyFields(table.schema);
   const sequence = sequenceFieldSpec(table.schema);
   const ignoreDelete = ignoreDeleteOf(table);
+  const engine = mergeEngineOf(table.schema);
   try {
     for (const step of plan.steps) {
       if (step.kind === "upgrade") {
@@ -186,6 +188,7 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
           keyFields: keys,
           sequence,
           ignoreDelete,
+          engine,
           dropDelete: plan.dropDelete,
           valueFields: table.schema.fields,
           readFile: o.readFile,

@@ -5,7 +5,8 @@
  * zero value of their type where the column is NOT NULL (a -D's values are never read by deduplicate; they only
  * keep the file's NOT NULL columns non-null, and a changelog shows them as such).
  *
- * A kind that is not one of the four, a row without its key, a null key: DataInvalid with the reason (a cluster
+ * A kind that is not one of the four, a retraction the table's merge engine refuses, a row without its key, a null
+ * key: DataInvalid with the reason (a cluster
  * writer turns that into a dead letter; the rest of the batch lands). The errors carry `context.reason`
  * (`KeyedInputReason`) so callers can tell them apart without reading the message.
  *
@@ -18,7 +19,8 @@ import type { DataField, DataType } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { compileRowConverter } from "../format/row-converter.ts";
 import { Timestamp, type Row, type Value } from "../format/values.ts";
-import { isRetract, parseRowKind, ROW_KIND_COLUMN, RowKind } from "./row-kind.ts";
+import { isRetract, parseRowKind, ROW_KIND_COLUMN, RowKind, rowKindName } from "./row-kind.ts";
+import { retractionRefusal } from "./merge-functions/merge-engine.ts";
 
 export interface KeyedRow {
   row: Row;
@@ -26,12 +28,17 @@ export interface KeyedRow {
 }
 
 /** Why an input row of a primary-key table was refused (`context.reason` of the DataInvalid error). */
-export type KeyedInputReason = "bad-row-kind" | "missing-key" | "null-key";
+export type KeyedInputReason = "bad-row-kind" | "missing-key" | "null-key" | "retraction-refused";
 
 /** What an input row of one primary-key table must satisfy, whichever way it comes in. */
 export interface KeyedInputRules {
   /** The kind the row names in `_row_kind` (absent or null: +I); DataInvalid (`bad-row-kind`) for anything else. */
   kindOf(input: Readonly<Record<string, unknown>>): RowKind;
+  /**
+   * Throws DataInvalid (`retraction-refused`) for a kind the table's merge engine refuses (a retraction on a
+   * partial-update table without ignore-delete or remove-record-on-delete: Java would fail every later merge of it).
+   */
+  checkKind(kind: RowKind): void;
   /** Throws DataInvalid (`missing-key`, `null-key`) when a primary-key column is missing, or null where it may not be. */
   checkKey(input: Readonly<Record<string, unknown>>, kind: RowKind): void;
   /** The fields a retraction (-U, -D) is converted by: key columns as declared, every other column nullable. */
@@ -44,8 +51,13 @@ export interface KeyedInputRules {
 export function keyedInputRules(schema: TableSchema): KeyedInputRules {
   const keys = new Set(schema.primaryKeys);
   const keyFields = schema.primaryKeys.map((k) => schema.fields.find((f) => f.name === k)!);
+  const refusal = retractionRefusal(schema);
   return {
     kindOf: rowKindOf,
+    checkKind: (kind) => {
+      const why = refusal(kind);
+      if (why !== null) throw dataInvalid(`${rowKindName(kind)} refused: ${why}`, { column: ROW_KIND_COLUMN, reason: "retraction-refused" });
+    },
     checkKey: (input, kind) => {
       for (const f of keyFields) {
         const v = input[f.name];
@@ -69,6 +81,7 @@ export function compileKeyedInput(schema: TableSchema): (input: Readonly<Record<
   const relaxed = compileRowConverter(rules.retractionFields, { ignore: ROW_KIND_COLUMN });
   return (values, given) => {
     const kind = given ?? rules.kindOf(values);
+    rules.checkKind(kind);
     rules.checkKey(values, kind);
     if (!isRetract(kind)) return { row: full(values), kind };
     const row = relaxed(values);

@@ -4,21 +4,24 @@
  * are merged by a streaming k-way merge over their sorted runs — each level-0 file one run, each level ≥ 1 one run of
  * files in key order — that holds one decoded file per run, so memory grows with the number of runs, not with rows.
  * Per key the versions meet in merge order (the `sequence.field`, then the sequence number, then retractions before
- * additions) and the merge function picks the survivor; a surviving retraction drops the key (Java's
- * DropDeleteReader). Rows come out in key order.
+ * additions) and the table's merge function (src/lsm/merge-functions/) gives the survivor — one of the versions as
+ * it is, gathered from the decoded buffers, or a row it built from several; a surviving retraction drops the key
+ * (Java's DropDeleteReader). Rows come out in key order.
  *
  * The caller decodes files (`readFile`: batches whose columns include the key fields, `_SEQUENCE_NUMBER` and
  * `_VALUE_KIND`, and the `sequence.field` columns) and says which columns to return.
  *
  * Compaction (`mergeForCompaction`) runs the same merge over the sections and sorted runs a compaction plan names
  * (src/lsm/compact-task.ts), as Java's MergeTreeCompactRewriter does: a key with one version keeps it as it is
- * (Java's ReducerMergeFunctionWrapper), several are folded by deduplicate, and the survivor comes out in the physical
+ * (Java's ReducerMergeFunctionWrapper), several are folded by the merge function, and the survivor comes out in the physical
  * layout of a primary-key file — `_KEY_` copies, its own `_SEQUENCE_NUMBER` and `_VALUE_KIND` — a surviving
  * retraction included, unless the compaction drops deletes (Java's DropDeleteReader).
  */
 import * as arrow from "apache-arrow";
 import { toArrowSchema } from "../codec/arrow-schema.ts";
-import { columnReader } from "../codec/columns/value-readers.ts";
+import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
+import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
+import type { ColumnBuilder } from "../codec/columns/column-builder.ts";
 import { gatherColumn, type RowPicks } from "./gather.ts";
 import { compareValues } from "../codec/stats.ts";
 import type { DataField, DataType } from "../format/data-types.ts";
@@ -28,6 +31,8 @@ import { SerializedKeys } from "./key-comparator.ts";
 import { keyCopyField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import type { SequenceFieldSpec } from "./merge-order.ts";
 import { isRetract } from "./row-kind.ts";
+import { DeduplicateFunction } from "./merge-functions/deduplicate.ts";
+import { BuiltRow, type MergeEngine, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-functions/merge-function.ts";
 import type { SortedRows } from "./sort-buffer.ts";
 import { integerKeyColumn } from "./integer-key-order.ts";
 
@@ -35,8 +40,10 @@ export interface MergeReadSpec {
   /** The trimmed key fields, in key order. */
   keyFields: readonly DataField[];
   sequence: SequenceFieldSpec | null;
-  /** `ignore-delete`: retractions are passed over, so the latest addition stays. */
+  /** `ignore-delete`: retractions are passed over, so the latest addition stays (deduplicate, when `engine` is absent). */
   ignoreDelete: boolean;
+  /** The table's merge engine (src/lsm/merge-functions/merge-engine.ts `mergeEngineOf`); absent: deduplicate. */
+  engine?: MergeEngine;
   /** The columns to return, in this order. */
   output: readonly DataField[];
   /** Decodes one file into batches (in file order) whose columns include every column this merge needs. */
@@ -59,6 +66,9 @@ interface MergeCore {
   sequence: SequenceFieldSpec | null;
   readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>;
   columns: readonly OutputColumn[];
+  /** The fields a merge function merges: `columns` from `valueOffset` on. */
+  valueFields: readonly DataField[];
+  valueOffset: number;
 }
 
 const columnsOf = (fields: readonly DataField[]): OutputColumn[] => fields.map((f) => ({ type: f.type, from: f.name }));
@@ -66,13 +76,13 @@ const columnsOf = (fields: readonly DataField[]): OutputColumn[] => fields.map((
 /** The bucket's rows after the merge, in key order, as batches of `spec.output`. */
 export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: MergeReadSpec): AsyncGenerator<arrow.RecordBatch> {
   const keys = new SerializedKeys(spec.keyFields.map((f) => f.type));
-  const core: MergeCore = { keyFields: spec.keyFields, sequence: spec.sequence, readFile: spec.readFile, columns: columnsOf(spec.output) };
+  const core: MergeCore = { keyFields: spec.keyFields, sequence: spec.sequence, readFile: spec.readFile, columns: columnsOf(spec.output), valueFields: spec.output, valueOffset: 0 };
   const out = new OutputBatches(core.columns, spec.output, spec.batchRows ?? DEFAULT_BATCH_ROWS);
-  // Deduplicate: the last version in merge order (ignore-delete passes retractions over); a surviving retraction
-  // drops the key.
-  const choose = (group: readonly Version[]): Version | null => {
-    const winner = latestVersion(core, group, spec.ignoreDelete);
-    return winner === null || isRetract(winner.c.kind[winner.row]!) ? null : winner;
+  const merge = mergeOf(core, spec);
+  // A surviving retraction drops the key.
+  const choose = (group: Version[]): MergeResult<Version> => {
+    const r = merge(group);
+    return r === null || isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
   };
   for (const section of sections(files, keys)) {
     if (section.length === 1 && section[0]!.deleteRowCount === 0) {
@@ -90,8 +100,10 @@ export interface CompactionMergeSpec {
   /** The trimmed key fields, in key order. */
   keyFields: readonly DataField[];
   sequence: SequenceFieldSpec | null;
-  /** `ignore-delete`: a key's retractions are passed over when it has several versions. */
+  /** `ignore-delete`: a key's retractions are passed over when it has several versions (deduplicate, when `engine` is absent). */
   ignoreDelete: boolean;
+  /** The table's merge engine; absent: deduplicate. */
+  engine?: MergeEngine;
   /** Retractions that survive the merge are dropped (the output level holds nothing older for them to retract). */
   dropDelete: boolean;
   /** The table's columns: each output row is the `_KEY_` copies, `_SEQUENCE_NUMBER`, `_VALUE_KIND`, then these. */
@@ -116,13 +128,15 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
     readFile: spec.readFile,
     // The `_KEY_` copies are read from the key columns themselves.
     columns: [...columnsOf(spec.keyFields), ...columnsOf([SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD]), ...columnsOf(spec.valueFields)],
+    valueFields: spec.valueFields,
+    valueOffset: spec.keyFields.length + 2,
   };
   const out = new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
-  const choose = (group: readonly Version[]): Version | null => {
-    // A key's only version passes as it is (Java's ReducerMergeFunctionWrapper calls no merge function for it).
-    const winner = group.length === 1 ? group[0]! : latestVersion(core, group, spec.ignoreDelete);
-    if (winner === null) return null;
-    return spec.dropDelete && isRetract(winner.c.kind[winner.row]!) ? null : winner;
+  const merge = mergeOf(core, spec);
+  const choose = (group: Version[]): MergeResult<Version> => {
+    const r = merge(group);
+    if (r === null) return null;
+    return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
   };
   for (const section of sectionsToMerge) yield* mergeRuns(section, core, choose, out);
   yield* out.flush();
@@ -178,6 +192,8 @@ interface CursorBatch {
   kind: Int8Array;
   /** The output columns' data in this batch (`MergeCore.columns`, in order). */
   columns: arrow.Data[];
+  /** Readers of the merge's value fields (`MergeCore.valueFields`), made when a merge function first reads one. */
+  readers: Array<ValueReader | undefined>;
   /** Where this batch is among the sources of the output batch being gathered (valid while `sink` is that one). */
   slot: number;
   sink: object | null;
@@ -270,6 +286,7 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore): CursorBatch {
     sequence,
     kind,
     columns: spec.columns.map((c) => byName(c.from)),
+    readers: [],
     slot: -1,
     sink: null,
   };
@@ -367,19 +384,50 @@ class CursorHeap {
   }
 }
 
-/** Deduplicate: the last of a key's versions in merge order; with ignore-delete retractions are passed over. */
-function latestVersion(spec: MergeCore, group: readonly Version[], ignoreDelete: boolean): Version | null {
-  let winner: Version | null = null;
-  for (const v of group) {
-    if (ignoreDelete && isRetract(v.c.kind[v.row]!)) continue;
-    if (winner === null || compareVersions(spec, v, winner) > 0) winner = v;
-  }
-  return winner;
+/** How a merge function reads a version held by a cursor. */
+const VERSION_ACCESS = (core: MergeCore): VersionAccess<Version> => ({
+  kind: (v) => v.c.kind[v.row]!,
+  sequence: (v) => v.c.sequence[v.row]!,
+  value: (v, k) => {
+    const c = v.c;
+    const read = (c.readers[k] ??= columnReader(core.valueFields[k]!.type, c.columns[core.valueOffset + k]!));
+    return read(v.row);
+  },
+});
+
+/**
+ * The merge of one key's versions (as the heap gives them, in no order): a single version as it is (Java's
+ * ReducerMergeFunctionWrapper calls no merge function for it), several sorted into merge order and fed to the
+ * engine's merge function.
+ */
+function mergeOf(core: MergeCore, spec: { engine?: MergeEngine; ignoreDelete: boolean }): (group: Version[]) => MergeResult<Version> {
+  const access = VERSION_ACCESS(core);
+  const fn: MergeFunction<Version> = spec.engine?.create(access, core.valueFields) ?? new DeduplicateFunction(access, spec.ignoreDelete);
+  return (group) => {
+    if (group.length === 1) return group[0]!;
+    // Insertion sort: a key has a handful of versions at most (one per sorted run).
+    for (let i = 1; i < group.length; i++) {
+      const v = group[i]!;
+      let j = i - 1;
+      while (j >= 0 && compareVersions(core, group[j]!, v) > 0) {
+        group[j + 1] = group[j]!;
+        j--;
+      }
+      group[j + 1] = v;
+    }
+    fn.reset();
+    for (const v of group) fn.add(v);
+    return fn.result();
+  };
 }
 
-/** Where a merge's surviving rows go: `add` says when a batch is full, `flush` hands the batches out. */
+/**
+ * Where a merge's surviving rows go: a version as it is (`add`) or a built row (`addBuilt`), each saying when a batch
+ * is full; `flush` hands the batches out.
+ */
 interface RowSink<T> {
   add(c: CursorBatch, row: number): boolean;
+  addBuilt(row: BuiltRow<Version>): boolean;
   flush(): Generator<T>;
 }
 
@@ -387,7 +435,7 @@ interface RowSink<T> {
  * The k-way merge of sorted runs (each a list of files in key order, a key at most once per run): per key, every
  * run's version of it, and `choose` picks the row that goes out (or none).
  */
-async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec: MergeCore, choose: (group: readonly Version[]) => Version | null, out: RowSink<T>): AsyncGenerator<T> {
+async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec: MergeCore, choose: (group: Version[]) => MergeResult<Version>, out: RowSink<T>): AsyncGenerator<T> {
   const cursors = runs.map((files) => new RunCursor(files, spec));
   const heap = new CursorHeap((a, b) => compareKeys(spec, a, b) < 0);
   const opened = await Promise.all(cursors.map((c) => c.open()));
@@ -400,7 +448,7 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     const group = [first];
     while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group.push(heap.pop());
     const winner = choose(group.map((cur) => ({ c: cur.current!, row: cur.row })));
-    if (winner !== null && out.add(winner.c, winner.row)) yield* out.flush();
+    if (winner !== null && (winner instanceof BuiltRow ? out.addBuilt(winner) : out.add(winner.c, winner.row))) yield* out.flush();
     for (const cur of group) if (await cur.advance()) heap.push(cur);
   }
 }
@@ -411,7 +459,12 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
  * decoded string) on the way from the decoded files to the output.
  */
 class OutputBatches implements RowSink<arrow.RecordBatch> {
-  private sources: CursorBatch[] = [];
+  /** The columns of each source batch of the output batch being gathered (`MergeCore.columns` order). */
+  private sources: arrow.Data[][] = [];
+  /** Rows built by a merge function, appended value by value: one more source, finished at the flush. */
+  private built: ColumnBuilder[] | null = null;
+  private builtSlot = -1;
+  private builtRows = 0;
   /** Stands for the output batch being gathered: a new object per batch. */
   private epoch: object = {};
   private batchOf: Int32Array;
@@ -434,9 +487,26 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
     // A batch remembers its place among this output batch's sources (`sink` tells whose place it is).
     if (c.sink !== this.epoch) {
       c.sink = this.epoch;
-      c.slot = this.sources.push(c) - 1;
+      c.slot = this.sources.push(c.columns) - 1;
     }
-    const at = c.slot;
+    return this.pick(c.slot, row);
+  }
+
+  addBuilt(row: BuiltRow<Version>): boolean {
+    return this.addValues(row.values);
+  }
+
+  /** Appends a row given by its values (one per output column); true when a batch is full. */
+  addValues(values: readonly Value[]): boolean {
+    if (this.builtSlot < 0) {
+      this.built ??= this.columns.map((c) => makeColumnBuilder(c.type, c.from, 64));
+      this.builtSlot = this.sources.push([]) - 1;
+    }
+    for (let k = 0; k < values.length; k++) this.built![k]!.append(values[k]!);
+    return this.pick(this.builtSlot, this.builtRows++);
+  }
+
+  private pick(at: number, row: number): boolean {
     if (this.rows === this.batchOf.length) {
       const size = Math.min(this.batchRows, this.rows * 2);
       const batchOf = new Int32Array(size);
@@ -454,11 +524,16 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
   *flush(): Generator<arrow.RecordBatch> {
     if (this.rows === 0) return;
     const length = this.rows;
+    if (this.builtSlot >= 0) {
+      this.sources[this.builtSlot] = this.built!.map((b) => b.finish());
+      this.builtSlot = -1;
+      this.builtRows = 0;
+    }
     const picks: RowPicks = { length, batchOf: this.sources.length === 1 ? null : this.batchOf.subarray(0, length), rowOf: this.rowOf.subarray(0, length) };
     const children = this.columns.map((col, k) =>
       gatherColumn(
         col.type,
-        this.sources.map((c) => c.columns[k]!),
+        this.sources.map((columns) => columns[k]!),
         picks,
         col.from,
       ),
@@ -490,8 +565,22 @@ class PhysicalRows implements RowSink<SortedRows> {
   }
 
   add(c: CursorBatch, row: number): boolean {
-    const key = c.keys().map((k) => k[row]!);
-    const seq = c.sequence[row]!;
+    this.track(
+      c.keys().map((k) => k[row]!),
+      c.sequence[row]!,
+      c.kind[row]!,
+    );
+    return this.rows.add(c, row);
+  }
+
+  /** A built row: the key of the version it was built from, its own sequence number and kind, its values. */
+  addBuilt(row: BuiltRow<Version>): boolean {
+    const key = row.from.c.keys().map((k) => k[row.from.row]!);
+    this.track(key, row.sequence, row.kind);
+    return this.rows.addValues([...key, row.sequence, row.kind, ...row.values]);
+  }
+
+  private track(key: Value[], seq: bigint, kind: number): void {
     if (this.count === 0) {
       this.minKey = key;
       this.minSeq = this.maxSeq = seq;
@@ -500,9 +589,8 @@ class PhysicalRows implements RowSink<SortedRows> {
       if (seq > this.maxSeq) this.maxSeq = seq;
     }
     this.maxKey = key;
-    if (isRetract(c.kind[row]!)) this.deletes++;
+    if (isRetract(kind)) this.deletes++;
     this.count++;
-    return this.rows.add(c, row);
   }
 
   *flush(): Generator<SortedRows> {

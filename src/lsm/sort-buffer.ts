@@ -2,7 +2,9 @@
  * A bucket's write buffer at its flush, as Java's SortBufferWriteBuffer + MergeTreeWriter.flushWriteBuffer do it:
  * the buffered rows (in arrival order; row i takes sequence number firstSeq + i, so every row written takes one,
  * merged away or not) are sorted by key — Paimon's key order, then the versions' merge order — and folded per key
- * through the merge function; what survives becomes one level-0 sorted run in Paimon's physical layout (`_KEY_`
+ * through the table's merge function (src/lsm/merge-functions/: deduplicate's inlined here, the hot path; the
+ * others' rows built from several versions — for partial-update the fold of a flush's partial rows); what survives
+ * becomes one level-0 sorted run in Paimon's physical layout (`_KEY_`
  * copies, `_SEQUENCE_NUMBER`, `_VALUE_KIND`, the row). With `changelog-producer = input` every buffered row, unfolded,
  * also goes out in the same layout and order: the changelog file.
  *
@@ -23,6 +25,10 @@ import { BUFFER_KIND_FIELD, keyCopyField, keyFields, keyValueFields, VALUE_KIND_
 import { sequenceFieldSpec, type SequenceFieldSpec } from "./merge-order.ts";
 import { isRetract } from "./row-kind.ts";
 import { TableOptions } from "../options.ts";
+import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
+import type { ValueReader } from "../codec/columns/value-readers.ts";
+import { mergeEngineOf } from "./merge-functions/merge-engine.ts";
+import { isBuilt, type MergeEngine, type VersionAccess } from "./merge-functions/merge-function.ts";
 
 /** How a table's buffers fold and what they write: derived once per table schema. */
 export interface KeyValueLayout {
@@ -34,7 +40,9 @@ export interface KeyValueLayout {
   /** The physical columns of a key-value file. */
   fileFields: DataField[];
   sequence: SequenceFieldSpec | null;
-  /** `ignore-delete`: retractions are dropped as they come. */
+  /** The merge engine whose function folds each key's buffered versions. */
+  engine: MergeEngine;
+  /** `ignore-delete`: retractions are dropped as they come (Java's RowKindFilter drops them before the buffer). */
   ignoreDelete: boolean;
   /** `changelog-producer = input`: the unfolded rows are written too. */
   changelogInput: boolean;
@@ -42,15 +50,15 @@ export interface KeyValueLayout {
 
 export function keyValueLayout(schema: TableSchema): KeyValueLayout {
   const options = new TableOptions(schema.options);
-  const engine = options.get("merge-engine") ?? "deduplicate";
-  if (engine !== "deduplicate") throw new LakeError(ErrorKind.Unsupported, `merge-engine = ${engine} is not written yet (deduplicate is)`);
+  const engine = mergeEngineOf(schema);
   return {
     schema,
     bufferFields: [...schema.fields, BUFFER_KIND_FIELD],
     keyFields: keyFields(schema),
     fileFields: keyValueFields(schema),
     sequence: sequenceFieldSpec(schema),
-    ignoreDelete: options.bool("ignore-delete") || options.bool("deduplicate.ignore-delete"),
+    engine,
+    ignoreDelete: engine.ignoreDelete,
     changelogInput: (options.get("changelog-producer") ?? "none") === "input",
   };
 }
@@ -95,11 +103,12 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
       : null;
   let order = integerKeys === null ? null : integerKeyOrder(integerKeys);
   let keyOf: (x: number) => Value[];
-  let survivors: Int32Array;
+  let sameKey: (a: number, b: number) => boolean;
+  const integerOrdered = order !== null && integerKeys !== null;
   if (order !== null && integerKeys !== null) {
     const readers = batches.map((b) => columnReader(keyField.type, columnOf(b, keyField.name)));
     keyOf = (x) => [readers[at.batchOf === null ? 0 : at.batchOf[x]!]!(at.rowOf === null ? x : at.rowOf[x]!)];
-    survivors = foldIntegerKeys(order, integerKeys, kinds, layout.ignoreDelete);
+    sameKey = (a, b) => integerKeys[a] === integerKeys[b];
   } else {
     const keys = layout.keyFields.map(() => new Array<Value>(n));
     const seqValues = layout.sequence === null ? null : layout.sequence.fields.map(() => new Array<Value>(n));
@@ -127,10 +136,96 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
       return a - b;
     });
     order = sorted;
-    survivors = fold(order, (a, b) => compareKeyAt(a, b) === 0, kinds, layout.ignoreDelete);
+    sameKey = (a, b) => compareKeyAt(a, b) === 0;
   }
-  const sortedRows = (indexes: Int32Array): SortedRows | null => (indexes.length === 0 ? null : physicalRows(layout, batches, indexes, { ...at, kinds, firstSeq, keyOf }));
-  return { data: sortedRows(survivors), changelog: layout.changelogInput ? sortedRows(order) : null };
+  const source: RowSource = { ...at, kinds, firstSeq, keyOf, sequences: null };
+  const sortedRows = (indexes: Int32Array): SortedRows | null => (indexes.length === 0 ? null : physicalRows(layout, batches, indexes, source));
+  let data: SortedRows | null;
+  if (layout.engine.name === "deduplicate") {
+    // Deduplicate's function inlined (the hot path: no value is read, nothing is built).
+    data = sortedRows(integerOrdered ? foldIntegerKeys(order, integerKeys!, kinds, layout.ignoreDelete) : fold(order, sameKey, kinds, layout.ignoreDelete));
+  } else {
+    data = foldThroughEngine(layout, batches, order, sameKey, source);
+  }
+  return { data, changelog: layout.changelogInput ? sortedRows(order) : null };
+}
+
+/**
+ * The fold of any engine, through its merge function: per key, one version passes as it is (Java's
+ * ReducerMergeFunctionWrapper), several are merged. Built rows go into one more batch after the buffered ones, so
+ * the output gathers every surviving row alike (a built row's index is n + its place in that batch).
+ */
+function foldThroughEngine(layout: KeyValueLayout, batches: readonly arrow.RecordBatch[], order: Int32Array, sameKey: (a: number, b: number) => boolean, source: RowSource): SortedRows | null {
+  const n = order.length;
+  const fields = layout.schema.fields;
+  const readers: Array<ValueReader[] | undefined> = new Array<ValueReader[] | undefined>(fields.length);
+  const access: VersionAccess<number> = {
+    kind: (x) => source.kinds[x]!,
+    sequence: (x) => source.firstSeq + BigInt(x),
+    value: (x, k) => {
+      const r = (readers[k] ??= batches.map((b) => columnReader(fields[k]!.type, columnOf(b, fields[k]!.name))));
+      return r[source.batchOf === null ? 0 : source.batchOf[x]!]!(source.rowOf === null ? x : source.rowOf[x]!);
+    },
+  };
+  const merge = layout.engine.create(access, fields);
+  const out = new Int32Array(n);
+  let m = 0;
+  const builders = fields.map((f) => makeColumnBuilder(f.type, f.name, 16));
+  const builtKinds: number[] = [];
+  const builtSeqs: bigint[] = [];
+  const builtFrom: number[] = [];
+  const group: number[] = [];
+  let at = 0;
+  while (at < n) {
+    let end = at + 1;
+    while (end < n && sameKey(order[at]!, order[end]!)) end++;
+    group.length = 0;
+    for (let k = at; k < end; k++) if (!(layout.ignoreDelete && isRetract(source.kinds[order[k]!]!))) group.push(order[k]!);
+    at = end;
+    if (group.length === 0) continue;
+    if (group.length === 1) {
+      out[m++] = group[0]!;
+      continue;
+    }
+    merge.reset();
+    for (const x of group) merge.add(x);
+    const r = merge.result();
+    if (r === null) continue;
+    if (!isBuilt(r)) {
+      out[m++] = r;
+      continue;
+    }
+    out[m++] = n + builtKinds.length;
+    r.values.forEach((v, k) => builders[k]!.append(v));
+    builtKinds.push(r.kind);
+    builtSeqs.push(r.sequence);
+    builtFrom.push(r.from);
+  }
+  if (m === 0) return null;
+  if (builtKinds.length === 0) return physicalRows(layout, batches, out.subarray(0, m), source);
+  // The built rows as one more batch (the buffer's columns: the table's, then the kind).
+  const b = builtKinds.length;
+  const builtSchema = toArrowSchema(layout.bufferFields);
+  const children = [...builders.map((x) => x.finish()), arrow.makeData({ type: new arrow.Int8(), length: b, nullCount: 0, data: Int8Array.from(builtKinds) })];
+  const built = new arrow.RecordBatch(builtSchema, arrow.makeData({ type: new arrow.Struct(builtSchema.fields), length: b, nullCount: 0, children }));
+  const batchOf = new Int32Array(n + b);
+  const rowOf = new Int32Array(n + b);
+  const kinds = new Int8Array(n + b);
+  const sequences = new BigInt64Array(n + b);
+  for (let x = 0; x < n; x++) {
+    batchOf[x] = source.batchOf === null ? 0 : source.batchOf[x]!;
+    rowOf[x] = source.rowOf === null ? x : source.rowOf[x]!;
+    kinds[x] = source.kinds[x]!;
+    sequences[x] = source.firstSeq + BigInt(x);
+  }
+  for (let j = 0; j < b; j++) {
+    batchOf[n + j] = batches.length;
+    rowOf[n + j] = j;
+    kinds[n + j] = builtKinds[j]!;
+    sequences[n + j] = builtSeqs[j]!;
+  }
+  const keyOf = (x: number): Value[] => source.keyOf(x < n ? x : builtFrom[x - n]!);
+  return physicalRows(layout, [...batches, built], out.subarray(0, m), { batchOf, rowOf, kinds, firstSeq: source.firstSeq, keyOf, sequences });
 }
 
 /** Where row x of the concatenation lives: with one batch, row x of it (both null); else the arrays. */
@@ -242,12 +337,16 @@ function columnOf(b: arrow.RecordBatch, name: string): arrow.Data {
 }
 
 /** The chosen buffered rows (indexes into the concatenation, in output order) in the physical layout. */
-function physicalRows(
-  layout: KeyValueLayout,
-  batches: readonly arrow.RecordBatch[],
-  indexes: Int32Array,
-  at: Positions & { kinds: Int8Array; firstSeq: bigint; keyOf: (x: number) => Value[] },
-): SortedRows {
+/** The rows a flush chooses from: where each lives, its kind, key and sequence number. */
+interface RowSource extends Positions {
+  kinds: Int8Array;
+  firstSeq: bigint;
+  keyOf: (x: number) => Value[];
+  /** Each row's sequence number, or null when row x's is `firstSeq + x` (every buffered row's). */
+  sequences: BigInt64Array | null;
+}
+
+function physicalRows(layout: KeyValueLayout, batches: readonly arrow.RecordBatch[], indexes: Int32Array, at: RowSource): SortedRows {
   const m = indexes.length;
   let picks: RowPicks;
   if (at.batchOf === null || at.rowOf === null) picks = { length: m, batchOf: null, rowOf: indexes };
@@ -273,7 +372,21 @@ function physicalRows(
     kind[j] = k;
     if (isRetract(k)) deleteRows++;
   }
-  const seq = sequenceColumn(at.firstSeq, indexes, maxX);
+  let seq: BigInt64Array;
+  let minSeq = at.firstSeq + BigInt(minX);
+  let maxSeq = at.firstSeq + BigInt(maxX);
+  if (at.sequences === null) seq = sequenceColumn(at.firstSeq, indexes, maxX);
+  else {
+    // Built rows carry their own sequence numbers (the last merged version's, which need not be the largest).
+    const sequences = at.sequences;
+    seq = new BigInt64Array(m);
+    for (let j = 0; j < m; j++) seq[j] = sequences[indexes[j]!]!;
+    minSeq = maxSeq = seq[0]!;
+    for (const s of seq) {
+      if (s < minSeq) minSeq = s;
+      if (s > maxSeq) maxSeq = s;
+    }
+  }
   const valueColumns = layout.schema.fields.map((f) =>
     gatherColumn(
       f.type,
@@ -295,8 +408,8 @@ function physicalRows(
     batch,
     minKey: at.keyOf(indexes[0]!),
     maxKey: at.keyOf(indexes[m - 1]!),
-    minSequenceNumber: at.firstSeq + BigInt(minX),
-    maxSequenceNumber: at.firstSeq + BigInt(maxX),
+    minSequenceNumber: minSeq,
+    maxSequenceNumber: maxSeq,
     deleteRows,
   };
 }

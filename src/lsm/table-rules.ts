@@ -10,6 +10,7 @@ import type { TableSchema } from "../format/schema.ts";
 import { TableOptions } from "../options.ts";
 import { readLsmCompactionOptions } from "./compaction-options.ts";
 import { ROW_KIND_COLUMN } from "./row-kind.ts";
+import { validateMergeEngine } from "./merge-functions/merge-engine.ts";
 
 const unsupported = (why: string): LakeError => new LakeError(ErrorKind.Unsupported, why);
 
@@ -25,8 +26,13 @@ export function validateWritableKeyedSchema(table: string, schema: TableSchema):
     throw dataInvalid(`${table}: the primary key (${schema.primaryKeys.join(", ")}) must contain every partition field (${schema.partitionKeys.join(", ")}); a key that moves between partitions needs dynamic buckets, which natslake does not write`);
   }
   if (schema.fields.some((f) => f.name === ROW_KIND_COLUMN)) throw dataInvalid(`${table}: column name '${ROW_KIND_COLUMN}' is reserved in primary-key tables (it carries each row's kind)`);
-  const engine = options.get("merge-engine") ?? "deduplicate";
-  if (engine !== "deduplicate") throw unsupported(`${table}: merge-engine = ${engine} is not written by natslake yet (deduplicate is)`);
+  // The merge engine's options: Java's rules (it applies some only at a first merge), and what natslake does not merge.
+  try {
+    validateMergeEngine(schema);
+  } catch (e) {
+    if (e instanceof LakeError) throw new LakeError(e.kind, `${table}: ${e.message}`, { context: e.context });
+    throw e;
+  }
   const producer = options.get("changelog-producer") ?? "none";
   if (producer !== "none" && producer !== "input") throw unsupported(`${table}: changelog-producer = ${producer} is not written by natslake yet (none and input are)`);
   if (options.bool("deletion-vectors.enabled")) throw unsupported(`${table}: deletion-vectors.enabled = true is not written by natslake yet`);

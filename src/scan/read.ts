@@ -523,7 +523,7 @@ export type FileRows =
  * limit applies to the merged rows.
  */
 async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataField[], spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
-  checkMergeReadable(table);
+  const engine = checkMergeReadable(table);
   const context = new FileReadContext(table, mergeReadFields(table, wanted));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const keys = keyFields(table.schema);
@@ -541,6 +541,7 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
       keyFields: keys,
       sequence,
       ignoreDelete,
+      engine,
       output: wanted,
       readFile: (file) => {
         const early = mine.get(file);

@@ -406,8 +406,40 @@ const CREATE_CASES: CreateCase[] = [
   },
   {
     what: "merge-engine = partial-update",
-    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "partial-update" } },
-    expect: { natslakeRefuses: "natslake merges with deduplicate only for now; another engine's files would be merged wrongly by natslake's reads and compactions" },
+    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true" } },
+    expect: "both-accept",
+  },
+  {
+    what: "merge-engine = partial-update with a sequence group",
+    spec: { columns: "id BIGINT, v STRING, g INT", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "partial-update", "fields.g.sequence-group": "v" } },
+    expect: { natslakeRefuses: "natslake does not merge sequence groups yet" },
+  },
+  {
+    what: "partial-update with ignore-delete and remove-record-on-delete",
+    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "partial-update", "ignore-delete": "true", "partial-update.remove-record-on-delete": "true" } },
+    expect: "both-refuse",
+    javaSays: /ignore-delete and partial-update.remove-record-on-delete have conflicting behavior so should not be enabled at the same time/,
+  },
+  {
+    what: "merge-engine = aggregation with functions per field and a default",
+    spec: { columns: "id BIGINT, n BIGINT, s STRING, b BOOLEAN", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "aggregation", "fields.n.aggregate-function": "sum", "fields.s.aggregate-function": "listagg", "fields.b.aggregate-function": "bool_or", "fields.default-aggregate-function": "last_value" } },
+    expect: "both-accept",
+  },
+  {
+    what: "an unknown aggregate function",
+    spec: { columns: "id BIGINT, n BIGINT", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "aggregation", "fields.n.aggregate-function": "avg" } },
+    expect: "both-refuse",
+    javaSays: /Could not find any factory for identifier 'avg'/,
+  },
+  {
+    what: "sum of a STRING column",
+    spec: { columns: "id BIGINT, s STRING", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "aggregation", "fields.s.aggregate-function": "sum" } },
+    expect: { natslakeRefuses: "Java checks a function's type when it first merges the table; natslake when the table is created, in Java's words" },
+  },
+  {
+    what: "an aggregate function natslake does not run (collect)",
+    spec: { columns: "id BIGINT, a ARRAY<INT>", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "aggregation", "fields.a.aggregate-function": "collect" } },
+    expect: { natslakeRefuses: "natslake does not run collect yet" },
   },
   {
     what: "changelog-producer = lookup",

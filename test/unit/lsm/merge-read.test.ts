@@ -22,6 +22,9 @@ import { EMPTY_STATS, type DataFileMeta } from "../../../src/format/manifest.ts"
 import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
 import type { Row } from "../../../src/format/values.ts";
+import { newTableSchema } from "../../../src/format/schema.ts";
+import { mergeEngineOf } from "../../../src/lsm/merge-functions/merge-engine.ts";
+import type { MergeEngine } from "../../../src/lsm/merge-functions/merge-function.ts";
 
 const fields = (text: string): DataField[] => parseColumnList(text).map((c, i) => ({ id: i, name: c.name, type: c.type }));
 const SEQ = SEQUENCE_NUMBER_FIELD.name;
@@ -245,4 +248,57 @@ test("merge for compaction - random versions over random runs: per key the lates
     }),
     { numRuns: 200 },
   );
+});
+
+/** The merge engine of a one-key table of these columns with these options. */
+function engineOf(all: DataField[], key: string, options: Record<string, string>): MergeEngine {
+  return mergeEngineOf(newTableSchema({ columns: all.map((f) => ({ name: f.name, type: f.type })), primaryKeys: [key], partitionKeys: [], options: { bucket: "1", ...options } }));
+}
+
+test("merge - partial-update: rows built from several runs come out among rows read as they are, in key order; a projection merges only its columns", async () => {
+  const all = fields("id INT NOT NULL, a STRING, b INT, c DOUBLE");
+  const [id] = all;
+  const engine = engineOf(all, "id", { "merge-engine": "partial-update" });
+  const b = new Map<string, arrow.RecordBatch>();
+  const files = [
+    file(all, [id!], [v({ id: 1 }, 1, 0, { a: "a1", b: 1 }), v({ id: 2 }, 2, 0, { a: "a2", c: 2.5 }), v({ id: 4 }, 3, 0, { a: "only", b: 4, c: 4.5 })], 2, b),
+    file(all, [id!], [v({ id: 1 }, 10, 0, { c: 1.5 }), v({ id: 2 }, 11, 2, { b: 20 }), v({ id: 3 }, 12, 0, { a: "new" })], 0, b),
+    file(all, [id!], [v({ id: 1 }, 20, 0, { a: "a1-later" })], 0, b),
+  ];
+  const out = await merge(all, [id!], files, b, { engine });
+  assert.deepEqual(out, [
+    { id: 1, a: "a1-later", b: 1, c: 1.5 },
+    { id: 2, a: "a2", b: 20, c: 2.5 },
+    { id: 3, a: "new", b: null, c: null },
+    { id: 4, a: "only", b: 4, c: 4.5 },
+  ]);
+  const projected = [all[3]!, all[1]!];
+  const got: Row[] = [];
+  const spec: MergeReadSpec = { keyFields: [id!], sequence: null, ignoreDelete: false, engine, output: projected, readFile: async (f) => [b.get(f.fileName)!], batchRows: 2 };
+  for await (const batch of mergeBucketFiles(files, spec)) got.push(...recordBatchToRows(projected, batch));
+  assert.deepEqual(got, [{ c: 1.5, a: "a1-later" }, { c: 2.5, a: "a2" }, { c: null, a: "new" }, { c: 4.5, a: "only" }], "batches of 2 rows mixing built and read rows");
+  // A retraction among several versions is refused as Java refuses it; remove-record-on-delete removes the key.
+  const withDelete = [...files, file(all, [id!], [v({ id: 2 }, 30, 3)], 0, b)];
+  await assert.rejects(merge(all, [id!], withDelete, b, { engine }), /Partial update can not accept delete records/);
+  const removing = engineOf(all, "id", { "merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true" });
+  assert.deepEqual((await merge(all, [id!], withDelete, b, { engine: removing })).map((r) => r["id"]), [1, 3, 4]);
+});
+
+test("merge for compaction - partial-update: a built row takes its key, the last version's sequence number and its kind; a lone version passes as it is; a built -D is dropped with deletes", async () => {
+  const all = fields("id INT NOT NULL, a STRING, b INT");
+  const [id] = all;
+  const b = new Map<string, arrow.RecordBatch>();
+  const l0 = file(all, [id!], [v({ id: 1 }, 10, 0, { b: 10 }), v({ id: 2 }, 11, 3), v({ id: 5 }, 12, 1)], 0, b);
+  const l2 = file(all, [id!], [v({ id: 1 }, 1, 0, { a: "one" }), v({ id: 2 }, 2, 0, { a: "two", b: 2 }), v({ id: 3 }, 3, 0, { a: "three" })], 2, b);
+  const engine = engineOf(all, "id", { "merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true" });
+  const { rows, chunks } = await compactMerge(all, [id!], [[[l0], [l2]]], b, { engine, batchRows: 10 });
+  assert.deepEqual(rows, [
+    { _KEY_id: 1, [SEQ]: 10n, [KIND]: 0, id: 1, a: "one", b: 10 },
+    { _KEY_id: 2, [SEQ]: 11n, [KIND]: 3, id: 2, a: null, b: null },
+    { _KEY_id: 3, [SEQ]: 3n, [KIND]: 0, id: 3, a: "three", b: null },
+    { _KEY_id: 5, [SEQ]: 12n, [KIND]: 1, id: 5, a: null, b: null },
+  ]);
+  assert.deepEqual(chunks.map((c) => [c.minKey, c.maxKey, c.minSequenceNumber, c.maxSequenceNumber, c.deleteRows]), [[[1], [5], 3n, 12n, 2]]);
+  const dropped = await compactMerge(all, [id!], [[[l0], [l2]]], b, { engine, dropDelete: true });
+  assert.deepEqual(dropped.rows.map((r) => r["id"]), [1, 3]);
 });

@@ -103,3 +103,57 @@ test("flush - sorted by key, folded per key to the last version, sequence number
     );
   }
 });
+
+test("flush - partial-update: per key the versions folded by its function (non-null fields overwrite, +I, the last version's sequence number); a key's only version as it is; ignore-delete drops retractions first (random buffers, every key type)", () => {
+  const VALUE_COLUMNS = ["s", "d", "ts", "tags", "q"];
+  for (const keyType of KEY_TYPES) {
+    fc.assert(
+      fc.property(fc.array(rowArb(keyType), { minLength: 1, maxLength: 50 }), fc.integer({ min: 1, max: 3 }), fc.boolean(), fc.bigInt({ min: 0n, max: 2n ** 40n }), (raw, pieces, ignoreDelete, firstSeq) => {
+        // Without ignore-delete a retraction among several versions is refused (tested below): additions only.
+        const rows = ignoreDelete ? raw : raw.map((r) => (r["_VALUE_KIND"] === 1 || r["_VALUE_KIND"] === 3 ? { ...r, _VALUE_KIND: 2 } : r));
+        const layout = layoutOf(keyType, { "merge-engine": "partial-update", ...(ignoreDelete ? { "ignore-delete": "true" } : {}) });
+        const batches = [];
+        for (let p = 0; p < pieces; p++) {
+          const part = rows.slice(Math.floor((p * rows.length) / pieces), Math.floor(((p + 1) * rows.length) / pieces));
+          if (part.length === 0) continue;
+          const b = new RecordBatchBuilder(layout.bufferFields, part.length);
+          for (const r of part) b.appendRow(r);
+          batches.push(b.finish());
+        }
+        const out = flushBuffer(layout, batches, firstSeq);
+        const cmp = keyComparator([layout.keyFields[0]!.type]);
+        const kept = rows.map((r, i) => ({ r, i })).filter(({ r }) => !(ignoreDelete && (r["_VALUE_KIND"] === 1 || r["_VALUE_KIND"] === 3)));
+        const byKey = new Map<string, typeof kept>();
+        for (const x of kept) {
+          const k = JSON.stringify(x.r["k"], (_, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
+          byKey.set(k, [...(byKey.get(k) ?? []), x]);
+        }
+        const expected = [...byKey.values()]
+          .sort((a, b) => cmp([a[0]!.r["k"]!], [b[0]!.r["k"]!]))
+          .map((versions) => {
+            const last = versions[versions.length - 1]!;
+            if (versions.length === 1) return { _KEY_k: last.r["k"]!, _SEQUENCE_NUMBER: firstSeq + BigInt(last.i), ...last.r, _VALUE_KIND: last.r["_VALUE_KIND"] ?? 0 };
+            const row: Row = { k: last.r["k"]! };
+            for (const c of VALUE_COLUMNS) row[c] = null;
+            for (const { r } of versions) for (const c of VALUE_COLUMNS) if (r[c] !== null && r[c] !== undefined) row[c] = r[c]!;
+            return { _KEY_k: last.r["k"]!, _SEQUENCE_NUMBER: firstSeq + BigInt(last.i), ...row, _VALUE_KIND: 0 };
+          });
+        const got = out.data === null ? [] : recordBatchToRows(layout.fileFields, out.data.batch);
+        assert.deepEqual(got, expected);
+        if (out.data !== null) {
+          const seqs = expected.map((r) => r._SEQUENCE_NUMBER);
+          assert.equal(out.data.minSequenceNumber, seqs.reduce((a, b) => (b < a ? b : a)));
+          assert.equal(out.data.maxSequenceNumber, seqs.reduce((a, b) => (b > a ? b : a)));
+          assert.deepEqual([out.data.minKey, out.data.maxKey], [[expected[0]!._KEY_k], [expected[expected.length - 1]!._KEY_k]]);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  }
+  // A retraction among a key's versions, without ignore-delete or remove-record-on-delete: refused as Java refuses it.
+  const layout = layoutOf("INT", { "merge-engine": "partial-update" });
+  const b = new RecordBatchBuilder(layout.bufferFields, 2);
+  b.appendRow({ k: 1, s: "a", d: null, ts: null, tags: null, q: null, _VALUE_KIND: 0 });
+  b.appendRow({ k: 1, s: null, d: null, ts: null, tags: null, q: null, _VALUE_KIND: 3 });
+  assert.throws(() => flushBuffer(layout, [b.finish()], 0n), /Partial update can not accept delete records/);
+});

@@ -1,0 +1,78 @@
+/**
+ * Aggregation (Paimon 1.4.2's AggregateMergeFunction): every field of a key's versions is folded by its aggregator
+ * (field-aggregators.ts) — additions by `agg`, retractions by `retract` (which throws for a function that does not
+ * take them) — into a new row of kind +I with the last version's sequence number. With
+ * `aggregation.remove-record-on-delete` a -D replaces the row with its own values and makes the result a -D (a
+ * later version of the same merge aggregates onto those values, as Java's does).
+ *
+ * Which aggregator a field gets (Java's getAggFuncName): a `sequence.field` column last_value, a primary-key column
+ * its own value, else `fields.<f>.aggregate-function`, else `fields.default-aggregate-function`, else
+ * last_non_null_value.
+ */
+import type { DataField } from "../../format/data-types.ts";
+import type { Value } from "../../format/values.ts";
+import type { TableOptions } from "../../options.ts";
+import { isRetract, RowKind } from "../row-kind.ts";
+import { fieldAggregator, PRIMARY_KEY_AGGREGATOR, type FieldAggregator } from "./field-aggregators.ts";
+import { BuiltRow, versionValues, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-function.ts";
+
+/** The aggregate function Java gives a field of this table (its name; "primary-key" for key columns). */
+export function aggregateFunctionOf(field: string, options: TableOptions, primaryKeys: readonly string[], sequenceFields: readonly string[]): string {
+  if (sequenceFields.includes(field)) return "last_value";
+  if (primaryKeys.includes(field)) return "primary-key";
+  return options.raw[`fields.${field}.aggregate-function`] ?? options.raw["fields.default-aggregate-function"] ?? "last_non_null_value";
+}
+
+/** The aggregator of each of `fields` under the table's options; DataInvalid for a function or type Java refuses. */
+export function aggregatorsOf(fields: readonly DataField[], options: TableOptions, primaryKeys: readonly string[], sequenceFields: readonly string[]): FieldAggregator[] {
+  return fields.map((f) => {
+    const name = aggregateFunctionOf(f.name, options, primaryKeys, sequenceFields);
+    if (name === "primary-key") return PRIMARY_KEY_AGGREGATOR;
+    return fieldAggregator(name, f.name, f.type, {
+      ignoreRetract: options.bool(`fields.${f.name}.ignore-retract`),
+      delimiter: options.raw[`fields.${f.name}.list-agg-delimiter`] ?? ",",
+      distinct: options.bool(`fields.${f.name}.distinct`),
+    });
+  });
+}
+
+export class AggregationFunction<V> implements MergeFunction<V> {
+  private row: Value[] = [];
+  private latest: V | null = null;
+  private deleteRow = false;
+
+  constructor(
+    private readonly access: VersionAccess<V>,
+    private readonly fields: readonly DataField[],
+    private readonly aggregators: readonly FieldAggregator[],
+    private readonly removeRecordOnDelete: boolean,
+  ) {}
+
+  reset(): void {
+    this.row = new Array<Value>(this.fields.length).fill(null);
+    this.latest = null;
+    this.deleteRow = false;
+    for (const a of this.aggregators) a.reset();
+  }
+
+  add(v: V): void {
+    this.latest = v;
+    const kind = this.access.kind(v);
+    this.deleteRow = this.removeRecordOnDelete && kind === RowKind.DELETE;
+    if (this.deleteRow) {
+      this.row = versionValues(this.access, this.fields, v);
+      return;
+    }
+    const retract = isRetract(kind);
+    for (let k = 0; k < this.fields.length; k++) {
+      const input = this.access.value(v, k);
+      const a = this.aggregators[k]!;
+      this.row[k] = retract ? a.retract(this.row[k]!, input) : a.agg(this.row[k]!, input);
+    }
+  }
+
+  result(): MergeResult<V> {
+    if (this.latest === null) return null;
+    return new BuiltRow(this.row, this.deleteRow ? RowKind.DELETE : RowKind.INSERT, this.access.sequence(this.latest), this.latest);
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * A primary-key table's merge engine, read from its options (`merge-engine` and the options of each engine), and
+ * the rules those options must satisfy:
+ *
+ * - `mergeEngineOf`: the engine whose merge functions the write buffer, merge-on-read and compaction run; what
+ *   natslake does not merge (yet) is refused by name (Unsupported), never merged into rows that would be wrong.
+ * - `validateMergeEngine`: at create, Java's rules (SchemaValidation and the engines' factories, which Java applies
+ *   only when a writer or reader first merges — natslake refuses such a table before it exists), as Java words them.
+ * - `retractionRefusal`: which retractions the engine refuses. Java accepts them into a level-0 file and fails the
+ *   first merge that meets one — every later compaction of the bucket, every read of the key; natslake refuses them
+ *   as they come in (a dead letter in the cluster, an error from TableWrite), so the rest of a batch lands.
+ */
+import { dataInvalid, ErrorKind, LakeError } from "../../errors.ts";
+import type { TableSchema } from "../../format/schema.ts";
+import { TableOptions } from "../../options.ts";
+import { isRetract, RowKind } from "../row-kind.ts";
+import { DeduplicateFunction } from "./deduplicate.ts";
+import type { MergeEngine, MergeEngineName } from "./merge-function.ts";
+import { PARTIAL_UPDATE_RETRACTION, PartialUpdateFunction } from "./partial-update.ts";
+import { aggregateFunctionOf, AggregationFunction, aggregatorsOf } from "./aggregation.ts";
+
+/** The `sequence.field` columns named by the options (none when unset). */
+function sequenceFieldsOf(options: TableOptions): string[] {
+  const raw = options.get("sequence.field");
+  return raw === undefined || raw.trim() === "" ? [] : raw.split(",").map((x) => x.trim());
+}
+
+/** Functions whose aggregators take a retraction back (Java's FieldAggregator.retract overrides). */
+const RETRACTABLE = new Set(["sum", "product", "last_value", "last_non_null_value", "primary-key"]);
+
+const ENGINES: readonly MergeEngineName[] = ["deduplicate", "partial-update", "aggregation", "first-row"];
+
+const unsupported = (why: string): LakeError => new LakeError(ErrorKind.Unsupported, why);
+
+/** `merge-engine` (default deduplicate); an unknown name is DataInvalid. */
+export function mergeEngineName(options: TableOptions): MergeEngineName {
+  const name = (options.get("merge-engine") ?? "deduplicate").trim().toLowerCase();
+  if (!(ENGINES as readonly string[]).includes(name)) throw dataInvalid(`merge-engine '${name}' is not one of ${ENGINES.join(", ")}`, { option: "merge-engine" });
+  return name as MergeEngineName;
+}
+
+/** `ignore-delete` as Java reads it: the key itself, else any of its fallback keys. */
+export function ignoreDeleteOf(options: TableOptions): boolean {
+  const raw = options.raw;
+  for (const key of ["ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete"]) {
+    const v = raw[key];
+    if (v !== undefined) return v.trim().toLowerCase() === "true";
+  }
+  return false;
+}
+
+/** The `fields.<f>.<suffix>` options of a table: field name (or comma list of names) → value. */
+function fieldOptions(options: TableOptions, suffix: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const tail = `.${suffix}`;
+  for (const [k, v] of Object.entries(options.raw)) {
+    if (k.startsWith("fields.") && k.endsWith(tail) && k.length > "fields.".length + tail.length) out.set(k.slice("fields.".length, k.length - tail.length), v);
+  }
+  return out;
+}
+
+/** The table's merge engine; Unsupported, naming the option, for what natslake does not merge. */
+export function mergeEngineOf(schema: TableSchema): MergeEngine {
+  const options = new TableOptions(schema.options);
+  const name = mergeEngineName(options);
+  const ignoreDelete = ignoreDeleteOf(options);
+  switch (name) {
+    case "deduplicate":
+      return { name, ignoreDelete, create: (access) => new DeduplicateFunction(access, ignoreDelete) };
+    case "partial-update": {
+      if (fieldOptions(options, "sequence-group").size > 0) throw unsupported(`merge-engine = partial-update with sequence groups (fields.<f>.sequence-group) is not merged by natslake yet`);
+      const removeRecordOnDelete = options.bool("partial-update.remove-record-on-delete");
+      return { name, ignoreDelete, create: (access, fields) => new PartialUpdateFunction(access, fields, { ignoreDelete, removeRecordOnDelete }) };
+    }
+    case "aggregation": {
+      const removeRecordOnDelete = options.bool("aggregation.remove-record-on-delete");
+      const sequenceFields = sequenceFieldsOf(options);
+      // Checked once for the whole table (a function or type Java refuses), then made per merge for its fields.
+      aggregatorsOf(schema.fields, options, schema.primaryKeys, sequenceFields);
+      return {
+        name,
+        ignoreDelete,
+       
+        create: (access, fields) => new AggregationFunction(access, fields, aggregatorsOf(fields, options, schema.primaryKeys, sequenceFields), removeRecordOnDelete),
+      };
+    }
+    default:
+      throw unsupported(`merge-engine = ${name} is not merged by natslake yet (deduplicate, partial-update and aggregation are)`);
+  }
+}
+
+/**
+ * Java's rules for the merge engine options of a primary-key schema (DataInvalid, in Java's words), then
+ * `mergeEngineOf`'s refusals (Unsupported).
+ */
+export function validateMergeEngine(schema: TableSchema): void {
+  const options = new TableOptions(schema.options);
+  const name = mergeEngineName(options);
+  const ignoreDelete = ignoreDeleteOf(options);
+  const conflicting = (a: string, b: string): LakeError => dataInvalid(`${a} and ${b} have conflicting behavior so should not be enabled at the same time.`);
+  if (name === "partial-update") {
+    if (ignoreDelete && options.bool("partial-update.remove-record-on-delete")) throw conflicting("ignore-delete", "partial-update.remove-record-on-delete");
+    const groups = fieldOptions(options, "sequence-group");
+    const protectedFields = new Set([...groups.values()].flatMap((v) => v.split(",")));
+    const sequenceFields = new Set([...groups.keys()].flatMap((k) => k.split(",")));
+    const byField = fieldOptions(options, "aggregate-function");
+    const fallback = options.raw["fields.default-aggregate-function"];
+    for (const f of schema.fields) {
+      if (sequenceFields.has(f.name) || schema.primaryKeys.includes(f.name)) continue;
+      const fn = byField.get(f.name) ?? fallback;
+      if (fn !== undefined && fn !== "last_non_null_value" && !protectedFields.has(f.name)) throw dataInvalid(`Must use sequence group for aggregation functions but not found for field ${f.name}.`, { option: `fields.${f.name}.aggregate-function` });
+    }
+  }
+  if (name === "aggregation") {
+    for (const f of schema.fields) {
+      if (options.bool("aggregation.remove-record-on-delete") && options.bool(`fields.${f.name}.ignore-retract`)) throw conflicting("aggregation.remove-record-on-delete", `fields.${f.name}.ignore-retract`);
+    }
+  }
+  for (const seq of sequenceFieldsOf(options)) {
+    if (options.raw[`fields.${seq}.aggregate-function`] !== undefined) throw dataInvalid(`Should not define aggregation on sequence field: '${seq}'.`, { option: `fields.${seq}.aggregate-function` });
+  }
+  mergeEngineOf(schema);
+}
+
+/**
+ * The reason the table's merge engine refuses a row of this kind, or null when it takes it: retractions on
+ * partial-update (unless ignore-delete or partial-update.remove-record-on-delete); on aggregation, those that reach a
+ * field whose function takes none back (unless the field's ignore-retract, or a -D with
+ * aggregation.remove-record-on-delete). With `ignore-delete` every
+ * retraction is taken (and dropped by the write buffer, as Java's RowKindFilter drops it). Never throws: a table
+ * natslake cannot write is refused where it is opened for writing, not row by row.
+ */
+export function retractionRefusal(schema: TableSchema): (kind: RowKind) => string | null {
+  const options = new TableOptions(schema.options);
+  const name = (options.get("merge-engine") ?? "deduplicate").trim().toLowerCase();
+  if (ignoreDeleteOf(options)) return () => null;
+  if (name === "partial-update" && !options.bool("partial-update.remove-record-on-delete")) return (kind) => (isRetract(kind) ? PARTIAL_UPDATE_RETRACTION : null);
+  if (name === "aggregation") {
+    // The first field whose aggregator cannot take a retraction back (ignore-retract lets it pass it over).
+    const sequenceFields = sequenceFieldsOf(options);
+    const stuck = schema.fields.find((f) => !options.bool(`fields.${f.name}.ignore-retract`) && !RETRACTABLE.has(aggregateFunctionOf(f.name, options, schema.primaryKeys, sequenceFields)));
+    if (stuck === undefined) return () => null;
+    const fn = aggregateFunctionOf(stuck.name, options, schema.primaryKeys, sequenceFields);
+    const why = `Aggregate function '${fn}' (column ${stuck.name}) does not support retraction, If you allow this function to ignore retraction messages, you can configure 'fields.${stuck.name}.ignore-retract'='true'.`;
+    const removes = options.bool("aggregation.remove-record-on-delete");
+    // With remove-record-on-delete a -D removes the row instead of being retracted field by field.
+    return (kind) => (isRetract(kind) && !(removes && kind === RowKind.DELETE) ? why : null);
+  }
+  return () => null;
+}

@@ -1,0 +1,80 @@
+/**
+ * A merge engine's merge function, as Paimon's MergeFunction: fed the versions of one key in merge order (the
+ * `sequence.field`, then `_SEQUENCE_NUMBER`, then retractions before additions — what the merge reader and the
+ * write buffer compute), it gives the key's one surviving version. The same function runs in the three places a
+ * key's versions meet: the write buffer's fold (src/lsm/sort-buffer.ts), merge-on-read and compaction
+ * (src/lsm/merge-reader.ts).
+ *
+ * A result is either one of the inputs as it is (deduplicate, first-row: the caller gathers that row from the
+ * decoded column buffers, no value read) or a new row built from several (partial-update, aggregation: a
+ * `BuiltRow`). A key with a single version never reaches the function: it passes as it is (Java's
+ * ReducerMergeFunctionWrapper), which is also why a lone retraction a function would refuse is not refused there.
+ *
+ * Versions are whatever the caller holds them as (a buffered row's index, a cursor's row): the function reads them
+ * through a `VersionAccess`.
+ */
+import type { DataField } from "../../format/data-types.ts";
+import { dataInvalid } from "../../errors.ts";
+import type { Value } from "../../format/values.ts";
+import type { RowKind } from "../row-kind.ts";
+
+/** How a merge function reads a version `V` of a key. */
+export interface VersionAccess<V> {
+  kind(v: V): number;
+  sequence(v: V): bigint;
+  /** The value of the merge's field `k` (an index into the `fields` the function was created for). */
+  value(v: V, k: number): Value;
+}
+
+/** A row a merge function built from several versions: its values (one per merge field), kind and sequence number. */
+export class BuiltRow<V> {
+  constructor(
+    readonly values: Value[],
+    readonly kind: RowKind,
+    readonly sequence: bigint,
+    /** A version of the key it was built from (its key columns are the row's). */
+    readonly from: V,
+  ) {}
+}
+
+/** What a key's versions merge into: one of them as it is, a built row, or nothing. */
+export type MergeResult<V> = V | BuiltRow<V> | null;
+
+export interface MergeFunction<V> {
+  reset(): void;
+  /** The next version in merge order; throws DataInvalid for a version the engine does not accept. */
+  add(v: V): void;
+  result(): MergeResult<V>;
+}
+
+export type MergeEngineName = "deduplicate" | "partial-update" | "aggregation" | "first-row";
+
+/** A table's merge engine with its options read: makes the merge function of each merge. */
+export interface MergeEngine {
+  readonly name: MergeEngineName;
+  /** `ignore-delete` (with Java's fallback keys): retractions are passed over. */
+  readonly ignoreDelete: boolean;
+  /**
+   * The merge function for versions read through `access`, whose values are those of `fields` (the table's columns
+   * for a write or a compaction, the read's columns for a merge-on-read — each field's merge depends on that field
+   * alone, the primary-key columns included, which are equal in every version).
+   */
+  create<V>(access: VersionAccess<V>, fields: readonly DataField[]): MergeFunction<V>;
+}
+
+/** A null where a NOT NULL field must have a value (Java's "Field i can not be null", naming the field). */
+export const nullInNotNullField = (f: DataField): Error => dataInvalid(`Field ${f.name} can not be null`, { column: f.name });
+
+/** Every value of a version (Java's initRow of the partial-update and aggregation functions), a null in a NOT NULL field refused. */
+export function versionValues<V>(access: VersionAccess<V>, fields: readonly DataField[], v: V): Value[] {
+  return fields.map((f, k) => {
+    const value = access.value(v, k);
+    if (value === null && !f.type.nullable) throw nullInNotNullField(f);
+    return value;
+  });
+}
+
+/** Whether a merge result is a built row (a result that is not is one of the inputs). */
+export function isBuilt<V>(r: MergeResult<V>): r is BuiltRow<V> {
+  return r instanceof BuiltRow;
+}

@@ -1,0 +1,85 @@
+/**
+ * Partial-update (Paimon 1.4.2's PartialUpdateMergeFunction, without sequence groups): each non-null field of a
+ * newer version overwrites the row's, a null never does; the result is a new row of kind +I carrying the sequence
+ * number of the last version added.
+ *
+ * Retractions (-U, -D) are refused unless `ignore-delete` (passed over) or `partial-update.remove-record-on-delete`
+ * (a -D replaces the row with its own values and makes the result a -D; a -U is passed over). Java's details are
+ * kept, since Java reads the same files: the first version of a merge, retraction or not, fills the row with all its
+ * values (so a key deleted and then written again keeps the deleted row's values where the new version has nulls),
+ * and a key that met only retractions merges into a -D.
+ */
+import type { DataField } from "../../format/data-types.ts";
+import { dataInvalid } from "../../errors.ts";
+import type { Value } from "../../format/values.ts";
+import { isRetract, RowKind } from "../row-kind.ts";
+import { BuiltRow, nullInNotNullField, versionValues, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-function.ts";
+
+export interface PartialUpdateOptions {
+  ignoreDelete: boolean;
+  removeRecordOnDelete: boolean;
+}
+
+/** Why partial-update refuses a retraction (Java's words, less the sequence groups natslake does not write). */
+export const PARTIAL_UPDATE_RETRACTION =
+  "By default, Partial update can not accept delete records, you can choose one of the following solutions: " +
+  "1. Configure 'ignore-delete' to ignore delete records. " +
+  "2. Configure 'partial-update.remove-record-on-delete' to remove the whole row when receiving delete records.";
+
+export class PartialUpdateFunction<V> implements MergeFunction<V> {
+  private row: Value[] = [];
+  private from: V | null = null;
+  private latestSequence = 0n;
+  private meetInsert = false;
+  private rowFilled = false;
+  private deleteRow = false;
+
+  constructor(
+    private readonly access: VersionAccess<V>,
+    private readonly fields: readonly DataField[],
+    private readonly options: PartialUpdateOptions,
+  ) {}
+
+  reset(): void {
+    this.row = new Array<Value>(this.fields.length).fill(null);
+    this.from = null;
+    this.latestSequence = 0n;
+    this.meetInsert = false;
+    this.rowFilled = false;
+    this.deleteRow = false;
+  }
+
+  add(v: V): void {
+    const kind = this.access.kind(v);
+    this.from = v;
+    this.deleteRow = false;
+    if (isRetract(kind)) {
+      if (!this.rowFilled) {
+        this.row = versionValues(this.access, this.fields, v);
+        this.rowFilled = true;
+      }
+      if (this.options.ignoreDelete) return;
+      this.latestSequence = this.access.sequence(v);
+      if (!this.options.removeRecordOnDelete) throw dataInvalid(PARTIAL_UPDATE_RETRACTION, { reason: "retraction-refused" });
+      if (kind === RowKind.DELETE) {
+        this.deleteRow = true;
+        this.row = versionValues(this.access, this.fields, v);
+      }
+      return;
+    }
+    this.latestSequence = this.access.sequence(v);
+    for (let k = 0; k < this.fields.length; k++) {
+      const value = this.access.value(v, k);
+      if (value !== null) this.row[k] = value;
+      else if (!this.fields[k]!.type.nullable) throw nullInNotNullField(this.fields[k]!);
+    }
+    this.meetInsert = true;
+    this.rowFilled = true;
+  }
+
+  result(): MergeResult<V> {
+    if (this.from === null) return null;
+    const kind = this.deleteRow || !this.meetInsert ? RowKind.DELETE : RowKind.INSERT;
+    return new BuiltRow(this.row, kind, this.latestSequence, this.from);
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * Merge engines beyond deduplicate against Java Paimon 1.4.2 (test/compat/java/PaimonPk.java) and pypaimon 2.1.0:
+ *
+ * - partial-update written by natslake (several commits, so a key's versions sit in several level-0 runs; a
+ *   compaction between them; -D and -U with `partial-update.remove-record-on-delete`, including Java's quirks: a
+ *   deleted row's values kept where a later version has nulls, a merge of only -U's making a -D) reads the same
+ *   through Java at every snapshot; Java continues the table (restoring natslake's buckets, compacting them) and
+ *   natslake reads what Java reads;
+ * - partial-update written by Java (its write buffer and compactions) reads the same through natslake;
+ * - pypaimon reads basic partial-update (no retractions: pypaimon refuses remove-record-on-delete and raises on -U/-D)
+ *   natslake wrote, and natslake reads what pypaimon wrote.
+ */
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { BatchWriter, Catalog, parseColumnList, parseIdentifier, type Table } from "../../src/index.ts";
+import { compactTable } from "../../src/maintenance/compact.ts";
+import { javaPkRead, javaPkWrite } from "../helpers/java-pk.ts";
+import { paimonRead, paimonWrite } from "../helpers/python.ts";
+import { readJson, reopen, sortRows, tempDir } from "../helpers/tables.ts";
+
+const wh = tempDir();
+after(() => wh.cleanup());
+
+type R = Record<string, unknown>;
+const COLUMNS = "id BIGINT NOT NULL, name STRING, price DECIMAL(12,2), qty INT, note STRING";
+
+/** A partial-update table of COLUMNS with these options besides. */
+async function createPartial(name: string, options: Record<string, string>): Promise<Table> {
+  return new Catalog(wh.path).createTable(parseIdentifier(name), { columns: parseColumnList(COLUMNS), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "2", "merge-engine": "partial-update", ...options } });
+}
+
+async function commit(t: Table, changes: readonly R[]): Promise<number> {
+  const w = await BatchWriter.open(t);
+  await w.write(changes);
+  return (await w.commit()).snapshot!.id;
+}
+
+/** Java's reads at these snapshots equal natslake's (each point's rows, sorted). */
+async function javaAgrees(t: Table, snapshots: readonly number[]): Promise<void> {
+  const java = await javaPkRead(wh.path, t, snapshots.map((snapshotId) => ({ snapshotId })));
+  for (const [i, snapshotId] of snapshots.entries()) {
+    const res = java[i]!;
+    assert.ok(res.rows !== undefined, `Java read at ${snapshotId}: ${res.error ?? ""}`);
+    assert.deepEqual(sortRows(res.rows), sortRows(await readJson(t, { snapshotId })), `Java and natslake read the same rows at snapshot ${snapshotId}`);
+  }
+}
+
+/** Five commits of partial rows over 30 keys: each key's columns arrive in different commits. */
+function partialHistory(): R[][] {
+  const commits: R[][] = [];
+  for (let c = 0; c < 5; c++) {
+    const rows: R[] = [];
+    for (let id = 0; id < 30; id++) {
+      if ((id + c) % 3 === 0) continue;
+      const row: R = { id };
+      if ((id + c) % 2 === 0) row["name"] = `n${id}-${c}`;
+      if ((id * c) % 4 === 1) row["price"] = `${id}.${c}5`;
+      if (c % 2 === 1) row["qty"] = id * 10 + c;
+      if (c === 4 && id % 5 === 0) row["note"] = null; // an explicit null: never overwrites
+      rows.push(row);
+    }
+    commits.push(rows);
+  }
+  return commits;
+}
+
+test("partial-update written by natslake (commits, compactions, remove-record-on-delete) reads the same through Java at every snapshot; Java continues it, natslake reads what Java reads", { timeout: 600_000 }, async () => {
+  const t = await createPartial("pe.partial", { "partial-update.remove-record-on-delete": "true", "num-sorted-run.compaction-trigger": "3" });
+  const snapshots: number[] = [];
+  for (const [i, rows] of partialHistory().entries()) {
+    snapshots.push(await commit(t, rows));
+    if (i === 2) {
+      const s = await compactTable(t);
+      if (s.snapshotId !== null) snapshots.push(s.snapshotId);
+    }
+  }
+  // Retractions: a -D (the row removed), a -D then a partial insert in one commit (Java keeps the deleted row's
+  // values where the insert has nulls), a -U alone (passed over), two -U's alone (Java merges them into a -D).
+  snapshots.push(
+    await commit(t, [
+      { _row_kind: "-D", id: 1 },
+      { _row_kind: "-D", id: 2, name: "deleted-name", price: "9.99" },
+      { _row_kind: "+I", id: 2, qty: 7 },
+      { _row_kind: "-U", id: 4, name: "before" },
+      { _row_kind: "-U", id: 5 },
+      { _row_kind: "-U", id: 5 },
+      { id: 40, name: "new" },
+    ]),
+  );
+  snapshots.push(await commit(t, [{ id: 1, name: "back" }, { id: 7, note: "late note" }]));
+  const reopened = await reopen(wh.path, "pe.partial");
+  const latest = await readJson(reopened);
+  const byId = new Map(latest.map((r) => [Number(r["id"]), r]));
+  assert.equal(byId.get(1)?.["name"], "back", "deleted, then written again: only the new values");
+  assert.equal(byId.get(1)?.["qty"], null);
+  assert.deepEqual([byId.get(2)?.["name"], byId.get(2)?.["price"], byId.get(2)?.["qty"]], ["deleted-name", "9.99", 7], "the -D's values kept where the insert has nulls (as Java merges it)");
+  assert.equal(byId.has(5), false, "two -U's alone merge into a -D");
+  assert.equal(byId.get(7)?.["note"], "late note");
+  assert.equal(byId.get(40)?.["name"], "new");
+  await javaAgrees(reopened, snapshots);
+
+  // A full compaction (the top level drops retractions), then Java's writer continues natslake's buckets.
+  const full = await compactTable(reopened, { full: true });
+  assert.ok(full.snapshotId !== null);
+  await javaAgrees(await reopen(wh.path, "pe.partial"), [full.snapshotId]);
+  const java = await javaPkWrite(wh.path, reopened, [[{ id: 3, note: "java" }, { id: 41, qty: 1 }], [{ id: 3, qty: 333 }, { _row_kind: "-D", id: 40 }]], { compact: true });
+  assert.equal(java.error, undefined, java.error);
+  const afterJava = await reopen(wh.path, "pe.partial");
+  const [javaRead] = await javaPkRead(wh.path, afterJava, [{}]);
+  assert.ok(javaRead!.rows !== undefined, javaRead!.error);
+  const ours = await readJson(afterJava);
+  assert.deepEqual(sortRows(ours), sortRows(javaRead!.rows));
+  const three = ours.find((r) => Number(r["id"]) === 3)!;
+  assert.deepEqual([three["note"], three["qty"]], ["java", 333]);
+  assert.equal(ours.some((r) => Number(r["id"]) === 40), false);
+  // natslake writes on after Java's sequence numbers.
+  const s = await commit(afterJava, [{ id: 3, name: "natslake again" }]);
+  await javaAgrees(await reopen(wh.path, "pe.partial"), [s]);
+});
+
+test("partial-update written by Java (its write buffer, its compactions) reads the same through natslake", { timeout: 600_000 }, async () => {
+  const t = await createPartial("pe.java_partial", { "partial-update.remove-record-on-delete": "true" });
+  const history = partialHistory();
+  history.push([{ _row_kind: "-D", id: 8 }, { _row_kind: "-D", id: 9, name: "gone" }, { _row_kind: "+I", id: 9, qty: 99 }, { id: 8 + 100, name: "x" }]);
+  const java = await javaPkWrite(wh.path, t, history);
+  assert.equal(java.error, undefined, java.error);
+  const reopened = await reopen(wh.path, "pe.java_partial");
+  const ids = java.commits.flatMap((c) => c.snapshots.map((s) => s.id));
+  assert.ok(ids.length >= history.length);
+  await javaAgrees(reopened, ids);
+  const rows = await readJson(reopened);
+  assert.equal(rows.some((r) => Number(r["id"]) === 8), false);
+  assert.deepEqual(rows.find((r) => Number(r["id"]) === 9)?.["name"], "gone");
+  const full = await javaPkWrite(wh.path, reopened, [], { compact: true });
+  assert.equal(full.error, undefined, full.error);
+  const compacted = await reopen(wh.path, "pe.java_partial");
+  const [javaRead] = await javaPkRead(wh.path, compacted, [{}]);
+  assert.deepEqual(sortRows(await readJson(compacted)), sortRows(javaRead!.rows ?? []), javaRead!.error);
+});
+
+test("partial-update and pypaimon: pypaimon reads what natslake wrote (additions only), natslake reads what pypaimon wrote", { timeout: 300_000 }, async () => {
+  const t = await createPartial("pe.py_reads", {});
+  for (const rows of partialHistory()) await commit(t, rows);
+  await compactTable(t);
+  const ours = await readJson(await reopen(wh.path, "pe.py_reads"));
+  assert.equal(ours.length, 30);
+  assert.deepEqual(sortRows(await paimonRead(wh.path, "pe.py_reads")), sortRows(ours));
+
+  const columns: Array<[string, string]> = [
+    ["id", "BIGINT NOT NULL"],
+    ["name", "STRING"],
+    ["price", "DECIMAL(12, 2)"],
+    ["qty", "INT"],
+    ["note", "STRING"],
+  ];
+  const full = (r: R): R => ({ name: null, price: null, qty: null, note: null, ...r });
+  const res = await paimonWrite({ warehouse: wh.path, table: "pe.py_writes", create: { columns, primaryKeys: ["id"], options: { bucket: "2", "file.format": "parquet", "merge-engine": "partial-update" } }, batches: partialHistory().map((b) => b.map(full)), overwrite: null });
+  assert.equal(res.snapshots.length, 5);
+  const pyTable = await reopen(wh.path, "pe.py_writes");
+  const theirs = await readJson(pyTable);
+  assert.deepEqual(sortRows(theirs), sortRows(await paimonRead(wh.path, "pe.py_writes")));
+  assert.deepEqual(sortRows(theirs), sortRows(ours), "the same history written by either reads the same");
+  const [java] = await javaPkRead(wh.path, pyTable, [{}]);
+  assert.deepEqual(sortRows(java!.rows ?? []), sortRows(theirs), java!.error);
+});
+
+const AGG_COLUMNS = "id BIGINT NOT NULL, total BIGINT, amount DECIMAL(12,2), hi INT, lo DOUBLE, tags STRING, uniq STRING, first_seen INT, last_seen INT, ok BOOLEAN, any_ok BOOLEAN, factor INT";
+const AGG_OPTIONS: Record<string, string> = {
+  "merge-engine": "aggregation",
+  "fields.total.aggregate-function": "sum",
+  "fields.amount.aggregate-function": "sum",
+  "fields.hi.aggregate-function": "max",
+  "fields.hi.ignore-retract": "true",
+  "fields.lo.aggregate-function": "min",
+  "fields.lo.ignore-retract": "true",
+  "fields.tags.aggregate-function": "listagg",
+  "fields.tags.ignore-retract": "true",
+  "fields.uniq.aggregate-function": "listagg",
+  "fields.uniq.distinct": "true",
+  "fields.uniq.list-agg-delimiter": "|",
+  "fields.uniq.ignore-retract": "true",
+  "fields.first_seen.aggregate-function": "first_non_null_value",
+  "fields.first_seen.ignore-retract": "true",
+  "fields.last_seen.aggregate-function": "last_value",
+  "fields.ok.aggregate-function": "bool_and",
+  "fields.ok.ignore-retract": "true",
+  "fields.any_ok.aggregate-function": "bool_or",
+  "fields.any_ok.ignore-retract": "true",
+  "fields.factor.aggregate-function": "product",
+};
+
+/** Five commits over 20 keys: every function gets values, nulls and (from the third commit on) retractions. */
+function aggregationHistory(retractions: boolean): R[][] {
+  const commits: R[][] = [];
+  for (let c = 0; c < 5; c++) {
+    const rows: R[] = [];
+    for (let id = 0; id < 20; id++) {
+      if ((id + c) % 4 === 0) continue;
+      const v = id * 7 + c;
+      rows.push({
+        id,
+        total: v,
+        amount: `${v}.${c}5`,
+        hi: v % 11,
+        lo: v % 3 === 0 ? null : v / 4,
+        tags: `t${c}`,
+        uniq: `u${v % 3}|u${c % 2}`,
+        first_seen: c === 0 && id % 2 === 0 ? null : c,
+        last_seen: c,
+        ok: v % 5 !== 0,
+        any_ok: v % 7 === 0,
+        factor: (c % 2) + 1,
+      });
+      if (retractions && c >= 2 && id % 3 === 0) rows.push({ _row_kind: id % 2 === 0 ? "-D" : "-U", id, total: 1, amount: "0.50", factor: 1, last_seen: c });
+    }
+    commits.push(rows);
+  }
+  return commits;
+}
+
+test("aggregation written by natslake (commits, compactions, retractions) reads the same through Java at every snapshot; Java continues it; a table Java writes reads the same through natslake", { timeout: 600_000 }, async () => {
+  const t = await new Catalog(wh.path).createTable(parseIdentifier("pe.agg"), { columns: parseColumnList(AGG_COLUMNS), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "2", "num-sorted-run.compaction-trigger": "3", ...AGG_OPTIONS } });
+  const snapshots: number[] = [];
+  for (const [i, rows] of aggregationHistory(true).entries()) {
+    snapshots.push(await commit(t, rows));
+    if (i === 2 || i === 4) {
+      const s = await compactTable(t, i === 4 ? { full: true } : {});
+      if (s.snapshotId !== null) snapshots.push(s.snapshotId);
+    }
+  }
+  const reopened = await reopen(wh.path, "pe.agg");
+  const one = (await readJson(reopened)).find((r) => Number(r["id"]) === 1)!;
+  // id 1 is in commits 0, 1, 2, 4 (not 3: (1 + 3) % 4 = 0): 7+8+9+11 = 35; tags in commit order.
+  assert.deepEqual([one["total"], one["tags"], one["first_seen"], one["last_seen"]], [35, "t0,t1,t2,t4", 0, 4]);
+  await javaAgrees(reopened, snapshots);
+  const java = await javaPkWrite(wh.path, reopened, [[{ id: 1, total: 3, tags: "java" }], [{ _row_kind: "-D", id: 3, total: 100, factor: 1 }]], { compact: true });
+  assert.equal(java.error, undefined, java.error);
+  const afterJava = await reopen(wh.path, "pe.agg");
+  const [javaRead] = await javaPkRead(wh.path, afterJava, [{}]);
+  const ours = await readJson(afterJava);
+  assert.deepEqual(sortRows(ours), sortRows(javaRead!.rows ?? []), javaRead!.error);
+  assert.equal(ours.find((r) => Number(r["id"]) === 1)!["total"], 38);
+
+  // Java writes the same history (its buffer folds with the real aggregators, its compactions fold across levels).
+  const j = await new Catalog(wh.path).createTable(parseIdentifier("pe.java_agg"), { columns: parseColumnList(AGG_COLUMNS), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "2", ...AGG_OPTIONS } });
+  const written = await javaPkWrite(wh.path, j, aggregationHistory(true));
+  assert.equal(written.error, undefined, written.error);
+  const jt = await reopen(wh.path, "pe.java_agg");
+  await javaAgrees(jt, written.commits.flatMap((c) => c.snapshots.map((s) => s.id)));
+  const [natslakeWritten] = await javaPkRead(wh.path, reopened, [{ snapshotId: snapshots[snapshots.length - 1]! }]);
+  assert.deepEqual(sortRows(await readJson(jt)), sortRows(natslakeWritten!.rows ?? []), "the same history written by Java and by natslake reads the same");
+});
+
+test("aggregation with remove-record-on-delete: natslake's table reads the same through Java; pypaimon reads an aggregation table without retractions", { timeout: 600_000 }, async () => {
+  const cols = "id BIGINT NOT NULL, total BIGINT, hi INT, note STRING";
+  const options = { bucket: "1", "merge-engine": "aggregation", "aggregation.remove-record-on-delete": "true", "fields.total.aggregate-function": "sum", "fields.hi.aggregate-function": "max" };
+  const t = await new Catalog(wh.path).createTable(parseIdentifier("pe.agg_remove"), { columns: parseColumnList(cols), primaryKeys: ["id"], partitionKeys: [], options });
+  const snapshots = [
+    await commit(t, [{ id: 1, total: 5, hi: 1, note: "a" }, { id: 2, total: 7, hi: 9 }, { id: 3, total: 1 }]),
+    await commit(t, [{ _row_kind: "-D", id: 1 }, { id: 2, total: 1, hi: 3 }]),
+    // A -D and a later row of the key in one commit: the flush folds them into one +I of 40 + 2 (the row aggregates
+    // onto the -D's values), which a read then adds to the older 1 — as Java merges the same files.
+    await commit(t, [{ _row_kind: "-D", id: 3, total: 40, hi: 4 }, { id: 3, total: 2 }, { id: 1, total: 100 }]),
+  ];
+  const s = await compactTable(t);
+  if (s.snapshotId !== null) snapshots.push(s.snapshotId);
+  const rows = await readJson(await reopen(wh.path, "pe.agg_remove"));
+  assert.deepEqual(sortRows(rows), sortRows([{ id: 1, total: 100, hi: null, note: null }, { id: 2, total: 8, hi: 9, note: null }, { id: 3, total: 43, hi: 4, note: null }]));
+  await javaAgrees(await reopen(wh.path, "pe.agg_remove"), snapshots);
+
+  // pypaimon reads aggregation (not ignore-retract nor remove-record-on-delete, and no retraction rows).
+  const py = await new Catalog(wh.path).createTable(parseIdentifier("pe.agg_py"), { columns: parseColumnList(cols), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "2", "merge-engine": "aggregation", "fields.total.aggregate-function": "sum", "fields.hi.aggregate-function": "max" } });
+  for (let c = 0; c < 4; c++) await commit(py, Array.from({ length: 12 }, (_, id) => ({ id, total: id + c, hi: (id * c) % 5, note: c % 2 === 0 ? null : `n${c}` })));
+  const ours = await readJson(await reopen(wh.path, "pe.agg_py"));
+  assert.deepEqual(sortRows(await paimonRead(wh.path, "pe.agg_py")), sortRows(ours));
+  assert.equal(ours.find((r) => Number(r["id"]) === 5)!["total"], 5 * 4 + 6);
+});
