@@ -119,7 +119,7 @@ export const OPTIONS: readonly OptionDef[] = [
     def("full-compaction.delta-commits", "int", "Force full compaction every N commits"),
   ]),
   ...group("Primary-key tables", [
-    def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads deduplicate, partial-update without sequence groups, and aggregation)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
+    def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads deduplicate, partial-update without sequence groups, aggregation and first-row)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
     def("changelog-producer", "enum", "Changelog producer (natslake writes none and input)", "none", ["none", "input", "lookup", "full-compaction"]),
     def("sequence.field", "string", "User field(s) ordering the versions of one key (instead of their arrival)"),
     def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),

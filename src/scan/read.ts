@@ -531,11 +531,14 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const ignoreDelete = ignoreDeleteOf(table);
   let remaining = spec.limit ?? Infinity;
   const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+  // First-row tables: Java's batch reads skip level 0 (batchScanSkipLevel0) — a row shows once compaction moved it
+  // up, which the writers do at every compaction (ForceUpLevel0) — and so do these, to show what Java shows.
+  const splits = engine.name === "first-row" ? plan.splits.map((s) => ({ ...s, files: s.files.filter((f) => f.level > 0) })) : plan.splits;
   // The next bucket's files decode in the pool while this one merges here (see `prefetchSplit`).
   let prefetched = new Map<DataFileMeta, Promise<arrow.RecordBatch[]>>();
-  for (const [i, split] of plan.splits.entries()) {
+  for (const [i, split] of splits.entries()) {
     const mine = prefetched;
-    const next = plan.splits[i + 1];
+    const next = splits[i + 1];
     prefetched = spec.limit === undefined ? prefetchSplit(next, pool, read) : new Map();
     const merged = mergeBucketFiles(split.files, {
       keyFields: keys,

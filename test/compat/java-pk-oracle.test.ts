@@ -495,8 +495,20 @@ const CREATE_CASES: CreateCase[] = [
   },
   {
     what: "merge-engine = first-row",
-    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "first-row" } },
-    expect: { natslakeRefuses: "deduplicate only for now (first-row also needs lookup compaction)" },
+    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "first-row", "ignore-delete": "true" } },
+    expect: "both-accept",
+  },
+  {
+    what: "first-row with a sequence field",
+    spec: { columns: "id BIGINT, v STRING, ts BIGINT", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "first-row", "sequence.field": "ts" } },
+    expect: "both-refuse",
+    javaSays: /Do not support use sequence field on FIRST_ROW merge engine/,
+  },
+  {
+    what: "first-row with changelog-producer = input",
+    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "first-row", "changelog-producer": "input" } },
+    expect: "both-refuse",
+    javaSays: /Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine/,
   },
   {
     what: "deletion vectors",

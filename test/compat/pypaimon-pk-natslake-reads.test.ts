@@ -105,7 +105,7 @@ test("pypaimon PK → natslake - a sequence.field orders a key's versions by its
 
 test("pypaimon PK → natslake - refused by name: a merge engine natslake does not merge, deletion vectors; an incremental read gives the snapshots' changes with their kinds", { timeout: 240_000 }, async () => {
   const cases: Array<[string, Record<string, string>, RegExp]> = [
-    ["pk.firstrow", { "merge-engine": "first-row" }, /merge-engine = first-row/],
+    ["pk.groups", { "merge-engine": "partial-update", "fields.amount.sequence-group": "name" }, /sequence groups/],
     ["pk.dv", { "deletion-vectors.enabled": "true" }, /deletion vectors enabled/],
   ];
   for (const [name, options, why] of cases) {

@@ -18,6 +18,7 @@ import { DeduplicateFunction } from "./deduplicate.ts";
 import type { MergeEngine, MergeEngineName } from "./merge-function.ts";
 import { PARTIAL_UPDATE_RETRACTION, PartialUpdateFunction } from "./partial-update.ts";
 import { aggregateFunctionOf, AggregationFunction, aggregatorsOf } from "./aggregation.ts";
+import { FIRST_ROW_RETRACTION, FirstRowFunction } from "./first-row.ts";
 
 /** The `sequence.field` columns named by the options (none when unset). */
 function sequenceFieldsOf(options: TableOptions): string[] {
@@ -84,8 +85,8 @@ export function mergeEngineOf(schema: TableSchema): MergeEngine {
         create: (access, fields) => new AggregationFunction(access, fields, aggregatorsOf(fields, options, schema.primaryKeys, sequenceFields), removeRecordOnDelete),
       };
     }
-    default:
-      throw unsupported(`merge-engine = ${name} is not merged by natslake yet (deduplicate, partial-update and aggregation are)`);
+    case "first-row":
+      return { name, ignoreDelete, create: (access) => new FirstRowFunction(access, ignoreDelete) };
   }
 }
 
@@ -116,6 +117,11 @@ export function validateMergeEngine(schema: TableSchema): void {
       if (options.bool("aggregation.remove-record-on-delete") && options.bool(`fields.${f.name}.ignore-retract`)) throw conflicting("aggregation.remove-record-on-delete", `fields.${f.name}.ignore-retract`);
     }
   }
+  if (name === "first-row") {
+    const producer = (options.get("changelog-producer") ?? "none").trim().toLowerCase();
+    if (producer !== "none" && producer !== "lookup") throw dataInvalid("Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine", { option: "changelog-producer" });
+    if (sequenceFieldsOf(options).length > 0) throw dataInvalid("Do not support use sequence field on FIRST_ROW merge engine.", { option: "sequence.field" });
+  }
   for (const seq of sequenceFieldsOf(options)) {
     if (options.raw[`fields.${seq}.aggregate-function`] !== undefined) throw dataInvalid(`Should not define aggregation on sequence field: '${seq}'.`, { option: `fields.${seq}.aggregate-function` });
   }
@@ -135,6 +141,7 @@ export function retractionRefusal(schema: TableSchema): (kind: RowKind) => strin
   const name = (options.get("merge-engine") ?? "deduplicate").trim().toLowerCase();
   if (ignoreDeleteOf(options)) return () => null;
   if (name === "partial-update" && !options.bool("partial-update.remove-record-on-delete")) return (kind) => (isRetract(kind) ? PARTIAL_UPDATE_RETRACTION : null);
+  if (name === "first-row") return (kind) => (isRetract(kind) ? FIRST_ROW_RETRACTION : null);
   if (name === "aggregation") {
     // The first field whose aggregator cannot take a retraction back (ignore-retract lets it pass it over).
     const sequenceFields = sequenceFieldsOf(options);

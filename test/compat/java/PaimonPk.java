@@ -8,6 +8,7 @@ import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
@@ -279,6 +280,8 @@ public final class PaimonPk {
             BatchWriteBuilder builder = table.newBatchWriteBuilder();
             try (BatchTableWrite write = builder.newWrite();
                     BatchTableCommit commit = builder.newCommit()) {
+                // Lookup compaction (first-row tables, as Flink's writers run it) spills to local disk.
+                write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
                 for (JsonNode change : batches.get(b)) {
                     GenericRow row = PaimonJson.parseRow(rowType, change.get("row"));
                     row.setRowKind(RowKind.fromShortString(change.path("kind").asText("+I")));
@@ -298,6 +301,7 @@ public final class PaimonPk {
             BatchWriteBuilder builder = table.newBatchWriteBuilder();
             try (BatchTableWrite write = builder.newWrite();
                     BatchTableCommit commit = builder.newCommit()) {
+                write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
                 Map<String, Object[]> buckets = new LinkedHashMap<>();
                 for (Split split : table.newReadBuilder().newScan().plan().splits()) {
                     DataSplit ds = (DataSplit) split;

@@ -182,3 +182,23 @@ test("partial-update table - a retraction the table refuses fails the write with
   await assert.rejects(w.delete([{ id: 1 }]), /-D refused/);
   assert.deepEqual(await readJson(t), []);
 });
+
+test("first-row table - reads skip level 0 as Java's do: a commit shows once a compaction moved it up; the first version of a key wins across commits and compactions", async () => {
+  const t = await new Catalog(wh.path).createTable(parseIdentifier("engines.first_row"), { columns: parseColumnList("id INT NOT NULL, v STRING"), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "2", "merge-engine": "first-row" } });
+  const commit = async (rows: R[]): Promise<void> => {
+    const w = await BatchWriter.open(t);
+    await w.write(rows);
+    await w.commit();
+  };
+  await commit([{ id: 1, v: "one" }, { id: 2, v: "two" }, { id: 1, v: "one again" }]);
+  assert.deepEqual(await readJson(t), [], "level 0 only: nothing to read yet");
+  const first = await compactTable(t);
+  assert.ok(first.snapshotId !== null, "level 0 is compacted up (ForceUpLevel0) even below the trigger");
+  assert.deepEqual(sortRows(await readJson(t)), sortRows([{ id: 1, v: "one" }, { id: 2, v: "two" }]));
+  await commit([{ id: 2, v: "two later" }, { id: 3, v: "three" }]);
+  assert.equal((await readJson(t)).length, 2, "the new commit is in level 0");
+  await compactTable(t);
+  assert.deepEqual(sortRows(await readJson(t)), sortRows([{ id: 1, v: "one" }, { id: 2, v: "two" }, { id: 3, v: "three" }]));
+  const w = await BatchWriter.open(t);
+  await assert.rejects(w.delete([{ id: 1 }]), /-D refused: By default, First row merge engine can not accept/);
+});

@@ -218,3 +218,21 @@ test("aggregation - retractions a table refuses as they come in: those reaching 
   assert.equal(refuses({ "fields.w.aggregate-function": "max", "ignore-delete": "true" }, RowKind.DELETE), false);
   assert.match(retractionRefusal(schemaWith({ ...AGG, "fields.w.aggregate-function": "max" }, "k INT NOT NULL, v INT, w INT"))(RowKind.DELETE)!, /Aggregate function 'max' \(column w\) does not support retraction/);
 });
+
+const FR = { "merge-engine": "first-row" };
+
+test("first-row - the first version in merge order as it is; retractions refused unless ignore-delete; sequence.field and changelog producers other than none and lookup refused at create", () => {
+  const a = I(4, 1, 1.0, 1, "first");
+  const b = I(9, 1, 2.0, 2, "second");
+  assert.equal(mergeAll(FR, [a, b]), a);
+  assert.throws(() => mergeAll(FR, [a, D(5, 1, null, null, null)]), (e: unknown) => isLakeError(e, ErrorKind.DataInvalid) && /^By default, First row merge engine can not accept DELETE\/UPDATE_BEFORE records\./.test((e as Error).message));
+  assert.equal(mergeAll({ ...FR, "ignore-delete": "true" }, [D(2, 1, null, null, null), b, a]), b, "a retraction passed over; then the first addition");
+  assert.equal(mergeAll({ ...FR, "first-row.ignore-delete": "true" }, [UB(2, 1, null, null, null)]), null, "Java's fallback key; only retractions: nothing");
+  assert.throws(() => validateMergeEngine(schemaWith({ ...FR, "sequence.field": "number" })), /Do not support use sequence field on FIRST_ROW merge engine\.$/);
+  assert.throws(() => validateMergeEngine(schemaWith({ ...FR, "changelog-producer": "input" })), /Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine$/);
+  validateMergeEngine(schemaWith({ ...FR, "ignore-delete": "true" }));
+  assert.notEqual(retractionRefusal(schemaWith(FR))(RowKind.DELETE), null);
+  assert.notEqual(retractionRefusal(schemaWith(FR))(RowKind.UPDATE_BEFORE), null);
+  assert.equal(retractionRefusal(schemaWith(FR))(RowKind.UPDATE_AFTER), null);
+  assert.equal(retractionRefusal(schemaWith({ ...FR, "ignore-delete": "true" }))(RowKind.DELETE), null);
+});
