@@ -1,8 +1,10 @@
 /**
  * The aggregation engine's field aggregators (Paimon 1.4.2's FieldAggregator and its subclasses): each folds one
  * column's values of a key's versions into its accumulator (`agg`), and takes a retraction back (`retract`) where
- * Paimon can — sum, product, last_value, last_non_null_value (and the primary-key columns, which only carry their
- * value); the others refuse it unless `fields.<f>.ignore-retract`. Values are natslake's canonical ones
+ * Paimon can — sum, product, last_value, last_non_null_value, collect, merge_map (and the primary-key columns, which
+ * only carry their value); the others refuse it unless `fields.<f>.ignore-retract`. Java keeps a distinct collect's
+ * elements and a merged map's keys in a HashSet / HashMap, so their order is its hash order; natslake keeps them in
+ * the order they came (the same elements and entries, in another order). Values are natslake's canonical ones
  * (src/format/values.ts); integer arithmetic wraps as Java's does, DECIMAL follows Java's Decimal (HALF_UP to the
  * column's scale, null when the result needs more digits than its precision — except compact decimals, precision
  * ≤ 18, whose sums Java keeps as they are while they fit in a long).
@@ -14,6 +16,7 @@ import { dataInvalid, ErrorKind, LakeError } from "../../errors.ts";
 import { isNestedType, MAX_LENGTH, typeToSql, type DataType } from "../../format/data-types.ts";
 import type { Value } from "../../format/values.ts";
 import { compareValues } from "../../codec/stats.ts";
+import { toJsonText, toJsonValue } from "../../format/values.ts";
 
 export interface FieldAggregator {
   agg(accumulator: Value, input: Value): Value;
@@ -36,10 +39,12 @@ export const AGGREGATE_FUNCTIONS = [
   "bool_and",
   "bool_or",
   "listagg",
+  "collect",
+  "merge_map",
 ] as const;
 
 /** Paimon's functions natslake does not run (yet): refused by name rather than called unknown. */
-const NOT_RUN = ["collect", "merge_map", "merge_map_with_keytime", "nested_update", "nested_partial_update", "rbm32", "rbm64", "hll_sketch", "theta_sketch"];
+const NOT_RUN = ["merge_map_with_keytime", "nested_update", "nested_partial_update", "rbm32", "rbm64", "hll_sketch", "theta_sketch"];
 
 export interface FieldAggregatorOptions {
   /** `fields.<f>.ignore-retract`. */
@@ -116,6 +121,12 @@ function baseAggregator(name: string, field: string, type: DataType, o: FieldAgg
       if (type.root !== "VARCHAR") throw dataInvalid(`Data type for list agg column must be 'VarCharType' but was '${typeText(type)}'.`, { option: `fields.${field}.aggregate-function` });
       if (type.length !== MAX_LENGTH) throw dataInvalid(`Data type for list agg column must be STRING (unbounded VARCHAR), but was VARCHAR(${type.length}).`, { option: `fields.${field}.aggregate-function` });
       return { agg: keepNonNull((a, i) => listagg(a as string, i as string, o)), retract: noRetract(name), reset: nothing };
+    case "collect":
+      if (type.root !== "ARRAY") throw dataInvalid(`Data type for collect column must be 'Array' but was '${typeText(type)}'.`, { option: `fields.${field}.aggregate-function` });
+      return collect(type.element, o.distinct);
+    case "merge_map":
+      if (type.root !== "MAP") throw dataInvalid(`Data type for merge map column must be 'MAP' but was '${typeText(type)}'`, { option: `fields.${field}.aggregate-function` });
+      return mergeMap(type.key);
     default:
       if (NOT_RUN.includes(name)) throw new LakeError(ErrorKind.Unsupported, `aggregate function '${name}' (fields.${field}.aggregate-function) is not run by natslake yet (it runs ${AGGREGATE_FUNCTIONS.join(", ")})`, { context: { option: `fields.${field}.aggregate-function` } });
       throw dataInvalid(`Use unsupported aggregation: ${name} or spell aggregate function incorrectly!`, { option: `fields.${field}.aggregate-function` });
@@ -135,6 +146,60 @@ function listagg(acc: string, input: string, o: FieldAggregatorOptions): string 
     out += o.delimiter + token;
   }
   return out;
+}
+
+/** A value's identity for equality (Java's equals of the internal value): its JSON text under its type (-0.0 kept). */
+const identity = (type: DataType, v: Value): string => toJsonText(toJsonValue(type, v));
+
+/** Java's collect: arrays concatenated (distinct: each element once), retraction removing one equal element per element retracted. */
+function collect(element: DataType, distinct: boolean): FieldAggregator {
+  return {
+    agg: (a, i) => {
+      if (a === null && i === null) return null;
+      if ((a === null || i === null) && !distinct) return a === null ? i : a;
+      const all = [...((a ?? []) as Value[]), ...((i ?? []) as Value[])];
+      if (!distinct) return all;
+      const seen = new Set<string>();
+      return all.filter((x) => {
+        const k = identity(element, x);
+        if (seen.has(k)) return false;
+        seen.add(k);
+        return true;
+      });
+    },
+    retract: (a, r) => {
+      if (a === null) return null;
+      if (r === null || (r as Value[]).length === 0) return a;
+      const pending = (r as Value[]).map((x) => identity(element, x));
+      return (a as Value[]).filter((x) => {
+        const at = pending.indexOf(identity(element, x));
+        if (at < 0) return true;
+        pending.splice(at, 1);
+        return false;
+      });
+    },
+    reset: () => undefined,
+  };
+}
+
+/** Java's merge_map: the input's entries over the accumulator's; a retraction removes the keys it names. */
+function mergeMap(key: DataType): FieldAggregator {
+  type Entry = [Value, Value];
+  return {
+    agg: (a, i) => {
+      if (a === null || i === null) return a === null ? i : a;
+      const merged = new Map<string, Entry>();
+      for (const e of [...(a as Entry[]), ...(i as Entry[])]) merged.set(identity(key, e[0]), e);
+      return [...merged.values()] as Value;
+    },
+    retract: (a, r) => {
+      if (a === null) return null;
+      if (r === null || (r as Entry[]).length === 0) return a;
+      const gone = new Set((r as Entry[]).map((e) => identity(key, e[0])));
+      return (a as Entry[]).filter((e) => !gone.has(identity(key, e[0]))) as Value;
+    },
+    reset: () => undefined,
+  };
 }
 
 interface Arithmetic {

@@ -27,7 +27,7 @@ function sequenceFieldsOf(options: TableOptions): string[] {
 }
 
 /** Functions whose aggregators take a retraction back (Java's FieldAggregator.retract overrides). */
-const RETRACTABLE = new Set(["sum", "product", "last_value", "last_non_null_value", "primary-key"]);
+const RETRACTABLE = new Set(["sum", "product", "last_value", "last_non_null_value", "collect", "merge_map", "primary-key"]);
 
 const ENGINES: readonly MergeEngineName[] = ["deduplicate", "partial-update", "aggregation", "first-row"];
 

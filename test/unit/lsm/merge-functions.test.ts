@@ -168,9 +168,13 @@ test("aggregation - each function on hand-computed cases (Java's arithmetic: wra
   assert.equal(aggregate("STRING", fnOf("listagg", { "fields.v.list-agg-delimiter": "; " }), [ins("a"), ins("b")]), "a; b");
   assert.equal(aggregate("STRING", fnOf("listagg", { "fields.v.distinct": "true" }), [ins("a,b"), ins("b,c,,a,d")]), "a,b,c,d");
   assert.equal(aggregate("INT", { "fields.default-aggregate-function": "sum" }, [ins(1), ins(2)]), 3, "the table's default function");
+  assert.deepEqual(aggregate("ARRAY<INT>", fnOf("collect"), [ins([1, 2]), ins(null), ins([2, null])]), [1, 2, 2, null]);
+  assert.deepEqual(aggregate("ARRAY<INT>", fnOf("collect", { "fields.v.distinct": "true" }), [ins([1, 2, 1]), ins([2, 3])]), [1, 2, 3], "distinct (Java's order is its HashSet's; the elements are these)");
+  assert.deepEqual(aggregate("ARRAY<DOUBLE>", fnOf("collect", { "fields.v.distinct": "true" }), [ins([0, -0, 0])]), [0, -0], "-0.0 and 0.0 differ, as Java's Double.equals has it");
+  assert.deepEqual(aggregate("MAP<STRING, INT>", fnOf("merge_map"), [ins([["a", 1], ["b", 2]]), ins(null), ins([["b", 3], ["c", null]])]), [["a", 1], ["b", 3], ["c", null]]);
 });
 
-test("aggregation - retractions where Paimon takes them back (sum, product, last_value, last_non_null_value); the others refused unless ignore-retract; remove-record-on-delete", () => {
+test("aggregation - retractions where Paimon takes them back (sum, product, last_value, last_non_null_value, collect, merge_map); the others refused unless ignore-retract; remove-record-on-delete", () => {
   assert.equal(aggregate("INT", fnOf("sum"), [ins(10), del(3)]), 7);
   assert.equal(aggregate("INT", fnOf("sum"), [del(3)]), -3, "from nothing: the negation");
   assert.equal(aggregate("DECIMAL(10, 2)", fnOf("product"), [ins(600n), del(300n)]), 200n, "6.00 / 3.00");
@@ -179,6 +183,9 @@ test("aggregation - retractions where Paimon takes them back (sum, product, last
   assert.equal(aggregate("INT", fnOf("last_value"), [ins(7), del(2)]), null);
   assert.equal(aggregate("INT", fnOf("last_non_null_value"), [ins(7), del(null)]), 7);
   assert.equal(aggregate("INT", fnOf("last_non_null_value"), [ins(7), del(1)]), null);
+  assert.deepEqual(aggregate("ARRAY<STRING>", fnOf("collect"), [ins(["a", "b", "a", "c"]), del(["a", "x"])]), ["b", "a", "c"], "one equal element removed per element retracted");
+  assert.equal(aggregate("ARRAY<STRING>", fnOf("collect"), [del(["a"])]), null, "nothing to retract from");
+  assert.deepEqual(aggregate("MAP<INT, STRING>", fnOf("merge_map"), [ins([[1, "a"], [2, "b"]]), del([[2, "whatever"]])]), [[1, "a"]], "the keys retracted are removed");
   assert.throws(() => aggregate("INT", fnOf("max"), [ins(7), del(2)]), (e: unknown) => isLakeError(e, ErrorKind.DataInvalid) && /Aggregate function 'max' does not support retraction/.test((e as Error).message));
   assert.equal(aggregate("INT", fnOf("max", { "fields.v.ignore-retract": "true" }), [ins(7), del(9), ins(3)]), 7);
   // remove-record-on-delete: a -D is the row (its own values), a -D result; what follows aggregates onto it.
@@ -200,7 +207,9 @@ test("aggregation - refused at create: an unknown function, a function on a type
   refused("ARRAY<INT>", fnOf("max"), ErrorKind.DataInvalid, /must be comparable/);
   refused("INT", fnOf("sum", { "fields.v.ignore-retract": "true", "aggregation.remove-record-on-delete": "true" }), ErrorKind.DataInvalid, /aggregation.remove-record-on-delete and fields.v.ignore-retract have conflicting behavior/);
   refused("INT", { "sequence.field": "ts", "fields.ts.aggregate-function": "max" }, ErrorKind.DataInvalid, /^Should not define aggregation on sequence field: 'ts'\.$/);
-  refused("ARRAY<INT>", fnOf("collect"), ErrorKind.Unsupported, /aggregate function 'collect' .* is not run by natslake yet/);
+  refused("ARRAY<INT>", fnOf("nested_update"), ErrorKind.Unsupported, /aggregate function 'nested_update' .* is not run by natslake yet/);
+  refused("INT", fnOf("collect"), ErrorKind.DataInvalid, /^Data type for collect column must be 'Array' but was 'INT'\.$/);
+  refused("ARRAY<INT>", fnOf("merge_map"), ErrorKind.DataInvalid, /^Data type for merge map column must be 'MAP' but was 'ARRAY<INT>'$/);
   refused("INT", { "fields.default-aggregate-function": "rbm32" }, ErrorKind.Unsupported, /'rbm32'/);
   validateMergeEngine(schemaWith({ ...AGG, ...fnOf("sum"), "fields.default-aggregate-function": "max" }, "k INT NOT NULL, v INT, ts BIGINT"));
 });
