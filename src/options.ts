@@ -119,7 +119,7 @@ export const OPTIONS: readonly OptionDef[] = [
     def("full-compaction.delta-commits", "int", "Force full compaction every N commits"),
   ]),
   ...group("Primary-key tables", [
-    def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads deduplicate, partial-update without sequence groups, aggregation and first-row)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
+    def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads all four)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
     def("changelog-producer", "enum", "Changelog producer (natslake writes none and input)", "none", ["none", "input", "lookup", "full-compaction"]),
     def("sequence.field", "string", "User field(s) ordering the versions of one key (instead of their arrival)"),
     def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
@@ -128,6 +128,7 @@ export const OPTIONS: readonly OptionDef[] = [
     def("partial-update.ignore-delete", "bool", "Older name of ignore-delete (Paimon's fallback key; ignore-delete wins when both are set)"),
     def("first-row.ignore-delete", "bool", "Older name of ignore-delete (Paimon's fallback key; ignore-delete wins when both are set)"),
     def("partial-update.remove-record-on-delete", "bool", "partial-update: a delete removes the row", "false"),
+    def("partial-update.remove-record-on-sequence-group", "string", "partial-update: the sequence fields whose group's delete removes the row"),
     def("aggregation.remove-record-on-delete", "bool", "aggregation: a delete removes the row", "false"),
     def("fields.default-aggregate-function", "string", "Default aggregate function"),
     def("deletion-vectors.enabled", "bool", "Deletion vectors (natslake neither writes nor reads primary-key tables with them)", "false"),

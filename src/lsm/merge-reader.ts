@@ -603,7 +603,7 @@ class PhysicalRows implements RowSink<SortedRows> {
 }
 
 /** A decoded batch narrowed to the output columns (by name), without copying. */
-function project(batch: arrow.RecordBatch, fields: readonly DataField[]): arrow.RecordBatch {
+export function project(batch: arrow.RecordBatch, fields: readonly DataField[]): arrow.RecordBatch {
   const schema = toArrowSchema(fields);
   const children = fields.map((f) => {
     const at = batch.schema.fields.findIndex((x) => x.name === f.name);

@@ -38,7 +38,7 @@ import type { Snapshot } from "../format/snapshot.ts";
 import { checkMergeReadable, ignoreDeleteOf, mergeReadFields } from "../lsm/merge-read.ts";
 import { isSystemField, keyFields, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 import { ROW_KIND_FIELD, withRowKind } from "../lsm/row-kind-column.ts";
-import { mergeBucketFiles } from "../lsm/merge-reader.ts";
+import { mergeBucketFiles, project } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 
 export interface ReadSpec extends ScanSpec {
@@ -524,7 +524,9 @@ export type FileRows =
  */
 async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataField[], spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
   const engine = checkMergeReadable(table);
-  const context = new FileReadContext(table, mergeReadFields(table, wanted));
+  // Sequence groups compare across columns: such a table is merged on all of them, then narrowed to the wanted ones.
+  const mergeFields = engine.mergesAllFields === true ? table.schema.fields : wanted;
+  const context = new FileReadContext(table, mergeReadFields(table, mergeFields));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   const keys = keyFields(table.schema);
   const sequence = sequenceFieldSpec(table.schema);
@@ -545,15 +547,16 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
       sequence,
       ignoreDelete,
       engine,
-      output: wanted,
+      output: mergeFields,
       readFile: (file) => {
         const early = mine.get(file);
         mine.delete(file);
         return early ?? read(split, file);
       },
     });
-    for await (const batch of merged) {
+    for await (const merges of merged) {
       if (remaining <= 0) return;
+      const batch = mergeFields === wanted ? merges : project(merges, wanted);
       const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
       remaining -= taken.numRows;
       yield taken;

@@ -412,7 +412,7 @@ const CREATE_CASES: CreateCase[] = [
   {
     what: "merge-engine = partial-update with a sequence group",
     spec: { columns: "id BIGINT, v STRING, g INT", primaryKeys: ["id"], options: { bucket: "2", "merge-engine": "partial-update", "fields.g.sequence-group": "v" } },
-    expect: { natslakeRefuses: "natslake does not merge sequence groups yet" },
+    expect: "both-accept",
   },
   {
     what: "partial-update with ignore-delete and remove-record-on-delete",

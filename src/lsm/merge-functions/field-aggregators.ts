@@ -20,9 +20,16 @@ import { toJsonText, toJsonValue } from "../../format/values.ts";
 
 export interface FieldAggregator {
   agg(accumulator: Value, input: Value): Value;
+  /** An input older than the accumulator (partial-update's sequence groups); absent: Java's default, agg(input, accumulator). */
+  aggReversed?(accumulator: Value, input: Value): Value;
   retract(accumulator: Value, input: Value): Value;
   /** A new key begins (first_value and first_non_null_value forget they have one). */
   reset(): void;
+}
+
+/** An older input folded into the accumulator (Java's FieldAggregator.aggReversed). */
+export function aggReversed(a: FieldAggregator, accumulator: Value, input: Value): Value {
+  return a.aggReversed !== undefined ? a.aggReversed(accumulator, input) : a.agg(input, accumulator);
 }
 
 /** Paimon's names of the aggregate functions natslake runs. */
@@ -153,8 +160,7 @@ const identity = (type: DataType, v: Value): string => toJsonText(toJsonValue(ty
 
 /** Java's collect: arrays concatenated (distinct: each element once), retraction removing one equal element per element retracted. */
 function collect(element: DataType, distinct: boolean): FieldAggregator {
-  return {
-    agg: (a, i) => {
+  const agg = (a: Value, i: Value): Value => {
       if (a === null && i === null) return null;
       if ((a === null || i === null) && !distinct) return a === null ? i : a;
       const all = [...((a ?? []) as Value[]), ...((i ?? []) as Value[])];
@@ -166,7 +172,10 @@ function collect(element: DataType, distinct: boolean): FieldAggregator {
         seen.add(k);
         return true;
       });
-    },
+  };
+  return {
+    agg,
+    aggReversed: agg,
     retract: (a, r) => {
       if (a === null) return null;
       if (r === null || (r as Value[]).length === 0) return a;

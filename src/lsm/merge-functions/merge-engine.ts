@@ -3,7 +3,8 @@
  * the rules those options must satisfy:
  *
  * - `mergeEngineOf`: the engine whose merge functions the write buffer, merge-on-read and compaction run; what
- *   natslake does not merge (yet) is refused by name (Unsupported), never merged into rows that would be wrong.
+ *   natslake does not merge (aggregate functions it does not run) is refused by name (Unsupported), never merged
+ *   into rows that would be wrong.
  * - `validateMergeEngine`: at create, Java's rules (SchemaValidation and the engines' factories, which Java applies
  *   only when a writer or reader first merges — natslake refuses such a table before it exists), as Java words them.
  * - `retractionRefusal`: which retractions the engine refuses. Java accepts them into a level-0 file and fails the
@@ -19,6 +20,7 @@ import type { MergeEngine, MergeEngineName } from "./merge-function.ts";
 import { PARTIAL_UPDATE_RETRACTION, PartialUpdateFunction } from "./partial-update.ts";
 import { aggregateFunctionOf, AggregationFunction, aggregatorsOf } from "./aggregation.ts";
 import { FIRST_ROW_RETRACTION, FirstRowFunction } from "./first-row.ts";
+import { sequenceGroupsOf } from "./sequence-groups.ts";
 
 /** The `sequence.field` columns named by the options (none when unset). */
 function sequenceFieldsOf(options: TableOptions): string[] {
@@ -30,8 +32,6 @@ function sequenceFieldsOf(options: TableOptions): string[] {
 const RETRACTABLE = new Set(["sum", "product", "last_value", "last_non_null_value", "collect", "merge_map", "primary-key"]);
 
 const ENGINES: readonly MergeEngineName[] = ["deduplicate", "partial-update", "aggregation", "first-row"];
-
-const unsupported = (why: string): LakeError => new LakeError(ErrorKind.Unsupported, why);
 
 /** `merge-engine` (default deduplicate); an unknown name is DataInvalid. */
 export function mergeEngineName(options: TableOptions): MergeEngineName {
@@ -69,9 +69,18 @@ export function mergeEngineOf(schema: TableSchema): MergeEngine {
     case "deduplicate":
       return { name, ignoreDelete, create: (access) => new DeduplicateFunction(access, ignoreDelete) };
     case "partial-update": {
-      if (fieldOptions(options, "sequence-group").size > 0) throw unsupported(`merge-engine = partial-update with sequence groups (fields.<f>.sequence-group) is not merged by natslake yet`);
       const removeRecordOnDelete = options.bool("partial-update.remove-record-on-delete");
-      return { name, ignoreDelete, create: (access, fields) => new PartialUpdateFunction(access, fields, { ignoreDelete, removeRecordOnDelete }) };
+      const groups = sequenceGroupsOf(schema, options, ignoreDelete);
+      return {
+        name,
+        ignoreDelete,
+        mergesAllFields: groups !== null,
+        create: (access, fields) => {
+          // A group's fields are compared by their group's sequence fields: the merge must see every field.
+          if (groups !== null && fields.length !== schema.fields.length) throw new LakeError(ErrorKind.Unexpected, "a partial-update table with sequence groups merges all its fields");
+          return new PartialUpdateFunction(access, fields, { ignoreDelete, removeRecordOnDelete, groups });
+        },
+      };
     }
     case "aggregation": {
       const removeRecordOnDelete = options.bool("aggregation.remove-record-on-delete");
@@ -101,16 +110,6 @@ export function validateMergeEngine(schema: TableSchema): void {
   const conflicting = (a: string, b: string): LakeError => dataInvalid(`${a} and ${b} have conflicting behavior so should not be enabled at the same time.`);
   if (name === "partial-update") {
     if (ignoreDelete && options.bool("partial-update.remove-record-on-delete")) throw conflicting("ignore-delete", "partial-update.remove-record-on-delete");
-    const groups = fieldOptions(options, "sequence-group");
-    const protectedFields = new Set([...groups.values()].flatMap((v) => v.split(",")));
-    const sequenceFields = new Set([...groups.keys()].flatMap((k) => k.split(",")));
-    const byField = fieldOptions(options, "aggregate-function");
-    const fallback = options.raw["fields.default-aggregate-function"];
-    for (const f of schema.fields) {
-      if (sequenceFields.has(f.name) || schema.primaryKeys.includes(f.name)) continue;
-      const fn = byField.get(f.name) ?? fallback;
-      if (fn !== undefined && fn !== "last_non_null_value" && !protectedFields.has(f.name)) throw dataInvalid(`Must use sequence group for aggregation functions but not found for field ${f.name}.`, { option: `fields.${f.name}.aggregate-function` });
-    }
   }
   if (name === "aggregation") {
     for (const f of schema.fields) {
@@ -140,7 +139,19 @@ export function retractionRefusal(schema: TableSchema): (kind: RowKind) => strin
   const options = new TableOptions(schema.options);
   const name = (options.get("merge-engine") ?? "deduplicate").trim().toLowerCase();
   if (ignoreDeleteOf(options)) return () => null;
-  if (name === "partial-update" && !options.bool("partial-update.remove-record-on-delete")) return (kind) => (isRetract(kind) ? PARTIAL_UPDATE_RETRACTION : null);
+  if (name === "partial-update") {
+    const groups = fieldOptions(options, "sequence-group");
+    if (groups.size === 0) return options.bool("partial-update.remove-record-on-delete") ? () => null : (kind) => (isRetract(kind) ? PARTIAL_UPDATE_RETRACTION : null);
+    // Sequence groups retract their fields; an aggregate in a group that takes none back would fail the merge.
+    const inGroups = [...groups.values()].flatMap((v) => v.split(","));
+    const stuck = inGroups.find((f) => {
+      const fn = options.raw[`fields.${f}.aggregate-function`] ?? options.raw["fields.default-aggregate-function"];
+      return fn !== undefined && !RETRACTABLE.has(fn) && !options.bool(`fields.${f}.ignore-retract`);
+    });
+    if (stuck === undefined) return () => null;
+    const why = `Aggregate function of column ${stuck} (in a sequence group) does not support retraction, If you allow this function to ignore retraction messages, you can configure 'fields.${stuck}.ignore-retract'='true'.`;
+    return (kind) => (isRetract(kind) ? why : null);
+  }
   if (name === "first-row") return (kind) => (isRetract(kind) ? FIRST_ROW_RETRACTION : null);
   if (name === "aggregation") {
     // The first field whose aggregator cannot take a retraction back (ignore-retract lets it pass it over).

@@ -54,6 +54,8 @@ export interface MergeEngine {
   readonly name: MergeEngineName;
   /** `ignore-delete` (with Java's fallback keys): retractions are passed over. */
   readonly ignoreDelete: boolean;
+  /** A read of some columns must still merge every column (partial-update's sequence groups compare across fields). */
+  readonly mergesAllFields?: boolean;
   /**
    * The merge function for versions read through `access`, whose values are those of `fields` (the table's columns
    * for a write or a compaction, the read's columns for a merge-on-read — each field's merge depends on that field

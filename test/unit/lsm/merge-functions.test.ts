@@ -97,7 +97,12 @@ test("engine options - Java's rules at create, in Java's words; what natslake do
   refused({ ...PU, "ignore-delete": "true", "partial-update.remove-record-on-delete": "true" }, ErrorKind.DataInvalid, /^ignore-delete and partial-update.remove-record-on-delete have conflicting behavior so should not be enabled at the same time\.$/);
   refused({ ...PU, "fields.number.aggregate-function": "sum" }, ErrorKind.DataInvalid, /^Must use sequence group for aggregation functions but not found for field number\.$/);
   refused({ ...PU, "fields.default-aggregate-function": "max" }, ErrorKind.DataInvalid, /not found for field price/);
-  refused({ ...PU, "fields.number.sequence-group": "price" }, ErrorKind.Unsupported, /sequence groups .* not merged by natslake yet/);
+  refused({ ...PU, "fields.number.sequence-group": "price", "fields.name.sequence-group": "price" }, ErrorKind.DataInvalid, /^Field price is defined repeatedly by multiple groups: fields\.(number|name)\.sequence-group$/);
+  refused({ ...PU, "fields.number.sequence-group": "nope" }, ErrorKind.DataInvalid, /^Field nope can not be found in table schema\.$/);
+  refused({ ...PU, "fields.number.sequence-group": "price", "partial-update.remove-record-on-delete": "true" }, ErrorKind.DataInvalid, /^sequence-group and partial-update.remove-record-on-delete have conflicting behavior/);
+  refused({ ...PU, "fields.number.sequence-group": "price", "partial-update.remove-record-on-sequence-group": "price" }, ErrorKind.DataInvalid, /field 'price' defined in 'partial-update.remove-record-on-sequence-group' option must be part of sequence groups/);
+  refused({ ...PU, "fields.number.sequence-group": "price", "partial-update.remove-record-on-sequence-group": "number", "ignore-delete": "true" }, ErrorKind.DataInvalid, /^ignore-delete and partial-update.remove-record-on-sequence-group have conflicting behavior/);
+  validateMergeEngine(schemaWith({ ...PU, "fields.number.sequence-group": "price", "fields.price.aggregate-function": "sum" }));
   // Accepted: last_non_null_value needs no sequence group (it is what partial-update does anyway).
   validateMergeEngine(schemaWith({ ...PU, "fields.default-aggregate-function": "last_non_null_value" }));
   validateMergeEngine(schemaWith({ ...PU, "partial-update.remove-record-on-delete": "true" }));
@@ -244,4 +249,37 @@ test("first-row - the first version in merge order as it is; retractions refused
   assert.notEqual(retractionRefusal(schemaWith(FR))(RowKind.UPDATE_BEFORE), null);
   assert.equal(retractionRefusal(schemaWith(FR))(RowKind.UPDATE_AFTER), null);
   assert.equal(retractionRefusal(schemaWith({ ...FR, "ignore-delete": "true" }))(RowKind.DELETE), null);
+});
+
+const GROUPS = "k INT NOT NULL, a INT, b INT, g_1 INT, c INT, d INT, g_2 INT";
+
+test("partial-update sequence groups - Paimon's example: a group updates only from a version whose group sequence is not older, and not at all from a null one", () => {
+  // docs/primary-key-table/merge-engine/partial-update (sequence-group): (1,1,1,1,1,1,1), (1,2,2,2,2,2,null) →
+  // 1,2,2,2,1,1,1; then (1,3,3,1,3,3,3) → 1,2,2,2,3,3,3.
+  const options = { ...PU, "fields.g_1.sequence-group": "a,b", "fields.g_2.sequence-group": "c,d" };
+  const first = [I(1, 1, 1, 1, 1, 1, 1, 1), I(2, 1, 2, 2, 2, 2, 2, null)];
+  assert.deepEqual(built(mergeAll(options, first, GROUPS))[2], [1, 2, 2, 2, 1, 1, 1]);
+  assert.deepEqual(built(mergeAll(options, [...first, I(3, 1, 3, 3, 1, 3, 3, 3)], GROUPS))[2], [1, 2, 2, 2, 3, 3, 3]);
+});
+
+test("partial-update sequence groups - Paimon's example of aggregates in groups (first_value, sum); retractions null or retract a newer group; remove-record-on-sequence-group", () => {
+  // docs: 'fields.a.sequence-group'='b', 'fields.b.aggregate-function'='first_value', 'fields.c.sequence-group'='d',
+  // 'fields.d.aggregate-function'='sum'; (1,1,1,null,null), (1,null,null,1,1), (1,2,2,null,null), (1,null,null,2,2) → 1,2,1,2,3.
+  const cols = "k INT NOT NULL, a INT, b INT, c INT, d INT";
+  const options = { ...PU, "fields.a.sequence-group": "b", "fields.b.aggregate-function": "first_value", "fields.c.sequence-group": "d", "fields.d.aggregate-function": "sum" };
+  const history = [I(1, 1, 1, 1, null, null), I(2, 1, null, null, 1, 1), I(3, 1, 2, 2, null, null), I(4, 1, null, null, 2, 2)];
+  assert.deepEqual(built(mergeAll(options, history, cols))[2], [1, 2, 1, 2, 3]);
+  // An older version of a group still aggregates (aggReversed: first_value takes the older value).
+  assert.deepEqual(built(mergeAll(options, [I(1, 1, 5, 50, null, null), I(2, 1, 3, 30, null, null)], cols))[2], [1, 5, 30, null, null]);
+  // A retraction of group (c, d) at sequence 2: c takes its value, d its sum minus the retracted value.
+  assert.deepEqual(built(mergeAll(options, [...history, UB(5, 1, null, null, 2, 2)], cols)), [RowKind.INSERT, 5, [1, 2, 1, 2, 1]]);
+  // A retraction older than the group's sequence retracts the aggregate only.
+  assert.deepEqual(built(mergeAll(options, [...history, UB(5, 1, null, null, 1, 1)], cols))[2], [1, 2, 1, 2, 2]);
+  // Without an aggregate a newer retraction nulls the group's field.
+  const plain = { ...PU, "fields.g_1.sequence-group": "a,b" };
+  assert.deepEqual(built(mergeAll(plain, [I(1, 1, 7, 8, 1, 4, 4, 4), D(2, 1, 0, 0, 2, 0, 0, 0)], GROUPS)), [RowKind.INSERT, 2, [1, null, null, 2, 4, 4, 4]]);
+  // remove-record-on-sequence-group: a -D of g_1's group removes the row.
+  const removing = { ...plain, "partial-update.remove-record-on-sequence-group": "g_1" };
+  assert.deepEqual(built(mergeAll(removing, [I(1, 1, 7, 8, 1, 4, 4, 4), D(2, 1, null, null, 2, null, null, null)], GROUPS)), [RowKind.DELETE, 2, [1, null, null, 2, null, null, null]]);
+  assert.equal(built(mergeAll(removing, [I(1, 1, 7, 8, 5, 4, 4, 4), D(2, 1, null, null, 2, null, null, null)], GROUPS))[0], RowKind.INSERT, "an older -D of the group does not");
 });

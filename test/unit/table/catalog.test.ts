@@ -62,7 +62,8 @@ test("catalog - a primary-key table is created with fixed buckets; dynamic and p
     ["pk.postpone", { bucket: "-2" }, [], /postpone buckets \(bucket = -2\)/],
     ["pk.firstrow", { bucket: "2", "merge-engine": "first-row", "changelog-producer": "input" }, [], /pk.firstrow: Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine/],
     ["pk.partialconflict", { bucket: "2", "merge-engine": "partial-update", "ignore-delete": "true", "partial-update.remove-record-on-delete": "true" }, [], /ignore-delete and partial-update.remove-record-on-delete have conflicting behavior/],
-    ["pk.partialgroups", { bucket: "2", "merge-engine": "partial-update", "fields.id.sequence-group": "v" }, [], /sequence groups .* not merged by natslake yet/],
+    ["pk.partialgroups", { bucket: "2", "merge-engine": "partial-update", "fields.id.sequence-group": "v", "fields.dt.sequence-group": "v" }, [], /Field v is defined repeatedly by multiple groups/],
+    ["pk.sketch", { bucket: "2", "merge-engine": "aggregation", "fields.v.aggregate-function": "theta_sketch" }, [], /aggregate function 'theta_sketch' .* is not run by natslake yet/],
     ["pk.lookup", { bucket: "2", "changelog-producer": "lookup" }, [], /changelog-producer = lookup is not written by natslake yet/],
     ["pk.part", { bucket: "2" }, ["dt"], /must contain every partition field \(dt\)/],
   ];
