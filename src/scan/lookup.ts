@@ -28,7 +28,8 @@ import { gatherColumn } from "../lsm/gather.ts";
 import { integerKeyColumn } from "../lsm/integer-key-order.ts";
 import { SerializedKeys, type KeyComparator } from "../lsm/key-comparator.ts";
 import { keyFields } from "../lsm/key-value-fields.ts";
-import { ignoreDeleteOf } from "../lsm/merge-read.ts";
+import { checkMergeReadable, ignoreDeleteOf } from "../lsm/merge-read.ts";
+import type { MergeEngine } from "../lsm/merge-functions/merge-function.ts";
 import { sequenceFieldSpec, type SequenceFieldSpec } from "../lsm/merge-order.ts";
 import { mergeBucketFiles } from "../lsm/merge-reader.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
@@ -105,6 +106,7 @@ export class KeyLookup {
   private readonly cacheScope: string;
   private readonly sequence: SequenceFieldSpec | null;
   private readonly ignoreDelete: boolean;
+  private readonly engine: MergeEngine;
 
   private constructor(
     /** The table in the schema of the lookup (the chosen snapshot's own). */
@@ -122,7 +124,9 @@ export class KeyLookup {
     this.keys = new SerializedKeys(this.keyTypes);
     this.primaryKeys = table.schema.primaryKeys.map((k) => table.schema.fields.find((f) => f.name === k)!);
     this.partitionTypes = table.partitionTypes;
-    this.outputFields = [...columns, ...this.keyFields.filter((k) => !columns.some((c) => c.name === k.name))];
+    this.engine = checkMergeReadable(table);
+    // Partial-update's sequence groups compare across columns: such a table's merge takes all of them.
+    this.outputFields = this.engine.mergesAllFields === true ? [...table.schema.fields] : [...columns, ...this.keyFields.filter((k) => !columns.some((c) => c.name === k.name))];
     this.reader = mergeFileReader(table, this.outputFields);
     this.pool = pool;
     this.cacheScope = `${table.location}|${table.schema.id}|${this.reader.fields.map((f) => f.name).join(",")}`;
@@ -132,7 +136,7 @@ export class KeyLookup {
 
   /**
    * Plans the lookups of a snapshot: refuses a table that is not a primary-key table, whose primary key lacks a
-   * partition field, or that needs more than the deduplicate merge (the error a read gives); an unknown column is
+   * partition field, or that natslake cannot merge (the error a read gives); an unknown column is
    * DataInvalid, an unknown snapshot or tag NotFound.
    */
   static async open(table: Table, spec: LookupSpec = {}): Promise<KeyLookup> {
@@ -245,6 +249,9 @@ export class KeyLookup {
     const compare = this.keys.compare;
     const sorted = [...ks].sort((a, b) => compare(a.trimmed, b.trimmed));
     const candidates = split.files.filter((f) => {
+      // First-row tables: level 0 is not read (as Java's LocalTableQuery starts at level 1 for lookup tables, and as
+      // natslake's and Java's batch reads skip it).
+      if (this.engine.name === "first-row" && f.level === 0) return false;
       const lo = this.keys.decode(f.minKey);
       const hi = this.keys.decode(f.maxKey);
       return sorted.some((k) => compare(lo, k.trimmed) <= 0 && compare(k.trimmed, hi) <= 0);
@@ -258,6 +265,7 @@ export class KeyLookup {
       keyFields: this.keyFields,
       sequence: this.sequence,
       ignoreDelete: this.ignoreDelete,
+      engine: this.engine,
       output: this.outputFields,
       readFile: (f) => Promise.resolve(hits.get(f) ?? []),
     });
