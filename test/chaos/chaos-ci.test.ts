@@ -3,7 +3,9 @@
  * commit failpoint —, the poison scenario, maintenance-ci: a writer killed mid-compaction, then the leader after a
  * COMPACT snapshot, mid-expiration or mid orphan cleanup, and pk-upserts-ci: upserts and deletes into a primary-key
  * table the leader compacts, while a writer is killed mid-flush and the leader mid-compaction and mid-commit) as part
- * of `npm test`: the runner runs in its own
+ * of `npm test`, with `--auth`: every server requires users with least-privilege permissions, every process connects
+ * as its role, and no nats-server may log a refusal (test/chaos/nats-violations.test.ts shows that check can fail) —
+ * the faults meet the permissions production runs with, at no extra run's cost. The runner runs in its own
  * process, writes a JSON report per run under chaos-reports/ci-<time>/, and every report must be ok. Seeds are random
  * and printed; a failed run keeps its logs next to its report (rerun it with `npm run chaos -- <scenario> --seed
  * <seed>`).
@@ -26,7 +28,7 @@ test("chaos - the CI subset (each writer and commit failpoint, poison, maintenan
   const reports = chaosReportsDir("ci");
   const started = Date.now();
   // Stopped past the budget (SIGTERM: the runner stops every process it started).
-  const { code, out } = await runChaosRunner(["run", "--ci", "--reports", reports], BUDGET_MS + 30_000);
+  const { code, out } = await runChaosRunner(["run", "--ci", "--auth", "--reports", reports], BUDGET_MS + 30_000);
   const elapsed = Date.now() - started;
   t.diagnostic(`chaos CI subset: exit ${code} after ${(elapsed / 1000).toFixed(0)} s; reports in ${reports}`);
   for (const line of out.split("\n").filter((l) => /^(PASS|FAIL)|seed|recovered|^\s+(ok|FAIL) /.test(l))) t.diagnostic(line);
@@ -38,6 +40,8 @@ test("chaos - the CI subset (each writer and commit failpoint, poison, maintenan
     assert.ok(r.ok, `${r.scenario} (seed ${r.seed}) failed: ${r.error ?? failed.map(([k, v]) => `${k}: ${v.detail}`).join("; ")}`);
     assert.ok(r.faults.length > 0 && r.faults.every((f) => f.fired !== false), `${r.scenario}: every planned fault happened`);
     assert.ok(r.rows.acknowledged > 0 && r.lost === 0 && r.duplicated === 0 && r.reordered === 0);
+    assert.equal(r.auth, true, `${r.scenario}: run with users and least-privilege permissions`);
+    assert.match(r.invariants["permissions"]?.detail ?? "", /no permission or authorization violation in the 3 nats-server logs/, `${r.scenario}: no nats-server logged a refusal`);
   }
   const points = new Set(runs.flatMap((r) => r.faults.map((f) => String(f.detail?.["point"] ?? ""))).filter(Boolean));
   const missing = [...WRITER_FAILPOINTS, ...COMMIT_FAILPOINTS].filter((p) => !points.has(p));
