@@ -39,7 +39,7 @@ test("chaos cli - list names every scenario; wrong arguments exit 2 and say what
 
 test("chaos - scenarios are selected by name or prefix; the CI subset and the full suite; seeds replay", async () => {
   const all = await loadScenarios();
-  assert.deepEqual(selectScenarios(all, [], true).map((s) => s.name), ["writer-failpoints", "committer-failpoints", "poison", "maintenance-ci", "pk-upserts-ci"]);
+  assert.deepEqual(selectScenarios(all, [], true).map((s) => s.name), ["writer-failpoints", "committer-failpoints", "maintenance-ci", "pk-upserts-ci"]);
   const suite = selectScenarios(all, [], false).map((s) => s.name);
   assert.ok(suite.includes("maintenance") && !suite.includes("maintenance-ci"), "the full suite runs maintenance, not its CI form");
   assert.ok(suite.includes("pk-upserts") && !suite.includes("pk-upserts-ci"), "the full suite runs the primary-key workload, not its CI form");

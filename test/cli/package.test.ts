@@ -95,7 +95,7 @@ const WRONG_USE = ((): { text: string; lines: number[] } => {
   return { text: [...head, ...calls, "}", ""].join("\n"), lines: calls.map((_, i) => head.length + i + 1) };
 })();
 
-const run = (cmd: string, args: string[], cwd: string, timeout = 240_000) => spawnSync(cmd, args, { cwd, encoding: "utf8", timeout, env: { ...process.env, npm_config_loglevel: "warn", npm_config_fund: "false", npm_config_audit: "false" } });
+const run = (cmd: string, args: string[], cwd: string, timeout = 240_000) => spawnSync(cmd, args, { cwd, encoding: "utf8", timeout, env: { ...process.env, npm_config_loglevel: "warn", npm_config_fund: "false", npm_config_audit: "false", npm_config_prefer_offline: "true" } });
 
 test("package - npm pack, install into an empty project: plain Node imports it, publishes to a cluster, runs the CLI; no engine warnings; its types check", { timeout: 420_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "natslake-pkg-"));

@@ -55,7 +55,7 @@ interface TableShape {
 }
 
 const KEYS = 8;
-const NUM_RUNS = Number(process.env["PK_MODEL_RUNS"] ?? 6);
+const NUM_RUNS = Number(process.env["PK_MODEL_RUNS"] ?? 4);
 const VISIBLE_WITHIN_MS = 90_000;
 /**
  * Runs start within this time of the first: the test's budget on a busy machine (8 runs take 70 s on 2 cores shared
