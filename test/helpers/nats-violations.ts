@@ -4,19 +4,18 @@
  * processes under their users' permissions checks there are none.
  */
 import { readFileSync } from "node:fs";
+import { violationLines } from "../../chaos/nats-violations.ts";
 
 /**
  * The violations in a server's log text, as `user kind subject` lines (`producer-a Publish lake.in.lp.b`); a line that
  * names a violation in another form is returned whole, so no refusal goes unnoticed.
  */
 export function permissionViolations(logText: string): string[] {
-  const out: string[] = [];
-  for (const line of logText.split("\n")) {
-    if (!/violation/i.test(line)) continue;
+  // The chaos suite's `permissions` invariant recognises the same lines (chaos/nats-violations.ts): one pattern.
+  return violationLines(logText).map((line) => {
     const m = /"[^"]*user:([^"]+)" - (\w+) Violation - Subject "([^"]+)"/.exec(line);
-    out.push(m === null ? line.trim() : `${m[1]} ${m[2]} ${m[3]}`);
-  }
-  return out;
+    return m === null ? line.trim() : `${m[1]} ${m[2]} ${m[3]}`;
+  });
 }
 
 /** The violations logged in each of these files (a file that does not exist yet has none). */
