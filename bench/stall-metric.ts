@@ -1,9 +1,9 @@
 /**
  * The time writers spent stalled, from a node's /metrics (Prometheus text), for bench/cluster-pk.bench.ts: every
- * metric whose name contains `stall` and carries a unit of time — a counter (`…_seconds_total`, `…_ms_total`) or a
- * histogram's `_sum` (`…_seconds_sum`, `…_ms_sum`) — summed over its label sets, in seconds. The benchmark does not
- * know the metric's exact name (writer-side compaction and its stall metric land separately); a node that exports
- * none gives null, which the benchmark prints as "n/a", never as 0.
+ * metric whose name says a stall (`stall`, or the writer's `natslake_bucket_stopped_ms_total`: the milliseconds a
+ * primary-key bucket did not read its stream at `num-sorted-run.stop-trigger`) and carries a unit of time — a counter
+ * (`…_seconds_total`, `…_ms_total`) or a histogram's `_sum` (`…_seconds_sum`, `…_ms_sum`) — summed over its label
+ * sets, in seconds. A node that exports none gives null, which the benchmark prints as "n/a", never as 0.
  */
 
 export interface StallTime {
@@ -14,6 +14,8 @@ export interface StallTime {
 }
 
 const SAMPLE = /^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{[^}]*\})?\s+(\S+)/;
+/** Names of metrics of stalled time: any `stall`, and the writer's stopped-bucket counter (actors/metrics.ts). */
+const STALLED = /stall|^natslake_bucket_stopped_/i;
 /** A time unit at the end of the sample name, before a counter's `_total` or a histogram's `_sum`. */
 const TIMED = /_(seconds|ms|milliseconds)_(total|sum)$/;
 
@@ -24,7 +26,7 @@ export function stalledTime(body: string): StallTime | null {
   for (const line of body.split("\n")) {
     if (line.startsWith("#")) continue;
     const m = SAMPLE.exec(line);
-    if (m === null || !m[1]!.toLowerCase().includes("stall")) continue;
+    if (m === null || !STALLED.test(m[1]!)) continue;
     const unit = TIMED.exec(m[1]!);
     if (unit === null) continue;
     const v = Number(m[2]);

@@ -62,6 +62,8 @@ test("pk bench - stalled time: counters and histogram sums with a time unit in t
   // Only help text or unit-less metrics mention stalls: no stall time is exported.
   assert.equal(stalledTime("# HELP natslake_actors_stuck actors for the node's stallReport\nnatslake_actors_stuck 0\nnatslake_buckets_stalled 1\n"), null);
   assert.equal(stalledTime(""), null);
+  // The writer's own counter of stopped milliseconds at the stop trigger is stall time (actors/metrics.ts).
+  assert.deepEqual(stalledTime('natslake_bucket_stopped_ms_total{table="bench.pk",bucket="0"} 1500\nnatslake_bucket_stopped_ms_total{table="bench.pk",bucket="1"} 0\n'), { seconds: 1.5, metrics: ["natslake_bucket_stopped_ms_total"] });
   // A node at zero still reports (0 s is a measurement, not an absence).
   assert.deepEqual(stalledTime("natslake_writer_stalled_seconds_total 0\n"), { seconds: 0, metrics: ["natslake_writer_stalled_seconds_total"] });
   assert.equal(sumStalled([null, null]), null);
