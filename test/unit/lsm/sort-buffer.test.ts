@@ -157,3 +157,27 @@ test("flush - partial-update: per key the versions folded by its function (non-n
   b.appendRow({ k: 1, s: null, d: null, ts: null, tags: null, q: null, _VALUE_KIND: 3 });
   assert.throws(() => flushBuffer(layout, [b.finish()], 0n), /Partial update can not accept delete records/);
 });
+
+test("flush - deduplicate's fold inlined in the write buffer equals the deduplicate merge function's fold (src/lsm/merge-functions/deduplicate.ts), which merge-on-read and compaction run (random buffers, every key type, with and without ignore-delete and sequence.field)", () => {
+  for (const keyType of KEY_TYPES) {
+    fc.assert(
+      fc.property(fc.array(rowArb(keyType), { minLength: 1, maxLength: 60 }), fc.boolean(), fc.boolean(), fc.bigInt({ min: 0n, max: 2n ** 40n }), (rows, ignoreDelete, bySequenceField, firstSeq) => {
+        const layout = layoutOf(keyType, { ...(ignoreDelete ? { "ignore-delete": "true" } : {}), ...(bySequenceField ? { "sequence.field": "q" } : {}) });
+        assert.equal(layout.engine.name, "deduplicate");
+        // The same engine under another name: the flush cannot take its inlined path and folds through the function.
+        const throughFunction = { ...layout, engine: { name: "deduplicate (through its function)", ignoreDelete: layout.engine.ignoreDelete, create: layout.engine.create.bind(layout.engine) } } as unknown as typeof layout;
+        const batch = (): ReturnType<RecordBatchBuilder["finish"]> => {
+          const b = new RecordBatchBuilder(layout.bufferFields, rows.length);
+          for (const r of rows) b.appendRow(r);
+          return b.finish();
+        };
+        const inlined = flushBuffer(layout, [batch()], firstSeq).data;
+        const folded = flushBuffer(throughFunction, [batch()], firstSeq).data;
+        const rowsOf = (d: typeof inlined): Row[] => (d === null ? [] : recordBatchToRows(layout.fileFields, d.batch));
+        assert.deepEqual(rowsOf(inlined), rowsOf(folded));
+        assert.deepEqual([inlined?.minKey, inlined?.maxKey, inlined?.deleteRows, inlined?.minSequenceNumber, inlined?.maxSequenceNumber], [folded?.minKey, folded?.maxKey, folded?.deleteRows, folded?.minSequenceNumber, folded?.maxSequenceNumber]);
+      }),
+      { numRuns: 100 },
+    );
+  }
+});
