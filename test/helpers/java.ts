@@ -38,6 +38,28 @@ function classpath(mainClass: string): string {
 }
 
 /**
+ * The class path and JVM flags of an oracle run: with the class-data-sharing archive setup.sh made of an oracle run's
+ * classes (halves a start's CPU), when its stamp says it was made from this lib and these classes; else the class
+ * directory as it is. Either way the JVM's own log goes to stderr at warning level: by default it prints to stdout,
+ * where a warning (e.g. an archive it cannot map) would break the oracle's JSON.
+ */
+function oracleLaunch(mainClass: string): { classpath: string; flags: string[] } {
+  const plain = classpath(mainClass);
+  const dir = javaOracleDir();
+  const logToStderr = ["-Xlog:disable", "-Xlog:all=warning:stderr"];
+  const cds = join(dir, "cds");
+  try {
+    const expected = `${readFileSync(join(dir, "lib/.stamp"), "utf8")} ${readFileSync(join(dir, "classes/.stamp"), "utf8")}`;
+    if (readFileSync(join(cds, ".stamp"), "utf8") === expected && existsSync(join(cds, "oracles.jsa"))) {
+      return { classpath: `${join(dir, "lib")}/*:${join(cds, "oracles.jar")}`, flags: [...logToStderr, `-XX:SharedArchiveFile=${join(cds, "oracles.jsa")}`] };
+    }
+  } catch {
+    // no archive (an older setup.sh, or its training run failed): the plain class path
+  }
+  return { classpath: plain, flags: logToStderr };
+}
+
+/**
  * What setup.sh's classes stamp hashes: its JAVA_SRCS (read from setup.sh itself, so the two lists cannot drift
  * apart), then the pom.
  */
@@ -107,7 +129,8 @@ export function runJavaOracle(
 ): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     // Inside the executor, so a missing oracle rejects like any other failure.
-    const cmd = [...jvmFlags, "-cp", classpath(mainClass), mainClass, ...args];
+    const launch = oracleLaunch(mainClass);
+    const cmd = [...launch.flags, ...jvmFlags, "-cp", launch.classpath, mainClass, ...args];
     const child = spawn("java", cmd, { stdio: ["pipe", "pipe", "pipe"] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
