@@ -529,12 +529,8 @@ export class Producer {
     let kind: RowKind = RowKind.INSERT;
     if (keyed !== null) {
       // The kind, then the key: what is wrong with them is said before any value is looked at.
-      kind = keyed.rules.kindOf(input);
-      if (forced !== null) {
-        if (input[ROW_KIND_COLUMN] !== undefined && input[ROW_KIND_COLUMN] !== null && kind !== forced)
-          throw dataInvalid(`${forced === RowKind.DELETE ? "delete" : "upsert"} writes ${rowKindName(forced)} rows, but this row names ${ROW_KIND_COLUMN} ${rowKindName(kind)} (write it with write or writeMany)`, { column: ROW_KIND_COLUMN, reason: "bad-row-kind" });
-        kind = forced;
-      }
+      // An upsert or a delete names its kind; a row that names another (in _row_kind or rowkind.field) is refused.
+      kind = keyed.rules.kindOf(input, forced ?? undefined);
       keyed.rules.checkKind(kind);
       keyed.rules.checkKey(input, kind);
       if (isRetract(kind)) packers = keyed.retractPackers;

@@ -124,6 +124,7 @@ export const OPTIONS: readonly OptionDef[] = [
     def("sequence.field", "string", "User field(s) ordering the versions of one key (instead of their arrival)"),
     def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
     def("ignore-delete", "bool", "Ignore delete rows", "false"),
+    def("rowkind.field", "string", "A string column whose value (+I, -U, +U or -D) is each written row's kind; stored as given"),
     def("deduplicate.ignore-delete", "bool", "Older name of ignore-delete (Paimon's fallback key; ignore-delete wins when both are set)"),
     def("partial-update.ignore-delete", "bool", "Older name of ignore-delete (Paimon's fallback key; ignore-delete wins when both are set)"),
     def("first-row.ignore-delete", "bool", "Older name of ignore-delete (Paimon's fallback key; ignore-delete wins when both are set)"),

@@ -10,6 +10,11 @@
  * writer turns that into a dead letter; the rest of the batch lands). The errors carry `context.reason`
  * (`KeyedInputReason`) so callers can tell them apart without reading the message.
  *
+ * `rowkind.field` (Paimon's RowKindGenerator): the kind comes from a string column of the table as well — one of the
+ * four short names, stored in that column as given. When the kind is also given another way (`_row_kind`, or the
+ * producer's upsert/delete), the two must agree; a row whose kind column is null and that names no kind otherwise is
+ * refused as Java refuses it ("Row kind cannot be null").
+ *
  * The rules themselves (`keyedInputRules`) are shared by every way rows come in: TableWrite converts with
  * `compileKeyedInput`, the producer client checks the kind and key before it packs a row, and the router before it
  * routes one — so a row refused at one door is refused, in the same words, at every other.
@@ -32,8 +37,12 @@ export type KeyedInputReason = "bad-row-kind" | "missing-key" | "null-key" | "re
 
 /** What an input row of one primary-key table must satisfy, whichever way it comes in. */
 export interface KeyedInputRules {
-  /** The kind the row names in `_row_kind` (absent or null: +I); DataInvalid (`bad-row-kind`) for anything else. */
-  kindOf(input: Readonly<Record<string, unknown>>): RowKind;
+  /**
+   * The row's kind: `given` (the caller's: an upsert or a delete), the table's `rowkind.field` column, `_row_kind` —
+   * whichever of them the row has, all agreeing; none: +I (with a `rowkind.field`: refused, its column is null).
+   * DataInvalid (`bad-row-kind`) for a kind that is not one of the four, or two that disagree.
+   */
+  kindOf(input: Readonly<Record<string, unknown>>, given?: RowKind): RowKind;
   /**
    * Throws DataInvalid (`retraction-refused`) for a kind the table's merge engine refuses (a retraction on a
    * partial-update table without ignore-delete or remove-record-on-delete: Java would fail every later merge of it).
@@ -52,8 +61,9 @@ export function keyedInputRules(schema: TableSchema): KeyedInputRules {
   const keys = new Set(schema.primaryKeys);
   const keyFields = schema.primaryKeys.map((k) => schema.fields.find((f) => f.name === k)!);
   const refusal = retractionRefusal(schema);
+  const kindField = rowKindFieldOf(schema);
   return {
-    kindOf: rowKindOf,
+    kindOf: kindField === null ? (input, given) => (given === undefined ? rowKindOf(input) : agreeingKind(given, input)) : (input, given) => fieldKindOf(kindField, input, given),
     checkKind: (kind) => {
       const why = refusal(kind);
       if (why !== null) throw dataInvalid(`${rowKindName(kind)} refused: ${why}`, { column: ROW_KIND_COLUMN, reason: "retraction-refused" });
@@ -80,7 +90,7 @@ export function compileKeyedInput(schema: TableSchema): (input: Readonly<Record<
   // Retractions: every non-key column may be missing (filled below); key columns stay required.
   const relaxed = compileRowConverter(rules.retractionFields, { ignore: ROW_KIND_COLUMN });
   return (values, given) => {
-    const kind = given ?? rules.kindOf(values);
+    const kind = rules.kindOf(values, given);
     rules.checkKind(kind);
     rules.checkKey(values, kind);
     if (!isRetract(kind)) return { row: full(values), kind };
@@ -98,6 +108,44 @@ export function rowKindOf(input: Readonly<Record<string, unknown>>): RowKind {
   if (kind === null) throw dataInvalid(`row kind ${describeRaw(raw)} is not one of +I, -U, +U, -D`, { column: ROW_KIND_COLUMN, reason: "bad-row-kind" });
   return kind;
 }
+
+/** The `rowkind.field` option's column, or null (create-time validation makes sure it names a string column). */
+export function rowKindFieldOf(schema: TableSchema): string | null {
+  const name = schema.options["rowkind.field"];
+  return name === undefined || name === "" ? null : name;
+}
+
+/** `given`, when the row's `_row_kind` names no other kind. */
+function agreeingKind(given: RowKind, input: Readonly<Record<string, unknown>>): RowKind {
+  const named = input[ROW_KIND_COLUMN];
+  if (named !== undefined && named !== null) {
+    const kind = rowKindOf(input);
+    if (kind !== given) throw disagreeing(`${ROW_KIND_COLUMN} says ${rowKindName(kind)}`, `the write is ${rowKindName(given)} (${given === RowKind.DELETE ? "a delete" : "an upsert"})`, ROW_KIND_COLUMN);
+  }
+  return given;
+}
+
+/** The kind of a table with `rowkind.field`: its column, `_row_kind` and `given` — each where present, agreeing. */
+function fieldKindOf(field: string, input: Readonly<Record<string, unknown>>, given: RowKind | undefined): RowKind {
+  const raw = input[field];
+  if (raw === undefined || raw === null) {
+    if (given !== undefined) return agreeingKind(given, input);
+    const named = input[ROW_KIND_COLUMN];
+    if (named !== undefined && named !== null) return rowKindOf(input);
+    throw dataInvalid(`Row kind cannot be null: the rowkind.field column '${field}' is ${raw === null ? "null" : "missing"} (it takes +I, -U, +U or -D)`, { column: field, reason: "bad-row-kind" });
+  }
+  const kind = parseRowKind(raw);
+  if (kind === null) throw dataInvalid(`row kind ${describeRaw(raw)} in the rowkind.field column '${field}' is not one of +I, -U, +U, -D`, { column: field, reason: "bad-row-kind" });
+  if (given !== undefined && given !== kind) throw disagreeing(`the rowkind.field column '${field}' says ${rowKindName(kind)}`, `the write is ${rowKindName(given)} (${given === RowKind.DELETE ? "a delete" : "an upsert"})`, field);
+  const named = input[ROW_KIND_COLUMN];
+  if (named !== undefined && named !== null) {
+    const other = rowKindOf(input);
+    if (other !== kind) throw disagreeing(`the rowkind.field column '${field}' says ${rowKindName(kind)}`, `${ROW_KIND_COLUMN} says ${rowKindName(other)}`, field);
+  }
+  return kind;
+}
+
+const disagreeing = (one: string, other: string, column: string): Error => dataInvalid(`the row's kind is named twice, differently: ${one}, ${other}`, { column, reason: "bad-row-kind" });
 
 /** A field value as a message shows it (JSON text where it has one; bigints and bytes by what they are). */
 function describeRaw(v: unknown): string {

@@ -5,7 +5,7 @@
  * what to do instead.
  */
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
-import { isNestedType } from "../format/data-types.ts";
+import { isNestedType, isStringType, typeToSql } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { TableOptions } from "../options.ts";
 import { readLsmCompactionOptions } from "./compaction-options.ts";
@@ -52,6 +52,20 @@ export function validateWritableKeyedSchema(table: string, schema: TableSchema):
       if (isNestedType(f.type)) throw dataInvalid(`sequence field '${name}' must have an orderable (primitive) type`);
     }
   }
+}
+
+/**
+ * `rowkind.field` (every table, as Java's SchemaValidation and RowKindGenerator check it): a column of the table, of a
+ * string type. natslake takes it on primary-key tables only: an append table keeps every row as it comes, so a row
+ * whose kind column said -D would be appended where Java refuses it.
+ */
+export function validateRowKindField(table: string, schema: TableSchema): void {
+  const name = schema.options["rowkind.field"];
+  if (name === undefined) return;
+  const f = schema.fields.find((x) => x.name === name);
+  if (f === undefined) throw dataInvalid(`Rowkind field: '${name}' can not be found in table schema.`, { option: "rowkind.field" });
+  if (!isStringType(f.type)) throw dataInvalid(`only support string type for rowkind, but ${name} is ${typeToSql(f.type)}`, { option: "rowkind.field" });
+  if (schema.primaryKeys.length === 0) throw unsupported(`${table}: rowkind.field is for primary-key tables (natslake appends an append table's rows as they come; a row kind other than +I has nowhere to go)`);
 }
 
 /** Java's rule for every table: a changelog producer needs a primary key. */

@@ -35,7 +35,7 @@ import type { DataField } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { FileSource } from "../format/manifest.ts";
-import { compileKeyedInput, keyedInputRules, type KeyedInputRules } from "../lsm/keyed-input.ts";
+import { compileKeyedInput, keyedInputRules, rowKindFieldOf, type KeyedInputRules } from "../lsm/keyed-input.ts";
 import { KeyValueFileWriter } from "../lsm/key-value-file-writer.ts";
 import { encodeKeyedFlush, type EncodedKeyedFlush } from "../lsm/keyed-flush.ts";
 import { ROW_KIND_COLUMN, RowKind } from "../lsm/row-kind.ts";
@@ -96,6 +96,8 @@ export class TableWrite {
   private readonly convert: (input: Readonly<Record<string, unknown>>) => Row;
   /** Primary-key tables: the input rules every way in shares (src/lsm/keyed-input.ts). */
   private readonly keyRules: KeyedInputRules | null;
+  /** The table has `rowkind.field`: every row's kind is read from that column, so no row takes the insert fast path. */
+  private readonly kindFromColumn: boolean = false;
   /** The columns that route a row to its buffer, with their converters (primary-key inserts are routed by them alone). */
   private readonly routeColumns: Array<{ name: string; convert: (v: unknown) => Value }>;
   /** Primary-key tables: an input row → its canonical row with `_VALUE_KIND` (the kind given, else its `_row_kind`). */
@@ -143,6 +145,7 @@ export class TableWrite {
       refuseUnwritableKeyed(table);
       this.kv = { layout: keyValueLayout(table.schema), writer: new KeyValueFileWriter(table, { pool }) };
       this.keyRules = keyedInputRules(table.schema);
+      this.kindFromColumn = rowKindFieldOf(table.schema) !== null;
       this.bufferFields = this.kv.layout.bufferFields;
     } else {
       this.kv = null;
@@ -230,7 +233,7 @@ export class TableWrite {
           // A primary-key table's insert (no kind, or +I given) goes into the buffer by the builders' fast paths, its
           // kind column left null (= +I); a row with another kind is converted with it.
           const row = input[i]!;
-          if ((kind === undefined || kind === RowKind.INSERT) && !(ROW_KIND_COLUMN in row) && !(VALUE_KIND_FIELD.name in row)) this.appendInsert(row);
+          if ((kind === undefined || kind === RowKind.INSERT) && !this.kindFromColumn && !(ROW_KIND_COLUMN in row) && !(VALUE_KIND_FIELD.name in row)) this.appendInsert(row);
           else this.writeRow(keyed(row, kind));
         } else if (direct === null) this.writeRow(this.convert(input[i]!));
         else {

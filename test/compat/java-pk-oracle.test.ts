@@ -393,6 +393,22 @@ const CREATE_CASES: CreateCase[] = [
     expect: { natslakeRefuses: "a key that moves between partitions needs the global index of dynamic buckets, which natslake does not write" },
   },
   {
+    what: "a rowkind.field that is not a column",
+    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "rowkind.field": "op" } },
+    expect: "both-refuse",
+    javaSays: /Rowkind field: 'op' can not be found in table schema/,
+  },
+  {
+    what: "a rowkind.field that is not a string",
+    spec: { columns: "id BIGINT, op INT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "rowkind.field": "op" } },
+    expect: { natslakeRefuses: "Java refuses a non-string rowkind.field when a writer opens the table (RowKindGenerator); natslake when the table is created, in Java's words" },
+  },
+  {
+    what: "a rowkind.field of type STRING",
+    spec: { columns: "id BIGINT, op STRING, v STRING", primaryKeys: ["id"], options: { bucket: "2", "rowkind.field": "op" } },
+    expect: "both-accept",
+  },
+  {
     what: "a sequence.field that is not a column",
     spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "sequence.field": "ts" } },
     expect: "both-refuse",
@@ -527,6 +543,40 @@ const CREATE_CASES: CreateCase[] = [
     javaSays: /bucket key|bucket-key/i,
   },
 ];
+
+test("write: rowkind.field — natslake's writer and Java's take each row's kind from the column and keep its value; each reads what the other wrote as the other does", { timeout: 600_000 }, async () => {
+  const t = await createPk("pk.rowkind", "id BIGINT NOT NULL, op STRING, v STRING", ["id"], { bucket: "2", "rowkind.field": "op" });
+  await commitChanges(t, [1, 2, 3, 4].map((id) => ({ id, op: "+I", v: `v${id}` })));
+  // The kinds only the column names: a delete of 2, an update of 3 (-U then +U), and 4 updated by a +U alone.
+  await commitChanges(t, [
+    { id: 2, op: "-D" },
+    { id: 3, op: "-U", v: "v3" },
+    { id: 3, op: "+U", v: "v3 updated" },
+    { id: 4, op: "+U", v: "v4 updated" },
+  ]);
+  const ours = [
+    { id: 1, op: "+I", v: "v1" },
+    { id: 3, op: "+U", v: "v3 updated" },
+    { id: 4, op: "+U", v: "v4 updated" },
+  ];
+  assert.deepEqual(sortRows(await readJson(await reopen(wh.path, "pk.rowkind"))), sortRows(ours.map((r) => expectedJson(t, r))));
+  const [javaRead] = await javaPkRead(wh.path, t, [{}]);
+  assert.deepEqual(sortRows(javaRead!.rows ?? []), sortRows(ours.map((r) => expectedJson(t, r))), "Java reads natslake's kinds as natslake does");
+  // Java's writer: the row's own kind says +I, the column -D — the column decides (RowKindGenerator).
+  const res = await javaPkWrite(wh.path, t, [[{ id: 1, op: "-D", v: null }, { id: 5, op: "+I", v: "java" }]]);
+  assert.equal(res.error, undefined, res.error);
+  const expected = sortRows([...ours.slice(1), { id: 5, op: "+I", v: "java" }].map((r) => expectedJson(t, r)));
+  assert.deepEqual(sortRows(await readJson(await reopen(wh.path, "pk.rowkind"))), expected, "natslake reads Java's delete by the column");
+  // natslake refuses a row whose column names no kind, and one whose _row_kind disagrees with it; nothing is written.
+  const w = await BatchWriter.open(await reopen(wh.path, "pk.rowkind"));
+  await assert.rejects(w.write([{ id: 6, v: "no kind" }]), /Row kind cannot be null: the rowkind.field column 'op' is missing/);
+  await assert.rejects(w.write([{ id: 6, op: "+I", _row_kind: "-D" }]), /the rowkind.field column 'op' says \+I, _row_kind says -D/);
+  await w.abort();
+  // A table whose rowkind.field names no string column is refused when created, in Java's words (Java refuses it
+  // when its writer opens the table).
+  await assert.rejects(createPk("pk.rowkind_int", "id BIGINT NOT NULL, op INT", ["id"], { bucket: "1", "rowkind.field": "op" }), /only support string type for rowkind, but op is INT/);
+  await assert.rejects(new Catalog(wh.path).createTable(parseIdentifier("pk.rowkind_append"), { columns: parseColumnList("id BIGINT, op STRING"), options: { "rowkind.field": "op" } }), /rowkind.field is for primary-key tables/);
+});
 
 test("create: Java's catalog and natslake's agree on which primary-key schemas are valid; natslake's refusals of what Java accepts are deliberate", { timeout: 600_000 }, async () => {
   const javaWh = tempDir();

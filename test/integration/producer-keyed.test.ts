@@ -129,8 +129,8 @@ test("producer (primary key) - a bad kind, a missing or null key, a contradictin
   refused(() => producer.delete([{ dt: "d", id: 1 }, { id: 2 }]), "missing-key", /^row 1: a delete without its key: primary-key column 'dt' is missing/);
   refused(() => producer.write({ dt: "d", name: "a" }), "missing-key", /a row without its key: primary-key column 'id' is missing/);
   refused(() => producer.upsert([{ dt: "d", id: null, name: "a" }]), "null-key", /row 0: primary-key column 'id' is null/);
-  refused(() => producer.upsert([{ dt: "d", id: 1, name: "a", _row_kind: "-D" }]), "bad-row-kind", /upsert writes \+I rows, but this row names _row_kind -D/);
-  refused(() => producer.delete([{ dt: "d", id: 1, _row_kind: "+U" }]), "bad-row-kind", /delete writes -D rows/);
+  refused(() => producer.upsert([{ dt: "d", id: 1, name: "a", _row_kind: "-D" }]), "bad-row-kind", /_row_kind says -D, the write is \+I \(an upsert\)/);
+  refused(() => producer.delete([{ dt: "d", id: 1, _row_kind: "+U" }]), "bad-row-kind", /_row_kind says \+U, the write is -D \(a delete\)/);
   // An addition still needs its NOT NULL values; a retraction does not.
   assert.throws(() => producer.write({ dt: "d", id: 1, _row_kind: "+U" }), /column name is NOT NULL/);
   assert.throws(() => producer.write({ dt: "d", id: 1, name: "a", colour: "red" }), /unknown column 'colour'/);
@@ -140,6 +140,38 @@ test("producer (primary key) - a bad kind, a missing or null key, a contradictin
   const ok = await producer.delete([{ dt: "d", id: 1, _row_kind: "-D" }]);
   assert.equal(ok[0]!.status, "ok");
   await producer.close();
+});
+
+test("producer (primary key, rowkind.field) - the kind comes from the column: write and writeMany take it from there, delete by key names its own; a null or contradicting one refused before anything is published", async () => {
+  const name = `db.k${++tableNo}`;
+  const table = await new Catalog(warehouse.path).createTable(parseIdentifier(name), {
+    columns: parseColumnList("id BIGINT NOT NULL, op STRING, v STRING"),
+    primaryKeys: ["id"],
+    options: { bucket: "1", "rowkind.field": "op" },
+  });
+  await ensureTableInfra({ nc, subjects, table, replicas: 1, maxBytes: 16 * 1024 * 1024, duplicateWindowMs: 60_000 });
+  const producer = await createProducer({ nc, table: name, producerId: "rk" });
+  assert.throws(() => producer.write({ id: 1, v: "no kind" }), /Row kind cannot be null: the rowkind.field column 'op' is missing/);
+  assert.throws(() => producer.upsert([{ id: 1, op: "-D" }]), /the rowkind.field column 'op' says -D, the write is \+I \(an upsert\)/);
+  await producer.writeMany([
+    { id: 1, op: "+I", v: "a" },
+    { id: 2, op: "+I", v: "b" },
+    { id: 1, op: "-U", v: "a" },
+    { id: 1, op: "+U", v: "a2" },
+    { id: 2, op: "-D" },
+  ]);
+  await producer.delete([{ id: 3 }]);
+  await producer.close();
+  const convert = compileKeyedInput(table.schema);
+  const got: string[] = [];
+  for (const { batch } of await storedBatches(table)) {
+    for (const values of batch.rows) {
+      const { row, kind } = convert(Object.fromEntries(batch.cols.map((c, i) => [c, values[i]])));
+      got.push(`${["+I", "-U", "+U", "-D"][kind]} ${String(row["id"])} ${String(row["op"])} ${String(row["v"])}`);
+    }
+  }
+  // The writer's conversion gives each row the kind its column named; the column keeps its value.
+  assert.deepEqual(got, ["+I 1 +I a", "+I 2 +I b", "-U 1 -U a", "+U 1 +U a2", "-D 2 -D null", "-D 3 null null"]);
 });
 
 test("producer (append table) - _row_kind is refused by name; upsert and delete need a primary key", async () => {

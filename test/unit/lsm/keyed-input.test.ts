@@ -98,3 +98,27 @@ test("keyed input - property: random kinds and keys convert or fail with the rea
   );
   for (const outcome of ["undefined", "bad-row-kind", "missing-key", "null-key", "column"]) assert.ok((seen.get(outcome) ?? 0) > 0, `the generator reached ${outcome}`);
 });
+
+test("keyed input - rowkind.field: the kind comes from the column (stored as given), agreeing with _row_kind or the write's own kind; a null or bad one, or two that disagree, refused with bad-row-kind", () => {
+  const opSchema = newTableSchema({ columns: parseColumnList("id BIGINT NOT NULL, op STRING, v INT"), partitionKeys: [], primaryKeys: ["id"], options: { bucket: "1", "rowkind.field": "op" } });
+  const conv = compileKeyedInput(opSchema);
+  const rules = keyedInputRules(opSchema);
+  for (const [name, kind] of [["+I", RowKind.INSERT], ["-U", RowKind.UPDATE_BEFORE], ["+U", RowKind.UPDATE_AFTER], ["-D", RowKind.DELETE]] as const) {
+    const out = conv({ id: 1, op: name, v: 7 });
+    assert.equal(out.kind, kind);
+    assert.equal(out.row["op"], name, "the column keeps its value");
+    assert.equal(conv({ id: 1, op: name, _row_kind: name }).kind, kind, "_row_kind that agrees");
+    assert.equal(rules.kindOf({ id: 1, op: name }, kind), kind, "a write of the same kind");
+  }
+  const refused = (f: () => unknown, message: RegExp): void => assert.throws(f, (e: unknown) => isLakeError(e, "DataInvalid") && e.context["reason"] === "bad-row-kind" && message.test(e.message));
+  refused(() => conv({ id: 1, v: 7 }), /Row kind cannot be null: the rowkind.field column 'op' is missing/);
+  refused(() => conv({ id: 1, op: null }), /Row kind cannot be null: the rowkind.field column 'op' is null/);
+  refused(() => conv({ id: 1, op: "D" }), /row kind "D" in the rowkind.field column 'op' is not one of/);
+  refused(() => conv({ id: 1, op: "-D", _row_kind: "+I" }), /named twice, differently: the rowkind.field column 'op' says -D, _row_kind says \+I/);
+  refused(() => rules.kindOf({ id: 1, op: "-D" }, RowKind.INSERT), /the rowkind.field column 'op' says -D, the write is \+I \(an upsert\)/);
+  // A write that names its kind (a delete by key) needs no kind column; neither does a row that names _row_kind.
+  assert.equal(conv({ id: 1 }, RowKind.DELETE).kind, RowKind.DELETE);
+  assert.equal(conv({ id: 1, _row_kind: "-D" }).kind, RowKind.DELETE);
+  // Without rowkind.field a write's kind and _row_kind must agree too.
+  refused(() => keyedInputRules(schema).kindOf({ dt: "d", id: 1, _row_kind: "+I" }, RowKind.DELETE), /_row_kind says \+I, the write is -D \(a delete\)/);
+});
