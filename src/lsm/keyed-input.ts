@@ -25,7 +25,7 @@ import type { TableSchema } from "../format/schema.ts";
 import { compileRowConverter } from "../format/row-converter.ts";
 import { Timestamp, type Row, type Value } from "../format/values.ts";
 import { isRetract, parseRowKind, ROW_KIND_COLUMN, RowKind, rowKindName } from "./row-kind.ts";
-import { retractionRefusal } from "./merge-functions/merge-engine.ts";
+import { retractionRefusal, retractionValueRefusal } from "./merge-functions/merge-engine.ts";
 
 export interface KeyedRow {
   row: Row;
@@ -89,6 +89,7 @@ export function compileKeyedInput(schema: TableSchema): (input: Readonly<Record<
   const full = compileRowConverter(schema.fields, { ignore: ROW_KIND_COLUMN });
   // Retractions: every non-key column may be missing (filled below); key columns stay required.
   const relaxed = compileRowConverter(rules.retractionFields, { ignore: ROW_KIND_COLUMN });
+  const refusedValue = retractionValueRefusal(schema);
   return (values, given) => {
     const kind = rules.kindOf(values, given);
     rules.checkKind(kind);
@@ -96,6 +97,8 @@ export function compileKeyedInput(schema: TableSchema): (input: Readonly<Record<
     if (!isRetract(kind)) return { row: full(values), kind };
     const row = relaxed(values);
     for (const f of rules.fillers) if (row[f.name] === null) row[f.name] = zeroValue(f.type);
+    const why = refusedValue?.(row, kind) ?? null;
+    if (why !== null) throw dataInvalid(`${rowKindName(kind)} refused: ${why}`, { column: ROW_KIND_COLUMN, reason: "retraction-refused" });
     return { row, kind };
   };
 }

@@ -10,9 +10,12 @@
  * - `retractionRefusal`: which retractions the engine refuses. Java accepts them into a level-0 file and fails the
  *   first merge that meets one — every later compaction of the bucket, every read of the key; natslake refuses them
  *   as they come in (a dead letter in the cluster, an error from TableWrite), so the rest of a batch lands.
+ * - `retractionValueRefusal`: the same for a retraction the engine takes by kind but whose value no merge can take
+ *   back — a `product` retracted by an integer or decimal zero (Java's ArithmeticException at the merge).
  */
 import { dataInvalid, ErrorKind, LakeError } from "../../errors.ts";
 import type { TableSchema } from "../../format/schema.ts";
+import type { Row } from "../../format/values.ts";
 import { TableOptions } from "../../options.ts";
 import { isRetract, RowKind } from "../row-kind.ts";
 import { DeduplicateFunction } from "./deduplicate.ts";
@@ -165,4 +168,46 @@ export function retractionRefusal(schema: TableSchema): (kind: RowKind) => strin
     return (kind) => (isRetract(kind) && !(removes && kind === RowKind.DELETE) ? why : null);
   }
   return () => null;
+}
+
+/** Integer and decimal columns: a division of them by zero throws in Java (floating point gives infinity instead). */
+const EXACT_NUMERIC = new Set(["TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL"]);
+
+/**
+ * The reason the table refuses this retraction for one of its values, or null: a `product` field (aggregation, or
+ * inside a partial-update sequence group) of an integer or decimal type, retracted by zero, unless the field
+ * ignores retractions (or the retraction is a -D that `aggregation.remove-record-on-delete` turns into a removal).
+ * Java takes such a row and fails every merge that meets it — each compaction of its bucket, each read of its key —
+ * so natslake refuses it as it comes in. null when the table has no such field (the caller skips the check).
+ */
+export function retractionValueRefusal(schema: TableSchema): ((row: Readonly<Row>, kind: RowKind) => string | null) | null {
+  const options = new TableOptions(schema.options);
+  if (ignoreDeleteOf(options)) return null;
+  const name = (options.get("merge-engine") ?? "deduplicate").trim().toLowerCase();
+  let candidates: string[];
+  if (name === "aggregation") candidates = schema.fields.map((f) => f.name);
+  else if (name === "partial-update") candidates = [...fieldOptions(options, "sequence-group").values()].flatMap((v) => v.split(",").map((x) => x.trim()));
+  else return null;
+  const sequenceFields = sequenceFieldsOf(options);
+  const divisors = schema.fields.filter(
+    (f) =>
+      candidates.includes(f.name) &&
+      EXACT_NUMERIC.has(f.type.root) &&
+      !options.bool(`fields.${f.name}.ignore-retract`) &&
+      (name === "aggregation" ? aggregateFunctionOf(f.name, options, schema.primaryKeys, sequenceFields) : (options.raw[`fields.${f.name}.aggregate-function`] ?? options.raw["fields.default-aggregate-function"])) === "product",
+  );
+  if (divisors.length === 0) return null;
+  const removes = name === "aggregation" && options.bool("aggregation.remove-record-on-delete");
+  return (row, kind) => {
+    if (!isRetract(kind) || (removes && kind === RowKind.DELETE)) return null;
+    for (const f of divisors) {
+      const v = row[f.name];
+      // Canonical values: integers as numbers or bigints, decimals as their unscaled bigint.
+      if (v === 0 || v === 0n) {
+        const filled = f.type.nullable ? "" : ` (a retraction that leaves the NOT NULL column ${f.name} out carries its zero)`;
+        return `a retraction of ${f.name} by zero: product divides by it (Java: ArithmeticException: / by zero, at every merge of the key)${filled}`;
+      }
+    }
+    return null;
+  };
 }

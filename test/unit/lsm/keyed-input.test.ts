@@ -122,3 +122,37 @@ test("keyed input - rowkind.field: the kind comes from the column (stored as giv
   // Without rowkind.field a write's kind and _row_kind must agree too.
   refused(() => keyedInputRules(schema).kindOf({ dt: "d", id: 1, _row_kind: "+I" }, RowKind.DELETE), /_row_kind says \+I, the write is -D \(a delete\)/);
 });
+
+test("keyed input - a product retracted by an integer or decimal zero is refused as it comes in (Java fails every merge of the key); floating point, ignore-retract, remove-record-on-delete and other values pass", () => {
+  const make = (options: Record<string, string>, columns = "id BIGINT NOT NULL, p BIGINT, d DECIMAL(10,2), f DOUBLE, q INT NOT NULL") =>
+    compileKeyedInput(newTableSchema({ columns: parseColumnList(columns), partitionKeys: [], primaryKeys: ["id"], options: { bucket: "1", "merge-engine": "aggregation", "fields.default-aggregate-function": "product", ...options } }));
+  const conv = make({});
+  const refusal = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (e) {
+      assert.ok(isLakeError(e, "DataInvalid") && e.context["reason"] === "retraction-refused", String(e));
+      return e.message;
+    }
+    return "accepted";
+  };
+  assert.match(refusal(() => conv({ id: 1, p: 0, d: "1.00", f: 0, q: 2, _row_kind: "-U" })), /^-U refused: a retraction of p by zero: product divides by it/);
+  assert.match(refusal(() => conv({ id: 1, p: 2, d: "0.00", f: 0, q: 2, _row_kind: "-D" })), /a retraction of d by zero/);
+  // A NOT NULL column a delete by key leaves out carries its zero: refused, saying so.
+  assert.match(refusal(() => conv({ id: 1, p: 2, d: "1.00", _row_kind: "-D" })), /a retraction of q by zero.*leaves the NOT NULL column q out carries its zero/);
+  // Additions by zero, nulls and floating-point zeros (Java divides to infinity) pass.
+  assert.equal(refusal(() => conv({ id: 1, p: 0, d: "0.00", f: 0, q: 0 })), "accepted");
+  assert.equal(refusal(() => conv({ id: 1, p: null, d: null, f: 0, q: 3, _row_kind: "-U" })), "accepted");
+  assert.equal(refusal(() => make({ "fields.p.ignore-retract": "true", "fields.q.ignore-retract": "true", "fields.d.ignore-retract": "true" })({ id: 1, p: 0, d: "0.00", q: 0, _row_kind: "-U" })), "accepted");
+  assert.equal(refusal(() => make({ "aggregation.remove-record-on-delete": "true" })({ id: 1, _row_kind: "-D" })), "accepted", "a -D that removes the row retracts nothing");
+  assert.match(refusal(() => make({ "aggregation.remove-record-on-delete": "true" })({ id: 1, p: 0, q: 1, _row_kind: "-U" })), /a retraction of p by zero/);
+  assert.equal(refusal(() => make({ "ignore-delete": "true" })({ id: 1, p: 0, q: 0, _row_kind: "-U" })), "accepted", "ignore-delete drops retractions");
+  // Another function on the field: no division.
+  assert.equal(refusal(() => make({ "fields.default-aggregate-function": "sum" })({ id: 1, p: 0, d: "0.00", q: 0, _row_kind: "-U" })), "accepted");
+  // partial-update: a product inside a sequence group.
+  const pu = compileKeyedInput(
+    newTableSchema({ columns: parseColumnList("id BIGINT NOT NULL, g BIGINT, p INT, v STRING"), partitionKeys: [], primaryKeys: ["id"], options: { bucket: "1", "merge-engine": "partial-update", "fields.g.sequence-group": "p", "fields.p.aggregate-function": "product" } }),
+  );
+  assert.match(refusal(() => pu({ id: 1, g: 5, p: 0, _row_kind: "-U" })), /a retraction of p by zero/);
+  assert.equal(refusal(() => pu({ id: 1, g: 5, p: 3, _row_kind: "-U" })), "accepted");
+});
