@@ -3,7 +3,8 @@
  *
  * `FAILPOINTS=commit.before-snapshot:kill,writer.flush.mid:sleep(500)` arms points by name. Actions:
  * `kill` (SIGKILL this process, as a crash would), `exit` (exit code 137 without cleanup), `throw` (an Error at
- * that point), `sleep(ms)` (a pause, for timing faults). A suffix `@N` fires only on the N-th time the point is
+ * that point), `sleep(ms)` (a pause, for timing faults; asynchronous points only), `hang(ms)` (the thread blocked
+ * that long, nothing else running on it: a decode or an encode that does not return). A suffix `@N` fires only on the N-th time the point is
  * reached (`writer.file.written:kill@3`), so a crash can land mid-run rather than at the first flush.
  * A point reached with data (a message's payload) may carry a marker: `ingest.message[POISON]:kill` fires only on
  * data holding the bytes `POISON` (a marker holds no `:`, `[` or `]`).
@@ -18,8 +19,10 @@
  *   and `bucket-buffer.flush` (actors/ingest/bucket-buffer.ts, in the worker thread that holds a bucket's rows:
  *   there `exit` ends that thread only, and `kill` the whole node); with a marker (`name[marker]:action`),
  *   `ingest.message` (a message whose payload holds the marker, as it is decoded: in that worker thread, or on the
- *   writer's thread for partitioned tables) and `ingest.flush-row` (a bucket buffer's flush holding rows of such a
- *   message) — poison messages for test/integration/poison.test.ts;
+ *   writer's thread for partitioned tables), `ingest.stall` (the same place in a bucket buffer, not on the writer's
+ *   thread — a hang there could not be stopped: a second kind of poison, armed with `hang(ms)`, a message that stalls
+ *   the decode) and `ingest.flush-row` (a bucket buffer's flush holding rows of such a message) — poison messages for
+ *   test/integration/poison.test.ts;
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
  *   LATEST hint), `committer.after-snapshot` (actors/committer.ts: before rejections, the notification and purges),
@@ -47,7 +50,7 @@
  */
 import { writeSync } from "node:fs";
 
-type Action = ({ kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number }) & { nth?: number; marker?: Buffer };
+type Action = ({ kind: "kill" } | { kind: "exit" } | { kind: "throw" } | { kind: "sleep"; ms: number } | { kind: "hang"; ms: number }) & { nth?: number; marker?: Buffer };
 
 function parse(spec: string | undefined): Map<string, Action> {
   const out = new Map<string, Action>();
@@ -63,10 +66,10 @@ function parse(spec: string | undefined): Map<string, Action> {
     const m = /^(.*?)(?:@(\d+))?$/.exec(part.slice(i + 1))!;
     const act = m[1]!;
     const nth = m[2] === undefined ? {} : { nth: Number(m[2]) };
-    const sleep = /^sleep\((\d+)\)$/.exec(act);
-    if (sleep) out.set(name, { kind: "sleep", ms: Number(sleep[1]), ...nth, ...marker });
+    const timed = /^(sleep|hang)\((\d+)\)$/.exec(act);
+    if (timed) out.set(name, { kind: timed[1] === "sleep" ? "sleep" : "hang", ms: Number(timed[2]), ...nth, ...marker });
     else if (act === "kill" || act === "exit" || act === "throw") out.set(name, { kind: act, ...nth, ...marker });
-    else throw new Error(`FAILPOINTS action '${act}' is not one of kill, exit, throw, sleep(ms) (optionally @N)`);
+    else throw new Error(`FAILPOINTS action '${act}' is not one of kill, exit, throw, sleep(ms), hang(ms) (optionally @N)`);
   }
   return out;
 }
@@ -92,7 +95,7 @@ export function failpointArmed(name: string): boolean {
   return armed.size !== 0 && armed.has(name);
 }
 
-/** Synchronous failpoint: kill, exit or throw. A `sleep` action is ignored here (use `failpointAsync`). */
+/** Synchronous failpoint: kill, exit, throw or hang. A `sleep` action is ignored here (use `failpointAsync`). */
 export function failpoint(name: string): void {
   if (armed.size === 0) return;
   const a = due(name);
@@ -156,6 +159,11 @@ function trigger(name: string, a: Action): void {
     case "throw":
       throw new Error(`failpoint ${name}`);
     case "sleep":
+      break;
+    case "hang":
+      announce(`failpoint ${name}: hang ${a.ms} ms\n`);
+      // Blocks the thread, as a decoder spinning in a loop would: no timer, message or promise of this thread runs.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, a.ms);
       break;
   }
 }

@@ -63,7 +63,7 @@ export class BucketBuffer {
   /** Decodes payloads (stream order) and keeps their rows; bad rows and payloads come back as rejections. */
   append(payloads: IngestPayloads): AppendResult {
     failpoint("bucket-buffer.append");
-    if (failpointArmed("ingest.message") || failpointArmed("ingest.flush-row")) this.poisonPoints(payloads);
+    if (failpointArmed("ingest.message") || failpointArmed("ingest.stall") || failpointArmed("ingest.flush-row")) this.poisonPoints(payloads);
     // Each doubling copies every column and frees the old buffers into the thread's heap, where they fragment it.
     const builder = (this.builder ??= new RecordBatchBuilder(this.spec.fields, Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24))))));
     const bounded = this.spec.maxMessageRows === undefined ? { payloads, rejected: [] } : withoutOversized(payloads, this.spec.maxMessageRows);
@@ -79,6 +79,7 @@ export class BucketBuffer {
     for (let i = 0; i < p.seqs.length; i++) {
       const bytes = p.data.subarray(p.offsets[i], p.offsets[i + 1]);
       failpointOnData("ingest.message", bytes);
+      failpointOnData("ingest.stall", bytes);
       if (failpointMatches("ingest.flush-row", bytes)) this.holdsMarkedRow = true;
     }
   }
