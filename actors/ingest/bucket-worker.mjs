@@ -6,7 +6,8 @@
  *
  * in:  { id, op: "open", session, spec } | { id, op: "append", session, payloads } (payload buffer transferred)
  *    | { id, op: "flush", session, firstSeq } | { id, op: "close", session }
- * out: { id, ok: true, result } | { id, ok: false, message }; a flush's file bytes are transferred, not copied.
+ * out: { ready: true } once, when its code is loaded (a request's deadline counts from then at the earliest)
+ *    | { id, ok: true, result } | { id, ok: false, message }; a flush's file bytes are transferred, not copied.
  */
 import { URL } from "node:url";
 import { importCompiledOrSource } from "../../src/compiled-or-source.mjs";
@@ -57,3 +58,5 @@ parentPort.on("message", (msg) => {
   }
   reply();
 });
+// After the listener: requests posted meanwhile wait in the port, and are answered after this.
+parentPort.postMessage({ ready: true });
