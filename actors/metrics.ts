@@ -102,6 +102,11 @@ export const METRICS = {
   ),
   deadLetters: counter("natslake_dlq_total", "rows (or unreadable messages) sent to the dead-letter subject, by stage (router, writer; the writer's carry the bucket)", ["table", "stage"], { optional: ["bucket"] }),
   poisonMessages: counter("natslake_poison_messages_total", "whole messages a bucket writer dead-lettered because reading them failed, or killed the writer, a bounded number of times (actors/poison-guard.ts)", ["table", "bucket"]),
+  bucketStalls: counter(
+    "natslake_bucket_stalls_total",
+    "a bucket writer's decodes (stage decode) and encodes (stage encode) that ran past the node's decodeDeadline: the worker thread running them was stopped (failing the other buckets' work on that thread too) and the bucket read again; a message that stalls it every time is dead-lettered (natslake_poison_messages_total)",
+    ["table", "bucket", "stage"],
+  ),
   bucketPending: gauge("natslake_bucket_pending_messages", "messages in a bucket's ingest subject, not committed yet (reported by the table's leader)", ["table", "bucket"]),
   leaseRenewLag: gauge("natslake_lease_renew_lag_ms", "max lease renew lag of active leaders", [], { unit: "ms" }),
 

@@ -1,7 +1,9 @@
 /**
  * PoisonGuard: how a bucket's writer finds a poison message — one that makes every attempt to read, decode or write it
- * fail, by an error (a row the encoder throws on) or by the death of the writer's process (a crash in a decoder, a
- * row that exhausts memory) — and dead-letters it after a bounded number of attempts, so that the bucket moves on.
+ * fail, by an error (a row the encoder throws on), by a stall (a decode or an encode that never returns: the node stops
+ * the worker thread running it at its `decodeDeadline`, which fails that read like an error — BucketStallError) or by
+ * the death of the writer's process (a crash in a decoder, a row that exhausts memory) — and dead-letters it after a
+ * bounded number of attempts, so that the bucket moves on.
  *
  * The attempt counts live in KV (BucketAttempts, via the AttemptLog port), because a message that kills the process
  * leaves nothing else behind: the writer that starts next, on this node or another, reads the record.
@@ -13,7 +15,14 @@
  * - Isolating. The generation that finds POISON_ATTEMPTS (the table's `natslake.writer.max-attempts`) attempts at its offset already made isolates: up to `until`
  *   (the stream's last sequence then — every failed attempt read at most that far), it reads one message at a time,
  *   records that message as `probing` in KV before it decodes it, flushes it alone, and clears `probing` once its
- *   committable is sent. A generation that starts and finds a message still `probing` knows its predecessor died or
+ *   committable is sent. It decodes and encodes on a worker thread of its own meanwhile (actors/ingest/bucket-buffers.ts,
+ *   `ownThread`): a stall stopped there fails no other bucket's session — on a shared thread it would fail the
+ *   message another bucket was trying alone, and count a failure against that innocent message. A stall of the
+ *   shared threads (batches: no message is tried alone) counts an attempt for each bucket whose session it ended,
+ *   and the bucket whose own decode or encode stalled isolates at its next read without waiting for the attempts
+ *   (`begin`'s `isolateNow`): a stall is never real work — the deadline is far above any — and each attempt would
+ *   cost a whole deadline, several in a row when commits of what was read before the stalling batch move the
+ *   committed offset between attempts and so start the count again (seen under load: one deadline per few messages). A generation that starts and finds a message still `probing` knows its predecessor died or
  *   failed on that message alone, and counts one failure against it (against it only: messages before it that are
  *   read again were passed). A process hosts many buckets, and its death ends them all: so that a death is laid
  *   only on the message that caused it, one bucket of a node probes at a time (ProbeGate) — a bucket that is not
@@ -56,9 +65,9 @@ export class PoisonGuard {
   /**
    * A generation reading after `committed` in `stream` read its first message: counts the attempt, and returns the
    * last stream sequence to read one message at a time (null: read normally). `streamLastSeq` is asked only when
-   * isolation starts.
+   * isolation starts. `isolateNow`: the last generation's own read stalled — isolate whatever the count.
    */
-  async begin(stream: string, committed: number, streamLastSeq: () => Promise<number>): Promise<number | null> {
+  async begin(stream: string, committed: number, streamLastSeq: () => Promise<number>, opts: { isolateNow?: boolean } = {}): Promise<number | null> {
     const r = await this.log.read(this.table, this.bucket);
     let next: BucketAttempts;
     if (r !== null && r.stream === stream && r.until !== undefined && committed < r.until) {
@@ -67,10 +76,10 @@ export class PoisonGuard {
       for (const [seq, n] of Object.entries(r.failures ?? {})) if (Number(seq) > committed) failures[seq] = n;
       if (r.probing !== undefined && r.probing > committed) failures[String(r.probing)] = (failures[String(r.probing)] ?? 0) + 1;
       next = { ...withoutProbe(r), attempts: r.attempts + 1, failures };
-    } else if (r !== null && r.stream === stream && r.until === undefined && r.from === committed) {
-      next = { ...r, attempts: r.attempts + 1 };
-      if (next.attempts > this.limits.attempts) next = { ...next, until: Math.max(committed + 1, await streamLastSeq()), failures: {} };
-    } else next = { v: 1, stream, from: committed, attempts: 1 };
+    } else {
+      next = r !== null && r.stream === stream && r.until === undefined && r.from === committed ? { ...r, attempts: r.attempts + 1 } : { v: 1, stream, from: committed, attempts: 1 };
+      if (next.attempts > this.limits.attempts || opts.isolateNow === true) next = { ...next, until: Math.max(committed + 1, await streamLastSeq()), failures: {} };
+    }
     await this.log.write(this.table, this.bucket, next);
     this.record = next;
     return next.until ?? null;

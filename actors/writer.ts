@@ -23,7 +23,7 @@ import { TableWrite } from "../src/write/table-write.ts";
 import type { WriteBudget } from "../src/write/write-budget.ts";
 import type { CommitMessage } from "../src/commit/commit-message.ts";
 import type { AppendResult } from "./ingest/bucket-buffer.ts";
-import type { BucketBuffers, BucketSession } from "./ingest/bucket-buffers.ts";
+import { BucketStallError, type BucketBuffers, type BucketSession } from "./ingest/bucket-buffers.ts";
 import type { Committable, CompactionRejection, DeadLetter, Rejection } from "./wire/messages.ts";
 import { decodeRows, oversized, type RejectedRow } from "./ingest/decode.ts";
 import type { Actor, ActorContext, ActorRef, Cancellable } from "./runtime/index.ts";
@@ -208,11 +208,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
   private openedOffset = 0;
   /** Isolating: messages up to this stream sequence are read and flushed one at a time. Null: batches. */
   private isolateUntil: number | null = null;
+  /** A batch of this bucket stalled its decode or encode: the next generation isolates at once (see PoisonGuard). */
+  private stalledBatch = false;
   /** Lets the node's next probe in (see ProbeGate); held from a message's probe until its flush ended. */
   private probeRelease: { generation: number; release: () => void } | null = null;
   /** postStop ran: a probe that gets the gate now lets it go at once. */
   private closed = false;
   private readonly poisonMessages;
+  private readonly stalls;
   /** The table's `natslake.ingest.max-message-rows`. */
   private readonly maxMessageRows: number;
   private tick: Cancellable | null = null;
@@ -262,6 +265,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     this.bytesOut = METRICS.bytesWritten.create(d.meter);
     this.streamMismatches = METRICS.streamMismatches.create(d.meter);
     this.poisonMessages = METRICS.poisonMessages.create(d.meter);
+    this.stalls = METRICS.bucketStalls.create(d.meter);
     this.maxMessageRows = d.table.options.int("natslake.ingest.max-message-rows");
     this.guard = d.attempts === undefined ? null : new PoisonGuard(d.attempts.log, d.table.name, d.bucket, poisonLimits(d.table.options.int("natslake.writer.max-attempts")));
     // Append buckets merge small files, primary-key buckets compact their LSM trees: the strategy says which.
@@ -421,7 +425,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.fetchedSeq = msg.offset;
         this.seq = msg.seq === null ? null : { next: msg.seq };
         this.write = new TableWrite(this.d.table, { bucket: this.d.bucket, ...(this.seq !== null ? { sequence: this.seq } : {}) });
-        if (this.write.writesOneBucket) this.session = this.d.buffers.open({ ...this.write.bufferSpec, maxMessageRows: this.maxMessageRows });
+        this.openSession();
         ctx.log.info("bucket opened", { ...this.labels, epoch: this.d.ownerEpoch, from: msg.offset });
         ctx.self.tell({ type: "pull" });
         return;
@@ -515,6 +519,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
       case "decode-failed":
         if (msg.generation !== this.generation) return;
         ctx.log.warn("decoding failed; reopening the bucket from the committed offset", { ...this.labels, error: msg.error.message });
+        this.countStall(msg.error);
         await this.recordFailure(ctx, msg.error);
         this.endProbe();
         this.open(ctx, null);
@@ -604,7 +609,11 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.failures = 0;
         this.prevOffset = msg.lastOffset;
         if (this.probeRelease !== null) await this.probePassed(ctx);
-        if (this.isolateUntil !== null && (await this.isolationCovered(ctx, msg.lastOffset))) this.isolateUntil = null;
+        if (this.isolateUntil !== null && (await this.isolationCovered(ctx, msg.lastOffset))) {
+          this.isolateUntil = null;
+          // Batches again, on the node's shared workers: the bucket's own thread ends.
+          this.openSession();
+        }
         if (this.revoking) this.finishRevoke(ctx);
         else {
           // Isolating, the next message waited for this flush.
@@ -617,6 +626,7 @@ export class BucketWriterActor implements Actor<WriterMsg> {
         this.flushingBytes = 0;
         this.reportMemory(ctx);
         ctx.log.error("flush failed; resuming from the committed offset", { ...this.labels, error: msg.error.message });
+        this.countStall(msg.error);
         await this.recordFailure(ctx, msg.error);
         this.endProbe();
         void this.reader?.close().catch(() => undefined);
@@ -866,14 +876,43 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     if (this.guard === null) return;
     const table = this.d.table.name;
     try {
-      this.isolateUntil = await this.guard.begin(this.stream, this.openedOffset, async () => (await this.d.ingestLog.liveStream(table)).lastSeq);
+      this.isolateUntil = await this.guard.begin(this.stream, this.openedOffset, async () => (await this.d.ingestLog.liveStream(table)).lastSeq, { isolateNow: this.stalledBatch });
+      this.stalledBatch = false;
     } catch (e) {
       // Reading goes on: a poison message is then retried until KV answers again.
       ctx.log.warn("could not record the bucket's read attempt; reading on without it", { ...this.labels, error: ensureError(e).message });
       return;
     }
-    if (this.isolateUntil !== null)
-      ctx.log.warn("reading after the committed offset failed repeatedly: reading one message at a time to find the poison one", { ...this.labels, from: this.openedOffset, until: this.isolateUntil });
+    if (this.isolateUntil === null) return;
+    ctx.log.warn("reading after the committed offset failed repeatedly: reading one message at a time to find the poison one", { ...this.labels, from: this.openedOffset, until: this.isolateUntil });
+    // Nothing of this generation is appended yet (this is its first read): its session moves to a thread of its own.
+    this.openSession();
+  }
+
+  /**
+   * This generation's session, opened afresh (only where it holds nothing: at the open, before the first append of a
+   * generation, right after a flush): on a thread of its own while isolating — a message that stalls it, stopped at the
+   * node's deadline, then stops no other bucket's session, which would count a failure against the innocent message
+   * that bucket was trying alone — and on the node's shared workers otherwise. Partitioned tables have none.
+   */
+  private openSession(): void {
+    this.session?.close();
+    this.session = null;
+    this.sessionRows = 0;
+    this.sessionBytes = 0;
+    if (this.write === null || !this.write.writesOneBucket) return;
+    this.session = this.d.buffers.open({ ...this.write.bufferSpec, maxMessageRows: this.maxMessageRows }, { ownThread: this.isolateUntil !== null });
+  }
+
+  /**
+   * A decode or an encode of this bucket that ran past the deadline and was stopped (the error says so; the failure is
+   * recorded as any other). Reading batches, the bucket isolates at its next read; isolating, the message tried alone
+   * is the one that stalled, and the failure counts against it.
+   */
+  private countStall(error: Error): void {
+    if (!(error instanceof BucketStallError)) return;
+    this.stalls.add(1, { ...this.labels, stage: error.stage });
+    if (this.isolateUntil === null) this.stalledBatch = true;
   }
 
   /** A failure ended the generation: its error goes with the attempts (the dead letter's reason names it). */

@@ -106,6 +106,13 @@ export const NodeConfigSchema = z.object({
   stallReport: durationSetting
     .default(15_000)
     .describe("how long an actor may handle one message, a table's commit round may run, or a bucket may hold what it read without a flush before the node reports it (a warning naming what it waits on; `natslake_actors_stuck`)"),
+  // A stall is a bug or a hostile message, never real work: far above the slowest real flush (see
+  // DEFAULT_STALL_DEADLINE_MS in actors/ingest/bucket-buffers.ts, whose value this must stay).
+  decodeDeadline: durationSetting
+    .default(120_000)
+    .describe(
+      "how long a bucket writer's decode of what it read, or encode of a flush, may run before the node stops the worker thread running it: the bucket reads again, and a message that stalls it `natslake.writer.max-attempts` times, then alone, is dead-lettered (`natslake_bucket_stalls_total`)",
+    ),
   // Each compaction holds its inputs' rows while rewriting them.
   compactionSlots: z
     .number()
@@ -156,6 +163,7 @@ export const NODE_CONFIG_ENV: Readonly<Partial<Record<keyof NodeConfig, string>>
   replicas: "NATSLAKE_REPLICAS",
   logLevel: "NATSLAKE_LOG_LEVEL",
   writerMemory: "NATSLAKE_WRITER_MEMORY",
+  decodeDeadline: "NATSLAKE_DECODE_DEADLINE",
   consumeFeedMemory: "NATSLAKE_CONSUME_FEED_MEMORY",
   compactionSlots: "NATSLAKE_COMPACTION_SLOTS",
   compactionInterval: "NATSLAKE_COMPACTION_INTERVAL",
@@ -211,6 +219,8 @@ export function loadNodeConfig(src: ConfigSources): NodeConfig {
     throw new Error(`invalid node configuration:\n${lines.join("\n")}`);
   }
   if (r.data.roles.includes("committer") && !r.data.redis) throw new Error("invalid node configuration:\n  redis: the committer role needs --redis URL (or NATSLAKE_REDIS)");
+  // Checked here, not in the schema: the reference page knows a duration setting by its schema (the shared one).
+  if (r.data.decodeDeadline < 1000) throw new Error(`invalid node configuration:\n  decodeDeadline: expected at least 1 s (got ${r.data.decodeDeadline} ms): a real decode or flush on a loaded machine takes seconds`);
   return r.data;
 }
 

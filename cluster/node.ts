@@ -494,9 +494,15 @@ export class Node {
     }
   }
 
-  /** The bucket buffers of this node's writers (`NATSLAKE_DECODE_WORKERS` worker threads, default 1), made once. */
+  /**
+   * The bucket buffers of this node's writers (`NATSLAKE_DECODE_WORKERS` worker threads, default 1, each append and
+   * flush stopped past `decodeDeadline`), made once.
+   */
   private buffers(): BucketBuffers {
-    return (this.bucketBuffers ??= createBucketBuffers(workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1));
+    if (this.bucketBuffers !== null) return this.bucketBuffers;
+    const threads = workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1;
+    if (threads === 0) this.log.warn("NATSLAKE_DECODE_WORKERS=0: bucket writers decode and encode on the node's thread, where nothing can stop one that stalls (decodeDeadline does not apply)");
+    return (this.bucketBuffers = createBucketBuffers(threads, { deadlineMs: this.cfg.decodeDeadline }));
   }
 
   /** Stops whatever a failed `startTable` got running, so a later attempt starts from nothing. */

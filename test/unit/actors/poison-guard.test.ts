@@ -66,6 +66,30 @@ test("poison guard - past the attempts, messages are tried alone; the one a gene
   assert.equal(await log.read("db.t", 0), null);
 });
 
+test("poison guard - after a stall of its own batch a generation isolates at once, at the same offset or a new one; a stalled message tried alone is dead-lettered saying so", async () => {
+  const log = memoryLog();
+  assert.equal(await new PoisonGuard(log, "db.t", 0).begin(STREAM, 10, lastSeq), null, "the first read: batches");
+  // Its batch stalled; what was read before it committed meanwhile, so the offset moved: isolating anyway.
+  let g = new PoisonGuard(log, "db.t", 0);
+  assert.equal(await g.begin(STREAM, 14, lastSeq, { isolateNow: true }), 90);
+  assert.deepEqual(await log.read("db.t", 0), { v: 1, stream: STREAM, from: 14, attempts: 1, until: 90, failures: {} });
+  assert.equal(await g.probe(15), null);
+  await g.failed("the writer stalled decoding past 4000 ms (the node's decodeDeadline); its worker thread was stopped");
+  g = new PoisonGuard(log, "db.t", 0);
+  assert.equal(await g.begin(STREAM, 14, lastSeq, { isolateNow: true }), 90, "still isolating, not started again");
+  assert.equal((await log.read("db.t", 0))!.failures?.["15"], 1);
+  await g.probe(15);
+  await g.failed("the writer stalled decoding past 4000 ms (the node's decodeDeadline); its worker thread was stopped");
+  g = new PoisonGuard(log, "db.t", 0);
+  await g.begin(STREAM, 14, lastSeq);
+  assert.match((await g.probe(15)) ?? "", /^poison message: reading the bucket after offset 14 failed 3 times; this message alone failed 2 times \(last error: \(message 15\) the writer stalled decoding past 4000 ms/);
+  // At the same offset as the last attempt, too.
+  const other = memoryLog();
+  await new PoisonGuard(other, "db.t", 1).begin(STREAM, 20, lastSeq);
+  assert.equal(await new PoisonGuard(other, "db.t", 1).begin(STREAM, 20, lastSeq, { isolateNow: true }), 90);
+  assert.equal((await other.read("db.t", 1))!.attempts, 2);
+});
+
 test("poison guard - a failure's error goes into the reason; counts below the committed offset are dropped", async () => {
   const log = memoryLog();
   for (let i = 0; i < POISON_ATTEMPTS; i++) await new PoisonGuard(log, "db.t", 3).begin(STREAM, 10, lastSeq);

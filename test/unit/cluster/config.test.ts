@@ -51,6 +51,15 @@ test("config - compaction workers' nice value: 10 by default, from the environme
   assert.throws(() => loadNodeConfig({ flags: base, env: { NATSLAKE_COMPACTION_NICE: "low" } }), /compactionNice/);
 });
 
+test("config - the decode deadline: 2 min by default, a duration from the environment or a file, under 1 s refused", () => {
+  const base = { nats: "nats://x", warehouse: "/w", roles: ["writer"] };
+  assert.equal(loadNodeConfig({ flags: base, env: {} }).decodeDeadline, 120_000, "default");
+  assert.equal(loadNodeConfig({ flags: base, env: { NATSLAKE_DECODE_DEADLINE: "4s" } }).decodeDeadline, 4000);
+  assert.equal(loadNodeConfig({ flags: { ...base, decodeDeadline: "5 min" }, env: {} }).decodeDeadline, 300_000);
+  assert.throws(() => loadNodeConfig({ flags: base, env: { NATSLAKE_DECODE_DEADLINE: "500ms" } }), /decodeDeadline: expected at least 1 s \(got 500 ms\)/);
+  assert.throws(() => loadNodeConfig({ flags: base, env: { NATSLAKE_DECODE_DEADLINE: "never" } }), /decodeDeadline: 'never' is not a duration/);
+});
+
 test("config - an unknown key in the config file is refused, naming the nearest known setting", () => {
   const d = tempDir();
   try {
