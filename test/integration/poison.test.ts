@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { startCluster, producerWhenRegistered, waitFor, withNodeLogsOnFailure, type TestCluster } from "../helpers/cluster.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
+import type { Identifier } from "../../src/table/table.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 import { readRows } from "../../src/scan/read.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
@@ -63,6 +64,24 @@ after(async () => {
   await c.stop();
 });
 
+/** Every batch was acknowledged by the stream. */
+async function allAcknowledged(outcomes: ReadonlyArray<Promise<BatchOutcome>>): Promise<void> {
+  const settled = await Promise.all(outcomes);
+  assert.ok(settled.every((o) => o.status === "ok"), JSON.stringify(settled.find((o) => o.status !== "ok")));
+}
+
+/** The table holds each of `goodIds` exactly once, and no other row (no poison row). */
+async function everyGoodRowOnce(catalog: Catalog, id: Identifier, goodIds: readonly number[]): Promise<void> {
+  const ids = new Map<number, number>();
+  for await (const r of readRows(await catalog.getTable(id), { projection: ["id"] })) ids.set(Number(r["id"]), (ids.get(Number(r["id"])) ?? 0) + 1);
+  assert.deepEqual(
+    goodIds.filter((i) => ids.get(i) !== 1),
+    [],
+    "every good row exactly once",
+  );
+  assert.equal(ids.size, goodIds.length, "no poison row in the table");
+}
+
 async function deadLetters(subject: string): Promise<DeadLetter[]> {
   const jsm = await jetstreamManager(c.nc);
   const info = await jsm.streams.info("LAKE_DLQ");
@@ -103,16 +122,11 @@ test("poison messages - a message that kills the writer and rows that fail every
     // Not a RowBatch at all: dead-lettered at decode, as before.
     const garbage = await jetstream(c.nc).publish(new Subjects().ingestBucket(id, 0), new TextEncoder().encode("not msgpack"));
     await writeGood(1000, 2000);
-    const settled = await Promise.all(outcomes);
-    assert.ok(settled.every((o) => o.status === "ok"), JSON.stringify(settled.find((o) => o.status !== "ok")));
+    await allAcknowledged(outcomes);
 
     // Every good row becomes visible: the buckets got past their poison messages.
     await good.waitVisible(good.token(), 150_000);
-    const ids = new Map<number, number>();
-    for await (const r of readRows(await catalog.getTable(id), { projection: ["id"] })) ids.set(Number(r["id"]), (ids.get(Number(r["id"])) ?? 0) + 1);
-    const missing = goodIds.filter((i) => ids.get(i) !== 1);
-    assert.deepEqual(missing, [], "every good row exactly once");
-    assert.equal(ids.size, goodIds.length, "no poison row in the table");
+    await everyGoodRowOnce(catalog, id, goodIds);
 
     // Each bad message is in the dead-letter stream, whole, with its reason.
     const letters = await deadLetters(new Subjects().dlq(id));
@@ -218,14 +232,10 @@ test("poison messages - a message that stalls the decode is dead-lettered, its t
     await writeGoodTo(OTHER, 2_400_000, 5);
     await waitFor("the stalling message's dead letter", async () => ((await deadLetters(new Subjects().dlq(id))).some((l) => l.streamSeq === hang.seq) ? true : undefined), 90_000, 250);
     await writeGood(1000, 300);
-    const settled = await Promise.all(outcomes);
-    assert.ok(settled.every((o) => o.status === "ok"), JSON.stringify(settled.find((o) => o.status !== "ok")));
+    await allAcknowledged(outcomes);
     await good.waitVisible(good.token(), 60_000);
 
-    const ids = new Map<number, number>();
-    for await (const r of readRows(await catalog.getTable(id), { projection: ["id"] })) ids.set(Number(r["id"]), (ids.get(Number(r["id"])) ?? 0) + 1);
-    assert.deepEqual(goodIds.filter((i) => ids.get(i) !== 1), [], "every good row exactly once");
-    assert.equal(ids.size, goodIds.length, "no poison row in the table");
+    await everyGoodRowOnce(catalog, id, goodIds);
 
     const letters = await deadLetters(new Subjects().dlq(id));
     assert.deepEqual(letters.map((l) => l.streamSeq).sort((a, b) => a - b), [hang.seq!, encode.seq!].sort((a, b) => a - b), `only the poison messages are dead-lettered: ${JSON.stringify(letters.map((l) => [l.streamSeq, l.reason]))}`);

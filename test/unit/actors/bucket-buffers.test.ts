@@ -13,7 +13,7 @@ import type { Row } from "../../../src/format/values.ts";
 import { TableWrite } from "../../../src/write/table-write.ts";
 import type { EncodedFile } from "../../../src/write/data-file-writer.ts";
 import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
-import { BucketBuffer } from "../../../actors/ingest/bucket-buffer.ts";
+import { BucketBuffer, type BucketBufferSpec } from "../../../actors/ingest/bucket-buffer.ts";
 import { BucketStallError, createBucketBuffers, InlineBucketBuffers, WorkerBucketBuffers, type BucketBuffers } from "../../../actors/ingest/bucket-buffers.ts";
 import { availableParallelism } from "node:os";
 import { decodeSized, packPayloads } from "../../../actors/ingest/decode.ts";
@@ -155,97 +155,79 @@ function marked(seq: number, marker: string): { seq: number; data: Uint8Array } 
   return { seq, data: encodeRowBatch({ v: 1, schema: 0, cols: ["id", "user", "amount", "ts", "tags"], rows: [[seq, marker, 1.5, 1_700_000_000_000, null]] }) };
 }
 
-/** Runs `body` with FAILPOINTS set to `spec` (workers read it when they start), restoring it after. */
-async function withFailpoints(spec: string, body: () => Promise<void>): Promise<void> {
+/**
+ * Runs `body` on worker bucket buffers made with `opts` and the spec of a table of COLUMNS, with FAILPOINTS set to
+ * `failpoints` (workers read it when they start); everything is restored and closed after.
+ */
+async function withStallingBuffers(failpoints: string, opts: { threads: number; deadlineMs: number }, body: (buffers: WorkerBucketBuffers, spec: BucketBufferSpec) => Promise<void>): Promise<void> {
   const before = process.env["FAILPOINTS"];
-  process.env["FAILPOINTS"] = spec;
+  process.env["FAILPOINTS"] = failpoints;
+  const d = tempDir();
+  const buffers = new WorkerBucketBuffers(opts);
   try {
-    await body();
+    const table = await createTable(d.path, "db.t", COLUMNS);
+    await body(buffers, { fields: table.schema.fields, ...new TableWrite(table, { encoderPool: null }).encodeSpec });
   } finally {
     if (before === undefined) delete process.env["FAILPOINTS"];
     else process.env["FAILPOINTS"] = before;
+    await buffers.close();
+    d.cleanup();
   }
 }
 
 test("bucket buffers (worker thread) - an append that runs past the deadline stops its worker: it fails as a stall, the worker's other session fails retryably, the pool's other worker and a session on its own thread go on", async () => {
-  const d = tempDir();
   // A decode of a message holding STALL blocks its thread for a minute (failpoint hang: a decoder that never returns).
-  await withFailpoints("ingest.stall[STALL]:hang(60000)", async () => {
-    const buffers = new WorkerBucketBuffers({ threads: 2, deadlineMs: 1500 });
-    try {
-      const table = await createTable(d.path, "db.t", COLUMNS);
-      const spec = { fields: table.schema.fields, ...new TableWrite(table, { encoderPool: null }).encodeSpec };
-      // The pool's two workers: `stuck` and `sharing` on the first, `neighbour` on the second.
-      const stuck = buffers.open(spec);
-      const neighbour = buffers.open(spec);
-      const sharing = buffers.open(spec);
-      const own = buffers.open(spec, { ownThread: true });
-      assert.equal((await sharing.append(messages(1))).rows, 40, "the shared worker works before the stall");
-      const started = performance.now();
-      const stalled = stuck.append([...messages(1, 1000, 1), marked(2, "STALL")]);
-      const queued = sharing.append(messages(1, 2000, 2));
-      const aside = neighbour.append(messages(2, 3000));
-      const alone = own.append(messages(1, 4000));
-      await assert.rejects(stalled, (e: unknown) => e instanceof BucketStallError && e.retryable && e.stage === "decode" && e.deadlineMs === 1500 && /stalled decoding past 1500 ms/.test(e.message));
-      await assert.rejects(queued, (e: unknown) => isLakeError(e) && !(e instanceof BucketStallError) && e.retryable && /another session's decode on its thread stalled past 1500 ms/.test(e.message));
-      const waited = performance.now() - started;
-      assert.ok(waited >= 1400 && waited < 30_000, `failed at the deadline, not before it nor after the hang (${waited.toFixed(0)} ms)`);
-      await assert.rejects(sharing.flush(), (e: unknown) => isLakeError(e) && e.retryable, "later requests of the stopped worker's sessions fail too");
-      assert.equal((await aside).rows, 80);
-      assert.equal(filesOf(await neighbour.flush())[0]!.rowCount, 80, "the pool's other worker was not stopped");
-      assert.equal((await alone).rows, 40);
-      assert.equal(filesOf(await own.flush())[0]!.rowCount, 40, "nor the session's own worker");
-      const fresh = buffers.open(spec);
-      assert.equal((await fresh.append(messages(1, 5000))).rows, 40);
-      assert.equal(filesOf(await fresh.flush())[0]!.rowCount, 40, "a new worker took the new session");
-    } finally {
-      await buffers.close();
-      d.cleanup();
-    }
+  await withStallingBuffers("ingest.stall[STALL]:hang(60000)", { threads: 2, deadlineMs: 1500 }, async (buffers, spec) => {
+    // The pool's two workers: `stuck` and `sharing` on the first, `neighbour` on the second.
+    const stuck = buffers.open(spec);
+    const neighbour = buffers.open(spec);
+    const sharing = buffers.open(spec);
+    const own = buffers.open(spec, { ownThread: true });
+    assert.equal((await sharing.append(messages(1))).rows, 40, "the shared worker works before the stall");
+    const started = performance.now();
+    const stalled = stuck.append([...messages(1, 1000, 1), marked(2, "STALL")]);
+    const queued = sharing.append(messages(1, 2000, 2));
+    const aside = neighbour.append(messages(2, 3000));
+    const alone = own.append(messages(1, 4000));
+    await assert.rejects(stalled, (e: unknown) => e instanceof BucketStallError && e.retryable && e.stage === "decode" && e.deadlineMs === 1500 && /stalled decoding past 1500 ms/.test(e.message));
+    await assert.rejects(queued, (e: unknown) => isLakeError(e) && !(e instanceof BucketStallError) && e.retryable && /another session's decode on its thread stalled past 1500 ms/.test(e.message));
+    const waited = performance.now() - started;
+    assert.ok(waited >= 1400 && waited < 30_000, `failed at the deadline, not before it nor after the hang (${waited.toFixed(0)} ms)`);
+    await assert.rejects(sharing.flush(), (e: unknown) => isLakeError(e) && e.retryable, "later requests of the stopped worker's sessions fail too");
+    assert.equal((await aside).rows, 80);
+    assert.equal(filesOf(await neighbour.flush())[0]!.rowCount, 80, "the pool's other worker was not stopped");
+    assert.equal((await alone).rows, 40);
+    assert.equal(filesOf(await own.flush())[0]!.rowCount, 40, "nor the session's own worker");
+    const fresh = buffers.open(spec);
+    assert.equal((await fresh.append(messages(1, 5000))).rows, 40);
+    assert.equal(filesOf(await fresh.flush())[0]!.rowCount, 40, "a new worker took the new session");
   });
 });
 
 test("bucket buffers (worker thread) - a stall on a session's own thread stops that thread only; the deadline counts from when the worker starts a request, not from its posting", async () => {
-  const d = tempDir();
   // SLOW messages hold their decode 700 ms, under the deadline.
-  await withFailpoints("ingest.stall[SLOW]:hang(700)", async () => {
-    const buffers = new WorkerBucketBuffers({ threads: 1, deadlineMs: 2000 });
-    try {
-      const table = await createTable(d.path, "db.t", COLUMNS);
-      const spec = { fields: table.schema.fields, ...new TableWrite(table, { encoderPool: null }).encodeSpec };
-      const pooled = buffers.open(spec);
-      // Four appends posted at once: the last is answered ~2.8 s after its posting, each ran 0.7 s.
-      const slow = [1, 2, 3, 4].map((seq) => pooled.append([marked(seq, "SLOW")]));
-      for (const p of slow) assert.equal((await p).rows, 1, "a request queued behind slow ones is not a stall");
-      assert.equal(filesOf(await pooled.flush())[0]!.rowCount, 4);
-    } finally {
-      await buffers.close();
-      d.cleanup();
-    }
+  await withStallingBuffers("ingest.stall[SLOW]:hang(700)", { threads: 1, deadlineMs: 2000 }, async (buffers, spec) => {
+    const pooled = buffers.open(spec);
+    // Four appends posted at once: the last is answered ~2.8 s after its posting, each ran 0.7 s.
+    const slow = [1, 2, 3, 4].map((seq) => pooled.append([marked(seq, "SLOW")]));
+    for (const p of slow) assert.equal((await p).rows, 1, "a request queued behind slow ones is not a stall");
+    assert.equal(filesOf(await pooled.flush())[0]!.rowCount, 4);
   });
   // A session on its own thread (a bucket trying messages alone) meets a message that stalls its decode.
-  await withFailpoints("ingest.stall[STALL]:hang(60000)", async () => {
-    const buffers = new WorkerBucketBuffers({ threads: 1, deadlineMs: 1500 });
-    try {
-      const table = await createTable(d.path, "db.t", COLUMNS);
-      const spec = { fields: table.schema.fields, ...new TableWrite(table, { encoderPool: null }).encodeSpec };
-      const pooled = buffers.open(spec);
-      const isolated = buffers.open(spec, { ownThread: true });
-      const stalled = isolated.append([marked(1, "STALL")]);
-      const beside = pooled.append(messages(1));
-      await assert.rejects(stalled, (e: unknown) => e instanceof BucketStallError && e.stage === "decode");
-      await assert.rejects(isolated.flush(), (e: unknown) => isLakeError(e) && e.retryable, "the stopped session's later requests fail");
-      assert.equal((await beside).rows, 40);
-      assert.equal(filesOf(await pooled.flush())[0]!.rowCount, 40, "the pool's worker went on");
-      // A closed own-thread session ends its worker: its requests fail at once.
-      const other = buffers.open(spec, { ownThread: true });
-      assert.equal((await other.append(messages(1, 100))).rows, 40);
-      other.close();
-      await assert.rejects(other.flush(), (e: unknown) => isLakeError(e) && /closed/.test(e.message));
-    } finally {
-      await buffers.close();
-      d.cleanup();
-    }
+  await withStallingBuffers("ingest.stall[STALL]:hang(60000)", { threads: 1, deadlineMs: 1500 }, async (buffers, spec) => {
+    const pooled = buffers.open(spec);
+    const isolated = buffers.open(spec, { ownThread: true });
+    const stalled = isolated.append([marked(1, "STALL")]);
+    const beside = pooled.append(messages(1));
+    await assert.rejects(stalled, (e: unknown) => e instanceof BucketStallError && e.stage === "decode");
+    await assert.rejects(isolated.flush(), (e: unknown) => isLakeError(e) && e.retryable, "the stopped session's later requests fail");
+    assert.equal((await beside).rows, 40);
+    assert.equal(filesOf(await pooled.flush())[0]!.rowCount, 40, "the pool's worker went on");
+    // A closed own-thread session ends its worker: its requests fail at once.
+    const other = buffers.open(spec, { ownThread: true });
+    assert.equal((await other.append(messages(1, 100))).rows, 40);
+    other.close();
+    await assert.rejects(other.flush(), (e: unknown) => isLakeError(e) && /closed/.test(e.message));
   });
 });
 
