@@ -6,7 +6,9 @@
  * message that holds it, then by version within a message —, so every key holds the state after its last acknowledged
  * change in that order; or after one of its unacknowledged changes, which may or may not have been stored, and may have
  * been stored last. The table is read twice, by natslake's reader (merge on read) and by pypaimon, and each read is
- * judged against the model.
+ * judged against the model. A table of another merge engine (`VerifyInput.engine`) is judged against that engine's
+ * model (test/helpers/pk-engines.ts: its fold of the acknowledged changes; its load retracts nothing, so pypaimon
+ * reads every engine), and I7 then looks at every acknowledged change of a key found wrong, not only its last.
  *
  * Invariants (named as the append workload's where they mean the same):
  * - I1 nothing acknowledged lost: no key missing (an acknowledged upsert left no row), stale (another acknowledged
