@@ -13,6 +13,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats } from "../cluster/nats/connect.ts";
 import { startPkLoad } from "../test/helpers/pk-load.ts";
+import { ENGINE_WORKLOADS, type PkEngine } from "../test/helpers/pk-engines.ts";
 import { createRng } from "./prng.ts";
 import { openHistory, readSpecArg, stoppedBy } from "./load-io.ts";
 
@@ -28,6 +29,8 @@ export interface PkLoadSpec {
   deleteShare: number;
   updateShare: number;
   producers: number;
+  /** The table's merge engine: the rows its changes publish, and whether they may retract. */
+  engine: PkEngine;
 }
 
 const spec = readSpecArg<PkLoadSpec>("pk-load-child.ts");
@@ -42,12 +45,15 @@ for (let i = 0; i < spec.producers; i++) {
 }
 const startedAt = Date.now();
 const rng = createRng(spec.seed);
+const engine = ENGINE_WORKLOADS[spec.engine];
 const load = startPkLoad({
   connections,
   table: spec.table,
   keys: spec.keys,
   deleteShare: spec.deleteShare,
   updateShare: spec.updateShare,
+  row: engine.row,
+  retractions: engine.retractions,
   ratePerSec: spec.ratePerSec,
   durationMs: spec.durationMs,
   maxChanges: spec.maxChanges,

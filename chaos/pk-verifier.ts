@@ -6,7 +6,9 @@
  * message that holds it, then by version within a message —, so every key holds the state after its last acknowledged
  * change in that order; or after one of its unacknowledged changes, which may or may not have been stored, and may have
  * been stored last. The table is read twice, by natslake's reader (merge on read) and by pypaimon, and each read is
- * judged against the model.
+ * judged against the model. A table of another merge engine (`VerifyInput.engine`) is judged against that engine's
+ * model (test/helpers/pk-engines.ts: its fold of the acknowledged changes; its load retracts nothing, so pypaimon
+ * reads every engine), and I7 then looks at every acknowledged change of a key found wrong, not only its last.
  *
  * Invariants (named as the append workload's where they mean the same):
  * - I1 nothing acknowledged lost: no key missing (an acknowledged upsert left no row), stale (another acknowledged
@@ -39,6 +41,7 @@ import { readRows } from "../src/scan/read.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { paimonRead } from "../test/helpers/python.ts";
 import { isAcked, judgePkRows, publishOrderBreaks, streamOrder, type PkChangeOutcome, type PkJudgement } from "../test/helpers/pk-model.ts";
+import { ENGINE_WORKLOADS, judgeEngineRows } from "../test/helpers/pk-engines.ts";
 import { checkPkSnapshots } from "../test/helpers/pk-snapshots.ts";
 import { judgeFlushedChanges } from "./pk-flushes.ts";
 import { judgeRecovery } from "./recovery.ts";
@@ -47,8 +50,6 @@ import { ghostNotifications, judgeSubscriber, readSubscriber } from "./subscribe
 import { compactionCheck, countOrphans, missingStreams, readDeadLetters, streamPresence } from "./warehouse-check.ts";
 import type { VerifyInput, Verdict } from "./verifier.ts";
 import type { InvariantResult, LoadLine, PkReadReport, PkReport } from "./types.ts";
-
-const COLUMNS = ["id", "v", "src", "n"];
 
 /** The changes of the load history, each with its outcome. */
 export function readChangeHistory(file: string): PkChangeOutcome[] {
@@ -81,12 +82,13 @@ function readReport(j: PkJudgement): PkReadReport {
     stale: j.stale.length,
     unexpected: j.unexpected.length,
     duplicateKeys: j.duplicateKeys.length,
+    unverifiable: j.unverifiable.length,
     samples: { missing: s(j.missing), resurrected: s(j.resurrected), stale: s(j.stale), unexpected: s(j.unexpected), duplicateKeys: s(j.duplicateKeys) },
   };
 }
 
 /** A row as a string independent of how the engine typed its numbers (BIGINT as bigint or number). */
-const rowText = (r: Record<string, unknown>): string => COLUMNS.map((c) => String(r[c] ?? null)).join("|");
+const rowText = (columns: readonly string[], r: Record<string, unknown>): string => columns.map((c) => String(r[c] ?? null)).join("|");
 
 export async function verifyPk(v: VerifyInput): Promise<Verdict> {
   const subjects = new Subjects();
@@ -95,19 +97,23 @@ export async function verifyPk(v: VerifyInput): Promise<Verdict> {
   const inv: Record<string, InvariantResult> = {};
   const changes = readChangeHistory(v.loadFile);
   const table = await new Catalog(v.warehouse).getTable(id);
+  const engine = ENGINE_WORKLOADS[v.engine ?? "deduplicate"];
+  const columns = engine.names;
+  // deduplicate's load retracts keys and has its own judge; the other engines' are judged by their fold.
+  const judge = (rows: Iterable<Record<string, unknown>>): PkJudgement => (engine.retractions ? judgePkRows(changes, rows) : judgeEngineRows(engine, changes, rows));
 
   // ---- the table through natslake's reader (merged by key) and through pypaimon, each judged against the model
   const natRows: Array<Record<string, unknown>> = [];
-  for await (const row of readRows(table, { projection: COLUMNS })) natRows.push(row);
-  const nat = judgePkRows(changes, natRows);
+  for await (const row of readRows(table, { projection: columns })) natRows.push(row);
+  const nat = judge(natRows);
   let pyRows: Array<Record<string, unknown>> | null = null;
   let pyError = "";
   try {
-    pyRows = await paimonRead(v.warehouse, v.table, { columns: COLUMNS, timeoutMs: 600_000 });
+    pyRows = await paimonRead(v.warehouse, v.table, { columns, timeoutMs: 600_000 });
   } catch (e) {
     pyError = `pypaimon could not read the table: ${(e as Error).message.split("\n")[0]}`;
   }
-  const py = pyRows === null ? null : judgePkRows(changes, pyRows);
+  const py = pyRows === null ? null : judge(pyRows);
 
   // ---- I7 first: keys whose acknowledged change JetStream lost are not natslake's loss
   // The version column: it names the change that wrote each row (chaos/pk-flushes.ts).
@@ -115,15 +121,18 @@ export async function verifyPk(v: VerifyInput): Promise<Verdict> {
   const finalOffsets = walk.snaps[walk.snaps.length - 1]?.offsets ?? new Map<number, number>();
   const ingestStream = subjects.ingestStream(id);
   const present = streamPresence(jsm, ingestStream);
-  const lastAcked = new Map<number, PkChangeOutcome>();
-  for (const c of changes.filter((x) => isAcked(x.status)).sort(streamOrder)) lastAcked.set(c.key, c);
+  // The changes a key's state depends on: deduplicate's last acknowledged one; every acknowledged one of a fold.
+  const decisive = new Map<number, PkChangeOutcome[]>();
+  for (const c of changes.filter((x) => isAcked(x.status)).sort(streamOrder)) decisive.set(c.key, engine.retractions ? [c] : [...(decisive.get(c.key) ?? []), c]);
   const infraKeys = new Set<number>();
   const infraWhy: string[] = [];
   for (const key of [...nat.missing, ...nat.stale, ...nat.resurrected]) {
-    const c = lastAcked.get(key);
-    if (c?.seq === undefined || (finalOffsets.get(c.bucket) ?? 0) >= c.seq || (await present(c.seq))) continue;
-    infraKeys.add(key);
-    if (infraWhy.length < 3) infraWhy.push(`key ${key}: its change v${c.v} at seq ${c.seq} (bucket ${c.bucket}, committed offset ${finalOffsets.get(c.bucket) ?? 0}) is gone from ${ingestStream}`);
+    for (const c of decisive.get(key) ?? []) {
+      if (c.seq === undefined || (finalOffsets.get(c.bucket) ?? 0) >= c.seq || (await present(c.seq))) continue;
+      infraKeys.add(key);
+      if (infraWhy.length < 3) infraWhy.push(`key ${key}: its change v${c.v} at seq ${c.seq} (bucket ${c.bucket}, committed offset ${finalOffsets.get(c.bucket) ?? 0}) is gone from ${ingestStream}`);
+      break;
+    }
   }
   const streamsMissing = await missingStreams(jsm, [ingestStream, subjects.commitStream(id), subjects.dlqStream]);
   inv["I7"] = {
@@ -173,8 +182,8 @@ export async function verifyPk(v: VerifyInput): Promise<Verdict> {
   const liveRows = latest ? (await new ManifestStore(table).readLiveEntries(latest)).reduce((n, e) => n + e.file.rowCount, 0) : 0;
   const subscriber = readSubscriber(v.subscriberFile);
   const ghost = ghostNotifications(subscriber, walk.ids);
-  const natSet = natRows.map(rowText).sort();
-  const pySet = pyRows?.map(rowText).sort() ?? null;
+  const natSet = natRows.map((r) => rowText(columns, r)).sort();
+  const pySet = pyRows?.map((r) => rowText(columns, r)).sort() ?? null;
   const enginesAgree = pySet !== null && pySet.length === natSet.length && pySet.every((r, i) => r === natSet[i]);
   const i4: string[] = [];
   if (pySet === null) i4.push(pyError);
@@ -198,6 +207,7 @@ export async function verifyPk(v: VerifyInput): Promise<Verdict> {
   const letters = await readDeadLetters(jsm, subjects, v.table);
 
   const report: PkReport = {
+    engine: engine.engine,
     keys: nat.keys,
     changes: nat.changes,
     natslake: readReport(nat),

@@ -107,3 +107,14 @@ export async function writerCompactionSeen(warehouse: string, table: string, loo
   }
   return false;
 }
+
+/**
+ * Live files at level 0 in the latest snapshot (0 without one). A first-row table's batch reads skip them (Paimon's
+ * `batchScanSkipLevel0`), so its rows are all readable once the writers' compactions have moved them up.
+ */
+export async function level0Files(warehouse: string, table: string): Promise<number> {
+  const t = await openTable(warehouse, table);
+  const latest = await t.snapshots.latest();
+  if (latest === null) return 0;
+  return (await new ManifestStore(t).readLiveEntries(latest)).filter((e) => e.file.level === 0).length;
+}

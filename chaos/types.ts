@@ -15,6 +15,7 @@
  *   those exported as `infraNemeses` by chaos/nemesis/index.ts when that module exists.
  */
 import type { PkChangeOutcome } from "../test/helpers/pk-model.ts";
+import type { PkEngine } from "../test/helpers/pk-engines.ts";
 
 /** One process of the topology that faults can target. */
 export type Target =
@@ -252,6 +253,11 @@ export interface CompactionExpectation {
  */
 export interface PkWorkload {
   kind: "pk-upserts";
+  /**
+   * The table's merge engine (default deduplicate): its columns, options, rows and model are
+   * test/helpers/pk-engines.ts's. Only deduplicate's load retracts keys (`deleteShare` 0 for the others).
+   */
+  engine?: PkEngine;
   /** Keys 0 … keys − 1. */
   keys: number;
   /** Share of changes that delete their key. */
@@ -402,16 +408,25 @@ export interface PkReadReport {
   stale: number;
   unexpected: number;
   duplicateKeys: number;
+  /** Keys with too many unacknowledged changes to enumerate the states they allow (aggregation only; 0 normally). */
+  unverifiable: number;
   /** A few keys of each finding kind. */
   samples: { missing: number[]; resurrected: number[]; stale: number[]; unexpected: number[]; duplicateKeys: number[] };
 }
 
 export interface PkReport {
+  /** The table's merge engine. */
+  engine: PkEngine;
   keys: number;
   changes: { published: number; acknowledged: number; unknown: number; failed: number };
   natslake: PkReadReport;
   /** Null when pypaimon could not read the table. */
   pypaimon: PkReadReport | null;
+  /**
+   * first-row: how long after everything acknowledged was committed the writers' compactions left no file at level 0
+   * (batch reads skip it), null when it did not happen within the bound; absent for the other engines.
+   */
+  level0UpMs?: number | null;
   /** natslake and pypaimon read exactly the same rows. */
   enginesAgree: boolean;
   /** The LSM levels of every bucket at every retained snapshot (test/helpers/pk-snapshots.ts). */

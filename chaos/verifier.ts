@@ -60,6 +60,7 @@ import { judgeRecovery, type Publish } from "./recovery.ts";
 import { chainInvariant, pushSample as push, walkSnapshotChain } from "./snapshot-chain.ts";
 import { ghostNotifications, judgeSubscriber, readSubscriber } from "./subscriber-check.ts";
 import { compactionCheck, countOrphans, missingStreams, readDeadLetters, streamPresence } from "./warehouse-check.ts";
+import type { PkEngine } from "../test/helpers/pk-engines.ts";
 import type { ChaosReport, CompactionExpectation, FaultRecord, InvariantResult, LoadDoneLine, LoadLine, LoadPoisonLine, RowOutcome } from "./types.ts";
 
 export interface VerifyInput {
@@ -74,6 +75,8 @@ export interface VerifyInput {
   stoppedAt?: number;
   /** Judge writer-side compaction (the scenario set it up to run often): see `Scenario.expectCompaction`. */
   expectCompaction?: CompactionExpectation;
+  /** The primary-key workload's merge engine (chaos/pk-verifier.ts; default deduplicate). */
+  engine?: PkEngine;
 }
 
 export type Verdict = Pick<

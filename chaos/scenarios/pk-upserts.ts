@@ -75,7 +75,7 @@ function armedAtStart(seed: number): Record<string, string> {
 
 const pointOf = (spec: string): string => spec.slice(0, spec.indexOf(":"));
 
-async function armAtStart(run: ScenarioRun): Promise<ScenarioSetup> {
+export async function armAtStart(run: ScenarioRun): Promise<ScenarioSetup> {
   const armed = armedAtStart(run.seed);
   run.log(`armed at start: ${Object.entries(armed).map(([id, p]) => `${id} ${p}`).join(", ")}`);
   return Promise.resolve({ topology: { nodeEnv: Object.fromEntries(Object.entries(armed).map(([id, p]) => [id, { FAILPOINTS: p }])) } });
@@ -284,6 +284,23 @@ async function script(ctx: ScenarioContext, then?: () => Promise<unknown>): Prom
   await compactionsLanded(ctx, compactions, then === undefined ? null : (lastKill ?? 0));
 }
 
+/**
+ * The faults of the full form (`pk-upserts`, and each merge engine's scenario, chaos/scenarios/pk-engines.ts): the
+ * script with the second leader kill mid-compaction, the leader mid-commit, a writer mid-flush at another point and
+ * a writer mid-compaction. The nodes must have started armed by `armAtStart`.
+ */
+export async function fullFaultScript(ctx: ScenarioContext): Promise<void> {
+  const first = pointOf(Object.values(armedAtStart(ctx.seed)).find((p) => PK_FLUSH_POINTS.some((f) => p.startsWith(`${f}:`)))!);
+  await script(ctx, async () => {
+    // At its 30th–50th pass (seconds of commits after it took over): the drained leader, restarted when the
+    // armed one takes over, has booted by then and takes over in turn.
+    await committersUp(ctx);
+    await committerFailpointFault(ctx, ctx.rng.pick(COMMIT_FAILPOINTS), { nth: [30, 50] });
+    await writerFailpointFault(ctx, ctx.rng.pick(PK_FLUSH_POINTS.filter((p) => p !== first)));
+    await writerKillMidCompaction(ctx);
+  });
+}
+
 export const scenarios: Scenario[] = [
   {
     name: "pk-upserts",
@@ -292,17 +309,7 @@ export const scenarios: Scenario[] = [
     load: { ratePerSec: 2000 },
     workload: WORKLOAD,
     setup: armAtStart,
-    async run(ctx) {
-      const first = pointOf(Object.values(armedAtStart(ctx.seed)).find((p) => PK_FLUSH_POINTS.some((f) => p.startsWith(`${f}:`)))!);
-      await script(ctx, async () => {
-        // At its 30th–50th pass (seconds of commits after it took over): the drained leader, restarted when the
-        // armed one takes over, has booted by then and takes over in turn.
-        await committersUp(ctx);
-        await committerFailpointFault(ctx, ctx.rng.pick(COMMIT_FAILPOINTS), { nth: [30, 50] });
-        await writerFailpointFault(ctx, ctx.rng.pick(PK_FLUSH_POINTS.filter((p) => p !== first)));
-        await writerKillMidCompaction(ctx);
-      });
-    },
+    run: fullFaultScript,
   },
   {
     name: "pk-upserts-ci",

@@ -32,6 +32,10 @@ import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpointAsync } from "../failpoints.ts";
 import { FileSource, type DataFileMeta } from "../format/manifest.ts";
+import { serializeBinaryRow } from "../format/binary-row.ts";
+import type { DataField, DataType } from "../format/data-types.ts";
+import type { Value } from "../format/values.ts";
+import { columnReader } from "../codec/columns/value-readers.ts";
 import type { Table } from "../table/table.ts";
 import { planCompaction, planCompactTask, planFullCompaction, type CompactTaskPlan } from "./compact-task.ts";
 import { createCompactStrategy, readLsmCompactionOptions, type LsmCompactionOptions } from "./compaction-options.ts";
@@ -81,7 +85,8 @@ export function planBucketCompaction(table: Table, files: readonly DataFileMeta[
       ? planFullCompaction(levels, { deletionVectors: options.deletionVectors, forceRewriteAllFiles: options.forceRewriteAllFiles })
       : planCompaction(levels, o.strategy ?? createCompactStrategy(options), { deletionVectors: options.deletionVectors });
   if (planned === null) return null;
-  const plan = planCompactTask(planned, { compareKeys, compactionFileSize: options.compactionFileSize, maxLevel: levels.maxLevel, forceRewriteAllFiles: options.forceRewriteAllFiles });
+  const rewriteLevel0Upgrades = mergeEngineOf(table.schema).name === "first-row";
+  const plan = planCompactTask(planned, { compareKeys, compactionFileSize: options.compactionFileSize, maxLevel: levels.maxLevel, forceRewriteAllFiles: options.forceRewriteAllFiles, rewriteLevel0Upgrades });
   return plan.steps.length === 0 ? null : plan;
 }
 
@@ -166,7 +171,16 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
   const sequence = sequenceFieldSpec(table.schema);
   const ignoreDelete = ignoreDeleteOf(table);
   const engine = mergeEngineOf(table.schema);
+  // first-row: a key new in level 0 that a level above the output holds already is not written (its first version
+  // is up there), so levels ≥ 1 never hold a key twice — Java's and pypaimon's batch reads of such tables read them
+  // without merging.
+  let heldAbove: ((key: readonly Value[]) => boolean) | undefined;
   try {
+    if (engine.name === "first-row" && plan.steps.some((s) => s.kind === "rewrite") && bucket.files.some((f) => f.level > plan.outputLevel)) {
+      const above = await keysAbove(bucket.files, plan.outputLevel, keys, o.readFile);
+      const types = keys.map((k) => k.type);
+      heldAbove = (key) => above.has(keyText(types, key));
+    }
     for (const step of plan.steps) {
       if (step.kind === "upgrade") {
         // Java's DataFileMeta.upgrade: the same file at the output level.
@@ -193,6 +207,7 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
           valueFields: table.schema.fields,
           readFile: o.readFile,
           batchRows: chunkRows(options.targetFileSize, bytes, rows),
+          ...(heldAbove !== undefined ? { heldAbove } : {}),
         });
         for await (const chunk of merged) await rolling.write(chunk);
         const outputs = await rolling.close();
@@ -218,6 +233,25 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
   }
   return result;
 }
+
+/**
+ * The keys the levels above `outputLevel` hold (framed BinaryRows, as text), which Java's first-row compaction asks
+ * its LookupLevels about: those files' key columns, decoded once per compaction. Empty when there are none above.
+ */
+async function keysAbove(files: readonly DataFileMeta[], outputLevel: number, keys: readonly DataField[], readFile: ExecuteOptions["readFile"]): Promise<Set<string>> {
+  const out = new Set<string>();
+  const types = keys.map((k) => k.type);
+  for (const f of files.filter((x) => x.level > outputLevel)) {
+    for (const batch of await readFile(f)) {
+      const readers = keys.map((k) => columnReader(k.type, batch.data.children[batch.schema.fields.findIndex((x) => x.name === k.name)]!));
+      for (let i = 0; i < batch.numRows; i++) out.add(keyText(types, readers.map((r) => r(i))));
+    }
+  }
+  return out;
+}
+
+/** A key's canonical values as one string (its framed BinaryRow's bytes). */
+const keyText = (types: readonly DataType[], values: readonly Value[]): string => Buffer.from(serializeBinaryRow(types, values)).toString("latin1");
 
 /** Removes the files a compaction wrote (never the files it upgraded: those are still live). */
 export async function abortBucketCompaction(table: Table, compaction: Pick<BucketCompaction, "writtenPaths">): Promise<void> {

@@ -92,6 +92,13 @@ export interface CompactTaskOptions {
   maxLevel: number;
   /** `compaction.force-rewrite-all-files`. */
   forceRewriteAllFiles: boolean;
+  /**
+   * A first-row table: a level-0 file moving to a level below the max is rewritten, not upgraded, so the rewrite can
+   * drop the keys a higher level holds already (Java's LookupMergeTreeCompactRewriter upgrades a level-0 file without
+   * a rewrite only into the max level — or for deduplicate without sequence.field, whose data a rewrite would not
+   * change).
+   */
+  rewriteLevel0Upgrades?: boolean;
 }
 
 /** A file may hold retract rows unless its `deleteRowCount` says 0. */
@@ -113,7 +120,8 @@ export function planCompactTask(planned: PlannedCompaction, options: CompactTask
   }
 
   const upgrade = (file: DataFileMeta): void => {
-    if ((outputLevel === options.maxLevel && mayContainDeletes(file)) || options.forceRewriteAllFiles) rewriteAlone(file);
+    const lookupRewrite = options.rewriteLevel0Upgrades === true && file.level === 0 && outputLevel !== options.maxLevel;
+    if ((outputLevel === options.maxLevel && mayContainDeletes(file)) || options.forceRewriteAllFiles || lookupRewrite) rewriteAlone(file);
     else if (file.level !== outputLevel) steps.push({ kind: "upgrade", file });
   };
   // Sections waiting to be rewritten together: overlapping sections and small files, until a large file cuts them.

@@ -112,6 +112,11 @@ export interface CompactionMergeSpec {
   readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>;
   /** Rows per output chunk. */
   batchRows?: number;
+  /**
+   * first-row (Java's FirstRowMergeFunctionWrapper): whether a level above the output holds the key (its canonical
+   * values). A key whose versions all come from level 0 is not written when one does — its first version is there.
+   */
+  heldAbove?: (key: readonly Value[]) => boolean;
 }
 
 /**
@@ -133,7 +138,12 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
   };
   const out = new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
   const merge = mergeOf(core, spec);
+  const heldAbove = spec.heldAbove;
   const choose = (group: Version[]): MergeResult<Version> => {
+    if (heldAbove !== undefined && group.every((v) => v.c.level === 0)) {
+      const { c, row } = group[0]!;
+      if (heldAbove(c.keys().map((field) => field[row]!))) return null;
+    }
     const r = merge(group);
     if (r === null) return null;
     return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
@@ -179,6 +189,8 @@ function runsOf(section: readonly DataFileMeta[], keys: SerializedKeys): DataFil
 /** One decoded batch of a run with the columns the merge compares, read once. */
 interface CursorBatch {
   batch: arrow.RecordBatch;
+  /** The LSM level of the file it was decoded from. */
+  level: number;
   /**
    * One integer key (TINYINT … BIGINT, DATE, TIME) as doubles, read from the Arrow buffers, when every value is
    * non-null and within ±2^53: such batches compare keys without canonical values (no BigInt per row); null
@@ -229,9 +241,10 @@ class RunCursor {
   private async nextFile(): Promise<boolean> {
     while (this.ahead !== null) {
       const decoded = await this.ahead;
+      const level = this.files[this.fileAt]!.level;
       this.fileAt++;
       this.startNext();
-      this.batches = decoded.filter((b) => b.numRows > 0).map((b) => prepare(b, this.spec));
+      this.batches = decoded.filter((b) => b.numRows > 0).map((b) => prepare(b, this.spec, level));
       this.batchAt = 0;
       if (this.batches.length > 0) {
         this.current = this.batches[0]!;
@@ -256,7 +269,7 @@ class RunCursor {
   }
 }
 
-function prepare(batch: arrow.RecordBatch, spec: MergeCore): CursorBatch {
+function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): CursorBatch {
   const byName = (name: string): arrow.Data => {
     const at = batch.schema.fields.findIndex((x) => x.name === name);
     if (at < 0) throw new Error(`merge read: decoded batch lacks column ${name}`);
@@ -280,6 +293,7 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore): CursorBatch {
   let keys: Value[][] | null = null;
   return {
     batch,
+    level,
     numericKeys: spec.keyFields.length === 1 ? integerKeyColumn([col(spec.keyFields[0]!)], batch.numRows) : null,
     keys: () => (keys ??= spec.keyFields.map(valuesOf)),
     seqValues: spec.sequence === null ? null : spec.sequence.fields.map(valuesOf),

@@ -37,6 +37,16 @@ export interface PkLoadOptions {
    * stays close to its publish (what the chaos suite's recovery times are measured from).
    */
   maxUnanswered?: number;
+  /**
+   * The row change `c` publishes (default `pkRow`, the deduplicate table's): a merge engine's load writes its own
+   * table's columns (test/helpers/pk-engines.ts).
+   */
+  row?: (c: PkChange) => Record<string, unknown>;
+  /**
+   * Whether changes may retract (`-U`, `-D`; default true). Without, `deleteShare` must be 0 and an update is a `+U`
+   * alone — for engines that refuse retractions at ingest (first-row, partial-update) or whose model has none.
+   */
+  retractions?: boolean;
   /** Called once per change when its batch has an outcome. */
   onOutcome?: (c: PkChangeOutcome) => void;
 }
@@ -58,6 +68,9 @@ export function startPkLoad(o: PkLoadOptions): PkLoad {
   if (o.connections.length === 0) throw new Error("startPkLoad needs at least one connection");
   const deleteShare = o.deleteShare ?? 0.2;
   const updateShare = o.updateShare ?? 0.1;
+  const retractions = o.retractions ?? true;
+  if (!retractions && deleteShare > 0) throw new Error(`a load without retractions deletes nothing: deleteShare is ${deleteShare}`);
+  const rowOf = o.row ?? pkRow;
   const outcomes: PkChangeOutcome[] = [];
   let stopped = false;
   let version = 0;
@@ -96,14 +109,14 @@ export function startPkLoad(o: PkLoadOptions): PkLoad {
           send(change("-D"), (p) => first(p.delete([{ id: key }])));
         } else if (r < deleteShare) {
           const c = change("-D");
-          send(c, (p) => first(p.delete([pkRow(c)])));
+          send(c, (p) => first(p.delete([rowOf(c)])));
         } else if (r < deleteShare + updateShare) {
-          if (r < deleteShare + updateShare / 2 && version + 1 < o.maxChanges) send(change("-U"), (p) => p.write({ id: key, _row_kind: "-U" }));
+          if (retractions && r < deleteShare + updateShare / 2 && version + 1 < o.maxChanges) send(change("-U"), (p) => p.write({ id: key, _row_kind: "-U" }));
           const c = change("+U");
-          send(c, (p) => p.write({ ...pkRow(c), _row_kind: "+U" }));
+          send(c, (p) => p.write({ ...rowOf(c), _row_kind: "+U" }));
         } else {
           const c = change("+I");
-          send(c, (p) => first(p.upsert([pkRow(c)])));
+          send(c, (p) => first(p.upsert([rowOf(c)])));
         }
       }
       // Producers behind: wait for answers.
