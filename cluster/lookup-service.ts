@@ -101,7 +101,10 @@ export class LookupService {
     }
     const text = toJsonText(reply);
     const ms = performance.now() - started;
-    this.requests.add(1, { table, outcome: reply.ok ? "ok" : reply.code });
+    // Subjects of tables that are not served (anyone allowed to ask may name any) are counted under one label.
+    this.requests.add(1, { table: this.served.has(table) ? table : "(not served)", outcome: reply.ok ? "ok" : reply.code });
+    // An unexpected failure (the table dropped and made again, a snapshot gone): the next request starts afresh.
+    if (!reply.ok && reply.code === "failed") this.forget(table);
     if (reply.ok) {
       this.keysAsked.add(reply.rows.length, { table });
       this.duration.record(ms, { table });
@@ -182,6 +185,22 @@ export class LookupService {
     }
     this.served.set(name, lookups);
     return { lookups, notifications };
+  }
+
+  /** Drops what the service keeps for `table`: its next request opens it again. */
+  private forget(table: string): void {
+    const t = this.tables.get(table);
+    if (t === undefined) return;
+    this.tables.delete(table);
+    this.served.delete(table);
+    this.reported.delete(table);
+    void t.then(
+      (served) => {
+        served.notifications.stop();
+        served.lookups.stop();
+      },
+      () => undefined,
+    );
   }
 
   /** Hits and misses of the table's cache since the last report. */
