@@ -83,10 +83,11 @@ test("lookup service - batches of keys under a write load equal the read of the 
       const loadDone = load.done.then(() => true);
       while (!(await Promise.race([loadDone, new Promise<false>((r) => setTimeout(() => r(false), 150))]))) answers.push(await client.get(TABLE, keys));
       await load.waitVisible(30_000);
-      answers.push(await client.get(TABLE, keys, { atLeastSnapshot: answers.at(-1)?.snapshotId ?? 1 }));
+      // Once every change is committed, the reader answers from the snapshot that holds them all (or a newer one).
+      const committed = (await (await catalog.getTable(parseIdentifier(TABLE))).snapshots.latestId())!;
+      answers.push(await client.get(TABLE, keys, { atLeastSnapshot: committed }));
+      assert.ok(answers.at(-1)!.snapshotId! >= committed, `answered from snapshot ${answers.at(-1)!.snapshotId}, the load's last is ${committed}`);
       const answered = answers.filter((a) => a.snapshotId !== null);
-      const snapshots = [...new Set(answered.map((a) => a.snapshotId!))];
-      assert.ok(snapshots.length >= 3, `lookups answered from several snapshots during the load (${snapshots.join(", ")})`);
       // Each answer is the read of its snapshot (a few of them: the first, a middle one, the last).
       for (const a of [answered[0]!, answered[Math.floor(answered.length / 2)]!, answered.at(-1)!]) {
         assert.deepEqual(a.rows, await readAt(c.warehouse, TABLE, a.snapshotId!, ids), `snapshot ${a.snapshotId}`);
