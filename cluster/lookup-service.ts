@@ -43,6 +43,19 @@ const enc = new TextEncoder();
 /** A row of `fields` as JSON values, as `natslake get` prints it. */
 const jsonRow = (fields: readonly DataField[], row: Row): Record<string, unknown> => Object.fromEntries(fields.map((f) => [f.name, toJsonValue(f.type, row[f.name] ?? null)]));
 
+/** Whether a JSON value holds a -0 somewhere (JSON.stringify writes it as 0). */
+const holdsNegativeZero = (v: unknown): boolean => {
+  if (typeof v === "number") return Object.is(v, -0);
+  if (Array.isArray(v)) return v.some(holdsNegativeZero);
+  return v !== null && typeof v === "object" && Object.values(v).some(holdsNegativeZero);
+};
+
+/**
+ * The reply's text: JSON.stringify (twice as fast as toJsonText on a batch's rows, measured) unless a value is -0,
+ * which toJsonText writes as -0.0, as `natslake get` prints it.
+ */
+const replyText = (reply: LookupReply): string => (reply.ok && reply.rows.some(holdsNegativeZero) ? toJsonText(reply) : JSON.stringify(reply));
+
 export class LookupService {
   private sub: Subscription | undefined;
   private readonly tables = new Map<string, Promise<ServedTable>>();
@@ -99,7 +112,7 @@ export class LookupService {
     } catch (e) {
       reply = this.refusal(e);
     }
-    const text = toJsonText(reply);
+    const text = replyText(reply);
     const ms = performance.now() - started;
     // Subjects of tables that are not served (anyone allowed to ask may name any) are counted under one label.
     this.requests.add(1, { table: this.served.has(table) ? table : "(not served)", outcome: reply.ok ? "ok" : reply.code });
