@@ -26,6 +26,7 @@ import { createLookupClient, type LookupClient } from "../cluster/lookup-client.
 import { startCluster, waitFor, type TestCluster } from "../test/helpers/cluster.ts";
 import { seeded } from "../test/helpers/pk-lookup.ts";
 import { procStats, runLoad, waitForAssignment } from "./cluster-harness.ts";
+import { timedCalls, type TimedCalls } from "./timed-calls.ts";
 import { recordFigures, targetAtLeast, targetAtMost } from "./figures.ts";
 import { BENCH_COLUMNS, benchInputRow, benchKeysProblem } from "./shape.ts";
 
@@ -56,18 +57,8 @@ const random = seeded(2026_12_07);
 const askedKey = (): { id: number } => ({ id: random() < 0.9 ? Math.floor(random() * KEYS) : KEYS + Math.floor(random() * KEYS) });
 const batch = (): Array<{ id: number }> => Array.from({ length: BATCH }, askedKey);
 
-/** Runs `call` up to `count` times or SECONDS seconds, one at a time: calls made, their latencies (ms), the wall time (s). */
-async function measure(count: number, call: () => Promise<unknown>): Promise<{ calls: number; latencies: number[]; seconds: number }> {
-  const latencies: number[] = [];
-  const start = performance.now();
-  const deadline = start + SECONDS * 1000;
-  while (latencies.length < count && performance.now() < deadline) {
-    const t0 = performance.now();
-    await call();
-    latencies.push(performance.now() - t0);
-  }
-  return { calls: latencies.length, latencies, seconds: (performance.now() - start) / 1000 };
-}
+/** Runs `call` up to `count` times or SECONDS seconds, one at a time (bench/timed-calls.ts). */
+const measure = (count: number, call: () => Promise<unknown>): Promise<TimedCalls> => timedCalls(count, SECONDS, call);
 
 /** `callers` loops of batches at once for SECONDS (at most 200,000 batches in all): keys/s and the reader's CPU seconds. */
 async function concurrentBatches(client: LookupClient, readerPid: number): Promise<{ keysPerSec: number; readerCpu: number; seconds: number }> {
