@@ -8,7 +8,8 @@
  *   cold    the reader's first lookups of the table: single keys, each decoding the files of its bucket it needs;
  *   warm    after a pass that decodes every file: single keys one at a time (lookups/s, p50/p99 per call), batches
  *           of 100 one at a time (p50/p99), and batches of 100 from `--callers` concurrent callers (keys/s, and keys
- *           per CPU-second of the reader: its cores' worth);
+ *           per CPU-second of the reader: its cores' worth) — and the same once the writes stopped (the reader's own
+ *           cost, no new files to decode);
  *   visible an upsert of a new key, then a lookup of it with the producer's token (read-your-writes): publish → the
  *           first lookup that answers it, p50/p99.
  * Targets (issue 30): warm single-key p99 ≤ 5 ms; ≥ 50,000 keys/s per reader CPU-second in batches; publish → visible
@@ -133,6 +134,16 @@ try {
   const warmBatch = await measure(10_000, () => client!.get(TABLE, batch()));
   const parallel = await concurrentBatches(client, reader.proc.pid!);
   const visible = await publishToVisible(c, client);
+  // Still publishing, as it should be: had it ended early (an error), the lookups ran without their load.
+  const early = await Promise.race([loadGone, new Promise<null>((r) => setTimeout(() => r(null), 0))]);
+  if (early !== null) say(`note: the upserts ended before the lookups did: ${early instanceof Error ? early.message : "finished"}`);
+  stopLoad.abort();
+  await loadGone;
+  // The same batches with the writes stopped (and the last commits settled): the reader's own cost per key, without
+  // the files that commits and compactions keep adding to decode.
+  await new Promise((r) => setTimeout(r, 2000));
+  await client.get(TABLE, Array.from({ length: 1000 }, (_, k) => ({ id: Math.floor((k * KEYS) / 1000) })));
+  const idle = await concurrentBatches(client, reader.proc.pid!);
 
   const figures = {
     keys: KEYS,
@@ -149,6 +160,8 @@ try {
     parallel_batch100_keys_per_sec: parallel.keysPerSec,
     parallel_reader_cpu_s: parallel.readerCpu,
     keys_per_reader_cpu_s: parallel.readerCpu > 0 ? (parallel.keysPerSec * parallel.seconds) / parallel.readerCpu : null,
+    idle_batch100_keys_per_sec: idle.keysPerSec,
+    idle_keys_per_reader_cpu_s: idle.readerCpu > 0 ? (idle.keysPerSec * idle.seconds) / idle.readerCpu : null,
     publish_to_lookup_p50_ms: percentile(visible.lookup, 0.5),
     publish_to_lookup_p99_ms: percentile(visible.lookup, 0.99),
     publish_to_notified_p50_ms: percentile(visible.notified, 0.5),
@@ -168,13 +181,9 @@ try {
   say(`warm single key:  ${fmt(figures.warm_single_lookups_per_sec)} lookups/s, p50 ${ms(figures.warm_single_p50_ms, 3)}, p99 ${ms(figures.warm_single_p99_ms, 3)} (${warmSingle.calls} calls) — ${judged("warm_single_p99_ms")}`);
   say(`warm 100 keys:    ${fmt(figures.warm_batch100_keys_per_sec)} keys/s, p50 ${ms(figures.warm_batch100_p50_ms)}, p99 ${ms(figures.warm_batch100_p99_ms)} per batch (${warmBatch.calls} calls)`);
   say(`${CALLERS} callers × 100:  ${fmt(parallel.keysPerSec)} keys/s, reader CPU ${parallel.readerCpu.toFixed(1)} s over ${parallel.seconds.toFixed(1)} s: ${figures.keys_per_reader_cpu_s === null ? "n/a" : fmt(figures.keys_per_reader_cpu_s)} keys per reader CPU-second — ${judged("keys_per_reader_cpu_s")}`);
+  say(`  without writes: ${fmt(idle.keysPerSec)} keys/s, reader CPU ${idle.readerCpu.toFixed(1)} s over ${idle.seconds.toFixed(1)} s: ${figures.idle_keys_per_reader_cpu_s === null ? "n/a" : fmt(figures.idle_keys_per_reader_cpu_s)} keys per reader CPU-second (the reader's own cost, no new files to decode)`);
   say(`publish → lookup: p50 ${ms(figures.publish_to_lookup_p50_ms, 0)}, p99 ${ms(figures.publish_to_lookup_p99_ms, 0)} (${visible.lookup.length} upserts, read-your-writes) — ${judged("publish_to_lookup_p99_ms")}; publish → its snapshot's notification p50 ${ms(figures.publish_to_notified_p50_ms, 0)}, p99 ${ms(figures.publish_to_notified_p99_ms, 0)}`);
   recordFigures("pk_lookup_service", figures, targets);
-  // Still publishing, as it should be: had it ended early (an error), the lookups ran without their load.
-  const early = await Promise.race([loadGone, new Promise<null>((r) => setTimeout(() => r(null), 0))]);
-  if (early !== null) say(`note: the upserts ended before the lookups did: ${early instanceof Error ? early.message : "finished"}`);
-  stopLoad.abort();
-  await loadGone;
 } finally {
   await client?.close();
   await c.stop();
