@@ -26,6 +26,7 @@ import { planScan } from "../src/scan/plan.ts";
 import { sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import type { Table } from "../src/table/table.ts";
 import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { timedCalls, type TimedCalls } from "./timed-calls.ts";
 import { recordFigures } from "./figures.ts";
 import { seeded } from "../test/helpers/pk-lookup.ts";
 
@@ -66,18 +67,8 @@ async function writeTable(t: Table): Promise<void> {
   }
 }
 
-/** Runs `call` up to `count` times or SECONDS seconds: calls made, their latencies (ms), the wall time (s). */
-async function measure(count: number, call: () => Promise<unknown>): Promise<{ calls: number; latencies: number[]; seconds: number }> {
-  const latencies: number[] = [];
-  const start = performance.now();
-  const deadline = start + SECONDS * 1000;
-  while (latencies.length < count && performance.now() < deadline) {
-    const t0 = performance.now();
-    await call();
-    latencies.push(performance.now() - t0);
-  }
-  return { calls: latencies.length, latencies, seconds: (performance.now() - start) / 1000 };
-}
+/** Runs `call` up to `count` times or SECONDS seconds, one at a time (bench/timed-calls.ts). */
+const measure = (count: number, call: () => Promise<unknown>): Promise<TimedCalls> => timedCalls(count, SECONDS, call);
 
 const dir = mkdtempSync(join(tmpdir(), "natslake-lookup-bench-"));
 try {

@@ -5,8 +5,9 @@
  *   bucket; rejections (of committables and compactions) addressed to this node are routed to them.
  * - committer: a CommitterActor per table contends for the table's Redis lease; the leader also runs the table's
  *   CoordinatorActor (bucket assignment) beside it.
- * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`, and serves consume
- *   sessions (a table's rows over NATS, Arrow IPC with flow control: cluster/consume-service.ts).
+ * - reader: answers admin requests (create/list/describe tables) on `<prefix>.ctl.admin`, serves consume
+ *   sessions (a table's rows over NATS, Arrow IPC with flow control: cluster/consume-service.ts) and lookups of
+ *   primary-key tables' rows by key (cluster/lookup-service.ts).
  * The leader of a table also runs its MaintenanceActor and answers its maintenance requests
  * (`<prefix>.ctl.maint.<db>.<table>`: the CLI's compact, expire-snapshots, … with `--nats`).
  * Every node heartbeats into the members KV bucket. New tables in the warehouse are picked up by a periodic scan.
@@ -51,6 +52,7 @@ import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { LsmRewriteWorkers } from "../actors/lsm-rewriter.ts";
 import { defaultCompactionInterval } from "../actors/bucket-compactor.ts";
 import { ConsumeService } from "./consume-service.ts";
+import { LookupService } from "./lookup-service.ts";
 import { ensureClusterKv, ensureTableInfra, isTransientJetStreamError, registerDlqDroppedMetric } from "./nats/table-infra.ts";
 import { registerBucketPendingMetric } from "./nats/pending-metric.ts";
 import { registerS3RequestMetric } from "./s3-metrics.ts";
@@ -139,6 +141,8 @@ export class Node {
   private readonly stopping = new Map<string, Promise<void>>();
   /** Reader role: consume sessions (rows over NATS, cluster/consume-service.ts). */
   private consume: ConsumeService | undefined;
+  /** Reader role: rows by key (cluster/lookup-service.ts). */
+  private lookups: LookupService | undefined;
   private readonly startedAt = Date.now();
   /** When the last membership heartbeat was written (readiness). */
   private lastHeartbeatAt = 0;
@@ -250,6 +254,8 @@ export class Node {
         await warmUpDecoders(log);
         n.consume = new ConsumeService({ nc, subjects, catalog: n.catalog, system: n.system, nodeId: cfg.nodeId, log, meter: n.meter, feedLimits: { maxBytes: cfg.consumeFeedMemory } });
         n.consume.start();
+        n.lookups = new LookupService({ nc, subjects, catalog: n.catalog, nodeId: cfg.nodeId, log, meter: n.meter });
+        n.lookups.start();
         // Admin requests last: a node that answers one serves consume sessions too. Answering admin before the
         // decoders warmed up let a client create a table and open a consumer while no reader listened yet — and a
         // plain subscriber to the prefix (a wire tap, `nats sub 'lake.>'`) then took the consume-open without
@@ -784,6 +790,7 @@ export class Node {
     this.adminSub?.unsubscribe();
     this.tableStopSub?.unsubscribe();
     await this.consume?.stop().catch(() => undefined);
+    await this.lookups?.stop().catch(() => undefined);
     for (const s of this.services.values()) for (const f of s.stops) f();
     // Each step is logged, so a shutdown that hangs says where.
     this.log.info("stopping actors", { nodeId: this.cfg.nodeId });

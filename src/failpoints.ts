@@ -44,7 +44,8 @@
  *   with `sleep(ms)` a round outlives its leader's lease — test/integration/stale-coordinator.test.ts);
  * - consume sessions (a reader node): `consume.ack.received` (actors/consume-session.ts: a consumer's ack arrived, not
  *   yet recorded) and `consume.ack.recorded` (its progress written, not yet answered) — with `kill`, a reader dying
- *   with an ack in flight (test/integration/consume-ack-follow.test.ts);
+ *   with an ack in flight (test/integration/consume-ack-follow.test.ts); `lookup.before-reply` (cluster/lookup-service.ts:
+ *   a lookup answered, the reply not yet sent) — with `kill`, a reader dying mid-request (test/integration/lookup-service.test.ts);
  * - node start: `node.before-reader` (cluster/node.ts: a reader node's last start-up step, before its decoders warm
  *   up and it answers consume and admin requests; with `sleep(ms)` a slow warm-up — test/integration/node-start.test.ts).
  */

@@ -155,6 +155,7 @@ export const OPTIONS: readonly OptionDef[] = [
     def("consumer.expiration-time", "duration", "Idle consumers expire after this"),
     def("consumer.ignore-progress", "bool", "A streaming read starts by scan.mode even when its consumer has progress", "false"),
     def("continuous.discovery-interval", "duration", "Streaming discovery interval", "10 s"),
+    def("lookup.cache-max-memory-size", "memory", "Lookups over NATS: decoded data files of the table each reader node keeps in memory between lookups, least recently used dropped first", "256 mb"),
   ]),
   ...group("natslake", [
     def("natslake.commit-interval", "duration", "How often the cluster commits a snapshot (default: the node's commitInterval)", "250 ms"),

@@ -50,6 +50,7 @@ export const SUBJECT_CONTRACTS: readonly SubjectContract[] = [
   c("<p>.ctl.consume.open.<db>.<table>", "consume-open", "core", "consumers (answered by a reader node; the request must name this table)", "consume-open-reply"),
   c("<p>.ctl.consume.open", "consume-open", "core", "consumers of earlier versions, for any table (answered by a reader node)", "consume-open-reply"),
   c("<p>.ctl.consume.s.<session>", "consume-control", "core", "consumers", "consume-control-reply"),
+  c("<p>.ctl.lookup.<db>.<table>", "lookup-request", "core", "lookup clients (answered by a reader node; the request must name this table)", "lookup-reply"),
   c("$KV.<p>_tables.<db>.<table>", "table-meta", "kv", "nodes (from the table's schema)"),
   c("$KV.<p>_members.<node>", "member-heartbeat", "kv", "every node, each heartbeat interval"),
   c("$KV.<p>_assign.<db>.<table>", "table-assignment", "kv", "the table's leader (coordinator)"),

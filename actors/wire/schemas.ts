@@ -17,6 +17,7 @@ import type { FieldJson, TypeJson } from "../../src/format/data-types.ts";
 import type { TableSchemaJson } from "../../src/format/schema.ts";
 import type { RouterProgress } from "../ports.ts";
 import { consumeOpenSchema, type ConsumeControl, type ConsumeOpen, type ConsumeOpenReply } from "./consume.ts";
+import { lookupReplySchema, lookupRequestSchema, type LookupReply, type LookupRequest } from "./lookup.ts";
 import { maintenanceRequestSchema } from "./maintenance-request.ts";
 import { nodeControlRequestSchema } from "./node-control.ts";
 import type {
@@ -571,6 +572,8 @@ export const WIRE_SCHEMAS: readonly WireSchema[] = [
   w("consume-control-reply", consumeControlReplySchema, "json"),
   w("consume-headers", consumeHeadersSchema, "nats-headers"),
   w("consume-error", consumeErrorSchema, "json"),
+  w("lookup-request", lookupRequestSchema, "json", "input"),
+  w("lookup-reply", lookupReplySchema, "json"),
   w("message-headers", messageHeadersSchema, "nats-headers"),
 ];
 
@@ -664,3 +667,5 @@ agree<Same<z.output<typeof nodeControlReplySchema>, NodeControlReply>>();
 agree<Same<z.input<typeof consumeOpenSchema>, ConsumeOpen>>();
 agree<Same<z.output<typeof consumeOpenReplySchema>, ConsumeOpenReply>>();
 agree<Same<z.output<typeof consumeControlSchema>, ConsumeControl>>();
+agree<Same<z.input<typeof lookupRequestSchema>, LookupRequest>>();
+agree<Same<z.output<typeof lookupReplySchema>, LookupReply>>();

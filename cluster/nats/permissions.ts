@@ -19,7 +19,7 @@ import type { Subjects } from "./subjects.ts";
 import { checkSubjectToken } from "./subjects.ts";
 import { clientInboxPrefix } from "./inbox.ts";
 
-export const ROLES = ["producer", "consumer", "operator", "writer", "committer", "reader"] as const;
+export const ROLES = ["producer", "consumer", "lookup", "operator", "writer", "committer", "reader"] as const;
 export type Role = (typeof ROLES)[number];
 
 /** The roles that are natslake nodes (`natslake node --roles …`); the others are clients. */
@@ -50,6 +50,7 @@ interface TableNames {
   snap: string;
   maint: string;
   consumeOpen: string;
+  lookup: string;
   reject: string;
 }
 
@@ -68,6 +69,7 @@ function tableNames(s: Subjects, id: Identifier | "*"): TableNames {
       snap: `${p}.snap.*.*`,
       maint: `${p}.ctl.maint.*.*`,
       consumeOpen: `${p}.ctl.consume.open.*.*`,
+      lookup: `${p}.ctl.lookup.*.*`,
       reject: `${p}.ctl.reject.*.*.*`,
     };
   }
@@ -83,6 +85,7 @@ function tableNames(s: Subjects, id: Identifier | "*"): TableNames {
     snap: s.snapshots(id),
     maint: s.maintenance(id),
     consumeOpen: s.consumeOpenTable(id),
+    lookup: s.lookup(id),
     reject: `${s.prefix}.ctl.reject.${s.tableKey(id)}.*`,
   };
 }
@@ -162,6 +165,12 @@ export const ROLE_GRANTS: Readonly<Record<Role, RoleGrants>> = {
     }),
     table: (s, t) => ({ pub: [t.consumeOpen, ...kvGet(s.snapKv, t.key)], sub: [t.snap] }),
   },
+  lookup: {
+    what: "looks rows of its tables up by key through the reader nodes (lookup client, `natslake get --nats`)",
+    // The request names the table in its subject; the reply comes to the client's own inbox.
+    cluster: () => ({}),
+    table: (_s, t) => ({ pub: [t.lookup] }),
+  },
   operator: {
     what: "the admin CLI: table create/drop/reset-offsets over NATS, maintenance through the leader, node drain, status, dead letters",
     cluster: (s) => ({
@@ -197,7 +206,7 @@ export const ROLE_GRANTS: Readonly<Record<Role, RoleGrants>> = {
     table: (_s, t) => ({ pub: [t.snap, t.reject, t.ingestBuckets, t.dlq], sub: [t.maint, t.snap] }),
   },
   reader: {
-    what: "a node with the reader role: answers admin requests, serves consume sessions to the consumers' inboxes",
+    what: "a node with the reader role: answers admin requests and lookups, serves consume sessions to the consumers' inboxes",
     cluster: (s) => {
       const base = nodeCluster(s);
       return {
@@ -208,7 +217,7 @@ export const ROLE_GRANTS: Readonly<Record<Role, RoleGrants>> = {
         sub: [...base.sub!, s.admin, s.consumeOpen, `${s.prefix}.ctl.consume.s.*`],
       };
     },
-    table: (_s, t) => ({ pub: [t.streamId], sub: [t.consumeOpen, t.snap, t.commit] }),
+    table: (_s, t) => ({ pub: [t.streamId], sub: [t.consumeOpen, t.lookup, t.snap, t.commit] }),
   },
 };
 

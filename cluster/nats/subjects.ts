@@ -16,6 +16,7 @@
  * | `<p>.ctl.consume.open.<db>.<table>`     | consume sessions opened, request-reply (readers, queue group) |
  * | `<p>.ctl.consume.open`                  | the same for any table, from consumers of earlier versions  |
  * | `<p>.ctl.consume.s.<session>`           | a consume session's control: credit, ack, ping, close       |
+ * | `<p>.ctl.lookup.<db>.<table>`           | rows by key, request-reply (readers, queue group)           |
  * | `<p>.ctl.node.<nodeId>`                 | node control request-reply (drain), answered by that node   |
  * | `<p>.ctl.stop-table.<nodeId>`           | stop serving a table being dropped, answered by that node   |
  * | stream `<P>_IN_<db>_<table>`            | ingest: the bare and the bucket subjects                    |
@@ -115,6 +116,21 @@ export class Subjects {
   /** Every table's consume-open subject (readers subscribe to it). */
   get consumeOpenAnyTable(): string {
     return `${this.prefix}.ctl.consume.open.*.*`;
+  }
+  /**
+   * Lookups of one table's rows by key (actors/wire/lookup.ts): readers answer in a queue group and check that the
+   * request names this table, so NATS permissions can let a client look up its own tables only.
+   */
+  lookup(id: Identifier): string {
+    return `${this.prefix}.ctl.lookup.${this.t(id)}`;
+  }
+  /** Every table's lookup subject (readers subscribe to it). */
+  get lookupAnyTable(): string {
+    return `${this.prefix}.ctl.lookup.*.*`;
+  }
+  /** The queue group of the readers' lookup subscriptions. */
+  get lookupQueue(): string {
+    return `${this.prefix}-lookup`;
   }
   /** A consume session's control messages, consumer → reader. */
   consumeSession(session: string): string {

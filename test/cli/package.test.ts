@@ -19,13 +19,14 @@ import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { parseColumnList } from "../../src/format/data-types.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-/** A TypeScript file using every entry point as a service would: the library, producer, snapshots, consumer, admin. */
+/** A TypeScript file using every entry point as a service would: the library, producer, snapshots, consumer, admin, lookup. */
 const TYPED_USE = `import { connect } from "@nats-io/transport-node";
 import { BatchWriter, Catalog, formatDecimal, parseColumnList, parseIdentifier, readRows, type Row, type Table } from "natslake";
 import { createProducer, type BatchOutcome, type ProducerOptions } from "natslake/producer";
 import { openConsumer, type ConsumedSnapshot } from "natslake/consumer";
 import { subscribeSnapshots, type SnapshotSubscription } from "natslake/snapshots";
 import { adminRequest } from "natslake/admin";
+import { createLookupClient, LookupError, type LookupResult } from "natslake/lookup";
 
 export async function typedUse(url: string, warehouse: string): Promise<string[]> {
   const out: string[] = [];
@@ -65,6 +66,9 @@ export async function typedUse(url: string, warehouse: string): Promise<string[]
   await consumer.close();
   const tables: unknown = await adminRequest(nc, "lake", { type: "list-tables" });
   out.push(JSON.stringify(tables));
+  const lookups = await createLookupClient({ nc });
+  const found: LookupResult | LookupError = await lookups.get("pkg.t", [{ id: 1 }], { columns: ["s"], atLeastSnapshot: 1 }).catch((e: unknown) => e as LookupError);
+  out.push(found instanceof LookupError ? found.code : String(found.rows.length));
   await nc.close();
   return out;
 }
@@ -79,6 +83,7 @@ const WRONG_USE = ((): { text: string; lines: number[] } => {
     'import { openConsumer } from "natslake/consumer";',
     'import { subscribeSnapshots } from "natslake/snapshots";',
     'import { adminRequest } from "natslake/admin";',
+    'import { createLookupClient } from "natslake/lookup";',
     "declare const nc: NatsConnection;",
     "declare const table: Table;",
     "export async function wrong(): Promise<void> {",
@@ -91,6 +96,7 @@ const WRONG_USE = ((): { text: string; lines: number[] } => {
     '  await adminRequest(nc, "lake", { type: "drop-everything" });', // no such admin request
     "  formatDecimal(999, 2);", // the unscaled value is a bigint
     '  await readRows(table, { limit: "10" }).next();', // the limit is a number
+    '  await (await createLookupClient({ nc })).get("pkg.t", [42]);', // keys are objects
   ];
   return { text: [...head, ...calls, "}", ""].join("\n"), lines: calls.map((_, i) => head.length + i + 1) };
 })();

@@ -6,8 +6,9 @@
  * consumed by a consumer, compacted and expired through the leader, `status` and `dlq list` — and the server logs no
  * permission violation of any of them. Then what must be refused is: a producer
  * publishing into another table (the table is unchanged), a consumer publishing committables, answering consume-open
- * requests or opening sessions on another table, a consume-open that names a subject other than an inbox, and a Redis
- * user without the committers' ACL taking a table's lease.
+ * requests or opening sessions on another table, a consume-open that names a subject other than an inbox, a lookup
+ * user looking up another table or publishing rows, a producer making lookups, and a Redis user without the
+ * committers' ACL taking a table's lease.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -32,6 +33,7 @@ import { connectNats } from "../../cluster/nats/connect.ts";
 import { NATS_AUTH_ENV, NATS_PASSWORD_ENV } from "../../cluster/nats/connect-options.ts";
 import { createProducer } from "../../cluster/producer.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
+import { createLookupClient, LookupError } from "../../cluster/lookup-client.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 import { readRows } from "../../src/scan/read.ts";
 
@@ -51,6 +53,7 @@ const USERS: UserSpec[] = [
   user("operator", ["operator"], "*"),
   user("producer-a", ["producer"], [A]),
   user("consumer-a", ["consumer"], [A]),
+  user("lookup-a", ["lookup"], [A]),
 ];
 
 let nats: ServerHandle;
@@ -197,6 +200,18 @@ test("least privilege - every role runs the pipeline with its own permissions, a
     const subRefused = new Promise<Error>((resolve) => nc.subscribe(subjects.consumeOpenTable(parseIdentifier(A)), { callback: (err) => void (err !== null && resolve(err)) }));
     assert.match((await subRefused).message, /permissions violation/i, "subscribing to consume-open requests");
     await refused("a consume-open on B", () => openConsumer({ nc, table: B, openTimeoutMs: 3000 }).then((c) => c.close()));
+  });
+
+  await t.test("a lookup user asks a reader about its tables only, and publishes no rows; a producer makes no lookups", async () => {
+    const lookups = await createLookupClient({ nc: await connectAs("lookup-a"), defaults: { timeoutMs: 3000, retries: 0 } });
+    // The request reaches a reader and its answer the lookup user's inbox (A has no primary key: a refusal, as an answer).
+    const answer = await lookups.get(A, [{ id: 1 }]).catch((e: unknown) => e);
+    assert.ok(answer instanceof LookupError && answer.code === "not-primary-key", String(answer));
+    await refused("a lookup on B", () => lookups.get(B, [{ id: 1 }]));
+    await refused("rows into A", () => jetstream(lookups.nc).publish(subjects.ingestRaw(parseIdentifier(A)), JSON.stringify({ id: 1, v: "x" }), { timeout: 5000 }));
+    const producerLookups = await createLookupClient({ nc: await connectAs("producer-a"), defaults: { timeoutMs: 3000, retries: 0 } });
+    await refused("a producer's lookup", () => producerLookups.get(A, [{ id: 1 }]));
+    assert.deepEqual(await tableRows(A), ALL_A, "A is unchanged");
   });
 
   await t.test("a reader answers and sends rows to inboxes only, and a request on a table's subject must name that table", async () => {

@@ -5,8 +5,8 @@
  * (JSON and msgpack: a row, an array, a batch), rows the router and the writers dead-letter and their replay (`dlq
  * replay` from fixed rows, recorded in KV), commits and writer compactions, a stale committable the leader rejects, a
  * bucket handed over to a node that joins, a snapshot subscriber, a consume session with acknowledgements, the
- * joined node drained (`node drain`, staying up: its drained heartbeats), and maintenance requests (one refused: it
- * names another table). A subject without a contract, or a header its contract does not name, fails the test, and
+ * joined node drained (`node drain`, staying up: its drained heartbeats), maintenance requests (one refused: it
+ * names another table) and lookups (one refused). A subject without a contract, or a header its contract does not name, fails the test, and
  * each main message type must have been seen.
  *
  * Tracing is on — in this process (the producing service: `traceparent` headers on its batches) and in the first
@@ -19,6 +19,7 @@ import assert from "node:assert/strict";
 import { jetstream } from "@nats-io/jetstream";
 import { adminRequest } from "../../cluster/admin-client.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
+import { createLookupClient } from "../../cluster/lookup-client.ts";
 import { readLetters, replay } from "../../cluster/dlq.ts";
 import { requestMaintenance } from "../../cluster/maintenance-client.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
@@ -140,6 +141,11 @@ test("wire contracts - every message a cluster sends under load validates agains
       const refused = await c.nc.request(`lake.ctl.maint.${TABLE}`, enc.encode(JSON.stringify({ type: "maintenance", v: 1, task: "compact", table: "wire.other", options: { dryRun: true } })), { timeout: 30_000 });
       assert.match(new TextDecoder().decode(refused.data), /"ok":false.*was sent to wire\.events/);
       assert.ok(Array.isArray(await adminRequest(c.nc, "lake", { type: "list-tables" })));
+      // Lookups: a refusal (the table has no primary key) and an answer (a primary-key table, empty).
+      await adminRequest(c.nc, "lake", { type: "create-table", table: "wire.keys", columns: "id BIGINT NOT NULL, v STRING", primaryKeys: ["id"], options: { bucket: "1" } });
+      const lookups = await createLookupClient({ nc: c.nc });
+      await assert.rejects(lookups.get(TABLE, [{ id: 1 }]), /has no primary key/);
+      assert.deepEqual((await lookups.get("wire.keys", [{ id: 1 }])).rows, [null]);
 
       await waitFor("a COMPACT snapshot and a bucket released to the joining node", () => (notifications.some((n) => n.kind === "COMPACT") && (tap.counts.get("released") ?? 0) > 0 ? true : undefined), 60_000, 200);
       // n1 traced: its flush and commit spans reached the collector.
@@ -183,6 +189,8 @@ test("wire contracts - every message a cluster sends under load validates agains
         "consume-control-reply",
         "consume-headers",
         "consume-chunk",
+        "lookup-request",
+        "lookup-reply",
       ];
       for (const name of main) assert.ok((tap.counts.get(name) ?? 0) > 0, `no ${name} seen; counts: ${JSON.stringify(counts)}`);
       assert.ok(tap.chunkRows >= good, `the consume chunks carried every row (${tap.chunkRows} of ${good})`);

@@ -25,6 +25,14 @@ test("permissions - a producer of one table publishes to that table's subjects o
   assert.deepEqual(p.subscribe.allow, ["_INBOX.u.>", "lake.snap.shop.orders"]);
 });
 
+test("permissions - a lookup user sends lookups of its tables only and receives its own inbox; readers answer every table's", () => {
+  const p = permissionsOf(spec({ roles: ["lookup"] }), s);
+  assert.deepEqual(p.publish.allow, ["lake.ctl.lookup.shop.orders"]);
+  assert.deepEqual(p.subscribe.allow, ["_INBOX.u.>"]);
+  const reader = permissionsOf(spec({ roles: ["reader"], tables: "*" }), s);
+  assert.ok(reader.subscribe.allow.includes(s.lookupAnyTable), "readers subscribe to every table's lookups");
+});
+
 test("permissions - no role gets $JS.>, only nodes get $JS.API.>, every user subscribes to its own inbox", () => {
   for (const role of ROLES) {
     for (const tables of ["*", ["a.b", "c.d"]] as const) {
