@@ -55,6 +55,7 @@ export interface AppendCompactionDeps {
 
 export class AppendCompaction implements CompactionStrategy {
   readonly lanes: readonly CompactionLane[] = ["any", "small"];
+  readonly chains = false;
   /** Input file name → until when it stays out of planning. */
   private readonly inFlight = new Map<string, number>();
   /** Inputs of jobs being rewritten (not sent yet): out of the other lane's planning. */

@@ -111,6 +111,11 @@ export class BucketCompactor {
     return this.d.strategy.lanes;
   }
 
+  /** See CompactionStrategy.chains. */
+  get chains(): boolean {
+    return this.d.strategy.chains;
+  }
+
   /** The bucket's shape (gauges and back-pressure), see CompactionStrategy.observe. */
   observe(): Promise<BucketShape> {
     return this.d.strategy.observe();

@@ -70,6 +70,11 @@ export interface BucketShape {
 export interface CompactionStrategy {
   /** The lanes it plans jobs in (a writer runs at most one job per lane at once). */
   readonly lanes: readonly CompactionLane[];
+  /**
+   * Whether the next job is planned as soon as one is sent (and the bucket's shape read again), not at the next check:
+   * primary-key buckets, whose back-pressure waits on compaction.
+   */
+  readonly chains: boolean;
   /** Plans a job of `lane` now (monotonic `now`, ms); null when there is nothing to do for this lane. */
   plan(lane: CompactionLane, now: number): Promise<PlannedJob | null>;
   /** The bucket as the latest snapshot (and the flushes in flight) show it. */

@@ -119,6 +119,7 @@ function applyJob(files: ReadonlyMap<string, readonly DataFileMeta[]>, job: Sent
 export class LsmCompaction implements CompactionStrategy {
   /** One job at a time per bucket, as Java's compact manager. */
   readonly lanes: readonly CompactionLane[] = ["any"];
+  readonly chains = true;
   private readonly options: LsmCompactionOptions;
   private readonly compareKeys: ReturnType<typeof framedKeyComparator>;
   private readonly pickers = new Map<string, CompactStrategy>();

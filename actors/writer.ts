@@ -582,6 +582,14 @@ export class BucketWriterActor implements Actor<WriterMsg> {
           if (this.replannedAfter === null) ctx.log.debug("compaction sent", sent);
           else ctx.log.info("compaction sent, planned again after a rejection", { ...sent, rejected: this.replannedAfter });
           this.replannedAfter = null;
+          if (this.compactor?.chains === true) {
+            // As Java's writer does after a compaction: count the runs again now (a stopped bucket reads again at
+            // once, not a commit interval later) and plan the next job on the levels this one leaves — at 250 ms
+            // commits a bucket makes four runs a second, and waiting for the next beat cost a run per job.
+            this.nextCompactionAt = 0;
+            this.maybeCompact(ctx);
+            this.observe(ctx);
+          }
         }
         return;
       }

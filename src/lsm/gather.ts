@@ -100,34 +100,47 @@ function gatherFixed(sources: readonly arrow.Data[], picks: RowPicks, bytesPerRo
   return out.buffer as ArrayBuffer;
 }
 
-/** The picked rows' variable-width values: offsets and bytes; null beyond 2 GiB (the caller goes value by value). */
+/**
+ * The picked rows' variable-width values: offsets and bytes, in one pass over the rows (the bytes grow by doubling
+ * from the sources' mean value size, and are cut to size at the end); null beyond 2 GiB (the caller goes value by
+ * value).
+ */
 function gatherVarBytes(sources: readonly arrow.Data[], picks: RowPicks): { offsets: Int32Array; data: Uint8Array } | null {
   const n = picks.length;
   const { batchOf, rowOf } = picks;
   const offs = sources.map((d) => d.valueOffsets as Int32Array); // sliced with the Data (see wordsOf)
   const bytes = sources.map((d) => d.values as Uint8Array);
   const offsets = new Int32Array(n + 1);
-  let total = 0;
-  for (let i = 0; i < n; i++) {
-    const o = offs[batchOf === null ? 0 : batchOf[i]!]!;
-    const r = rowOf[i]!;
-    total += o[r + 1]! - o[r]!;
-    if (total > 2147483647) return null;
-    offsets[i + 1] = total;
+  let sourceBytes = 0;
+  let sourceRows = 0;
+  for (const d of sources) {
+    const o = d.valueOffsets as Int32Array;
+    sourceBytes += o[d.length]! - o[0]!;
+    sourceRows += d.length;
   }
-  const data = new Uint8Array(total);
+  let data = new Uint8Array(Math.max(64, Math.ceil((sourceBytes / Math.max(1, sourceRows)) * n * 1.25)));
+  let at = 0;
   for (let i = 0; i < n; i++) {
     const b = batchOf === null ? 0 : batchOf[i]!;
     const o = offs[b]!;
-    const src = bytes[b]!;
     const r = rowOf[i]!;
     let from = o[r]!;
     const to = o[r + 1]!;
-    let at = offsets[i]!;
-    if (to - from > 32) data.set(src.subarray(from, to), at);
-    else while (from < to) data[at++] = src[from++]!;
+    const end = at + (to - from);
+    if (end > data.length) {
+      if (end > 2147483647) return null;
+      const grown = new Uint8Array(Math.min(2147483647, Math.max(end, 2 * data.length)));
+      grown.set(data.subarray(0, at));
+      data = grown;
+    }
+    const src = bytes[b]!;
+    if (to - from > 32) {
+      data.set(src.subarray(from, to), at);
+      at = end;
+    } else while (from < to) data[at++] = src[from++]!;
+    offsets[i + 1] = at;
   }
-  return { offsets, data };
+  return { offsets, data: at === data.length ? data : data.slice(0, at) };
 }
 
 /** The picked rows' validity bits, or null when no source has a null. */

@@ -80,9 +80,12 @@ export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: Me
   const out = new OutputBatches(core.columns, spec.output, spec.batchRows ?? DEFAULT_BATCH_ROWS);
   const merge = mergeOf(core, spec);
   // A surviving retraction drops the key.
-  const choose = (group: Version[]): MergeResult<Version> => {
-    const r = merge(group);
-    return r === null || isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
+  const choose: Chooser = {
+    single: (c, row) => !isRetract(c.kind[row]!),
+    group: (group) => {
+      const r = merge(group);
+      return r === null || isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
+    },
   };
   for (const section of sections(files, keys)) {
     if (section.length === 1 && section[0]!.deleteRowCount === 0) {
@@ -139,14 +142,16 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
   const out = new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
   const merge = mergeOf(core, spec);
   const heldAbove = spec.heldAbove;
-  const choose = (group: Version[]): MergeResult<Version> => {
-    if (heldAbove !== undefined && group.every((v) => v.c.level === 0)) {
-      const { c, row } = group[0]!;
-      if (heldAbove(c.keys().map((field) => field[row]!))) return null;
-    }
-    const r = merge(group);
-    if (r === null) return null;
-    return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
+  // first-row: a key whose every version is in level 0 goes when a level above the output holds it already.
+  const held = heldAbove === undefined ? null : (c: CursorBatch, row: number): boolean => c.level === 0 && heldAbove(c.keys().map((field) => field[row]!));
+  const choose: Chooser = {
+    single: (c, row) => !(spec.dropDelete && isRetract(c.kind[row]!)) && !(held !== null && held(c, row)),
+    group: (group) => {
+      if (held !== null && group.every((v) => v.c.level === 0) && held(group[0]!.c, group[0]!.row)) return null;
+      const r = merge(group);
+      if (r === null) return null;
+      return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
+    },
   };
   for (const section of sectionsToMerge) yield* mergeRuns(section, core, choose, out);
   yield* out.flush();
@@ -199,6 +204,8 @@ interface CursorBatch {
   numericKeys: Float64Array | null;
   /** The key fields' canonical values, per field (made on first use: batches with `numericKeys` may never need them). */
   keys(): Value[][];
+  /** One row's key values (read alone: the whole batch's are not made for it). */
+  keyAt(row: number): Value[];
   seqValues: Value[][] | null;
   sequence: BigInt64Array;
   kind: Int8Array;
@@ -238,7 +245,8 @@ class RunCursor {
     return this.nextFile();
   }
 
-  private async nextFile(): Promise<boolean> {
+  /** Moves to the next file's first row (after `step` ran out of decoded rows); false at the run's end. */
+  async nextFile(): Promise<boolean> {
     while (this.ahead !== null) {
       const decoded = await this.ahead;
       const level = this.files[this.fileAt]!.level;
@@ -256,8 +264,11 @@ class RunCursor {
     return false;
   }
 
-  /** Moves to the next row; false at the run's end. */
-  async advance(): Promise<boolean> {
+  /**
+   * Moves to the next row of what is decoded, without awaiting anything (a merge steps once per row and run: a
+   * promise per step cost more than the comparison); false when the decoded rows ran out — then `nextFile`.
+   */
+  step(): boolean {
     const c = this.current!;
     if (++this.row < c.batch.numRows) return true;
     if (++this.batchAt < this.batches.length) {
@@ -265,7 +276,7 @@ class RunCursor {
       this.row = 0;
       return true;
     }
-    return this.nextFile();
+    return false;
   }
 }
 
@@ -282,13 +293,20 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     for (let i = 0; i < batch.numRows; i++) out[i] = read(i);
     return out;
   };
-  const seqRead = columnReader(SEQUENCE_NUMBER_FIELD.type, col(SEQUENCE_NUMBER_FIELD));
-  const kindRead = columnReader(VALUE_KIND_FIELD.type, col(VALUE_KIND_FIELD));
   const sequence = new BigInt64Array(batch.numRows);
   const kind = new Int8Array(batch.numRows);
-  for (let i = 0; i < batch.numRows; i++) {
-    sequence[i] = BigInt(seqRead(i) as bigint | number);
-    kind[i] = Number(kindRead(i));
+  const seqData = col(SEQUENCE_NUMBER_FIELD);
+  const kindData = col(VALUE_KIND_FIELD);
+  // Arrow JS slices a Data's values with it: row r is value r, whatever the Data's offset.
+  if (seqData.nullCount === 0 && seqData.values instanceof BigInt64Array) sequence.set(seqData.values.subarray(0, batch.numRows));
+  else {
+    const seqRead = columnReader(SEQUENCE_NUMBER_FIELD.type, seqData);
+    for (let i = 0; i < batch.numRows; i++) sequence[i] = BigInt(seqRead(i) as bigint | number);
+  }
+  if (kindData.nullCount === 0 && kindData.values instanceof Int8Array) kind.set(kindData.values.subarray(0, batch.numRows));
+  else {
+    const kindRead = columnReader(VALUE_KIND_FIELD.type, kindData);
+    for (let i = 0; i < batch.numRows; i++) kind[i] = Number(kindRead(i));
   }
   let keys: Value[][] | null = null;
   return {
@@ -296,6 +314,7 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     level,
     numericKeys: spec.keyFields.length === 1 ? integerKeyColumn([col(spec.keyFields[0]!)], batch.numRows) : null,
     keys: () => (keys ??= spec.keyFields.map(valuesOf)),
+    keyAt: (row) => (keys !== null ? keys.map((k) => k[row]!) : spec.keyFields.map((f) => columnReader(f.type, col(f))(row))),
     seqValues: spec.sequence === null ? null : spec.sequence.fields.map(valuesOf),
     sequence,
     kind,
@@ -382,19 +401,34 @@ class CursorHeap {
     const last = h.pop()!;
     if (h.length > 0) {
       h[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && this.less(h[l]!, h[m]!)) m = l;
-        if (r < h.length && this.less(h[r]!, h[m]!)) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m]!, h[i]!];
-        i = m;
-      }
+      this.siftDown();
     }
     return top;
+  }
+  /**
+   * Whether another cursor is at the top's key: one of the top's children is then (a parent is never larger than its
+   * children, so an equal key deeper down has equal ancestors).
+   */
+  topHasEqual(equalsTop: (c: RunCursor) => boolean): boolean {
+    const h = this.items;
+    return (h.length > 1 && equalsTop(h[1]!)) || (h.length > 2 && equalsTop(h[2]!));
+  }
+  /** The top cursor moved on to a larger key: restores the order (one sift instead of a pop and a push). */
+  siftDown(): void {
+    const h = this.items;
+    const n = h.length;
+    const item = h[0]!;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const m = r < n && this.less(h[r]!, h[l]!) ? r : l;
+      if (!this.less(h[m]!, item)) break;
+      h[i] = h[m]!;
+      i = m;
+    }
+    h[i] = item;
   }
 }
 
@@ -446,24 +480,46 @@ interface RowSink<T> {
 }
 
 /**
+ * What a merge keeps of a key: `single`, whether its only version (by kind) goes out as it is (a lone version is never
+ * merged: Java's ReducerMergeFunctionWrapper); `group`, the row that goes out of several versions, or none.
+ */
+interface Chooser {
+  /** Whether a key's only version goes out (the row `row` of `c`). */
+  single(c: CursorBatch, row: number): boolean;
+  group(group: Version[]): MergeResult<Version>;
+}
+
+/**
  * The k-way merge of sorted runs (each a list of files in key order, a key at most once per run): per key, every
  * run's version of it, and `choose` picks the row that goes out (or none).
  */
-async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec: MergeCore, choose: (group: Version[]) => MergeResult<Version>, out: RowSink<T>): AsyncGenerator<T> {
+async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec: MergeCore, choose: Chooser, out: RowSink<T>): AsyncGenerator<T> {
   const cursors = runs.map((files) => new RunCursor(files, spec));
   const heap = new CursorHeap((a, b) => compareKeys(spec, a, b) < 0);
   const opened = await Promise.all(cursors.map((c) => c.open()));
   cursors.forEach((c, i) => {
     if (opened[i]) heap.push(c);
   });
+  const group: RunCursor[] = [];
   while (heap.size > 0) {
-    // Every version of the smallest key: from each run holding it (a run holds a key at most once).
-    const first = heap.pop();
-    const group = [first];
+    const first = heap.peek();
+    // Every version of the smallest key: from each run holding it (a run holds a key at most once). Most keys have
+    // one: the top cursor then steps and sinks in place, no version objects made.
+    const c = first.current!;
+    const row = first.row;
+    if (!heap.topHasEqual((x) => compareKeys(spec, x, first) === 0)) {
+      if (choose.single(c, row) && out.add(c, row)) yield* out.flush();
+      if (first.step()) heap.siftDown();
+      else if (!(await first.nextFile())) heap.pop();
+      else heap.siftDown();
+      continue;
+    }
+    group.length = 0;
+    group.push(heap.pop());
     while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group.push(heap.pop());
-    const winner = choose(group.map((cur) => ({ c: cur.current!, row: cur.row })));
+    const winner = choose.group(group.map((cur) => ({ c: cur.current!, row: cur.row })));
     if (winner !== null && (winner instanceof BuiltRow ? out.addBuilt(winner) : out.add(winner.c, winner.row))) yield* out.flush();
-    for (const cur of group) if (await cur.advance()) heap.push(cur);
+    for (const cur of group) if (cur.step() || (await cur.nextFile())) heap.push(cur);
   }
 }
 
@@ -567,8 +623,11 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
  */
 class PhysicalRows implements RowSink<SortedRows> {
   private readonly rows: OutputBatches;
-  private minKey: Value[] = [];
-  private maxKey: Value[] = [];
+  /** The chunk's first and last row (where their keys are read at the flush). */
+  private minBatch: CursorBatch | null = null;
+  private minRow = 0;
+  private maxBatch: CursorBatch | null = null;
+  private maxRow = 0;
   private minSeq = 0n;
   private maxSeq = 0n;
   private deletes = 0;
@@ -579,37 +638,38 @@ class PhysicalRows implements RowSink<SortedRows> {
   }
 
   add(c: CursorBatch, row: number): boolean {
-    this.track(
-      c.keys().map((k) => k[row]!),
-      c.sequence[row]!,
-      c.kind[row]!,
-    );
+    this.track(c, row, c.sequence[row]!, c.kind[row]!);
     return this.rows.add(c, row);
   }
 
   /** A built row: the key of the version it was built from, its own sequence number and kind, its values. */
   addBuilt(row: BuiltRow<Version>): boolean {
-    const key = row.from.c.keys().map((k) => k[row.from.row]!);
-    this.track(key, row.sequence, row.kind);
+    const key = row.from.c.keyAt(row.from.row);
+    this.track(row.from.c, row.from.row, row.sequence, row.kind);
     return this.rows.addValues([...key, row.sequence, row.kind, ...row.values]);
   }
 
-  private track(key: Value[], seq: bigint, kind: number): void {
+  /** Keys are read only for a chunk's first and last row (when it goes out), not for every row. */
+  private track(c: CursorBatch, row: number, seq: bigint, kind: number): void {
     if (this.count === 0) {
-      this.minKey = key;
+      this.minBatch = c;
+      this.minRow = row;
       this.minSeq = this.maxSeq = seq;
     } else {
       if (seq < this.minSeq) this.minSeq = seq;
       if (seq > this.maxSeq) this.maxSeq = seq;
     }
-    this.maxKey = key;
+    this.maxBatch = c;
+    this.maxRow = row;
     if (isRetract(kind)) this.deletes++;
     this.count++;
   }
 
   *flush(): Generator<SortedRows> {
     for (const batch of this.rows.flush()) {
-      yield { batch, minKey: this.minKey, maxKey: this.maxKey, minSequenceNumber: this.minSeq, maxSequenceNumber: this.maxSeq, deleteRows: this.deletes };
+      const minKey = this.minBatch!.keyAt(this.minRow);
+      const maxKey = this.maxBatch!.keyAt(this.maxRow);
+      yield { batch, minKey, maxKey, minSequenceNumber: this.minSeq, maxSequenceNumber: this.maxSeq, deleteRows: this.deletes };
       this.count = 0;
       this.deletes = 0;
     }
