@@ -1,8 +1,9 @@
 /**
  * What a merge-on-read of a primary-key table needs from the table: whether natslake can merge it (the engines
  * src/lsm/merge-functions/merge-engine.ts merges, with or without a `sequence.field` and `ignore-delete`; other
- * engines, their options natslake does not merge and deletion vectors are refused by name, never read into rows that
- * would be wrong), and which columns the merge decodes besides the wanted ones. The merge itself is
+ * engines and their options natslake does not merge are refused by name, never read into rows that would be wrong;
+ * deletion vectors are refused where they are not applied), and which columns the merge decodes besides the wanted
+ * ones. The merge itself is
  * src/lsm/merge-reader.ts.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
@@ -13,9 +14,26 @@ import { sequenceFieldSpec } from "./merge-order.ts";
 import { ignoreDeleteOf as ignoreDeleteOption, mergeEngineOf } from "./merge-functions/merge-engine.ts";
 import type { MergeEngine } from "./merge-functions/merge-function.ts";
 
-/** The table's merge engine; Unsupported, naming the option, when natslake cannot merge the table. */
-export function checkMergeReadable(table: Table): MergeEngine {
-  if (table.options.bool("deletion-vectors.enabled")) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key and deletion vectors enabled: natslake does not read primary-key tables with deletion vectors`);
+/**
+ * What merges a table's files: a read of a snapshot's rows (which applies the table's deletion vectors, see
+ * src/scan/read.ts), a point lookup, a compaction. Only a read takes tables with deletion vectors: a lookup would
+ * have to apply them too, and a compaction maintain them (look each key up in the levels above, as Java's writer does).
+ */
+export type MergeUse = "read" | "lookup" | "compaction";
+
+const DELETION_VECTOR_REFUSALS: Record<Exclude<MergeUse, "read">, string> = {
+  lookup: "natslake does not look keys up in tables with deletion vectors; read the table (natslake read, with a filter) instead",
+  compaction: "natslake does not compact tables with deletion vectors (a compaction must maintain them); compact it with Java Paimon",
+};
+
+/** Unsupported when the table has deletion vectors and `use` does not apply them (an append table's compaction too). */
+export function refuseDeletionVectors(table: Table, use: Exclude<MergeUse, "read">): void {
+  if (table.options.bool("deletion-vectors.enabled")) throw new LakeError(ErrorKind.Unsupported, `${table.name} has deletion vectors enabled: ${DELETION_VECTOR_REFUSALS[use]}`);
+}
+
+/** The table's merge engine; Unsupported, naming the option, when natslake cannot merge the table for `use`. */
+export function checkMergeReadable(table: Table, use: MergeUse = "read"): MergeEngine {
+  if (use !== "read") refuseDeletionVectors(table, use);
   try {
     return mergeEngineOf(table.schema);
   } catch (e) {
