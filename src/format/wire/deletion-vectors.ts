@@ -48,7 +48,7 @@ export function readDeletionVector(bytes: Uint8Array, range: DeletionVectorRange
     if (size !== range.length) throw dataInvalid(`${at}: its frame says ${size} bytes, the index manifest ${range.length}`);
     bitmap64 = false;
   } else if (view.getInt32(range.offset + 4, true) === BITMAP64_MAGIC) {
-    if (size !== range.length - 8) throw dataInvalid(`${at}: its frame says ${size} bytes, the index manifest ${range.length} (with length and CRC)`);
+    if (size !== range.length - 8) throw dataInvalid(`${at}: its frame says ${size + 8} bytes with length and CRC, the index manifest ${range.length}`);
     bitmap64 = true;
   } else {
     throw dataInvalid(`${at}: unknown magic number ${view.getInt32(range.offset + 4, false)} (${BITMAP32_MAGIC}: 32-bit, ${BITMAP64_MAGIC} little-endian: 64-bit)`);
