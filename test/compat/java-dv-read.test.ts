@@ -2,16 +2,19 @@
  * Tables with deletion vectors that Java Paimon 1.4.2 wrote (test/compat/java/PaimonPk.java), read by natslake: Java
  * creates them and commits a history of inserts, updates and deletes, each commit followed by Java's lookup
  * compaction (an APPEND snapshot with a level-0 file, then a COMPACT one that moved it up and marked the older rows in
- * the vectors). One JVM creates, one writes, one reads — every table at every snapshot, and streams.
+ * the vectors). One JVM creates and writes, one reads — every table at every snapshot — and streams.
  *
  * - deduplicate, partitioned, 32-bit vectors; the same with `deletion-vectors.bitmap64`; partial-update; aggregation;
  *   deduplicate with `index-file-in-data-file-dir`: natslake reads each snapshot as Java's batch read does (level 0
  *   skipped), with a projection too; pypaimon reads the 32-bit table's latest snapshot the same;
+ * - append tables with vectors (as Spark's DELETE writes them: PaimonPk.java's delete-rows), without buckets and
+ *   with 2 buckets and 64-bit vectors: every snapshot read as Java reads it, and through readMessages (reader nodes);
  * - a stream's first plan (from-snapshot-full at an APPEND snapshot) reads level 0 too, as Java's stream scan does;
  * - lookups, compactions and writes of such tables are refused by name, and so is creating one;
  * - orphan cleanup (bound 0) keeps every index file a snapshot references, wherever it lies, and doctor finds nothing.
  */
 import { after, before, test } from "node:test";
+import * as arrow from "apache-arrow";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { Catalog, parseColumnList, parseIdentifier } from "../../src/index.ts";
@@ -24,13 +27,13 @@ import { compactTable } from "../../src/maintenance/compact.ts";
 import { removeOrphans } from "../../src/maintenance/remove-orphans.ts";
 import { lookupKeys } from "../../src/scan/lookup.ts";
 import { TableStream } from "../../src/scan/table-stream.ts";
-import { readRows } from "../../src/scan/read.ts";
+import { readMessages, readRows } from "../../src/scan/read.ts";
 import { toJsonValue } from "../../src/format/values.ts";
 import { indexFilePath, readIndexManifest } from "../../src/table/deletion-vectors.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import type { Table } from "../../src/table/table.ts";
 import { BatchWriter } from "../../src/write/batch-writer.ts";
-import { javaPk, javaPkCreateRequest, javaPkWriteRequest, javaReadResult, javaWriteResult, type JavaPkReadResult } from "../helpers/java-pk.ts";
+import { javaPk, javaPkCreateRequest, javaPkWriteRequest, javaReadResult, javaWriteResult, type JavaPkReadResult, type JavaPkRequest } from "../helpers/java-pk.ts";
 import { javaRowToJson } from "../helpers/java.ts";
 import { paimonRead } from "../helpers/python.ts";
 import { readJson, reopen, sortRows, tempDir } from "../helpers/tables.ts";
@@ -49,6 +52,21 @@ const TABLES: Array<{ name: string; options: Record<string, string>; partitioned
   { name: "dv.partial", options: { bucket: "2", ...DV, "merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true" }, partitioned: false, history: partialHistory() },
   { name: "dv.agg", options: { bucket: "2", ...DV, "merge-engine": "aggregation", "fields.n.aggregate-function": "sum" }, partitioned: false, history: aggHistory() },
 ];
+
+/**
+ * Append tables with deletion vectors (what Spark's DELETE writes: PaimonPk.java's delete-rows), one without buckets
+ * and partitioned, one of 2 buckets with 64-bit vectors: two commits of rows, rows deleted in every file, one more
+ * commit, more rows deleted (merged into the files' vectors, a first one for the new file).
+ */
+const APPEND_TABLES: Array<{ name: string; options: Record<string, string> }> = [
+  { name: "dv.append", options: { bucket: "-1", ...DV } },
+  { name: "dv.append64", options: { bucket: "2", "bucket-key": "id", ...DV, "deletion-vectors.bitmap64": "true" } },
+];
+const appendRows = (from: number, n: number): R[] => Array.from({ length: n }, (_, i) => ({ p: (from + i) % 2 === 0 ? "a" : "b", id: from + i, v: `r${from + i}`, n: from + i }));
+const FIRST_DELETES = [0, 1, 2, 10, 20, 30];
+const SECOND_DELETES = [3, 4, 10, 25];
+/** The 64-bit tables. */
+const BITMAP64 = new Set(["dv.dedup64", "dv.append64"]);
 
 /** 300 keys in two partitions, then updates, deletes (and re-inserts), more updates. */
 function dedupHistory(): R[][] {
@@ -88,16 +106,32 @@ let streamStart = 0;
 before(async () => {
   // One JVM creates and writes, one reads and streams: a JVM start costs seconds.
   const { fields } = assignFieldIds(parseColumnList(COLUMNS).map((c) => ({ id: -1, ...c })));
-  const created = await javaPk(wh.path, [
+  const appendSteps = (name: string): JavaPkRequest[] => {
+    const table = { name, schema: { fields } };
+    return [
+      javaPkWriteRequest({ table, batches: [appendRows(0, 200), appendRows(200, 100)] }),
+      { op: "delete-rows", table: name, positions: { "*": FIRST_DELETES } },
+      javaPkWriteRequest({ table, batches: [appendRows(300, 60)] }),
+      { op: "delete-rows", table: name, positions: { "*": SECOND_DELETES } },
+    ];
+  };
+  const requests: JavaPkRequest[] = [
     ...TABLES.map((t) => javaPkCreateRequest({ table: t.name, columns: COLUMNS, primaryKeys: ["p", "id"], partitionKeys: t.partitioned ? ["p"] : [], options: t.options })),
+    ...APPEND_TABLES.map((t) => javaPkCreateRequest({ table: t.name, columns: COLUMNS, partitionKeys: ["p"], options: t.options })),
     ...TABLES.map((t) => javaPkWriteRequest({ table: { name: t.name, schema: { fields } }, batches: t.history })),
-  ]);
+    ...APPEND_TABLES.flatMap((t) => appendSteps(t.name)),
+  ];
+  const done = await javaPk(wh.path, requests);
+  done.forEach((a, i) => assert.equal(a["error"], undefined, `Java's ${requests[i]!.op} of ${"table" in requests[i]! ? requests[i]!.table : "?"}`));
+  const writes = done.slice(TABLES.length + APPEND_TABLES.length).map(javaWriteResult);
   for (const [i, t] of TABLES.entries()) {
-    assert.equal(created[i]!["error"], undefined, `Java creates ${t.name}`);
-    const w = javaWriteResult(created[TABLES.length + i]!);
-    assert.equal(w.error, undefined, `Java writes ${t.name}`);
     tables.set(t.name, await reopen(wh.path, t.name));
-    snapshotsOf.set(t.name, w.commits.flatMap((c) => c.snapshots.map((x) => x.id)));
+    snapshotsOf.set(t.name, writes[i]!.commits.flatMap((c) => c.snapshots.map((x) => x.id)));
+  }
+  for (const [i, t] of APPEND_TABLES.entries()) {
+    tables.set(t.name, await reopen(wh.path, t.name));
+    const steps = writes.slice(TABLES.length + 4 * i, TABLES.length + 4 * (i + 1));
+    snapshotsOf.set(t.name, steps.flatMap((w) => w.commits.flatMap((c) => c.snapshots.map((x) => x.id))));
   }
   reads = [...tables.values()].flatMap((t) => [...snapshotsOf.get(t.name)!.map((snapshotId) => ({ table: t, snapshotId })), { table: t, columns: ["n", "id"] }]);
   streamStart = snapshotsOf.get("dv.dedup")![4]!;
@@ -109,7 +143,7 @@ before(async () => {
   javaStream = answers[reads.length]!;
 });
 
-test("Java wrote deletion vectors: some snapshots of every table have some, 64-bit ones in dv.dedup64, in the bucket directory with index-file-in-data-file-dir", async () => {
+test("Java wrote deletion vectors: some snapshots of every table have some, 64-bit ones with bitmap64, in the bucket directory with index-file-in-data-file-dir", async () => {
   for (const t of tables.values()) {
     const snapshots = await Promise.all(snapshotsOf.get(t.name)!.map((id) => t.snapshots.snapshot(id)));
     const entries = (await Promise.all(snapshots.map((s) => readIndexManifest(t, s)))).flat().filter((e) => e.indexFile.indexType === DELETION_VECTORS_INDEX);
@@ -123,7 +157,7 @@ test("Java wrote deletion vectors: some snapshots of every table have some, 64-b
       const bytes = await t.io.readFile(path);
       for (const range of e.indexFile.dvRanges ?? []) {
         const magicLE = new DataView(bytes.buffer, bytes.byteOffset).getInt32(range.offset + 4, true);
-        assert.equal(magicLE === BITMAP64_MAGIC, t.name === "dv.dedup64", `${t.name}: the bitmap format`);
+        assert.equal(magicLE === BITMAP64_MAGIC, BITMAP64.has(t.name), `${t.name}: the bitmap format`);
       }
     }
   }
@@ -139,12 +173,34 @@ test("natslake reads every snapshot of every table as Java's batch read does (le
     assert.deepEqual(sortRows(await readJson(r.table, spec)), sortRows(res.rows), where);
     if (r.snapshotId !== undefined) {
       const live = await new ManifestStore(r.table).readLiveEntries(await r.table.snapshots.snapshot(r.snapshotId));
-      if (live.some((e) => e.file.level === 0)) withLevel0++;
+      if (r.table.isPrimaryKeyTable && live.some((e) => e.file.level === 0)) withLevel0++;
     }
   }
-  assert.ok(withLevel0 > 0, "some snapshots read hold a level-0 file");
+  assert.ok(withLevel0 > 0, "some primary-key snapshots read hold a level-0 file");
   const dedup = tables.get("dv.dedup")!;
   assert.deepEqual(sortRows(await paimonRead(wh.path, "dv.dedup")), sortRows(await readJson(dedup)), "pypaimon reads the 32-bit vectors as natslake does");
+});
+
+test("an append table's files read for a reader node's session (readMessages) lose their deleted rows too: a file with a vector comes as batches, one without as the decoder's messages", async () => {
+  for (const t of APPEND_TABLES.map((x) => tables.get(x.name)!)) {
+    // The snapshot of the third commit: the first two commits' files have vectors, its own files none yet.
+    const snapshotId = snapshotsOf.get(t.name)![3]!;
+    const ids: number[] = [];
+    const kinds = new Set<string>();
+    for await (const f of readMessages(t, { snapshotId, messageBytes: 64 * 1024 })) {
+      kinds.add(f.kind);
+      const batches = f.kind === "batches" ? f.batches : arrow.tableFromIPC([f.schema, ...f.messages.map((m) => m.bytes)]).batches;
+      for (const b of batches) ids.push(...(b.getChild("id")!.toArray() as Int32Array));
+    }
+    assert.deepEqual([...kinds].sort(), ["batches", "messages"], t.name);
+    const expected = (await readJson(t, { snapshotId })).map((r) => r["id"] as number);
+    assert.deepEqual(
+      ids.sort((a, b) => a - b),
+      expected.sort((a, b) => a - b),
+      t.name,
+    );
+    assert.ok(expected.length < 360, `${t.name}: ${expected.length} rows of 360 left`);
+  }
 });
 
 test("a stream from a full snapshot that holds a level-0 file starts with what Java's stream starts with (level 0 merged in, vectors applied), then the next commits' changes", { timeout: 60_000 }, async () => {

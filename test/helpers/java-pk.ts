@@ -24,6 +24,8 @@
  *   into an existing table, restoring each bucket it touches from natslake's files; then optionally a full
  *   compaction of every bucket. A Java exception comes back as `error` with the commits made before it.
  * - `javaPkCreate`: CREATE TABLE through Java's FileSystemCatalog: the schema Java stored, or its exact error.
+ * - `delete-rows` (a request of `javaPk`): deletion vectors of an append table as Spark's DELETE writes them, for row
+ *   positions of data files of the latest snapshot ("*": of each).
  * - `javaPkBenchWrite`: Java's single-threaded TableWrite of generated upserts (bench/shape.ts `benchUpsertRow`),
  *   after a warm-up run, with the full JIT; wall, thread and process CPU time of the measured run.
  */
@@ -42,7 +44,8 @@ export type JavaPkRequest =
   | { op: "stream"; table: string; options?: Record<string, string>; columns?: string[]; maxPlans?: number }
   | { op: "write"; table: string; batches: Array<Array<{ kind: RowKindName; row: JsonRow; bucket?: number }>>; compact?: boolean }
   | { op: "create"; table: string; fields: Array<{ name: string; type: TypeJson }>; partitionKeys?: string[]; primaryKeys?: string[]; options?: Record<string, string> }
-  | { op: "bench-write"; rows?: number; warmupRows?: number; buckets?: number; options?: Record<string, string> };
+  | { op: "bench-write"; rows?: number; warmupRows?: number; buckets?: number; options?: Record<string, string> }
+  | { op: "delete-rows"; table: string; positions: Record<string, number[]> };
 
 /** The JIT as a benchmark wants it: none of the oracle's C1-only flags. */
 const BENCH_JVM_FLAGS: readonly string[] = ["-Xshare:auto"];
