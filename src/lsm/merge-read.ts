@@ -8,6 +8,7 @@
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { DataField } from "../format/data-types.ts";
+import { refuseDeletionVectors } from "../table/deletion-vectors.ts";
 import type { Table } from "../table/table.ts";
 import { keyFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import { sequenceFieldSpec } from "./merge-order.ts";
@@ -20,16 +21,6 @@ import type { MergeEngine } from "./merge-functions/merge-function.ts";
  * have to apply them too, and a compaction maintain them (look each key up in the levels above, as Java's writer does).
  */
 export type MergeUse = "read" | "lookup" | "compaction";
-
-const DELETION_VECTOR_REFUSALS: Record<Exclude<MergeUse, "read">, string> = {
-  lookup: "natslake does not look keys up in tables with deletion vectors; read the table (natslake read, with a filter) instead",
-  compaction: "natslake does not compact tables with deletion vectors (a compaction must maintain them); compact it with Java Paimon",
-};
-
-/** Unsupported when the table has deletion vectors and `use` does not apply them (an append table's compaction too). */
-export function refuseDeletionVectors(table: Table, use: Exclude<MergeUse, "read">): void {
-  if (table.options.bool("deletion-vectors.enabled")) throw new LakeError(ErrorKind.Unsupported, `${table.name} has deletion vectors enabled: ${DELETION_VECTOR_REFUSALS[use]}`);
-}
 
 /** The table's merge engine; Unsupported, naming the option, when natslake cannot merge the table for `use`. */
 export function checkMergeReadable(table: Table, use: MergeUse = "read"): MergeEngine {

@@ -47,7 +47,7 @@ import { DataFileWriter } from "../write/data-file-writer.ts";
 import { writeByCopy } from "./compact-copy.ts";
 import { liveBuckets } from "./live-buckets.ts";
 import { compactPrimaryKeyTable } from "./compact-pk.ts";
-import { refuseDeletionVectors } from "../lsm/merge-read.ts";
+import { refuseDeletionVectors } from "../table/deletion-vectors.ts";
 import type { CompactRunOptions, CompactSummary } from "./compact-summary.ts";
 
 /** Paimon's `source.split.open-file-cost` default: what packing counts per file on top of its size. */

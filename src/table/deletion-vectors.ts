@@ -14,7 +14,7 @@ import { partitionPath } from "../format/partition.ts";
 import type { Snapshot } from "../format/snapshot.ts";
 import { checkIndexFileVersion, readDeletionVector, type DeletedPositions } from "../format/wire/deletion-vectors.ts";
 import { decodeIndexManifest } from "../format/wire/index-manifest-avro.ts";
-import { dataInvalid } from "../errors.ts";
+import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
 import { decodeTableFile, readTableFile } from "./damaged-file.ts";
 import type { Table } from "./table.ts";
 
@@ -109,3 +109,15 @@ export class SnapshotDeletionVectors {
 }
 
 const bucketKey = (partition: Uint8Array, bucket: number): string => `${Buffer.from(partition).toString("hex")}/${bucket}`;
+
+/** What natslake does to a table's files that would have to keep its deletion vectors, and so refuses. */
+const DELETION_VECTOR_REFUSALS = {
+  lookup: "natslake does not look keys up in tables with deletion vectors; read the table (natslake read, with a filter) instead",
+  compaction: "natslake does not compact tables with deletion vectors (a compaction must maintain them); compact it with Java Paimon",
+  "partition-expiration": "natslake does not expire partitions of tables with deletion vectors (the index manifest must drop the partitions' vectors with their files); expire them with Java Paimon",
+} as const;
+
+/** Unsupported, saying why and what to use instead, when the table has `deletion-vectors.enabled`. */
+export function refuseDeletionVectors(table: Table, what: keyof typeof DELETION_VECTOR_REFUSALS): void {
+  if (table.options.bool("deletion-vectors.enabled")) throw new LakeError(ErrorKind.Unsupported, `${table.name} has deletion vectors enabled: ${DELETION_VECTOR_REFUSALS[what]}`);
+}

@@ -10,7 +10,8 @@
  * - append tables with vectors (as Spark's DELETE writes them: PaimonPk.java's delete-rows), without buckets and
  *   with 2 buckets and 64-bit vectors: every snapshot read as Java reads it, and through readMessages (reader nodes);
  * - a stream's first plan (from-snapshot-full at an APPEND snapshot) reads level 0 too, as Java's stream scan does;
- * - lookups, compactions and writes of such tables are refused by name, and so is creating one;
+ * - lookups, compactions (append tables' too), partition expiration and writes of such tables are refused by name, and
+ *   so is creating one;
  * - orphan cleanup (bound 0) keeps every index file a snapshot references, wherever it lies, and doctor finds nothing.
  */
 import { after, before, test } from "node:test";
@@ -24,6 +25,7 @@ import { DELETION_VECTORS_INDEX } from "../../src/format/index-manifest.ts";
 import { BITMAP64_MAGIC } from "../../src/format/wire/deletion-vectors.ts";
 import { doctorTable } from "../../src/maintenance/doctor.ts";
 import { compactTable } from "../../src/maintenance/compact.ts";
+import { expirePartitions } from "../../src/maintenance/expire-partitions.ts";
 import { removeOrphans } from "../../src/maintenance/remove-orphans.ts";
 import { lookupKeys } from "../../src/scan/lookup.ts";
 import { TableStream } from "../../src/scan/table-stream.ts";
@@ -233,12 +235,14 @@ test("a stream from a full snapshot that holds a level-0 file starts with what J
   assert.ok(mine.length > 300, `${mine.length} rows and changes`);
 });
 
-test("lookups, compactions and writes of a table with deletion vectors are refused by name; natslake creates none", async () => {
+test("lookups, compactions, partition expiration and writes of a table with deletion vectors are refused by name; natslake creates none", async () => {
   const t = tables.get("dv.dedup")!;
   const refusedWith = (pattern: RegExp) => (e: unknown) => isLakeError(e, ErrorKind.Unsupported) && pattern.test(e.message);
   await assert.rejects(lookupKeys(t, [{ p: "a", id: 3 }]), refusedWith(/dv\.dedup has deletion vectors enabled: natslake does not look keys up in tables with deletion vectors; read the table/));
   await assert.rejects(compactTable(t), refusedWith(/dv\.dedup has deletion vectors enabled: natslake does not compact tables with deletion vectors .*compact it with Java Paimon/));
   await assert.rejects(BatchWriter.open(t), refusedWith(/deletion-vectors\.enabled = true: natslake does not write tables with deletion vectors/));
+  await assert.rejects(compactTable(tables.get("dv.append")!), refusedWith(/dv\.append has deletion vectors enabled: natslake does not compact/), "an append table's compaction too");
+  await assert.rejects(expirePartitions(t, { expirationTimeMs: 0 }), refusedWith(/dv\.dedup has deletion vectors enabled: natslake does not expire partitions of tables with deletion vectors/));
   for (const primaryKeys of [["id"], []]) {
     await assert.rejects(
       new Catalog(wh.path).createTable(parseIdentifier(`dv.mine${primaryKeys.length}`), { columns: parseColumnList("id INT NOT NULL, v STRING"), primaryKeys, options: primaryKeys.length > 0 ? { bucket: "1", ...DV } : DV }),
