@@ -12,12 +12,13 @@
  * - a stream's first plan (from-snapshot-full at an APPEND snapshot) reads level 0 too, as Java's stream scan does;
  * - lookups, compactions (append tables' too), partition expiration and writes of such tables are refused by name, and
  *   so is creating one;
- * - orphan cleanup (bound 0) keeps every index file a snapshot references, wherever it lies, and doctor finds nothing.
+ * - orphan cleanup (bound 0) keeps every index file a snapshot references, wherever it lies, and doctor finds nothing;
+ *   an index file damaged and one removed (last: this breaks dv.dedup) are doctor's findings, and reads fail naming them.
  */
 import { after, before, test } from "node:test";
 import * as arrow from "apache-arrow";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Catalog, parseColumnList, parseIdentifier } from "../../src/index.ts";
 import { assignFieldIds } from "../../src/format/data-types.ts";
 import { ErrorKind, isLakeError } from "../../src/errors.ts";
@@ -265,5 +266,29 @@ test("orphan cleanup keeps every index file a snapshot references, under index/ 
     assert.deepEqual(removed.files.filter((f) => /(^|\/)index-/.test(f.path)), [], `${name}: no index file removed`);
     for (const p of referenced) assert.ok(existsSync(p), `${name}: ${p} kept`);
     assert.deepEqual(sortRows(await readJson(await reopen(wh.path, name))), before, `${name} reads the same after the cleanup`);
+  }
+});
+
+test("doctor checks the index files: one damaged and one gone are found, with the snapshots that use them; a read of such a snapshot fails naming the file", async () => {
+  const t = tables.get("dv.dedup")!;
+  // Index files with vectors, and a snapshot that uses each.
+  const users = new Map<string, number>();
+  for (const id of snapshotsOf.get(t.name)!) {
+    for (const e of await readIndexManifest(t, await t.snapshots.snapshot(id))) if ((e.indexFile.dvRanges ?? []).length > 0) users.set(indexFilePath(t, e), id);
+  }
+  assert.ok(users.size >= 2, `${users.size} index files with vectors`);
+  const [damaged, gone] = [...users.keys()];
+  const bytes = readFileSync(damaged!);
+  bytes[bytes.length - 1]! ^= 0xff; // the last vector's CRC
+  writeFileSync(damaged!, bytes);
+  rmSync(gone!);
+  const report = await doctorTable(t, { orphansOlderThanMs: 86_400_000 });
+  const found = report.findings.filter((f) => f.check === "index-file").map((f) => `${f.path}: ${f.problem.replace(/:.*/s, "")}, used by ${f.snapshots!.includes(users.get(f.path!)!)}`);
+  assert.deepEqual(found.sort(), [`${damaged}: damaged, used by true`, `${gone}: missing, used by true`].sort());
+  assert.match(report.findings.find((f) => f.path === damaged)!.problem, /CRC32 mismatch/);
+  assert.ok(report.checked.indexFiles >= 2);
+  // A snapshot may use both: its read fails naming one of them, as damaged or missing.
+  for (const path of [damaged!, gone!]) {
+    await assert.rejects(readJson(t, { snapshotId: users.get(path)! }), (e: unknown) => isLakeError(e) && (e.message.startsWith(`${damaged} is damaged: not a readable index file (`) || e.message.startsWith(`index file ${gone} is missing`)));
   }
 });
