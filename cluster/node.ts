@@ -38,7 +38,7 @@ import { ensureError } from "../src/errors.ts";
 import { checkWarehouse } from "../src/io/warehouse.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier, Table } from "../src/table/table.ts";
-import { validateWritableKeyedSchema } from "../src/lsm/table-rules.ts";
+import { validateWritableSchema } from "../src/lsm/table-rules.ts";
 import { WriteBudget } from "../src/write/write-budget.ts";
 import { withTimeout } from "../src/timeout.ts";
 import { warmUpParquetDecode } from "../src/codec/warm-up.ts";
@@ -365,9 +365,9 @@ export class Node {
         }
         if (!(await this.catalog.tableExists(id))) continue; // a directory, not a table (yet)
         const table = await this.catalog.getTable(id);
-        // A primary-key table natslake cannot write (dynamic buckets, another merge engine: one Paimon's engines
-        // made) is left alone, said once: serving it would dead-letter every row.
-        const unwritable = writableKeyedError(key, table);
+        // A table natslake cannot write (deletion vectors; a primary-key table with dynamic buckets, another merge
+        // engine: one Paimon's engines made) is left alone, said once: serving it would dead-letter every row.
+        const unwritable = writableError(key, table);
         if (unwritable !== null) {
           if (!this.skippedTables.has(key)) this.log.info("table not served: natslake does not write it", { table: key, reason: unwritable });
           this.skippedTables.add(key);
@@ -868,10 +868,10 @@ async function warmUp(log: Logger, what: "encoder" | "decoder" | "compaction wor
   }
 }
 
-/** Why natslake cannot write a primary-key table (src/lsm/table-rules.ts), or null when it can (or it has no key). */
-function writableKeyedError(name: string, table: Table): string | null {
+/** Why natslake cannot write a table (src/lsm/table-rules.ts), or null when it can. */
+function writableError(name: string, table: Table): string | null {
   try {
-    validateWritableKeyedSchema(name, table.schema);
+    validateWritableSchema(name, table.schema);
     return null;
   } catch (e) {
     return ensureError(e).message;

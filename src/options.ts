@@ -132,7 +132,9 @@ export const OPTIONS: readonly OptionDef[] = [
     def("partial-update.remove-record-on-sequence-group", "string", "partial-update: the sequence fields whose group's delete removes the row"),
     def("aggregation.remove-record-on-delete", "bool", "aggregation: a delete removes the row", "false"),
     def("fields.default-aggregate-function", "string", "Default aggregate function"),
-    def("deletion-vectors.enabled", "bool", "Deletion vectors (natslake neither writes nor reads primary-key tables with them)", "false"),
+    def("deletion-vectors.enabled", "bool", "Deletion vectors: natslake reads tables Java Paimon wrote with them (batch reads skip level 0 of primary-key tables, as Java's do) and refuses to create or write such tables", "false"),
+    def("deletion-vectors.bitmap64", "bool", "Deletion vectors in the 64-bit (Iceberg-compatible) bitmap format (natslake reads both formats)", "false"),
+    def("index-file-in-data-file-dir", "bool", "Index files (deletion vectors) beside the data files of their bucket instead of under index/", "false"),
     def("primary-key.nullable", "bool", "Allow nullable primary key columns", "false"),
   ]),
   ...group("Manifests", [

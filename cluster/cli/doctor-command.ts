@@ -53,7 +53,7 @@ export function registerDoctorCommand(program: Command, out: (s: string) => void
 export function renderReport(r: DoctorReport): string[] {
   const c = r.checked;
   const range = r.latestSnapshot === null ? "no snapshots" : `snapshots ${r.earliestSnapshot}..${r.latestSnapshot}`;
-  const what = `${range}; checked ${c.schemas} schemas, ${c.snapshots} snapshots, ${c.manifestLists} manifest lists, ${c.manifests} manifests, ${c.dataFiles} data files, ${c.buckets} bucket states, ${c.consumers} consumers`;
+  const what = `${range}; checked ${c.schemas} schemas, ${c.snapshots} snapshots, ${c.manifestLists} manifest lists, ${c.manifests} manifests, ${c.dataFiles} data files, ${c.indexFiles > 0 ? `${c.indexFiles} index files, ` : ""}${c.buckets} bucket states, ${c.consumers} consumers`;
   const lines = [`${r.table}: ${r.healthy ? "healthy" : `${r.findings.length} problem${r.findings.length === 1 ? "" : "s"}`} (${what})`];
   for (const f of r.findings) {
     const used = f.snapshots === undefined ? "" : ` [snapshot${f.snapshots.length === 1 ? "" : "s"} ${spans(f.snapshots)}]`;

@@ -55,6 +55,10 @@ export class PathFactory {
   dataFilePath(partitionPath: string, bucket: number, fileName: string, externalPath?: string | null): string {
     return externalPath ? externalPath.replace(/^file:\/\//, "") : join(this.bucketDir(partitionPath, bucket), plainFileName(fileName, "data file"));
   }
+  /** An index file (deletion vectors, a hash index) by the name its index manifest gives, under `index/`. */
+  indexFilePath(name: string): string {
+    return join(this.root, "index", plainFileName(name, "index file"));
+  }
   newDataFileName(prefix = "data-", ext = "parquet"): string {
     return `${prefix}${this.uuid}-${this.counter++}.${ext}`;
   }

@@ -1,21 +1,30 @@
 /**
  * What a merge-on-read of a primary-key table needs from the table: whether natslake can merge it (the engines
  * src/lsm/merge-functions/merge-engine.ts merges, with or without a `sequence.field` and `ignore-delete`; other
- * engines, their options natslake does not merge and deletion vectors are refused by name, never read into rows that
- * would be wrong), and which columns the merge decodes besides the wanted ones. The merge itself is
+ * engines and their options natslake does not merge are refused by name, never read into rows that would be wrong;
+ * deletion vectors are refused where they are not applied), and which columns the merge decodes besides the wanted
+ * ones. The merge itself is
  * src/lsm/merge-reader.ts.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { DataField } from "../format/data-types.ts";
+import { refuseDeletionVectors } from "../table/deletion-vectors.ts";
 import type { Table } from "../table/table.ts";
 import { keyFields, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import { sequenceFieldSpec } from "./merge-order.ts";
 import { ignoreDeleteOf as ignoreDeleteOption, mergeEngineOf } from "./merge-functions/merge-engine.ts";
 import type { MergeEngine } from "./merge-functions/merge-function.ts";
 
-/** The table's merge engine; Unsupported, naming the option, when natslake cannot merge the table. */
-export function checkMergeReadable(table: Table): MergeEngine {
-  if (table.options.bool("deletion-vectors.enabled")) throw new LakeError(ErrorKind.Unsupported, `${table.name} has a primary key and deletion vectors enabled: natslake does not read primary-key tables with deletion vectors`);
+/**
+ * What merges a table's files: a read of a snapshot's rows (which applies the table's deletion vectors, see
+ * src/scan/read.ts), a point lookup, a compaction. Only a read takes tables with deletion vectors: a lookup would
+ * have to apply them too, and a compaction maintain them (look each key up in the levels above, as Java's writer does).
+ */
+export type MergeUse = "read" | "lookup" | "compaction";
+
+/** The table's merge engine; Unsupported, naming the option, when natslake cannot merge the table for `use`. */
+export function checkMergeReadable(table: Table, use: MergeUse = "read"): MergeEngine {
+  if (use !== "read") refuseDeletionVectors(table, use);
   try {
     return mergeEngineOf(table.schema);
   } catch (e) {

@@ -1,5 +1,5 @@
 /**
- * What a primary-key table must be for natslake to write it, checked when it is created (so a table nothing here
+ * What a table must be for natslake to write it — no deletion vectors, and a primary-key table's rules below —, checked when it is created (so a table nothing here
  * can fill is never made) and when a writer opens it. Java's SchemaValidation rules that concern primary keys are
  * kept as Java words them where natslake follows them; what natslake does not write (yet) is refused by name with
  * what to do instead.
@@ -13,6 +13,21 @@ import { ROW_KIND_COLUMN } from "./row-kind.ts";
 import { validateMergeEngine } from "./merge-functions/merge-engine.ts";
 
 const unsupported = (why: string): LakeError => new LakeError(ErrorKind.Unsupported, why);
+
+/**
+ * Why natslake writes no table with `deletion-vectors.enabled` (primary key or not), for every refusal to say the same:
+ * Java's writer of such a table looks each new key up in the levels above when it compacts and marks the older row
+ * deleted in the vector of its file (an append table's deletes and updates mark rows the same way); natslake's writers
+ * and compactions keep no vectors, so a file they rewrote would bring deleted rows back.
+ */
+export const DELETION_VECTORS_NOT_WRITTEN =
+  "deletion-vectors.enabled = true: natslake does not write tables with deletion vectors (its writers and compactions do not maintain them: each key written would have to be looked up in the levels above and its older row marked deleted); create the table without deletion vectors — natslake merges a primary-key table's levels on read — or write this one with Java Paimon (natslake reads it)";
+
+/** Throws DataInvalid (a rule Paimon has) or Unsupported (what natslake does not write) for any table's schema. */
+export function validateWritableSchema(table: string, schema: TableSchema): void {
+  if (new TableOptions(schema.options).bool("deletion-vectors.enabled")) throw unsupported(`${table}: ${DELETION_VECTORS_NOT_WRITTEN}`);
+  validateWritableKeyedSchema(table, schema);
+}
 
 /** Throws DataInvalid (a rule Paimon has) or Unsupported (what natslake does not write) for a primary-key schema. */
 export function validateWritableKeyedSchema(table: string, schema: TableSchema): void {
@@ -35,7 +50,6 @@ export function validateWritableKeyedSchema(table: string, schema: TableSchema):
   }
   const producer = options.get("changelog-producer") ?? "none";
   if (producer !== "none" && producer !== "input") throw unsupported(`${table}: changelog-producer = ${producer} is not written by natslake yet (none and input are)`);
-  if (options.bool("deletion-vectors.enabled")) throw unsupported(`${table}: deletion-vectors.enabled = true is not written by natslake yet`);
   if (options.bool("data-file.thin-mode")) throw unsupported(`${table}: data-file.thin-mode = true is not written by natslake (its files keep the _KEY_ columns pypaimon needs)`);
   // The LSM compaction options (num-levels, triggers, ratios, off-peak hours, …): a value Java would only trip over
   // when a writer restores a bucket is refused now, naming the option.

@@ -176,7 +176,7 @@ export async function commitBucketCompactions(table: Table, compactions: readonl
 
 /** Refuses what natslake cannot compact: another merge engine, deletion vectors, a format other than Parquet. */
 function checkPrimaryKeyCompactable(table: Table): void {
-  checkMergeReadable(table);
+  checkMergeReadable(table, "compaction");
   if (table.options.fileFormat !== "parquet") throw new LakeError(ErrorKind.Unsupported, `file.format '${table.options.fileFormat}' is not supported for writing (parquet is)`);
 }
 

@@ -47,6 +47,7 @@ import { DataFileWriter } from "../write/data-file-writer.ts";
 import { writeByCopy } from "./compact-copy.ts";
 import { liveBuckets } from "./live-buckets.ts";
 import { compactPrimaryKeyTable } from "./compact-pk.ts";
+import { refuseDeletionVectors } from "../table/deletion-vectors.ts";
 import type { CompactRunOptions, CompactSummary } from "./compact-summary.ts";
 
 /** Paimon's `source.split.open-file-cost` default: what packing counts per file on top of its size. */
@@ -385,6 +386,8 @@ export type { CompactSummary } from "./compact-summary.ts";
  * LSM rules (./compact-pk.ts), never by the append rules above.
  */
 export async function compactTable(table: Table, o: CompactOptions = {}): Promise<CompactSummary> {
+  // A rewrite that does not apply a file's deletion vector would bring its deleted rows back.
+  refuseDeletionVectors(table, "compaction");
   if (table.isPrimaryKeyTable) return compactPrimaryKeyTable(table, o);
   if (o.full === true) throw new LakeError(ErrorKind.DataInvalid, `${table.name} is an append table: a full compaction (--full) applies to primary-key tables, whose buckets have levels; an append table's compaction always takes every long enough run of small files`);
   const plan = await planCompaction(table, o);

@@ -9,6 +9,8 @@
  *   hold (live in some retained snapshot, changelog files included) exists with the size its manifest entry says and
  *   a Parquet footer that parses and holds the entry's row count — one finding per file, naming the snapshots that
  *   use it and the newest snapshot before them to roll back to;
+ * - index files: every index manifest of a retained snapshot decodes, and each index file it lists (deletion vectors,
+ *   tables Java wrote) exists with its size and decodes (doctor-index.ts);
  * - levels: in primary-key tables, each bucket's levels ≥ 1 are sorted runs (no overlapping key ranges), as Java
  *   Paimon restores a bucket (bucket-levels.ts) — for each distinct state of a bucket across the retained snapshots;
  * - hints: `LATEST` and `EARLIEST` agree with the snapshots on disk (checked again after a moment when they do not:
@@ -29,10 +31,11 @@ import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { bucketLevels, levelRulesOf } from "./bucket-levels.ts";
 import type { LiveBucket } from "./live-buckets.ts";
+import { checkIndexFiles } from "./doctor-index.ts";
 import { removeOrphans } from "./remove-orphans.ts";
 
 /** What a finding is about. */
-export type DoctorCheck = "schema" | "snapshot" | "manifest-list" | "manifest" | "data-file" | "levels" | "hint" | "orphan" | "foreign-file" | "consumer";
+export type DoctorCheck = "schema" | "snapshot" | "manifest-list" | "manifest" | "data-file" | "index-manifest" | "index-file" | "levels" | "hint" | "orphan" | "foreign-file" | "consumer";
 
 export interface DoctorFinding {
   check: DoctorCheck;
@@ -56,7 +59,7 @@ export interface DoctorReport {
   earliestSnapshot: number | null;
   latestSnapshot: number | null;
   /** What was checked. */
-  checked: { schemas: number; snapshots: number; manifestLists: number; manifests: number; dataFiles: number; buckets: number; consumers: number };
+  checked: { schemas: number; snapshots: number; manifestLists: number; manifests: number; dataFiles: number; indexFiles: number; buckets: number; consumers: number };
   findings: DoctorFinding[];
   /** Checks that could not run, and why (a finding above explains it). */
   skipped: string[];
@@ -184,6 +187,12 @@ export async function doctorTable(table: Table, o: DoctorOptions = {}): Promise<
     }
   });
 
+  // Index manifests and the index files they list (tables Java wrote with deletion vectors).
+  const index = await checkIndexFiles(table, snapshots.values());
+  for (const p of index.problems) {
+    findings.push({ ...fileFinding(p.error, p.check, table.io.uriOf(p.path), `restore it from a backup, or ${rollbackAction(name, { ids: p.snapshots, good })}`), snapshots: p.snapshots });
+  }
+
   // Levels of primary-key buckets.
   if (table.isPrimaryKeyTable) findings.push(...levelFindings(table, buckets, good));
 
@@ -216,7 +225,7 @@ export async function doctorTable(table: Table, o: DoctorOptions = {}): Promise<
     healthy: findings.length === 0,
     earliestSnapshot: earliest,
     latestSnapshot: latest,
-    checked: { schemas: schemaIds.length, snapshots: ids.length, manifestLists: listsChecked, manifests: manifestsChecked.size, dataFiles: files.length, buckets: buckets.size, consumers: consumerFindings.checked },
+    checked: { schemas: schemaIds.length, snapshots: ids.length, manifestLists: listsChecked, manifests: manifestsChecked.size, dataFiles: files.length, indexFiles: index.indexFiles, buckets: buckets.size, consumers: consumerFindings.checked },
     findings,
     skipped,
   };
@@ -486,7 +495,7 @@ export function unopenableReport(table: string, location: string, finding: Docto
     healthy: false,
     earliestSnapshot: null,
     latestSnapshot: null,
-    checked: { schemas: 1, snapshots: 0, manifestLists: 0, manifests: 0, dataFiles: 0, buckets: 0, consumers: 0 },
+    checked: { schemas: 1, snapshots: 0, manifestLists: 0, manifests: 0, dataFiles: 0, indexFiles: 0, buckets: 0, consumers: 0 },
     findings: [finding],
     skipped: ["everything else: the table cannot be opened without its latest schema"],
   };

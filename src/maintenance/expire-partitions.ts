@@ -36,6 +36,7 @@ import { CommitKind } from "../format/snapshot.ts";
 import type { Value } from "../format/values.ts";
 import { parseDuration } from "../options.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
+import { refuseDeletionVectors } from "../table/deletion-vectors.ts";
 import type { Table } from "../table/table.ts";
 import { localWallClockMillis } from "../write/data-file-writer.ts";
 import { formatWallClock, PartitionTimeExtractor, PartitionTimeParseError } from "./partition-time.ts";
@@ -164,6 +165,7 @@ interface Candidate {
 
 /** Expires partitions by the table's `partition.*` options (or the overrides); see the module comment. */
 export async function expirePartitions(table: Table, o: ExpirePartitionsOptions = {}): Promise<ExpirePartitionsResult> {
+  refuseDeletionVectors(table, "partition-expiration");
   const p = policyOf(table, o);
   const cutoff = localWallClockMillis(o.now ?? Date.now()) - p.expirationTimeMs;
   const types = table.partitionTypes;

@@ -7,7 +7,9 @@
  * (`tag/tag-*`), by any branch's snapshots and tags (`branch/branch-*`: their data files and manifests live in the
  * shared table directories), by decoupled changelogs (`changelog/changelog-*`), or by an in-flight committable (the
  * caller says which files: `inFlightFiles`). What a snapshot references: its manifest lists, their manifests, every
- * data file those list (ADD and DELETE entries alike) with its extra files, and its index manifest — its changelog
+ * data file those list (ADD and DELETE entries alike) with its extra files, its index manifest and the index files it
+ * lists (deletion vectors, a hash index; under `index/` or, with `index-file-in-data-file-dir`, beside the data
+ * files: those are candidates like data files, and kept while referenced) — its changelog
  * manifest list included: the changelog files (`changelog-producer = input`) of every snapshot and tag on disk are
  * referenced. A changelog list that is gone is not damage (Java's expiration deletes a tagged snapshot's changelog).
  *
@@ -20,8 +22,8 @@
  * - `temp`: hidden temp files of interrupted atomic writes (`.<name>.<uuid>.tmp`, src/io/local.ts) in those
  *   directories and in `snapshot/`.
  * Never candidates: `schema/`, `snapshot-N` and the `LATEST`/`EARLIEST` hints, `tag/`, `consumer/`, `branch/`,
- * `changelog/`, `index/` and `statistics/` (natslake does not decode index manifests, so it cannot tell which index
- * files are in use: it keeps them all), files at the root or between partition directories, symbolic links, and any
+ * `changelog/`, `index/` and `statistics/` (natslake's expiration deletes no index file either: both leave Java's
+ * index files to Java), files at the root or between partition directories, symbolic links, and any
  * file name in `manifest/` it does not recognise. Nothing younger than the bound is deleted, whatever the bound.
  *
  * Race safety (a cluster committing and expiration running meanwhile): the directories are listed FIRST, and the
@@ -53,6 +55,7 @@ import type { ManifestEntry } from "../format/manifest.ts";
 import { partitionPath } from "../format/partition.ts";
 import type { Snapshot } from "../format/snapshot.ts";
 import { parseSnapshotFile } from "../table/snapshot-manager.ts";
+import { indexFilePath, readIndexManifest } from "../table/deletion-vectors.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { listTags } from "../table/tags.ts";
@@ -289,7 +292,14 @@ async function collectReferences(table: Table): Promise<References> {
       [s.deltaManifestList, strict],
     ];
     if (s.changelogManifestList) lists.push([s.changelogManifestList, false]);
-    if (s.indexManifest) refs.paths.add(`manifest/${s.indexManifest}`);
+    if (s.indexManifest) {
+      refs.paths.add(`manifest/${s.indexManifest}`);
+      if (!manifestsDone.has(s.indexManifest)) {
+        manifestsDone.add(s.indexManifest);
+        const entries = await readOrMissing(readIndexManifest(table, s), `${what}: index manifest ${s.indexManifest}`, strict);
+        for (const e of entries ?? []) if (e.indexFile.externalPath === null) refs.paths.add(relative(table.root, indexFilePath(table, e)).split(sep).join("/"));
+      }
+    }
     for (const [list, mustExist] of lists) {
       refs.paths.add(`manifest/${list}`);
       if (manifestsDone.has(list)) continue;

@@ -124,7 +124,7 @@ export class KeyLookup {
     this.keys = new SerializedKeys(this.keyTypes);
     this.primaryKeys = table.schema.primaryKeys.map((k) => table.schema.fields.find((f) => f.name === k)!);
     this.partitionTypes = table.partitionTypes;
-    this.engine = checkMergeReadable(table);
+    this.engine = checkMergeReadable(table, "lookup");
     // Partial-update's sequence groups compare across columns: such a table's merge takes all of them.
     this.outputFields = this.engine.mergesAllFields === true ? [...table.schema.fields] : [...columns, ...this.keyFields.filter((k) => !columns.some((c) => c.name === k.name))];
     this.reader = mergeFileReader(table, this.outputFields);

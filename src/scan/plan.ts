@@ -15,6 +15,7 @@ import type { DataFileMeta } from "../format/manifest.ts";
 import type { TableSchema } from "../format/schema.ts";
 import type { Snapshot } from "../format/snapshot.ts";
 import type { Value } from "../format/values.ts";
+import { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { getTagOrThrow } from "../table/tags.ts";
@@ -58,6 +59,11 @@ export interface ScanPlan {
    * kind — `changelog` files, or level-0 `delta` files — instead of merged. Absent: a snapshot's rows.
    */
   changes?: "changelog" | "delta";
+  /**
+   * A snapshot of a table with `deletion-vectors.enabled`: its deletion vectors, which a read of its rows applies to
+   * each data file (as Java's batch and full scans do; its streaming reads of changes apply none). Absent: none.
+   */
+  deletionVectors?: SnapshotDeletionVectors;
 }
 
 export async function resolveSnapshot(table: Table, spec: ScanSpec): Promise<Snapshot | null> {
@@ -142,5 +148,6 @@ export async function planSnapshot(table: Table, snapshot: Snapshot | null, spec
   }
   const splits = [...bySplit.values()];
   for (const s of splits) s.files.sort((a, b) => (a.minSequenceNumber < b.minSequenceNumber ? -1 : a.minSequenceNumber > b.minSequenceNumber ? 1 : 0));
-  return { snapshot, schema, timeTravel, splits };
+  const deletionVectors = table.options.bool("deletion-vectors.enabled") ? await SnapshotDeletionVectors.of(table, snapshot) : null;
+  return { snapshot, schema, timeTravel, splits, ...(deletionVectors !== null ? { deletionVectors } : {}) };
 }

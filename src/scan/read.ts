@@ -40,6 +40,8 @@ import { isSystemField, keyFields, VALUE_KIND_FIELD } from "../lsm/key-value-fie
 import { ROW_KIND_FIELD, withRowKind } from "../lsm/row-kind-column.ts";
 import { mergeBucketFiles, project } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
+import type { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
+import { dropDeletedRows } from "./deleted-rows.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the schema read (a chosen snapshot's own, else the current one). */
@@ -493,7 +495,8 @@ export async function* readPlanBatches(handle: Table, plan: ScanPlan, spec: Plan
   const context = new FileReadContext(table, fields);
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
   let remaining = spec.limit ?? Infinity;
-  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+  // An append table's deletion vectors (Java writes them for deletes and updates) apply to each file.
+  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(context, split, file, plan.deletionVectors ?? null, (s, f) => context.read(s, f, pool, spec.inlineDecodeBelowBytes));
   for await (const batches of filesAhead(plan, pool, spec, read)) {
     for (const batch of batches) {
       if (remaining <= 0) return;
@@ -521,6 +524,14 @@ export type FileRows =
  * A primary-key table's plan: each bucket merged on read (src/lsm/merge-reader.ts: sections of overlapping files
  * merged by a k-way merge of their sorted runs, a file that overlaps none read as it is), its rows in key order. A
  * limit applies to the merged rows.
+ *
+ * Deletion vectors (`deletion-vectors.enabled`, tables Java wrote; `plan.deletionVectors`), as Java 1.4.2 reads them:
+ * each file's deleted rows are dropped as it is read (ApplyDeletionVectorReader); a batch read skips level 0
+ * (batchScanSkipLevel0: a row is seen once compaction moved it up and marked its older versions deleted), and a
+ * bucket whose files all hold no retraction is read file by file without merging (MergeTreeSplitGenerator's
+ * raw-convertible split: the vectors leave one version per key) — whatever the merge engine. Otherwise the files are
+ * merged after their vectors are applied. A stream's first plan (`rowKind`) reads level 0 too, merged: Java's stream
+ * scan has no level filter.
  */
 async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataField[], spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
   const engine = checkMergeReadable(table);
@@ -532,13 +543,30 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const sequence = sequenceFieldSpec(table.schema);
   const ignoreDelete = ignoreDeleteOf(table);
   let remaining = spec.limit ?? Infinity;
-  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => context.read(split, file, pool, spec.inlineDecodeBelowBytes);
+  const dvMode = table.options.bool("deletion-vectors.enabled");
+  const vectors = plan.deletionVectors ?? null;
+  const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(context, split, file, vectors, (s, f) => context.read(s, f, pool, spec.inlineDecodeBelowBytes));
   // First-row tables: Java's batch reads skip level 0 (batchScanSkipLevel0) — a row shows once compaction moved it
   // up, which the writers do at every compaction (ForceUpLevel0) — and so do these, to show what Java shows.
-  const splits = engine.name === "first-row" ? plan.splits.map((s) => ({ ...s, files: s.files.filter((f) => f.level > 0) })) : plan.splits;
+  const skipLevel0 = engine.name === "first-row" || (dvMode && spec.rowKind !== true);
+  const splits = skipLevel0 ? plan.splits.map((s) => ({ ...s, files: s.files.filter((f) => f.level > 0) })) : plan.splits;
+  const rawContext = dvMode ? new FileReadContext(table, wanted) : null;
   // The next bucket's files decode in the pool while this one merges here (see `prefetchSplit`).
   let prefetched = new Map<DataFileMeta, Promise<arrow.RecordBatch[]>>();
   for (const [i, split] of splits.entries()) {
+    if (rawContext !== null && split.files.every((f) => f.level > 0 && f.deleteRowCount === 0)) {
+      prefetched = new Map();
+      const rawRead = (s: DataSplit, f: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(rawContext, s, f, vectors, (s2, f2) => rawContext.read(s2, f2, pool, spec.inlineDecodeBelowBytes));
+      for await (const batches of filesAhead({ ...plan, splits: [split] }, pool, spec, rawRead)) {
+        for (const batch of batches) {
+          if (remaining <= 0) return;
+          const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
+          remaining -= taken.numRows;
+          yield taken;
+        }
+      }
+      continue;
+    }
     const mine = prefetched;
     const next = splits[i + 1];
     prefetched = spec.limit === undefined ? prefetchSplit(next, pool, read) : new Map();
@@ -562,6 +590,20 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
       yield taken;
     }
   }
+}
+
+/** A data file's batches as `read` gives them, less the rows its deletion vector in `vectors` marks (if it has one). */
+async function withoutDeletedRows(
+  context: FileReadContext,
+  split: DataSplit,
+  file: DataFileMeta,
+  vectors: SnapshotDeletionVectors | null,
+  read: (split: DataSplit, file: DataFileMeta) => Promise<arrow.RecordBatch[]>,
+): Promise<arrow.RecordBatch[]> {
+  const deletion = vectors?.ofBucket(split.partition, split.bucket).get(file.fileName);
+  if (deletion === undefined) return read(split, file);
+  const [batches, deleted] = await Promise.all([read(split, file), vectors!.read(deletion, file.rowCount)]);
+  return dropDeletedRows(batches, deleted, context.fields);
 }
 
 /**
@@ -622,7 +664,12 @@ export async function* readPlanMessages(handle: Table, plan: ScanPlan, spec: Pla
   }
   const context = new FileReadContext(table, projectedFields(table, spec.projection, travelledTo(plan)));
   const pool = spec.decoderPool === undefined ? sharedParquetPool() : spec.decoderPool;
+  const vectors = plan.deletionVectors ?? null;
   const read = (split: DataSplit, file: DataFileMeta): Promise<FileRows> => {
+    // A file with a deletion vector loses rows: decoded here, whatever was read early.
+    if (vectors?.ofBucket(split.partition, split.bucket).has(file.fileName) === true) {
+      return withoutDeletedRows(context, split, file, vectors, (s, f) => context.read(s, f, pool)).then((batches) => ({ kind: "batches", batches }));
+    }
     const fresh = (): Promise<FileRows> => context.readMessages(split, file, pool, spec.messageBytes);
     const early = spec.earlyRead?.(split, file);
     return early !== undefined ? early.catch(fresh) : fresh();

@@ -4,7 +4,7 @@
  * exists. Names are checked before any path is built from them, and a new database or table takes only the names
  * src/names.ts allows new ones.
  */
-import { validateChangelogProducer, validateRowKindField, validateWritableKeyedSchema } from "../lsm/table-rules.ts";
+import { validateChangelogProducer, validateRowKindField, validateWritableSchema } from "../lsm/table-rules.ts";
 import { ingestFormatOf } from "../cdc/ingest-format.ts";
 import { join } from "node:path";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
@@ -125,7 +125,7 @@ export class Catalog {
     }
     await this.refuseJoinedNameTwin(id);
     const schema = newTableSchema(input);
-    validateWritableKeyedSchema(`${id.database}.${id.table}`, schema);
+    validateWritableSchema(`${id.database}.${id.table}`, schema);
     validateChangelogProducer(schema);
     validateRowKindField(`${id.database}.${id.table}`, schema);
     ingestFormatOf(`${id.database}.${id.table}`, schema);

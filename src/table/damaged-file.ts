@@ -7,7 +7,7 @@
 import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 
 /** The kinds of a table's files, as the errors, doctor's findings and the committer's metric label name them. */
-export const TABLE_FILE_KINDS = ["snapshot", "schema", "manifest-list", "manifest", "data-file", "consumer", "hint"] as const;
+export const TABLE_FILE_KINDS = ["snapshot", "schema", "manifest-list", "manifest", "data-file", "index-manifest", "index-file", "consumer", "hint"] as const;
 export type TableFileKind = (typeof TABLE_FILE_KINDS)[number];
 
 /** A kind as a sentence says it ("manifest list", "data file"). */

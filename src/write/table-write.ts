@@ -41,6 +41,7 @@ import { encodeKeyedFlush, type EncodedKeyedFlush } from "../lsm/keyed-flush.ts"
 import { ROW_KIND_COLUMN, RowKind } from "../lsm/row-kind.ts";
 import { keyValueLayout, type KeyValueLayout } from "../lsm/sort-buffer.ts";
 import { VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
+import { DELETION_VECTORS_NOT_WRITTEN } from "../lsm/table-rules.ts";
 import type { KeyValueEncodeSpec } from "../lsm/key-value-file-writer.ts";
 import type { EncodedFlush } from "./encoded-flush.ts";
 
@@ -136,6 +137,7 @@ export class TableWrite {
   ) {
     if (table.options.fileFormat !== "parquet") throw new LakeError(ErrorKind.Unsupported, `file.format '${table.options.fileFormat}' is not supported for writing (parquet is)`);
     if (table.bucket === -2) throw new LakeError(ErrorKind.Unsupported, "postpone buckets (bucket = -2) are not supported for writing");
+    if (table.options.bool("deletion-vectors.enabled")) throw new LakeError(ErrorKind.Unsupported, `${table.name}: ${DELETION_VECTORS_NOT_WRITTEN}`);
     const pool = opts.encoderPool === undefined ? sharedParquetPool() : opts.encoderPool;
     this.pool = pool;
     this.recycler = table.isPrimaryKeyTable ? sharedBufferRecycler() : null;
@@ -561,7 +563,7 @@ export class TableWrite {
 /**
  * What natslake does not write in a primary-key table, refused by name before any row is taken: buckets other than
  * a fixed count (dynamic buckets keep a hash index natslake does not maintain; postpone buckets need Paimon's own
- * rescaling job), thin files, deletion vectors and the merge engines not written yet.
+ * rescaling job), thin files and the merge engines not written yet (deletion vectors: refused for every table first).
  */
 export function refuseUnwritableKeyed(table: Table): void {
   const refuse = (why: string): never => {
@@ -570,7 +572,6 @@ export function refuseUnwritableKeyed(table: Table): void {
   if (table.bucket === -1) refuse("primary-key tables with dynamic buckets (bucket = -1) are not written by natslake: create the table with a fixed bucket count (bucket = N)");
   if (table.bucket === -2) refuse("primary-key tables with postpone buckets (bucket = -2) are not written by natslake: create the table with a fixed bucket count (bucket = N)");
   if (table.options.bool("data-file.thin-mode")) refuse("data-file.thin-mode = true is not written by natslake (its files keep the _KEY_ columns)");
-  if (table.options.bool("deletion-vectors.enabled")) refuse("deletion-vectors.enabled = true is not written by natslake yet");
 }
 
 /**

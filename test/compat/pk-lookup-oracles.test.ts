@@ -74,10 +74,9 @@ test("lookups on a table Java Paimon wrote (its writer, several commits, its com
   await lookupsEqualJava(latest, asked, [snapshotIds[1]!, snapshotIds[snapshotIds.length - 1]!]);
 });
 
-test("lookups refuse a table natslake cannot merge with the error its read gives (an aggregate function natslake does not run, deletion vectors)", { timeout: 600_000 }, async () => {
+test("lookups refuse a table natslake cannot merge with the error its read gives (an aggregate function natslake does not run; deletion vectors, which reads apply and lookups refuse: java-dv-read.test.ts)", { timeout: 600_000 }, async () => {
   const specs: Array<{ table: string; options: Record<string, string> }> = [
     { table: "lko.sketch", options: { bucket: "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "theta_sketch" } },
-    { table: "lko.dv", options: { bucket: "1", "deletion-vectors.enabled": "true" } },
   ];
   const created = await javaPkCreate(wh.path, specs.map((s) => ({ ...s, columns: "id INT NOT NULL, v STRING", primaryKeys: ["id"] })));
   for (const [i, s] of specs.entries()) {

@@ -24,6 +24,8 @@
  *   into an existing table, restoring each bucket it touches from natslake's files; then optionally a full
  *   compaction of every bucket. A Java exception comes back as `error` with the commits made before it.
  * - `javaPkCreate`: CREATE TABLE through Java's FileSystemCatalog: the schema Java stored, or its exact error.
+ * - `delete-rows` (a request of `javaPk`): deletion vectors of an append table as Spark's DELETE writes them, for row
+ *   positions of data files of the latest snapshot ("*": of each).
  * - `javaPkBenchWrite`: Java's single-threaded TableWrite of generated upserts (bench/shape.ts `benchUpsertRow`),
  *   after a warm-up run, with the full JIT; wall, thread and process CPU time of the measured run.
  */
@@ -42,7 +44,8 @@ export type JavaPkRequest =
   | { op: "stream"; table: string; options?: Record<string, string>; columns?: string[]; maxPlans?: number }
   | { op: "write"; table: string; batches: Array<Array<{ kind: RowKindName; row: JsonRow; bucket?: number }>>; compact?: boolean }
   | { op: "create"; table: string; fields: Array<{ name: string; type: TypeJson }>; partitionKeys?: string[]; primaryKeys?: string[]; options?: Record<string, string> }
-  | { op: "bench-write"; rows?: number; warmupRows?: number; buckets?: number; options?: Record<string, string> };
+  | { op: "bench-write"; rows?: number; warmupRows?: number; buckets?: number; options?: Record<string, string> }
+  | { op: "delete-rows"; table: string; positions: Record<string, number[]> };
 
 /** The JIT as a benchmark wants it: none of the oracle's C1-only flags. */
 const BENCH_JVM_FLAGS: readonly string[] = ["-Xshare:auto"];
@@ -63,14 +66,25 @@ export type JavaPkReadResult = { rows: JsonRow[]; snapshotIds: number[]; error?:
 
 /** Java's batch read of `table` at each point (`{}`: the latest), rows rendered like `readJson`, in Java's split order. */
 export async function javaPkRead(warehouse: string, table: Table, reads: ReadonlyArray<{ snapshotId?: number; tag?: string; columns?: string[] }>): Promise<JavaPkReadResult[]> {
+  return javaPkReadTables(
+    warehouse,
+    reads.map((r) => ({ table, ...r })),
+  );
+}
+
+/** `javaPkRead` of several tables in one JVM: each read names its table. */
+export async function javaPkReadTables(warehouse: string, reads: ReadonlyArray<{ table: Table; snapshotId?: number; tag?: string; columns?: string[] }>): Promise<JavaPkReadResult[]> {
   const results = await javaPk(
     warehouse,
-    reads.map((r) => ({ op: "read" as const, table: table.name, ...r })),
+    reads.map(({ table, ...r }) => ({ op: "read" as const, table: table.name, ...r })),
   );
-  return results.map((res, i) => {
-    if (typeof res["error"] === "string") return { error: res["error"] };
-    return { rows: (res["rows"] as JsonRow[]).map(javaRowToJson(table, reads[i]!.columns)), snapshotIds: res["snapshotIds"] as number[] };
-  });
+  return results.map((res, i) => javaReadResult(res, reads[i]!.table, reads[i]!.columns));
+}
+
+/** What PaimonPk answered to a read of `table` (with `columns`), rows rendered like `readJson`. */
+export function javaReadResult(res: JsonRow, table: Table, columns?: string[]): JavaPkReadResult {
+  if (typeof res["error"] === "string") return { error: res["error"] };
+  return { rows: (res["rows"] as JsonRow[]).map(javaRowToJson(table, columns)), snapshotIds: res["snapshotIds"] as number[] };
 }
 
 export interface JavaChange {
@@ -122,6 +136,26 @@ export async function javaPkWrite(
   batches: ReadonlyArray<readonly JsonRow[]>,
   opts: { compact?: boolean; bucket?: (row: JsonRow) => number } = {},
 ): Promise<{ commits: JavaCommit[]; error?: string }> {
+  const [res] = await javaPkWriteTables(warehouse, [{ table, batches, ...opts }]);
+  return res!;
+}
+
+/** `javaPkWrite` into several tables in one JVM, one after the other. */
+export async function javaPkWriteTables(warehouse: string, writes: readonly JavaWriteSpec[]): Promise<Array<{ commits: JavaCommit[]; error?: string }>> {
+  const results = await javaPk(warehouse, writes.map(javaPkWriteRequest));
+  return results.map(javaWriteResult);
+}
+
+/** A write of `javaPkWriteTables`: the table (its name and fields: one Java creates in the same run will do). */
+export interface JavaWriteSpec {
+  table: Pick<Table, "name"> & { schema: Pick<Table["schema"], "fields"> };
+  batches: ReadonlyArray<readonly JsonRow[]>;
+  compact?: boolean;
+  bucket?: (row: JsonRow) => number;
+}
+
+/** The PaimonPk request of a write. */
+export function javaPkWriteRequest({ table, batches, compact, bucket }: JavaWriteSpec): JavaPkRequest {
   const fields = table.schema.fields;
   const wire = batches.map((batch) =>
     batch.map((input) => {
@@ -131,12 +165,16 @@ export async function javaPkWrite(
         const v = input[f.name];
         row[f.name] = v === undefined || v === null ? null : toJava(f.type, toCanonical(f.type, v, f.name));
       }
-      return opts.bucket === undefined ? { kind, row } : { kind, row, bucket: opts.bucket(input) };
+      return bucket === undefined ? { kind, row } : { kind, row, bucket: bucket(input) };
     }),
   );
-  const [res] = await javaPk(warehouse, [{ op: "write", table: table.name, batches: wire, compact: opts.compact ?? false }]);
-  const commits = (res!["commits"] as JavaCommit[] | undefined) ?? [];
-  return typeof res!["error"] === "string" ? { commits, error: res!["error"] } : { commits };
+  return { op: "write", table: table.name, batches: wire, compact: compact ?? false };
+}
+
+/** What PaimonPk answered to a write request. */
+export function javaWriteResult(res: JsonRow): { commits: JavaCommit[]; error?: string } {
+  const commits = (res["commits"] as JavaCommit[] | undefined) ?? [];
+  return typeof res["error"] === "string" ? { commits, error: res["error"] } : { commits };
 }
 
 export interface JavaCreateSpec {
@@ -151,19 +189,21 @@ export interface JavaCreateSpec {
 
 /** Java creates each table (in this warehouse, so names must be new): the schema it stored, or its exact error. */
 export async function javaPkCreate(warehouse: string, specs: readonly JavaCreateSpec[]): Promise<Array<{ schema: TableSchemaJson; error?: undefined } | { error: string; schema?: undefined }>> {
-  const requests = specs.map((s) => {
-    const { fields } = assignFieldIds(parseColumnList(s.columns).map((c) => ({ id: -1, ...c })));
-    return {
-      op: "create" as const,
-      table: s.table,
-      fields: fields.map((f) => ({ name: f.name, type: typeToJson(f.type) })),
-      partitionKeys: s.partitionKeys ?? [],
-      primaryKeys: s.primaryKeys ?? [],
-      options: s.options ?? {},
-    };
-  });
-  const results = await javaPk(warehouse, requests);
+  const results = await javaPk(warehouse, specs.map(javaPkCreateRequest));
   return results.map((res) => (typeof res["error"] === "string" ? { error: res["error"] } : { schema: res["schema"] as TableSchemaJson }));
+}
+
+/** The PaimonPk request of a create. */
+export function javaPkCreateRequest(s: JavaCreateSpec): JavaPkRequest {
+  const { fields } = assignFieldIds(parseColumnList(s.columns).map((c) => ({ id: -1, ...c })));
+  return {
+    op: "create",
+    table: s.table,
+    fields: fields.map((f) => ({ name: f.name, type: typeToJson(f.type) })),
+    partitionKeys: s.partitionKeys ?? [],
+    primaryKeys: s.primaryKeys ?? [],
+    options: s.options ?? {},
+  };
 }
 
 export interface JavaBenchFigures {

@@ -8,7 +8,18 @@ import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.deletionvectors.Bitmap64DeletionVector;
+import org.apache.paimon.deletionvectors.BitmapDeletionVector;
+import org.apache.paimon.deletionvectors.DeletionVector;
+import org.apache.paimon.deletionvectors.append.BaseAppendDeleteFileMaintainer;
 import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.index.IndexFileHandler;
+import org.apache.paimon.index.IndexFileMeta;
+import org.apache.paimon.io.CompactIncrement;
+import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.io.DataIncrement;
+import org.apache.paimon.manifest.FileKind;
+import org.apache.paimon.manifest.IndexManifestEntry;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.schema.Schema;
@@ -20,6 +31,8 @@ import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.CommitMessageImpl;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.EndOfScanException;
 import org.apache.paimon.table.source.ReadBuilder;
@@ -61,6 +74,8 @@ import java.util.Map;
  *   {"op": "create", "table", "fields": [{"name", "type": PAIMON-TYPE-JSON}...], "partitionKeys"?, "primaryKeys"?,
  *    "options"?} → {"schema": SCHEMA-FILE-JSON}
  *   {"op": "bench-write", "rows": N, "warmupRows"?: N, "buckets"?: 4, "options"?: {k: v}} → figures
+ *   {"op": "delete-rows", "table", "positions": {DATA-FILE-NAME | "*": [row position...]...}}
+ *       → {"commits": [{"batch": 0, "snapshots": [...]}]}   (an append table with deletion vectors: see deleteRows)
  * </pre>
  *
  * ROW: {column: value} in PaimonJson's form (PaimonRead's rendering). A request that fails prints {"error": chain of
@@ -143,8 +158,11 @@ public final class PaimonPk {
             case "bench-write":
                 benchWrite(catalog, request, result);
                 return;
+            case "delete-rows":
+                deleteRows(catalog, request, result);
+                return;
             default:
-                throw new IllegalArgumentException("unknown op '" + op + "' (read, stream, write, create, bench-write)");
+                throw new IllegalArgumentException("unknown op '" + op + "' (read, stream, write, create, bench-write, delete-rows)");
         }
     }
 
@@ -314,6 +332,83 @@ public final class PaimonPk {
             }
             recordCommit(commits, table, before, -1);
         }
+    }
+
+    /**
+     * delete-rows: the deletion vectors Spark's DELETE writes into an append table with deletion-vectors.enabled
+     * (PaimonSparkWriter.persistDeletionVectors): the given row positions of data files of the latest snapshot are
+     * marked deleted ("*": in every file, below its row count) — merged into a file's vector when it has one —
+     * through BaseAppendDeleteFileMaintainer (per partition without buckets, per bucket with them), and the new index
+     * files are committed in one commit.
+     */
+    private static void deleteRows(Catalog catalog, JsonNode request, ObjectNode result) throws Exception {
+        FileStoreTable table = table(catalog, request);
+        Snapshot snapshot = table.snapshotManager().latestSnapshot();
+        Map<String, DataSplit> splitOf = new LinkedHashMap<>();
+        Map<String, Long> rowsOf = new HashMap<>();
+        for (Split split : table.newReadBuilder().newScan().plan().splits()) {
+            DataSplit ds = (DataSplit) split;
+            for (DataFileMeta f : ds.dataFiles()) {
+                splitOf.put(f.fileName(), ds);
+                rowsOf.put(f.fileName(), f.rowCount());
+            }
+        }
+        // "*": the same positions in every data file (those below its row count).
+        Map<String, JsonNode> positions = new LinkedHashMap<>();
+        Iterator<Map.Entry<String, JsonNode>> given = request.get("positions").fields();
+        while (given.hasNext()) {
+            Map.Entry<String, JsonNode> e = given.next();
+            if (e.getKey().equals("*")) {
+                for (String name : splitOf.keySet()) {
+                    positions.put(name, e.getValue());
+                }
+            } else {
+                positions.put(e.getKey(), e.getValue());
+            }
+        }
+        IndexFileHandler handler = table.store().newIndexFileHandler();
+        boolean unaware = table.coreOptions().bucket() == -1;
+        boolean bitmap64 = table.coreOptions().deletionVectorBitmap64();
+        Map<String, BaseAppendDeleteFileMaintainer> maintainers = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonNode> file : positions.entrySet()) {
+            DataSplit ds = splitOf.get(file.getKey());
+            if (ds == null) {
+                throw new IllegalArgumentException("no data file " + file.getKey() + " in the latest snapshot");
+            }
+            BaseAppendDeleteFileMaintainer maintainer =
+                    maintainers.computeIfAbsent(
+                            ds.partition().toString() + "/" + ds.bucket(),
+                            k -> unaware
+                                    ? BaseAppendDeleteFileMaintainer.forUnawareAppend(handler, snapshot, ds.partition())
+                                    : BaseAppendDeleteFileMaintainer.forBucketedAppend(handler, snapshot, ds.partition(), ds.bucket()));
+            DeletionVector dv = bitmap64 ? new Bitmap64DeletionVector() : new BitmapDeletionVector();
+            for (JsonNode position : file.getValue()) {
+                if (position.asLong() < rowsOf.get(file.getKey())) {
+                    dv.delete(position.asLong());
+                }
+            }
+            maintainer.notifyNewDeletionVector(file.getKey(), dv);
+        }
+        List<CommitMessage> messages = new ArrayList<>();
+        for (BaseAppendDeleteFileMaintainer maintainer : maintainers.values()) {
+            List<IndexFileMeta> added = new ArrayList<>();
+            List<IndexFileMeta> deleted = new ArrayList<>();
+            for (IndexManifestEntry entry : maintainer.persist()) {
+                (entry.kind() == FileKind.ADD ? added : deleted).add(entry.indexFile());
+            }
+            messages.add(
+                    new CommitMessageImpl(
+                            maintainer.getPartition(),
+                            maintainer.getBucket(),
+                            null,
+                            new DataIncrement(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), added, deleted),
+                            CompactIncrement.emptyIncrement()));
+        }
+        Long before = table.snapshotManager().latestSnapshotId();
+        try (BatchTableCommit commit = table.newBatchWriteBuilder().newCommit()) {
+            commit.commit(messages);
+        }
+        recordCommit(result.putArray("commits"), table, before, 0);
     }
 
     /** The snapshots a commit made (after `before`), under its batch index (-1: the compaction). */
