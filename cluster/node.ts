@@ -60,6 +60,7 @@ import { connectLeaseRedis, leaseKey, RedisErrorReporter, RedisLease, redactRedi
 import { redisConnectionOptions } from "./redis/connect-options.ts";
 import { connectNats } from "./nats/connect.ts";
 import { redactUrl } from "./nats/connect-errors.ts";
+import { startStallWatch, type StallWatch } from "./stall-watch.ts";
 import { installRedisCommitLock } from "./redis/commit-lock.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -167,6 +168,12 @@ export class Node {
    */
   private readonly lsmRewriters: LsmRewriteWorkers | null;
   private readonly meter: Meter;
+  /**
+   * Kills the process when its main thread is blocked past `decodeDeadline` (cluster/stall-watch.ts): a stall there —
+   * a partitioned table's decode, or any with NATSLAKE_DECODE_WORKERS=0 — cannot be stopped otherwise, and as a death
+   * the poison guard counts it and, in the end, dead-letters the message.
+   */
+  private readonly stallWatch: StallWatch;
   /** Lease failures of every table, logged as `redis at <url>: <reason>` (rate-limited), and the recovery. */
   private readonly redisReporter: RedisErrorReporter;
   readonly catalog: Catalog;
@@ -189,6 +196,7 @@ export class Node {
       this.compactionSlots !== null && cfg.roles.includes("writer")
         ? new LsmRewriteWorkers({ warehouse: cfg.warehouse, size: cfg.compactionSlots, nice: cfg.compactionNice, onPriorityError: (error) => log.warn("primary-key compaction workers run at the node's CPU priority: lowering it failed", { compactionNice: cfg.compactionNice, error }) })
         : null;
+    this.stallWatch = startStallWatch({ deadlineMs: cfg.decodeDeadline, nodeId: cfg.nodeId, onError: (error) => log.warn("the stall watch thread failed: a main thread blocked for good is not stopped", { error: error.message }) });
     this.meter = metrics.getMeter("natslake");
     METRICS.leaseRenewLag.create(this.meter).addCallback((r) => {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
@@ -507,7 +515,7 @@ export class Node {
   private buffers(): BucketBuffers {
     if (this.bucketBuffers !== null) return this.bucketBuffers;
     const threads = workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1;
-    if (threads === 0) this.log.warn("NATSLAKE_DECODE_WORKERS=0: bucket writers decode and encode on the node's thread, where nothing can stop one that stalls (decodeDeadline does not apply)");
+    if (threads === 0) this.log.warn("NATSLAKE_DECODE_WORKERS=0: bucket writers decode and encode on the node's thread: one that stalls past decodeDeadline kills the whole node (its stall watch), not a worker thread");
     return (this.bucketBuffers = createBucketBuffers(threads, { deadlineMs: this.cfg.decodeDeadline }));
   }
 
@@ -812,6 +820,7 @@ export class Node {
     await this.ports.kv.members.delete(this.cfg.nodeId).catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();
+    await this.stallWatch.stop();
     this.log.info("node stopped", { nodeId: this.cfg.nodeId });
   }
 }
