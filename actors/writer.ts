@@ -958,6 +958,8 @@ export class BucketWriterActor implements Actor<WriterMsg> {
     if (w === null || messages.length === 0) return;
     const last = messages[messages.length - 1]!;
     if (failpointArmed("ingest.message")) for (const m of messages) failpointOnData("ingest.message", m.data);
+    // A hang here blocks the node's main thread: its stall watch (cluster/stall-watch.ts) kills the process.
+    if (failpointArmed("ingest.stall")) for (const m of messages) failpointOnData("ingest.stall", m.data);
     this.lastSeq = last.seq;
     for (const m of messages) this.traceLinks.add(m.traceparent);
     if (this.firstArrival === 0) this.firstArrival = messages[0]!.publishedAt || this.d.clock.now();

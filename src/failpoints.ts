@@ -19,9 +19,9 @@
  *   and `bucket-buffer.flush` (actors/ingest/bucket-buffer.ts, in the worker thread that holds a bucket's rows:
  *   there `exit` ends that thread only, and `kill` the whole node); with a marker (`name[marker]:action`),
  *   `ingest.message` (a message whose payload holds the marker, as it is decoded: in that worker thread, or on the
- *   writer's thread for partitioned tables), `ingest.stall` (the same place in a bucket buffer, not on the writer's
- *   thread — a hang there could not be stopped: a second kind of poison, armed with `hang(ms)`, a message that stalls
- *   the decode) and `ingest.flush-row` (a bucket buffer's flush holding rows of such a message) — poison messages for
+ *   writer's thread for partitioned tables), `ingest.stall` (the same places: armed with `hang(ms)`, a second kind of
+ *   poison, a message that stalls the decode — in a bucket buffer's worker thread the node stops that thread at its
+ *   decodeDeadline, on the writer's thread the node's stall watch, cluster/stall-watch.ts, kills the process) and `ingest.flush-row` (a bucket buffer's flush holding rows of such a message) — poison messages for
  *   test/integration/poison.test.ts;
  * - committer: `commit.after-manifests`, `commit.after-manifest-lists` (src/commit/file-store-commit.ts),
  *   `commit.before-snapshot`, `commit.after-snapshot` (src/table/snapshot-manager.ts: `snapshot-N` linked, before the
