@@ -1,7 +1,9 @@
 /**
  * Poison messages (issue 29): a message that kills its writer's process each time it is read, messages whose rows
- * make every flush that holds them fail, and a message that stalls the decode for good, mixed into a load of good rows
- * on a running node (failpoints armed with markers: src/failpoints.ts). Each is dead-lettered whole, with its reason,
+ * make every flush that holds them fail, and a message that stalls the decode for good (on a bucket buffer's worker
+ * thread, stopped at the deadline, or on the node's main thread — a partitioned table's decode — where the node's stall
+ * watch kills the node), mixed into a load of good rows on a running node (failpoints armed with markers:
+ * src/failpoints.ts). Each is dead-lettered whole, with its reason,
  * after a bounded number of attempts — counted in KV across the node's deaths (actors/poison-guard.ts) — and the
  * buckets move on: every good row is in the table exactly once, every bad message is in the dead-letter stream, and
  * no poison row is in the table.
@@ -24,7 +26,10 @@ import { scrapeMetrics } from "../helpers/node-metrics.ts";
 
 const KILL = "POISON-KILL";
 const ENCODE = "POISON-ENCODE";
-/** A message whose decode blocks its thread for 10 minutes: the node stops the thread at its decodeDeadline. */
+/**
+ * A message whose decode blocks its thread for 10 minutes: the node stops the thread at its decodeDeadline — or, on
+ * the node's main thread (a partitioned table's decode), its stall watch kills the node.
+ */
 const HANG = "POISON-HANG";
 /** The node's decodeDeadline here: short, as the stalling message costs a few of them (a real one is 120 s). */
 const DEADLINE_MS = 4000;
@@ -262,6 +267,52 @@ test("poison messages - a message that stalls the decode is dead-lettered, its t
     }
     assert.deepEqual([...counted], [[`${STALLING} decode`, stalls.length]], "natslake_bucket_stalls_total");
   });
+  await single.close();
+  await good.close();
+});
+
+test("poison messages - a message that stalls a partitioned table's decode on the node's main thread: the stall watch kills the node, and after the attempts the message is dead-lettered; every good row lands once", { timeout: 120_000 }, async () => {
+  const name = "poison.stall_main";
+  const catalog = new Catalog(c.warehouse);
+  const id = parseIdentifier(name);
+  await catalog.createTable(id, { columns: parseColumnList("id BIGINT NOT NULL, dt STRING NOT NULL, note STRING"), partitionKeys: ["dt"], options: { bucket: "1", "bucket-key": "id", "natslake.writer.max-attempts": String(ATTEMPTS) } });
+  const good = await producerWhenRegistered(c.nc, name);
+  const single = await createProducer({ nc: c.nc, table: name, maxBatchRows: 1 });
+  const goodIds: number[] = [];
+  const outcomes: Array<Promise<BatchOutcome>> = [];
+  const writeGood = async (from: number, n: number): Promise<void> => {
+    for (let i = from; i < from + n; i++) {
+      goodIds.push(i);
+      outcomes.push(good.write({ id: i, dt: `2026-12-0${1 + (i % 3)}`, note: `row ${i}` }));
+    }
+    await good.flush();
+  };
+  const deathsBefore = deaths;
+  const killLines = (): string[] => c.logs("n1").split("\n").filter((l) => l.includes("main thread is blocked past its decodeDeadline"));
+  const killsBefore = killLines().length;
+
+  await withNodeLogsOnFailure(c, async () => {
+    await writeGood(0, 200);
+    const hang = await single.write({ id: 3_000_000, dt: "2026-12-01", note: HANG });
+    assert.equal(hang.status, "ok", JSON.stringify(hang));
+    await writeGood(1000, 200);
+    await allAcknowledged(outcomes);
+    await waitFor("the stalling message's dead letter", async () => ((await deadLetters(new Subjects().dlq(id))).some((l) => l.streamSeq === hang.seq) ? true : undefined), 90_000, 250);
+    await writeGood(2000, 100);
+    await allAcknowledged(outcomes);
+    await good.waitVisible(good.token(), 60_000);
+
+    await everyGoodRowOnce(catalog, id, goodIds);
+    const letters = await deadLetters(new Subjects().dlq(id));
+    assert.deepEqual(letters.map((l) => l.streamSeq), [hang.seq], `only the stalling message is dead-lettered: ${JSON.stringify(letters.map((l) => [l.streamSeq, l.reason]))}`);
+    assert.match(letters[0]!.reason, new RegExp(`^poison message: .*this message alone failed ${LIMITS.failures} times \\(no error was seen: the writer's process died`));
+    assert.ok(Buffer.from(String(letters[0]!.original), "base64").includes(HANG), "the letter carries the message's bytes");
+  });
+  // Each death was the stall watch's kill, said in the log: its attempts, then its failures alone (and a couple more
+  // when a commit moved the offset between two of them).
+  const died = deaths - deathsBefore;
+  assert.ok(died >= LIMITS.attempts + LIMITS.failures && died <= LIMITS.attempts + LIMITS.failures + 2, `the node died ${died} times`);
+  assert.equal(killLines().length - killsBefore, died, "each death logged by the stall watch");
   await single.close();
   await good.close();
 });
