@@ -2,7 +2,8 @@
  * PoisonGuard: how a bucket's writer finds a poison message — one that makes every attempt to read, decode or write it
  * fail, by an error (a row the encoder throws on), by a stall (a decode or an encode that never returns: the node stops
  * the worker thread running it at its `decodeDeadline`, which fails that read like an error — BucketStallError) or by
- * the death of the writer's process (a crash in a decoder, a row that exhausts memory) — and dead-letters it after a
+ * the death of the writer's process (a crash in a decoder, a row that exhausts memory, or a stall on the node's main
+ * thread, where its stall watch kills the process at the same deadline: cluster/stall-watch.ts) — and dead-letters it after a
  * bounded number of attempts, so that the bucket moves on.
  *
  * The attempt counts live in KV (BucketAttempts, via the AttemptLog port), because a message that kills the process
