@@ -98,6 +98,31 @@ async function deadLetters(subject: string): Promise<DeadLetter[]> {
   return out;
 }
 
+/** For waitFor: true once the message at `seq` of table `id` is in the dead-letter stream. */
+async function deadLettered(id: Identifier, seq: number | undefined): Promise<true | undefined> {
+  return (await deadLetters(new Subjects().dlq(id))).some((l) => l.streamSeq === seq) ? true : undefined;
+}
+
+/**
+ * The producers of a test's table — one in batches for good rows, one of a row per message for poison rows (the writer
+ * dead-letters whole messages) — and `writeGood(from, n)`, which writes good rows `row(i)`, remembering their ids and
+ * outcomes.
+ */
+async function tableProducers(name: string, row: (i: number) => Record<string, unknown>) {
+  const good = await producerWhenRegistered(c.nc, name);
+  const single = await createProducer({ nc: c.nc, table: name, maxBatchRows: 1 });
+  const goodIds: number[] = [];
+  const outcomes: Array<Promise<BatchOutcome>> = [];
+  const writeGood = async (from: number, n: number): Promise<void> => {
+    for (let i = from; i < from + n; i++) {
+      goodIds.push(i);
+      outcomes.push(good.write(row(i)));
+    }
+    await good.flush();
+  };
+  return { good, single, goodIds, outcomes, writeGood };
+}
+
 test("poison messages - a message that kills the writer and rows that fail every flush are dead-lettered after bounded attempts; every good row lands", { timeout: 180_000 }, async () => {
   const catalog = new Catalog(c.warehouse);
   const id = parseIdentifier(NAME);
@@ -186,17 +211,7 @@ test("poison messages - a message that stalls the decode is dead-lettered, its t
     while (bucketOfId([BigInt(i)]) !== bucket) i++;
     return i;
   };
-  const good = await producerWhenRegistered(c.nc, name);
-  const single = await createProducer({ nc: c.nc, table: name, maxBatchRows: 1 });
-  const goodIds: number[] = [];
-  const outcomes: Array<Promise<BatchOutcome>> = [];
-  const writeGood = async (from: number, n: number): Promise<void> => {
-    for (let i = from; i < from + n; i++) {
-      goodIds.push(i);
-      outcomes.push(good.write({ id: i, src: "good", note: `row ${i}` }));
-    }
-    await good.flush();
-  };
+  const { good, single, goodIds, outcomes, writeGood } = await tableProducers(name, (i) => ({ id: i, src: "good", note: `row ${i}` }));
   const writeOne = async (row: { id: number; src: string; note: string }): Promise<BatchOutcome> => {
     const o = await single.write(row);
     assert.equal(o.status, "ok", JSON.stringify(o));
@@ -230,12 +245,12 @@ test("poison messages - a message that stalls the decode is dead-lettered, its t
     goodIds.push(lastId);
     const [encode, last] = await Promise.all([writeOne({ id: idIn(OTHER, 2_100_000), src: "bad", note: ENCODE }), writeOne({ id: lastId, src: "good", note: `row ${lastId}` })]);
     assert.ok(encode.seq! < last.seq!, "published in that order");
-    await waitFor("the other bucket's poison message dead-lettered", async () => ((await deadLetters(new Subjects().dlq(id))).some((l) => l.streamSeq === encode.seq) ? true : undefined), 90_000, 250);
+    await waitFor("the other bucket's poison message dead-lettered", () => deadLettered(id, encode.seq), 90_000, 250);
     const hang = await writeOne({ id: idIn(STALLING, 2_300_000), src: "bad", note: HANG });
     await waitFor("the stall", () => (hangsAnnounced().length > 0 ? true : undefined), 30_000, 50);
     // Tried alone while the shared thread is stalled: the first of them ends the other bucket's isolation.
     await writeGoodTo(OTHER, 2_400_000, 5);
-    await waitFor("the stalling message's dead letter", async () => ((await deadLetters(new Subjects().dlq(id))).some((l) => l.streamSeq === hang.seq) ? true : undefined), 90_000, 250);
+    await waitFor("the stalling message's dead letter", () => deadLettered(id, hang.seq), 90_000, 250);
     await writeGood(1000, 300);
     await allAcknowledged(outcomes);
     await good.waitVisible(good.token(), 60_000);
@@ -276,17 +291,7 @@ test("poison messages - a message that stalls a partitioned table's decode on th
   const catalog = new Catalog(c.warehouse);
   const id = parseIdentifier(name);
   await catalog.createTable(id, { columns: parseColumnList("id BIGINT NOT NULL, dt STRING NOT NULL, note STRING"), partitionKeys: ["dt"], options: { bucket: "1", "bucket-key": "id", "natslake.writer.max-attempts": String(ATTEMPTS) } });
-  const good = await producerWhenRegistered(c.nc, name);
-  const single = await createProducer({ nc: c.nc, table: name, maxBatchRows: 1 });
-  const goodIds: number[] = [];
-  const outcomes: Array<Promise<BatchOutcome>> = [];
-  const writeGood = async (from: number, n: number): Promise<void> => {
-    for (let i = from; i < from + n; i++) {
-      goodIds.push(i);
-      outcomes.push(good.write({ id: i, dt: `2026-12-0${1 + (i % 3)}`, note: `row ${i}` }));
-    }
-    await good.flush();
-  };
+  const { good, single, goodIds, outcomes, writeGood } = await tableProducers(name, (i) => ({ id: i, dt: `2026-12-0${1 + (i % 3)}`, note: `row ${i}` }));
   const deathsBefore = deaths;
   const killLines = (): string[] => c.logs("n1").split("\n").filter((l) => l.includes("main thread is blocked past its decodeDeadline"));
   const killsBefore = killLines().length;
@@ -297,7 +302,7 @@ test("poison messages - a message that stalls a partitioned table's decode on th
     assert.equal(hang.status, "ok", JSON.stringify(hang));
     await writeGood(1000, 200);
     await allAcknowledged(outcomes);
-    await waitFor("the stalling message's dead letter", async () => ((await deadLetters(new Subjects().dlq(id))).some((l) => l.streamSeq === hang.seq) ? true : undefined), 90_000, 250);
+    await waitFor("the stalling message's dead letter", () => deadLettered(id, hang.seq), 90_000, 250);
     await writeGood(2000, 100);
     await allAcknowledged(outcomes);
     await good.waitVisible(good.token(), 60_000);
