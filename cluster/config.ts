@@ -111,7 +111,7 @@ export const NodeConfigSchema = z.object({
   decodeDeadline: durationSetting
     .default(120_000)
     .describe(
-      "how long a bucket writer's decode of what it read, or encode of a flush, may run before the node stops the worker thread running it: the bucket reads again, and a message that stalls it `natslake.writer.max-attempts` times, then alone, is dead-lettered (`natslake_bucket_stalls_total`)",
+      "how long a bucket writer's decode of what it read, or encode of a flush, may run before the node stops the worker thread running it: the bucket reads again, and a message that stalls it `natslake.writer.max-attempts` times, then alone, is dead-lettered (`natslake_bucket_stalls_total`); a node whose main thread is blocked this long (a partitioned table's decode, or any with NATSLAKE_DECODE_WORKERS=0) kills itself, and the message is dead-lettered as one that kills its writer",
     ),
   // Each compaction holds its inputs' rows while rewriting them.
   compactionSlots: z
