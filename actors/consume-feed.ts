@@ -32,7 +32,8 @@ import { sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { deserializeBinaryRow, serializeBinaryRow } from "../src/format/binary-row.ts";
 import type { DataFileMeta } from "../src/format/manifest.ts";
 import { ensureError } from "../src/errors.ts";
-import { CommitKind, type Snapshot } from "../src/format/snapshot.ts";
+import type { Snapshot } from "../src/format/snapshot.ts";
+import { deliversRows } from "../src/scan/incremental.ts";
 import type { Value } from "../src/format/values.ts";
 import { ManifestStore } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
@@ -264,7 +265,7 @@ export class DeltaFeed {
     const pending = this.o.table.snapshots.snapshot(snapshotId).then(
       (snapshot) => {
         this.o.onStage?.("snapshot", this.now() - from);
-        if (snapshot.commitKind === CommitKind.APPEND) return this.load(snapshot);
+        if (deliversRows(this.o.table, snapshot)) return this.load(snapshot);
         this.loading.delete(snapshotId); // no rows: nothing to hold, and sessions pass over it without asking
         return null;
       },

@@ -120,7 +120,9 @@ export const OPTIONS: readonly OptionDef[] = [
   ]),
   ...group("Primary-key tables", [
     def("merge-engine", "enum", "Merge engine of primary-key tables (natslake writes and reads all four)", "deduplicate", ["deduplicate", "partial-update", "aggregation", "first-row"]),
-    def("changelog-producer", "enum", "Changelog producer (natslake writes none and input)", "none", ["none", "input", "lookup", "full-compaction"]),
+    def("changelog-producer", "enum", "Changelog producer: none, input (every change as written) or lookup (changes made by compacting level 0 against the levels above: +I, -U/+U, -D); natslake refuses full-compaction", "none", ["none", "input", "lookup", "full-compaction"]),
+    def("changelog-producer.row-deduplicate", "bool", "lookup changelog: leave out an update whose values did not change (-U/+U of equal rows)", "false"),
+    def("changelog-producer.row-deduplicate-ignore-fields", "string", "Fields row-deduplicate does not compare (comma-separated)"),
     def("sequence.field", "string", "User field(s) ordering the versions of one key (instead of their arrival)"),
     def("sequence.field.sort-order", "enum", "Order of the sequence field", "ascending", ["ascending", "descending"]),
     def("ignore-delete", "bool", "Ignore delete rows", "false"),

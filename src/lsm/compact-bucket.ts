@@ -37,14 +37,16 @@ import type { DataField, DataType } from "../format/data-types.ts";
 import type { Value } from "../format/values.ts";
 import { columnReader } from "../codec/columns/value-readers.ts";
 import type { Table } from "../table/table.ts";
-import { planCompaction, planCompactTask, planFullCompaction, type CompactTaskPlan } from "./compact-task.ts";
+import { planCompaction, planCompactTask, planFullCompaction, type CompactStep, type CompactTaskPlan, type LookupUpgrade } from "./compact-task.ts";
 import { createCompactStrategy, readLsmCompactionOptions, type LsmCompactionOptions } from "./compaction-options.ts";
 import { SerializedKeys } from "./key-comparator.ts";
 import { keyFields } from "./key-value-fields.ts";
 import { KeyValueFileWriter } from "./key-value-file-writer.ts";
 import { Levels, type FramedKeyComparator } from "./levels.ts";
 import { ignoreDeleteOf } from "./merge-read.ts";
-import { mergeForCompaction } from "./merge-reader.ts";
+import { mergeForCompaction, mergeForLookupCompaction, type CompactionChunk } from "./merge-reader.ts";
+import { levelsAbove, type RowsOf } from "./levels-above.ts";
+import { lookupCompactionOf } from "./lookup-changelog.ts";
 import { mergeEngineOf } from "./merge-functions/merge-engine.ts";
 import { sequenceFieldSpec } from "./merge-order.ts";
 import { RollingKeyValueWriter } from "./rolling-writer.ts";
@@ -85,9 +87,16 @@ export function planBucketCompaction(table: Table, files: readonly DataFileMeta[
       ? planFullCompaction(levels, { deletionVectors: options.deletionVectors, forceRewriteAllFiles: options.forceRewriteAllFiles })
       : planCompaction(levels, o.strategy ?? createCompactStrategy(options), { deletionVectors: options.deletionVectors });
   if (planned === null) return null;
-  const rewriteLevel0Upgrades = mergeEngineOf(table.schema).name === "first-row";
-  const plan = planCompactTask(planned, { compareKeys, compactionFileSize: options.compactionFileSize, maxLevel: levels.maxLevel, forceRewriteAllFiles: options.forceRewriteAllFiles, rewriteLevel0Upgrades });
+  const plan = planCompactTask(planned, { compareKeys, compactionFileSize: options.compactionFileSize, maxLevel: levels.maxLevel, forceRewriteAllFiles: options.forceRewriteAllFiles, lookup: lookupUpgradeOf(table) });
   return plan.steps.length === 0 ? null : plan;
+}
+
+/** How a lookup table's level-0 files move up alone (null: not a lookup table). */
+function lookupUpgradeOf(table: Table): LookupUpgrade | null {
+  const lookup = lookupCompactionOf(table.schema);
+  if (lookup === null) return null;
+  const plainDeduplicate = mergeEngineOf(table.schema).name === "deduplicate" && sequenceFieldSpec(table.schema) === null;
+  return { produceChangelog: lookup.produceChangelog, rewriteBelowMaxLevel: !plainDeduplicate };
 }
 
 /** Where the bucket is and what it holds. */
@@ -112,6 +121,11 @@ export interface ExecuteOptions {
   onPath?: (path: string) => void;
   /** The table's LSM options, when the caller read them already. */
   options?: LsmCompactionOptions;
+  /**
+   * A file's rows of some keys: how a lookup table's compaction finds a key's value before it in the levels above
+   * its output (src/maintenance/compact-pk.ts gives it). Needed by lookup tables only.
+   */
+  rowsOf?: RowsOf;
 }
 
 /** A compaction of one bucket, done and not committed: a commit message plus what it did. */
@@ -130,6 +144,8 @@ export interface BucketCompaction extends CommitMessage {
   bytesWritten: number;
   /** Paths of the files written (to remove when the compaction is not committed). */
   writtenPaths: string[];
+  /** `changelog-producer = lookup`: the changelog files written, committed with the compaction. */
+  changelogFiles: DataFileMeta[];
 }
 
 /** Plans (see `planBucketCompaction`) and executes the compaction of one bucket; null when there is nothing to do. */
@@ -161,6 +177,7 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
     bytesRead: 0,
     bytesWritten: 0,
     writtenPaths: [],
+    changelogFiles: [],
   };
   const writer = new KeyValueFileWriter(table, { pool: o.pool });
   const onPath = (p: string): void => {
@@ -175,14 +192,36 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
   // is up there), so levels ≥ 1 never hold a key twice — Java's and pypaimon's batch reads of such tables read them
   // without merging.
   let heldAbove: ((key: readonly Value[]) => boolean) | undefined;
+  const lookup = lookupCompactionOf(table.schema);
+  // A first-row table without changelog keeps the held-above rule (below) that needs no lookups of values.
+  const looksUp = lookup !== null && !(lookup.firstRow && !lookup.produceChangelog);
+  const mergeSpec = { keyFields: keys, sequence, ignoreDelete, engine, valueFields: table.schema.fields, readFile: o.readFile };
+  // A lookup table's compaction that takes level-0 files merges them with the keys' values above its output level.
+  const lookupMerge = (sections: Extract<CompactStep, { kind: "rewrite" }>["sections"], rewrite: boolean, dropDelete: boolean, batchRows: number): AsyncGenerator<CompactionChunk> => {
+    if (o.rowsOf === undefined) throw new LakeError(ErrorKind.Unexpected, `compacting ${table.name}, a lookup table, needs a way to look keys up (rowsOf)`);
+    const above = levelsAbove(bucket.files, plan.outputLevel, new SerializedKeys(keys.map((f) => f.type)), keys, o.rowsOf);
+    return mergeForLookupCompaction(sections, { ...mergeSpec, dropDelete, batchRows, lookup: lookup!, above, rewrite });
+  };
+  const changelogWriter = (): RollingKeyValueWriter => new RollingKeyValueWriter(writer, bucket, { level: plan.outputLevel, fileSource: FileSource.APPEND, changelog: true, targetFileSize: options.targetFileSize }, onPath);
   try {
-    if (engine.name === "first-row" && plan.steps.some((s) => s.kind === "rewrite") && bucket.files.some((f) => f.level > plan.outputLevel)) {
+    if (engine.name === "first-row" && !looksUp && plan.steps.some((s) => s.kind === "rewrite") && bucket.files.some((f) => f.level > plan.outputLevel)) {
       const above = await keysAbove(bucket.files, plan.outputLevel, keys, o.readFile);
       const types = keys.map((k) => k.type);
       heldAbove = (key) => above.has(keyText(types, key));
     }
     for (const step of plan.steps) {
       if (step.kind === "upgrade") {
+        if (step.changelog === true) {
+          // Java's CHANGELOG_NO_REWRITE: the file's keys read against the levels above, for their changelog only.
+          const changelog = changelogWriter();
+          try {
+            for await (const chunk of lookupMerge([[[step.file]]], false, plan.dropDelete, chunkRows(options.targetFileSize, step.file.fileSize, step.file.rowCount))) await changelog.write(chunk.rows);
+            result.changelogFiles.push(...(await changelog.close()));
+          } catch (e) {
+            await changelog.abort();
+            throw e;
+          }
+        }
         // Java's DataFileMeta.upgrade: the same file at the output level.
         result.deletedFiles.push(step.file);
         result.newFiles.push({ ...step.file, level: plan.outputLevel });
@@ -197,20 +236,18 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
       const rows = inputs.reduce((n, f) => n + f.rowCount, 0);
       const bytes = inputs.reduce((n, f) => n + f.fileSize, 0);
       const rolling = new RollingKeyValueWriter(writer, bucket, { level: plan.outputLevel, fileSource: FileSource.COMPACT, targetFileSize: options.targetFileSize }, onPath);
+      const changelog = changelogWriter();
       try {
-        const merged = mergeForCompaction(step.sections, {
-          keyFields: keys,
-          sequence,
-          ignoreDelete,
-          engine,
-          dropDelete: plan.dropDelete,
-          valueFields: table.schema.fields,
-          readFile: o.readFile,
-          batchRows: chunkRows(options.targetFileSize, bytes, rows),
-          ...(heldAbove !== undefined ? { heldAbove } : {}),
-        });
-        for await (const chunk of merged) await rolling.write(chunk);
+        const dropDelete = plan.dropDelete && step.keepDeletes !== true;
+        const batchRows = chunkRows(options.targetFileSize, bytes, rows);
+        // Java's rewriteLookupChangelog: level-0 inputs into a level ≥ 1.
+        if (looksUp && plan.outputLevel !== 0 && inputs.some((f) => f.level === 0)) {
+          for await (const chunk of lookupMerge(step.sections, true, dropDelete, batchRows)) await (chunk.changelog ? changelog : rolling).write(chunk.rows);
+        } else {
+          for await (const chunk of mergeForCompaction(step.sections, { ...mergeSpec, dropDelete, batchRows, ...(heldAbove !== undefined ? { heldAbove } : {}) })) await rolling.write(chunk);
+        }
         const outputs = await rolling.close();
+        result.changelogFiles.push(...(await changelog.close()));
         result.deletedFiles.push(...inputs);
         result.newFiles.push(...outputs);
         result.rewrittenFiles += inputs.length;
@@ -220,7 +257,7 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
         result.rowsWritten += outputs.reduce((n, f) => n + f.rowCount, 0);
         result.bytesWritten += outputs.reduce((n, f) => n + f.fileSize, 0);
       } catch (e) {
-        await rolling.abort();
+        await Promise.all([rolling.abort(), changelog.abort()]);
         throw e;
       }
       // Mid-compaction: outputs on disk that nothing references yet (a crash here leaves them to orphan cleanup).

@@ -70,13 +70,17 @@ export function dropDeletes(outputLevel: number, levels: Levels, options: PlanCo
 
 /** One piece of a compaction's work, in the order Java does it. */
 export type CompactStep =
-  /** The file moves to the output level unchanged (a new manifest entry, the same data file). */
-  | { readonly kind: "upgrade"; readonly file: DataFileMeta }
+  /**
+   * The file moves to the output level unchanged (a new manifest entry, the same data file). `changelog`: a level-0
+   * file of a `changelog-producer = lookup` table, whose changelog is made by reading it against the levels above.
+   */
+  | { readonly kind: "upgrade"; readonly file: DataFileMeta; readonly changelog?: boolean }
   /**
    * These sections (key-ordered, not overlapping one another; each its sorted runs) are merged into new files at
-   * the output level — one merge over all of them, rolled at the target file size.
+   * the output level — one merge over all of them, rolled at the target file size. `keepDeletes`: a lookup table's
+   * level-0 file rewritten instead of upgraded (Java's upgrade with CHANGELOG_WITH_REWRITE keeps its retractions).
    */
-  | { readonly kind: "rewrite"; readonly sections: readonly Section[] };
+  | { readonly kind: "rewrite"; readonly sections: readonly Section[]; readonly keepDeletes?: boolean };
 
 export interface CompactTaskPlan {
   readonly outputLevel: number;
@@ -93,12 +97,20 @@ export interface CompactTaskOptions {
   /** `compaction.force-rewrite-all-files`. */
   forceRewriteAllFiles: boolean;
   /**
-   * A first-row table: a level-0 file moving to a level below the max is rewritten, not upgraded, so the rewrite can
-   * drop the keys a higher level holds already (Java's LookupMergeTreeCompactRewriter upgrades a level-0 file without
-   * a rewrite only into the max level — or for deduplicate without sequence.field, whose data a rewrite would not
-   * change).
+   * A lookup table (src/lsm/lookup-changelog.ts): how a level-0 file moves up without company — Java's
+   * LookupMergeTreeCompactRewriter.upgradeStrategy. Absent or null: as any other file.
    */
-  rewriteLevel0Upgrades?: boolean;
+  lookup?: LookupUpgrade | null;
+}
+
+export interface LookupUpgrade {
+  /** `changelog-producer = lookup`: an upgraded level-0 file's keys give changelog. */
+  produceChangelog: boolean;
+  /**
+   * A level-0 file is rewritten (merged with the values above) rather than upgraded below the max level: every engine
+   * but deduplicate without a `sequence.field`, whose newest version is the merged one as it stands.
+   */
+  rewriteBelowMaxLevel: boolean;
 }
 
 /** A file may hold retract rows unless its `deleteRowCount` says 0. */
@@ -119,10 +131,13 @@ export function planCompactTask(planned: PlannedCompaction, options: CompactTask
     return { outputLevel, dropDelete, steps };
   }
 
+  const lookup = options.lookup ?? null;
   const upgrade = (file: DataFileMeta): void => {
-    const lookupRewrite = options.rewriteLevel0Upgrades === true && file.level === 0 && outputLevel !== options.maxLevel;
-    if ((outputLevel === options.maxLevel && mayContainDeletes(file)) || options.forceRewriteAllFiles || lookupRewrite) rewriteAlone(file);
-    else if (file.level !== outputLevel) steps.push({ kind: "upgrade", file });
+    if ((outputLevel === options.maxLevel && mayContainDeletes(file)) || options.forceRewriteAllFiles) rewriteAlone(file);
+    else if (file.level === outputLevel) return;
+    else if (lookup === null || file.level !== 0) steps.push({ kind: "upgrade", file });
+    else if (outputLevel !== options.maxLevel && lookup.rewriteBelowMaxLevel) steps.push({ kind: "rewrite", sections: [[[file]]], keepDeletes: true });
+    else steps.push({ kind: "upgrade", file, ...(lookup.produceChangelog ? { changelog: true } : {}) });
   };
   // Sections waiting to be rewritten together: overlapping sections and small files, until a large file cuts them.
   let pending: Section[] = [];

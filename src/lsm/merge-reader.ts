@@ -30,11 +30,12 @@ import type { Value } from "../format/values.ts";
 import { SerializedKeys } from "./key-comparator.ts";
 import { keyCopyField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import type { SequenceFieldSpec } from "./merge-order.ts";
-import { isRetract } from "./row-kind.ts";
+import { isRetract, type RowKind } from "./row-kind.ts";
 import { DeduplicateFunction } from "./merge-functions/deduplicate.ts";
 import { BuiltRow, type MergeEngine, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-functions/merge-function.ts";
 import type { SortedRows } from "./sort-buffer.ts";
 import { integerKeyColumn } from "./integer-key-order.ts";
+import { firstRowOutcome, highLevelOf, lookupChangelog, lookupMergeVersions, type LookupCompaction } from "./lookup-changelog.ts";
 
 export interface MergeReadSpec {
   /** The trimmed key fields, in key order. */
@@ -129,17 +130,8 @@ export interface CompactionMergeSpec {
  * two sections' flush: a writer rolls files between chunks.
  */
 export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<ReadonlyArray<readonly DataFileMeta[]>>, spec: CompactionMergeSpec): AsyncGenerator<SortedRows> {
-  const outputFields = [...spec.keyFields.map(keyCopyField), SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, ...spec.valueFields];
-  const core: MergeCore = {
-    keyFields: spec.keyFields,
-    sequence: spec.sequence,
-    readFile: spec.readFile,
-    // The `_KEY_` copies are read from the key columns themselves.
-    columns: [...columnsOf(spec.keyFields), ...columnsOf([SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD]), ...columnsOf(spec.valueFields)],
-    valueFields: spec.valueFields,
-    valueOffset: spec.keyFields.length + 2,
-  };
-  const out = new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+  const core = compactionCore(spec);
+  const out = physicalRows(core, spec);
   const merge = mergeOf(core, spec);
   const heldAbove = spec.heldAbove;
   // first-row: a key whose every version is in level 0 goes when a level above the output holds it already.
@@ -155,6 +147,170 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
   };
   for (const section of sectionsToMerge) yield* mergeRuns(section, core, choose, out);
   yield* out.flush();
+}
+
+/** A compaction's merge: its rows are physical rows (`_KEY_` copies, `_SEQUENCE_NUMBER`, `_VALUE_KIND`, the table's columns). */
+function compactionCore(spec: CompactionMergeSpec): MergeCore {
+  return {
+    keyFields: spec.keyFields,
+    sequence: spec.sequence,
+    readFile: spec.readFile,
+    // The `_KEY_` copies are read from the key columns themselves.
+    columns: [...columnsOf(spec.keyFields), ...columnsOf([SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD]), ...columnsOf(spec.valueFields)],
+    valueFields: spec.valueFields,
+    valueOffset: spec.keyFields.length + 2,
+  };
+}
+
+function physicalRows(core: MergeCore, spec: CompactionMergeSpec): PhysicalRows {
+  const outputFields = [...spec.keyFields.map(keyCopyField), SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, ...spec.valueFields];
+  return new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+}
+
+/** A row of a file above a compaction's output level that holds a key looked up. */
+export interface RowAbove {
+  /** Decoded columns of the file: as `CompactionMergeSpec.readFile` gives them (any number of rows). */
+  batch: arrow.RecordBatch;
+  row: number;
+  /** The file's level. */
+  level: number;
+}
+
+/** The levels above a compaction's output level, where a key's value before the compaction is looked up. */
+export interface LevelsAbove {
+  /** For each key (trimmed key values, ascending, each once): the row of the lowest level above that holds it, or null. */
+  find(keys: readonly Value[][]): Promise<Array<RowAbove | null>>;
+}
+
+export interface LookupCompactionMergeSpec extends CompactionMergeSpec {
+  /** The table's lookup compaction (src/lsm/lookup-changelog.ts `lookupCompactionOf`). */
+  lookup: LookupCompaction;
+  above: LevelsAbove;
+  /** Write the merged rows; false: the one level-0 file is upgraded as it is and only its changelog is made. */
+  rewrite: boolean;
+}
+
+/** A chunk of a lookup compaction's output: merged rows for the output level's files, or changelog rows. */
+export interface CompactionChunk {
+  changelog: boolean;
+  rows: SortedRows;
+}
+
+/** Keys whose before-values are looked up together. */
+const LOOKUP_WINDOW = 4096;
+
+/**
+ * A compaction of a lookup table whose sections hold level-0 files (Java's LookupMergeTreeCompactRewriter with its
+ * LookupChangelogMergeFunctionWrapper, or FirstRowMergeFunctionWrapper): as `mergeForCompaction`, but every key — a
+ * key with one version too — is merged with its value before the compaction when it has level-0 versions and none
+ * above level 0 here: that value is looked up in the levels above the output (`above`, a window of keys at a time).
+ * With `changelog-producer = lookup`, each key with level-0 versions also gives its changelog rows
+ * (src/lsm/lookup-changelog.ts), in key order, in chunks of their own.
+ */
+export async function* mergeForLookupCompaction(sectionsToMerge: ReadonlyArray<ReadonlyArray<readonly DataFileMeta[]>>, spec: LookupCompactionMergeSpec): AsyncGenerator<CompactionChunk> {
+  const core = compactionCore(spec);
+  const window = new LookupWindow(core, spec);
+  // Every key waits in the window (its versions, as the heap gives them) until the window's lookups are done.
+  const hold: Chooser = {
+    single: (c, row) => {
+      window.pending.push([{ c, row }]);
+      return false;
+    },
+    group: (group) => {
+      window.pending.push(group);
+      return null;
+    },
+  };
+  for (const section of sectionsToMerge) yield* mergeRuns(section, core, hold, window);
+  yield* window.flush();
+  yield* window.rest();
+}
+
+/**
+ * The keys of a lookup compaction, a window at a time: their before-values looked up together, then each merged
+ * (`mergeOf`, the looked-up version among its versions) and its changelog made; merged rows and changelog rows go
+ * out in chunks of their own.
+ */
+class LookupWindow implements RowSink<CompactionChunk> {
+  readonly pending: Version[][] = [];
+  private readonly data: PhysicalRows;
+  private readonly changes: PhysicalRows;
+  private readonly merge: (group: Version[]) => MergeResult<Version>;
+  private readonly access: VersionAccess<Version>;
+
+  constructor(
+    private readonly core: MergeCore,
+    private readonly spec: LookupCompactionMergeSpec,
+  ) {
+    this.data = physicalRows(core, spec);
+    this.changes = physicalRows(core, spec);
+    this.merge = mergeOf(core, spec);
+    this.access = VERSION_ACCESS(core);
+  }
+
+  add(): boolean {
+    throw new Error("a lookup compaction's keys wait in its window");
+  }
+
+  addBuilt(): boolean {
+    throw new Error("a lookup compaction's keys wait in its window");
+  }
+
+  due(): boolean {
+    return this.pending.length >= LOOKUP_WINDOW;
+  }
+
+  /** Looks the window's keys up, merges them and hands out the chunks that filled meanwhile. */
+  async *flush(): AsyncGenerator<CompactionChunk> {
+    const { firstRow, produceChangelog, equal } = this.spec.lookup;
+    const kindOf = (r: Version | BuiltRow<Version>): number => (r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!);
+    const valuesOf = (r: Version | BuiltRow<Version>): Value[] => (r instanceof BuiltRow ? r.values : this.core.valueFields.map((_, k) => this.access.value(r, k)));
+    const sameValues = equal === null ? null : (a: Version | BuiltRow<Version>, b: Version | BuiltRow<Version>): boolean => equal(valuesOf(a), valuesOf(b));
+    // A changelog row: the key, sequence number and values of `r`, with its own kind.
+    const change = (r: Version | BuiltRow<Version>, kind: number): BuiltRow<Version> =>
+      new BuiltRow(valuesOf(r), kind as RowKind, r instanceof BuiltRow ? r.sequence : r.c.sequence[r.row]!, r instanceof BuiltRow ? r.from : r);
+    const atLevel0 = (g: readonly Version[]): boolean => g.some((v) => v.c.level === 0);
+    const aboveLevel0 = (g: readonly Version[]): boolean => g.some((v) => v.c.level > 0);
+    const asked = this.pending.filter((g) => atLevel0(g) && !aboveLevel0(g));
+    const found = asked.length === 0 ? [] : await this.spec.above.find(asked.map((g) => g[0]!.c.keyAt(g[0]!.row)));
+    // Decoded rows above, prepared once per batch.
+    const prepared = new Map<arrow.RecordBatch, CursorBatch>();
+    const before = new Map<Version[], Version>();
+    asked.forEach((g, i) => {
+      const f = found[i];
+      if (f === null || f === undefined) return;
+      let c = prepared.get(f.batch);
+      if (c === undefined) prepared.set(f.batch, (c = prepare(f.batch, this.core, f.level)));
+      before.set(g, { c, row: f.row });
+    });
+    for (const group of this.pending) {
+      const looked = before.get(group) ?? null;
+      let result: MergeResult<Version>;
+      let changelog: BuiltRow<Version>[] = [];
+      if (firstRow) {
+        const outcome = firstRowOutcome(this.merge(group), aboveLevel0(group), () => looked !== null);
+        result = outcome.result;
+        if (produceChangelog) changelog = outcome.changelog.map((r) => change(r, kindOf(r)));
+      } else {
+        const high = looked ?? highLevelOf(group, levelOf);
+        result = this.merge(looked === null ? group : [...group, looked]);
+        if (produceChangelog && atLevel0(group)) changelog = lookupChangelog(high, result, kindOf, sameValues).map((c) => change(c.row, c.kind));
+      }
+      if (this.spec.rewrite && result !== null && !(this.spec.dropDelete && isRetract(kindOf(result))) && (result instanceof BuiltRow ? this.data.addBuilt(result) : this.data.add(result.c, result.row))) yield* chunks(false, this.data.flush());
+      for (const c of changelog) if (this.changes.addBuilt(c)) yield* chunks(true, this.changes.flush());
+    }
+    this.pending.length = 0;
+  }
+
+  /** The chunks not full yet, at the end. */
+  *rest(): Generator<CompactionChunk> {
+    yield* chunks(false, this.data.flush());
+    yield* chunks(true, this.changes.flush());
+  }
+}
+
+function* chunks(changelog: boolean, rows: Iterable<SortedRows>): Generator<CompactionChunk> {
+  for (const r of rows) yield { changelog, rows: r };
 }
 
 /**
@@ -356,6 +512,8 @@ interface Version {
   row: number;
 }
 
+const levelOf = (v: Version): number => v.c.level;
+
 /** Merge order of two versions of one key: sequence.field, sequence number, retraction before addition. */
 function compareVersions(spec: MergeCore, a: Version, b: Version): number {
   const seq = spec.sequence;
@@ -451,8 +609,11 @@ const VERSION_ACCESS = (core: MergeCore): VersionAccess<Version> => ({
 function mergeOf(core: MergeCore, spec: { engine?: MergeEngine; ignoreDelete: boolean }): (group: Version[]) => MergeResult<Version> {
   const access = VERSION_ACCESS(core);
   const fn: MergeFunction<Version> = spec.engine?.create(access, core.valueFields) ?? new DeduplicateFunction(access, spec.ignoreDelete);
-  return (group) => {
-    if (group.length === 1) return group[0]!;
+  const lookupMerge = spec.engine?.lookupMerge === true;
+  return (all) => {
+    if (all.length === 1) return all[0]!;
+    // A lookup table's newest version above level 0 holds the older ones: they are not merged again.
+    const group = lookupMerge ? lookupMergeVersions(all, levelOf) : all;
     // Insertion sort: a key has a handful of versions at most (one per sorted run).
     for (let i = 1; i < group.length; i++) {
       const v = group[i]!;
@@ -476,7 +637,9 @@ function mergeOf(core: MergeCore, spec: { engine?: MergeEngine; ignoreDelete: bo
 interface RowSink<T> {
   add(c: CursorBatch, row: number): boolean;
   addBuilt(row: BuiltRow<Version>): boolean;
-  flush(): Generator<T>;
+  flush(): Iterable<T> | AsyncIterable<T>;
+  /** Keys the chooser held back (a lookup compaction's window) are due: flush. Absent: never. */
+  due?(): boolean;
 }
 
 /**
@@ -508,7 +671,7 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     const c = first.current!;
     const row = first.row;
     if (!heap.topHasEqual((x) => compareKeys(spec, x, first) === 0)) {
-      if (choose.single(c, row) && out.add(c, row)) yield* out.flush();
+      if (choose.single(c, row) ? out.add(c, row) : out.due?.() === true) yield* out.flush();
       if (first.step()) heap.siftDown();
       else if (!(await first.nextFile())) heap.pop();
       else heap.siftDown();
@@ -518,7 +681,7 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     group.push(heap.pop());
     while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group.push(heap.pop());
     const winner = choose.group(group.map((cur) => ({ c: cur.current!, row: cur.row })));
-    if (winner !== null && (winner instanceof BuiltRow ? out.addBuilt(winner) : out.add(winner.c, winner.row))) yield* out.flush();
+    if (winner !== null ? (winner instanceof BuiltRow ? out.addBuilt(winner) : out.add(winner.c, winner.row)) : out.due?.() === true) yield* out.flush();
     for (const cur of group) if (cur.step() || (await cur.nextFile())) heap.push(cur);
   }
 }

@@ -9,6 +9,7 @@ import { isNestedType, isStringType, typeToSql } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import { TableOptions } from "../options.ts";
 import { readLsmCompactionOptions } from "./compaction-options.ts";
+import { changelogProducerOf, rowDeduplicateOf } from "./lookup-changelog.ts";
 import { ROW_KIND_COLUMN } from "./row-kind.ts";
 import { validateMergeEngine } from "./merge-functions/merge-engine.ts";
 
@@ -48,8 +49,20 @@ export function validateWritableKeyedSchema(table: string, schema: TableSchema):
     if (e instanceof LakeError) throw new LakeError(e.kind, `${table}: ${e.message}`, { context: e.context });
     throw e;
   }
-  const producer = options.get("changelog-producer") ?? "none";
-  if (producer !== "none" && producer !== "input") throw unsupported(`${table}: changelog-producer = ${producer} is not written by natslake yet (none and input are)`);
+  const producer = changelogProducerOf(options);
+  if (producer === "full-compaction") {
+    throw unsupported(
+      `${table}: changelog-producer = full-compaction is not written by natslake: its changelog comes only from full compactions, which natslake's writers do not schedule (full-compaction.delta-commits is Flink's); use changelog-producer = lookup, whose changelog comes with every compaction of level 0`,
+    );
+  }
+  if (producer !== "none" && producer !== "input" && producer !== "lookup") throw unsupported(`${table}: changelog-producer = ${producer} is not written by natslake (none, input and lookup are)`);
+  // The fields row-deduplicate leaves out must be the table's.
+  try {
+    rowDeduplicateOf(schema, options);
+  } catch (e) {
+    if (e instanceof LakeError) throw new LakeError(e.kind, `${table}: ${e.message}`, { context: e.context });
+    throw e;
+  }
   if (options.bool("data-file.thin-mode")) throw unsupported(`${table}: data-file.thin-mode = true is not written by natslake (its files keep the _KEY_ columns pypaimon needs)`);
   // The LSM compaction options (num-levels, triggers, ratios, off-peak hours, …): a value Java would only trip over
   // when a writer restores a bucket is refused now, naming the option.

@@ -31,6 +31,9 @@ import type { CompactTaskPlan } from "../lsm/compact-task.ts";
 import { readLsmCompactionOptions, type LsmCompactionOptions } from "../lsm/compaction-options.ts";
 import { checkMergeReadable, mergeReadFields } from "../lsm/merge-read.ts";
 import { readDataFile } from "../scan/read.ts";
+import { DecodedFile, type DecodedFileCache } from "../scan/lookup.ts";
+import { SerializedKeys } from "../lsm/key-comparator.ts";
+import { keyFields } from "../lsm/key-value-fields.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import type { Value } from "../format/values.ts";
@@ -122,11 +125,36 @@ export interface BucketPlan {
  * Executes one bucket's plan (`executeCompactTask`), its files read with the merge's columns. Every input decodes in
  * `pool` (null: on this thread), small ones too (no inline threshold), as the append compaction's do.
  */
-export async function executeBucketPlan(table: Table, p: BucketPlan, o: { pool: ParquetEncoderPool | null; options?: LsmCompactionOptions; onPath?: (path: string) => void }): Promise<BucketCompaction> {
+export async function executeBucketPlan(
+  table: Table,
+  p: BucketPlan,
+  o: { pool: ParquetEncoderPool | null; options?: LsmCompactionOptions; onPath?: (path: string) => void; cache?: DecodedFileCache },
+): Promise<BucketCompaction> {
   const readFields = mergeReadFields(table, table.schema.fields);
   const where = { partitionValues: p.partitionValues, bucket: p.bucket.bucket };
   const readFile = (file: DataFileMeta): Promise<arrow.RecordBatch[]> => readDataFile(table, where, file, readFields, o.pool, 0);
-  return executeCompactTask(table, p.bucket, p.plan, { readFile, pool: o.pool, ...(o.options !== undefined ? { options: o.options } : {}), ...(o.onPath !== undefined ? { onPath: o.onPath } : {}) });
+  const keys = keyFields(table.schema);
+  const compare = new SerializedKeys(keys.map((f) => f.type)).compare;
+  // A lookup table's files above the output level, searched by key: each decoded once (kept in the cache when there
+  // is one: files never change, so a writer's next compaction finds the levels above decoded).
+  const decoded = new Map<string, Promise<DecodedFile>>();
+  const decode = (file: DataFileMeta): Promise<DecodedFile> => {
+    const key = `${table.location}|${table.schema.id}|${file.fileName}`;
+    const cached = o.cache?.get(key);
+    if (cached !== undefined) return Promise.resolve(cached);
+    let pending = decoded.get(key);
+    if (pending === undefined) {
+      pending = readFile(file).then((batches) => {
+        const d = new DecodedFile(batches, readFields, keys);
+        o.cache?.set(key, d);
+        return d;
+      });
+      decoded.set(key, pending);
+    }
+    return pending;
+  };
+  const rowsOf = async (file: DataFileMeta, wanted: readonly Value[][]): Promise<arrow.RecordBatch[]> => (await decode(file)).rowsOf(wanted, compare);
+  return executeCompactTask(table, p.bucket, p.plan, { readFile, rowsOf, pool: o.pool, ...(o.options !== undefined ? { options: o.options } : {}), ...(o.onPath !== undefined ? { onPath: o.onPath } : {}) });
 }
 
 export interface CommitBucketCompactionsOptions {
@@ -147,7 +175,7 @@ export interface CommitBucketCompactionsOptions {
 export async function commitBucketCompactions(table: Table, compactions: readonly BucketCompaction[], o: CommitBucketCompactionsOptions = {}): Promise<number | null> {
   const messages: CommitMessage[] = compactions
     .filter((c) => c.deletedFiles.length > 0 || c.newFiles.length > 0)
-    .map((c) => ({ partition: c.partition, bucket: c.bucket, totalBuckets: c.totalBuckets, newFiles: c.newFiles, deletedFiles: c.deletedFiles }));
+    .map((c) => ({ partition: c.partition, bucket: c.bucket, totalBuckets: c.totalBuckets, newFiles: c.newFiles, deletedFiles: c.deletedFiles, changelogFiles: c.changelogFiles }));
   if (messages.length === 0) return null;
   const store = o.store ?? new ManifestStore(table);
   const numLevels = (o.options ?? readLsmCompactionOptions(table.options)).numLevels;

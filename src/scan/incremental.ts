@@ -22,6 +22,7 @@ import type { Value } from "../format/values.ts";
 import { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import type { DataSplit, ScanPlan } from "./plan.ts";
+import { changelogProducerOf } from "../lsm/lookup-changelog.ts";
 
 export interface IncrementalRange {
   /** Exclusive: rows committed by snapshots after this one (0: from the first snapshot). */
@@ -64,17 +65,28 @@ export async function planIncremental(
 }
 
 /**
- * What a primary-key table's snapshots deliver to a stream: its changelog files (`changelog-producer = input`) or the
- * data files APPEND snapshots added (`none`); null for an append table (the rows APPEND snapshots added).
+ * What a primary-key table's snapshots deliver to a stream: its changelog files (`changelog-producer = input`: the
+ * APPEND snapshots'; `lookup`: the COMPACT snapshots' — Java's ChangelogFollowUpScanner) or the data files APPEND
+ * snapshots added (`none`); null for an append table (the rows APPEND snapshots added).
  */
 export function changesOf(table: Table): "changelog" | "delta" | null {
   if (!table.isPrimaryKeyTable) return null;
-  return (table.options.get("changelog-producer") ?? "none") === "input" ? "changelog" : "delta";
+  const producer = changelogProducerOf(table.options);
+  return producer === "input" || producer === "lookup" ? "changelog" : "delta";
+}
+
+/**
+ * Whether a snapshot delivers rows to a stream: one with changelog files, of a table whose changes are its changelog;
+ * an APPEND snapshot otherwise (COMPACT snapshots rewrite rows already delivered, OVERWRITE ones are not followed).
+ */
+export function deliversRows(table: Table, s: Snapshot): boolean {
+  return changesOf(table) === "changelog" ? s.changelogManifestList !== null : s.commitKind === CommitKind.APPEND;
 }
 
 /**
  * The splits of what one snapshot delivers to a stream or an incremental read: the files an APPEND snapshot added;
- * for a primary-key table with `changelog-producer = input`, the changelog files it wrote. Other snapshots: none.
+ * for a primary-key table with `changelog-producer = input` or `lookup`, the changelog files it wrote. Other
+ * snapshots: none.
  */
 export async function snapshotDeltaSplits(table: Table, s: Snapshot, partitionFilter?: (values: Value[]) => boolean, store = new ManifestStore(table)): Promise<DataSplit[]> {
   if (changesOf(table) === "changelog") return s.changelogManifestList === null ? [] : splitsOf(table, s, await store.readChangelogEntries(s), partitionFilter);

@@ -42,6 +42,7 @@ import { mergeBucketFiles, project } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 import type { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
 import { dropDeletedRows } from "./deleted-rows.ts";
+import { changelogProducerOf } from "../lsm/lookup-changelog.ts";
 
 export interface ReadSpec extends ScanSpec {
   /** Columns to read, in this order; default all columns of the schema read (a chosen snapshot's own, else the current one). */
@@ -547,8 +548,10 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const vectors = plan.deletionVectors ?? null;
   const read = (split: DataSplit, file: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(context, split, file, vectors, (s, f) => context.read(s, f, pool, spec.inlineDecodeBelowBytes));
   // First-row tables: Java's batch reads skip level 0 (batchScanSkipLevel0) — a row shows once compaction moved it
-  // up, which the writers do at every compaction (ForceUpLevel0) — and so do these, to show what Java shows.
-  const skipLevel0 = engine.name === "first-row" || (dvMode && spec.rowKind !== true);
+  // up, which the writers do at every compaction (ForceUpLevel0) — and so do these, to show what Java shows. So does
+  // a stream's first read of a `changelog-producer = lookup` table (Java's DataTableStreamScan.tryFirstPlan): the
+  // level-0 rows come next, as the changelog of the compaction that moves them up.
+  const skipLevel0 = engine.name === "first-row" || (dvMode && spec.rowKind !== true) || (spec.rowKind === true && changelogProducerOf(table.options) === "lookup");
   const splits = skipLevel0 ? plan.splits.map((s) => ({ ...s, files: s.files.filter((f) => f.level > 0) })) : plan.splits;
   const rawContext = dvMode ? new FileReadContext(table, wanted) : null;
   // The next bucket's files decode in the pool while this one merges here (see `prefetchSplit`).

@@ -29,7 +29,8 @@
  * costs at most one poll interval, and nothing is skipped.
  */
 import { ErrorKind, LakeError } from "../errors.ts";
-import { CommitKind, type Snapshot } from "../format/snapshot.ts";
+import type { Snapshot } from "../format/snapshot.ts";
+import { deliversRows } from "./incremental.ts";
 import { checkConsumerIdFor, getConsumer, writeConsumer } from "../table/consumers.ts";
 import { checkName } from "../names.ts";
 import type { Table } from "../table/table.ts";
@@ -160,7 +161,7 @@ export class TableStream {
         if (await this.table.snapshots.snapshotExists(id)) {
           const s = await this.table.snapshots.snapshot(id);
           this.nextDelta = id + 1;
-          if (s.commitKind !== CommitKind.APPEND) continue;
+          if (!deliversRows(this.table, s)) continue;
           return { snapshotId: id, kind: "delta", snapshot: s, read: { incremental: { from: id - 1, to: id } } };
         }
         const earliest = await this.table.snapshots.earliestId();

@@ -24,6 +24,7 @@ import { PARTIAL_UPDATE_RETRACTION, PartialUpdateFunction } from "./partial-upda
 import { aggregateFunctionOf, AggregationFunction, aggregatorsOf } from "./aggregation.ts";
 import { FIRST_ROW_RETRACTION, FirstRowFunction } from "./first-row.ts";
 import { sequenceGroupsOf } from "./sequence-groups.ts";
+import { needsLookup } from "../lookup-changelog.ts";
 
 /** The `sequence.field` columns named by the options (none when unset). */
 function sequenceFieldsOf(options: TableOptions): string[] {
@@ -68,15 +69,18 @@ export function mergeEngineOf(schema: TableSchema): MergeEngine {
   const options = new TableOptions(schema.options);
   const name = mergeEngineName(options);
   const ignoreDelete = ignoreDeleteOf(options);
+  // First-row needs lookup too, but keeps the first version whatever the levels (Java does not wrap it).
+  const lookupMerge = name !== "first-row" && needsLookup(options);
   switch (name) {
     case "deduplicate":
-      return { name, ignoreDelete, create: (access) => new DeduplicateFunction(access, ignoreDelete) };
+      return { name, ignoreDelete, lookupMerge, create: (access) => new DeduplicateFunction(access, ignoreDelete) };
     case "partial-update": {
       const removeRecordOnDelete = options.bool("partial-update.remove-record-on-delete");
       const groups = sequenceGroupsOf(schema, options, ignoreDelete);
       return {
         name,
         ignoreDelete,
+        lookupMerge,
         mergesAllFields: groups !== null,
         create: (access, fields) => {
           // A group's fields are compared by their group's sequence fields: the merge must see every field.
@@ -93,7 +97,7 @@ export function mergeEngineOf(schema: TableSchema): MergeEngine {
       return {
         name,
         ignoreDelete,
-       
+        lookupMerge,
         create: (access, fields) => new AggregationFunction(access, fields, aggregatorsOf(fields, options, schema.primaryKeys, sequenceFields), removeRecordOnDelete),
       };
     }

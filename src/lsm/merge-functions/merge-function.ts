@@ -57,6 +57,12 @@ export interface MergeEngine {
   /** A read of some columns must still merge every column (partial-update's sequence groups compare across fields). */
   readonly mergesAllFields?: boolean;
   /**
+   * A lookup table's merge (Java's LookupMergeFunction, src/lsm/lookup-changelog.ts): of a key's versions, those at
+   * level 0 and only the newest one above, which already holds the older ones. Set for every engine but first-row
+   * when the table needs lookup (`changelog-producer = lookup`, `force-lookup`).
+   */
+  readonly lookupMerge?: boolean;
+  /**
    * The merge function for versions read through `access`, whose values are those of `fields` (the table's columns
    * for a write or a compaction, the read's columns for a merge-on-read — each field's merge depends on that field
    * alone, the primary-key columns included, which are equal in every version).
