@@ -201,7 +201,7 @@ export class LsmCompaction implements CompactionStrategy {
         if (stopped()) break;
         const c = await this.d.rewriter.rewrite(table, tree.files, plan);
         done.push({
-          change: { partition: c.partition, totalBuckets: c.totalBuckets, before: c.deletedFiles, after: c.newFiles },
+          change: { partition: c.partition, totalBuckets: c.totalBuckets, before: c.deletedFiles, after: c.newFiles, ...(c.changelogFiles.length > 0 ? { changelog: c.changelogFiles } : {}) },
           inputFiles: c.upgradedFiles + c.rewrittenFiles,
           outputFiles: c.upgradedFiles + c.outputFiles,
           bytesRead: c.bytesRead,

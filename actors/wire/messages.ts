@@ -162,6 +162,8 @@ export interface CompactionChange {
   before: DataFileMeta[];
   /** The outputs, written under the bucket's directory, referenced by no snapshot until accepted. */
   after: DataFileMeta[];
+  /** `changelog-producer = lookup`: the changelog files the compaction wrote (same rules as `after`). */
+  changelog?: DataFileMeta[];
 }
 
 /**

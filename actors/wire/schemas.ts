@@ -217,7 +217,7 @@ export const committableRefSchema = z
   })
   .describe("a committable too large for one message, written to the warehouse first and sent by reference");
 
-const compactionChange = z.strictObject({ partition: binary, totalBuckets: int, before: z.array(dataFileMeta), after: z.array(dataFileMeta) });
+const compactionChange = z.strictObject({ partition: binary, totalBuckets: int, before: z.array(dataFileMeta), after: z.array(dataFileMeta), changelog: z.array(dataFileMeta).optional() });
 
 export const compactionEntrySchema = z
   .strictObject({

@@ -47,6 +47,8 @@ export interface CompactionChangeFiles {
   totalBuckets: number;
   before: DataFileMeta[];
   after: DataFileMeta[];
+  /** Changelog files the compaction wrote (`changelog-producer = lookup`): committed with it, deleted with a rejected one. */
+  changelog?: DataFileMeta[];
 }
 
 /** What the decision reads of a writer's compaction. */
@@ -99,8 +101,8 @@ export function parseWatermark(w: string | undefined): { stream: string; seq: nu
   return { stream: w.slice(0, at), seq };
 }
 
-const entriesOf = (c: CompactionClaim, pick: "before" | "after"): ManifestEntry[] =>
-  c.changes.flatMap((ch) => ch[pick].map((file) => ({ kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file })));
+const entriesOf = (c: CompactionClaim, pick: "before" | "after" | "changelog"): ManifestEntry[] =>
+  c.changes.flatMap((ch) => (ch[pick] ?? []).map((file) => ({ kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file })));
 
 /**
  * The files of each (partition, bucket) a primary-key table's changes touch, from the base's live entries, with the
@@ -207,7 +209,7 @@ export function decideCompactions<C extends CompactionClaim>(
 export function writtenOutputs(c: CompactionClaim): ManifestEntry[] {
   return c.changes.flatMap((ch) => {
     const moved = new Set(ch.before.map((f) => f.fileName));
-    return ch.after.filter((f) => !moved.has(f.fileName)).map((file) => ({ kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file }));
+    return [...ch.after.filter((f) => !moved.has(f.fileName)), ...(ch.changelog ?? [])].map((file) => ({ kind: FileKind.ADD, partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, file }));
   });
 }
 
@@ -226,7 +228,9 @@ export function netChanges(accepted: readonly CompactionClaim[]): { messages: Co
     for (const ch of c.changes) {
       const key = `${Buffer.from(ch.partition).toString("hex")}/${c.bucket}`;
       let b = buckets.get(key);
-      if (b === undefined) buckets.set(key, (b = { message: { partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, newFiles: [], deletedFiles: [] }, added: new Map() }));
+      if (b === undefined) buckets.set(key, (b = { message: { partition: ch.partition, bucket: c.bucket, totalBuckets: ch.totalBuckets, newFiles: [], deletedFiles: [], changelogFiles: [] }, added: new Map() }));
+      // Changelog is never netted: each change's rows were changes at their compaction.
+      b.message.changelogFiles!.push(...(ch.changelog ?? []));
       for (const f of ch.before) if (!b.added.delete(at(f))) b.message.deletedFiles.push(f);
       const moved = new Set(ch.before.map((f) => f.fileName));
       for (const f of ch.after) {
@@ -263,7 +267,7 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
   async commit(pending: readonly PendingCompaction<C>[]): Promise<CompactionRoundResult<C>> {
     const missingOutputs = new Map<number, string>();
     for (const p of pending) {
-      for (const e of entriesOf(p.compaction, "after")) {
+      for (const e of [...entriesOf(p.compaction, "after"), ...entriesOf(p.compaction, "changelog")]) {
         if (!(await this.table.io.isFile(dataFilePath(this.table, e)))) {
           missingOutputs.set(p.seq, e.file.fileName);
           break;

@@ -89,7 +89,10 @@ export function deliversRows(table: Table, s: Snapshot): boolean {
  * snapshots: none.
  */
 export async function snapshotDeltaSplits(table: Table, s: Snapshot, partitionFilter?: (values: Value[]) => boolean, store = new ManifestStore(table)): Promise<DataSplit[]> {
-  if (changesOf(table) === "changelog") return s.changelogManifestList === null ? [] : splitsOf(table, s, await store.readChangelogEntries(s), partitionFilter);
+  // Changelog files in the order they were committed: a bucket's compactions of one round each wrote theirs, and a
+  // later one's rows come after an earlier one's (their sequence numbers are those of the rows' versions, not of the
+  // changes).
+  if (changesOf(table) === "changelog") return s.changelogManifestList === null ? [] : splitsOf(table, s, await store.readChangelogEntries(s), partitionFilter, false);
   return s.commitKind === CommitKind.APPEND ? deltaSplits(table, s, partitionFilter, store) : [];
 }
 
@@ -102,8 +105,8 @@ export async function deltaSplits(table: Table, s: Snapshot, partitionFilter?: (
   return splitsOf(table, s, await store.readDeltaEntries(s), partitionFilter);
 }
 
-/** The ADD entries as splits per (partition, bucket), a bucket's files in sequence order. */
-function splitsOf(table: Table, s: Snapshot, entries: readonly ManifestEntry[], partitionFilter?: (values: Value[]) => boolean): DataSplit[] {
+/** The ADD entries as splits per (partition, bucket), a bucket's files in sequence order (or as listed). */
+function splitsOf(table: Table, s: Snapshot, entries: readonly ManifestEntry[], partitionFilter?: (values: Value[]) => boolean, inSequenceOrder = true): DataSplit[] {
   const types = table.partitionTypes;
   const bySplit = new Map<string, DataSplit>();
   for (const e of entries) {
@@ -119,6 +122,6 @@ function splitsOf(table: Table, s: Snapshot, entries: readonly ManifestEntry[], 
     split.files.push(e.file);
   }
   const splits = [...bySplit.values()];
-  for (const split of splits) split.files.sort((a, b) => (a.minSequenceNumber < b.minSequenceNumber ? -1 : a.minSequenceNumber > b.minSequenceNumber ? 1 : 0));
+  if (inSequenceOrder) for (const split of splits) split.files.sort((a, b) => (a.minSequenceNumber < b.minSequenceNumber ? -1 : a.minSequenceNumber > b.minSequenceNumber ? 1 : 0));
   return splits;
 }
