@@ -12,6 +12,7 @@ import type { FileIO } from "../src/io/file-io.ts";
 import type { BucketCompaction, BucketFiles } from "../src/lsm/compact-bucket.ts";
 import type { CompactTaskPlan } from "../src/lsm/compact-task.ts";
 import { executeBucketPlan } from "../src/maintenance/compact-pk.ts";
+import { LruDecodedFileCache } from "../src/scan/lookup.ts";
 import { Table, type Identifier } from "../src/table/table.ts";
 
 /** What a worker needs to rewrite one bucket's plan. */
@@ -35,13 +36,20 @@ export function lsmRewriteRequest(warehouse: string, table: Table, bucket: Bucke
 /** FileIOs by warehouse, one per worker thread (an S3 client keeps its connections). */
 const ios = new Map<string, FileIO>();
 
+/**
+ * Lookup tables' files above a compaction's output level, decoded, per worker thread: a bucket's next compaction
+ * looks its keys up in the same files (the max level changes seldom), so they are not decoded again each time.
+ */
+const LOOKUP_CACHE_BYTES = 64 * 1024 * 1024;
+const lookupCache = new LruDecodedFileCache(LOOKUP_CACHE_BYTES);
+
 /** Runs a request on this thread; `onPath` is told each output's path before the file is written. */
 export async function runLsmRewrite(r: LsmRewriteRequest, onPath: (path: string) => void): Promise<BucketCompaction> {
   let io = ios.get(r.warehouse);
   if (io === undefined) ios.set(r.warehouse, (io = openWarehouse(r.warehouse).io));
   const table = new Table(r.identifier, r.root, io, r.schema);
   const partitionValues = deserializeBinaryRow(table.partitionTypes, r.bucket.partition);
-  return executeBucketPlan(table, { bucket: r.bucket, partitionValues, plan: r.plan }, { pool: null, onPath });
+  return executeBucketPlan(table, { bucket: r.bucket, partitionValues, plan: r.plan }, { pool: null, onPath, cache: lookupCache });
 }
 
 /**

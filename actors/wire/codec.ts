@@ -96,6 +96,7 @@ function compactionOf(o: Record<string, unknown>): CompactionEntry {
         totalBuckets: num(ch["totalBuckets"], `changes[${i}].totalBuckets`),
         before: list(ch["before"], `changes[${i}].before`).map((m) => fileMetaOf(m)),
         after: list(ch["after"], `changes[${i}].after`).map((m) => fileMetaOf(m)),
+        ...(ch["changelog"] !== undefined ? { changelog: list(ch["changelog"], `changes[${i}].changelog`).map((m) => fileMetaOf(m)) } : {}),
       };
     }),
   };
