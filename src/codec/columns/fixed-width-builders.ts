@@ -126,6 +126,15 @@ export function narrowIntShift(root: "INT" | "SMALLINT" | "TINYINT"): number {
   return root === "INT" ? 0 : root === "SMALLINT" ? 16 : 24;
 }
 
+/**
+ * The 32-bit words of exactly `big`'s slots. Not `new Int32Array(big.buffer)`: a recycled buffer (buffer-recycler.ts)
+ * may be larger than the slots and of any length — one of an odd byte length threw "byte length of Int32Array should
+ * be a multiple of 4" on a primary-key table's second large write.
+ */
+function wordsOf(big: BigInt64Array): Int32Array {
+  return new Int32Array(big.buffer, big.byteOffset, big.length * 2);
+}
+
 /** Shared storage of 64-bit slots: a BigInt64Array and an Int32Array over the same bytes. */
 abstract class Int64SlotsBuilder extends BaseBuilder {
   protected big: BigInt64Array;
@@ -133,14 +142,14 @@ abstract class Int64SlotsBuilder extends BaseBuilder {
   constructor(type: DataType, arrowType: arrow.DataType, path: string, protected readonly capacity: number, arrays: ArrayAllocator) {
     super(type, arrowType, path);
     this.big = arrays.make(BigInt64Array, capacity);
-    this.words = new Int32Array(this.big.buffer);
+    this.words = wordsOf(this.big);
   }
   protected ensureSlot(): void {
     if (this.length < this.big.length) return;
     const big = new BigInt64Array(Math.max(this.big.length * 2, 16, this.capacity));
     big.set(this.big);
     this.big = big;
-    this.words = new Int32Array(big.buffer);
+    this.words = wordsOf(big);
   }
   /** Writes a safe integer into slot `length` without creating a BigInt. */
   protected writeNumber(n: number): void {
@@ -181,7 +190,7 @@ abstract class Int64SlotsBuilder extends BaseBuilder {
   }
   protected reset(): void {
     this.big = new BigInt64Array(afterFinish(this.capacity));
-    this.words = new Int32Array(this.big.buffer);
+    this.words = wordsOf(this.big);
   }
 }
 

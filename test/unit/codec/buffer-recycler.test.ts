@@ -62,3 +62,17 @@ test("buffer recycler - builders on recycled buffers build the same batches, aft
   assert.deepEqual(recordBatchToRows(fields, reused), recordBatchToRows(fields, build(again)));
   assert.deepEqual(recordBatchToRows(fields, reused), again);
 });
+
+test("buffer recycler - a 64-bit column built on a recycled buffer of an odd byte length (a string column's, given back) builds its rows", () => {
+  const r = new BufferRecycler(1 << 22);
+  // A string column's data buffer: its length need not be a multiple of 4 or 8.
+  const odd = r.make(Uint8Array, 800_001);
+  r.give(odd.buffer as ArrayBuffer);
+  const fields = parseColumnList("k BIGINT NOT NULL, v BIGINT");
+  const rows = Array.from({ length: 60_000 }, (_, i) => ({ k: BigInt(i) - 30_000n, v: i % 7 === 0 ? null : BigInt(i) * 3n }));
+  // 60,000 slots of 8 bytes = 480 kB: the kept 800,001-byte buffer serves the first column's slots.
+  const b = new RecordBatchBuilder(fields, rows.length, r);
+  for (const row of rows) b.appendRow(row);
+  assert.equal(r.heldBytes, 0, "the odd buffer was taken");
+  assert.deepEqual(recordBatchToRows(fields, b.finish()), rows);
+});
