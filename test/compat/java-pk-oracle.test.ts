@@ -460,7 +460,12 @@ const CREATE_CASES: CreateCase[] = [
   {
     what: "changelog-producer = lookup",
     spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "changelog-producer": "lookup" } },
-    expect: { natslakeRefuses: "natslake produces changelog files only from its input (none and input); lookup needs compaction-time changelog natslake does not write" },
+    expect: "both-accept",
+  },
+  {
+    what: "changelog-producer = full-compaction",
+    spec: { columns: "id BIGINT, v STRING", primaryKeys: ["id"], options: { bucket: "2", "changelog-producer": "full-compaction" } },
+    expect: { natslakeRefuses: "its changelog comes only from full compactions, which natslake's writers do not schedule; lookup's comes with every compaction of level 0" },
   },
   {
     what: "a primary key of partition fields only",
