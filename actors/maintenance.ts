@@ -122,9 +122,7 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
           if (last !== undefined) wait = Math.max(wait, last + (t.onCommitGapMs ?? 0) - now);
         }
         // A task still in its gap is due when the gap ends: wake up then rather than at the next tick.
-        if (wait > 0 && this.gapWakeUp === null) {
-          this.gapWakeUp = ctx.scheduleOnce(Math.ceil(wait), { type: "gap-ended" });
-        }
+        if (wait > 0) this.wakeAfterGap(wait, ctx);
         this.next(ctx);
         return;
       }
@@ -198,7 +196,18 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
         dueBy = by;
       }
     }
-    if (due === undefined) return;
+    if (due === undefined) {
+      // A commit waits for its task's gap to end. A timer can fire a little before the monotonic clock says the gap
+      // ended (its loop time is read in whole milliseconds): wake up again for what is left, or the commit's run
+      // would wait for the next tick.
+      let left = Infinity;
+      for (const t of this.d.tasks) {
+        const last = this.lastRun.get(t.name);
+        if (t.runOnCommit === true && this.committedSince.has(t.name) && last !== undefined) left = Math.min(left, last + (t.onCommitGapMs ?? 0) - now);
+      }
+      if (left > 0 && left < Infinity) this.wakeAfterGap(left, ctx);
+      return;
+    }
     const task = due;
     this.running = task.name;
     this.lastRun.set(task.name, now);
@@ -208,6 +217,11 @@ export class MaintenanceActor implements Actor<MaintenanceMsg> {
       (counts) => ({ type: "done", task: task.name, counts }),
       (e) => ({ type: "failed", task: task.name, error: ensureError(e) }),
     );
+  }
+
+  /** Wakes the actor in `ms` (at least 1) for a gap's end, unless a wake-up is already set. */
+  private wakeAfterGap(ms: number, ctx: ActorContext<MaintenanceMsg>): void {
+    if (this.gapWakeUp === null) this.gapWakeUp = ctx.scheduleOnce(Math.max(1, Math.ceil(ms)), { type: "gap-ended" });
   }
 
   private startRequest(job: MaintenanceJob, responder: MaintenanceResponder, ctx: ActorContext<MaintenanceMsg>): void {

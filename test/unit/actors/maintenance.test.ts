@@ -303,3 +303,28 @@ test("maintenance - a run-on-commit task with a gap runs at most once per gap un
     wh.cleanup();
   }
 });
+
+test("maintenance - a gap's wake-up that fires before the actor's clock says the gap ended wakes again for what is left: the last commit's run does not wait for the tick", async () => {
+  const wh = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(wh.path, "m.early", "id BIGINT NOT NULL");
+    // The actor's clock runs at 0.9 of the timers' pace: every wake-up for a gap's end comes "early" by its clock,
+    // as a timer whose loop time was read in whole milliseconds can.
+    const t0 = performance.now();
+    const slow = { now: () => Date.now(), monotonic: () => (performance.now() - t0) * 0.9 };
+    const starts: number[] = [];
+    const task: MaintenanceTask = { name: "expire-snapshots", runOnCommit: true, onCommitGapMs: 100, intervalMs: () => 60_000, run: async () => (starts.push(performance.now() - t0), {}) };
+    const ref = system.spawn("maintenance-m.early", () => new MaintenanceActor({ table, tasks: [task], clock: slow, meter: metrics.getMeter("test"), tickMs: 10_000 }));
+    ref.tell({ type: "committed", snapshotId: 1 }); // runs at once
+    await sleep(30);
+    const lastCommitAt = performance.now() - t0;
+    ref.tell({ type: "committed", snapshotId: 2 }); // inside the gap: its run comes when the gap ends
+    await sleep(400);
+    assert.equal(starts.length, 2, `a run for each commit: ${starts.map((s) => s.toFixed(0)).join(", ")}`);
+    assert.ok(starts[1]! > lastCommitAt && starts[1]! < 400, `the second run after the gap, not at the 10 s tick (at ${starts[1]!.toFixed(0)} ms)`);
+  } finally {
+    await system.shutdown();
+    wh.cleanup();
+  }
+});
