@@ -23,7 +23,7 @@ import type { MergeEngine, MergeEngineName } from "./merge-function.ts";
 import { PARTIAL_UPDATE_RETRACTION, PartialUpdateFunction } from "./partial-update.ts";
 import { aggregateFunctionOf, AggregationFunction, aggregatorsOf } from "./aggregation.ts";
 import { FIRST_ROW_RETRACTION, FirstRowFunction } from "./first-row.ts";
-import { sequenceGroupsOf } from "./sequence-groups.ts";
+import { partialUpdateFunctionOf, sequenceGroupsOf } from "./sequence-groups.ts";
 import { needsLookup } from "../lookup-changelog.ts";
 
 /** The `sequence.field` columns named by the options (none when unset). */
@@ -152,7 +152,7 @@ export function retractionRefusal(schema: TableSchema): (kind: RowKind) => strin
     // Sequence groups retract their fields; an aggregate in a group that takes none back would fail the merge.
     const inGroups = [...groups.values()].flatMap((v) => v.split(","));
     const stuck = inGroups.find((f) => {
-      const fn = options.raw[`fields.${f}.aggregate-function`] ?? options.raw["fields.default-aggregate-function"];
+      const fn = partialUpdateFunctionOf(f, options);
       return fn !== undefined && !RETRACTABLE.has(fn) && !options.bool(`fields.${f}.ignore-retract`);
     });
     if (stuck === undefined) return () => null;
@@ -198,7 +198,7 @@ export function retractionValueRefusal(schema: TableSchema): ((row: Readonly<Row
       candidates.includes(f.name) &&
       EXACT_NUMERIC.has(f.type.root) &&
       !options.bool(`fields.${f.name}.ignore-retract`) &&
-      (name === "aggregation" ? aggregateFunctionOf(f.name, options, schema.primaryKeys, sequenceFields) : (options.raw[`fields.${f.name}.aggregate-function`] ?? options.raw["fields.default-aggregate-function"])) === "product",
+      (name === "aggregation" ? aggregateFunctionOf(f.name, options, schema.primaryKeys, sequenceFields) : partialUpdateFunctionOf(f.name, options)) === "product",
   );
   if (divisors.length === 0) return null;
   const removes = name === "aggregation" && options.bool("aggregation.remove-record-on-delete");

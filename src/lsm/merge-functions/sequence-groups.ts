@@ -67,7 +67,7 @@ export function sequenceGroupsOf(schema: TableSchema, options: TableOptions, ign
   const aggregators = schema.fields.map((f, i): FieldAggregator | null => {
     if (sequenceFields.includes(i)) return null;
     if (schema.primaryKeys.includes(f.name)) return PRIMARY_KEY_AGGREGATOR;
-    const fn = options.raw[`fields.${f.name}.aggregate-function`] ?? options.raw["fields.default-aggregate-function"];
+    const fn = partialUpdateFunctionOf(f.name, options);
     if (fn === undefined) return null;
     if (fn !== "last_non_null_value" && !protectedFields.has(i)) throw dataInvalid(`Must use sequence group for aggregation functions but not found for field ${f.name}.`, { option: `fields.${f.name}.aggregate-function` });
     return fieldAggregator(fn, f.name, f.type, {
@@ -103,4 +103,12 @@ export function compareGroupSequence(fields: readonly DataField[], seq: readonly
     if (c !== 0) return c;
   }
   return 0;
+}
+
+/**
+ * The aggregate function of a partial-update column (inside a sequence group): its own, else the table's default;
+ * none — unlike an aggregation table, whose columns default to last_non_null_value (aggregation.ts).
+ */
+export function partialUpdateFunctionOf(field: string, options: TableOptions): string | undefined {
+  return options.raw[`fields.${field}.aggregate-function`] ?? options.raw["fields.default-aggregate-function"];
 }
