@@ -42,6 +42,7 @@ import { mergeBucketFiles, project } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 import type { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
 import { dropDeletedRows } from "./deleted-rows.ts";
+import { MergeFilesAhead, READ_AHEAD_BYTES, READ_AHEAD_MAX_FILES } from "./merge-files-ahead.ts";
 import { changelogProducerOf } from "../lsm/lookup-changelog.ts";
 
 export interface ReadSpec extends ScanSpec {
@@ -458,7 +459,6 @@ function checkReadable(table: Table, spec: Pick<ReadSpec, "projection">, what: "
   projectedFields(table, spec.projection, travelledTo); // an unknown column fails before any manifest is read
 }
 
-
 /** `partition` (values in partition-key order) as a filter, else the spec's own filter. */
 function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "partitionFilter">): ((values: Value[]) => boolean) | undefined {
   if (!spec.partition) return spec.partitionFilter;
@@ -466,17 +466,6 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
   const want = Buffer.from(serializeBinaryRow(ptypes, spec.partition)).toString("hex");
   return (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === want;
 }
-
-/**
- * Read-ahead beyond the files that keep every worker busy: further files start while the files in flight (started,
- * not yet consumed) total at most READ_AHEAD_BYTES of file bytes, and number at most READ_AHEAD_MAX_FILES. In a
- * table of many small files (a bucket's fresh files after its compacted ones) the workers then already decode the
- * next buckets' large files while this thread decodes a run of small ones, instead of idling through it: a
- * completed file waiting to be consumed held a read-ahead place before. Memory: what is in flight is at most the
- * larger of these bounds and the pool-size + 1 files read ahead before (whatever their size).
- */
-const READ_AHEAD_BYTES = 8 * 1024 * 1024;
-const READ_AHEAD_MAX_FILES = 32;
 
 export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles" | "rowKind">;
 
@@ -554,44 +543,43 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const skipLevel0 = engine.name === "first-row" || (dvMode && spec.rowKind !== true) || (spec.rowKind === true && changelogProducerOf(table.options) === "lookup");
   const splits = skipLevel0 ? plan.splits.map((s) => ({ ...s, files: s.files.filter((f) => f.level > 0) })) : plan.splits;
   const rawContext = dvMode ? new FileReadContext(table, wanted) : null;
-  // The next bucket's files decode in the pool while this one merges here (see `prefetchSplit`).
-  let prefetched = new Map<DataFileMeta, Promise<arrow.RecordBatch[]>>();
-  for (const [i, split] of splits.entries()) {
-    if (rawContext !== null && split.files.every((f) => f.level > 0 && f.deleteRowCount === 0)) {
-      prefetched = new Map();
-      const rawRead = (s: DataSplit, f: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(rawContext, s, f, vectors, (s2, f2) => rawContext.read(s2, f2, pool, spec.inlineDecodeBelowBytes));
-      for await (const batches of filesAhead({ ...plan, splits: [split] }, pool, spec, rawRead)) {
-        for (const batch of batches) {
-          if (remaining <= 0) return;
-          const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
-          remaining -= taken.numRows;
-          yield taken;
+  // A bucket whose files are all above level 0 and none with deletes is read as it is in deletion-vector mode.
+  const readRaw = (split: DataSplit): boolean => split.files.every((f) => f.level > 0 && f.deleteRowCount === 0);
+  // Later buckets' files decode in the pool while this one merges here (src/scan/merge-files-ahead.ts). Buckets read
+  // raw (deletion-vector mode) read ahead by themselves.
+  const ahead = MergeFilesAhead.of(rawContext === null ? splits : splits.filter((s) => !readRaw(s)), pool, spec.limit !== undefined, read).begin();
+  try {
+    for (const split of splits) {
+      if (rawContext !== null && readRaw(split)) {
+        const rawRead = (s: DataSplit, f: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(rawContext, s, f, vectors, (s2, f2) => rawContext.read(s2, f2, pool, spec.inlineDecodeBelowBytes));
+        for await (const batches of filesAhead({ ...plan, splits: [split] }, pool, spec, rawRead)) {
+          for (const batch of batches) {
+            if (remaining <= 0) return;
+            const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
+            remaining -= taken.numRows;
+            yield taken;
+          }
         }
+        continue;
       }
-      continue;
+      const merged = mergeBucketFiles(split.files, {
+        keyFields: keys,
+        sequence,
+        ignoreDelete,
+        engine,
+        output: mergeFields,
+        readFile: (file) => ahead.take(split, file),
+      });
+      for await (const merges of merged) {
+        if (remaining <= 0) return;
+        const batch = mergeFields === wanted ? merges : project(merges, wanted);
+        const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
+        remaining -= taken.numRows;
+        yield taken;
+      }
     }
-    const mine = prefetched;
-    const next = splits[i + 1];
-    prefetched = spec.limit === undefined ? prefetchSplit(next, pool, read) : new Map();
-    const merged = mergeBucketFiles(split.files, {
-      keyFields: keys,
-      sequence,
-      ignoreDelete,
-      engine,
-      output: mergeFields,
-      readFile: (file) => {
-        const early = mine.get(file);
-        mine.delete(file);
-        return early ?? read(split, file);
-      },
-    });
-    for await (const merges of merged) {
-      if (remaining <= 0) return;
-      const batch = mergeFields === wanted ? merges : project(merges, wanted);
-      const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
-      remaining -= taken.numRows;
-      yield taken;
-    }
+  } finally {
+    ahead.close();
   }
 }
 
@@ -607,24 +595,6 @@ async function withoutDeletedRows(
   if (deletion === undefined) return read(split, file);
   const [batches, deleted] = await Promise.all([read(split, file), vectors!.read(deletion, file.rowCount)]);
   return dropDeletedRows(batches, deleted, context.fields);
-}
-
-/**
- * Starts reading a bucket's files before its merge asks for them, so the pool decodes them while the bucket before
- * merges on this thread (a merge decodes one file ahead per run by itself, which leaves the workers idle through
- * most of a merge of many small runs): all of its files when together they are at most READ_AHEAD_BYTES of
- * Parquet, none otherwise (the merge's own read-ahead bounds the memory of a large bucket).
- */
-function prefetchSplit(split: DataSplit | undefined, pool: ParquetEncoderPool | null, read: (split: DataSplit, file: DataFileMeta) => Promise<arrow.RecordBatch[]>): Map<DataFileMeta, Promise<arrow.RecordBatch[]>> {
-  const out = new Map<DataFileMeta, Promise<arrow.RecordBatch[]>>();
-  if (split === undefined || pool === null || split.files.reduce((n, f) => n + f.fileSize, 0) > READ_AHEAD_BYTES) return out;
-  for (const file of split.files) {
-    const started = read(split, file);
-    // Observed here so a read abandoned (a limit reached first) never becomes an unhandled rejection.
-    started.catch(() => undefined);
-    out.set(file, started);
-  }
-  return out;
 }
 
 /**
