@@ -564,6 +564,22 @@ class CursorHeap {
     return top;
   }
   /**
+   * The smallest current key among the cursors below the top, when each of them has numeric keys (`numericKeys`);
+   * +Infinity when the top is alone; null otherwise.
+   */
+  secondNumericKey(): number | null {
+    const h = this.items;
+    let min = Infinity;
+    for (let i = 1; i <= 2 && i < h.length; i++) {
+      const cur = h[i]!;
+      const keys = cur.current!.numericKeys;
+      if (keys === null) return null;
+      const k = keys[cur.row]!;
+      if (k < min) min = k;
+    }
+    return min;
+  }
+  /**
    * Whether another cursor is at the top's key: one of the top's children is then (a parent is never larger than its
    * children, so an equal key deeper down has equal ancestors).
    */
@@ -672,6 +688,20 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     const row = first.row;
     if (!heap.topHasEqual((x) => compareKeys(spec, x, first) === 0)) {
       if (choose.single(c, row) ? out.add(c, row) : out.due?.() === true) yield* out.flush();
+      // The rows of this batch below every other run's current key have no other version either: taken in one
+      // pass, without comparing against the heap per row (a live bucket is mostly its compacted run's rows between
+      // a few fresh keys; measured: the heap's upkeep was a third of a merged scan's own time).
+      const keys = c.numericKeys;
+      const below = keys === null ? null : heap.secondNumericKey();
+      if (below !== null) {
+        const end = c.batch.numRows;
+        let r = row;
+        while (r + 1 < end && keys![r + 1]! < below) {
+          r++;
+          if (choose.single(c, r) ? out.add(c, r) : out.due?.() === true) yield* out.flush();
+        }
+        first.row = r;
+      }
       if (first.step()) heap.siftDown();
       else if (!(await first.nextFile())) heap.pop();
       else heap.siftDown();
