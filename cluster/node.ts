@@ -130,6 +130,9 @@ export class Node {
   private readonly renewLagMaxSeen = new WeakMap<LeaseKeeper, number>();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private scanTimer: NodeJS.Timeout | undefined;
+  /** The table scan under way (`scanTables`), and the one asked for while it runs. */
+  private scanning: Promise<void> | null = null;
+  private scanAgain: Promise<void> | null = null;
   private stuckTimer: NodeJS.Timeout | undefined;
   /** Actors stuck in one message at the last check (the gauge `natslake_actors_stuck`). */
   private stuckNow = 0;
@@ -343,13 +346,31 @@ export class Node {
    * running costs one existence check (is there a `schema-<id+1>`?), and only a name not known yet has its schema/
    * listed. (Listing every table's schema/ each time made 5 LISTs per scan for one table.)
    */
-  async scanTables(): Promise<void> {
+  scanTables(): Promise<void> {
+    if (this.scanning === null) {
+      this.scanning = this.scanOnce().finally(() => (this.scanning = null));
+      return this.scanning;
+    }
+    // One scan at a time: two at once raced on a table's restart — the second found it missing from `services` while
+    // the first still stopped it, and started it beside the stopping actors ("an actor named 'committer-…' already
+    // exists"; seen on a saturated machine, where a scan outlasts the 2 s timer). A caller that comes during a scan
+    // gets one more after it: the scan under way may have listed the warehouse before the caller's change.
+    this.scanAgain ??= this.scanning.catch(() => undefined).then(() => {
+      this.scanAgain = null;
+      return this.scanTables();
+    });
+    return this.scanAgain;
+  }
+
+  private async scanOnce(): Promise<void> {
     if (this.draining) return;
     const listed = new Set<string>();
     for (const db of await this.catalog.listDatabases()) {
       for (const name of await this.catalog.listTableDirectories(db)) {
         const key = `${db}.${name}`;
         listed.add(key);
+        // A table being stopped (a drop) is not started again beside its stopping actors.
+        if (this.stopping.has(key)) continue;
         const running = this.services.get(key);
         if (running !== undefined) {
           if (await this.isGone(running.table)) await this.onTableGone(running);
