@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { nearestName, parseDuration, parseMemory } from "../src/options.ts";
 import type { NodeRole } from "../actors/wire/messages.ts";
+import { DEFAULT_STALL_DEADLINE_MS } from "../actors/ingest/stall-deadline.ts";
 import { NATS_AUTH_ENV, parseSwitch } from "./nats/connect-options.ts";
 import { REDIS_AUTH_ENV } from "./redis/connect-options.ts";
 
@@ -107,9 +108,9 @@ export const NodeConfigSchema = z.object({
     .default(15_000)
     .describe("how long an actor may handle one message, a table's commit round may run, or a bucket may hold what it read without a flush before the node reports it (a warning naming what it waits on; `natslake_actors_stuck`)"),
   // A stall is a bug or a hostile message, never real work: far above the slowest real flush (see
-  // DEFAULT_STALL_DEADLINE_MS in actors/ingest/bucket-buffers.ts, whose value this must stay).
+  // actors/ingest/stall-deadline.ts).
   decodeDeadline: durationSetting
-    .default(120_000)
+    .default(DEFAULT_STALL_DEADLINE_MS)
     .describe(
       "how long a bucket writer's decode of what it read, or encode of a flush, may run before the node stops the worker thread running it: the bucket reads again, and a message that stalls it `natslake.writer.max-attempts` times, then alone, is dead-lettered (`natslake_bucket_stalls_total`); a node whose main thread is blocked this long (a partitioned table's decode, or any with NATSLAKE_DECODE_WORKERS=0) kills itself, and the message is dead-lettered as one that kills its writer",
     ),

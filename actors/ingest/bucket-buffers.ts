@@ -19,6 +19,7 @@
  * from when the worker started the request (the previous answer, or the posting into an idle worker that is ready):
  * a request queued behind other buckets' flushes is not late for that.
  */
+import { DEFAULT_STALL_DEADLINE_MS } from "./stall-deadline.ts";
 import { availableParallelism } from "node:os";
 import { Worker, type ResourceLimits } from "node:worker_threads";
 import { ErrorKind, LakeError } from "../../src/errors.ts";
@@ -90,15 +91,6 @@ export class BucketStallError extends LakeError {
   }
 }
 
-/**
- * How long a worker may run one append or flush before it is stopped, unless the node says otherwise (its
- * `decodeDeadline`). A stall is only ever a bug or a hostile message, and a false stop costs the bucket a re-read and
- * an attempt (several in a row isolate it, and can dead-letter an innocent message), so the bound is far above real
- * work: the largest flush — a bucket's whole buffer (`write-buffer-size`, 256 MiB; 500 000 rows) — encodes in seconds,
- * tens of seconds on a loaded machine whose cores the node shares; two minutes leaves a wide margin over that and is
- * still far below what an SRE notices as a stuck bucket (its stall report comes at 15 s).
- */
-export const DEFAULT_STALL_DEADLINE_MS = 120_000;
 
 /** The requests a deadline applies to: the ones whose work depends on the messages (open, close, warm-up do not). */
 const STAGE_OF: Readonly<Record<string, StallStage>> = { append: "decode", flush: "encode" };
