@@ -203,6 +203,12 @@ export const METRICS = {
   }),
   lookupCacheFiles: counter("natslake_lookup_cache_files_total", "data files lookups needed, by result: hit (the reader's cache held them decoded), miss (decoded for the lookup)", ["table", "result"]),
   lookupCacheBytes: gauge("natslake_lookup_cache_bytes", "decoded data files the reader keeps for a table's lookups (at most its lookup.cache-max-memory-size)", ["table"], { unit: "By" }),
+  lookupDiskCacheBytes: gauge("natslake_lookup_disk_cache_bytes", "files a reader on an object-store warehouse keeps on its disk for lookups (at most its lookupCacheMaxDiskSize)", [], { unit: "By" }),
+  lookupDiskCacheReads: observedCounter(
+    "natslake_lookup_disk_cache_reads_total",
+    "reads of immutable table files (data, manifests) through a reader's lookup disk cache, by result: hit (read from its disk), miss (fetched from the object store and kept)",
+    ["result"],
+  ),
   lookupSnapshot: gauge("natslake_lookup_snapshot", "the newest snapshot of a table this reader answers lookups from", ["table"]),
 
   // The node.

@@ -114,6 +114,15 @@ export const NodeConfigSchema = z.object({
     .describe(
       "how long a bucket writer's decode of what it read, or encode of a flush, may run before the node stops the worker thread running it: the bucket reads again, and a message that stalls it `natslake.writer.max-attempts` times, then alone, is dead-lettered (`natslake_bucket_stalls_total`); a node whose main thread is blocked this long (a partitioned table's decode, or any with NATSLAKE_DECODE_WORKERS=0) kills itself, and the message is dead-lettered as one that kills its writer",
     ),
+  // A reader on an object-store warehouse keeps the files its lookups read on its own disk (src/io/file-cache.ts):
+  // decoded files the memory level (`lookup.cache-max-memory-size`) dropped are decoded again from there, not fetched.
+  lookupCacheDir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("directory where a reader on an object-store warehouse keeps the data files its lookups read (emptied at start; default a directory of the node's id under the system's temporary directory); unused on a local warehouse"),
+  lookupCacheMaxDiskSize: sizeSetting.default(10 * 1024 * 1024 * 1024).describe("bytes of files the lookup disk cache holds at most, least recently read dropped first (Paimon's lookup.cache-max-disk-size)"),
+  lookupCacheFileRetention: durationSetting.default(60 * 60 * 1000).describe("a file in the lookup disk cache not read for this long is dropped (Paimon's lookup.cache-file-retention)"),
   // Each compaction holds its inputs' rows while rewriting them.
   compactionSlots: z
     .number()
@@ -166,6 +175,9 @@ export const NODE_CONFIG_ENV: Readonly<Partial<Record<keyof NodeConfig, string>>
   writerMemory: "NATSLAKE_WRITER_MEMORY",
   decodeDeadline: "NATSLAKE_DECODE_DEADLINE",
   consumeFeedMemory: "NATSLAKE_CONSUME_FEED_MEMORY",
+  lookupCacheDir: "NATSLAKE_LOOKUP_CACHE_DIR",
+  lookupCacheMaxDiskSize: "NATSLAKE_LOOKUP_CACHE_MAX_DISK_SIZE",
+  lookupCacheFileRetention: "NATSLAKE_LOOKUP_CACHE_FILE_RETENTION",
   compactionSlots: "NATSLAKE_COMPACTION_SLOTS",
   compactionInterval: "NATSLAKE_COMPACTION_INTERVAL",
   compactionNice: "NATSLAKE_COMPACTION_NICE",

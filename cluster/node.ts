@@ -16,7 +16,9 @@
  * the same but keeps the process and its NATS connection: a drained member holding nothing until it is restarted.
  */
 import { CommitTurns } from "../actors/commit-turns.ts";
-import { availableParallelism } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { DiskCachedFileIO } from "../src/io/file-cache.ts";
 import { failpointAsync } from "../src/failpoints.ts";
 import { ParquetEncoderPool, setSharedParquetPoolDefaultSize, sharedParquetPool } from "../src/codec/parquet-pool.ts";
 import { createBucketBuffers, type BucketBuffers } from "../actors/ingest/bucket-buffers.ts";
@@ -147,6 +149,8 @@ export class Node {
   private consume: ConsumeService | undefined;
   /** Reader role: rows by key (cluster/lookup-service.ts). */
   private lookups: LookupService | undefined;
+  /** The disk level of the lookups' cache (an object-store warehouse only). */
+  private lookupDiskCache: DiskCachedFileIO | undefined;
   private readonly startedAt = Date.now();
   /** When the last membership heartbeat was written (readiness). */
   private lastHeartbeatAt = 0;
@@ -265,7 +269,7 @@ export class Node {
         await warmUpDecoders(log);
         n.consume = new ConsumeService({ nc, subjects, catalog: n.catalog, system: n.system, nodeId: cfg.nodeId, log, meter: n.meter, feedLimits: { maxBytes: cfg.consumeFeedMemory } });
         n.consume.start();
-        n.lookups = new LookupService({ nc, subjects, catalog: n.catalog, nodeId: cfg.nodeId, log, meter: n.meter });
+        n.lookups = new LookupService({ nc, subjects, catalog: n.lookupCatalog(), nodeId: cfg.nodeId, log, meter: n.meter });
         n.lookups.start();
         // Admin requests last: a node that answers one serves consume sessions too. Answering admin before the
         // decoders warmed up let a client create a table and open a consumer while no reader listened yet — and a
@@ -538,6 +542,26 @@ export class Node {
     const threads = workerCountFromEnv("NATSLAKE_DECODE_WORKERS") ?? 1;
     if (threads === 0) this.log.warn("NATSLAKE_DECODE_WORKERS=0: bucket writers decode and encode on the node's thread: one that stalls past decodeDeadline kills the whole node (its stall watch), not a worker thread");
     return (this.bucketBuffers = createBucketBuffers(threads, { deadlineMs: this.cfg.decodeDeadline }));
+  }
+
+  /**
+   * The catalog lookups read tables through: on an object-store warehouse, its immutable files go through a disk
+   * cache of this node's (src/io/file-cache.ts), so the files a lookup needs are fetched once, not again each time the
+   * memory level dropped them; on a local disk, the node's catalog.
+   */
+  private lookupCatalog(): Catalog {
+    if (!this.catalog.io.prefersRangedReads) return this.catalog;
+    const dir = this.cfg.lookupCacheDir ?? join(tmpdir(), `natslake-lookup-cache-${this.cfg.nodeId.replace(/[^A-Za-z0-9_-]/g, "-")}`);
+    const cache = new DiskCachedFileIO(this.catalog.io, { dir, maxBytes: this.cfg.lookupCacheMaxDiskSize, retentionMs: this.cfg.lookupCacheFileRetention });
+    this.lookupDiskCache = cache;
+    METRICS.lookupDiskCacheBytes.create(this.meter).addCallback((r) => r.observe(cache.snapshot().bytes));
+    METRICS.lookupDiskCacheReads.create(this.meter).addCallback((r) => {
+      const s = cache.snapshot();
+      r.observe(s.hits, { result: "hit" });
+      r.observe(s.misses, { result: "miss" });
+    });
+    this.log.info("lookups keep the warehouse's files on this node's disk", { dir, maxBytes: this.cfg.lookupCacheMaxDiskSize, retentionMs: this.cfg.lookupCacheFileRetention });
+    return new Catalog({ uri: this.catalog.uri, root: this.catalog.warehouse, io: cache });
   }
 
   /** Stops whatever a failed `startTable` got running, so a later attempt starts from nothing. */
@@ -820,6 +844,7 @@ export class Node {
     this.tableStopSub?.unsubscribe();
     await this.consume?.stop().catch(() => undefined);
     await this.lookups?.stop().catch(() => undefined);
+    this.lookupDiskCache?.close();
     for (const s of this.services.values()) for (const f of s.stops) f();
     // Each step is logged, so a shutdown that hangs says where.
     this.log.info("stopping actors", { nodeId: this.cfg.nodeId });

@@ -45,6 +45,9 @@ export interface NodeFlags {
   replicas?: number;
   writerMemory?: string;
   consumeFeedMemory?: string;
+  lookupCacheDir?: string;
+  lookupCacheMaxDiskSize?: string;
+  lookupCacheFileRetention?: string;
   metricsPort?: number;
   metricsHost?: string;
   otlpEndpoint?: string;
@@ -71,6 +74,9 @@ export function nodeConfigOf(o: NodeFlags, env: NodeJS.ProcessEnv): NodeConfig {
         replicas: o.replicas,
         writerMemory: o.writerMemory,
         consumeFeedMemory: o.consumeFeedMemory,
+        lookupCacheDir: o.lookupCacheDir,
+        lookupCacheMaxDiskSize: o.lookupCacheMaxDiskSize,
+        lookupCacheFileRetention: o.lookupCacheFileRetention,
         logLevel: o.logLevel,
         metricsPort: o.metricsPort,
         metricsHost: o.metricsHost,
@@ -102,6 +108,9 @@ export function registerClusterCommands(program: Command, out: (s: string) => vo
     .option("--replicas <n>", "stream replicas", parsePositiveInt("--replicas"))
     .option("--writer-memory <size>", "decoded rows this node's writers may hold before flushing early, e.g. 64mb (NATSLAKE_WRITER_MEMORY)")
     .option("--consume-feed-memory <size>", "encoded rows one shared consume feed of this reader may hold, e.g. 32mb (NATSLAKE_CONSUME_FEED_MEMORY)")
+    .option("--lookup-cache-dir <dir>", "where a reader on an object-store warehouse keeps the files its lookups read (NATSLAKE_LOOKUP_CACHE_DIR)")
+    .option("--lookup-cache-max-disk-size <size>", "bytes that lookup disk cache holds at most, e.g. 10gb (NATSLAKE_LOOKUP_CACHE_MAX_DISK_SIZE)")
+    .option("--lookup-cache-file-retention <d>", "a file of that cache not read for this long is dropped, e.g. 1h (NATSLAKE_LOOKUP_CACHE_FILE_RETENTION)")
     .option("--log-level <level>", "debug, info, warn or error")
     .option("--metrics-port <port>", "serve /metrics (Prometheus), /healthz and /readyz on this port (NATSLAKE_METRICS_PORT)", parseNonNegativeInt("--metrics-port"))
     .option("--metrics-host <addr>", "address of the metrics endpoint (default 127.0.0.1; NATSLAKE_METRICS_HOST)")
