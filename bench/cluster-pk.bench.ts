@@ -8,8 +8,9 @@
  *
  *   A  max rate: `--upserts` upserts (default: one per key) as fast as the producer goes; upserts/s acknowledged
  *      (every publish acked) and visible (every row in a snapshot).
- *   B  `--rate` upserts/s (default 50,000) for `--seconds` (default 60; `--minutes 10` is the issue's long form), after
- *      a 2 s warm-up reported apart: publish → visible p50/p99. Every `--sample-seconds` (5) this process reads the
+ *   B  once A's compaction backlog is worked off (every bucket at most at `num-sorted-run.compaction-trigger`, waited
+ *      for at most 60 s and reported; a stall meanwhile counts as A's), `--rate` upserts/s (default 50,000) for
+ *      `--seconds` (default 60; `--minutes 10` is the issue's long form), after a 2 s warm-up reported apart: publish → visible p50/p99. Every `--sample-seconds` (5) this process reads the
  *      latest snapshot's levels with the library (bench/pk-tables.ts): live files and sorted runs per bucket (a sorted
  *      run = each level-0 file + each non-empty level ≥ 1, what `num-sorted-run.stop-trigger` counts). The nodes' RSS
  *      is read every 500 ms.
@@ -292,6 +293,21 @@ async function timeScans(table: Table, keys: number, what: string): Promise<{ me
 
 const verdict = (t: Target): string => (t.met === null ? "n/a" : t.met ? "PASS" : "MISS");
 
+/** How long B waits at most for A's compaction backlog (`settleRuns`). */
+const SETTLE_MAX_MS = 60_000;
+
+/** Waits (at most `maxMs`) until every bucket's sorted runs are at most `trigger`; how long it took and the last count. */
+async function settleRuns(table: Table, trigger: number, maxMs: number): Promise<{ seconds: number; runs: number | null; settled: boolean }> {
+  const t0 = Date.now();
+  for (;;) {
+    const shapes = await bucketShapes(table);
+    const runs = shapes.length === 0 ? null : Math.max(...shapes.map((x) => x.sortedRuns));
+    const settled = runs !== null && runs <= trigger;
+    if (settled || Date.now() - t0 >= maxMs) return { seconds: (Date.now() - t0) / 1000, runs, settled };
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const natsChoice = chooseNatsServer();
@@ -315,11 +331,15 @@ async function main(): Promise<void> {
 
     // A: as fast as the producer goes.
     const a = await phase(c, table, S.upserts, 0, 0, 0);
+    // B measures the steady state at its rate, so it starts once the writers worked off what A's burst left: every
+    // bucket at most at the compaction trigger (bounded; the wait is reported, and a stall meanwhile counts as A's).
+    const settle = await settleRuns(table, lsm.numSortedRunCompactionTrigger, SETTLE_MAX_MS);
     const stallA = await scrapeStalled(c);
     const aPublish = num(a.load, "publishSeconds")!;
     const aVisible = num(a.load, "visibleSeconds")!;
     say(`A  max rate: ${fmt(S.upserts)} upserts acknowledged at ${fmt(S.upserts / aPublish)} upserts/s (${aPublish.toFixed(2)} s), visible at ${fmt(S.upserts / aVisible)} upserts/s (${aVisible.toFixed(2)} s)`);
     say(`   at its end: ${shapeLine(a.shapes.samples.at(-1)!.shapes)}; sorted runs per bucket at most ${maxOf(a.shapes.samples, (s) => s.sortedRuns)} over ${a.shapes.samples.length} samples`);
+    say(`   settled in ${settle.seconds.toFixed(1)} s: ${settle.runs === null ? "no snapshot" : `sorted runs per bucket at most ${settle.runs}`}${settle.settled ? "" : ` (still above the compaction trigger ${lsm.numSortedRunCompactionTrigger} after ${SETTLE_MAX_MS / 1000} s: B starts anyway)`}`);
 
     // B: the offered rate, sampled.
     const bRows = Math.round(S.rate * S.seconds);
@@ -394,6 +414,7 @@ async function main(): Promise<void> {
       a_publish_s: r3(aPublish),
       a_visible_s: r3(aVisible),
       a_sorted_runs_per_bucket_max: maxOf(a.shapes.samples, (s) => s.sortedRuns),
+      a_settle_s: Math.round(settle.seconds * 10) / 10,
       a_node_cpu_s: r3(a.nodeCpu.reduce((x, y) => x + y, 0)),
       b_offered_upserts_per_sec: S.rate,
       b_seconds: S.seconds,
