@@ -23,6 +23,7 @@ import type { DeadLetter, DlqReplayRecord } from "../actors/wire/messages.ts";
 import { createProducer, waitVisible, type BatchOutcome, type VisibilityToken } from "./producer.ts";
 import { readTableMeta } from "./nats/table-infra.ts";
 import type { Subjects } from "./nats/subjects.ts";
+import { STREAM_NOT_FOUND } from "./nats/jetstream-codes.ts";
 
 /** A dead letter as the DLQ stream holds it. */
 export interface StoredLetter {
@@ -33,7 +34,6 @@ export interface StoredLetter {
   letter: DeadLetter;
 }
 
-const STREAM_NOT_FOUND = 10059;
 const isStreamNotFound = (e: unknown): boolean => (e as { api_error?: { err_code?: number } } | null)?.api_error?.err_code === STREAM_NOT_FOUND || /stream not found/i.test(String((e as Error)?.message));
 
 /** How many letters of `table` the DLQ holds now (0 when there is no DLQ stream yet). */

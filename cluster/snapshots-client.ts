@@ -6,7 +6,7 @@
  * Core NATS may drop a notification (a slow subscriber, a reconnect): a subscriber then sees the next one, whose
  * offsets cover everything before it.
  */
-import { JetStreamApiError } from "@nats-io/jetstream";
+import { isJetStreamError, STREAM_NOT_FOUND } from "./nats/jetstream-codes.ts";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import type { Identifier } from "../src/table/table.ts";
@@ -29,7 +29,6 @@ export interface SnapshotSubscription {
   stop(): void;
 }
 
-const STREAM_NOT_FOUND = 10059;
 
 /**
  * The OpenTelemetry context to continue a notification's trace in (the commit that landed the snapshot), e.g.
@@ -104,7 +103,7 @@ export async function subscribeSnapshots(
     await nc.flush();
     const kv = await openKv(nc, subjects.snapKv);
     const entry = await kv.get(subjects.tableKey(id)).catch((e: unknown) => {
-      if (e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND) return null;
+      if (isJetStreamError(e, STREAM_NOT_FOUND)) return null;
       throw e;
     });
     if (entry !== null && entry.operation === "PUT") {

@@ -21,7 +21,7 @@
  * such table) then does steps 3-5. A table created again within those seconds may meet them; `--nats` does it at once.
  */
 import { join } from "node:path";
-import { jetstreamManager, JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorKind, LakeError } from "../src/errors.ts";
@@ -30,8 +30,8 @@ import { identifierText, type Identifier } from "../src/table/table.ts";
 import type { Subjects } from "./nats/subjects.ts";
 import { stopTableEverywhere, type StopOutcome } from "./table-stop.ts";
 import { DROP_TABLE_STOP_TIMEOUT_MS } from "./admin-client.ts";
+import { isJetStreamError as isApiError, STREAM_NOT_FOUND } from "./nats/jetstream-codes.ts";
 
-const STREAM_NOT_FOUND = 10059;
 
 export interface TableDropDeps {
   nc: NatsConnection;
@@ -199,4 +199,3 @@ async function purgeKeys(nc: NatsConnection, bucket: string, pattern: string): P
   return keys.length;
 }
 
-const isApiError = (e: unknown, code: number): boolean => e instanceof JetStreamApiError && e.code === code;

@@ -27,7 +27,6 @@
 import { Kvm, type KV } from "@nats-io/kv";
 import {
   DiscardPolicy,
-  JetStreamApiError,
   RetentionPolicy,
   StorageType,
   jetstreamManager,
@@ -44,11 +43,8 @@ import { identifierText, type Identifier, type Table } from "../../src/table/tab
 import { schemaToJson } from "../../src/format/schema.ts";
 import type { TableMeta } from "../../actors/wire/messages.ts";
 import type { Subjects } from "./subjects.ts";
+import { CLUSTER_NOT_AVAILABLE, isJetStreamError as isApiError, STREAM_NAME_IN_USE, STREAM_NOT_FOUND } from "./jetstream-codes.ts";
 
-const STREAM_NOT_FOUND = 10059;
-const STREAM_NAME_IN_USE = 10058;
-/** "JetStream system temporarily unavailable": a clustered JetStream without a meta leader yet. */
-const CLUSTER_NOT_AVAILABLE = 10008;
 const DAY_MS = 86_400_000;
 
 export const DEFAULT_DLQ_MAX_BYTES = 1024 * 1024 * 1024;
@@ -278,7 +274,6 @@ async function createKv(kvm: Kvm, name: string, opts: { history: number; replica
   }
 }
 
-const isApiError = (e: unknown, code: number): boolean => e instanceof JetStreamApiError && e.code === code;
 const isNoResponders = (e: unknown): boolean => e instanceof errors.NoRespondersError || (e instanceof errors.RequestError && e.isNoResponders());
 
 /**
