@@ -32,10 +32,6 @@ import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { failpointAsync } from "../failpoints.ts";
 import { FileSource, type DataFileMeta } from "../format/manifest.ts";
-import { serializeBinaryRow } from "../format/binary-row.ts";
-import type { DataField, DataType } from "../format/data-types.ts";
-import type { Value } from "../format/values.ts";
-import { columnReader } from "../codec/columns/value-readers.ts";
 import type { Table } from "../table/table.ts";
 import { planCompaction, planCompactTask, planFullCompaction, type CompactStep, type CompactTaskPlan, type LookupUpgrade } from "./compact-task.ts";
 import { createCompactStrategy, readLsmCompactionOptions, type LsmCompactionOptions } from "./compaction-options.ts";
@@ -188,13 +184,11 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
   const sequence = sequenceFieldSpec(table.schema);
   const ignoreDelete = ignoreDeleteOf(table);
   const engine = mergeEngineOf(table.schema);
-  // first-row: a key new in level 0 that a level above the output holds already is not written (its first version
-  // is up there), so levels ≥ 1 never hold a key twice — Java's and pypaimon's batch reads of such tables read them
-  // without merging.
-  let heldAbove: ((key: readonly Value[]) => boolean) | undefined;
+  // A lookup table's compaction of level-0 files looks their keys up in the levels above its output. For first-row
+  // that is how a key new in level 0 that a level above holds already is not written (its first version is up there),
+  // so levels ≥ 1 never hold a key twice — Java's and pypaimon's batch reads of such tables read them without merging.
   const lookup = lookupCompactionOf(table.schema);
-  // A first-row table without changelog keeps the held-above rule (below) that needs no lookups of values.
-  const looksUp = lookup !== null && !(lookup.firstRow && !lookup.produceChangelog);
+  const looksUp = lookup !== null;
   const mergeSpec = { keyFields: keys, sequence, ignoreDelete, engine, valueFields: table.schema.fields, readFile: o.readFile };
   // A lookup table's compaction that takes level-0 files merges them with the keys' values above its output level.
   const lookupMerge = (sections: Extract<CompactStep, { kind: "rewrite" }>["sections"], rewrite: boolean, dropDelete: boolean, batchRows: number): AsyncGenerator<CompactionChunk> => {
@@ -204,11 +198,6 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
   };
   const changelogWriter = (): RollingKeyValueWriter => new RollingKeyValueWriter(writer, bucket, { level: plan.outputLevel, fileSource: FileSource.APPEND, changelog: true, targetFileSize: options.targetFileSize }, onPath);
   try {
-    if (engine.name === "first-row" && !looksUp && plan.steps.some((s) => s.kind === "rewrite") && bucket.files.some((f) => f.level > plan.outputLevel)) {
-      const above = await keysAbove(bucket.files, plan.outputLevel, keys, o.readFile);
-      const types = keys.map((k) => k.type);
-      heldAbove = (key) => above.has(keyText(types, key));
-    }
     for (const step of plan.steps) {
       if (step.kind === "upgrade") {
         if (step.changelog === true) {
@@ -244,7 +233,7 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
         if (looksUp && plan.outputLevel !== 0 && inputs.some((f) => f.level === 0)) {
           for await (const chunk of lookupMerge(step.sections, true, dropDelete, batchRows)) await (chunk.changelog ? changelog : rolling).write(chunk.rows);
         } else {
-          for await (const chunk of mergeForCompaction(step.sections, { ...mergeSpec, dropDelete, batchRows, ...(heldAbove !== undefined ? { heldAbove } : {}) })) await rolling.write(chunk);
+          for await (const chunk of mergeForCompaction(step.sections, { ...mergeSpec, dropDelete, batchRows })) await rolling.write(chunk);
         }
         const outputs = await rolling.close();
         result.changelogFiles.push(...(await changelog.close()));
@@ -270,25 +259,6 @@ export async function executeCompactTask(table: Table, bucket: BucketFiles, plan
   }
   return result;
 }
-
-/**
- * The keys the levels above `outputLevel` hold (framed BinaryRows, as text), which Java's first-row compaction asks
- * its LookupLevels about: those files' key columns, decoded once per compaction. Empty when there are none above.
- */
-async function keysAbove(files: readonly DataFileMeta[], outputLevel: number, keys: readonly DataField[], readFile: ExecuteOptions["readFile"]): Promise<Set<string>> {
-  const out = new Set<string>();
-  const types = keys.map((k) => k.type);
-  for (const f of files.filter((x) => x.level > outputLevel)) {
-    for (const batch of await readFile(f)) {
-      const readers = keys.map((k) => columnReader(k.type, batch.data.children[batch.schema.fields.findIndex((x) => x.name === k.name)]!));
-      for (let i = 0; i < batch.numRows; i++) out.add(keyText(types, readers.map((r) => r(i))));
-    }
-  }
-  return out;
-}
-
-/** A key's canonical values as one string (its framed BinaryRow's bytes). */
-const keyText = (types: readonly DataType[], values: readonly Value[]): string => Buffer.from(serializeBinaryRow(types, values)).toString("latin1");
 
 /** Removes the files a compaction wrote (never the files it upgraded: those are still live). */
 export async function abortBucketCompaction(table: Table, compaction: Pick<BucketCompaction, "writtenPaths">): Promise<void> {

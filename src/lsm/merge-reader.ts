@@ -116,11 +116,6 @@ export interface CompactionMergeSpec {
   readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>;
   /** Rows per output chunk. */
   batchRows?: number;
-  /**
-   * first-row (Java's FirstRowMergeFunctionWrapper): whether a level above the output holds the key (its canonical
-   * values). A key whose versions all come from level 0 is not written when one does — its first version is there.
-   */
-  heldAbove?: (key: readonly Value[]) => boolean;
 }
 
 /**
@@ -133,13 +128,9 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
   const core = compactionCore(spec);
   const out = physicalRows(core, spec);
   const merge = mergeOf(core, spec);
-  const heldAbove = spec.heldAbove;
-  // first-row: a key whose every version is in level 0 goes when a level above the output holds it already.
-  const held = heldAbove === undefined ? null : (c: CursorBatch, row: number): boolean => c.level === 0 && heldAbove(c.keys().map((field) => field[row]!));
   const choose: Chooser = {
-    single: (c, row) => !(spec.dropDelete && isRetract(c.kind[row]!)) && !(held !== null && held(c, row)),
+    single: (c, row) => !(spec.dropDelete && isRetract(c.kind[row]!)),
     group: (group) => {
-      if (held !== null && group.every((v) => v.c.level === 0) && held(group[0]!.c, group[0]!.row)) return null;
       const r = merge(group);
       if (r === null) return null;
       return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
