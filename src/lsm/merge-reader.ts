@@ -35,7 +35,8 @@ import { DeduplicateFunction } from "./merge-functions/deduplicate.ts";
 import { BuiltRow, type MergeEngine, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-functions/merge-function.ts";
 import type { SortedRows } from "./sort-buffer.ts";
 import { integerKeyColumn } from "./integer-key-order.ts";
-import { firstRowOutcome, highLevelOf, lookupChangelog, lookupMergeVersions, type LookupCompaction } from "./lookup-changelog.ts";
+import { firstRowOutcome, highLevelOf, lookupChangelog, type LookupCompaction } from "./lookup-changelog.ts";
+import { foldKeyVersions, versionOrder, type VersionOrderAccess } from "./key-versions.ts";
 
 export interface MergeReadSpec {
   /** The trimmed key fields, in key order. */
@@ -505,23 +506,12 @@ interface Version {
 
 const levelOf = (v: Version): number => v.c.level;
 
-/** Merge order of two versions of one key: sequence.field, sequence number, retraction before addition. */
-function compareVersions(spec: MergeCore, a: Version, b: Version): number {
-  const seq = spec.sequence;
-  if (seq !== null) {
-    const sign = seq.ascending ? 1 : -1;
-    for (let k = 0; k < seq.fields.length; k++) {
-      const c = nullsFirst(seq.fields[k]!.type, a.c.seqValues![k]![a.row]!, b.c.seqValues![k]![b.row]!, sign);
-      if (c !== 0) return c;
-    }
-  }
-  const sa = a.c.sequence[a.row]!;
-  const sb = b.c.sequence[b.row]!;
-  if (sa !== sb) return sa < sb ? -1 : 1;
-  const ra = isRetract(a.c.kind[a.row]!) ? 0 : 1;
-  const rb = isRetract(b.c.kind[b.row]!) ? 0 : 1;
-  return ra - rb;
-}
+/** How merge order reads a version held by a cursor. */
+const VERSION_ORDER: VersionOrderAccess<Version> = {
+  sequenceValue: (v, k) => v.c.seqValues![k]![v.row]!,
+  sequence: (v) => v.c.sequence[v.row]!,
+  kind: (v) => v.c.kind[v.row]!,
+};
 
 /** A binary min-heap of cursors by their current key. */
 class CursorHeap {
@@ -616,25 +606,9 @@ const VERSION_ACCESS = (core: MergeCore): VersionAccess<Version> => ({
 function mergeOf(core: MergeCore, spec: { engine?: MergeEngine; ignoreDelete: boolean }): (group: Version[]) => MergeResult<Version> {
   const access = VERSION_ACCESS(core);
   const fn: MergeFunction<Version> = spec.engine?.create(access, core.valueFields) ?? new DeduplicateFunction(access, spec.ignoreDelete);
-  const lookupMerge = spec.engine?.lookupMerge === true;
-  return (all) => {
-    if (all.length === 1) return all[0]!;
-    // A lookup table's newest version above level 0 holds the older ones: they are not merged again.
-    const group = lookupMerge ? lookupMergeVersions(all, levelOf) : all;
-    // Insertion sort: a key has a handful of versions at most (one per sorted run).
-    for (let i = 1; i < group.length; i++) {
-      const v = group[i]!;
-      let j = i - 1;
-      while (j >= 0 && compareVersions(core, group[j]!, v) > 0) {
-        group[j + 1] = group[j]!;
-        j--;
-      }
-      group[j + 1] = v;
-    }
-    fn.reset();
-    for (const v of group) fn.add(v);
-    return fn.result();
-  };
+  const order = versionOrder(core.sequence, VERSION_ORDER);
+  const lookupLevel = spec.engine?.lookupMerge === true ? levelOf : null;
+  return (all) => (all.length === 1 ? all[0]! : foldKeyVersions(all, order, fn, lookupLevel));
 }
 
 /**

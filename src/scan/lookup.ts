@@ -16,7 +16,6 @@
  */
 import * as arrow from "apache-arrow";
 import { dataInvalid, ErrorKind, LakeError } from "../errors.ts";
-import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { serializeBinaryRow } from "../format/binary-row.ts";
@@ -28,10 +27,13 @@ import { gatherColumn } from "../lsm/gather.ts";
 import { integerKeyColumn } from "../lsm/integer-key-order.ts";
 import { SerializedKeys, type KeyComparator } from "../lsm/key-comparator.ts";
 import { keyFields } from "../lsm/key-value-fields.ts";
-import { checkMergeReadable, ignoreDeleteOf } from "../lsm/merge-read.ts";
+import { checkMergeReadable } from "../lsm/merge-read.ts";
 import type { MergeEngine } from "../lsm/merge-functions/merge-function.ts";
 import { sequenceFieldSpec, type SequenceFieldSpec } from "../lsm/merge-order.ts";
-import { mergeBucketFiles } from "../lsm/merge-reader.ts";
+import { foldKeyVersions, versionOrder } from "../lsm/key-versions.ts";
+import { BuiltRow, type MergeFunction, type VersionAccess } from "../lsm/merge-functions/merge-function.ts";
+import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
+import { isRetract } from "../lsm/row-kind.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import type { DataSplit } from "./plan.ts";
@@ -82,6 +84,15 @@ interface WantedKey {
   id: string;
 }
 
+/** A version of a key: the row of a decoded file that holds it, and the file's level. */
+interface FoundVersion {
+  file: DecodedFile;
+  row: number;
+  level: number;
+}
+
+const levelOfVersion = (v: FoundVersion): number => v.level;
+
 /** A partition's buckets at the lookup's snapshot, by the bucket count they were written with. */
 type PartitionBuckets = Map<number, Map<number, DataSplit>>;
 
@@ -105,8 +116,12 @@ export class KeyLookup {
   /** What makes this lookup's decoded files differ from another's of the same file: the table, columns and schema. */
   private readonly cacheScope: string;
   private readonly sequence: SequenceFieldSpec | null;
-  private readonly ignoreDelete: boolean;
   private readonly engine: MergeEngine;
+  /** Merge order of a key's versions, and the table's merge function over `outputFields` (reset per key). */
+  private readonly order: (a: FoundVersion, b: FoundVersion) => number;
+  private readonly merge: MergeFunction<FoundVersion>;
+  /** Per column returned, its place among `outputFields` (the decoded files' first columns, and a built row's values). */
+  private readonly columnAt: number[];
 
   private constructor(
     /** The table in the schema of the lookup (the chosen snapshot's own). */
@@ -131,7 +146,21 @@ export class KeyLookup {
     this.pool = pool;
     this.cacheScope = `${table.location}|${table.schema.id}|${this.reader.fields.map((f) => f.name).join(",")}`;
     this.sequence = sequenceFieldSpec(table.schema);
-    this.ignoreDelete = ignoreDeleteOf(table);
+    // The decoded files' columns (`mergeReadFields`) start with `outputFields`: a merge field's column is its index.
+    const at = (name: string): number => this.reader.fields.findIndex((f) => f.name === name);
+    const sequenceColumns = (this.sequence?.fields ?? []).map((f) => at(f.name));
+    this.order = versionOrder<FoundVersion>(this.sequence, {
+      sequenceValue: (v, k) => v.file.valueAt(sequenceColumns[k]!, v.row),
+      sequence: (v) => v.file.sequenceAt(v.row),
+      kind: (v) => v.file.kindAt(v.row),
+    });
+    const access: VersionAccess<FoundVersion> = {
+      kind: (v) => v.file.kindAt(v.row),
+      sequence: (v) => v.file.sequenceAt(v.row),
+      value: (v, k) => v.file.valueAt(k, v.row),
+    };
+    this.merge = this.engine.create(access, this.outputFields);
+    this.columnAt = this.columns.map((c) => at(c.name));
   }
 
   /**
@@ -244,41 +273,58 @@ export class KeyLookup {
     return fn;
   }
 
-  /** Looks the keys up in one bucket: its files that may hold them, their rows of those keys, merged. */
+  /**
+   * Looks the keys up in one bucket: in each file whose key range holds a key, its row of the key (binary search);
+   * then per key its versions folded by the table's merge function (`foldKeyVersions`, as the merge reader folds
+   * them: a lone version passes as it is, a surviving retraction is no row), values read from the decoded columns.
+   */
   private async lookUpInSplit(split: DataSplit, ks: readonly WantedKey[], answers: Map<string, Row | null>): Promise<void> {
     const compare = this.keys.compare;
     const sorted = [...ks].sort((a, b) => compare(a.trimmed, b.trimmed));
-    const candidates = split.files.filter((f) => {
+    const ranges: Array<{ file: DataFileMeta; lo: Value[]; hi: Value[] }> = [];
+    for (const f of split.files) {
       // First-row tables: level 0 is not read (as Java's LocalTableQuery starts at level 1 for lookup tables, and as
       // natslake's and Java's batch reads skip it).
-      if (this.engine.name === "first-row" && f.level === 0) return false;
+      if (this.engine.name === "first-row" && f.level === 0) continue;
       const lo = this.keys.decode(f.minKey);
       const hi = this.keys.decode(f.maxKey);
-      return sorted.some((k) => compare(lo, k.trimmed) <= 0 && compare(k.trimmed, hi) <= 0);
-    });
-    this.stats.filesPruned += split.files.length - candidates.length;
-    if (candidates.length === 0) return;
-    const trimmedKeys = sorted.map((k) => k.trimmed);
-    const hits = new Map<DataFileMeta, arrow.RecordBatch[]>();
-    await Promise.all(candidates.map(async (f) => hits.set(f, (await this.decoded(split, f)).rowsOf(trimmedKeys, compare))));
-    const merged = mergeBucketFiles(candidates, {
-      keyFields: this.keyFields,
-      sequence: this.sequence,
-      ignoreDelete: this.ignoreDelete,
-      engine: this.engine,
-      output: this.outputFields,
-      readFile: (f) => Promise.resolve(hits.get(f) ?? []),
-    });
-    const partitionId = sorted[0]!.partitionId;
-    for await (const batch of merged) {
-      for (const row of recordBatchToRows(this.outputFields, batch)) {
-        const id = `${partitionId}/${hexOf(this.keyTypes, this.keyFields.map((f) => row[f.name] ?? null))}`;
-        if (!answers.has(id)) continue;
-        const out: Row = {};
-        for (const c of this.columns) out[c.name] = row[c.name] ?? null;
-        answers.set(id, out);
-      }
+      if (sorted.some((k) => compare(lo, k.trimmed) <= 0 && compare(k.trimmed, hi) <= 0)) ranges.push({ file: f, lo, hi });
     }
+    this.stats.filesPruned += split.files.length - ranges.length;
+    if (ranges.length === 0) return;
+    const decoded = await Promise.all(ranges.map((r) => this.decoded(split, r.file)));
+    // Per file, where the search of the next (larger) key starts.
+    const from = new Array<number>(ranges.length).fill(0);
+    const versions: FoundVersion[] = [];
+    for (const k of sorted) {
+      versions.length = 0;
+      for (let i = 0; i < ranges.length; i++) {
+        const r = ranges[i]!;
+        if (compare(r.lo, k.trimmed) > 0 || compare(k.trimmed, r.hi) > 0) continue;
+        const file = decoded[i]!;
+        const at = (from[i] = file.seek(k.trimmed, from[i]!, compare));
+        if (file.holdsAt(at, k.trimmed, compare)) versions.push({ file, row: at, level: r.file.level });
+      }
+      const row = this.survivor(versions);
+      if (row !== null) answers.set(k.id, row);
+    }
+  }
+
+  /** The row one key's versions leave (`columns`), or null: none, or a retraction survives. */
+  private survivor(versions: FoundVersion[]): Row | null {
+    if (versions.length === 0) return null;
+    // A key with one version is not merged (Java's ReducerMergeFunctionWrapper).
+    const result = versions.length === 1 ? versions[0]! : foldKeyVersions(versions, this.order, this.merge, this.engine.lookupMerge === true ? levelOfVersion : null);
+    if (result === null) return null;
+    const out: Row = {};
+    if (result instanceof BuiltRow) {
+      if (isRetract(result.kind)) return null;
+      for (let c = 0; c < this.columns.length; c++) out[this.columns[c]!.name] = result.values[this.columnAt[c]!] ?? null;
+      return out;
+    }
+    if (isRetract(result.file.kindAt(result.row))) return null;
+    for (let c = 0; c < this.columns.length; c++) out[this.columns[c]!.name] = result.file.valueAt(this.columnAt[c]!, result.row);
+    return out;
   }
 
   /** A data file decoded into the merge's columns: from the cache, a decode under way, or decoded now. */
@@ -323,6 +369,10 @@ export class DecodedFile {
    * the common key, searched without a canonical value (a BigInt) per step; else null.
    */
   private readonly integerKeys: Float64Array | null;
+  /** Per batch, per column, its reader (made when first read). */
+  private readonly readers: Array<Array<ValueReader | undefined>>;
+  private readonly kindColumn: number;
+  private readonly sequenceColumn: number;
 
   constructor(
     private readonly batches: readonly arrow.RecordBatch[],
@@ -336,6 +386,45 @@ export class DecodedFile {
     const keyColumns = keyFields.map((f) => fields.findIndex((x) => x.name === f.name));
     this.keyReaders = batches.map((b) => keyFields.map((f, k) => columnReader(f.type, b.data.children[keyColumns[k]!]!)));
     this.integerKeys = keyFields.length === 1 ? integerKeyColumn(batches.map((b) => b.data.children[keyColumns[0]!]!), this.rows) : null;
+    this.readers = batches.map(() => []);
+    this.kindColumn = fields.findIndex((f) => f.name === VALUE_KIND_FIELD.name);
+    this.sequenceColumn = fields.findIndex((f) => f.name === SEQUENCE_NUMBER_FIELD.name);
+  }
+
+  /**
+   * Where `key` is or would be: the first row at or after `from` whose key is not below it (`from`: where the search
+   * of a smaller key ended, keys asked in ascending order).
+   */
+  seek(key: readonly Value[], from: number, compare: KeyComparator): number {
+    return this.lowerBound(key, from, compare);
+  }
+
+  /** Whether row `at` (a `seek` result) holds `key`. */
+  holdsAt(at: number, key: readonly Value[], compare: KeyComparator): boolean {
+    return this.holds(at, key, compare);
+  }
+
+  /** The canonical value of column `column` (an index into the file's fields) in row `at`. */
+  valueAt(column: number, at: number): Value {
+    const [b, r] = this.batches.length === 1 ? [0, at] : this.locate(at);
+    const readers = this.readers[b]!;
+    const read = (readers[column] ??= columnReader(this.fields[column]!.type, this.batches[b]!.data.children[column]!));
+    return read(r);
+  }
+
+  /** Row `at`'s `_VALUE_KIND`. */
+  kindAt(at: number): number {
+    return Number(this.valueAt(this.systemColumn(this.kindColumn, VALUE_KIND_FIELD), at));
+  }
+
+  /** Row `at`'s `_SEQUENCE_NUMBER`. */
+  sequenceAt(at: number): bigint {
+    return BigInt(this.valueAt(this.systemColumn(this.sequenceColumn, SEQUENCE_NUMBER_FIELD), at) as bigint | number);
+  }
+
+  private systemColumn(at: number, f: DataField): number {
+    if (at < 0) throw new Error(`lookup: decoded file lacks column ${f.name}`);
+    return at;
   }
 
   /** The batch and row of the file's row `at`. */
