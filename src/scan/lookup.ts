@@ -37,7 +37,7 @@ import { isRetract } from "../lsm/row-kind.ts";
 import type { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import type { DataSplit } from "./plan.ts";
-import { mergeFileReader, planRead, readColumns, type DataFileReader } from "./read.ts";
+import { dataFileReader, mergeFileReader, planRead, readColumns, type DataFileReader } from "./read.ts";
 
 /** A key to look up: every primary-key field by name, each value in any form the column's writes accept. */
 export type LookupKey = Readonly<Record<string, unknown>>;
@@ -98,6 +98,49 @@ type PartitionBuckets = Map<number, Map<number, DataSplit>>;
 
 const hexOf = (types: readonly DataType[], values: readonly Value[]): string => Buffer.from(serializeBinaryRow(types, values)).toString("hex");
 
+/** Key types whose canonical values are numbers, bigints or strings that `String` / `JSON.stringify` tell apart. */
+const PLAIN_IDENTITY_ROOTS = new Set(["TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "CHAR", "VARCHAR"]);
+
+/**
+ * A string naming values of `types`, equal for equal canonical values and different for different ones: their
+ * BinaryRow bytes as hex (how the splits are indexed by partition), or — for integers and strings, the common keys,
+ * unless `binaryRow` — the values themselves, which costs no BinaryRow per key asked. Binary-row identities of
+ * partitions are remembered (a lookup asks few partitions, many times).
+ */
+class ValuesIdentity {
+  private readonly plain: boolean;
+  private readonly remembered = new Map<string, string>();
+  /** The identity of no values (an unpartitioned table's partition). */
+  private readonly empty: string;
+
+  constructor(
+    private readonly types: readonly DataType[],
+    private readonly binaryRow: boolean,
+  ) {
+    this.plain = types.every((t) => PLAIN_IDENTITY_ROOTS.has(t.root));
+    this.empty = hexOf([], []);
+  }
+
+  of(values: readonly Value[]): string {
+    if (values.length === 0) return this.empty;
+    if (!this.plain) return hexOf(this.types, values);
+    let text = "";
+    for (let k = 0; k < values.length; k++) {
+      const v = values[k];
+      text += (k === 0 ? "" : ",") + (typeof v === "string" ? JSON.stringify(v) : String(v));
+    }
+    if (!this.binaryRow) return text;
+    let id = this.remembered.get(text);
+    if (id === undefined) {
+      // Bounded: a lookup over very many partitions forgets and computes again.
+      if (this.remembered.size >= 4096) this.remembered.clear();
+      id = hexOf(this.types, values);
+      this.remembered.set(text, id);
+    }
+    return id;
+  }
+}
+
 /** One snapshot of one primary-key table, ready to answer lookups; `open` makes one. */
 export class KeyLookup {
   readonly stats: LookupStats = { filesDecoded: 0, filesFromCache: 0, filesPruned: 0 };
@@ -105,10 +148,16 @@ export class KeyLookup {
   private readonly keyTypes: DataType[];
   private readonly keys: SerializedKeys;
   private readonly primaryKeys: DataField[];
+  private readonly primaryKeyNames: string[];
+  /** Identities of partitions (as the splits are indexed) and of trimmed keys. */
+  private readonly partitionIds: ValuesIdentity;
+  private readonly keyIds: ValuesIdentity;
   private readonly partitionTypes: DataType[];
   /** The merge's output: the wanted columns, then the key fields they lack (to tell which key a row answers). */
   private readonly outputFields: DataField[];
-  private readonly reader: DataFileReader & { readonly fields: readonly DataField[] };
+  /** Reads a file's index columns (key, `sequence.field`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`), and its `outputFields`. */
+  private readonly indexReader: DataFileReader & { readonly fields: readonly DataField[] };
+  private readonly valueReader: DataFileReader;
   private readonly pool: ParquetEncoderPool | null;
   private readonly bucketFunctions = new Map<number, BucketFunction>();
   /** Decodes under way, so that concurrent lookups needing one file decode it once. */
@@ -122,6 +171,13 @@ export class KeyLookup {
   private readonly merge: MergeFunction<FoundVersion>;
   /** Per column returned, its place among `outputFields` (the decoded files' first columns, and a built row's values). */
   private readonly columnAt: number[];
+  /**
+   * The engine's merge function reads no value, only kinds and merge order (deduplicate, first-row: the survivor is
+   * one of the versions): a key's versions are folded before any value column is decoded.
+   */
+  private readonly foldsWithoutValues: boolean;
+  /** Key order of keys asked for. */
+  private readonly wantedOrder = (a: WantedKey, b: WantedKey): number => this.keys.compare(a.trimmed, b.trimmed);
 
   private constructor(
     /** The table in the schema of the lookup (the chosen snapshot's own). */
@@ -139,18 +195,20 @@ export class KeyLookup {
     this.keys = new SerializedKeys(this.keyTypes);
     this.primaryKeys = table.schema.primaryKeys.map((k) => table.schema.fields.find((f) => f.name === k)!);
     this.partitionTypes = table.partitionTypes;
+    this.primaryKeyNames = this.primaryKeys.map((f) => f.name);
+    this.partitionIds = new ValuesIdentity(this.partitionTypes, true);
+    this.keyIds = new ValuesIdentity(this.keyTypes, false);
     this.engine = checkMergeReadable(table, "lookup");
     // Partial-update's sequence groups compare across columns: such a table's merge takes all of them.
     this.outputFields = this.engine.mergesAllFields === true ? [...table.schema.fields] : [...columns, ...this.keyFields.filter((k) => !columns.some((c) => c.name === k.name))];
-    this.reader = mergeFileReader(table, this.outputFields);
+    this.indexReader = mergeFileReader(table, []);
+    this.valueReader = dataFileReader(table, this.outputFields.map((f) => f.name));
     this.pool = pool;
-    this.cacheScope = `${table.location}|${table.schema.id}|${this.reader.fields.map((f) => f.name).join(",")}`;
+    this.cacheScope = `${table.location}|${table.schema.id}|${this.outputFields.map((f) => f.name).join(",")}`;
     this.sequence = sequenceFieldSpec(table.schema);
-    // The decoded files' columns (`mergeReadFields`) start with `outputFields`: a merge field's column is its index.
-    const at = (name: string): number => this.reader.fields.findIndex((f) => f.name === name);
-    const sequenceColumns = (this.sequence?.fields ?? []).map((f) => at(f.name));
+    const sequenceColumns = (this.sequence?.fields ?? []).map((f) => this.indexReader.fields.findIndex((x) => x.name === f.name));
     this.order = versionOrder<FoundVersion>(this.sequence, {
-      sequenceValue: (v, k) => v.file.valueAt(sequenceColumns[k]!, v.row),
+      sequenceValue: (v, k) => v.file.indexValueAt(sequenceColumns[k]!, v.row),
       sequence: (v) => v.file.sequenceAt(v.row),
       kind: (v) => v.file.kindAt(v.row),
     });
@@ -160,7 +218,9 @@ export class KeyLookup {
       value: (v, k) => v.file.valueAt(k, v.row),
     };
     this.merge = this.engine.create(access, this.outputFields);
-    this.columnAt = this.columns.map((c) => at(c.name));
+    // A value column's index is its place among `outputFields` (the value columns decoded, and a built row's values).
+    this.columnAt = this.columns.map((c) => this.outputFields.findIndex((f) => f.name === c.name));
+    this.foldsWithoutValues = this.engine.name === "deduplicate" || this.engine.name === "first-row";
   }
 
   /**
@@ -216,25 +276,26 @@ export class KeyLookup {
    * `key`: `index`, and `column`) for a field missing, extra or of a value its column does not take.
    */
   canonicalKey(input: LookupKey, index = 0): Row {
-    const which = `key ${index + 1}`;
-    const names = this.primaryKeys.map((f) => f.name);
-    const pk = `primary key: ${names.join(", ")}`;
-    const invalid = (why: string, column?: string): never => {
-      throw dataInvalid(`${this.table.name}: ${which} ${why}`, { key: index, ...(column !== undefined ? { column } : {}) });
-    };
-    if (input === null || typeof input !== "object" || Array.isArray(input)) return invalid(`must be an object of the primary-key fields (${pk})`);
-    for (const name of Object.keys(input)) if (!names.includes(name)) invalid(`has field '${name}', which is not in the primary key (${pk})`, name);
+    const names = this.primaryKeyNames;
+    if (input === null || typeof input !== "object" || Array.isArray(input)) return this.invalidKey(index, "must be an object of the primary-key fields");
+    for (const name in input) if (Object.hasOwn(input, name) && !names.includes(name)) this.invalidKey(index, `has field '${name}', which is not in the primary key`, name);
     const out: Row = {};
     for (const f of this.primaryKeys) {
       const v = input[f.name];
-      if (v === undefined) invalid(`lacks primary-key field '${f.name}' (${pk})`, f.name);
+      if (v === undefined) this.invalidKey(index, `lacks primary-key field '${f.name}'`, f.name);
       try {
         out[f.name] = toCanonical(f.type, v, f.name);
       } catch (e) {
-        invalid(`is not valid: ${(e as Error).message}`, f.name);
+        this.invalidKey(index, `is not valid: ${(e as Error).message}`, f.name, false);
       }
     }
     return out;
+  }
+
+  /** DataInvalid for key `index` (its context `key`, and `column`); `naming`: the message ends naming the primary key. */
+  private invalidKey(index: number, why: string, column?: string, naming = true): never {
+    const pk = naming ? ` (primary key: ${this.primaryKeyNames.join(", ")})` : "";
+    throw dataInvalid(`${this.table.name}: key ${index + 1} ${why}${pk}`, { key: index, ...(column !== undefined ? { column } : {}) });
   }
 
   /** The key as the files hold it (see `canonicalKey`). */
@@ -242,8 +303,8 @@ export class KeyLookup {
     const values = this.canonicalKey(input, index);
     const partition = this.table.partitionKeys.map((k) => values[k]!);
     const trimmed = this.keyFields.map((f) => values[f.name]!);
-    const partitionId = hexOf(this.partitionTypes, partition);
-    return { trimmed, bucketValues: this.table.bucketKeys.map((k) => values[k]!), partitionId, id: `${partitionId}/${hexOf(this.keyTypes, trimmed)}` };
+    const partitionId = this.partitionIds.of(partition);
+    return { trimmed, bucketValues: this.table.bucketKeys.map((k) => values[k]!), partitionId, id: `${partitionId}/${this.keyIds.of(trimmed)}` };
   }
 
   /**
@@ -274,13 +335,14 @@ export class KeyLookup {
   }
 
   /**
-   * Looks the keys up in one bucket: in each file whose key range holds a key, its row of the key (binary search);
-   * then per key its versions folded by the table's merge function (`foldKeyVersions`, as the merge reader folds
-   * them: a lone version passes as it is, a surviving retraction is no row), values read from the decoded columns.
+   * Looks the keys up in one bucket: in each file whose key range holds a key, its row of the key (binary search in
+   * the file's key columns); then per key its versions folded by the table's merge function (`foldKeyVersions`, as
+   * the merge reader folds them: a lone version passes as it is, a surviving retraction is no row), values read from
+   * the decoded value columns of only the files that a survivor (or a merge reading values) needs.
    */
   private async lookUpInSplit(split: DataSplit, ks: readonly WantedKey[], answers: Map<string, Row | null>): Promise<void> {
     const compare = this.keys.compare;
-    const sorted = [...ks].sort((a, b) => compare(a.trimmed, b.trimmed));
+    const sorted = ks.length === 1 ? ks : [...ks].sort(this.wantedOrder);
     const ranges: Array<{ file: DataFileMeta; lo: Value[]; hi: Value[] }> = [];
     for (const f of split.files) {
       // First-row tables: level 0 is not read (as Java's LocalTableQuery starts at level 1 for lookup tables, and as
@@ -295,9 +357,11 @@ export class KeyLookup {
     const decoded = await Promise.all(ranges.map((r) => this.decoded(split, r.file)));
     // Per file, where the search of the next (larger) key starts.
     const from = new Array<number>(ranges.length).fill(0);
-    const versions: FoundVersion[] = [];
+    // Per key found: its survivor when folded already (or null: nothing survives), else its versions.
+    const found: Array<{ key: WantedKey; versions: FoundVersion[]; survivor: FoundVersion | null | undefined }> = [];
+    const needed = new Set<DecodedFile>();
     for (const k of sorted) {
-      versions.length = 0;
+      const versions: FoundVersion[] = [];
       for (let i = 0; i < ranges.length; i++) {
         const r = ranges[i]!;
         if (compare(r.lo, k.trimmed) > 0 || compare(k.trimmed, r.hi) > 0) continue;
@@ -305,16 +369,36 @@ export class KeyLookup {
         const at = (from[i] = file.seek(k.trimmed, from[i]!, compare));
         if (file.holdsAt(at, k.trimmed, compare)) versions.push({ file, row: at, level: r.file.level });
       }
-      const row = this.survivor(versions);
-      if (row !== null) answers.set(k.id, row);
+      if (versions.length === 0) continue;
+      if (versions.length === 1 || this.foldsWithoutValues) {
+        const survivor = this.fold(versions) as FoundVersion | null;
+        const kept = survivor !== null && !isRetract(survivor.file.kindAt(survivor.row)) ? survivor : null;
+        if (kept !== null) needed.add(kept.file);
+        found.push({ key: k, versions, survivor: kept });
+      } else {
+        for (const v of versions) needed.add(v.file);
+        found.push({ key: k, versions, survivor: undefined });
+      }
+    }
+    const loading = [...needed].filter((f) => !f.hasValues);
+    if (loading.length > 0) {
+      await Promise.all(loading.map((f) => f.loadValues()));
+      // The cache holds them with their value columns now: counted again at their new size.
+      for (let i = 0; i < ranges.length; i++) if (loading.includes(decoded[i]!)) this.cache?.set(this.cacheKey(ranges[i]!.file), decoded[i]!);
+    }
+    for (const { key, versions, survivor } of found) {
+      const row = this.rowOf(survivor === undefined ? this.fold(versions) : survivor);
+      if (row !== null) answers.set(key.id, row);
     }
   }
 
-  /** The row one key's versions leave (`columns`), or null: none, or a retraction survives. */
-  private survivor(versions: FoundVersion[]): Row | null {
-    if (versions.length === 0) return null;
-    // A key with one version is not merged (Java's ReducerMergeFunctionWrapper).
-    const result = versions.length === 1 ? versions[0]! : foldKeyVersions(versions, this.order, this.merge, this.engine.lookupMerge === true ? levelOfVersion : null);
+  /** A key's versions folded: one passes as it is (Java's ReducerMergeFunctionWrapper), several go to the merge function. */
+  private fold(versions: FoundVersion[]): FoundVersion | BuiltRow<FoundVersion> | null {
+    return versions.length === 1 ? versions[0]! : foldKeyVersions(versions, this.order, this.merge, this.engine.lookupMerge === true ? levelOfVersion : null);
+  }
+
+  /** The row (`columns`) a fold leaves, or null: nothing, or a retraction survives. */
+  private rowOf(result: FoundVersion | BuiltRow<FoundVersion> | null): Row | null {
     if (result === null) return null;
     const out: Row = {};
     if (result instanceof BuiltRow) {
@@ -327,9 +411,13 @@ export class KeyLookup {
     return out;
   }
 
+  private cacheKey(file: DataFileMeta): string {
+    return `${this.cacheScope}|${file.fileName}`;
+  }
+
   /** A data file decoded into the merge's columns: from the cache, a decode under way, or decoded now. */
   private decoded(split: DataSplit, file: DataFileMeta): Promise<DecodedFile> {
-    const key = `${this.cacheScope}|${file.fileName}`;
+    const key = this.cacheKey(file);
     const cached = this.cache?.get(key);
     if (cached !== undefined) {
       this.stats.filesFromCache++;
@@ -338,8 +426,8 @@ export class KeyLookup {
     const pending = this.decoding.get(key);
     if (pending !== undefined) return pending;
     this.stats.filesDecoded++;
-    const started = this.reader.read(split, file, this.pool).then((batches) => {
-      const decoded = new DecodedFile(batches, this.reader.fields, this.keyFields);
+    const started = this.indexReader.read(split, file, this.pool).then((batches) => {
+      const decoded = DecodedFile.indexed(batches, this.indexReader.fields, this.keyFields, this.outputFields, () => this.valueReader.read(split, file, this.pool));
       this.cache?.set(key, decoded);
       return decoded;
     });
@@ -355,13 +443,70 @@ export async function lookupKeys(table: Table, keys: readonly LookupKey[], spec:
   return (await KeyLookup.open(table, spec)).get(keys);
 }
 
-/** A data file decoded into a lookup's columns, its rows in key order; finds keys by binary search. */
-export class DecodedFile {
+/** Decoded batches of one file with their fields: a value by column and row of the file. */
+class DecodedColumns {
   /** The decoded columns' memory, in bytes. */
   readonly bytes: number;
-  private readonly rows: number;
+  readonly rows: number;
   /** Rows before each batch, and the total after the last. */
   private readonly starts: number[];
+  /** Per batch, per column, its reader (made when first read). */
+  private readonly readers: Array<Array<ValueReader | undefined>>;
+
+  constructor(
+    readonly batches: readonly arrow.RecordBatch[],
+    readonly fields: readonly DataField[],
+  ) {
+    this.bytes = batches.reduce((n, b) => n + b.data.byteLength, 0);
+    this.starts = [0];
+    for (const b of batches) this.starts.push(this.starts[this.starts.length - 1]! + b.numRows);
+    this.rows = this.starts[this.starts.length - 1]!;
+    this.readers = batches.map(() => []);
+  }
+
+  /** The batch and row of the file's row `at`. */
+  locate(at: number): [number, number] {
+    let lo = 0;
+    let hi = this.batches.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.starts[mid]! <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    return [lo, at - this.starts[lo]!];
+  }
+
+  /** The canonical value of column `column` in the file's row `at`. */
+  value(column: number, at: number): Value {
+    let b = 0;
+    let r = at;
+    if (this.batches.length > 1) [b, r] = this.locate(at);
+    const readers = this.readers[b]!;
+    const read = (readers[column] ??= columnReader(this.fields[column]!.type, this.batches[b]!.data.children[column]!));
+    return read(r);
+  }
+
+  /** The index of the column named `name`; an error naming it when there is none. */
+  column(name: string): number {
+    const at = this.fields.findIndex((f) => f.name === name);
+    if (at < 0) throw new Error(`lookup: decoded file lacks column ${name}`);
+    return at;
+  }
+}
+
+/**
+ * A data file decoded for lookups, its rows in key order; finds keys by binary search. Made from all of a file's
+ * columns at once (`new DecodedFile(batches, fields, keys)`), or in two steps (`DecodedFile.indexed`): first the
+ * columns that find a key's versions and order them (key, `sequence.field`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`), then
+ * — only when a version in it is asked for — the value columns (`loadValues`), so that the files of a key's range
+ * that do not hold it are never decoded whole.
+ */
+export class DecodedFile {
+  /** The columns keys are found and versions ordered by. */
+  private readonly index: DecodedColumns;
+  /** The value columns (`valueAt`'s), once loaded: `index` itself for a file decoded at once. */
+  private values: DecodedColumns | null;
+  private valuesLoading: Promise<void> | null = null;
   /** Per batch, per key field, its values. */
   private readonly keyReaders: ValueReader[][];
   /**
@@ -369,26 +514,84 @@ export class DecodedFile {
    * the common key, searched without a canonical value (a BigInt) per step; else null.
    */
   private readonly integerKeys: Float64Array | null;
-  /** Per batch, per column, its reader (made when first read). */
-  private readonly readers: Array<Array<ValueReader | undefined>>;
   private readonly kindColumn: number;
   private readonly sequenceColumn: number;
 
+  /** A file decoded at once: `batches` of `fields`, which hold the key fields, `_SEQUENCE_NUMBER` and `_VALUE_KIND`. */
+  constructor(batches: readonly arrow.RecordBatch[], fields: readonly DataField[], keyFields: readonly DataField[]);
+  constructor(batches: readonly arrow.RecordBatch[], fields: readonly DataField[], keyFields: readonly DataField[], lazy?: { fields: readonly DataField[]; load: () => Promise<arrow.RecordBatch[]> });
   constructor(
-    private readonly batches: readonly arrow.RecordBatch[],
-    private readonly fields: readonly DataField[],
+    batches: readonly arrow.RecordBatch[],
+    fields: readonly DataField[],
     keyFields: readonly DataField[],
+    private readonly lazy?: { fields: readonly DataField[]; load: () => Promise<arrow.RecordBatch[]> },
   ) {
-    this.bytes = batches.reduce((n, b) => n + b.data.byteLength, 0);
-    this.starts = [0];
-    for (const b of batches) this.starts.push(this.starts[this.starts.length - 1]! + b.numRows);
-    this.rows = this.starts[this.starts.length - 1]!;
-    const keyColumns = keyFields.map((f) => fields.findIndex((x) => x.name === f.name));
+    this.index = new DecodedColumns(batches, fields);
+    this.values = lazy === undefined ? this.index : null;
+    const keyColumns = keyFields.map((f) => this.index.column(f.name));
     this.keyReaders = batches.map((b) => keyFields.map((f, k) => columnReader(f.type, b.data.children[keyColumns[k]!]!)));
-    this.integerKeys = keyFields.length === 1 ? integerKeyColumn(batches.map((b) => b.data.children[keyColumns[0]!]!), this.rows) : null;
-    this.readers = batches.map(() => []);
+    this.integerKeys = keyFields.length === 1 ? integerKeyColumn(batches.map((b) => b.data.children[keyColumns[0]!]!), this.index.rows) : null;
     this.kindColumn = fields.findIndex((f) => f.name === VALUE_KIND_FIELD.name);
     this.sequenceColumn = fields.findIndex((f) => f.name === SEQUENCE_NUMBER_FIELD.name);
+  }
+
+  /**
+   * A file whose index columns are decoded (`batches` of `indexFields`: the key fields, `_SEQUENCE_NUMBER`,
+   * `_VALUE_KIND` and any `sequence.field`); its columns `valueFields` are decoded by `load` when first needed.
+   */
+  static indexed(batches: readonly arrow.RecordBatch[], indexFields: readonly DataField[], keyFields: readonly DataField[], valueFields: readonly DataField[], load: () => Promise<arrow.RecordBatch[]>): DecodedFile {
+    return new DecodedFile(batches, indexFields, keyFields, { fields: valueFields, load });
+  }
+
+  /** The decoded columns' memory, in bytes (growing when the value columns are loaded). */
+  get bytes(): number {
+    return this.index.bytes + (this.values !== null && this.values !== this.index ? this.values.bytes : 0);
+  }
+
+  /** Whether `valueAt` can read (the value columns are decoded). */
+  get hasValues(): boolean {
+    return this.values !== null;
+  }
+
+  /** Decodes the value columns, once (concurrent callers share the decode; a failed one is tried again next time). */
+  loadValues(): Promise<void> {
+    if (this.values !== null) return Promise.resolve();
+    this.valuesLoading ??= this.lazy!.load().then(
+      (batches) => {
+        const values = new DecodedColumns(batches, this.lazy!.fields);
+        if (values.rows !== this.index.rows) throw new Error(`lookup: a data file's value columns decoded to ${values.rows} rows, its key columns to ${this.index.rows}`);
+        this.values = values;
+      },
+      (e: unknown) => {
+        this.valuesLoading = null;
+        throw e;
+      },
+    );
+    return this.valuesLoading;
+  }
+
+  /** The first row at or after `from` whose key is not below `key`. */
+  private lowerBound(key: readonly Value[], from: number, compare: KeyComparator): number {
+    let lo = from;
+    let hi = this.index.rows;
+    const numbers = this.integerKeys;
+    const target = numbers === null ? 0 : Number(key[0]);
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (numbers !== null ? numbers[mid]! < target : compare(this.keyAt(mid), key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private holds(at: number, key: readonly Value[], compare: KeyComparator): boolean {
+    if (at >= this.index.rows) return false;
+    return this.integerKeys !== null ? this.integerKeys[at] === Number(key[0]) : compare(this.keyAt(at), key) === 0;
+  }
+
+  private keyAt(at: number): Value[] {
+    const [b, r] = this.index.locate(at);
+    return this.keyReaders[b]!.map((read) => read(r));
   }
 
   /**
@@ -404,22 +607,25 @@ export class DecodedFile {
     return this.holds(at, key, compare);
   }
 
-  /** The canonical value of column `column` (an index into the file's fields) in row `at`. */
+  /** The canonical value of value column `column` in row `at` (the value columns must be loaded: `loadValues`). */
   valueAt(column: number, at: number): Value {
-    const [b, r] = this.batches.length === 1 ? [0, at] : this.locate(at);
-    const readers = this.readers[b]!;
-    const read = (readers[column] ??= columnReader(this.fields[column]!.type, this.batches[b]!.data.children[column]!));
-    return read(r);
+    if (this.values === null) throw new Error("lookup: a data file's value columns were read before they were loaded");
+    return this.values.value(column, at);
+  }
+
+  /** The canonical value of index column `column` (of the index fields) in row `at`. */
+  indexValueAt(column: number, at: number): Value {
+    return this.index.value(column, at);
   }
 
   /** Row `at`'s `_VALUE_KIND`. */
   kindAt(at: number): number {
-    return Number(this.valueAt(this.systemColumn(this.kindColumn, VALUE_KIND_FIELD), at));
+    return Number(this.index.value(this.systemColumn(this.kindColumn, VALUE_KIND_FIELD), at));
   }
 
   /** Row `at`'s `_SEQUENCE_NUMBER`. */
   sequenceAt(at: number): bigint {
-    return BigInt(this.valueAt(this.systemColumn(this.sequenceColumn, SEQUENCE_NUMBER_FIELD), at) as bigint | number);
+    return BigInt(this.index.value(this.systemColumn(this.sequenceColumn, SEQUENCE_NUMBER_FIELD), at) as bigint | number);
   }
 
   private systemColumn(at: number, f: DataField): number {
@@ -427,47 +633,12 @@ export class DecodedFile {
     return at;
   }
 
-  /** The batch and row of the file's row `at`. */
-  private locate(at: number): [number, number] {
-    let lo = 0;
-    let hi = this.batches.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (this.starts[mid]! <= at) lo = mid;
-      else hi = mid - 1;
-    }
-    return [lo, at - this.starts[lo]!];
-  }
-
-  /** The first row at or after `from` whose key is not below `key`. */
-  private lowerBound(key: readonly Value[], from: number, compare: KeyComparator): number {
-    let lo = from;
-    let hi = this.rows;
-    const numbers = this.integerKeys;
-    const target = numbers === null ? 0 : Number(key[0]);
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (numbers !== null ? numbers[mid]! < target : compare(this.keyAt(mid), key) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  private holds(at: number, key: readonly Value[], compare: KeyComparator): boolean {
-    if (at >= this.rows) return false;
-    return this.integerKeys !== null ? this.integerKeys[at] === Number(key[0]) : compare(this.keyAt(at), key) === 0;
-  }
-
-  private keyAt(at: number): Value[] {
-    const [b, r] = this.locate(at);
-    return this.keyReaders[b]!.map((read) => read(r));
-  }
-
   /**
    * The file's rows of `keys` (sorted ascending by `compare`, each once), in key order, as one batch of the file's
-   * columns — or none when it holds none of them.
+   * columns — or none when it holds none of them. For a file decoded at once.
    */
   rowsOf(keys: readonly Value[][], compare: KeyComparator): arrow.RecordBatch[] {
+    if (this.values !== this.index) throw new Error("lookup: rowsOf needs a file decoded at once");
     const found: number[] = [];
     let from = 0;
     for (const key of keys) {
@@ -476,27 +647,32 @@ export class DecodedFile {
       if (this.holds(from, key, compare)) found.push(from);
     }
     if (found.length === 0) return [];
+    const { batches, fields } = this.index;
     const batchOf = new Int32Array(found.length);
     const rowOf = new Int32Array(found.length);
-    for (let i = 0; i < found.length; i++) [batchOf[i], rowOf[i]] = this.locate(found[i]!);
-    const picks = { length: found.length, batchOf: this.batches.length === 1 ? null : batchOf, rowOf };
-    const children = this.fields.map((f, k) =>
+    for (let i = 0; i < found.length; i++) [batchOf[i], rowOf[i]] = this.index.locate(found[i]!);
+    const picks = { length: found.length, batchOf: batches.length === 1 ? null : batchOf, rowOf };
+    const children = fields.map((f, k) =>
       gatherColumn(
         f.type,
-        this.batches.map((b) => b.data.children[k]!),
+        batches.map((b) => b.data.children[k]!),
         picks,
         f.name,
       ),
     );
     // The gathered columns' own types (a column gathered value by value has the canonical Arrow type of its field).
-    const schema = new arrow.Schema(this.fields.map((f, k) => new arrow.Field(f.name, children[k]!.type, true)));
+    const schema = new arrow.Schema(fields.map((f, k) => new arrow.Field(f.name, children[k]!.type, true)));
     return [new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: found.length, nullCount: 0, children }))];
   }
 }
 
-/** A `DecodedFileCache` of at most `maxBytes` of decoded columns, the least recently used file dropped first. */
+/**
+ * A `DecodedFileCache` of at most `maxBytes` of decoded columns, the least recently used file dropped first. A file
+ * that grew (its value columns loaded after its key columns) is set again and counted at its new size.
+ */
 export class LruDecodedFileCache implements DecodedFileCache {
-  private readonly files = new Map<string, DecodedFile>();
+  /** Each file with the bytes it was counted at. */
+  private readonly files = new Map<string, { file: DecodedFile; bytes: number }>();
   private held = 0;
 
   constructor(readonly maxBytes: number) {}
@@ -506,24 +682,25 @@ export class LruDecodedFileCache implements DecodedFileCache {
   }
 
   get(key: string): DecodedFile | undefined {
-    const f = this.files.get(key);
-    if (f !== undefined) {
+    const entry = this.files.get(key);
+    if (entry !== undefined) {
       // Most recently used last: Map keeps insertion order.
       this.files.delete(key);
-      this.files.set(key, f);
+      this.files.set(key, entry);
     }
-    return f;
+    return entry?.file;
   }
 
   set(key: string, file: DecodedFile): void {
-    if (file.bytes > this.maxBytes) return;
     const old = this.files.get(key);
     if (old !== undefined) {
       this.held -= old.bytes;
       this.files.delete(key);
     }
-    this.files.set(key, file);
-    this.held += file.bytes;
+    const bytes = file.bytes;
+    if (bytes > this.maxBytes) return;
+    this.files.set(key, { file, bytes });
+    this.held += bytes;
     for (const [k, f] of this.files) {
       if (this.held <= this.maxBytes) break;
       this.files.delete(k);
