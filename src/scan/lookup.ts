@@ -4,12 +4,16 @@
  *
  * A key names every primary-key field. Its partition comes from the key (partition fields are part of the primary
  * key), its bucket from the table's bucket function (the writer's, `Table.bucketFunction`), so only that bucket's
- * files are looked at, and of them only the ones whose [minKey, maxKey] holds the key. Each such file is decoded once
- * however many keys it serves (once per call, or once per `KeyLookup` with a `DecodedFileCache`); the keys are found
- * in it by binary search (a file holds each key at most once, in key order), and only those rows go into the bucket's
- * merge — src/lsm/merge-reader.ts, the merge every read uses, so a key's versions across sorted runs and levels are
- * folded exactly as a full read folds them (sequence.field, sequence number, retractions first; ignore-delete; a
- * surviving retraction is no row).
+ * files are looked at, and of them only the ones whose [minKey, maxKey] holds the key. Such a file is decoded in two
+ * steps, each once however many keys it serves (once per call, or once per `KeyLookup` with a `DecodedFileCache`):
+ * first its key columns with `_SEQUENCE_NUMBER`, `_VALUE_KIND` and any `sequence.field` — the keys are found in them by
+ * binary search (a file holds each key at most once, in key order) and a key's versions ordered — then its value
+ * columns, only when a key's surviving version is in it (or, for partial-update and aggregation, any of a key's
+ * versions with others to merge). Each key's versions are folded on their own by the table's merge function through
+ * src/lsm/key-versions.ts, the fold and merge order the merge reader (src/lsm/merge-reader.ts) uses for every read, so
+ * a key's answer is what a full read folds (sequence.field, sequence number, retractions first; ignore-delete; a
+ * lookup table's levels; a surviving retraction is no row) — no Arrow batch is built for it: values are read straight
+ * from the decoded columns.
  *
  * `KeyLookup` holds one snapshot's files by partition and bucket: a reader node can keep one per (table, snapshot)
  * and hand each the same cache, so the files of a hot table stay decoded between requests.
