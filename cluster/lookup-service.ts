@@ -40,8 +40,12 @@ type Refusal = Extract<LookupReply, { ok: false }>;
 
 const enc = new TextEncoder();
 
-/** A row of `fields` as JSON values, as `natslake get` prints it. */
-const jsonRow = (fields: readonly DataField[], row: Row): Record<string, unknown> => Object.fromEntries(fields.map((f) => [f.name, toJsonValue(f.type, row[f.name] ?? null)]));
+/** A row of `fields` as JSON values, as `natslake get` prints it (a loop: half the cost of Object.fromEntries of a map, measured). */
+function jsonRow(fields: readonly DataField[], row: Row): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) out[f.name] = toJsonValue(f.type, row[f.name] ?? null);
+  return out;
+}
 
 /** Whether a JSON value holds a -0 somewhere (JSON.stringify writes it as 0). */
 const holdsNegativeZero = (v: unknown): boolean => {
