@@ -5,7 +5,8 @@
  * — a bulk load of every key, then 4 commits each updating a fifth of the keys (random ones), never compacted, so each
  * bucket holds 5 level-0 files whose key ranges all span the bucket: every lookup merges up to 5 versions.
  *   cold  a new KeyLookup (table handle and plan included, no cache) per single key, per batch of 100 keys: each
- *         decodes the files of the keys' buckets;
+ *         decodes the key columns of the files of the keys' buckets, and the value columns of those a key's answer is
+ *         in (how many of each, per single key, is printed);
  *   warm  one KeyLookup with a LruDecodedFileCache, its files decoded by a first pass: single keys and batches of 100
  *         answered from memory (latency p50/p99 per call).
  * Keys are random (half present and updated, a tenth never written). Every loop is bounded in count and time.
@@ -87,7 +88,15 @@ try {
   const open = async (cache?: LruDecodedFileCache): Promise<KeyLookup> => KeyLookup.open(await catalog.getTable(parseIdentifier("bench.lookup")), cache === undefined ? {} : { cache });
   const batch = (): LookupKey[] => Array.from({ length: BATCH }, askedKey);
 
-  const coldSingle = await measure(20, async () => (await open()).get([askedKey()]));
+  // What the cold single lookups decoded: files' key columns, and the value columns of the files a key's answer is in.
+  const coldDecodes = { keyColumns: 0, valueColumns: 0 };
+  const coldSingle = await measure(20, async () => {
+    const lookup = await open();
+    const rows = await lookup.get([askedKey()]);
+    coldDecodes.keyColumns += lookup.stats.filesDecoded;
+    coldDecodes.valueColumns += lookup.stats.valuesDecoded;
+    return rows;
+  });
   const coldBatch = await measure(10, async () => (await open()).get(batch()));
   const cache = new LruDecodedFileCache(4 * 1024 * 1024 * 1024);
   const warm = await open(cache);
@@ -106,6 +115,8 @@ try {
     sorted_runs_per_bucket: RUNS,
     cold_single_keys_per_sec: perSecond(coldSingle, 1),
     cold_single_p50_ms: percentile(coldSingle.latencies, 0.5),
+    cold_single_files_decoded: coldDecodes.keyColumns / coldSingle.calls,
+    cold_single_value_decodes: coldDecodes.valueColumns / coldSingle.calls,
     cold_batch100_keys_per_sec: perSecond(coldBatch, BATCH),
     cold_batch100_p50_ms: percentile(coldBatch.latencies, 0.5),
     warm_first_pass_s: decodeSeconds,
@@ -117,7 +128,7 @@ try {
     warm_batch100_p50_ms: percentile(warmBatch.latencies, 0.5),
     warm_batch100_p99_ms: percentile(warmBatch.latencies, 0.99),
   };
-  say(`cold single key:  ${fmt(figures.cold_single_keys_per_sec)} lookups/s, p50 ${figures.cold_single_p50_ms.toFixed(1)} ms (${coldSingle.calls} calls)`);
+  say(`cold single key:  ${fmt(figures.cold_single_keys_per_sec)} lookups/s, p50 ${figures.cold_single_p50_ms.toFixed(1)} ms (${coldSingle.calls} calls; per call ${figures.cold_single_files_decoded.toFixed(1)} files' key columns decoded, ${figures.cold_single_value_decodes.toFixed(1)} files' value columns)`);
   say(`cold 100 keys:    ${fmt(figures.cold_batch100_keys_per_sec)} keys/s, p50 ${figures.cold_batch100_p50_ms.toFixed(1)} ms per batch (${coldBatch.calls} calls)`);
   say(`warm first pass:  ${figures.warm_first_pass_s.toFixed(1)} s to decode every file, ${fmt(figures.warm_cache_mib)} MiB cached`);
   say(`warm single key:  ${fmt(figures.warm_single_keys_per_sec)} lookups/s, p50 ${figures.warm_single_p50_ms.toFixed(3)} ms, p99 ${figures.warm_single_p99_ms.toFixed(3)} ms (${warmSingle.calls} calls)`);

@@ -69,6 +69,11 @@ export interface LookupStats {
   filesFromCache: number;
   /** Data files of the keys' buckets passed over: no key asked for lies in their key range. */
   filesPruned: number;
+  /**
+   * Data files whose value columns were decoded (`filesDecoded` counts the decodes of key columns, every file a key's
+   * range holds needs those; its value columns are decoded only when a key's answer is in it).
+   */
+  valuesDecoded: number;
 }
 
 /** Decoded data files by key (`KeyLookup` names them by file and columns); a reader node's bounded memory of them. */
@@ -147,7 +152,7 @@ class ValuesIdentity {
 
 /** One snapshot of one primary-key table, ready to answer lookups; `open` makes one. */
 export class KeyLookup {
-  readonly stats: LookupStats = { filesDecoded: 0, filesFromCache: 0, filesPruned: 0 };
+  readonly stats: LookupStats = { filesDecoded: 0, filesFromCache: 0, filesPruned: 0, valuesDecoded: 0 };
   private readonly keyFields: DataField[];
   private readonly keyTypes: DataType[];
   private readonly keys: SerializedKeys;
@@ -386,7 +391,8 @@ export class KeyLookup {
     }
     const loading = [...needed].filter((f) => !f.hasValues);
     if (loading.length > 0) {
-      await Promise.all(loading.map((f) => f.loadValues()));
+      const started = await Promise.all(loading.map((f) => f.loadValues()));
+      this.stats.valuesDecoded += started.filter((s) => s).length;
       // The cache holds them with their value columns now: counted again at their new size.
       for (let i = 0; i < ranges.length; i++) if (loading.includes(decoded[i]!)) this.cache?.set(this.cacheKey(ranges[i]!.file), decoded[i]!);
     }
@@ -557,10 +563,17 @@ export class DecodedFile {
     return this.values !== null;
   }
 
-  /** Decodes the value columns, once (concurrent callers share the decode; a failed one is tried again next time). */
-  loadValues(): Promise<void> {
-    if (this.values !== null) return Promise.resolve();
-    this.valuesLoading ??= this.lazy!.load().then(
+  /**
+   * Decodes the value columns, once (concurrent callers share the decode; a failed one is tried again next time);
+   * true for the call that started the decode.
+   */
+  async loadValues(): Promise<boolean> {
+    if (this.values !== null) return false;
+    if (this.valuesLoading !== null) {
+      await this.valuesLoading;
+      return false;
+    }
+    this.valuesLoading = this.lazy!.load().then(
       (batches) => {
         const values = new DecodedColumns(batches, this.lazy!.fields);
         if (values.rows !== this.index.rows) throw new Error(`lookup: a data file's value columns decoded to ${values.rows} rows, its key columns to ${this.index.rows}`);
@@ -571,7 +584,8 @@ export class DecodedFile {
         throw e;
       },
     );
-    return this.valuesLoading;
+    await this.valuesLoading;
+    return true;
   }
 
   /** The first row at or after `from` whose key is not below `key`. */

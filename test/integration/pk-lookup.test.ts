@@ -67,11 +67,12 @@ test("lookup: one key decodes only the file whose key range holds it; a cache sh
 
   const one = await KeyLookup.open(t, { decoderPool: null });
   assert.deepEqual(await one.get([{ id: 504 }]), [{ id: 504, v: "c5 i2" }]);
-  assert.deepEqual(one.stats, { filesDecoded: 1, filesFromCache: 0, filesPruned: 9 });
-  // In a file's range but not in it (odd ids), and beyond every file: nothing decoded for the latter two.
+  assert.deepEqual(one.stats, { filesDecoded: 1, filesFromCache: 0, filesPruned: 9, valuesDecoded: 1 });
+  // In a file's range but not in it (odd ids), and beyond every file: nothing decoded for the latter two, and of the
+  // first only its key columns (the key is not there: no value column is needed).
   const misses = await KeyLookup.open(t, { decoderPool: null });
   assert.deepEqual(await misses.get([{ id: 505 }, { id: 5000 }, { id: -3 }]), [null, null, null]);
-  assert.deepEqual(misses.stats, { filesDecoded: 1, filesFromCache: 0, filesPruned: 9 });
+  assert.deepEqual(misses.stats, { filesDecoded: 1, filesFromCache: 0, filesPruned: 9, valuesDecoded: 0 });
   // Three keys of two files, one key asked twice: two decodes, answers in the order asked.
   const batch = await KeyLookup.open(t, { decoderPool: null });
   assert.deepEqual(await batch.get([{ id: 302 }, { id: 0 }, { id: 300 }, { id: 0 }]), [{ id: 302, v: "c3 i1" }, { id: 0, v: "c0 i0" }, { id: 300, v: "c3 i0" }, { id: 0, v: "c0 i0" }]);
@@ -80,13 +81,20 @@ test("lookup: one key decodes only the file whose key range holds it; a cache sh
   const shared = await KeyLookup.open(t, { decoderPool: null });
   await Promise.all([shared.get([{ id: 702 }]), shared.get([{ id: 704 }])]);
   assert.equal(shared.stats.filesDecoded, 1);
+  assert.equal(shared.stats.valuesDecoded, 1);
 
   const cache = new LruDecodedFileCache(64 * 1024 * 1024);
   const first = await KeyLookup.open(t, { cache, decoderPool: null });
+  // A key the file does not hold: its key columns are cached; a key it holds adds its value columns, counted anew.
+  assert.deepEqual(await first.get([{ id: 903 }]), [null]);
+  const keyColumnsOnly = cache.bytes;
+  assert.ok(keyColumnsOnly > 0);
   await first.get([{ id: 902 }]);
+  assert.ok(cache.bytes > keyColumnsOnly, `${cache.bytes} bytes cached after the value columns, ${keyColumnsOnly} before`);
+  assert.deepEqual(first.stats, { filesDecoded: 1, filesFromCache: 1, filesPruned: 18, valuesDecoded: 1 });
   const second = await KeyLookup.open(t, { cache, decoderPool: null });
   assert.deepEqual(await second.get([{ id: 904 }]), [{ id: 904, v: "c9 i2" }]);
-  assert.deepEqual(second.stats, { filesDecoded: 0, filesFromCache: 1, filesPruned: 9 });
+  assert.deepEqual(second.stats, { filesDecoded: 0, filesFromCache: 1, filesPruned: 9, valuesDecoded: 0 });
   assert.ok(cache.bytes > 0);
   // A projection decodes other columns: not the same cache entry.
   const projected = await KeyLookup.open(t, { cache, decoderPool: null, columns: ["v"] });
