@@ -15,7 +15,9 @@
  * Targets (issue 30): warm single-key p99 ≤ 5 ms; ≥ 50,000 keys/s per reader CPU-second in batches; publish → visible
  * to lookups p99 ≤ commit interval + 200 ms. Each measured loop stops after its count or `--seconds` (default 8).
  *
- *   node --import tsx bench/lookup-service.bench.ts [--keys N] [--rate N] [--seconds S] [--callers N]
+ *   node --import tsx bench/lookup-service.bench.ts [--keys N] [--rate N] [--seconds S] [--callers N] [--node-cpu-prof DIR]
+ * `--node-cpu-prof DIR`: the reader node runs under the V8 profiler (bench/cluster-harness.ts) and is stopped with SIGTERM at the
+ * end, so that its profile lands in DIR (bench/cpuprofile-summary.mjs summarises it).
  * Figures go to the benchmark results file (bench/figures.ts, section `pk_lookup_service`).
  */
 import { parseArgs } from "node:util";
@@ -26,7 +28,7 @@ import { createProducer } from "../cluster/producer.ts";
 import { createLookupClient, type LookupClient } from "../cluster/lookup-client.ts";
 import { startCluster, waitFor, type TestCluster } from "../test/helpers/cluster.ts";
 import { seeded } from "../test/helpers/pk-lookup.ts";
-import { procStats, runLoad, waitForAssignment } from "./cluster-harness.ts";
+import { nodeProfiling, procStats, runLoad, waitForAssignment } from "./cluster-harness.ts";
 import { timedCalls, type TimedCalls } from "./timed-calls.ts";
 import { recordFigures, targetAtLeast, targetAtMost } from "./figures.ts";
 import { BENCH_COLUMNS, benchInputRow, benchKeysProblem } from "./shape.ts";
@@ -37,7 +39,7 @@ const COMMIT_INTERVAL_MS = 250;
 const BATCH = 100;
 const TARGETS = { warmSingleP99Ms: 5, keysPerReaderCpuSecond: 50_000, visibleP99Ms: COMMIT_INTERVAL_MS + 200 };
 
-const { values: flags } = parseArgs({ options: { keys: { type: "string", default: "1000000" }, rate: { type: "string", default: "20000" }, seconds: { type: "string", default: "8" }, callers: { type: "string", default: "4" } } });
+const { values: flags } = parseArgs({ options: { keys: { type: "string", default: "1000000" }, rate: { type: "string", default: "20000" }, seconds: { type: "string", default: "8" }, callers: { type: "string", default: "4" }, "node-cpu-prof": { type: "string" } } });
 const KEYS = Number(flags.keys);
 const RATE = Number(flags.rate);
 const SECONDS = Number(flags.seconds);
@@ -110,7 +112,8 @@ let client: LookupClient | undefined;
 try {
   say(`lookups over NATS: ${fmt(KEYS)} keys, ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, one reader node, ${fmt(RATE)} upserts/s during the lookups; load average at start ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
   c.startNode("w", ["--roles", "writer,committer"]);
-  const reader = c.startNode("r", ["--roles", "reader"]);
+  const profileDir = flags["node-cpu-prof"];
+  const reader = c.startNode("r", ["--roles", "reader"], {}, nodeProfiling(profileDir).flags);
   await waitFor("the reader started", () => (c.logs("r").includes('"msg":"node started"') ? true : undefined), 60_000, 100);
   await new Catalog(c.warehouse).createTable(parseIdentifier(TABLE), { columns: parseColumnList(BENCH_COLUMNS), primaryKeys: ["id"], options: { bucket: String(BUCKETS) } });
   if (!(await waitForAssignment(c.nc, TABLE, BUCKETS, 1, 120_000))) throw new Error(`the ${BUCKETS} buckets were not assigned within 120 s`);
@@ -184,6 +187,13 @@ try {
   say(`  without writes: ${fmt(idle.keysPerSec)} keys/s, reader CPU ${idle.readerCpu.toFixed(1)} s over ${idle.seconds.toFixed(1)} s: ${figures.idle_keys_per_reader_cpu_s === null ? "n/a" : fmt(figures.idle_keys_per_reader_cpu_s)} keys per reader CPU-second (the reader's own cost, no new files to decode)`);
   say(`publish → lookup: p50 ${ms(figures.publish_to_lookup_p50_ms, 0)}, p99 ${ms(figures.publish_to_lookup_p99_ms, 0)} (${visible.lookup.length} upserts, read-your-writes) — ${judged("publish_to_lookup_p99_ms")}; publish → its snapshot's notification p50 ${ms(figures.publish_to_notified_p50_ms, 0)}, p99 ${ms(figures.publish_to_notified_p99_ms, 0)}`);
   recordFigures("pk_lookup_service", figures, targets);
+  if (profileDir !== undefined) {
+    // A reader that exits on its own writes its profile (a SIGKILL at the cluster's stop would lose it).
+    const exited = new Promise((r) => reader.proc.once("exit", r));
+    reader.proc.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
+    say(`reader profile in ${profileDir}`);
+  }
 } finally {
   await client?.close();
   await c.stop();

@@ -29,7 +29,8 @@ export interface TestCluster {
   dir: string;
   nc: NatsConnection;
   nodes: Map<string, NodeProc>;
-  startNode(id: string, extra?: string[], env?: Record<string, string>): NodeProc;
+  /** `nodeFlags`: Node's own flags for the process (e.g. `--cpu-prof`, which NODE_OPTIONS does not take). */
+  startNode(id: string, extra?: string[], env?: Record<string, string>, nodeFlags?: string[]): NodeProc;
   signal(id: string, sig: NodeJS.Signals): void;
   waitExit(id: string, timeoutMs?: number): Promise<number | null>;
   logs(id: string): string;
@@ -50,6 +51,8 @@ export interface SpawnNodeOptions {
   extra?: string[];
   /** Added to this process's environment (e.g. FAILPOINTS). */
   env?: Record<string, string>;
+  /** Node's own flags, before the program (e.g. `--cpu-prof`). */
+  nodeFlags?: string[];
 }
 
 /**
@@ -62,7 +65,7 @@ export function spawnNode(o: SpawnNodeOptions): ChildProcess {
   try {
     return spawn(
       process.execPath,
-      ["--report-on-signal", "--report-signal=SIGUSR2", `--report-directory=${dirname(o.logFile)}`, BIN, "node", "--nats", o.nats, ...(o.redis ? ["--redis", o.redis] : []), "--warehouse", o.warehouse, "--node-id", o.id, "--commit-interval", o.commitInterval ?? "100ms", "--lease-ttl", o.leaseTtl ?? "2s", "--log-level", "info", ...(o.extra ?? [])],
+      [...(o.nodeFlags ?? []), "--report-on-signal", "--report-signal=SIGUSR2", `--report-directory=${dirname(o.logFile)}`, BIN, "node", "--nats", o.nats, ...(o.redis ? ["--redis", o.redis] : []), "--warehouse", o.warehouse, "--node-id", o.id, "--commit-interval", o.commitInterval ?? "100ms", "--lease-ttl", o.leaseTtl ?? "2s", "--log-level", "info", ...(o.extra ?? [])],
       { stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } },
     );
   } finally {
@@ -78,9 +81,9 @@ export async function startCluster(opts: { nodes: number; commitInterval?: strin
   const redis = await startRedis();
   const nc = await connect({ servers: nats.url });
   const nodes = new Map<string, NodeProc>();
-  const startNode = (id: string, extra: string[] = [], env: Record<string, string> = {}): NodeProc => {
+  const startNode = (id: string, extra: string[] = [], env: Record<string, string> = {}, nodeFlags: string[] = []): NodeProc => {
     const logFile = join(dir, `${id}.log`);
-    const proc = spawnNode({ id, nats: nats.url, redis: redis.url, warehouse, logFile, commitInterval: opts.commitInterval ?? "100ms", leaseTtl: opts.leaseTtl ?? "2s", extra, env: { ...opts.env, ...env } });
+    const proc = spawnNode({ id, nats: nats.url, redis: redis.url, warehouse, logFile, commitInterval: opts.commitInterval ?? "100ms", leaseTtl: opts.leaseTtl ?? "2s", extra, env: { ...opts.env, ...env }, nodeFlags });
     const n = { id, proc, logFile };
     nodes.set(id, n);
     return n;
