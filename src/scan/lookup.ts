@@ -93,6 +93,13 @@ interface WantedKey {
   id: string;
 }
 
+/**
+ * Keys asked of one bucket from which its files are decoded whole at once, not key columns first: with this many
+ * keys, most files a key's range holds hold an answer too, and one decode of all columns costs less than two (a
+ * guess from the bench's 5-run table, where 100-key batches decoded in two steps took about twice as long).
+ */
+const WHOLE_FILE_KEYS = 4;
+
 /** A version of a key: the row of a decoded file that holds it, and the file's level. */
 interface FoundVersion {
   file: DecodedFile;
@@ -167,6 +174,8 @@ export class KeyLookup {
   /** Reads a file's index columns (key, `sequence.field`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`), and its `outputFields`. */
   private readonly indexReader: DataFileReader & { readonly fields: readonly DataField[] };
   private readonly valueReader: DataFileReader;
+  /** Reads all of a file's columns a lookup needs at once (`mergeReadFields`: `outputFields` first). */
+  private readonly wholeReader: DataFileReader & { readonly fields: readonly DataField[] };
   private readonly pool: ParquetEncoderPool | null;
   private readonly bucketFunctions = new Map<number, BucketFunction>();
   /** Decodes under way, so that concurrent lookups needing one file decode it once. */
@@ -212,12 +221,13 @@ export class KeyLookup {
     this.outputFields = this.engine.mergesAllFields === true ? [...table.schema.fields] : [...columns, ...this.keyFields.filter((k) => !columns.some((c) => c.name === k.name))];
     this.indexReader = mergeFileReader(table, []);
     this.valueReader = dataFileReader(table, this.outputFields.map((f) => f.name));
+    this.wholeReader = mergeFileReader(table, this.outputFields);
     this.pool = pool;
     this.cacheScope = `${table.location}|${table.schema.id}|${this.outputFields.map((f) => f.name).join(",")}`;
     this.sequence = sequenceFieldSpec(table.schema);
-    const sequenceColumns = (this.sequence?.fields ?? []).map((f) => this.indexReader.fields.findIndex((x) => x.name === f.name));
+    const sequenceNames = (this.sequence?.fields ?? []).map((f) => f.name);
     this.order = versionOrder<FoundVersion>(this.sequence, {
-      sequenceValue: (v, k) => v.file.indexValueAt(sequenceColumns[k]!, v.row),
+      sequenceValue: (v, k) => v.file.indexValueOf(sequenceNames[k]!, v.row),
       sequence: (v) => v.file.sequenceAt(v.row),
       kind: (v) => v.file.kindAt(v.row),
     });
@@ -363,7 +373,8 @@ export class KeyLookup {
     }
     this.stats.filesPruned += split.files.length - ranges.length;
     if (ranges.length === 0) return;
-    const decoded = await Promise.all(ranges.map((r) => this.decoded(split, r.file)));
+    const whole = sorted.length >= WHOLE_FILE_KEYS;
+    const decoded = await Promise.all(ranges.map((r) => this.decoded(split, r.file, whole)));
     // Per file, where the search of the next (larger) key starts.
     const from = new Array<number>(ranges.length).fill(0);
     // Per key found: its survivor when folded already (or null: nothing survives), else its versions.
@@ -425,8 +436,11 @@ export class KeyLookup {
     return `${this.cacheScope}|${file.fileName}`;
   }
 
-  /** A data file decoded into the merge's columns: from the cache, a decode under way, or decoded now. */
-  private decoded(split: DataSplit, file: DataFileMeta): Promise<DecodedFile> {
+  /**
+   * A data file decoded for lookups: from the cache, a decode under way, or decoded now — its key columns only (its
+   * value columns when a key's answer needs them), or, `whole`, every column the lookup reads at once.
+   */
+  private decoded(split: DataSplit, file: DataFileMeta, whole: boolean): Promise<DecodedFile> {
     const key = this.cacheKey(file);
     const cached = this.cache?.get(key);
     if (cached !== undefined) {
@@ -436,15 +450,20 @@ export class KeyLookup {
     const pending = this.decoding.get(key);
     if (pending !== undefined) return pending;
     this.stats.filesDecoded++;
-    const started = this.indexReader.read(split, file, this.pool).then((batches) => {
-      const decoded = DecodedFile.indexed(batches, this.indexReader.fields, this.keyFields, this.outputFields, () => this.valueReader.read(split, file, this.pool));
+    const started = whole
+      ? this.wholeReader.read(split, file, this.pool).then((batches) => {
+          this.stats.valuesDecoded++;
+          return new DecodedFile(batches, this.wholeReader.fields, this.keyFields);
+        })
+      : this.indexReader.read(split, file, this.pool).then((batches) => DecodedFile.indexed(batches, this.indexReader.fields, this.keyFields, this.outputFields, () => this.valueReader.read(split, file, this.pool)));
+    const kept = started.then((decoded) => {
       this.cache?.set(key, decoded);
       return decoded;
     });
-    this.decoding.set(key, started);
+    this.decoding.set(key, kept);
     // Forgotten once done: a cache keeps it from then on, or the next call decodes it again.
-    void started.finally(() => this.decoding.delete(key)).catch(() => undefined);
-    return started;
+    void kept.finally(() => this.decoding.delete(key)).catch(() => undefined);
+    return kept;
   }
 }
 
@@ -526,6 +545,8 @@ export class DecodedFile {
   private readonly integerKeys: Float64Array | null;
   private readonly kindColumn: number;
   private readonly sequenceColumn: number;
+  /** Index columns by name, as `indexValueOf` found them. */
+  private readonly indexColumns = new Map<string, number>();
 
   /** A file decoded at once: `batches` of `fields`, which hold the key fields, `_SEQUENCE_NUMBER` and `_VALUE_KIND`. */
   constructor(batches: readonly arrow.RecordBatch[], fields: readonly DataField[], keyFields: readonly DataField[]);
@@ -631,8 +652,10 @@ export class DecodedFile {
     return this.values.value(column, at);
   }
 
-  /** The canonical value of index column `column` (of the index fields) in row `at`. */
-  indexValueAt(column: number, at: number): Value {
+  /** The canonical value of the index column named `name` in row `at`. */
+  indexValueOf(name: string, at: number): Value {
+    let column = this.indexColumns.get(name);
+    if (column === undefined) this.indexColumns.set(name, (column = this.index.column(name)));
     return this.index.value(column, at);
   }
 
