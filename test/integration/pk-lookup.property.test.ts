@@ -102,6 +102,6 @@ test("lookup property: every key of a random history answers exactly as a full r
         assert.deepStrictEqual(await projected.get(keys), wantProjected, `projected, ${JSON.stringify(options)}`);
       }
     }),
-    { numRuns: Number(process.env["LOOKUP_PROPERTY_RUNS"] ?? 30), ...(process.env["FUZZ_SEED"] !== undefined ? { seed: Number(process.env["FUZZ_SEED"]) } : {}) },
+    { numRuns: Number(process.env["LOOKUP_PROPERTY_RUNS"] ?? 24), ...(process.env["FUZZ_SEED"] !== undefined ? { seed: Number(process.env["FUZZ_SEED"]) } : {}) },
   );
 });
