@@ -9,9 +9,10 @@
  * first its key columns with `_SEQUENCE_NUMBER`, `_VALUE_KIND` and any `sequence.field` — the keys are found in them by
  * binary search (a file holds each key at most once, in key order) and a key's versions ordered — then its value
  * columns, only when a key's surviving version is in it (or, for partial-update and aggregation, any of a key's
- * versions with others to merge). Each key's versions are folded on their own by the table's merge function through
- * src/lsm/key-versions.ts, the fold and merge order the merge reader (src/lsm/merge-reader.ts) uses for every read, so
- * a key's answer is what a full read folds (sequence.field, sequence number, retractions first; ignore-delete; a
+ * versions with others to merge). A call with several keys in a bucket (`WHOLE_FILE_KEYS`) decodes its files whole
+ * at once instead: most of them hold an answer then. Each key's versions are folded on their own by the table's merge
+ * function through src/lsm/key-versions.ts, the fold and merge order the merge reader (src/lsm/merge-reader.ts) uses
+ * for every read, so a key's answer is what a full read folds (sequence.field, sequence number, retractions first; ignore-delete; a
  * lookup table's levels; a surviving retraction is no row) — no Arrow batch is built for it: values are read straight
  * from the decoded columns.
  *
