@@ -23,7 +23,7 @@ export const DEFAULT_PAGE = fileURLToPath(new URL("../docs/benchmarks.md", impor
  * The sections `npm run bench` records, in the order it runs them: the page shows them in this order (a benchmark run
  * again alone does not move), any other after them, and says which of these a results file lacks.
  */
-const SUITE = ["table_core", "decode", "scan_files", "cluster", "maintenance", "consumer", "pk_write", "cluster_pk"];
+const SUITE = ["table_core", "decode", "scan_files", "cluster", "maintenance", "consumer", "pk_write", "cluster_pk", "pk_engines"];
 
 /** The primary-key benchmarks (issue 27): the page sums them up once, before the first of their sections. */
 const PRIMARY_KEY = ["pk_write", "cluster_pk"];

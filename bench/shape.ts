@@ -60,3 +60,10 @@ export function benchKeysProblem(keys: number): string | null {
 
 /** Row `i` of the cluster's primary-key benchmark: `benchInputRow(i)` under the key `benchKeyOf(i, keys)`. */
 export const benchKeyedRow = (i: number, keys: number): Record<string, unknown> => ({ ...benchInputRow(i), id: benchKeyOf(i, keys) });
+
+/**
+ * Row `i` of the merge-engine benchmarks (bench/pk-engines.bench.ts; PaimonPk.java's bench-write with
+ * `sparseUpdates`): `benchUpsertRow(i)`, but an updating row (i % 10 == 9) leaves `event` and `qty` null — what a
+ * partial update does not set, and what an aggregate ignores.
+ */
+export const benchSparseUpsertRow = (i: number): Record<string, unknown> => (i % 10 === 9 ? { ...benchUpsertRow(i), event: null, qty: null } : benchUpsertRow(i));

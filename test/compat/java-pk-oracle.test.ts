@@ -11,15 +11,19 @@
  *   write goes on after Java's sequence numbers;
  * - create: Java's catalog and natslake's agree on which primary-key schemas are valid, except where natslake refuses
  *   on purpose what it cannot write (each such case says why);
- * - bench-write: Java's write benchmark runs and writes the rows bench/shape.ts describes (figures: bench/java-pk-write.bench.ts).
+ * - bench-write: Java's write benchmark runs and writes the rows bench/shape.ts describes (figures: bench/java-pk-write.bench.ts);
+ * - bench-read: Java's read benchmark counts the rows of natslake's table and its checksum equals natslake's
+ *   (bench/read-checksum.ts), and its sparse rows are bench/shape.ts's (figures: bench/pk-engines.bench.ts).
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { BatchWriter, Catalog, createTag, isLakeError, parseColumnList, parseIdentifier, type Table } from "../../src/index.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { schemaToJson } from "../../src/format/schema.ts";
-import { benchUpsertKey } from "../../bench/shape.ts";
-import { javaPkBenchWrite, javaPkCreate, javaPkRead, javaPkStream, javaPkWrite, type JavaChange, type JavaCreateSpec } from "../helpers/java-pk.ts";
+import { BENCH_COLUMNS, benchSparseUpsertRow, benchUpsertKey } from "../../bench/shape.ts";
+import { readBatches } from "../../src/scan/read.ts";
+import { checksumDifferences, ReadChecksummer } from "../../bench/read-checksum.ts";
+import { javaPkBenchRead, javaPkBenchWrite, javaPkCreate, javaPkRead, javaPkStream, javaPkWrite, type JavaChange, type JavaCreateSpec } from "../helpers/java-pk.ts";
 import { expectedJson, readJson, reopen, sortRows, tempDir } from "../helpers/tables.ts";
 
 const wh = tempDir();
@@ -641,6 +645,44 @@ test("bench-write: Java's write benchmark writes the upsert rows of bench/shape.
     assert.equal(figures.commitKind, "APPEND");
     assert.ok(figures.wallMs > 0 && figures.threadCpuMs > 0 && figures.processCpuMs >= figures.threadCpuMs * 0.5, JSON.stringify(figures));
     assert.ok(Math.abs(figures.rowsPerSec - rows / (figures.wallMs / 1000)) < 1e-6 * figures.rowsPerSec);
+  } finally {
+    benchWh.cleanup();
+  }
+});
+
+test("bench-read: Java reads the aggregation table natslake wrote from bench/shape.ts's sparse rows and Java's own, both checksums equal natslake's", { timeout: 600_000 }, async () => {
+  const benchWh = tempDir();
+  try {
+    const rows = 5_000;
+    const options = { "merge-engine": "aggregation", "fields.amount.aggregate-function": "sum", "fields.qty.aggregate-function": "max" };
+    const java = await javaPkBenchWrite(benchWh.path, { rows, warmupRows: 0, buckets: 2, options, table: "bench.java", sparseUpdates: true });
+    const catalog = new Catalog(benchWh.path);
+    const ours = await catalog.createTable(parseIdentifier("bench.ours"), { columns: parseColumnList(BENCH_COLUMNS), primaryKeys: ["id"], options: { bucket: "2", ...options } });
+    const input = Array.from({ length: rows }, (_, i) => benchSparseUpsertRow(i));
+    assert.ok(input.some((r) => r["qty"] === null) && input.some((r) => r["qty"] !== null), "some updates leave qty null");
+    const w = await BatchWriter.open(ours);
+    await w.upsert(input.slice(0, rows / 2));
+    await w.commit();
+    const w2 = await BatchWriter.open(ours);
+    await w2.upsert(input.slice(rows / 2));
+    await w2.commit(); // two level-0 runs per bucket: the read merges them
+    const [javaOfOurs, javaOfJava] = await javaPkBenchRead(benchWh.path, ["bench.ours", "bench.java"], { reads: 2, warmupReads: 1 });
+    for (const [label, table, figures] of [
+      ["natslake's table", ours, javaOfOurs!],
+      ["Java's table", await catalog.getTable(parseIdentifier("bench.java")), javaOfJava!],
+    ] as const) {
+      const sum = new ReadChecksummer(table.schema.fields);
+      for await (const b of readBatches(table)) sum.add(b);
+      assert.equal(sum.rows, java.keys, `${label}: one row per key`);
+      assert.equal(figures.rows, sum.rows, `${label}: Java's read counts natslake's rows`);
+      assert.deepEqual(checksumDifferences(figures.checksum, sum.checksum), [], `${label}: Java's checksum is natslake's`);
+      assert.ok(figures.checksum["qty"]!.nulls < sum.rows && figures.checksum["amount"]!.sum !== "0", JSON.stringify(figures.checksum));
+      assert.equal(figures.reads, 2);
+      assert.equal(figures.readMs.length, 2);
+      assert.ok(figures.wallMs > 0 && figures.rowsPerSec > 0 && figures.processCpuMs > 0, JSON.stringify(figures));
+    }
+    // The two tables were written from the same rows by two writers: the same merged values.
+    assert.deepEqual(checksumDifferences(javaOfOurs!.checksum, javaOfJava!.checksum), []);
   } finally {
     benchWh.cleanup();
   }

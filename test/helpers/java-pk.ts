@@ -28,6 +28,8 @@
  *   positions of data files of the latest snapshot ("*": of each).
  * - `javaPkBenchWrite`: Java's single-threaded TableWrite of generated upserts (bench/shape.ts `benchUpsertRow`),
  *   after a warm-up run, with the full JIT; wall, thread and process CPU time of the measured run.
+ * - `javaPkBenchRead`: Java's full batch reads of existing tables, after warm-up reads, with the full JIT; rows, wall
+ *   and CPU time of the measured reads and a checksum of the rows (see `JavaReadFigures`).
  */
 import type { TableSchemaJson } from "../../src/format/schema.ts";
 import { assignFieldIds, parseColumnList, typeToJson, type TypeJson } from "../../src/format/data-types.ts";
@@ -44,7 +46,8 @@ export type JavaPkRequest =
   | { op: "stream"; table: string; options?: Record<string, string>; columns?: string[]; maxPlans?: number }
   | { op: "write"; table: string; batches: Array<Array<{ kind: RowKindName; row: JsonRow; bucket?: number }>>; compact?: boolean }
   | { op: "create"; table: string; fields: Array<{ name: string; type: TypeJson }>; partitionKeys?: string[]; primaryKeys?: string[]; options?: Record<string, string> }
-  | { op: "bench-write"; rows?: number; warmupRows?: number; buckets?: number; options?: Record<string, string> }
+  | { op: "bench-write"; rows?: number; warmupRows?: number; buckets?: number; options?: Record<string, string>; table?: string; sparseUpdates?: boolean }
+  | { op: "bench-read"; table: string; reads?: number; warmupReads?: number }
   | { op: "delete-rows"; table: string; positions: Record<string, number[]> };
 
 /** The JIT as a benchmark wants it: none of the oracle's C1-only flags. */
@@ -230,9 +233,70 @@ export interface JavaBenchFigures {
   maxHeapMb: number;
 }
 
+/** One run of Java's write benchmark: the table options and, optionally, the measured table's name and sparse updates. */
+export interface JavaBenchWriteSpec {
+  rows?: number;
+  warmupRows?: number;
+  buckets?: number;
+  options?: Record<string, string>;
+  /** `db.table` of the measured run (default bench.measured). */
+  table?: string;
+  /** The updating rows (every tenth) have `event` and `qty` null (bench/shape.ts `benchSparseUpsertRow`). */
+  sparseUpdates?: boolean;
+}
+
 /** Java's write benchmark (see PaimonPk.java): tables bench.warmup and bench.measured in a scratch warehouse. */
-export async function javaPkBenchWrite(warehouse: string, opts: { rows?: number; warmupRows?: number; buckets?: number; options?: Record<string, string> } = {}): Promise<JavaBenchFigures> {
-  const [res] = await javaPk(warehouse, [{ op: "bench-write", ...opts }], { timeoutMs: 1_200_000, jvmFlags: BENCH_JVM_FLAGS });
-  if (typeof res!["error"] === "string") throw new Error(`Java's write benchmark failed: ${res!["error"]}`);
-  return res as unknown as JavaBenchFigures;
+export async function javaPkBenchWrite(warehouse: string, opts: JavaBenchWriteSpec = {}): Promise<JavaBenchFigures> {
+  const [res] = await javaPkBenchWrites(warehouse, [opts]);
+  return res!;
+}
+
+/** Several runs of Java's write benchmark in one JVM, one after the other (each with its own warm-up run). */
+export async function javaPkBenchWrites(warehouse: string, runs: readonly JavaBenchWriteSpec[]): Promise<JavaBenchFigures[]> {
+  const results = await javaPk(
+    warehouse,
+    runs.map((r) => ({ op: "bench-write" as const, ...r })),
+    { timeoutMs: 1_200_000, jvmFlags: BENCH_JVM_FLAGS },
+  );
+  return results.map((res, i) => {
+    if (typeof res["error"] === "string") throw new Error(`Java's write benchmark ${runs[i]!.table ?? "bench.measured"} failed: ${res["error"]}`);
+    return res as unknown as JavaBenchFigures;
+  });
+}
+
+/** Per column of a read: its nulls and the wrapping 64-bit sum (as decimal text) of a value per non-null row. */
+export type ReadChecksum = Record<string, { nulls: number; sum: string }>;
+
+export interface JavaReadFigures {
+  /** Rows each read gave (every read gives the same, or Java's run fails). */
+  rows: number;
+  reads: number;
+  warmupReads: number;
+  /** Wall time of the measured reads together, and each. */
+  wallMs: number;
+  readMs: number[];
+  rowsPerSec: number;
+  threadCpuMs: number;
+  processCpuMs: number;
+  gcMs: number;
+  /** Of the first warm-up read: BIGINT/INT as they are, TIMESTAMP its epoch millis, DOUBLE its IEEE bits, STRING String.hashCode(). */
+  checksum: ReadChecksum;
+  splits: number;
+  jvm: string;
+}
+
+/**
+ * Java's read benchmark (PaimonPk.java `bench-read`): per table, `warmupReads` full batch reads (not measured; the JIT
+ * compiles the read path), then `reads` measured ones, all in one JVM with the full JIT.
+ */
+export async function javaPkBenchRead(warehouse: string, tables: readonly string[], opts: { reads?: number; warmupReads?: number } = {}): Promise<JavaReadFigures[]> {
+  const results = await javaPk(
+    warehouse,
+    tables.map((table) => ({ op: "bench-read" as const, table, ...opts })),
+    { timeoutMs: 1_200_000, jvmFlags: BENCH_JVM_FLAGS },
+  );
+  return results.map((res, i) => {
+    if (typeof res["error"] === "string") throw new Error(`Java's read benchmark of ${tables[i]} failed: ${res["error"]}`);
+    return res as unknown as JavaReadFigures;
+  });
 }

@@ -108,7 +108,16 @@ import java.util.Map;
  * bench.measured, both `id BIGINT NOT NULL (primary key), ts TIMESTAMP(3), user STRING, event STRING, amount DOUBLE,
  * qty INT` with `buckets` buckets, written by one BatchTableWrite from this thread and committed once. Row i
  * (generated before the clock starts; natslake's bench/shape.ts `benchUpsertRow` makes the same rows): every tenth row
- * (i % 10 == 9) updates an earlier key, the others insert key i. Measured: write + prepareCommit + commit.
+ * (i % 10 == 9) updates an earlier key, the others insert key i; with sparseUpdates the updating rows have `event`
+ * and `qty` null (what a partial update leaves alone). Measured: write + prepareCommit + commit. "table" names the
+ * measured table (default bench.measured; bench.warmup is dropped and written again by each request).
+ *
+ * bench-read: full batch reads of an existing table (plan + read of every split, all columns, merged as any batch
+ * read is). warmupReads reads first (not measured: the JIT compiles the read path; the first one also computes the
+ * checksum), then `reads` measured reads that only count the rows they get. Figures: rows per read, wall time of the
+ * measured reads together and each, CPU of this thread and of the JVM, GC time, and the checksum — per column its
+ * nulls and the wrapping 64-bit sum of a value per row (integers and timestamps' epoch millis as they are, a DOUBLE's
+ * IEEE bits, a STRING's String.hashCode()), which natslake's bench recomputes from its own read.
  */
 public final class PaimonPk {
 
@@ -158,11 +167,14 @@ public final class PaimonPk {
             case "bench-write":
                 benchWrite(catalog, request, result);
                 return;
+            case "bench-read":
+                benchRead(catalog, request, result);
+                return;
             case "delete-rows":
                 deleteRows(catalog, request, result);
                 return;
             default:
-                throw new IllegalArgumentException("unknown op '" + op + "' (read, stream, write, create, bench-write, delete-rows)");
+                throw new IllegalArgumentException("unknown op '" + op + "' (read, stream, write, create, bench-write, bench-read, delete-rows)");
         }
     }
 
@@ -466,21 +478,24 @@ public final class PaimonPk {
         int rows = request.path("rows").asInt(1_000_000);
         int warmupRows = request.path("warmupRows").asInt(rows);
         int buckets = request.path("buckets").asInt(4);
+        boolean sparse = request.path("sparseUpdates").asBoolean(false);
+        Identifier measured = Identifier.fromString(request.path("table").asText("bench.measured"));
         Map<String, String> options = new LinkedHashMap<>();
         options.put("bucket", Integer.toString(buckets));
         options.putAll(options(request));
         catalog.createDatabase("bench", true);
         if (warmupRows > 0) {
-            benchRun(catalog, Identifier.create("bench", "warmup"), options, benchRows(warmupRows));
+            benchRun(catalog, Identifier.create("bench", "warmup"), options, benchRows(warmupRows, sparse));
         }
-        GenericRow[] data = benchRows(rows);
+        catalog.createDatabase(measured.getDatabaseName(), true);
+        GenericRow[] data = benchRows(rows, sparse);
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         long gc0 = gcMillis();
         long cpu0 = threads.getCurrentThreadCpuTime();
         long proc0 = os.getProcessCpuTime();
         long t0 = System.nanoTime();
-        FileStoreTable table = benchRun(catalog, Identifier.create("bench", "measured"), options, data);
+        FileStoreTable table = benchRun(catalog, measured, options, data);
         long wallNanos = System.nanoTime() - t0;
         long threadCpuNanos = threads.getCurrentThreadCpuTime() - cpu0;
         long processCpuNanos = os.getProcessCpuTime() - proc0;
@@ -503,6 +518,92 @@ public final class PaimonPk {
         result.put("jvm", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
         result.put("maxHeapMb", Runtime.getRuntime().maxMemory() / (1 << 20));
         result.put("inputArguments", String.join(" ", ManagementFactory.getRuntimeMXBean().getInputArguments()));
+    }
+
+    private static void benchRead(Catalog catalog, JsonNode request, ObjectNode result) throws Exception {
+        FileStoreTable table = table(catalog, request);
+        int reads = request.path("reads").asInt(5);
+        int warmupReads = Math.max(1, request.path("warmupReads").asInt(1));
+        RowType rowType = table.rowType();
+        long[] sums = new long[rowType.getFieldCount()];
+        long[] nulls = new long[rowType.getFieldCount()];
+        long rows = benchReadOnce(table, row -> {
+            for (int f = 0; f < sums.length; f++) {
+                if (row.isNullAt(f)) {
+                    nulls[f]++;
+                } else {
+                    sums[f] += checksumValue(rowType.getTypeAt(f), row, f);
+                }
+            }
+        });
+        for (int w = 1; w < warmupReads; w++) {
+            benchReadOnce(table, row -> {});
+        }
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        ArrayNode readMs = result.putArray("readMs");
+        long gc0 = gcMillis();
+        long cpu0 = threads.getCurrentThreadCpuTime();
+        long proc0 = os.getProcessCpuTime();
+        long t0 = System.nanoTime();
+        for (int r = 0; r < reads; r++) {
+            long r0 = System.nanoTime();
+            long got = benchReadOnce(table, row -> {});
+            readMs.add((System.nanoTime() - r0) / 1e6);
+            if (got != rows) {
+                throw new IllegalStateException("read " + r + " gave " + got + " rows, the first " + rows);
+            }
+        }
+        long wallNanos = System.nanoTime() - t0;
+        result.put("rows", rows);
+        result.put("reads", reads);
+        result.put("warmupReads", warmupReads);
+        result.put("wallMs", wallNanos / 1e6);
+        result.put("rowsPerSec", rows * (double) reads / (wallNanos / 1e9));
+        result.put("threadCpuMs", (threads.getCurrentThreadCpuTime() - cpu0) / 1e6);
+        result.put("processCpuMs", (os.getProcessCpuTime() - proc0) / 1e6);
+        result.put("gcMs", gcMillis() - gc0);
+        ObjectNode checksum = result.putObject("checksum");
+        for (int f = 0; f < sums.length; f++) {
+            ObjectNode column = checksum.putObject(rowType.getFieldNames().get(f));
+            column.put("nulls", nulls[f]);
+            column.put("sum", Long.toString(sums[f]));
+        }
+        result.put("splits", table.newReadBuilder().newScan().plan().splits().size());
+        result.put("jvm", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
+    }
+
+    /** One full batch read of the table's latest snapshot, every row handed to `sink`; the rows read. */
+    private static long benchReadOnce(Table table, RowSink sink) throws Exception {
+        ReadBuilder builder = table.newReadBuilder();
+        TableRead read = builder.newRead();
+        long[] rows = {0};
+        for (Split split : builder.newScan().plan().splits()) {
+            readSplit(read, split, row -> {
+                rows[0]++;
+                sink.accept(row);
+            });
+        }
+        return rows[0];
+    }
+
+    /** A non-null value's contribution to bench-read's checksum (see the class comment). */
+    private static long checksumValue(org.apache.paimon.types.DataType type, InternalRow row, int f) {
+        switch (type.getTypeRoot()) {
+            case BIGINT:
+                return row.getLong(f);
+            case INTEGER:
+                return row.getInt(f);
+            case DOUBLE:
+                return Double.doubleToLongBits(row.getDouble(f));
+            case TIMESTAMP_WITHOUT_TIME_ZONE:
+                return row.getTimestamp(f, ((org.apache.paimon.types.TimestampType) type).getPrecision()).getMillisecond();
+            case VARCHAR:
+            case CHAR:
+                return row.getString(f).toString().hashCode();
+            default:
+                throw new IllegalArgumentException("bench-read has no checksum for " + type);
+        }
     }
 
     private static long gcMillis() {
@@ -531,6 +632,10 @@ public final class PaimonPk {
         BatchWriteBuilder builder = table.newBatchWriteBuilder();
         try (BatchTableWrite write = builder.newWrite();
                 BatchTableCommit commit = builder.newCommit()) {
+            if (table.coreOptions().needLookup()) {
+                // A lookup table (first-row, changelog-producer = lookup) compacts with lookups that spill to disk.
+                write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+            }
             for (GenericRow row : data) {
                 write.write(row);
             }
@@ -540,7 +645,7 @@ public final class PaimonPk {
     }
 
     /** The benchmark's rows (see the class comment); bench/shape.ts `benchUpsertRow` is the same function. */
-    private static GenericRow[] benchRows(int n) {
+    private static GenericRow[] benchRows(int n, boolean sparse) {
         GenericRow[] out = new GenericRow[n];
         for (int i = 0; i < n; i++) {
             long id = i;
@@ -549,14 +654,15 @@ public final class PaimonPk {
                 id = h % 10 == 9 ? h - 1 : h;
             }
             String user = String.format("user-%06d", (i * 7919L) % 100000);
+            boolean blank = sparse && i % 10 == 9;
             out[i] =
                     GenericRow.of(
                             id,
                             Timestamp.fromEpochMillis(1700000000000L + i),
                             BinaryString.fromString(user),
-                            BinaryString.fromString(EVENTS[i % 10]),
+                            blank ? null : BinaryString.fromString(EVENTS[i % 10]),
                             (i % 1000) * 0.25,
-                            i % 100);
+                            blank ? null : i % 100);
         }
         return out;
     }

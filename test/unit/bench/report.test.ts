@@ -43,7 +43,7 @@ test("report - each benchmark has its run, machine, command, targets met or miss
   const md = renderPage(fixture(), "benchmarks");
   assert.match(md, /^# Benchmarks\n/);
   assert.match(md, /^Run started 2026-12-02 10:00 UTC; its last benchmark finished 2026-12-02 10:13 UTC\.$/m);
-  assert.match(md, /^Not in this run: table_core, scan_files, maintenance, consumer, pk_write, cluster_pk\.$/m);
+  assert.match(md, /^Not in this run: table_core, scan_files, maintenance, consumer, pk_write, cluster_pk, pk_engines\.$/m);
   assert.ok(md.indexOf("\n## decode\n") < md.indexOf("\n## cluster\n"), "sections in the order npm run bench runs them");
 
   const cluster = section(md, "cluster");
@@ -81,7 +81,7 @@ test("report - a results file missing a benchmark renders without it; an empty o
   const md = renderPage(r, "benchmarks");
   assert.ok(!md.includes("## cluster") && !md.includes("cluster."), "nothing of the missing benchmark");
   assert.ok(md.includes("## decode"));
-  assert.match(md, /^Not in this run: table_core, scan_files, cluster, maintenance, consumer, pk_write, cluster_pk\.$/m);
+  assert.match(md, /^Not in this run: table_core, scan_files, cluster, maintenance, consumer, pk_write, cluster_pk, pk_engines\.$/m);
   const none = renderPage({ ...r, benchmarks: {} }, "benchmarks");
   assert.match(none, /^No benchmark has recorded figures in this results file\.$/m);
   assert.ok(!none.includes("Not in this run"));
