@@ -521,7 +521,8 @@ export type FileRows =
  * bucket whose files all hold no retraction is read file by file without merging (MergeTreeSplitGenerator's
  * raw-convertible split: the vectors leave one version per key) — whatever the merge engine. Otherwise the files are
  * merged after their vectors are applied. A stream's first plan (`rowKind`) reads level 0 too, merged: Java's stream
- * scan has no level filter.
+ * scan has no level filter. A first-row table's batch read is raw-convertible the same way (Java's split generator
+ * treats first-row like deletion vectors): its buckets, level 0 skipped, are read file by file without merging.
  */
 async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataField[], spec: PlanReadOptions): AsyncGenerator<arrow.RecordBatch> {
   const engine = checkMergeReadable(table);
@@ -542,11 +543,14 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   // level-0 rows come next, as the changelog of the compaction that moves them up.
   const skipLevel0 = engine.name === "first-row" || (dvMode && spec.rowKind !== true) || (spec.rowKind === true && changelogProducerOf(table.options) === "lookup");
   const splits = skipLevel0 ? plan.splits.map((s) => ({ ...s, files: s.files.filter((f) => f.level > 0) })) : plan.splits;
-  const rawContext = dvMode ? new FileReadContext(table, wanted) : null;
-  // A bucket whose files are all above level 0 and none with deletes is read as it is in deletion-vector mode.
+  // Buckets read file by file without merging, as Java's MergeTreeSplitGenerator makes raw-convertible splits: every
+  // file above level 0 and without retractions, in a table with deletion vectors (they leave one version per key) or
+  // a first-row table in a batch read (its compactions keep each key once above level 0, and level 0 is skipped).
+  const rawContext = dvMode || (engine.name === "first-row" && spec.rowKind !== true) ? new FileReadContext(table, wanted) : null;
+  // A bucket whose files are all above level 0 and none with deletes is read as it is in those modes.
   const readRaw = (split: DataSplit): boolean => split.files.every((f) => f.level > 0 && f.deleteRowCount === 0);
   // Later buckets' files decode in the pool while this one merges here (src/scan/merge-files-ahead.ts). Buckets read
-  // raw (deletion-vector mode) read ahead by themselves.
+  // raw read ahead by themselves.
   const ahead = MergeFilesAhead.of(rawContext === null ? splits : splits.filter((s) => !readRaw(s)), pool, spec.limit !== undefined, read).begin();
   try {
     for (const split of splits) {
