@@ -361,6 +361,8 @@ interface CursorBatch {
   columns: arrow.Data[];
   /** Readers of the merge's value fields (`MergeCore.valueFields`), made when a merge function first reads one. */
   readers: Array<ValueReader | undefined>;
+  /** The value fields' validity bits (null: no nulls), read when a merge function first asks whether one is null. */
+  validity: Array<{ bits: Uint8Array; offset: number } | null | undefined>;
   /** Where this batch is among the sources of the output batch being gathered (valid while `sink` is that one). */
   slot: number;
   sink: object | null;
@@ -468,6 +470,7 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     kind,
     columns: spec.columns.map((c) => byName(c.from)),
     readers: [],
+    validity: [],
     slot: -1,
     sink: null,
   };
@@ -596,6 +599,17 @@ const VERSION_ACCESS = (core: MergeCore): VersionAccess<Version> => ({
     const read = (c.readers[k] ??= columnReader(core.valueFields[k]!.type, c.columns[core.valueOffset + k]!));
     return read(v.row);
   },
+  isNull: (v, k) => {
+    const c = v.c;
+    let validity = c.validity[k];
+    if (validity === undefined) {
+      const d = c.columns[core.valueOffset + k]!;
+      validity = c.validity[k] = d.nullCount > 0 ? { bits: d.nullBitmap!, offset: d.offset } : null;
+    }
+    if (validity === null) return false;
+    const at = validity.offset + v.row;
+    return (validity.bits[at >> 3]! & (1 << (at & 7))) === 0;
+  },
 });
 
 /**
@@ -689,10 +703,20 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
 class OutputBatches implements RowSink<arrow.RecordBatch> {
   /** The columns of each source batch of the output batch being gathered (`MergeCore.columns` order). */
   private sources: arrow.Data[][] = [];
-  /** Rows built by a merge function, appended value by value: one more source, finished at the flush. */
+  /**
+   * Values built by a merge function, appended value by value: one more source, finished at the flush. Its columns
+   * may differ in length (a row of cells adds only its computed values): each counts its own.
+   */
   private built: ColumnBuilder[] | null = null;
   private builtSlot = -1;
-  private builtRows = 0;
+  private builtLengths: number[] = [];
+  /**
+   * Cells of a row that come from elsewhere than the row's pick (a built row of cells: another version's cell, or a
+   * computed value): output row, column, source and row there. The flush gathers such a column with its own picks.
+   */
+  private exceptions = new Int32Array(4096);
+  /** Exceptions recorded, four numbers each (output row, column, source, row there). */
+  private exceptionCount = 0;
   /** Stands for the output batch being gathered: a new object per batch. */
   private epoch: object = {};
   private batchOf: Int32Array;
@@ -712,26 +736,75 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
 
   /** Appends row `row` of a cursor batch; true when a batch is full. */
   add(c: CursorBatch, row: number): boolean {
-    // A batch remembers its place among this output batch's sources (`sink` tells whose place it is).
+    return this.pick(this.slotOf(c), row);
+  }
+
+  /** The batch's place among this output batch's sources (`sink` tells whose place it is). */
+  private slotOf(c: CursorBatch): number {
     if (c.sink !== this.epoch) {
       c.sink = this.epoch;
       c.slot = this.sources.push(c.columns) - 1;
     }
-    return this.pick(c.slot, row);
+    return c.slot;
   }
 
+  /**
+   * A built row. One of cells whose fields are the output columns (a merge-on-read's) is gathered like a version's
+   * row — the row it was built from picked for every column, each other cell an exception — so no value is read or
+   * built but those the merge function computed; otherwise its values are appended.
+   */
   addBuilt(row: BuiltRow<Version>): boolean {
-    return this.addValues(row.values);
+    const cells = row.cells;
+    if (cells === undefined || cells.length !== this.columns.length) return this.addValues(row.values);
+    const from = row.from;
+    const at = this.rows;
+    for (let k = 0; k < cells.length; k++) {
+      const cell = cells[k];
+      if (cell === undefined) this.except(at, k, this.builtSlotOf(), this.appendBuilt(k, row.computed(k)));
+      else if (cell.c !== from.c || cell.row !== from.row) this.except(at, k, this.slotOf(cell.c), cell.row);
+    }
+    return this.pick(this.slotOf(from.c), from.row);
   }
 
   /** Appends a row given by its values (one per output column); true when a batch is full. */
   addValues(values: readonly Value[]): boolean {
+    const slot = this.builtSlotOf();
+    const at = this.rows;
+    const first = this.appendBuilt(0, values[0]!);
+    for (let k = 1; k < values.length; k++) {
+      const r = this.appendBuilt(k, values[k]!);
+      if (r !== first) this.except(at, k, slot, r);
+    }
+    return this.pick(slot, first);
+  }
+
+  private builtSlotOf(): number {
     if (this.builtSlot < 0) {
       this.built ??= this.columns.map((c) => makeColumnBuilder(c.type, c.from, 64));
       this.builtSlot = this.sources.push([]) - 1;
+      this.builtLengths = this.columns.map(() => 0);
     }
-    for (let k = 0; k < values.length; k++) this.built![k]!.append(values[k]!);
-    return this.pick(this.builtSlot, this.builtRows++);
+    return this.builtSlot;
+  }
+
+  /** Appends a value to the built source's column k; its row there. */
+  private appendBuilt(k: number, value: Value): number {
+    this.built![k]!.append(value);
+    return this.builtLengths[k]!++;
+  }
+
+  private except(at: number, column: number, slot: number, row: number): void {
+    let e = this.exceptions;
+    const i = 4 * this.exceptionCount++;
+    if (i + 4 > e.length) {
+      const grown = new Int32Array(e.length * 2);
+      grown.set(e);
+      this.exceptions = e = grown;
+    }
+    e[i] = at;
+    e[i + 1] = column;
+    e[i + 2] = slot;
+    e[i + 3] = row;
   }
 
   private pick(at: number, row: number): boolean {
@@ -755,23 +828,38 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
     if (this.builtSlot >= 0) {
       this.sources[this.builtSlot] = this.built!.map((b) => b.finish());
       this.builtSlot = -1;
-      this.builtRows = 0;
     }
     const picks: RowPicks = { length, batchOf: this.sources.length === 1 ? null : this.batchOf.subarray(0, length), rowOf: this.rowOf.subarray(0, length) };
+    const own = this.columnPicks(length);
     const children = this.columns.map((col, k) =>
       gatherColumn(
         col.type,
         this.sources.map((columns) => columns[k]!),
-        picks,
+        own.get(k) ?? picks,
         col.from,
       ),
     );
+    this.exceptionCount = 0;
     this.rows = 0;
     this.sources = [];
     this.epoch = {};
     this.batchOf = new Int32Array(this.batchOf.length);
     this.rowOf = new Int32Array(this.rowOf.length);
     yield new arrow.RecordBatch(this.schema, arrow.makeData({ type: new arrow.Struct(this.schema.fields), length, nullCount: 0, children }));
+  }
+
+  /** The picks of each column with exceptions: the rows' picks with its exceptions in place. */
+  private columnPicks(length: number): Map<number, RowPicks> {
+    const out = new Map<number, { length: number; batchOf: Int32Array; rowOf: Int32Array }>();
+    const e = this.exceptions;
+    for (let i = 0; i < 4 * this.exceptionCount; i += 4) {
+      const k = e[i + 1]!;
+      let p = out.get(k);
+      if (p === undefined) out.set(k, (p = { length, batchOf: this.batchOf.slice(0, length), rowOf: this.rowOf.slice(0, length) }));
+      p.batchOf[e[i]!] = e[i + 2]!;
+      p.rowOf[e[i]!] = e[i + 3]!;
+    }
+    return out;
   }
 }
 

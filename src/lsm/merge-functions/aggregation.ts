@@ -40,16 +40,26 @@ export class AggregationFunction<V> implements MergeFunction<V> {
   private row: Value[] = [];
   private latest: V | null = null;
   private deleteRow = false;
+  /** Each field's aggregator's `pick`, when the caller can tell nulls without reading values (else none). */
+  private readonly picks: ReadonlyArray<FieldAggregator["pick"]>;
+  /**
+   * The fields whose aggregator picks an input (last_value, last_non_null_value, the key) as cells: the version that
+   * holds the result so far. Given up for values at a retraction.
+   */
+  private cells: Array<V | undefined> | null = null;
 
   constructor(
     private readonly access: VersionAccess<V>,
     private readonly fields: readonly DataField[],
     private readonly aggregators: readonly FieldAggregator[],
     private readonly removeRecordOnDelete: boolean,
-  ) {}
+  ) {
+    this.picks = aggregators.map((a) => (access.isNull !== undefined ? a.pick : undefined));
+  }
 
   reset(): void {
     this.row = new Array<Value>(this.fields.length).fill(null);
+    this.cells = this.picks.some((p) => p !== undefined) ? new Array<V | undefined>(this.fields.length) : null;
     this.latest = null;
     this.deleteRow = false;
     for (const a of this.aggregators) a.reset();
@@ -60,19 +70,41 @@ export class AggregationFunction<V> implements MergeFunction<V> {
     const kind = this.access.kind(v);
     this.deleteRow = this.removeRecordOnDelete && kind === RowKind.DELETE;
     if (this.deleteRow) {
+      this.cells = null;
       this.row = versionValues(this.access, this.fields, v);
       return;
     }
     const retract = isRetract(kind);
+    if (retract) this.cellsToValues();
+    const cells = this.cells;
     for (let k = 0; k < this.fields.length; k++) {
+      const pick = cells === null ? undefined : this.picks[k];
+      if (pick !== undefined) {
+        if (pick === "last" || !this.access.isNull!(v, k)) cells![k] = v;
+        continue;
+      }
       const input = this.access.value(v, k);
       const a = this.aggregators[k]!;
       this.row[k] = retract ? a.retract(this.row[k]!, input) : a.agg(this.row[k]!, input);
     }
   }
 
+  /** The picked fields' results so far as values (the row a retraction works on), and values from here on. */
+  private cellsToValues(): void {
+    const cells = this.cells;
+    if (cells === null) return;
+    for (let k = 0; k < cells.length; k++) if (this.picks[k] !== undefined) this.row[k] = cells[k] === undefined ? null : this.access.value(cells[k]!, k);
+    this.cells = null;
+  }
+
   result(): MergeResult<V> {
-    if (this.latest === null) return null;
-    return new BuiltRow(this.row, this.deleteRow ? RowKind.DELETE : RowKind.INSERT, this.access.sequence(this.latest), this.latest);
+    const latest = this.latest;
+    if (latest === null) return null;
+    const kind = this.deleteRow ? RowKind.DELETE : RowKind.INSERT;
+    const sequence = this.access.sequence(latest);
+    if (this.cells === null) return new BuiltRow(this.row, kind, sequence, latest);
+    // A last_non_null_value no version set is null in every version, the latest included.
+    const cells = this.picks.map((p, k) => (p === undefined ? undefined : (this.cells![k] ?? latest)));
+    return new BuiltRow(this.row, kind, sequence, latest, cells, this.access);
   }
 }

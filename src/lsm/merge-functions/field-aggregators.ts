@@ -25,6 +25,12 @@ export interface FieldAggregator {
   retract(accumulator: Value, input: Value): Value;
   /** A new key begins (first_value and first_non_null_value forget they have one). */
   reset(): void;
+  /**
+   * An aggregator whose result is one of its inputs as it is, which a merge can take as a cell (merge-function.ts
+   * `BuiltRow.cells`) without reading values: "last", the last input (last_value, a primary-key column); "lastNonNull",
+   * the last non-null input (last_non_null_value). Only for additions: a retraction goes through `retract`.
+   */
+  readonly pick?: "last" | "lastNonNull";
 }
 
 /** An older input folded into the accumulator (Java's FieldAggregator.aggReversed). */
@@ -72,7 +78,7 @@ export function fieldAggregator(name: string, field: string, type: DataType, o: 
 }
 
 /** The primary-key columns' "aggregator": the value itself (equal in every version of a key). */
-export const PRIMARY_KEY_AGGREGATOR: FieldAggregator = { agg: (_, i) => i, retract: (_, i) => i, reset: () => undefined };
+export const PRIMARY_KEY_AGGREGATOR: FieldAggregator = { agg: (_, i) => i, retract: (_, i) => i, reset: () => undefined, pick: "last" };
 
 function noRetract(name: string): (a: Value, i: Value) => Value {
   return () => {
@@ -100,9 +106,9 @@ function baseAggregator(name: string, field: string, type: DataType, o: FieldAgg
       return { agg: keepNonNull((a, i) => (sign * compareValues(type, a, i) < 0 ? i : a)), retract: noRetract(name), reset: nothing };
     }
     case "last_value":
-      return { agg: (_, i) => i, retract: () => null, reset: nothing };
+      return { agg: (_, i) => i, retract: () => null, reset: nothing, pick: "last" };
     case "last_non_null_value":
-      return { agg: (a, i) => (i === null ? a : i), retract: (a, i) => (i !== null ? null : a), reset: nothing };
+      return { agg: (a, i) => (i === null ? a : i), retract: (a, i) => (i !== null ? null : a), reset: nothing, pick: "lastNonNull" };
     case "first_value":
     case "first_non_null_value":
     case "first_not_null_value": {

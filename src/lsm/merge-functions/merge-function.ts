@@ -24,17 +24,49 @@ export interface VersionAccess<V> {
   sequence(v: V): bigint;
   /** The value of the merge's field `k` (an index into the `fields` the function was created for). */
   value(v: V, k: number): Value;
+  /**
+   * Whether field `k` of the version is null, without reading its value. A caller that gives this lets partial-update
+   * and aggregation build rows of cells (`BuiltRow.cells`) instead of values; absent: they build values.
+   */
+  isNull?(v: V, k: number): boolean;
 }
 
-/** A row a merge function built from several versions: its values (one per merge field), kind and sequence number. */
+/**
+ * A row a merge function built from several versions: its values (one per merge field), kind and sequence number.
+ *
+ * With `cells`, field k's value is the same field of the version `cells[k]` — a caller that gathers columns buffer to
+ * buffer (the merge reader's output) copies that cell without reading it — or, where `cells[k]` is undefined, the
+ * value the function computed (`computed(k)`). `values` then reads the cells on first use, for callers that want values.
+ */
 export class BuiltRow<V> {
+  private materialized: boolean;
+
   constructor(
-    readonly values: Value[],
+    private readonly row: Value[],
     readonly kind: RowKind,
     readonly sequence: bigint,
     /** A version of the key it was built from (its key columns are the row's). */
     readonly from: V,
-  ) {}
+    readonly cells?: ReadonlyArray<V | undefined>,
+    private readonly access?: VersionAccess<V>,
+  ) {
+    this.materialized = cells === undefined;
+  }
+
+  /** The row's values, one per merge field. */
+  get values(): Value[] {
+    if (!this.materialized) {
+      const cells = this.cells!;
+      for (let k = 0; k < cells.length; k++) if (cells[k] !== undefined) this.row[k] = this.access!.value(cells[k]!, k);
+      this.materialized = true;
+    }
+    return this.row;
+  }
+
+  /** The value the function computed for field k (where `cells[k]` is undefined). */
+  computed(k: number): Value {
+    return this.row[k]!;
+  }
 }
 
 /** What a key's versions merge into: one of them as it is, a built row, or nothing. */

@@ -32,6 +32,11 @@ export const PARTIAL_UPDATE_RETRACTION =
 
 export class PartialUpdateFunction<V> implements MergeFunction<V> {
   private row: Value[] = [];
+  /**
+   * Cells instead of values (when the caller can tell nulls without reading values, and the table has no sequence
+   * groups): per field the newest version whose value is not null. Given up for values at a retraction.
+   */
+  private cells: Array<V | undefined> | null = null;
   private from: V | null = null;
   private latestSequence = 0n;
   private meetInsert = false;
@@ -46,6 +51,7 @@ export class PartialUpdateFunction<V> implements MergeFunction<V> {
 
   reset(): void {
     this.row = new Array<Value>(this.fields.length).fill(null);
+    this.cells = this.access.isNull !== undefined && this.options.groups === null ? new Array<V | undefined>(this.fields.length) : null;
     this.from = null;
     this.latestSequence = 0n;
     this.meetInsert = false;
@@ -59,6 +65,7 @@ export class PartialUpdateFunction<V> implements MergeFunction<V> {
     this.from = v;
     this.deleteRow = false;
     if (isRetract(kind)) {
+      this.cellsToValues();
       if (!this.rowFilled) {
         this.row = versionValues(this.access, this.fields, v);
         this.rowFilled = true;
@@ -75,7 +82,13 @@ export class PartialUpdateFunction<V> implements MergeFunction<V> {
     }
     this.latestSequence = this.access.sequence(v);
     if (this.options.groups !== null) this.updateGroups(v, this.options.groups);
-    else {
+    else if (this.cells !== null) {
+      const isNull = this.access.isNull!;
+      for (let k = 0; k < this.fields.length; k++) {
+        if (!isNull(v, k)) this.cells[k] = v;
+        else if (!this.fields[k]!.type.nullable) throw nullInNotNullField(this.fields[k]!);
+      }
+    } else {
       for (let k = 0; k < this.fields.length; k++) {
         const value = this.access.value(v, k);
         if (value !== null) this.row[k] = value;
@@ -84,6 +97,14 @@ export class PartialUpdateFunction<V> implements MergeFunction<V> {
     }
     this.meetInsert = true;
     this.rowFilled = true;
+  }
+
+  /** The cells so far as values (the row a retraction then works on), and values from here on. */
+  private cellsToValues(): void {
+    const cells = this.cells;
+    if (cells === null) return;
+    for (let k = 0; k < cells.length; k++) if (cells[k] !== undefined) this.row[k] = this.access.value(cells[k]!, k);
+    this.cells = null;
   }
 
   /** Whether the version's group sequence is all null (then the group is passed over; remembered per version). */
@@ -147,6 +168,12 @@ export class PartialUpdateFunction<V> implements MergeFunction<V> {
   result(): MergeResult<V> {
     if (this.from === null) return null;
     const kind = this.deleteRow || !this.meetInsert ? RowKind.DELETE : RowKind.INSERT;
+    if (this.cells !== null) {
+      // A field no version set is null in every version, the last one included.
+      const from = this.from;
+      const cells = this.cells.map((c) => c ?? from);
+      return new BuiltRow(this.row, kind, this.latestSequence, from, cells, this.access);
+    }
     return new BuiltRow(this.row, kind, this.latestSequence, this.from);
   }
 }

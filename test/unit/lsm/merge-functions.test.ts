@@ -5,6 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { parseColumnList, type DataField } from "../../../src/format/data-types.ts";
 import { newTableSchema } from "../../../src/format/schema.ts";
 import type { Value } from "../../../src/format/values.ts";
@@ -282,4 +283,44 @@ test("partial-update sequence groups - Paimon's example of aggregates in groups 
   const removing = { ...plain, "partial-update.remove-record-on-sequence-group": "g_1" };
   assert.deepEqual(built(mergeAll(removing, [I(1, 1, 7, 8, 1, 4, 4, 4), D(2, 1, null, null, 2, null, null, null)], GROUPS)), [RowKind.DELETE, 2, [1, null, null, 2, null, null, null]]);
   assert.equal(built(mergeAll(removing, [I(1, 1, 7, 8, 5, 4, 4, 4), D(2, 1, null, null, 2, null, null, null)], GROUPS))[0], RowKind.INSERT, "an older -D of the group does not");
+});
+
+test("cells - partial-update and aggregation build the same rows from cells (a caller that can tell nulls) as from values: random versions, retractions and options, merge after merge", () => {
+  const withNulls: VersionAccess<V> = { ...ACCESS, isNull: (v, k) => (v.values[k] ?? null) === null };
+  const AGG = { "merge-engine": "aggregation" };
+  const optionSets: Array<Record<string, string>> = [
+    PU,
+    { ...PU, "ignore-delete": "true" },
+    { ...PU, "partial-update.remove-record-on-delete": "true" },
+    { ...AGG, "fields.price.aggregate-function": "sum", "fields.number.aggregate-function": "last_value" },
+    { ...AGG, "fields.price.aggregate-function": "max", "fields.name.aggregate-function": "last_value", "aggregation.remove-record-on-delete": "true" },
+    { ...AGG, "fields.number.aggregate-function": "sum", "fields.number.ignore-retract": "true", "fields.name.aggregate-function": "first_non_null_value", "fields.name.ignore-retract": "true" },
+    { ...AGG, "ignore-delete": "true", "fields.price.aggregate-function": "last_non_null_value" },
+  ];
+  const version = fc.record({
+    kind: fc.constantFrom(RowKind.INSERT, RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.UPDATE_BEFORE, RowKind.DELETE),
+    price: fc.option(fc.double({ noNaN: true, min: -1e6, max: 1e6 })),
+    number: fc.option(fc.integer({ min: -1000, max: 1000 })),
+    name: fc.option(fc.string({ maxLength: 4 })),
+  });
+  fc.assert(
+    fc.property(fc.constantFrom(...optionSets), fc.array(fc.array(version, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 3 }), (options, merges) => {
+      const run = (access: VersionAccess<V>): unknown[] => {
+        const fn = mergeEngineOf(schemaWith(options)).create(access, fieldsOf(COLUMNS));
+        // One function, merge after merge (reset between), as the readers use it.
+        return merges.map((versions) => {
+          try {
+            fn.reset();
+            versions.forEach((x, i) => fn.add({ kind: x.kind, seq: i + 1, values: [1, x.price, x.number, x.name] }));
+            const r = fn.result();
+            return r === null ? null : isBuilt(r) ? { kind: r.kind, sequence: r.sequence, values: [...r.values], from: r.from } : { version: r };
+          } catch (e) {
+            return { error: (e as Error).message };
+          }
+        });
+      };
+      assert.deepEqual(run(withNulls), run(ACCESS));
+    }),
+    { numRuns: 400 },
+  );
 });

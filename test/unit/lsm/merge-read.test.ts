@@ -302,3 +302,55 @@ test("merge for compaction - partial-update: a built row takes its key, the last
   const dropped = await compactMerge(all, [id!], [[[l0], [l2]]], b, { engine, dropDelete: true });
   assert.deepEqual(dropped.rows.map((r) => r["id"]), [1, 3]);
 });
+
+test("merge - partial-update and aggregation: random histories over random runs, rows gathered from the versions' cells (and the sums computed), small batches: the model's answer", async () => {
+  const all = fields("id INT NOT NULL, a STRING, b INT, c DOUBLE");
+  const [id] = all;
+  const op = fc.record({
+    key: fc.integer({ min: 0, max: 12 }),
+    a: fc.option(fc.constantFrom("x", "yy", "zzz", "")),
+    b: fc.option(fc.integer({ min: -5, max: 5 })),
+    c: fc.option(fc.integer({ min: -8, max: 8 }).map((n) => n / 4)),
+    run: fc.integer({ min: 0, max: 4 }),
+  });
+  const engines: Array<[string, MergeEngine, (versions: Row[]) => Row]> = [
+    [
+      "partial-update",
+      engineOf(all, "id", { "merge-engine": "partial-update" }),
+      // Each column: the newest non-null value.
+      (vs) => Object.fromEntries(all.map((f) => [f.name, vs.reduce<unknown>((acc, x) => x[f.name] ?? acc, null)])) as Row,
+    ],
+    [
+      "aggregation",
+      engineOf(all, "id", { "merge-engine": "aggregation", "fields.c.aggregate-function": "sum", "fields.b.aggregate-function": "last_value" }),
+      // a: last_non_null_value (the default); b: last_value; c: the sum of the non-null values (null when none).
+      (vs) => ({
+        id: vs[0]!["id"]!,
+        a: vs.reduce<unknown>((acc, x) => x["a"] ?? acc, null),
+        b: vs[vs.length - 1]!["b"] ?? null,
+        c: vs.reduce<number | null>((acc, x) => (x["c"] == null ? acc : (acc ?? 0) + (x["c"] as number)), null),
+      }) as Row,
+    ],
+  ];
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...engines), fc.array(op, { maxLength: 80 }), async ([, engine, fold], ops) => {
+      const b = new Map<string, arrow.RecordBatch>();
+      const files: DataFileMeta[] = [];
+      for (let r = 0; r <= 4; r++) {
+        // A run holds a key once: its last version here; run 4 is a level-1 run.
+        const last = new Map<number, Row>();
+        ops.forEach((o, seq) => {
+          if (o.run === r) last.set(o.key, v({ id: o.key }, seq, 0, { a: o.a, b: o.b, c: o.c }));
+        });
+        if (last.size > 0) files.push(file(all, [id!], [...last.values()], r === 4 ? 1 : 0, b));
+      }
+      const out = await merge(all, [id!], files, b, { engine });
+      const kept = files.flatMap((f) => recordBatchToRows([...all, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD], b.get(f.fileName)!));
+      const byKey = new Map<number, Row[]>();
+      for (const x of kept.sort((p, q) => Number((p[SEQ] as bigint) - (q[SEQ] as bigint)))) byKey.set(x["id"] as number, [...(byKey.get(x["id"] as number) ?? []), x]);
+      const expected = [...byKey.entries()].sort(([p], [q]) => p - q).map(([, vs]) => fold(vs));
+      assert.deepEqual(out, expected);
+    }),
+    { numRuns: 300 },
+  );
+});
