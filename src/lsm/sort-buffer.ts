@@ -138,7 +138,7 @@ export function flushBuffer(layout: KeyValueLayout, batches: readonly arrow.Reco
     order = sorted;
     sameKey = (a, b) => compareKeyAt(a, b) === 0;
   }
-  const source: RowSource = { ...at, kinds, firstSeq, keyOf, sequences: null };
+  const source: RowSource = { ...at, kinds, firstSeq, keyOf, built: null };
   const sortedRows = (indexes: Int32Array): SortedRows | null => (indexes.length === 0 ? null : physicalRows(layout, batches, indexes, source));
   let data: SortedRows | null;
   if (layout.engine.name === "deduplicate") {
@@ -211,21 +211,18 @@ function foldThroughEngine(layout: KeyValueLayout, batches: readonly arrow.Recor
   const batchOf = new Int32Array(n + b);
   const rowOf = new Int32Array(n + b);
   const kinds = new Int8Array(n + b);
-  const sequences = new BigInt64Array(n + b);
-  for (let x = 0; x < n; x++) {
-    batchOf[x] = source.batchOf === null ? 0 : source.batchOf[x]!;
-    rowOf[x] = source.rowOf === null ? x : source.rowOf[x]!;
-    kinds[x] = source.kinds[x]!;
-    sequences[x] = source.firstSeq + BigInt(x);
-  }
+  if (source.batchOf !== null) batchOf.set(source.batchOf);
+  if (source.rowOf !== null) rowOf.set(source.rowOf);
+  else for (let x = 0; x < n; x++) rowOf[x] = x;
+  kinds.set(source.kinds);
   for (let j = 0; j < b; j++) {
     batchOf[n + j] = batches.length;
     rowOf[n + j] = j;
     kinds[n + j] = builtKinds[j]!;
-    sequences[n + j] = builtSeqs[j]!;
   }
   const keyOf = (x: number): Value[] => source.keyOf(x < n ? x : builtFrom[x - n]!);
-  return physicalRows(layout, [...batches, built], out.subarray(0, m), { batchOf, rowOf, kinds, firstSeq: source.firstSeq, keyOf, sequences });
+  const built_ = { from: n, sequences: BigInt64Array.from(builtSeqs) };
+  return physicalRows(layout, [...batches, built], out.subarray(0, m), { batchOf, rowOf, kinds, firstSeq: source.firstSeq, keyOf, built: built_ });
 }
 
 /** Where row x of the concatenation lives: with one batch, row x of it (both null); else the arrays. */
@@ -342,8 +339,8 @@ interface RowSource extends Positions {
   kinds: Int8Array;
   firstSeq: bigint;
   keyOf: (x: number) => Value[];
-  /** Each row's sequence number, or null when row x's is `firstSeq + x` (every buffered row's). */
-  sequences: BigInt64Array | null;
+  /** Row x's sequence number is `firstSeq + x`, but for the built rows from `built.from` on: theirs. */
+  built: { from: number; sequences: BigInt64Array } | null;
 }
 
 function physicalRows(layout: KeyValueLayout, batches: readonly arrow.RecordBatch[], indexes: Int32Array, at: RowSource): SortedRows {
@@ -362,29 +359,35 @@ function physicalRows(layout: KeyValueLayout, batches: readonly arrow.RecordBatc
   }
   const kind = new Int8Array(m);
   let deleteRows = 0;
-  let minX = indexes[0]!;
-  let maxX = minX;
+  const built = at.built;
+  const from = built === null ? Infinity : built.from;
+  // The sequence range of the buffered rows chosen (row x's is firstSeq + x), then of the built ones.
+  let minX = Infinity;
+  let maxX = -1;
+  let maxIndex = 0;
   for (let j = 0; j < m; j++) {
     const x = indexes[j]!;
-    if (x < minX) minX = x;
-    else if (x > maxX) maxX = x;
+    if (x < from) {
+      if (x < minX) minX = x;
+      if (x > maxX) maxX = x;
+    }
+    if (x > maxIndex) maxIndex = x;
     const k = at.kinds[x]!;
     kind[j] = k;
     if (isRetract(k)) deleteRows++;
   }
-  let seq: BigInt64Array;
-  let minSeq = at.firstSeq + BigInt(minX);
-  let maxSeq = at.firstSeq + BigInt(maxX);
-  if (at.sequences === null) seq = sequenceColumn(at.firstSeq, indexes, maxX);
-  else {
-    // Built rows carry their own sequence numbers (the last merged version's, which need not be the largest).
-    const sequences = at.sequences;
-    seq = new BigInt64Array(m);
-    for (let j = 0; j < m; j++) seq[j] = sequences[indexes[j]!]!;
-    minSeq = maxSeq = seq[0]!;
-    for (const s of seq) {
-      if (s < minSeq) minSeq = s;
-      if (s > maxSeq) maxSeq = s;
+  // Built rows' places are filled with their own numbers (the last merged version's, which need not be the largest).
+  const seq = sequenceColumn(at.firstSeq, indexes, maxIndex);
+  let minSeq: bigint | null = maxX < 0 ? null : at.firstSeq + BigInt(minX);
+  let maxSeq: bigint | null = maxX < 0 ? null : at.firstSeq + BigInt(maxX);
+  if (built !== null) {
+    for (let j = 0; j < m; j++) {
+      const x = indexes[j]!;
+      if (x < from) continue;
+      const s = built.sequences[x - from]!;
+      seq[j] = s;
+      if (minSeq === null || s < minSeq) minSeq = s;
+      if (maxSeq === null || s > maxSeq) maxSeq = s;
     }
   }
   const valueColumns = layout.schema.fields.map((f) =>
@@ -408,8 +411,8 @@ function physicalRows(layout: KeyValueLayout, batches: readonly arrow.RecordBatc
     batch,
     minKey: at.keyOf(indexes[0]!),
     maxKey: at.keyOf(indexes[m - 1]!),
-    minSequenceNumber: minSeq,
-    maxSequenceNumber: maxSeq,
+    minSequenceNumber: minSeq!,
+    maxSequenceNumber: maxSeq!,
     deleteRows,
   };
 }
