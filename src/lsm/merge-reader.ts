@@ -375,6 +375,10 @@ class RunCursor {
   private batchAt = 0;
   row = 0;
   current: CursorBatch | null = null;
+  /** The current row's key as a number when its batch has `numericKeys` (NaN otherwise): what the heap compares first. */
+  key = NaN;
+  /** Rows of the current batch. */
+  private rows = 0;
   /** The next file's decode, started as soon as the current one is taken (one file ahead per run). */
   private ahead: Promise<arrow.RecordBatch[]> | null = null;
 
@@ -405,8 +409,7 @@ class RunCursor {
       this.batches = decoded.filter((b) => b.numRows > 0).map((b) => prepare(b, this.spec, level));
       this.batchAt = 0;
       if (this.batches.length > 0) {
-        this.current = this.batches[0]!;
-        this.row = 0;
+        this.enter(this.batches[0]!);
         return true;
       }
     }
@@ -419,14 +422,24 @@ class RunCursor {
    * promise per step cost more than the comparison); false when the decoded rows ran out — then `nextFile`.
    */
   step(): boolean {
-    const c = this.current!;
-    if (++this.row < c.batch.numRows) return true;
+    if (++this.row < this.rows) {
+      const keys = this.current!.numericKeys;
+      this.key = keys === null ? NaN : keys[this.row]!;
+      return true;
+    }
     if (++this.batchAt < this.batches.length) {
-      this.current = this.batches[this.batchAt]!;
-      this.row = 0;
+      this.enter(this.batches[this.batchAt]!);
       return true;
     }
     return false;
+  }
+
+  /** Positions on the first row of a decoded batch. */
+  private enter(c: CursorBatch): void {
+    this.current = c;
+    this.row = 0;
+    this.rows = c.batch.numRows;
+    this.key = c.numericKeys === null ? NaN : c.numericKeys[0]!;
   }
 }
 
@@ -483,15 +496,12 @@ const nullsFirst = (type: DataType, x: Value, y: Value, sign: number): number =>
 
 /** Key order of two cursors' current rows. */
 function compareKeys(spec: MergeCore, a: RunCursor, b: RunCursor): number {
+  const x = a.key;
+  const y = b.key;
+  // Both numeric (NaN is never equal to itself).
+  if (x === x && y === y) return x < y ? -1 : x > y ? 1 : 0;
   const ca = a.current!;
   const cb = b.current!;
-  const na = ca.numericKeys;
-  const nb = cb.numericKeys;
-  if (na !== null && nb !== null) {
-    const x = na[a.row]!;
-    const y = nb[b.row]!;
-    return x < y ? -1 : x > y ? 1 : 0;
-  }
   const ka = ca.keys();
   const kb = cb.keys();
   for (let k = 0; k < spec.keyFields.length; k++) {
@@ -565,11 +575,11 @@ class CursorHeap {
   }
   /**
    * Whether another cursor is at the top's key: one of the top's children is then (a parent is never larger than its
-   * children, so an equal key deeper down has equal ancestors).
+   * children, so an equal key deeper down has equal ancestors). A child is at the top's key when it is not larger.
    */
-  topHasEqual(equalsTop: (c: RunCursor) => boolean): boolean {
+  topHasEqual(): boolean {
     const h = this.items;
-    return (h.length > 1 && equalsTop(h[1]!)) || (h.length > 2 && equalsTop(h[2]!));
+    return (h.length > 1 && !this.less(h[0]!, h[1]!)) || (h.length > 2 && !this.less(h[0]!, h[2]!));
   }
   /** The top cursor moved on to a larger key: restores the order (one sift instead of a pop and a push). */
   siftDown(): void {
@@ -665,7 +675,7 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     // one: the top cursor then steps and sinks in place, no version objects made.
     const c = first.current!;
     const row = first.row;
-    if (!heap.topHasEqual((x) => compareKeys(spec, x, first) === 0)) {
+    if (!heap.topHasEqual()) {
       if (choose.single(c, row) ? out.add(c, row) : out.due?.() === true) yield* out.flush();
       // The rows of this batch below every other run's current key have no other version either: taken in one
       // pass, without comparing against the heap per row (a live bucket is mostly its compacted run's rows between
