@@ -565,10 +565,8 @@ class CursorHeap {
     const h = this.items;
     let min = Infinity;
     for (let i = 1; i <= 2 && i < h.length; i++) {
-      const cur = h[i]!;
-      const keys = cur.current!.numericKeys;
-      if (keys === null) return null;
-      const k = keys[cur.row]!;
+      const k = h[i]!.key;
+      if (k !== k) return null; // NaN: that cursor's batch has no numeric keys
       if (k < min) min = k;
     }
     return min;
