@@ -42,6 +42,7 @@ export class AggregationFunction<V> implements MergeFunction<V> {
   private deleteRow = false;
   /** Each field's aggregator's `pick`, when the caller can tell nulls without reading values (else none). */
   private readonly picks: ReadonlyArray<FieldAggregator["pick"]>;
+  private readonly anyPick: boolean;
   /**
    * The fields whose aggregator picks an input (last_value, last_non_null_value, the key) as cells: the version that
    * holds the result so far. Given up for values at a retraction.
@@ -55,11 +56,12 @@ export class AggregationFunction<V> implements MergeFunction<V> {
     private readonly removeRecordOnDelete: boolean,
   ) {
     this.picks = aggregators.map((a) => (access.isNull !== undefined ? a.pick : undefined));
+    this.anyPick = this.picks.some((p) => p !== undefined);
   }
 
   reset(): void {
     this.row = new Array<Value>(this.fields.length).fill(null);
-    this.cells = this.picks.some((p) => p !== undefined) ? new Array<V | undefined>(this.fields.length) : null;
+    this.cells = this.anyPick ? new Array<V | undefined>(this.fields.length) : null;
     this.latest = null;
     this.deleteRow = false;
     for (const a of this.aggregators) a.reset();
