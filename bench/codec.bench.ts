@@ -5,10 +5,9 @@
  * Parquet writes per codec and writer setting, the same in the worker pool (the batch split in one piece per
  * worker), Parquet reads (inline and in the pool), and Arrow → canonical rows. A benchmark, not a test.
  *
- *   node --import tsx bench/codec.bench.ts [rows]      (default 1000000)
+ *   node --import tsx bench/codec.bench.ts [rows]      (default 1000000; NATSLAKE_PARQUET=wasm|native picks the codec)
  */
 import * as arrow from "apache-arrow";
-import * as pw from "parquet-wasm";
 import { recordBatchToRows } from "../src/codec/columns/batch-to-rows.ts";
 import type {
   Int64ColumnBuilder,
@@ -19,6 +18,7 @@ import { RecordBatchBuilder, rowsToRecordBatch } from "../src/codec/columns/reco
 import type { Utf8ColumnBuilder } from "../src/codec/columns/variable-width-builders.ts";
 import { readParquet, readParquetAsync, writeParquet } from "../src/codec/parquet.ts";
 import { ParquetEncoderPool } from "../src/codec/parquet-pool.ts";
+import { parquetCodec, retainedMemoryBytes } from "../src/codec/parquet-ops.mjs";
 import { computeStats } from "../src/codec/stats.ts";
 import { parseColumnList } from "../src/format/data-types.ts";
 import { Timestamp, type Row } from "../src/format/values.ts";
@@ -97,6 +97,6 @@ await measure("readParquetAsync, one column", () => readParquetAsync(file, { col
 await pool.close();
 await measure("recordBatchToRows (Arrow → canonical rows)", () => recordBatchToRows(FIELDS, table));
 
-console.log(`${N} rows, ${FIELDS.length} columns`);
+console.log(`${N} rows, ${FIELDS.length} columns, Parquet codec ${parquetCodec.path} (${parquetCodec.reason})`);
 console.log(lines.join("\n"));
-console.log(`wasm memory ${(pw.wasmMemory().buffer.byteLength / 1e6).toFixed(0)} MB (never shrinks), rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
+console.log(`codec memory kept ${(retainedMemoryBytes() / 1e6).toFixed(0)} MB (wasm's never shrinks; native keeps none), rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);

@@ -75,6 +75,7 @@ import { MaintenanceActor, type MaintenanceMsg } from "../actors/maintenance.ts"
 import { maintenanceTasks } from "../actors/maintenance-tasks.ts";
 import { serveMaintenance } from "./maintenance-service.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
+import { parquetCodec } from "../src/codec/parquet-ops.mjs";
 
 interface TableService {
   table: Table;
@@ -304,7 +305,8 @@ export class Node {
       await nc.close().catch(() => undefined);
       throw e;
     }
-    log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: redactUrl(cfg.nats), warehouse: cfg.warehouse });
+    // Which Parquet codec this process (and its worker threads) runs, and why: NATSLAKE_PARQUET or whether the addon loaded.
+    log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: redactUrl(cfg.nats), warehouse: cfg.warehouse, parquet: parquetCodec.path, parquetReason: parquetCodec.reason });
     return node;
   }
 

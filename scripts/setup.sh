@@ -29,6 +29,11 @@
 #                       archive of the classes an oracle run loads (.../cds), which halves a JVM start's CPU
 #   3. npm ci           skipped when node_modules was installed by this script from the same package-lock.json
 #                       and Node version (stamp file node_modules/.natslake-ci-stamp)
+#   4. native parquet   the Parquet addon (native/parquet/, Rust) as native/parquet/natslake-parquet.node: copied from
+#                       $NATSLAKE_NATIVE_CACHE (default ~/.cache/natslake/native)/<hash of the crate's sources and
+#                       Cargo.lock> when that build is there, else compiled with `cargo build --release` (niced, at most
+#                       2 jobs, CARGO_TARGET_DIR ~/.cache/natslake/native-target; a cold compile takes minutes) and
+#                       cached. No cargo, or a failed compile: none, and Parquet runs on parquet-wasm (src/codec/parquet-ops.mjs)
 #
 # Idempotent; a re-run on a prepared checkout only runs the tests. Any failure stops the run with a non-zero status:
 # the oracles are never optional, so tests never skip for lack of them.
@@ -300,6 +305,55 @@ else
   npm ci --no-audit --no-fund
   printf '%s' "$want_stamp" > "$STAMP"
   phase_end "installed"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------
+phase_begin "native parquet"
+# The native Parquet codec (src/codec/parquet-ops.mjs uses it when native/parquet/natslake-parquet.node loads, else
+# parquet-wasm, which writes the same bytes). A build is cached by the hash of everything that goes into it, so a run
+# with an unchanged crate (every CI run but the first after a change) copies a file instead of compiling arrow-rs.
+NATIVE_DIR="$ROOT/native/parquet"
+NATIVE_NODE="$NATIVE_DIR/natslake-parquet.node"
+NATIVE_CACHE="${NATSLAKE_NATIVE_CACHE:-$HOME/.cache/natslake/native}"
+native_key="$( { cd "$NATIVE_DIR" && find Cargo.toml Cargo.lock build.rs src -type f | LC_ALL=C sort | xargs sha256sum; uname -m; } | sha256sum | cut -c1-16)"
+native_built="$NATIVE_CACHE/$native_key/natslake-parquet.node"
+mkdir -p "$NATIVE_CACHE"
+# Two checkouts preparing the same build at once: the second waits for the first (flock), then finds it cached.
+exec {native_lock}>"$NATIVE_CACHE/$native_key.lock"
+flock "$native_lock"
+native_note=""
+if [[ -f "$native_built" ]]; then
+  native_note="cached build $native_key"
+elif command -v cargo >/dev/null 2>&1; then
+  native_target="${CARGO_TARGET_DIR:-$HOME/.cache/natslake/native-target}"
+  native_log="$NATIVE_CACHE/$native_key.build.log"
+  log "cargo build --release (native/parquet, $native_key; a cold compile of arrow-rs takes minutes) -> $native_built"
+  native_rc=0
+  (cd "$NATIVE_DIR" && timeout --kill-after=10 "${NATSLAKE_NATIVE_BUILD_TIMEOUT:-3600}" env CARGO_TARGET_DIR="$native_target" \
+    CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}" nice -n 10 cargo build --release --locked) >"$native_log" 2>&1 || native_rc=$?
+  if [[ $native_rc -eq 0 && -f "$native_target/release/libnatslake_parquet.so" ]]; then
+    mkdir -p "$NATIVE_CACHE/$native_key"
+    cp "$native_target/release/libnatslake_parquet.so" "$native_built.tmp"
+    mv "$native_built.tmp" "$native_built"
+    native_note="compiled $native_key with $(cargo --version | cut -d' ' -f1-2)"
+  else
+    warn "the native Parquet addon did not compile (exit $native_rc; see $native_log): Parquet runs on parquet-wasm"
+  fi
+fi
+exec {native_lock}>&-
+if [[ -f "$native_built" ]]; then
+  cmp -s "$native_built" "$NATIVE_NODE" || cp "$native_built" "$NATIVE_NODE"
+  if node -e 'require(process.argv[1])' "$NATIVE_NODE" 2>"$NATIVE_CACHE/$native_key.load.log"; then
+    phase_end "$native_note: native/parquet/natslake-parquet.node"
+  else
+    rm -f "$NATIVE_NODE"
+    warn "the native Parquet addon does not load ($(head -n1 "$NATIVE_CACHE/$native_key.load.log")): Parquet runs on parquet-wasm"
+    phase_end "not loadable"
+  fi
+else
+  # A stale addon from other sources must not stay in use.
+  rm -f "$NATIVE_NODE"
+  if command -v cargo >/dev/null 2>&1; then phase_end "none: the compile failed"; else phase_end "cargo is not installed: no native Parquet addon, Parquet runs on parquet-wasm"; fi
 fi
 
 # ---------------------------------------------------------------------------------------------------------------

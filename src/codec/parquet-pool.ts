@@ -25,7 +25,7 @@
  * `maxWasmMemoryBytes` is retired after its job and replaced on demand. `close()` rejects queued and running jobs
  * and stops the workers; a closed pool rejects new jobs.
  *
- * The worker entry (parquet-worker.mjs) and the wasm calls it shares with parquet.ts (parquet-wasm-ops.mjs) are
+ * The worker entry (parquet-worker.mjs) and the codec calls it shares with parquet.ts (parquet-ops.mjs) are
  * plain JavaScript: a worker gets no TypeScript loader when the main thread registered tsx through `tsx/esm/api`
  * (bin/natslake.mjs), and tsx in every worker would add ~150 ms to its start. Loader flags of the main thread
  * (`--import tsx`) are therefore not passed on to workers.
@@ -36,7 +36,7 @@ import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { workerCountFromEnv } from "../env.ts";
 import { encodeRequest, toIpcChunks, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
-import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
+import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-ops.mjs";
 /**
  * A primary-key flush's spec and result (src/lsm/keyed-flush.ts's KeyedFlushSpec and EncodedKeyedFlush): plain,
  * structured-cloneable values the worker passes through. Opaque here: src/lsm's writers use this pool, so importing

@@ -1,10 +1,11 @@
 /**
- * The parquet-wasm calls shared by the main thread (src/codec/parquet.ts) and the Parquet worker threads
- * (parquet-worker.mjs): Arrow IPC stream → Parquet bytes, and Parquet bytes → Arrow IPC stream.
+ * The WebAssembly Parquet codec (parquet-wasm 0.8: arrow-rs compiled to WebAssembly): Arrow IPC stream → Parquet
+ * bytes, and Parquet bytes → Arrow IPC stream. One of the two codecs parquet-ops.mjs chooses between (the other is
+ * the native addon, parquet-native-ops.mjs, which writes the same bytes); the fallback where the addon is not built.
  *
  * Plain JavaScript on purpose: a worker thread gets no TypeScript loader when the process registered tsx through
  * `tsx/esm/api` (bin/natslake.mjs), and loading tsx in every worker costs ~150 ms of start-up. Types live in
- * parquet-wasm-ops.d.mts. Inputs are plain, structured-cloneable values (see `ParquetWriterSpec` there), so the same
+ * parquet-ops.d.mts. Inputs are plain, structured-cloneable values (see `ParquetWriterSpec` there), so the same
  * request can run here or in a worker with identical results.
  */
 import { Blob } from "node:buffer";
@@ -57,10 +58,7 @@ function encodeWithArrowRs(ipc, spec) {
  */
 export async function decodeToIpcStream(bytes, opts = {}) {
   const batchSize = opts.batchSize ?? 65536;
-  if (opts.columns === undefined && opts.rowGroups === undefined) {
-    // intoIPCStream consumes the wasm table and copies the stream out of wasm memory.
-    return pw.readParquet(bytes, { batchSize }).intoIPCStream();
-  }
+  if (opts.columns === undefined && opts.rowGroups === undefined) return decodeAllToIpcStream(bytes, batchSize);
   const file = await pw.ParquetFile.fromFile(new Blob([bytes]));
   try {
     const options = { batchSize };
@@ -90,8 +88,19 @@ function existingColumns(file, columns) {
   }
 }
 
+/** Decodes every column and row group on this thread (parquet-wasm's synchronous reader). */
+export function decodeAllToIpcStream(bytes, batchSize) {
+  // intoIPCStream consumes the wasm table and copies the stream out of wasm memory.
+  return pw.readParquet(bytes, { batchSize }).intoIPCStream();
+}
+
+/** The file's Arrow schema as an IPC stream without batches. */
+export function schemaToIpcStream(bytes) {
+  return pw.readSchema(bytes).intoIPCStream();
+}
+
 /** Bytes of wasm linear memory (it grows to the largest job and never shrinks). */
-export function wasmMemoryBytes() {
+export function retainedMemoryBytes() {
   return pw.wasmMemory().buffer.byteLength;
 }
 

@@ -29,7 +29,7 @@ import process from "node:process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
 import { lowerThreadPriority } from "./thread-priority.mjs";
-import { decodeToIpcStream, encodeIpcStream, transferableBuffer, wasmMemoryBytes } from "./parquet-wasm-ops.mjs";
+import { decodeToIpcStream, encodeIpcStream, retainedMemoryBytes, transferableBuffer } from "./parquet-ops.mjs";
 
 /**
  * A pool of background work (compaction) asks its workers to run at a lower CPU priority (`workerData.nice`; see
@@ -88,12 +88,12 @@ const transferList = (payload) => {
 
 parentPort.on("message", (msg) => {
   run(msg).then(
-    (payload) => parentPort.postMessage({ id: msg.id, ok: true, payload, wasmBytes: wasmMemoryBytes() }, transferList(payload)),
+    (payload) => parentPort.postMessage({ id: msg.id, ok: true, payload, wasmBytes: retainedMemoryBytes() }, transferList(payload)),
     (e) => {
       const fatal = e instanceof WebAssembly.RuntimeError;
       const message = e instanceof Error ? e.message : String(e);
       const name = e instanceof Error ? e.name : "Error";
-      parentPort.postMessage({ id: msg.id, ok: false, name, message, fatal, wasmBytes: wasmMemoryBytes() });
+      parentPort.postMessage({ id: msg.id, ok: false, name, message, fatal, wasmBytes: retainedMemoryBytes() });
       if (fatal) process.exit(1);
     },
   );

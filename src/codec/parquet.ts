@@ -1,8 +1,9 @@
 /**
- * Parquet files ⇄ Arrow tables through parquet-wasm 0.8 (arrow-rs compiled to WebAssembly).
+ * Parquet files ⇄ Arrow tables through arrow-rs: natslake's native addon, or parquet-wasm 0.8 (arrow-rs compiled to
+ * WebAssembly) where the addon is not built — parquet-ops.mjs chooses, and both write the same bytes.
  *
- * - `writeParquet(batchOrTable, options)` → the file's bytes. Data crosses into wasm as an Arrow IPC stream; the
- *   wasm table and writer properties are consumed by `pw.writeParquet`, so nothing is left to free after a write.
+ * - `writeParquet(batchOrTable, options)` → the file's bytes. Data crosses into the codec as an Arrow IPC stream;
+ *   nothing is left to free after a write.
  *   Compression names are Paimon's `file.compression` values. By default the whole input becomes one row group
  *   (measured: 64k-row groups cost ~40% more time and ~60% more bytes under ZSTD). Bound the rows per call: wasm
  *   memory grows to the largest write and never shrinks. `ParquetEncoderPool` (parquet-pool.ts) runs the same
@@ -44,14 +45,13 @@
  * so those are dropped from the footer for a column that holds NaN.
  */
 import * as arrow from "apache-arrow";
-import * as pw from "parquet-wasm";
 import { dataInvalid } from "../errors.ts";
 import { normalizeArrowSchema } from "./arrow-schema.ts";
 import { parquetLayout } from "./parquet-layout.ts";
-import { decodeToIpcStream, encodeIpcStream, type ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
+import { Compression, decodeAllToIpcStream, decodeToIpcStream, EnabledStatistics, encodeIpcStream, schemaToIpcStream, WriterVersion, type ParquetWriterSpec } from "./parquet-ops.mjs";
 import { readFileMetaData, T, type ThriftField, type ThriftList } from "./parquet-footer.mjs";
 
-export type { ParquetWriterSpec } from "./parquet-wasm-ops.mjs";
+export type { ParquetWriterSpec } from "./parquet-ops.mjs";
 
 export type ParquetCompression = "zstd" | "snappy" | "gzip" | "lz4" | "lz4_raw" | "brotli" | "none" | "uncompressed";
 
@@ -85,24 +85,24 @@ export interface ParquetReadOptions {
 }
 
 /** Maps Paimon's `file.compression` names onto Parquet codecs. */
-export function parquetCompression(name: string | undefined): pw.Compression {
+export function parquetCompression(name: string | undefined): Compression {
   switch ((name ?? "zstd").trim().toLowerCase()) {
     case "zstd":
-      return pw.Compression.ZSTD;
+      return Compression.ZSTD;
     case "snappy":
-      return pw.Compression.SNAPPY;
+      return Compression.SNAPPY;
     case "gzip":
-      return pw.Compression.GZIP;
+      return Compression.GZIP;
     case "lz4":
     case "lz4_raw":
       // LZ4_RAW, not the deprecated Hadoop-framed LZ4 codec: parquet-mr ≥ 1.13, pyarrow and DuckDB read it natively.
-      return pw.Compression.LZ4_RAW;
+      return Compression.LZ4_RAW;
     case "brotli":
-      return pw.Compression.BROTLI;
+      return Compression.BROTLI;
     case "none":
     case "uncompressed":
     case "":
-      return pw.Compression.UNCOMPRESSED;
+      return Compression.UNCOMPRESSED;
     default:
       throw dataInvalid(`unsupported Parquet compression '${name}' (use zstd, snappy, gzip, lz4, brotli or none)`);
   }
@@ -112,7 +112,7 @@ export function parquetCompression(name: string | undefined): pw.Compression {
 export function writerSpec(opts: ParquetWriteOptions, numRows: number): ParquetWriterSpec {
   const st = opts.statistics;
   const statistics =
-    st === false || st === "none" ? pw.EnabledStatistics.None : st === "page" ? pw.EnabledStatistics.Page : pw.EnabledStatistics.Chunk;
+    st === false || st === "none" ? EnabledStatistics.None : st === "page" ? EnabledStatistics.Page : EnabledStatistics.Chunk;
   const dict = opts.dictionary;
   return {
     compression: parquetCompression(opts.compression),
@@ -120,7 +120,7 @@ export function writerSpec(opts: ParquetWriteOptions, numRows: number): ParquetW
     statistics,
     dictionary: dict === true,
     dictionaryColumns: Array.isArray(dict) ? [...(dict as readonly string[])] : [],
-    writerVersion: opts.writerVersion === "2.0" ? pw.WriterVersion.V2 : pw.WriterVersion.V1,
+    writerVersion: opts.writerVersion === "2.0" ? WriterVersion.V2 : WriterVersion.V1,
     createdBy: opts.createdBy,
     plainColumns: [],
     plainEverywhere: false,
@@ -205,13 +205,11 @@ function sameNames(a: arrow.Schema, b: arrow.Schema): boolean {
  * the work. `readParquetAsync` decodes only the selected columns.
  */
 export function readParquet(bytes: Uint8Array, opts: ParquetReadOptions = {}): arrow.Table {
-  const wasmTable = pw.readParquet(bytes, { batchSize: opts.batchSize ?? 65536 });
-  // intoIPCStream consumes the wasm table and copies the stream into JS memory.
-  const table = arrow.tableFromIPC(wasmTable.intoIPCStream());
+  const table = arrow.tableFromIPC(decodeAllToIpcStream(bytes, opts.batchSize ?? 65536));
   return opts.columns === undefined ? table : project(table, opts.columns);
 }
 
-/** Like `readParquet`, but column projection happens inside the decoder (parquet-wasm's async file reader). */
+/** Like `readParquet`, but column projection happens inside the decoder. */
 export async function readParquetAsync(bytes: Uint8Array, opts: ParquetReadOptions = {}): Promise<arrow.Table> {
   return arrow.tableFromIPC(await decodeToIpcStream(bytes, { columns: opts.columns, batchSize: opts.batchSize, rowGroups: opts.rowGroups }));
 }
@@ -223,8 +221,7 @@ function project(table: arrow.Table, columns: readonly string[]): arrow.Table {
 
 /** The Arrow schema of a Parquet file, from its footer. */
 export function readParquetSchema(bytes: Uint8Array): arrow.Schema {
-  const schema = pw.readSchema(bytes);
-  return arrow.tableFromIPC(schema.intoIPCStream()).schema;
+  return arrow.tableFromIPC(schemaToIpcStream(bytes)).schema;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,242 @@
+//! natslake's native Parquet codec: the two calls of src/codec/parquet-wasm-ops.mjs (Arrow IPC stream → Parquet,
+//! Parquet → Arrow IPC stream) done by arrow-rs compiled for the host instead of for WebAssembly.
+//!
+//! The arrow-rs release and the writer settings are the ones parquet-wasm 0.8.0 uses, so both paths write the same
+//! bytes for the same spec (test/unit/codec/parquet-native-parity.test.ts checks it). Everything natslake adds on
+//! top (footer rewrite, INT96 stand-ins, statistics rules) stays in JavaScript and is shared by both paths.
+//!
+//! Both calls are synchronous: they run on the calling thread (the main thread or a Parquet worker thread) exactly
+//! as the WebAssembly calls do, and napi-rs registers the module per context so every worker thread can load it.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
+use bytes::Bytes;
+use napi::bindgen_prelude::{Buffer, BufferSlice, Uint8ArraySlice};
+use napi::{Env, Error, Result, Status};
+use napi_derive::napi;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::basic::{Compression, Encoding};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::schema::types::ColumnPath;
+
+/// The resolved writer settings of `ParquetWriterSpec` (src/codec/parquet-ops.d.mts). The enum fields carry
+/// parquet-wasm 0.8's numbering, so one spec drives either path. `footer` is applied in JavaScript and not read here.
+#[napi(object)]
+pub struct WriterSpec {
+    pub compression: u32,
+    pub max_row_group_size: f64,
+    pub statistics: u32,
+    pub dictionary: bool,
+    pub dictionary_columns: Vec<String>,
+    pub writer_version: u32,
+    pub created_by: Option<String>,
+    pub plain_columns: Vec<String>,
+    pub plain_everywhere: bool,
+}
+
+/// `ParquetDecodeSpec`: top-level columns (unknown names skipped), row groups, rows per record batch.
+#[napi(object)]
+pub struct DecodeSpec {
+    pub columns: Option<Vec<String>>,
+    pub row_groups: Option<Vec<u32>>,
+    pub batch_size: Option<u32>,
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(Status::InvalidArg, message)
+}
+
+fn failed(context: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(Status::GenericFailure, format!("{context}: {e}"))
+}
+
+/// Runs `f`, turning a panic inside arrow-rs (possible on malformed input) into a JavaScript error instead of an
+/// aborted process.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(failed(what, format!("arrow-rs panicked: {detail}")))
+        }
+    }
+}
+
+fn compression(code: u32) -> Result<Compression> {
+    Ok(match code {
+        0 => Compression::UNCOMPRESSED,
+        1 => Compression::SNAPPY,
+        2 => Compression::GZIP(Default::default()),
+        3 => Compression::BROTLI(Default::default()),
+        4 => Compression::LZ4,
+        5 => Compression::ZSTD(Default::default()),
+        6 => Compression::LZ4_RAW,
+        other => return Err(invalid(format!("unsupported Parquet compression code {other}"))),
+    })
+}
+
+fn statistics(code: u32) -> Result<EnabledStatistics> {
+    Ok(match code {
+        0 => EnabledStatistics::None,
+        1 => EnabledStatistics::Chunk,
+        2 => EnabledStatistics::Page,
+        other => return Err(invalid(format!("unknown Parquet statistics level {other}"))),
+    })
+}
+
+fn writer_version(code: u32) -> Result<WriterVersion> {
+    Ok(match code {
+        0 => WriterVersion::PARQUET_1_0,
+        1 => WriterVersion::PARQUET_2_0,
+        other => return Err(invalid(format!("unknown Parquet writer version {other}"))),
+    })
+}
+
+/// The writer properties parquet-wasm-ops.mjs builds, setting for setting and in the same order.
+fn writer_properties(spec: &WriterSpec) -> Result<WriterProperties> {
+    let max_row_group_size = if spec.max_row_group_size.is_finite() { spec.max_row_group_size.max(1.0) as usize } else { usize::MAX };
+    let mut b = WriterProperties::builder()
+        .set_compression(compression(spec.compression)?)
+        .set_max_row_group_row_count(Some(max_row_group_size))
+        .set_statistics_enabled(statistics(spec.statistics)?)
+        .set_dictionary_enabled(spec.dictionary)
+        .set_writer_version(writer_version(spec.writer_version)?);
+    for column in &spec.dictionary_columns {
+        b = b.set_column_dictionary_enabled(ColumnPath::from(column.as_str()), true);
+    }
+    // INT96 stand-ins must be PLAIN without dictionary or statistics (parquet-footer.mjs rewrites their type). A
+    // column is named by one path part, as parquet-wasm names it, so the paths match between the two codecs.
+    for column in &spec.plain_columns {
+        let path = || ColumnPath::from(column.as_str());
+        b = b
+            .set_column_dictionary_enabled(path(), false)
+            .set_column_encoding(path(), Encoding::PLAIN)
+            .set_column_statistics_enabled(path(), EnabledStatistics::None);
+    }
+    if spec.plain_everywhere {
+        b = b.set_encoding(Encoding::PLAIN);
+    }
+    if let Some(created_by) = &spec.created_by {
+        b = b.set_created_by(created_by.clone());
+    }
+    Ok(b.build())
+}
+
+/// Encodes an Arrow IPC stream as one Parquet file (without natslake's footer rewrite, done by the caller). The file
+/// is copied into memory V8 owns (a few MB at most, as it is compressed): such a buffer can be transferred to another
+/// thread, which Node refuses for memory an addon owns, and Parquet bytes are often posted between threads.
+#[napi]
+pub fn encode_ipc_stream<'env>(env: &'env Env, ipc: Uint8ArraySlice, spec: WriterSpec) -> Result<BufferSlice<'env>> {
+    let file = guarded("Parquet encode", || {
+        let props = writer_properties(&spec)?;
+        let reader = StreamReader::try_new(std::io::Cursor::new(&ipc[..]), None).map_err(|e| failed("reading the Arrow IPC stream", e))?;
+        let mut out = Vec::with_capacity(ipc.len() / 4);
+        let mut writer = ArrowWriter::try_new(&mut out, reader.schema(), Some(props)).map_err(|e| failed("Parquet encode", e))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| failed("reading the Arrow IPC stream", e))?;
+            writer.write(&batch).map_err(|e| failed("Parquet encode", e))?;
+        }
+        writer.close().map_err(|e| failed("Parquet encode", e))?;
+        Ok(out)
+    })?;
+    BufferSlice::copy_from(env, file)
+}
+
+/// Decodes a Parquet file into an Arrow IPC stream (handed to JavaScript without a copy): the named top-level columns the file has (all when `columns` is
+/// absent) of the chosen row groups (all when absent), in record batches of `batchSize` rows (default 65536).
+#[napi]
+pub fn decode_to_ipc_stream(bytes: Uint8ArraySlice, opts: Option<DecodeSpec>) -> Result<Buffer> {
+    guarded("Parquet decode", || {
+        let opts = opts.unwrap_or(DecodeSpec { columns: None, row_groups: None, batch_size: None });
+        // One copy of the (compressed) file: the reader wants owned bytes, and the JavaScript buffer is only borrowed.
+        let data = Bytes::copy_from_slice(&bytes);
+        let metadata = ArrowReaderMetadata::load(&data, ArrowReaderOptions::default()).map_err(|e| failed("reading the Parquet footer", e))?;
+        let metadata = without_view_types(metadata)?;
+        let row_group_count = metadata.metadata().num_row_groups();
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(data, metadata).with_batch_size(opts.batch_size.unwrap_or(65536).max(1) as usize);
+        if let Some(row_groups) = opts.row_groups {
+            let row_groups: Vec<usize> = row_groups.into_iter().map(|i| i as usize).collect();
+            if let Some(bad) = row_groups.iter().find(|&&i| i >= row_group_count) {
+                return Err(invalid(format!("row group {bad} does not exist (the file has {row_group_count})")));
+            }
+            builder = builder.with_row_groups(row_groups);
+        }
+        if let Some(columns) = &opts.columns {
+            let roots: Vec<usize> =
+                builder.schema().fields().iter().enumerate().filter(|(_, f)| columns.iter().any(|c| c == f.name())).map(|(i, _)| i).collect();
+            let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+            builder = builder.with_projection(mask);
+        }
+        let reader = builder.build().map_err(|e| failed("Parquet decode", e))?;
+        let schema = reader.schema();
+        let mut out = Vec::new();
+        let mut writer = StreamWriter::try_new(&mut out, &schema).map_err(|e| failed("writing the Arrow IPC stream", e))?;
+        for batch in reader {
+            let batch: RecordBatch = batch.map_err(|e| failed("Parquet decode", e))?;
+            writer.write(&batch).map_err(|e| failed("writing the Arrow IPC stream", e))?;
+        }
+        writer.finish().map_err(|e| failed("writing the Arrow IPC stream", e))?;
+        drop(writer);
+        Ok(out.into())
+    })
+}
+
+/// The file's Arrow schema (the one `decode_to_ipc_stream` yields) as an IPC stream without batches.
+#[napi]
+pub fn schema_to_ipc_stream(bytes: Uint8ArraySlice) -> Result<Buffer> {
+    guarded("reading the Parquet schema", || {
+        let data = Bytes::copy_from_slice(&bytes);
+        let metadata = ArrowReaderMetadata::load(&data, ArrowReaderOptions::default()).map_err(|e| failed("reading the Parquet footer", e))?;
+        let metadata = without_view_types(metadata)?;
+        let mut out = Vec::new();
+        let mut writer = StreamWriter::try_new(&mut out, metadata.schema()).map_err(|e| failed("writing the Arrow IPC stream", e))?;
+        writer.finish().map_err(|e| failed("writing the Arrow IPC stream", e))?;
+        drop(writer);
+        Ok(out.into())
+    })
+}
+
+/// Reads string and binary view columns as plain strings and binaries, as parquet-wasm does (Arrow JS has no view
+/// types): only files whose embedded Arrow schema asks for views are affected.
+fn without_view_types(metadata: ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
+    let schema = metadata.schema();
+    if !schema.fields().iter().any(|f| has_view(f.data_type())) {
+        return Ok(metadata);
+    }
+    let fields: Fields = schema.fields().iter().map(without_view).collect();
+    let plain: SchemaRef = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(metadata.metadata().clone(), ArrowReaderOptions::default().with_schema(plain)).map_err(|e| failed("reading the Parquet footer", e))
+}
+
+fn has_view(t: &DataType) -> bool {
+    match t {
+        DataType::Utf8View | DataType::BinaryView => true,
+        DataType::Struct(fields) => fields.iter().any(|f| has_view(f.data_type())),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => has_view(f.data_type()),
+        _ => false,
+    }
+}
+
+fn without_view(field: &FieldRef) -> FieldRef {
+    let t = match field.data_type() {
+        DataType::Utf8View => DataType::Utf8,
+        DataType::BinaryView => DataType::Binary,
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(without_view).collect()),
+        DataType::List(f) => DataType::List(without_view(f)),
+        DataType::LargeList(f) => DataType::LargeList(without_view(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(without_view(f), *n),
+        DataType::Map(f, sorted) => DataType::Map(without_view(f), *sorted),
+        other => other.clone(),
+    };
+    Arc::new(Field::clone(field).with_data_type(t))
+}

@@ -1,0 +1,82 @@
+/**
+ * The native Parquet codec: the same calls as parquet-wasm-ops.mjs, done by natslake's Node-API addon
+ * (native/parquet/: arrow-rs's `parquet` crate, the release parquet-wasm 0.8 is built from, compiled for this machine).
+ * For the same request it writes the same bytes as the WebAssembly codec (test/unit/codec/parquet-native-parity.test.ts),
+ * with less CPU, and keeps no memory after a call: arrow-rs allocates from the process heap, which it returns when
+ * a call ends, where wasm linear memory only grows. natslake's footer rewrite (parquet-footer.mjs) is shared.
+ *
+ * Loading this module loads the addon and throws when it is not built (scripts/setup.sh builds it where `cargo`
+ * exists): parquet-ops.mjs imports it only to try. napi-rs addons are context-aware, so each worker thread loads its
+ * own instance. Plain JavaScript so worker threads need no TypeScript loader; types in parquet-native-ops.d.mts.
+ */
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath, URL } from "node:url";
+import { rewriteFooter } from "./parquet-footer.mjs";
+
+/**
+ * Where scripts/setup.sh puts the built addon: native/parquet/ of the package root, two levels above this file in the
+ * sources (src/codec/) and three in the compiled build (dist/src/codec/).
+ */
+export const ADDON_PATH = [new URL("../../native/parquet/natslake-parquet.node", import.meta.url), new URL("../../../native/parquet/natslake-parquet.node", import.meta.url)]
+  .map((url) => fileURLToPath(url))
+  .find((path) => existsSync(path)) ?? fileURLToPath(new URL("../../native/parquet/natslake-parquet.node", import.meta.url));
+
+const addon = createRequire(import.meta.url)(ADDON_PATH);
+
+/**
+ * ArrayBuffers over memory arrow-rs allocated (decoded IPC streams, handed over without a copy). Node marks such
+ * external buffers untransferable: a postMessage that lists one in its transfer list copies it (Node 20) or throws
+ * (later Node), so `transferableBuffer` never offers them. Encoded files come in memory V8 owns (see lib.rs).
+ */
+const external = new WeakSet();
+
+/**
+ * Callers get a plain Uint8Array view of the addon's Node Buffer, as from the wasm codec: Buffer's `slice` shares
+ * memory where Uint8Array's copies, and parquet-footer.mjs relies on the copy.
+ */
+const plain = (buffer) => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+
+function decoded(buffer) {
+  external.add(buffer.buffer);
+  return plain(buffer);
+}
+
+/** Encodes an Arrow IPC stream as one Parquet file, its footer rewritten when `spec.footer` asks for it. */
+export function encodeIpcStream(ipc, spec) {
+  const bytes = plain(addon.encodeIpcStream(ipc, spec));
+  return spec.footer === undefined ? bytes : rewriteFooter(bytes, spec.footer);
+}
+
+/** Decodes the named top-level columns (names the file lacks are skipped) of the chosen row groups. */
+export async function decodeToIpcStream(bytes, opts = {}) {
+  return decoded(addon.decodeToIpcStream(bytes, opts));
+}
+
+/** Decodes every column and row group on this thread. */
+export function decodeAllToIpcStream(bytes, batchSize) {
+  return decoded(addon.decodeToIpcStream(bytes, { batchSize }));
+}
+
+/** The file's Arrow schema as an IPC stream without batches. */
+export function schemaToIpcStream(bytes) {
+  return decoded(addon.schemaToIpcStream(bytes));
+}
+
+/** Nothing is kept between calls. */
+export function retainedMemoryBytes() {
+  return 0;
+}
+
+/**
+ * The ArrayBuffer behind `bytes` when `bytes` covers all of it and it may be transferred to another thread (not the
+ * addon's memory, not shared, not empty), else null. Never an empty one: a detached buffer is empty too, and a
+ * postMessage that lists one drops the message without an error (`ParquetEncoderPool.decode` refuses empty bytes
+ * before this).
+ */
+export function transferableBuffer(bytes) {
+  if (bytes.byteLength === 0) return null;
+  const buffer = bytes.buffer;
+  if (!(buffer instanceof ArrayBuffer) || external.has(buffer)) return null;
+  return bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? buffer : null;
+}
