@@ -9,10 +9,12 @@
 //! as the WebAssembly calls do, and napi-rs registers the module per context so every worker thread can load it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_ipc::reader::StreamReader;
+use arrow_buffer::Buffer as ArrowBuffer;
+use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 use bytes::Bytes;
@@ -139,17 +141,45 @@ fn writer_properties(spec: &WriterSpec) -> Result<WriterProperties> {
 pub fn encode_ipc_stream<'env>(env: &'env Env, ipc: Uint8ArraySlice, spec: WriterSpec) -> Result<BufferSlice<'env>> {
     let file = guarded("Parquet encode", || {
         let props = writer_properties(&spec)?;
-        let reader = StreamReader::try_new(std::io::Cursor::new(&ipc[..]), None).map_err(|e| failed("reading the Arrow IPC stream", e))?;
-        let mut out = Vec::with_capacity(ipc.len() / 4);
-        let mut writer = ArrowWriter::try_new(&mut out, reader.schema(), Some(props)).map_err(|e| failed("Parquet encode", e))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| failed("reading the Arrow IPC stream", e))?;
-            writer.write(&batch).map_err(|e| failed("Parquet encode", e))?;
+        // SAFETY: `ipc` stays alive and unchanged for this whole synchronous call (the caller's thread is in it, and a
+        // worker's input buffer is reused only for its next job), and every array decoded from it is dropped with the
+        // decoder and the writer before the call returns: only the Parquet bytes, a separate Vec, outlive it.
+        let mut input = unsafe { borrowed(&ipc) };
+        let mut decoder = StreamDecoder::new();
+        let mut writer: Option<ArrowWriter<Vec<u8>>> = None;
+        let mut props = Some(props);
+        loop {
+            let batch = decoder.decode(&mut input).map_err(|e| failed("reading the Arrow IPC stream", e))?;
+            if writer.is_none() {
+                if let Some(schema) = decoder.schema() {
+                    let out = Vec::with_capacity(ipc.len() / 4);
+                    writer = Some(ArrowWriter::try_new(out, schema, props.take()).map_err(|e| failed("Parquet encode", e))?);
+                }
+            }
+            match (batch, writer.as_mut()) {
+                (Some(batch), Some(w)) => w.write(&batch).map_err(|e| failed("Parquet encode", e))?,
+                _ if input.is_empty() => break,
+                _ => {}
+            }
         }
-        writer.close().map_err(|e| failed("Parquet encode", e))?;
-        Ok(out)
+        decoder.finish().map_err(|e| failed("reading the Arrow IPC stream", e))?;
+        let writer = writer.ok_or_else(|| invalid("the Arrow IPC stream has no schema".to_string()))?;
+        // Flushes the last row group and writes the footer, as `close` does, and hands the bytes back.
+        writer.into_inner().map_err(|e| failed("Parquet encode", e))
     })?;
     BufferSlice::copy_from(env, file)
+}
+
+/// `bytes` as an Arrow buffer without a copy: the IPC decoder then takes the column data in place (where it is
+/// aligned for its type, which apache-arrow's writer pads to) instead of copying the whole stream first.
+///
+/// # Safety
+/// The returned buffer, and every buffer sliced from it, must be dropped before `bytes` is freed or changed.
+unsafe fn borrowed(bytes: &[u8]) -> ArrowBuffer {
+    match NonNull::new(bytes.as_ptr().cast_mut()) {
+        Some(ptr) => unsafe { ArrowBuffer::from_custom_allocation(ptr, bytes.len(), Arc::new(())) },
+        None => ArrowBuffer::from_vec(Vec::<u8>::new()),
+    }
 }
 
 /// Decodes a Parquet file into an Arrow IPC stream (handed to JavaScript without a copy): the named top-level columns the file has (all when `columns` is
