@@ -3,7 +3,7 @@
  * thread and on several cores at once.
  *
  * - `encode(batch, opts)`: the main thread serialises the batch to an Arrow IPC stream and hands it to a worker, which
- *   runs parquet-wasm and transfers the Parquet bytes back. The result is byte-for-byte what `writeParquet` produces
+ *   runs the Parquet codec (parquet-ops.mjs: native or parquet-wasm) and transfers the Parquet bytes back. The result is byte-for-byte what `writeParquet` produces
  *   on the main thread. The stream is written (one copy of the column buffers) into a SharedArrayBuffer that each
  *   worker keeps and reuses, not into a fresh ArrayBuffer per job: measured on the table-core bench, the ~50 MB of new
  *   ArrayBuffers per million rows made V8 run a full mark-compact per write, 100–150 ms each on a large heap.
@@ -21,8 +21,8 @@
  *
  * Robustness: a worker that dies (crash, `process.exit`, a WebAssembly trap, failing to start) rejects the job it
  * was running with a retryable `LakeError` (kind Unexpected) naming the operation and the exit code, and is
- * dropped; the next job starts a replacement. Wasm memory never shrinks, so a worker whose wasm memory grew past
- * `maxWasmMemoryBytes` is retired after its job and replaced on demand. `close()` rejects queued and running jobs
+ * dropped; the next job starts a replacement. Under the wasm codec, whose memory never shrinks, a worker whose wasm
+ * memory grew past `maxWasmMemoryBytes` is retired after its job and replaced on demand (the native codec keeps none). `close()` rejects queued and running jobs
  * and stops the workers; a closed pool rejects new jobs.
  *
  * The worker entry (parquet-worker.mjs) and the codec calls it shares with parquet.ts (parquet-ops.mjs) are

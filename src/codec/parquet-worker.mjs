@@ -73,7 +73,7 @@ async function run(msg) {
 }
 
 /**
- * Hands buffers over without a copy when a result owns all of its buffer (results are fresh copies out of wasm):
+ * Hands buffers over without a copy when a result owns all of its buffer (results are fresh copies out of the codec):
  * the bytes, or a flush's files' bytes.
  */
 const transferList = (payload) => {

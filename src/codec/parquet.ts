@@ -5,8 +5,8 @@
  * - `writeParquet(batchOrTable, options)` → the file's bytes. Data crosses into the codec as an Arrow IPC stream;
  *   nothing is left to free after a write.
  *   Compression names are Paimon's `file.compression` values. By default the whole input becomes one row group
- *   (measured: 64k-row groups cost ~40% more time and ~60% more bytes under ZSTD). Bound the rows per call: wasm
- *   memory grows to the largest write and never shrinks. `ParquetEncoderPool` (parquet-pool.ts) runs the same
+ *   (measured: 64k-row groups cost ~40% more time and ~60% more bytes under ZSTD). Bound the rows per call: under the
+ *   wasm codec, wasm memory grows to the largest write and never shrinks. `ParquetEncoderPool` (parquet-pool.ts) runs the same
  *   encoding in worker threads; `encodeRequest` (the data in Paimon's Parquet layout, parquet-layout.ts, and the
  *   resolved writer settings, with the footer rewrite parquet-footer.mjs applies after arrow-rs) is the request
  *   both paths share, so every encode path writes the same bytes.
@@ -38,7 +38,7 @@
  * `key`, NOT NULL columns REQUIRED. arrow-rs also stores the Arrow schema under the `ARROW:schema` footer key, which
  * pyarrow uses to restore exact Arrow types and Java ignores.
  *
- * Limits of parquet-wasm 0.8: the ZSTD level cannot be chosen (arrow-rs's default level 1 is used, which is also
+ * Limits of parquet-wasm 0.8, which the native codec keeps so that both write the same bytes: the ZSTD level cannot be chosen (arrow-rs's default level 1 is used, which is also
  * Paimon's default `file.compression.zstd-level`); arrow-rs writes no INT96, so timestamps of precision 7–9 are
  * written as FIXED_LEN_BYTE_ARRAY(12) holding INT96 bytes and the footer is rewritten to say INT96, as Java Paimon
  * writes and reads them (parquet-layout.ts, parquet-footer.mjs). arrow-rs leaves NaN out of FLOAT/DOUBLE min/max,
@@ -140,7 +140,7 @@ export function encodeRequest(data: arrow.RecordBatch | arrow.Table, opts: Parqu
   return { table: layout.table, spec };
 }
 
-/** The Arrow IPC stream parquet-wasm takes in: the data under Paimon's nested field names. */
+/** The Arrow IPC stream the codec takes in: the data under Paimon's nested field names. */
 export function toIpcStream(data: arrow.RecordBatch | arrow.Table): Uint8Array {
   return arrow.tableToIPC(normalized(data), "stream");
 }
