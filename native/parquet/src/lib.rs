@@ -182,8 +182,9 @@ unsafe fn borrowed(bytes: &[u8]) -> ArrowBuffer {
     }
 }
 
-/// Decodes a Parquet file into an Arrow IPC stream (handed to JavaScript without a copy): the named top-level columns the file has (all when `columns` is
-/// absent) of the chosen row groups (all when absent), in record batches of `batchSize` rows (default 65536).
+/// Decodes a Parquet file into an Arrow IPC stream, handed to JavaScript without a copy: the named top-level columns
+/// the file has (all when `columns` is absent) of the chosen row groups (all when absent), in record batches of
+/// `batchSize` rows (default 65536).
 #[napi]
 pub fn decode_to_ipc_stream(bytes: Uint8ArraySlice, opts: Option<DecodeSpec>) -> Result<Buffer> {
     guarded("Parquet decode", || {
