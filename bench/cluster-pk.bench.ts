@@ -25,6 +25,7 @@
  *   node --import tsx bench/cluster-pk.bench.ts [--minutes N | --seconds N] [--keys N] [--upserts N] [--rate N]
  *     [--nodes N] [--sample-seconds N] [--node-cpu-prof DIR]
  */
+import { nodeProcessEnv } from "../cluster/local/node-env.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -145,7 +146,7 @@ async function startCluster(natsBin: string): Promise<Cluster> {
       const fd = openSync(join(c.dir, `n${i}.log`), "a");
       try {
         const args = [BIN, "node", "--nats", c.nats.url, "--redis", redis.url, "--warehouse", c.warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--metrics-port", String(port), "--log-level", "warn"];
-        c.nodes.push(spawn(process.execPath, [...PROFILING.flags, ...args], { stdio: ["ignore", fd, fd] }));
+        c.nodes.push(spawn(process.execPath, [...PROFILING.flags, ...args], { stdio: ["ignore", fd, fd], env: nodeProcessEnv(process.env) }));
       } finally {
         closeSync(fd);
       }

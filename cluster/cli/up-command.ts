@@ -33,6 +33,7 @@ import { natsServerForUp } from "../local/current-nats-server.ts";
 import { PortTakenError, startNats, startRedis, type NatsOptions, type ServerHandle } from "../local/servers.ts";
 import { startSeaweed, type SeaweedHandle } from "../local/seaweedfs.ts";
 import { UpNode } from "../local/up-node.ts";
+import { nodeProcessEnv } from "../local/node-env.ts";
 import { isObjectStoreUri } from "../../src/io/warehouse.ts";
 import { createProducer } from "../producer.ts";
 import { REPO_ROOT } from "../repo-root.ts";
@@ -175,7 +176,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
         new UpNode({
           id,
           args: ["--nats", natsUrl, "--redis", redisUrl, "--warehouse", warehouse, "--node-id", id, "--commit-interval", o.commitInterval, ...connectionArgs({ ...natsAuth, ...redisAuth })],
-          env: nodeEnv,
+          env: nodeProcessEnv(nodeEnv),
           log: join(logs, `${id}.log`),
           restart: o.restart,
           out,
