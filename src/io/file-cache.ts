@@ -21,6 +21,8 @@ import * as fs from "node:fs/promises";
 import { mkdirSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { FileIO, FileStatus, ReadOptions, WriteOptions } from "./file-io.ts";
+import { LocalFileIO } from "./local.ts";
+import { ErrorKind, isLakeError } from "../errors.ts";
 
 export interface FileCacheOptions {
   /** The directory the cached copies live in (made; emptied at start). */
@@ -60,6 +62,8 @@ export class DiskCachedFileIO implements FileIO {
   private readonly fetching = new Map<string, Promise<Entry>>();
   private cachedBytes = 0;
   private readonly now: () => number;
+  /** The cache's own directory, read and written as any local file (ranged reads, writes by rename). */
+  private readonly disk = new LocalFileIO({ fsync: false });
   readonly stats = { hits: 0, misses: 0, evictions: 0 };
 
   constructor(
@@ -79,28 +83,12 @@ export class DiskCachedFileIO implements FileIO {
 
   async readFile(path: string, opts?: ReadOptions): Promise<Uint8Array> {
     if (!isImmutableTableFile(path)) return this.inner.readFile(path, opts);
-    return this.fromDisk(path, (local) => fs.readFile(local));
+    return this.fromDisk(path, (local) => this.disk.readFile(local));
   }
 
   async readRange(path: string, offset: number, length: number): Promise<Uint8Array> {
     if (!isImmutableTableFile(path)) return this.inner.readRange(path, offset, length);
-    return this.fromDisk(path, async (local) => {
-      const handle = await fs.open(local, "r");
-      try {
-        const size = (await handle.stat()).size;
-        const n = Math.max(0, Math.min(length, size - offset));
-        const out = new Uint8Array(n);
-        let at = 0;
-        while (at < n) {
-          const { bytesRead } = await handle.read(out, at, n - at, offset + at);
-          if (bytesRead === 0) break;
-          at += bytesRead;
-        }
-        return at === n ? out : out.subarray(0, at);
-      } finally {
-        await handle.close();
-      }
-    });
+    return this.fromDisk(path, (local) => this.disk.readRange(local, offset, length));
   }
 
   /** `read` of the cached copy of `path`, fetched first when missing (also when removed behind the cache's back). */
@@ -114,7 +102,7 @@ export class DiskCachedFileIO implements FileIO {
         this.touch(path, cached);
         return out;
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+        if (!(isLakeError(e) && e.kind === ErrorKind.NotFound)) throw e;
         this.forget(path, cached);
       }
     }
@@ -136,9 +124,8 @@ export class DiskCachedFileIO implements FileIO {
     const bytes = await this.inner.readFile(path);
     // A name of its own per fetch: the removal of an evicted copy of the same file, still under way, cannot hit it.
     const local = join(this.o.dir, `${createHash("sha256").update(path).digest("hex").slice(0, 32)}-${randomBytes(4).toString("hex")}`);
-    const temp = `${local}.tmp`;
-    await fs.writeFile(temp, bytes);
-    await fs.rename(temp, local);
+    // Written under a temporary name and renamed (LocalFileIO.writeFile); a cache needs no fsync.
+    await this.disk.writeFile(local, bytes, { durable: false, syncDir: false });
     const entry: Entry = { local, bytes: bytes.byteLength, lastRead: this.now() };
     const old = this.entries.get(path);
     if (old !== undefined) this.forget(path, old);
