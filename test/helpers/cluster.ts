@@ -5,6 +5,7 @@
  */
 import { after, before } from "node:test";
 import { spawn, type ChildProcess } from "node:child_process";
+import { nodeProcessEnv } from "../../cluster/local/node-env.ts";
 import { closeSync, mkdtempSync, rmSync, openSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -66,7 +67,8 @@ export function spawnNode(o: SpawnNodeOptions): ChildProcess {
     return spawn(
       process.execPath,
       [...(o.nodeFlags ?? []), "--report-on-signal", "--report-signal=SIGUSR2", `--report-directory=${dirname(o.logFile)}`, BIN, "node", "--nats", o.nats, ...(o.redis ? ["--redis", o.redis] : []), "--warehouse", o.warehouse, "--node-id", o.id, "--commit-interval", o.commitInterval ?? "100ms", "--lease-ttl", o.leaseTtl ?? "2s", "--log-level", "info", ...(o.extra ?? [])],
-      { stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } },
+      // The environment natslake up and compose give their nodes (memory settings), as a deployment runs them.
+      { stdio: ["ignore", fd, fd], env: nodeProcessEnv({ ...process.env, ...o.env }) },
     );
   } finally {
     closeSync(fd);
