@@ -190,7 +190,7 @@ export class LookupService {
     if (!table.isPrimaryKeyTable) throw new LookupRefusal("not-primary-key", ErrorKind.DataInvalid, `${name} has no primary key: lookups need a primary-key table (consume or read an append table's rows)`);
     const lookups = new TableLookups(table);
     // Notifications first (the KV's last one included), then the warehouse: no snapshot between them is missed.
-    const notifications = await subscribeSnapshots(this.d.nc, id, (n) => lookups.noteSnapshot(n.snapshotId, n.offsets), {
+    const notifications = await subscribeSnapshots(this.d.nc, id, (n) => void lookups.noteSnapshot(n.snapshotId, n.offsets), {
       prefix: this.d.subjects.prefix,
       onError: (e) => this.d.log.warn("a snapshot notification could not be used for lookups", { table: name, error: e.message }),
     });

@@ -327,6 +327,34 @@ export class KeyLookup {
     return { trimmed, bucketValues: this.table.bucketKeys.map((k) => values[k]!), partitionId, id: `${partitionId}/${this.keyIds.of(trimmed)}` };
   }
 
+  /** The names of the data files this snapshot's lookups read (a first-row table's level 0 is never read). */
+  dataFileNames(): Set<string> {
+    const names = new Set<string>();
+    for (const split of this.splits()) for (const f of split.files) if (this.readsFile(f)) names.add(f.fileName);
+    return names;
+  }
+
+  /**
+   * Decodes, whole, every file this snapshot's lookups read that `wanted` names and the cache does not hold yet, so
+   * that no lookup waits for them (a reader warms the files a new snapshot adds before it answers from it). Settles
+   * when every decode has; a failed decode is not an error here: a lookup needing that file decodes it again and says
+   * why.
+   */
+  async prefetch(wanted: (file: DataFileMeta) => boolean): Promise<void> {
+    const started: Array<Promise<DecodedFile>> = [];
+    for (const split of this.splits()) for (const f of split.files) if (this.readsFile(f) && wanted(f)) started.push(this.decoded(split, f, true));
+    await Promise.allSettled(started);
+  }
+
+  private *splits(): Generator<DataSplit> {
+    for (const byCount of this.partitions.values()) for (const buckets of byCount.values()) yield* buckets.values();
+  }
+
+  /** First-row tables: level 0 is not read (as Java's LocalTableQuery starts at level 1 for lookup tables). */
+  private readsFile(f: DataFileMeta): boolean {
+    return !(this.engine.name === "first-row" && f.level === 0);
+  }
+
   /**
    * The buckets that can hold the key: of a fixed-bucket table the one its bucket function names (with the bucket
    * count its partition was written with); of another (dynamic buckets, written by Java) every bucket of the
@@ -365,9 +393,8 @@ export class KeyLookup {
     const sorted = ks.length === 1 ? ks : [...ks].sort(this.wantedOrder);
     const ranges: Array<{ file: DataFileMeta; lo: Value[]; hi: Value[] }> = [];
     for (const f of split.files) {
-      // First-row tables: level 0 is not read (as Java's LocalTableQuery starts at level 1 for lookup tables, and as
-      // natslake's and Java's batch reads skip it).
-      if (this.engine.name === "first-row" && f.level === 0) continue;
+      // As natslake's and Java's batch reads of first-row tables skip level 0.
+      if (!this.readsFile(f)) continue;
       const lo = this.keys.decode(f.minKey);
       const hi = this.keys.decode(f.maxKey);
       if (sorted.some((k) => compare(lo, k.trimmed) <= 0 && compare(k.trimmed, hi) <= 0)) ranges.push({ file: f, lo, hi });

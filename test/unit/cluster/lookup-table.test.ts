@@ -60,10 +60,10 @@ test("lookup table - waits for the snapshot asked for (found in the warehouse), 
 
   // Read-your-writes: a snapshot whose committed offsets reach the token's (as a notification carries them).
   const followed = new TableLookups(t);
-  followed.noteSnapshot(1, { "0": 5 });
+  void followed.noteSnapshot(1, { "0": 5 });
   assert.equal((await followed.get([{ id: 1 }], undefined, { visibleAfter: { "0": 5 }, waitMs: 0 })).snapshotId, 1);
   const behind = followed.get([{ id: 2 }], undefined, { visibleAfter: { "0": 6 }, waitMs: 5000 });
-  followed.noteSnapshot(2, { "0": 6 });
+  void followed.noteSnapshot(2, { "0": 6 });
   assert.deepEqual((await behind).rows, [{ id: 2n, name: "two" }]);
   assert.equal((await refused(followed.get([{ id: 2 }], undefined, { visibleAfter: { "0": 7 }, waitMs: 200 }))).code, "not-visible");
   lookups.stop();
@@ -83,5 +83,50 @@ test("lookup table - a snapshot asked for that does not exist yet, or was expire
   await t.snapshots.writeEarliestHint(2);
   const expired = await refused(lookups.get([{ id: 0 }], undefined, { snapshot: 1, waitMs: 0 }));
   assert.deepEqual([expired.code, expired.details.earliest], ["snapshot-expired", 2]);
+  lookups.stop();
+});
+
+test("lookup table - a notified snapshot answers once the files it adds are decoded; a request that needs it waits for that", async () => {
+  const t = await new Catalog(wh.path).createTable(parseIdentifier("lt.warmed"), { columns: parseColumnList("id BIGINT NOT NULL, name STRING"), primaryKeys: ["id"], options: { bucket: "2" } });
+  await commit(t, [
+    { id: 1, name: "one" },
+    { id: 2, name: "two" },
+  ]);
+  const lookups = new TableLookups(t);
+  // The first snapshot a reader learns of answers at once: its files decode as lookups need them.
+  await lookups.noteSnapshot(1, { "0": 1, "1": 1 });
+  assert.equal(lookups.newestId, 1);
+  assert.deepEqual((await lookups.get([{ id: 1 }, { id: 2 }], undefined, { waitMs: 0 })).rows, [
+    { id: 1n, name: "one" },
+    { id: 2n, name: "two" },
+  ]);
+
+  await commit(t, [
+    { id: 1, name: "uno" },
+    { id: 3, name: "tres" },
+  ]);
+  const promoted = lookups.noteSnapshot(2, { "0": 2, "1": 2 });
+  // Until its new files are decoded, lookups answer from snapshot 1 (and say so).
+  const meanwhile = lookups.get([{ id: 1 }], undefined, { waitMs: 0 });
+  assert.deepEqual(await meanwhile.then((a) => [a.snapshotId, a.rows]), [1, [{ id: 1n, name: "one" }]]);
+  await promoted;
+  assert.equal(lookups.newestId, 2);
+  // Snapshot 2's files were decoded before it answered: its lookups decode nothing.
+  const misses = lookups.cache.misses;
+  assert.deepEqual((await lookups.get([{ id: 1 }, { id: 2 }, { id: 3 }], undefined, { waitMs: 0 })).rows, [
+    { id: 1n, name: "uno" },
+    { id: 2n, name: "two" },
+    { id: 3n, name: "tres" },
+  ]);
+  assert.equal(lookups.cache.misses, misses, "no file of snapshot 2 was decoded by a lookup");
+
+  // A request that needs the warming snapshot waits for it, however short its own wait.
+  await commit(t, [{ id: 4, name: "cuatro" }]);
+  const third = lookups.noteSnapshot(3, { "0": 3, "1": 3 });
+  const needing = lookups.get([{ id: 1 }, { id: 4 }], undefined, { minSnapshot: 3, waitMs: 0 });
+  const ryw = lookups.get([{ id: 4 }], undefined, { visibleAfter: { "1": 3 }, waitMs: 0 });
+  assert.deepEqual(await needing.then((a) => [a.snapshotId, a.rows]), [3, [{ id: 1n, name: "uno" }, { id: 4n, name: "cuatro" }]]);
+  assert.deepEqual(await ryw.then((a) => [a.snapshotId, a.rows]), [3, [{ id: 4n, name: "cuatro" }]]);
+  await third;
   lookups.stop();
 });
