@@ -212,6 +212,13 @@ export const METRICS = {
   lookupSnapshot: gauge("natslake_lookup_snapshot", "the newest snapshot of a table this reader answers lookups from", ["table"]),
 
   // The node.
+  eventLoopDelay: gauge(
+    "natslake_event_loop_delay_ms",
+    "how late the node's event loop ran (Node's event-loop delay monitor, 10 ms resolution) since the previous collection, by quantile (0.5, 0.99, and 1 for the largest): added to every latency the node serves",
+    ["quantile"],
+    { unit: "ms" },
+  ),
+  processMemory: gauge("natslake_process_memory_bytes", "the node process's memory by kind: rss (resident), heap_used and heap_total (V8's heap of the main thread), external and array_buffers (memory outside that heap held by its objects)", ["kind"], { unit: "By" }),
   actorsStuck: gauge("natslake_actors_stuck", "actors handling one message for the node's stallReport (15 s by default) or more: they handle nothing else meanwhile, see the node's log", []),
   dlqDropped: observedCounter("natslake_dlq_dropped_total", "dead letters the full (or 7-day old) DLQ stream discarded, oldest first (every node reports the cluster's value: aggregate with max)", ["stream"]),
   s3Requests: observedCounter(

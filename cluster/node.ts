@@ -63,6 +63,7 @@ import { redisConnectionOptions } from "./redis/connect-options.ts";
 import { connectNats } from "./nats/connect.ts";
 import { redactUrl } from "./nats/connect-errors.ts";
 import { startStallWatch, type StallWatch } from "./stall-watch.ts";
+import { registerRuntimeMetrics, type RuntimeMetrics } from "./runtime-metrics.ts";
 import { installRedisCommitLock } from "./redis/commit-lock.ts";
 import { LeaseKeeper } from "../actors/lease-keeper.ts";
 import { decodeRejection } from "../actors/wire/codec.ts";
@@ -182,6 +183,7 @@ export class Node {
    * the poison guard counts it and, in the end, dead-letters the message.
    */
   private readonly stallWatch: StallWatch;
+  private readonly runtimeMetrics: RuntimeMetrics;
   /** Lease failures of every table, logged as `redis at <url>: <reason>` (rate-limited), and the recovery. */
   private readonly redisReporter: RedisErrorReporter;
   readonly catalog: Catalog;
@@ -210,6 +212,7 @@ export class Node {
       for (const k of this.keepers) r.observe(k.stats().renewLagMsMax);
     });
     METRICS.actorsStuck.create(this.meter).addCallback((r) => r.observe(this.stuckNow));
+    this.runtimeMetrics = registerRuntimeMetrics(this.meter);
     registerDlqDroppedMetric(this.meter, nc, this.subjects);
     registerBucketPendingMetric(this.meter, nc, this.subjects, () => [...this.services.values()].filter((s) => s.coordinator !== undefined).map((s) => s.table));
     registerS3RequestMetric(this.meter, this.catalog.io);
@@ -869,6 +872,7 @@ export class Node {
     await this.nc.drain().catch(() => undefined);
     this.redis?.disconnect();
     await this.stallWatch.stop();
+    this.runtimeMetrics.stop();
     this.log.info("node stopped", { nodeId: this.cfg.nodeId });
   }
 }

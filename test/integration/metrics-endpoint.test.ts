@@ -42,6 +42,10 @@ test("metrics endpoint - /metrics (Prometheus) with commits, rows and consumer l
       assert.match(metrics, /natslake_commits_total\{[^}]*table="met\.t"[^}]*\} [1-9]/);
       assert.match(metrics, /natslake_rows_in_total\{[^}]*table="met\.t"[^}]*\} 50\b/);
       assert.match(metrics, /natslake_consumer_lag_seconds\{[^}]*consumer="billing"/);
+      // The process itself: how late its event loop ran since the last scrape, and its memory by kind.
+      assert.match(metrics, /natslake_event_loop_delay_ms\{[^}]*quantile="0\.99"[^}]*\} \d/);
+      const rss = /natslake_process_memory_bytes\{[^}]*kind="rss"[^}]*\} (\d+)/.exec(metrics);
+      assert.ok(rss !== null && Number(rss[1]) > 20e6, `the node's RSS is exported: ${rss?.[0] ?? "missing"}`);
       const health = await get(`${base}/healthz`);
       assert.equal(health.status, 200);
       assert.match(health.body, /ok n1/);
