@@ -6,7 +6,8 @@
  * kept under `--rate` upserts/s (default 20,000) while this process looks keys up through the lookup client
  * (`natslake/lookup`; nine keys in ten written, one in ten never):
  *   cold    the reader's first lookups of the table: single keys, each decoding the files of its bucket it needs;
- *   warm    after a pass that decodes every file: single keys one at a time (lookups/s, p50/p99 per call), batches
+ *   warm    after a pass that decodes every file: single keys one at a time (lookups/s, p50/p99 per call, and how late
+ *           the reader's event loop ran meanwhile, from its natslake_event_loop_delay_ms), batches
  *           of 100 one at a time (p50/p99), and batches of 100 from `--callers` concurrent callers (keys/s, and keys
  *           per CPU-second of the reader: its cores' worth) — and the same once the writes stopped (the reader's own
  *           cost, no new files to decode);
@@ -27,6 +28,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { createProducer } from "../cluster/producer.ts";
 import { createLookupClient, type LookupClient } from "../cluster/lookup-client.ts";
 import { startCluster, waitFor, type TestCluster } from "../test/helpers/cluster.ts";
+import { freePort } from "../cluster/local/servers.ts";
 import { seeded } from "../test/helpers/pk-lookup.ts";
 import { nodeProfiling, procStats, runLoad, waitForAssignment } from "./cluster-harness.ts";
 import { timedCalls, type TimedCalls } from "./timed-calls.ts";
@@ -107,13 +109,23 @@ async function publishToVisible(c: TestCluster, client: LookupClient): Promise<{
   return { lookup: out, notified };
 }
 
+/** The reader's `natslake_event_loop_delay_ms` by quantile since the previous scrape (a scrape starts a new window). */
+async function eventLoopDelay(port: number): Promise<Record<string, number>> {
+  const body = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const out: Record<string, number> = {};
+  for (const m of body.matchAll(/^natslake_event_loop_delay_ms\{[^}]*quantile="([^"]+)"[^}]*\} ([\d.e+-]+)$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
 const c = await startCluster({ nodes: 0, commitInterval: `${COMMIT_INTERVAL_MS}ms` });
 let client: LookupClient | undefined;
 try {
   say(`lookups over NATS: ${fmt(KEYS)} keys, ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, one reader node, ${fmt(RATE)} upserts/s during the lookups; load average at start ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
   c.startNode("w", ["--roles", "writer,committer"]);
   const profileDir = flags["node-cpu-prof"];
-  const reader = c.startNode("r", ["--roles", "reader"], {}, nodeProfiling(profileDir).flags);
+  // The reader's metrics say how late its event loop ran during the single-key lookups (what their tail is made of).
+  const readerMetricsPort = await freePort();
+  const reader = c.startNode("r", ["--roles", "reader", "--metrics-port", String(readerMetricsPort)], {}, nodeProfiling(profileDir).flags);
   await waitFor("the reader started", () => (c.logs("r").includes('"msg":"node started"') ? true : undefined), 60_000, 100);
   await new Catalog(c.warehouse).createTable(parseIdentifier(TABLE), { columns: parseColumnList(BENCH_COLUMNS), primaryKeys: ["id"], options: { bucket: String(BUCKETS) } });
   if (!(await waitForAssignment(c.nc, TABLE, BUCKETS, 1, 120_000))) throw new Error(`the ${BUCKETS} buckets were not assigned within 120 s`);
@@ -133,7 +145,10 @@ try {
   const firstPass = performance.now();
   for (let k = 0; k < 20; k++) await client.get(TABLE, Array.from({ length: 500 }, (_, j) => ({ id: Math.floor(((k * 500 + j) * KEYS) / 10_000) })));
   const firstPassSeconds = (performance.now() - firstPass) / 1000;
+  // A scrape starts the reader's event-loop delay window afresh: the next one covers the single-key lookups.
+  await eventLoopDelay(readerMetricsPort);
   const warmSingle = await measure(50_000, () => client!.get(TABLE, [askedKey()]));
+  const singleLoopDelay = await eventLoopDelay(readerMetricsPort);
   const warmBatch = await measure(10_000, () => client!.get(TABLE, batch()));
   const parallel = await concurrentBatches(client, reader.proc.pid!);
   const visible = await publishToVisible(c, client);
@@ -157,6 +172,8 @@ try {
     warm_single_lookups_per_sec: warmSingle.calls / warmSingle.seconds,
     warm_single_p50_ms: percentile(warmSingle.latencies, 0.5),
     warm_single_p99_ms: percentile(warmSingle.latencies, 0.99),
+    warm_single_reader_loop_delay_p99_ms: singleLoopDelay["0.99"] ?? null,
+    warm_single_reader_loop_delay_max_ms: singleLoopDelay["1"] ?? null,
     warm_batch100_keys_per_sec: (warmBatch.calls * BATCH) / warmBatch.seconds,
     warm_batch100_p50_ms: percentile(warmBatch.latencies, 0.5),
     warm_batch100_p99_ms: percentile(warmBatch.latencies, 0.99),
@@ -182,6 +199,7 @@ try {
   say(`cold single key:  p50 ${ms(figures.cold_single_p50_ms)}, p99 ${ms(figures.cold_single_p99_ms)} (${cold.calls} calls; the reader's first lookups decode the files they need)`);
   say(`warm first pass:  ${firstPassSeconds.toFixed(1)} s (10,000 keys across the key range)`);
   say(`warm single key:  ${fmt(figures.warm_single_lookups_per_sec)} lookups/s, p50 ${ms(figures.warm_single_p50_ms, 3)}, p99 ${ms(figures.warm_single_p99_ms, 3)} (${warmSingle.calls} calls) — ${judged("warm_single_p99_ms")}`);
+  say(`  the reader's event loop ran late by p99 ${ms(figures.warm_single_reader_loop_delay_p99_ms, 1)}, at most ${ms(figures.warm_single_reader_loop_delay_max_ms, 1)} meanwhile (natslake_event_loop_delay_ms, 10 ms resolution)`);
   say(`warm 100 keys:    ${fmt(figures.warm_batch100_keys_per_sec)} keys/s, p50 ${ms(figures.warm_batch100_p50_ms)}, p99 ${ms(figures.warm_batch100_p99_ms)} per batch (${warmBatch.calls} calls)`);
   say(`${CALLERS} callers × 100:  ${fmt(parallel.keysPerSec)} keys/s, reader CPU ${parallel.readerCpu.toFixed(1)} s over ${parallel.seconds.toFixed(1)} s: ${figures.keys_per_reader_cpu_s === null ? "n/a" : fmt(figures.keys_per_reader_cpu_s)} keys per reader CPU-second — ${judged("keys_per_reader_cpu_s")}`);
   say(`  without writes: ${fmt(idle.keysPerSec)} keys/s, reader CPU ${idle.readerCpu.toFixed(1)} s over ${idle.seconds.toFixed(1)} s: ${figures.idle_keys_per_reader_cpu_s === null ? "n/a" : fmt(figures.idle_keys_per_reader_cpu_s)} keys per reader CPU-second (the reader's own cost, no new files to decode)`);
