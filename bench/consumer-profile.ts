@@ -10,6 +10,7 @@
  *   (profile this process, the consumer, too: node --cpu-prof --cpu-prof-dir DIR2 --import tsx bench/consumer-profile.ts …)
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { nodeProcessEnv } from "../cluster/local/node-env.ts";
 import { mkdtempSync, openSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -45,7 +46,7 @@ const nodes: ChildProcess[] = [];
 const node = (i: number, roles: string, profile: boolean): ChildProcess => {
   const fd = openSync(join(dir, `n${i}.log`), "a");
   const args = [...(profile ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : []), BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", "100ms", "--log-level", "warn"];
-  const p = spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
+  const p = spawn(process.execPath, args, { stdio: ["ignore", fd, fd], env: nodeProcessEnv(process.env) });
   nodes.push(p);
   return p;
 };

@@ -33,6 +33,7 @@
  * Its figures go to the benchmark results file too (bench/figures.ts, section `consumer`).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { nodeProcessEnv } from "../cluster/local/node-env.ts";
 import { mkdtempSync, openSync, readdirSync, rmSync } from "node:fs";
 import { loadavg, setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -510,7 +511,7 @@ function reniceWriters(c: Cluster, n: number): void {
 function spawnNode(p: Processes, i: number, roles: string, nats: ServerHandle, redis: ServerHandle, warehouse: string, extra: string[] = []): ChildProcess {
   const fd = openSync(join(p.dir, `n${i}.log`), "a");
   const args = [...PROFILING.flags, BIN, "node", "--roles", roles, "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", "warn", ...extra];
-  const n = spawn(process.execPath, args, { stdio: ["ignore", fd, fd] });
+  const n = spawn(process.execPath, args, { stdio: ["ignore", fd, fd], env: nodeProcessEnv(process.env) });
   p.nodes[i - 1] = n;
   return n;
 }

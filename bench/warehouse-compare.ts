@@ -12,6 +12,7 @@
  * 200 ms; no LIST on the commit path) and the CPU of the nodes, nats-server and SeaweedFS.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { nodeProcessEnv } from "../cluster/local/node-env.ts";
 import { mkdtempSync, openSync, closeSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -132,7 +133,7 @@ async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<Warehouse
         nodes.push(
           spawn(process.execPath, [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--metrics-port", String(port), "--log-level", "warn"], {
             stdio: ["ignore", fd, fd],
-            env: process.env,
+            env: nodeProcessEnv(process.env),
           }),
         );
       } finally {
