@@ -85,7 +85,10 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     // A subscriber in its own process (as a consumer service runs) during the latency run: link → receipt.
     const subscriber = rate > 0 ? spawnSubscriber(nats.url, Math.ceil((rows / rate) * 1000) + 30_000) : null;
     // The latency run starts after 2 s of the same load (reported apart): steady state, not the cluster's first seconds.
+    const loadFromUs = process.hrtime.bigint() / 1000n;
     const load = await runLoad(nats.url, "bench.events", rows, rate, rate > 0 ? rate * 2 : 0);
+    // With profiles: the run's window on the monotonic clock, for `bench/cpuprofile-summary.mjs FILE FROM TO`.
+    if (PROFILING.flags.length > 0) lines.push(`  profiled; the load ran over monotonic µs ${loadFromUs} ${process.hrtime.bigint() / 1000n}`);
     assertAlive(nodes, dir, "during the run");
     const nodeStats = nodes.map((n, i) => {
       const s = procStats(n.pid!);
