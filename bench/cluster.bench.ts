@@ -4,7 +4,10 @@
  *
  * 1. End-to-end rows/s (first publish → all rows committed) with 1, 2 and 3 writer processes, and in the same run
  *    the raw JetStream consume + decode rate of the same messages (an ordered consumer decoding every row batch into
- *    Arrow columns in this process), with the ratio.
+ *    Arrow columns in this process), with the ratio. The nodes' CPU per million rows against the ingest floor
+ *    (issue 28): that raw consume's CPU plus pyarrow's `write_table` of the same rows under the table's Parquet
+ *    settings (bench/py/pyarrow_write_floor.py), both taken in the same run. `steady`: the same for 1 writer on a
+ *    write-only table after a warm-up of as many rows (`steady_…` figures; see `Steady`).
  * 2. Publish → visible latency p50/p99 at 50k rows/s with a 100 ms commit interval, and in the same run the
  *    notification latency a snapshot subscriber in its own process sees (snapshot link → receipt; target p99 ≤ 50 ms).
  * 3. The same cluster on a local and on an S3 warehouse (SeaweedFS) at a 250 ms commit interval: rows/s, p50/p99,
@@ -13,8 +16,10 @@
  * percentiles per second and the catch-up's rows committed and node RSS over time go to the results file as time
  * series, drawn on docs/benchmarks.md.
  *
- *   node --import tsx bench/cluster.bench.ts [rows=1000000]
- *   CLUSTER_BENCH_ONLY=1,2,3,catch-up,latency,s3 (a subset)
+ *   node --import tsx bench/cluster.bench.ts [rows=1000000] [--node-cpu-prof DIR]
+ *   CLUSTER_BENCH_ONLY=1,2,3,steady,catch-up,latency,s3 (a subset)
+ * `--node-cpu-prof DIR`: every node runs under the V8 profiler and writes its .cpuprofile into DIR when the scenario
+ * ends (bench/cpuprofile-summary.mjs summarises one); profiled CPU figures run high.
  * Its figures go to the benchmark results file too (bench/figures.ts, section `cluster`: the parts that ran).
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -22,6 +27,7 @@ import { mkdtempSync, readFileSync, rmSync, openSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { natsServerVersionOf, startNats, startRedis } from "../cluster/local/servers.ts";
@@ -30,26 +36,40 @@ import { parseColumnList } from "../src/format/data-types.ts";
 import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { BENCH_COLUMNS } from "./shape.ts";
-import { assertAlive, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
+import { assertAlive, nodeProfiling, procStats, publishBenchRows, runLoad, waitForAssignment } from "./cluster-harness.ts";
 import { compareWarehouses } from "./warehouse-compare.ts";
 import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Series } from "./figures.ts";
 import { percentileLines, secondsSince } from "./series.ts";
+import { runPython } from "../test/helpers/python.ts";
 
-const ROWS = Number(process.argv[2] ?? 1_000_000);
+const ARGS = parseArgs({ allowPositionals: true, strict: true, options: { "node-cpu-prof": { type: "string" } } });
+const ROWS = Number(ARGS.positionals[0] ?? 1_000_000);
+const PROFILING = nodeProfiling(ARGS.values["node-cpu-prof"]);
+const PYARROW_FLOOR_PY = fileURLToPath(new URL("./py/pyarrow_write_floor.py", import.meta.url));
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const COLUMNS = BENCH_COLUMNS;
-const TARGETS = { rowsPerSec: 250_000, rawRatio: 0.35, latencyOverIntervalMs: 100, notificationP99Ms: 50, rssMb: 300 };
+const TARGETS = { rowsPerSec: 250_000, rawRatio: 0.35, latencyOverIntervalMs: 100, notificationP99Ms: 50, rssMb: 300, nodeCpuVsFloor: 1.5 };
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 /** The latency run's recorded percentiles are per window of this many ms of publishing. */
 const LATENCY_WINDOW_MS = 1_000;
 
 /**
- * One cluster run: its report lines and its figures, named `writers_<N>_…` (as fast as the producer goes) or
- * `latency_…` (at `rate` rows/s).
+ * The steady-state variant of scenario 1 (`steady_…` figures): the table is `write-only` (no writer-side compaction,
+ * no snapshot expiration: maintenance has its own budget in issue 28, "maintenance on ≤ 1.3× off") and the node has
+ * ingested `warmupRows` rows before its CPU is counted — so the figure is a node's cost per row, not its first
+ * seconds' JIT compilation of the whole ingest path (measured: a fifth of the node's CPU in a cold 1M-row run).
  */
-async function scenario(writers: number, rows: number, rate: number, commitIntervalMs: number): Promise<{ lines: string[] } & FigureSet> {
+interface Steady {
+  warmupRows: number;
+}
+
+/**
+ * One cluster run: its report lines and its figures, named `writers_<N>_…` (as fast as the producer goes),
+ * `steady_…` (the same with `steady`) or `latency_…` (at `rate` rows/s).
+ */
+async function scenario(writers: number, rows: number, rate: number, commitIntervalMs: number, steady?: Steady): Promise<{ lines: string[] } & FigureSet> {
   const commitInterval = `${commitIntervalMs}ms`;
-  const p = rate === 0 ? `writers_${writers}` : "latency";
+  const p = steady !== undefined ? "steady" : rate === 0 ? `writers_${writers}` : "latency";
   const figures: FigureSet["figures"] = {};
   const targets: FigureSet["targets"] = [];
   const series: Record<string, Series> = {};
@@ -61,22 +81,26 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
   try {
     const warehouse = join(dir, "wh");
     const catalog = new Catalog(warehouse);
-    await catalog.createTable(parseIdentifier("bench.events"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id" } });
+    await catalog.createTable(parseIdentifier("bench.events"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id", ...(steady !== undefined ? { "write-only": "true" } : {}) } });
     for (let i = 1; i <= writers; i++) {
       const fd = openSync(join(dir, `n${i}.log`), "a");
-      nodes.push(spawn(process.execPath, [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", commitInterval, "--log-level", "warn"], { stdio: ["ignore", fd, fd] }));
+      nodes.push(spawn(process.execPath, [...PROFILING.flags, BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", commitInterval, "--log-level", "warn"], { stdio: ["ignore", fd, fd] }));
     }
     // Wait until every bucket has an active writer and the writers are spread.
     const nc = await connect({ servers: nats.url });
     await waitForAssignment(nc, "bench.events", 6, writers, 60_000);
     assertAlive(nodes, dir, "while starting");
+    if (steady !== undefined) await runLoad(nats.url, "bench.events", steady.warmupRows, 0, 0);
     // CPU is counted from here: node start-up (loading and compiling the TypeScript) is not part of the work.
     const before = nodes.map((n) => procStats(n.pid!).cpu);
     const natsBefore = procStats(nats.pid).cpu;
     // A subscriber in its own process (as a consumer service runs) during the latency run: link → receipt.
     const subscriber = rate > 0 ? spawnSubscriber(nats.url, Math.ceil((rows / rate) * 1000) + 30_000) : null;
     // The latency run starts after 2 s of the same load (reported apart): steady state, not the cluster's first seconds.
+    const loadFromUs = process.hrtime.bigint() / 1000n;
     const load = await runLoad(nats.url, "bench.events", rows, rate, rate > 0 ? rate * 2 : 0);
+    // With profiles: the run's window on the monotonic clock, for `bench/cpuprofile-summary.mjs FILE FROM TO`.
+    if (PROFILING.flags.length > 0) lines.push(`  profiled; the load ran over monotonic µs ${loadFromUs} ${process.hrtime.bigint() / 1000n}`);
     assertAlive(nodes, dir, "during the run");
     const nodeStats = nodes.map((n, i) => {
       const s = procStats(n.pid!);
@@ -86,19 +110,41 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     const r = load.result;
     const e2e = rows / Number(r["visibleSeconds"]);
     if (rate === 0) {
-      const raw = await rawConsumeRate(nc, rows);
+      const raw = await rawConsume(nc, rows);
       Object.assign(figures, {
         [`${p}_rows_per_sec`]: Math.round(e2e),
         [`${p}_publish_s`]: r3(Number(r["publishSeconds"])),
         [`${p}_visible_s`]: r3(Number(r["visibleSeconds"])),
-        [`${p}_raw_rows_per_sec`]: Math.round(raw),
-        [`${p}_raw_ratio`]: r3(e2e / raw),
+        [`${p}_raw_rows_per_sec`]: Math.round(raw.rowsPerSec),
+        [`${p}_raw_ratio`]: r3(e2e / raw.rowsPerSec),
       });
-      targets.push(targetAtLeast(`${p}_rows_per_sec`, Math.round(e2e), TARGETS.rowsPerSec), targetAtLeast(`${p}_raw_ratio`, r3(e2e / raw), TARGETS.rawRatio));
+      if (steady === undefined) targets.push(targetAtLeast(`${p}_rows_per_sec`, Math.round(e2e), TARGETS.rowsPerSec), targetAtLeast(`${p}_raw_ratio`, r3(e2e / raw.rowsPerSec), TARGETS.rawRatio));
       lines.push(
-        `  ${writers} writer process(es): end-to-end ${Math.round(e2e).toLocaleString("en-US")} rows/s (publish ${Number(r["publishSeconds"]).toFixed(2)} s, visible ${Number(r["visibleSeconds"]).toFixed(2)} s); ` +
-          `raw consume+decode ${Math.round(raw).toLocaleString("en-US")} rows/s; ratio ${(e2e / raw).toFixed(2)}×`,
+        `  ${steady !== undefined ? `steady state (write-only table, after ${steady.warmupRows.toLocaleString("en-US")} rows), ` : ""}${writers} writer process(es): end-to-end ${Math.round(e2e).toLocaleString("en-US")} rows/s (publish ${Number(r["publishSeconds"]).toFixed(2)} s, visible ${Number(r["visibleSeconds"]).toFixed(2)} s); ` +
+          `raw consume+decode ${Math.round(raw.rowsPerSec).toLocaleString("en-US")} rows/s; ratio ${(e2e / raw.rowsPerSec).toFixed(2)}×`,
       );
+      if (writers === 1) {
+        const floor = await ingestFloor(raw, rows);
+        const perMillion = (cpu: number): number => r3((cpu * 1_000_000) / rows);
+        const nodeCpu = nodeStats.reduce((t, s) => t + s.cpu, 0);
+        const ratio = r3(nodeCpu / (floor.rawCpuSeconds + floor.pyarrowCpuSeconds));
+        // Scenario 1's names are the issue's; the steady variant's carry its prefix.
+        const named = (name: string): string => (steady === undefined ? name : `${p}_${name}`);
+        Object.assign(figures, {
+          [`${p}_node_cpu_s_per_million_rows`]: perMillion(nodeCpu),
+          [`${p}_raw_cpu_s`]: r3(floor.rawCpuSeconds),
+          [`${p}_pyarrow_write_cpu_s`]: r3(floor.pyarrowCpuSeconds),
+          [named("ingest_floor_cpu_s_per_million_rows")]: perMillion(floor.rawCpuSeconds + floor.pyarrowCpuSeconds),
+          [named("node_cpu_vs_floor_ratio")]: ratio,
+          [`${p}_load_average_1m`]: Math.round(loadavg()[0]! * 100) / 100,
+        });
+        targets.push(targetAtMost(named("node_cpu_vs_floor_ratio"), ratio, TARGETS.nodeCpuVsFloor));
+        lines.push(
+          `    node CPU ${perMillion(nodeCpu).toFixed(2)} s per million rows; floor ${perMillion(floor.rawCpuSeconds + floor.pyarrowCpuSeconds).toFixed(2)} s ` +
+            `(raw consume+decode ${floor.rawCpuSeconds.toFixed(2)} CPU s + pyarrow write_table ${floor.pyarrowCpuSeconds.toFixed(2)} CPU s); ratio ${ratio.toFixed(2)}× ` +
+            `(target ≤ ${TARGETS.nodeCpuVsFloor}×; load average ${loadavg().map((x) => x.toFixed(2)).join(" ")})`,
+        );
+      }
     } else {
       lines.push(`  ${rate.toLocaleString("en-US")} rows/s offered, commit interval ${commitInterval}: publish→visible p50 ${r["latencyP50"]} ms, p99 ${r["latencyP99"]} ms (${r["samples"]} batches; after a 2 s warm-up whose p50/p99 were ${r["warmupP50"]}/${r["warmupP99"]} ms)`);
       const num = (v: number | null | undefined): number | null => (typeof v === "number" ? v : null);
@@ -141,7 +187,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     lines.push(`    nodes: ${nodeStats.map((s, i) => `n${i + 1} ${s.cpu.toFixed(1)} CPU s, RSS ${s.rssMb} MB`).join("; ")}; load generator ${Number(r["cpuSeconds"]).toFixed(1)} CPU s, RSS ${load.rssMb} MB; nats-server ${natsStats.cpu.toFixed(1)} CPU s`);
     await nc.close();
   } finally {
-    for (const n of nodes) n.kill("SIGKILL");
+    for (const n of nodes) n.kill(PROFILING.stopSignal);
     await Promise.all(nodes.map((n) => new Promise((r) => (n.exitCode !== null ? r(null) : n.once("exit", r)))));
     await nats.stop();
     await redis.stop();
@@ -183,11 +229,17 @@ function spawnSubscriber(url: string, ms: number): { summary: () => Promise<Noti
   };
 }
 
+/** The raw consume + decode of the benchmark's rows: its rate and this process's CPU seconds over it. */
+interface RawConsume {
+  rowsPerSec: number;
+  cpuSeconds: number;
+}
+
 /**
  * The same messages consumed raw: republish `rows` rows as the producer did (500-row batches) to a scratch stream,
- * then time an ordered consumer decoding them into Arrow column builders.
+ * then time an ordered consumer decoding them into Arrow column builders (wall and CPU).
  */
-async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: number): Promise<number> {
+async function rawConsume(nc: Awaited<ReturnType<typeof connect>>, rows: number): Promise<RawConsume> {
   const { jetstreamManager } = await import("@nats-io/jetstream");
   const catalog = new Catalog(mkdtempSync(join(tmpdir(), "natslake-raw-")));
   const table = await catalog.createTable(parseIdentifier("bench.raw"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id" } });
@@ -199,6 +251,7 @@ async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: num
   const consumer = await js.consumers.get(subjects.ingestStream(table.identifier), { deliver_policy: DeliverPolicy.All });
   const fields = table.schema.fields;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   let n = 0;
   // The writers' own decoding (actors/ingest/decode.ts), here on this thread, in jobs of 64 messages as they fetch.
   let job: Array<{ seq: number; data: Uint8Array }> = [];
@@ -214,9 +267,25 @@ async function rawConsumeRate(nc: Awaited<ReturnType<typeof connect>>, rows: num
     if (left === 0) break;
   }
   const secs = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   await msgs.close();
   await (await jetstreamManager(nc)).streams.delete(subjects.ingestStream(table.identifier));
-  return n / secs;
+  return { rowsPerSec: n / secs, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+}
+
+/**
+ * The ingest floor of issue 28, its two parts taken in the same run: the raw consume + decode's CPU (`raw`, this
+ * process) and pyarrow's `write_table` CPU for the same rows under the table's Parquet settings (the median of its
+ * runs, bench/py/pyarrow_write_floor.py).
+ */
+async function ingestFloor(raw: RawConsume, rows: number): Promise<{ rawCpuSeconds: number; pyarrowCpuSeconds: number }> {
+  const dir = mkdtempSync(join(tmpdir(), "natslake-floor-"));
+  try {
+    const out = JSON.parse((await runPython(PYARROW_FLOOR_PY, [dir, String(rows)], { timeoutMs: 300_000 })).trim().split("\n").pop()!) as { pyarrow_write_cpu_s: number };
+    return { rawCpuSeconds: raw.cpuSeconds, pyarrowCpuSeconds: out.pyarrow_write_cpu_s };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -259,7 +328,7 @@ async function catchUp(rows: number): Promise<{ lines: string[] } & FigureSet> {
       .filter((l) => l.includes('"msg":"bucket opened"'))
       .map((l) => (JSON.parse(l) as { time: number }).time);
     const secs = (Number(last.timeMillis) - Math.min(...opened)) / 1000;
-    const raw = await rawConsumeRate(nc, rows);
+    const raw = (await rawConsume(nc, rows)).rowsPerSec;
     await nc.close();
     const figures = {
       catch_up_rows_per_sec: Math.round(rows / secs),
@@ -300,16 +369,17 @@ const keep = (part: { lines: string[] } & FigureSet): string[] => {
   return part.lines;
 };
 const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
-// CLUSTER_BENCH_ONLY=1,3,catch-up,latency,s3 runs only those scenarios (for quick comparisons); default: all.
+// CLUSTER_BENCH_ONLY=1,3,steady,catch-up,latency,s3 runs only those scenarios (for quick comparisons); default: all.
 const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
 for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...keep(await scenario(writers, ROWS, 0, 250)));
+if (!only || only.includes("steady")) out.push(...keep(await scenario(1, ROWS, 0, 250, { warmupRows: ROWS })));
 if (!only || only.includes("catch-up")) out.push(...keep(await catchUp(ROWS)));
 if (!only || only.includes("latency")) {
   out.push("latency");
   out.push(...keep(await scenario(3, 500_000, 50_000, 100)));
 }
 out.push(
-  `targets: ≥ ${TARGETS.rowsPerSec / 1000}k rows/s end-to-end and ≥ ${TARGETS.rawRatio}× the raw rate; p99 ≤ commit interval + ${TARGETS.latencyOverIntervalMs} ms; notification p99 ≤ ${TARGETS.notificationP99Ms} ms; RSS ≤ ${TARGETS.rssMb} MB per node`,
+  `targets: ≥ ${TARGETS.rowsPerSec / 1000}k rows/s end-to-end and ≥ ${TARGETS.rawRatio}× the raw rate; p99 ≤ commit interval + ${TARGETS.latencyOverIntervalMs} ms; notification p99 ≤ ${TARGETS.notificationP99Ms} ms; RSS ≤ ${TARGETS.rssMb} MB per node; node CPU per row ≤ ${TARGETS.nodeCpuVsFloor}× the ingest floor (1 writer; and in the steady state)`,
 );
 if (!only || only.includes("s3")) {
   const load0 = loadavg().map((x) => x.toFixed(2)).join(" ");

@@ -12,6 +12,8 @@
  * code runs on the writer's thread (tests, `NATSLAKE_DECODE_WORKERS=0`) and in a worker (bucket-worker.mjs).
  */
 import { RecordBatchBuilder } from "../../src/codec/columns/record-batch-builder.ts";
+import { sharedBufferRecycler, type ArrayAllocator, type BufferRecycler } from "../../src/codec/columns/buffer-recycler.ts";
+import { IpcStaging } from "../../src/codec/parquet.ts";
 import { failpoint, failpointArmed, failpointMatches, failpointOnData } from "../../src/failpoints.ts";
 import type { DataField } from "../../src/format/data-types.ts";
 import type { TableSchema } from "../../src/format/schema.ts";
@@ -46,6 +48,14 @@ export interface AppendResult {
   bufferedBytes: number;
 }
 
+/**
+ * The IPC stream of this thread's flushes (see IpcStaging): the buffer of the largest flush so far, kept up to this
+ * bound. A flush is bounded by the bucket's write buffer (`write-buffer-size`, 256 MiB by default, of payload bytes).
+ */
+const MAX_KEPT_STAGING_BYTES = 64 * 1024 * 1024;
+let threadStaging: IpcStaging | null = null;
+const flushStaging = (): IpcStaging => (threadStaging ??= new IpcStaging(MAX_KEPT_STAGING_BYTES));
+
 export class BucketBuffer {
   private builder: RecordBatchBuilder | null = null;
   private bytes = 0;
@@ -56,8 +66,17 @@ export class BucketBuffer {
   /** Rows of a message marked for failpoint `ingest.flush-row` are held (tests: a row that makes the flush fail). */
   private holdsMarkedRow = false;
 
+  /**
+   * Append tables: the column buffers come from the thread's recycler and go back to it once their flush is encoded
+   * (nothing of a flush's result refers to them), so the next flush's columns are not new external memory — which
+   * V8 answers with full collections of the thread's heap (buffer-recycler.ts). A primary-key flush sorts and folds
+   * its rows into new batches and keeps allocating as before.
+   */
+  private readonly recycler: BufferRecycler | null;
+
   constructor(private readonly spec: BucketBufferSpec) {
     this.layout = spec.keyed === undefined ? null : keyValueLayout(spec.keyed.schema);
+    this.recycler = spec.keyed === undefined ? sharedBufferRecycler() : null;
   }
 
   /** Decodes payloads (stream order) and keeps their rows; bad rows and payloads come back as rejections. */
@@ -65,7 +84,9 @@ export class BucketBuffer {
     failpoint("bucket-buffer.append");
     if (failpointArmed("ingest.message") || failpointArmed("ingest.stall") || failpointArmed("ingest.flush-row")) this.poisonPoints(payloads);
     // Each doubling copies every column and frees the old buffers into the thread's heap, where they fragment it.
-    const builder = (this.builder ??= new RecordBatchBuilder(this.spec.fields, Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24))))));
+    const capacity = Math.max(16, Math.min(1 << 20, Math.max(Math.ceil(this.lastFlushRows * 1.1), Math.ceil(payloads.data.byteLength / 24))));
+    const arrays: ArrayAllocator | undefined = this.recycler ?? undefined;
+    const builder = (this.builder ??= new RecordBatchBuilder(this.spec.fields, capacity, arrays));
     const bounded = this.spec.maxMessageRows === undefined ? { payloads, rejected: [] } : withoutOversized(payloads, this.spec.maxMessageRows);
     const input = bounded.payloads;
     const out = this.spec.keyed === undefined ? decodeSized(this.spec.fields, input, { into: builder }) : decodeKeyed(this.spec.keyed.schema, input, builder);
@@ -100,7 +121,10 @@ export class BucketBuffer {
     if (this.layout === null || this.spec.keyed === undefined) {
       if (builder === null || held === 0) return { kind: "append", files: [] };
       failpoint("bucket-buffer.flush");
-      return { kind: "append", files: [encodeDataFile(builder.finish(), this.spec)] };
+      const batch = builder.finish();
+      const file = encodeDataFile(batch, this.spec, flushStaging());
+      this.recycler?.giveBatches([batch]);
+      return { kind: "append", files: [file] };
     }
     if (builder === null || held === 0) return { kind: "keyed", rows: 0, data: null, changelog: null };
     failpoint("bucket-buffer.flush");

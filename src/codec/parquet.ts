@@ -176,10 +176,43 @@ export function toIpcChunks(data: arrow.RecordBatch | arrow.Table): IpcChunks {
   return writer.out;
 }
 
-/** Encodes a batch or table as one Parquet file (on this thread; `ParquetEncoderPool.encode` in a worker). */
-export function writeParquet(data: arrow.RecordBatch | arrow.Table, opts: ParquetWriteOptions = {}): Uint8Array {
+/**
+ * Encodes a batch or table as one Parquet file (on this thread; `ParquetEncoderPool.encode` in a worker). With
+ * `staging`, the IPC stream the codec reads is written into that reused buffer instead of a new one.
+ */
+export function writeParquet(data: arrow.RecordBatch | arrow.Table, opts: ParquetWriteOptions = {}, staging?: IpcStaging): Uint8Array {
   const { table, spec } = encodeRequest(data, opts);
-  return encodeIpcStream(toIpcStream(table), spec);
+  return encodeIpcStream(staging === undefined ? toIpcStream(table) : staging.stage(toIpcChunks(table)), spec);
+}
+
+/**
+ * A buffer one thread keeps for the IPC streams it hands the codec, one encode at a time (the codec reads its input
+ * during the call and keeps nothing of it). A writer that encodes a file every commit interval would otherwise
+ * allocate the stream anew each time — as many bytes as the columns, tens of MB per million rows — and V8 runs a
+ * full mark-compact for every ~64 MB of new ArrayBuffers. A stream larger than `maxKeptBytes` gets a buffer of its
+ * own, not kept.
+ */
+export class IpcStaging {
+  private buffer: ArrayBuffer | null = null;
+
+  constructor(readonly maxKeptBytes: number) {}
+
+  /** The pieces copied into the kept buffer (grown when too small): a view valid until the next `stage`. */
+  stage(input: IpcChunks): Uint8Array {
+    const size = input.byteLength;
+    let buffer = this.buffer;
+    if (buffer === null || buffer.byteLength < size) {
+      buffer = new ArrayBuffer(Math.max(size, Math.min(2 * (buffer?.byteLength ?? 0), this.maxKeptBytes), 64 * 1024));
+      if (buffer.byteLength <= this.maxKeptBytes) this.buffer = buffer;
+    }
+    const out = new Uint8Array(buffer, 0, size);
+    let pos = 0;
+    for (const c of input.chunks) {
+      out.set(c, pos);
+      pos += c.byteLength;
+    }
+    return out;
+  }
 }
 
 /** Re-wraps the data under Paimon's nested field names when they differ (buffers are shared, not copied). */

@@ -11,7 +11,7 @@ import * as arrow from "apache-arrow";
 import { failpoint } from "../failpoints.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
 import { rowsToRecordBatch } from "../codec/columns/record-batch-builder.ts";
-import { writeParquet, type ParquetWriteOptions } from "../codec/parquet.ts";
+import { writeParquet, type IpcStaging, type ParquetWriteOptions } from "../codec/parquet.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { computeStats, safeFileBounds, type ValueStats } from "../codec/stats.ts";
 import { applyStatsMode, columnStatsModes, type StatsMode } from "../codec/stats-mode.ts";
@@ -68,9 +68,12 @@ export interface DataFileEncodeSpec {
   statsModes?: StatsMode[];
 }
 
-/** Encodes one data file as `DataFileWriter` does on its own thread: the same Parquet bytes and statistics. */
-export function encodeDataFile(data: arrow.RecordBatch | arrow.Table, spec: DataFileEncodeSpec): EncodedFile {
-  return { bytes: writeParquet(data, spec.parquet), rowCount: data.numRows, valueStats: valueStatsOf(spec.statsFields, spec.statsModes, data) };
+/**
+ * Encodes one data file as `DataFileWriter` does on its own thread: the same Parquet bytes and statistics (nothing
+ * returned refers to `data`'s buffers). `staging`: see `writeParquet`.
+ */
+export function encodeDataFile(data: arrow.RecordBatch | arrow.Table, spec: DataFileEncodeSpec, staging?: IpcStaging): EncodedFile {
+  return { bytes: writeParquet(data, spec.parquet, staging), rowCount: data.numRows, valueStats: valueStatsOf(spec.statsFields, spec.statsModes, data) };
 }
 
 /**

@@ -11,7 +11,8 @@ import { isLakeError } from "../../../src/errors.ts";
 import type { DataFileMeta } from "../../../src/format/manifest.ts";
 import type { Row } from "../../../src/format/values.ts";
 import { TableWrite } from "../../../src/write/table-write.ts";
-import type { EncodedFile } from "../../../src/write/data-file-writer.ts";
+import { valueStatsOf, type EncodedFile } from "../../../src/write/data-file-writer.ts";
+import { sharedBufferRecycler } from "../../../src/codec/columns/buffer-recycler.ts";
 import { encodeRowBatch } from "../../../actors/wire/row-batch.ts";
 import { BucketBuffer, type BucketBufferSpec } from "../../../actors/ingest/bucket-buffer.ts";
 import { BucketStallError, createBucketBuffers, InlineBucketBuffers, WorkerBucketBuffers, type BucketBuffers } from "../../../actors/ingest/bucket-buffers.ts";
@@ -78,6 +79,33 @@ test("bucket buffer - the files, statistics and sequence numbers of the TableWri
     assert.deepEqual(got!.newFiles.map(strip), expected!.newFiles.map(strip), "row count, sequence numbers, value statistics");
     assert.deepEqual(rowsOf(encoded, table.schema.fields), rowsOf([{ bytes: await table.io.readFile(table.paths.dataFilePath("", 1, expected!.newFiles[0]!.fileName)), rowCount: 0, valueStats: encoded[0]!.valueStats }], table.schema.fields));
     assert.equal(held, 11 * 40 - 1);
+  } finally {
+    d.cleanup();
+  }
+});
+
+test("bucket buffer - flushes one after another reuse the column buffers, and each file holds exactly its own rows and statistics", async () => {
+  const d = tempDir();
+  try {
+    const table = await createTable(d.path, "db.t", COLUMNS);
+    const write = new TableWrite(table, { encoderPool: null });
+    const spec = { fields: table.schema.fields, ...write.encodeSpec };
+    const recycler = sharedBufferRecycler();
+    // Two sessions on one thread, flushing in turn: rounds of 10k+ rows (columns over the recycler's 64 KiB floor),
+    // larger then smaller, so a round's columns are the buffers an earlier round let go, holding its old values.
+    const a = new BucketBuffer(spec);
+    const b = new BucketBuffer(spec);
+    const rounds: Array<[BucketBuffer, number, number]> = [[a, 400, 0], [b, 300, 100_000], [a, 260, 200_000], [b, 350, 300_000], [a, 40, 400_000]];
+    for (const [buffer, count, from] of rounds) {
+      const input = messages(count, from);
+      buffer.append(packPayloads(input));
+      const flushed = buffer.flush();
+      const expected = decodeSized(table.schema.fields, packPayloads(input)).builder!.finish();
+      const files = filesOf(flushed);
+      assert.deepEqual(rowsOf(files, table.schema.fields), recordBatchToRows(table.schema.fields, expected), `${count} messages from ${from}: the rows`);
+      assert.deepEqual(files[0]!.valueStats, valueStatsOf(spec.statsFields, spec.statsModes, expected), `${count} messages from ${from}: the statistics`);
+      if (count >= 260) assert.ok(recycler.heldBytes > 0, "the flushed columns went back to the thread's recycler");
+    }
   } finally {
     d.cleanup();
   }
