@@ -31,6 +31,7 @@ import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { natsServerVersionOf, startNats, startRedis } from "../cluster/local/servers.ts";
+import { nodeProcessEnv } from "../cluster/local/node-env.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { parseColumnList } from "../src/format/data-types.ts";
 import { decodeSized, packPayloads } from "../actors/ingest/decode.ts";
@@ -84,7 +85,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     await catalog.createTable(parseIdentifier("bench.events"), { columns: parseColumnList(COLUMNS), options: { bucket: "6", "bucket-key": "id", ...(steady !== undefined ? { "write-only": "true" } : {}) } });
     for (let i = 1; i <= writers; i++) {
       const fd = openSync(join(dir, `n${i}.log`), "a");
-      nodes.push(spawn(process.execPath, [...PROFILING.flags, BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", commitInterval, "--log-level", "warn"], { stdio: ["ignore", fd, fd] }));
+      nodes.push(spawn(process.execPath, [...PROFILING.flags, BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", commitInterval, "--log-level", "warn"], { stdio: ["ignore", fd, fd], env: nodeProcessEnv(process.env) }));
     }
     // Wait until every bucket has an active writer and the writers are spread.
     const nc = await connect({ servers: nats.url });
@@ -308,7 +309,7 @@ async function catchUp(rows: number): Promise<{ lines: string[] } & FigureSet> {
     await publishBenchRows(nc, "bench.events", rows);
     const logFile = join(dir, "n1.log");
     const fd = openSync(logFile, "a");
-    node = spawn(process.execPath, [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", "n1", "--commit-interval", "250ms", "--log-level", "info"], { stdio: ["ignore", fd, fd] });
+    node = spawn(process.execPath, [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", "n1", "--commit-interval", "250ms", "--log-level", "info"], { stdio: ["ignore", fd, fd], env: nodeProcessEnv(process.env) });
     const deadline = Date.now() + 120_000;
     let rss = 0;
     let last = await table.snapshots.latest();
