@@ -16,18 +16,16 @@
 import * as arrow from "apache-arrow";
 import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
-import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
-import { columnReader } from "../codec/columns/value-readers.ts";
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { schemaMessage, splitIpcStream, type IpcBatchMessage, type IpcStreamParts } from "../codec/ipc-stream.ts";
-import type { DataField, DataType } from "../format/data-types.ts";
+import type { DataField } from "../format/data-types.ts";
 import { serializeBinaryRow } from "../format/binary-row.ts";
 import { partitionPath } from "../format/partition.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import type { TableSchema } from "../format/schema.ts";
-import { toCanonical, type Row, type Value } from "../format/values.ts";
+import type { Row, Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
 import { damagedFile, missingFile, reasonOf } from "../table/damaged-file.ts";
 import { fetchColumnsOf, RANGED_READ_MIN_BYTES } from "./ranged-fetch.ts";
@@ -36,12 +34,13 @@ import type { ManifestStore } from "../table/manifest-store.ts";
 import { changesOf, planIncremental, snapshotDeltaSplits, type IncrementalRange } from "./incremental.ts";
 import type { Snapshot } from "../format/snapshot.ts";
 import { checkMergeReadable, ignoreDeleteOf, mergeReadFields } from "../lsm/merge-read.ts";
-import { isSystemField, keyFields, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
+import { keyFields, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 import { ROW_KIND_FIELD, withRowKind } from "../lsm/row-kind-column.ts";
 import { mergeBucketFiles, project } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 import type { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
 import { dropDeletedRows } from "./deleted-rows.ts";
+import { checkRowCount, mapToTarget, schemaMapping, type SchemaMapping } from "./file-mapping.ts";
 import { MergeFilesAhead, READ_AHEAD_BYTES, READ_AHEAD_MAX_FILES } from "./merge-files-ahead.ts";
 import { changelogProducerOf } from "../lsm/lookup-changelog.ts";
 
@@ -100,8 +99,6 @@ function projectedFields(table: Table, projection?: string[], travelledTo?: Snap
 /** The snapshot of a plan read in that snapshot's own schema (time travel); else null. */
 const travelledTo = (plan: ScanPlan): Snapshot | null => (plan.timeTravel ? plan.snapshot : null);
 
-const sameType = (a: DataType, b: DataType): boolean => JSON.stringify({ ...a, nullable: true }) === JSON.stringify({ ...b, nullable: true });
-
 /** The file's columns as an Arrow table (only `columns`, or all when undefined). */
 async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool | null, inlineBelow = POOL_MIN_FILE_BYTES): Promise<arrow.Table> {
   if (pool === null || bytes.length < inlineBelow) {
@@ -131,20 +128,6 @@ async function decodeFileIpc(bytes: Uint8Array, columns: string[] | undefined, p
     jobs.push(pool.decodeIpc(bytes, { columns, batchSize, rowGroups: Array.from({ length: to - from }, (_, k) => from + k) }));
   }
   return Promise.all(jobs);
-}
-
-type ColumnSource = { kind: "take"; index: number } | { kind: "convert"; index: number; from: DataType } | { kind: "null" };
-
-/** How files written with one schema are read into the target fields (the same for every file of that schema). */
-interface SchemaMapping {
-  /** The file schema's field for each target field (by id), undefined for a column added later. */
-  sources: Array<DataField | undefined>;
-  /** The file columns to decode, by name. */
-  columns: string[];
-  /** Not every column of the file is wanted. */
-  projected: boolean;
-  /** Per target field: the file column has the same logical type (renaming is free). */
-  sameLogicalType: boolean[];
 }
 
 /**
@@ -179,16 +162,7 @@ class FileReadContext {
   private async resolve(schemaId: number): Promise<SchemaMapping> {
     const table = this.table;
     const fileSchema: TableSchema = schemaId === table.schema.id ? table.schema : await table.schemas.schema(schemaId);
-    // Paimon's system columns of primary-key files are in no table schema: read by their own name.
-    const sources = this.fields.map((f) => fileSchema.fields.find((x) => x.id === f.id) ?? (isSystemField(f) ? f : undefined));
-    const columns = [...new Set(sources.filter((s): s is DataField => s !== undefined).map((s) => s.name))];
-    return {
-      sources,
-      columns,
-      // Every column of the file wanted: no projection (the cheaper full decode).
-      projected: columns.length !== fileSchema.fields.length,
-      sameLogicalType: this.fields.map((f, k) => sources[k] !== undefined && sameType(sources[k].type, f.type)),
-    };
+    return schemaMapping(fileSchema, this.fields);
   }
 
   /** Reads one data file (see `readDataFile`). */
@@ -302,28 +276,7 @@ class FileReadContext {
 
   /** The decoded file's batches in the target schema: columns taken, converted or null-filled by the mapping. */
   private toTarget(data: arrow.Table, mapping: SchemaMapping, file: DataFileMeta, path: string, expectedRows = file.rowCount): arrow.RecordBatch[] {
-    const { fields, targetSchema, structType } = this;
-    const { sources, sameLogicalType } = mapping;
-    if (expectedRows === file.rowCount) checkRowCount(data.numRows, file, path);
-    else if (data.numRows !== expectedRows) throw new LakeError(ErrorKind.DataInvalid, `row groups of data file ${path} decoded to ${data.numRows} rows but its footer says ${expectedRows}`, { context: { path } });
-    // How each target column comes out of the file, decided once per file (its batches share one schema).
-    const names = data.schema.fields.map((x) => x.name);
-    const plan: ColumnSource[] = fields.map((f, k) => {
-      const src = sources[k];
-      const index = src ? names.indexOf(src.name) : -1;
-      if (!src || index < 0) return { kind: "null" };
-      // Same physical type: take the column as it is (renaming is free). Otherwise convert value by value.
-      if (sameLogicalType[k] && arrow.util.compareTypes(data.schema.fields[index]!.type, targetSchema.fields[k]!.type)) return { kind: "take", index };
-      return { kind: "convert", index, from: src.type };
-    });
-    return data.batches.map((batch) => {
-      const children = plan.map((p, k) => {
-        if (p.kind === "null") return nullColumn(fields[k]!.type, batch.numRows);
-        const col = batch.data.children[p.index]!;
-        return p.kind === "take" ? col : convertColumn(p.from, fields[k]!, col);
-      });
-      return new arrow.RecordBatch(targetSchema, arrow.makeData({ type: structType, length: batch.numRows, nullCount: 0, children }));
-    });
+    return mapToTarget(data, mapping, { fields: this.fields, schema: this.targetSchema, struct: this.structType }, file, path, expectedRows);
   }
 }
 
@@ -338,12 +291,6 @@ const dataFileRemedy = (table: Table): string =>
 function decodeRefused(e: unknown): boolean {
   if (!isLakeError(e)) return true;
   return e.kind === ErrorKind.Unexpected && e.context["op"] === "decode" && e.context["error"] !== undefined && !e.retryable;
-}
-
-function checkRowCount(rows: number, file: DataFileMeta, path: string): void {
-  if (rows !== file.rowCount) {
-    throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${rows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
-  }
 }
 
 /**
@@ -392,23 +339,6 @@ export async function readDataFile(
   inlineDecodeBelowBytes?: number,
 ): Promise<arrow.RecordBatch[]> {
   return new FileReadContext(table, fields).read(split, file, pool, inlineDecodeBelowBytes);
-}
-
-function nullColumn(type: DataType, length: number): arrow.Data {
-  const b = makeColumnBuilder({ ...type, nullable: true } as DataType, "null", Math.max(1, length));
-  for (let i = 0; i < length; i++) b.appendNull();
-  return b.finish();
-}
-
-/** Schema evolution with a type change (e.g. INT → BIGINT): read old values, convert them to the new type. */
-function convertColumn(from: DataType, to: DataField, col: arrow.Data): arrow.Data {
-  const read = columnReader(from, col);
-  const b = makeColumnBuilder(to.type, to.name, Math.max(1, col.length));
-  for (let i = 0; i < col.length; i++) {
-    const v = read(i);
-    b.append(v === null ? null : toCanonical({ ...to.type, nullable: true } as DataType, typeof v === "bigint" && to.type.root !== "BIGINT" && to.type.root !== "DECIMAL" ? Number(v) : v, to.name));
-  }
-  return b.finish();
 }
 
 /**
