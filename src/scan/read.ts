@@ -42,6 +42,11 @@ import type { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
 import { dropDeletedRows } from "./deleted-rows.ts";
 import { checkRowCount, mapToTarget, schemaMapping, type SchemaMapping } from "./file-mapping.ts";
 import { MergeFilesAhead, READ_AHEAD_BYTES, READ_AHEAD_MAX_FILES } from "./merge-files-ahead.ts";
+import { WorkerMerges, type PreparedBucket } from "./worker-merges.ts";
+import type { MergeBucketSpec } from "./merge-bucket-job.ts";
+import { sections } from "../lsm/merge-reader.ts";
+import { SerializedKeys } from "../lsm/key-comparator.ts";
+import { transferableBuffer } from "../codec/parquet-ops.mjs";
 import { changelogProducerOf } from "../lsm/lookup-changelog.ts";
 
 export interface ReadSpec extends ScanSpec {
@@ -75,6 +80,11 @@ export interface ReadSpec extends ScanSpec {
    * batch than take it (encodes and sends it) keeps the workers busy meanwhile with more.
    */
   readAheadFiles?: number;
+  /**
+   * Primary-key tables: buckets that need a merge are merged in the pool's worker threads, several at once (default
+   * true; src/scan/worker-merges.ts). false: merged on the calling thread, their files decoded in the pool.
+   */
+  mergeInWorkers?: boolean;
 }
 
 /** Files smaller than this are decoded on the calling thread by default: a worker round trip would cost more than it saves. */
@@ -240,7 +250,7 @@ class FileReadContext {
   }
 
   /** The file's bytes (all, or its wanted column chunks on an object store) and how its schema maps to the target. */
-  private async fetch(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta): Promise<{ path: string; bytes: Uint8Array; mapping: SchemaMapping }> {
+  async fetch(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta): Promise<{ path: string; bytes: Uint8Array; mapping: SchemaMapping }> {
     const { table } = this;
     const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
       defaultName: table.options.partitionDefaultName,
@@ -397,7 +407,7 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
   return (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === want;
 }
 
-export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles" | "rowKind">;
+export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles" | "rowKind" | "mergeInWorkers">;
 
 /**
  * Record batches of a plan made by `planRead`, in its schema (`plan.schema`); the projection, limit and decoder pool
@@ -479,11 +489,23 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const rawContext = dvMode || (engine.name === "first-row" && spec.rowKind !== true) ? new FileReadContext(table, wanted) : null;
   // A bucket whose files are all above level 0 and none with deletes is read as it is in those modes.
   const readRaw = (split: DataSplit): boolean => split.files.every((f) => f.level > 0 && f.deleteRowCount === 0);
+  const raw = (split: DataSplit): boolean => rawContext !== null && readRaw(split);
+  // Buckets that need a merge are merged in the pool's workers, several at once (src/scan/worker-merges.ts), unless
+  // deletion vectors apply (read here, file by file) or the bucket is too small to be worth the hand-off.
+  const sortedKeys = new SerializedKeys(keys.map((f) => f.type));
+  const minWorkerBytes = spec.inlineDecodeBelowBytes === 0 ? 0 : WORKER_MERGE_MIN_BYTES;
+  const inWorker = (split: DataSplit): boolean =>
+    pool !== null && spec.mergeInWorkers !== false && !dvMode && vectors === null && !raw(split) && split.files.reduce((n, f) => n + f.fileSize, 0) >= minWorkerBytes && needsMerge(split.files, sortedKeys);
+  const workerSplits = pool === null ? [] : splits.filter(inWorker);
+  const workers = workerSplits.length === 0 ? null : new WorkerMerges(workerSplits, pool!, spec.limit !== undefined, (split) => prepareBucket(context, table, split, { ignoreDelete, output: mergeFields, wanted }), (e, bucket) => workerMergeFailure(table, e, bucket)).begin();
+  const inWorkers = new Set(workerSplits);
   // Later buckets' files decode in the pool while this one merges here (src/scan/merge-files-ahead.ts). Buckets read
   // raw read ahead by themselves.
-  const ahead = MergeFilesAhead.of(rawContext === null ? splits : splits.filter((s) => !readRaw(s)), pool, spec.limit !== undefined, read).begin();
+  const ahead = MergeFilesAhead.of(splits.filter((s) => !raw(s) && !inWorkers.has(s)), pool, spec.limit !== undefined, read).begin();
   try {
     for (const split of splits) {
+      // A limit reached: the next bucket is neither read nor merged.
+      if (remaining <= 0) return;
       if (rawContext !== null && readRaw(split)) {
         const rawRead = (s: DataSplit, f: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(rawContext, s, f, vectors, (s2, f2) => rawContext.read(s2, f2, pool, spec.inlineDecodeBelowBytes));
         for await (const batches of filesAhead({ ...plan, splits: [split] }, pool, spec, rawRead)) {
@@ -493,6 +515,15 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
             remaining -= taken.numRows;
             yield taken;
           }
+        }
+        continue;
+      }
+      if (workers !== null && inWorkers.has(split)) {
+        for await (const batch of workers.take(split)) {
+          if (remaining <= 0) return;
+          const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
+          remaining -= taken.numRows;
+          yield taken;
         }
         continue;
       }
@@ -514,7 +545,48 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
     }
   } finally {
     ahead.close();
+    workers?.close();
   }
+}
+
+/**
+ * Buckets whose files total less Parquet than this merge on the calling thread even with a pool: the hand-off (the
+ * bytes to the worker, every output batch back as IPC) costs more than the merge there saves.
+ */
+const WORKER_MERGE_MIN_BYTES = 256 * 1024;
+
+/** Whether a bucket's files need a merge at all: some overlap, or one holds retractions (else each is read as it is). */
+function needsMerge(files: readonly DataFileMeta[], keys: SerializedKeys): boolean {
+  return files.some((f) => f.deleteRowCount !== 0) || sections(files, keys).some((s) => s.length > 1);
+}
+
+/** A bucket's files read (through the table's FileIO, here) for its merge in a worker, their bytes to hand over. */
+async function prepareBucket(context: FileReadContext, table: Table, split: DataSplit, merge: { ignoreDelete: boolean; output: DataField[]; wanted: DataField[] }): Promise<PreparedBucket> {
+  const fetched = await Promise.all(split.files.map((f) => context.fetch(split, f)));
+  const transfer: ArrayBuffer[] = [];
+  const files = fetched.map(({ path, bytes, mapping }, k) => {
+    // Bytes that share their buffer (a slice of Node's pool) are copied once so that what goes over is theirs alone.
+    const owned = transferableBuffer(bytes) === null ? bytes.slice() : bytes;
+    transfer.push(owned.buffer as ArrayBuffer);
+    return { meta: split.files[k]!, path, bytes: owned, mapping };
+  });
+  const spec: Omit<MergeBucketSpec, "window"> = {
+    schema: table.schema,
+    ignoreDelete: merge.ignoreDelete,
+    fields: [...context.fields],
+    output: merge.output,
+    wanted: merge.output === merge.wanted ? null : merge.wanted,
+    files,
+  };
+  return { spec, transfer };
+}
+
+/** A worker merge's failure as the read reports it: a file the worker could not decode is a damaged file, by path. */
+function workerMergeFailure(table: Table, e: unknown, bucket: Omit<MergeBucketSpec, "window">): unknown {
+  if (!isLakeError(e) || e.retryable || e.kind !== ErrorKind.Unexpected || typeof e.context["fileIndex"] !== "number") return e;
+  const file = bucket.files[e.context["fileIndex"]];
+  if (file === undefined) return e;
+  return damagedFile("data-file", file.path, reasonOf(e), dataFileRemedy(table), { cause: e, uri: table.io.uriOf(file.path) });
 }
 
 /** A data file's batches as `read` gives them, less the rows its deletion vector in `vectors` marks (if it has one). */
