@@ -15,8 +15,9 @@
  *   that every full collection there would mark again.
  * - `mergeBucket(spec, transfer, onChunk)`: a primary-key bucket's merge-on-read (src/scan/merge-bucket-job.ts), its
  *   files' bytes handed over; its output batches stream back one chunk (an Arrow IPC stream) at a time, the worker
- *   waiting for the caller's `ack` once `spec.window` chunks are unacknowledged. The job holds its worker until the
- *   bucket is merged (or `cancel`led): a caller that stops taking chunks holds that worker meanwhile.
+ *   waiting for the caller's `ack` once `spec.window` chunks are unacknowledged — for `spec.pauseAfterMs` at most:
+ *   then the job fails with the error name `Paused` (context `error`), so a caller that stops taking chunks never
+ *   holds a worker for long (it merges the rest itself: src/scan/worker-merges.ts).
  *
  * Workers start lazily (up to `size`, default `os.availableParallelism()`), one job runs per worker at a time and
  * the rest wait in one FIFO queue on the main thread, so a slow job never holds up jobs another worker could take.
@@ -48,8 +49,11 @@ import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } fr
  */
 type KeyedFlushSpec = object;
 type EncodedKeyedFlush = object;
-/** A bucket's merge (src/scan/merge-bucket-job.ts MergeBucketSpec), opaque here for the same reason; `window`: chunks unacknowledged at most. */
-type MergeBucketSpec = { window: number };
+/**
+ * A bucket's merge (src/scan/merge-bucket-job.ts MergeBucketSpec), opaque here for the same reason; `window`: chunks
+ * unacknowledged at most; `pauseAfterMs`: how long the worker waits for an ack before it ends the job (`Paused`).
+ */
+type MergeBucketSpec = { window: number; pauseAfterMs: number };
 
 /** A merge-bucket job under way: its end (the rows it sent), and how the caller steers it. */
 export interface MergeBucketJob {

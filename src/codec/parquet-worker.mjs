@@ -26,7 +26,8 @@
  * A bucket's merge-on-read (src/scan/merge-bucket-job.ts) is loaded the same way, on its first job. It streams:
  * each output batch is posted as a chunk; once `spec.window` chunks are unacknowledged it waits for the caller's
  * `ack`, so neither thread holds more than that many batches of a bucket however large it is. A `cancel` (the
- * caller stopped reading) ends the job at its next chunk, with a failure reply nobody waits for.
+ * caller stopped reading) ends the job at its next chunk, with a failure reply nobody waits for. A caller that acks
+ * nothing for `spec.pauseAfterMs` ends it too (`Paused`): a slow consumer never holds a worker of the pool.
  *
  * Failpoints (FAILPOINTS, read once at start): `parquet.worker.encode` / `parquet.worker.decode` /
  * `parquet.worker.flush-keyed` / `parquet.worker.merge-bucket` with `exit` (the worker thread ends with code 137, as
@@ -37,6 +38,7 @@
 import { importCompiledOrSource } from "../compiled-or-source.mjs";
 import { URL } from "node:url";
 import process from "node:process";
+import { clearTimeout, setTimeout } from "node:timers";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
 import { lowerThreadPriority } from "./thread-priority.mjs";
@@ -100,9 +102,28 @@ class Cancelled extends Error {
   name = "Cancelled";
 }
 
-/** Posts one output batch of the running merge, first waiting for credit (the caller's acks). */
-async function emitChunk(id, ipc) {
-  while (stream.credit <= 0 && !stream.cancelled) await new Promise((resolve) => (stream.wake = resolve));
+class Paused extends Error {
+  name = "Paused";
+}
+
+/**
+ * Posts one output batch of the running merge, first waiting for credit (the caller's acks) — at most
+ * `spec.pauseAfterMs`: a caller that takes no batch for that long (a slow consumer) does not hold this thread, the
+ * job ends with `Paused` and the caller merges the rest of the bucket itself.
+ */
+async function emitChunk(id, ipc, pauseAfterMs) {
+  const deadline = Date.now() + pauseAfterMs;
+  while (stream.credit <= 0 && !stream.cancelled) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Paused(`the reader took no batch for ${pauseAfterMs} ms`);
+    let timer;
+    await new Promise((resolve) => {
+      stream.wake = resolve;
+      timer = setTimeout(resolve, left);
+    });
+    clearTimeout(timer);
+    stream.wake = null;
+  }
   if (stream.cancelled) throw new Cancelled("the reader stopped reading this bucket");
   stream.credit--;
   const buffer = transferableBuffer(ipc);
@@ -111,8 +132,9 @@ async function emitChunk(id, ipc) {
 
 async function runMerge(msg) {
   Object.assign(stream, { id: msg.id, credit: Math.max(1, msg.spec.window ?? 2), cancelled: false, wake: null });
+  const pauseAfterMs = msg.spec.pauseAfterMs ?? 1000;
   try {
-    return await (await loadMergeBucket()).mergeBucketJob(msg.spec, (ipc) => emitChunk(msg.id, ipc));
+    return await (await loadMergeBucket()).mergeBucketJob(msg.spec, (ipc) => emitChunk(msg.id, ipc, pauseAfterMs));
   } finally {
     stream.id = 0;
   }

@@ -42,6 +42,10 @@ export interface MergeBucketSpec {
   files: MergeBucketFile[];
   /** Rows per output batch (default the merge's). */
   batchRows?: number;
+  /** Output batches sent ahead of the caller's acks (the worker's flow control, parquet-worker.mjs). */
+  window: number;
+  /** How long the worker waits for an ack before it gives the bucket back to the caller (`Paused`). */
+  pauseAfterMs: number;
 }
 
 /** A file of the job could not be decoded: which one (its index in `files`), for the calling thread's message. */

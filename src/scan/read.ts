@@ -42,8 +42,7 @@ import type { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
 import { dropDeletedRows } from "./deleted-rows.ts";
 import { checkRowCount, mapToTarget, schemaMapping, type SchemaMapping } from "./file-mapping.ts";
 import { MergeFilesAhead, READ_AHEAD_BYTES, READ_AHEAD_MAX_FILES } from "./merge-files-ahead.ts";
-import { WorkerMerges, type PreparedBucket } from "./worker-merges.ts";
-import type { MergeBucketSpec } from "./merge-bucket-job.ts";
+import { WorkerMerges, type BucketSpec, type PreparedBucket } from "./worker-merges.ts";
 import { sections } from "../lsm/merge-reader.ts";
 import { SerializedKeys } from "../lsm/key-comparator.ts";
 import { transferableBuffer } from "../codec/parquet-ops.mjs";
@@ -497,7 +496,31 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const inWorker = (split: DataSplit): boolean =>
     pool !== null && spec.mergeInWorkers !== false && !dvMode && vectors === null && !raw(split) && split.files.reduce((n, f) => n + f.fileSize, 0) >= minWorkerBytes && needsMerge(split.files, sortedKeys);
   const workerSplits = pool === null ? [] : splits.filter(inWorker);
-  const workers = workerSplits.length === 0 ? null : new WorkerMerges(workerSplits, pool!, spec.limit !== undefined, (split) => prepareBucket(context, table, split, { ignoreDelete, output: mergeFields, wanted }), (e, bucket) => workerMergeFailure(table, e, bucket)).begin();
+  // A bucket merged here: each merged batch narrowed to the wanted columns, the first `skipRows` rows left out (the
+  // rest of a bucket a worker gave back, src/scan/worker-merges.ts).
+  async function* mergeHere(split: DataSplit, readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>, skipRows = 0): AsyncGenerator<arrow.RecordBatch> {
+    let skip = skipRows;
+    for await (const merges of mergeBucketFiles(split.files, { keyFields: keys, sequence, ignoreDelete, engine, output: mergeFields, readFile })) {
+      if (skip >= merges.numRows) {
+        skip -= merges.numRows;
+        continue;
+      }
+      const rest = skip > 0 ? merges.slice(skip) : merges;
+      skip = 0;
+      yield mergeFields === wanted ? rest : project(rest, wanted);
+    }
+  }
+  const workers =
+    workerSplits.length === 0
+      ? null
+      : new WorkerMerges(
+          workerSplits,
+          pool!,
+          spec.limit !== undefined,
+          (split) => prepareBucket(context, table, split, { ignoreDelete, output: mergeFields, wanted }),
+          (e, bucket) => workerMergeFailure(table, e, bucket),
+          (split, skipRows) => mergeHere(split, (file) => read(split, file), skipRows),
+        ).begin();
   const inWorkers = new Set(workerSplits);
   // Later buckets' files decode in the pool while this one merges here (src/scan/merge-files-ahead.ts). Buckets read
   // raw read ahead by themselves.
@@ -527,17 +550,8 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
         }
         continue;
       }
-      const merged = mergeBucketFiles(split.files, {
-        keyFields: keys,
-        sequence,
-        ignoreDelete,
-        engine,
-        output: mergeFields,
-        readFile: (file) => ahead.take(split, file),
-      });
-      for await (const merges of merged) {
+      for await (const batch of mergeHere(split, (file) => ahead.take(split, file))) {
         if (remaining <= 0) return;
-        const batch = mergeFields === wanted ? merges : project(merges, wanted);
         const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
         remaining -= taken.numRows;
         yield taken;
@@ -570,7 +584,7 @@ async function prepareBucket(context: FileReadContext, table: Table, split: Data
     transfer.push(owned.buffer as ArrayBuffer);
     return { meta: split.files[k]!, path, bytes: owned, mapping };
   });
-  const spec: Omit<MergeBucketSpec, "window"> = {
+  const spec: BucketSpec = {
     schema: table.schema,
     ignoreDelete: merge.ignoreDelete,
     fields: [...context.fields],
@@ -582,7 +596,7 @@ async function prepareBucket(context: FileReadContext, table: Table, split: Data
 }
 
 /** A worker merge's failure as the read reports it: a file the worker could not decode is a damaged file, by path. */
-function workerMergeFailure(table: Table, e: unknown, bucket: Omit<MergeBucketSpec, "window">): unknown {
+function workerMergeFailure(table: Table, e: unknown, bucket: BucketSpec): unknown {
   if (!isLakeError(e) || e.retryable || e.kind !== ErrorKind.Unexpected || typeof e.context["fileIndex"] !== "number") return e;
   const file = bucket.files[e.context["fileIndex"]];
   if (file === undefined) return e;

@@ -12,21 +12,29 @@
  *
  * Memory: per started bucket its files' Parquet bytes until its job takes them, and at most `WINDOW` output batches
  * the caller has not taken yet — the worker waits for the caller's acks beyond that — so it stays bounded by the
- * buckets in flight and their runs, not by their rows. A read that stops early cancels its jobs.
+ * buckets in flight and their runs, not by their rows. A read that stops early cancels its jobs; one that takes no
+ * batch for `pauseAfterMs` gets the bucket back and merges the rest itself (see there).
  */
 import * as arrow from "apache-arrow";
 import type { MergeBucketJob, ParquetEncoderPool } from "../codec/parquet-pool.ts";
+import { LakeError } from "../errors.ts";
 import type { MergeBucketSpec } from "./merge-bucket-job.ts";
 import type { DataSplit } from "./plan.ts";
 
 /** Output batches (of 65,536 rows by default) a worker sends ahead of the caller's taking them. */
 const WINDOW = 3;
 
-/** What a bucket's job needs, its files read: the spec (without `window`) and the buffers of the files' bytes to hand over. */
+/** A bucket's merge as the read asks for it: the spec less the flow control this module sets. */
+export type BucketSpec = Omit<MergeBucketSpec, "window" | "pauseAfterMs">;
+
+/** What a bucket's job needs, its files read: the spec and the buffers of the files' bytes to hand over. */
 export interface PreparedBucket {
-  spec: Omit<MergeBucketSpec, "window">;
+  spec: BucketSpec;
   transfer: ArrayBuffer[];
 }
+
+/** Whether a job ended because its worker waited too long for the caller (see `WorkerMerges.pauseAfterMs`). */
+const isPause = (e: unknown): boolean => e instanceof LakeError && e.context["op"] === "merge-bucket" && e.context["error"] === "Paused";
 
 /** One bucket's merge: the chunks that arrived and not taken yet, and how it ended. */
 class BucketMerge {
@@ -36,6 +44,8 @@ class BucketMerge {
   finished = false;
   /** The job's (or its files' read's) failure, as the caller will see it. */
   failure: { error: unknown } | null = null;
+  /** The worker gave the bucket back (the caller took no batch for a while): the caller merges the rest itself. */
+  paused = false;
   /** Wakes a caller waiting for the next chunk or the end. */
   private wake: (() => void) | null = null;
   /** The caller took the bucket and stopped (all read, or early): no chunk is wanted any more. */
@@ -53,6 +63,15 @@ class BucketMerge {
 }
 
 export class WorkerMerges {
+  /**
+   * How long a worker waits for the caller to take a batch before it gives the bucket back: a slow consumer (a
+   * consume session paced by its client's credit) must not hold a worker of the process-wide pool — every decode and
+   * encode of the process would queue behind it. The caller then merges the rest on its own thread, skipping the
+   * rows it had (the merge is deterministic), once: a bucket is never re-merged in a worker.
+   */
+  static pauseAfterMs = 1000;
+  /** Rows per batch the workers send (undefined: the merge's default, 65,536); tests make them small. */
+  static batchRows: number | undefined = undefined;
   private readonly merges = new Map<DataSplit, BucketMerge>();
   /** Buckets not started yet, in plan order. */
   private next = 0;
@@ -65,14 +84,16 @@ export class WorkerMerges {
   /**
    * `splits`: the buckets this read merges in workers, in plan order. `limited`: a read with a limit (no bucket
    * starts before it is taken). `prepare` reads a bucket's files; `failure` turns a job's failure into the error
-   * the read reports (a file that could not be decoded named by its path).
+   * the read reports (a file that could not be decoded named by its path); `rest` merges a bucket given back on the
+   * calling thread, its first `skipRows` rows left out.
    */
   constructor(
     private readonly splits: readonly DataSplit[],
     private readonly pool: ParquetEncoderPool,
     private readonly limited: boolean,
     private readonly prepare: (split: DataSplit) => Promise<PreparedBucket>,
-    private readonly failure: (error: unknown, spec: Omit<MergeBucketSpec, "window">) => unknown,
+    private readonly failure: (error: unknown, spec: BucketSpec) => unknown,
+    private readonly rest: (split: DataSplit, skipRows: number) => AsyncGenerator<arrow.RecordBatch>,
   ) {}
 
   /** Starts the first buckets (none for a limited read). */
@@ -84,16 +105,24 @@ export class WorkerMerges {
   /** The bucket's merged rows, in key order; started now if it was not yet. Taken once per bucket. */
   async *take(split: DataSplit): AsyncGenerator<arrow.RecordBatch> {
     const merge = this.merges.get(split) ?? this.start(split);
+    let delivered = 0;
     try {
       for (;;) {
         const chunk = merge.chunks.shift();
         if (chunk !== undefined) {
           merge.job?.ack();
-          yield* arrow.tableFromIPC(chunk).batches;
+          for (const batch of arrow.tableFromIPC(chunk).batches) {
+            delivered += batch.numRows;
+            yield batch;
+          }
           continue;
         }
         if (merge.failure !== null) throw merge.failure.error;
         if (merge.finished) return;
+        if (merge.paused) {
+          yield* this.rest(split, delivered);
+          return;
+        }
         await merge.changed();
       }
     } finally {
@@ -142,7 +171,7 @@ export class WorkerMerges {
         bucket = await this.prepare(split);
         await turn;
         if (merge.closed) return;
-        merge.job = this.pool.mergeBucket({ ...bucket.spec, window: WINDOW }, bucket.transfer, (chunk) => {
+        merge.job = this.pool.mergeBucket({ ...bucket.spec, window: WINDOW, pauseAfterMs: WorkerMerges.pauseAfterMs, ...(WorkerMerges.batchRows !== undefined ? { batchRows: WorkerMerges.batchRows } : {}) }, bucket.transfer, (chunk) => {
           if (merge.closed) return;
           merge.chunks.push(chunk);
           merge.notify();
@@ -155,7 +184,9 @@ export class WorkerMerges {
         await merge.job.done;
         merge.finished = true;
       } catch (e) {
-        if (!merge.closed) merge.failure = { error: this.failure(e, bucket.spec) };
+        if (merge.closed) return;
+        if (isPause(e)) merge.paused = true;
+        else merge.failure = { error: this.failure(e, bucket.spec) };
       }
     };
     run()

@@ -2,8 +2,9 @@
  * Primary-key buckets merged in the Parquet pool's worker threads (src/scan/worker-merges.ts,
  * src/scan/merge-bucket-job.ts): the rows of a multi-bucket read equal the calling thread's merge for every engine
  * (random data over several commits, keys deleted, a `sequence.field`, a projection, a stream's first read with row
- * kinds), in the same order; a read with a limit merges only the buckets it needs; a worker that dies mid-read and a
- * file that cannot be decoded fail the read with the cause, without a hang.
+ * kinds), in the same order; a read with a limit merges only the buckets it needs; a reader that takes no batch for a
+ * while gets its buckets back (the pool's worker is free for others) and the same rows; a worker that dies mid-read
+ * and a file that cannot be decoded fail the read with the cause, without a hang.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,6 +13,10 @@ import { ParquetEncoderPool } from "../../../src/codec/parquet-pool.ts";
 import { BatchWriter, Catalog, parseColumnList, parseIdentifier, type Table } from "../../../src/index.ts";
 import { planRead, readAllRows, readPlanBatches, readRows, type ReadSpec } from "../../../src/scan/read.ts";
 import { isLakeError } from "../../../src/errors.ts";
+import { WorkerMerges } from "../../../src/scan/worker-merges.ts";
+import { writeParquet } from "../../../src/codec/parquet.ts";
+import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
+import { setTimeout as sleep } from "node:timers/promises";
 import { tempDir } from "../../helpers/tables.ts";
 import { randomUUID } from "node:crypto";
 import { FileStoreCommit } from "../../../src/commit/file-store-commit.ts";
@@ -187,6 +192,42 @@ test("worker merges - a data file the worker cannot decode fails the read naming
     });
     assert.ok(pool.started["merge-bucket"] >= 1);
   } finally {
+    await pool.close();
+  }
+});
+
+test("worker merges - a reader that stops taking batches gets the bucket back: the worker serves other jobs meanwhile, the rows are the same", async () => {
+  const table = await engineTable({ "merge-engine": "partial-update", "sequence.field": "ts" }, 17);
+  const all = await readAllRows(table, { decoderPool: null });
+  const pool = new ParquetEncoderPool({ size: 1 });
+  const saved = { pause: WorkerMerges.pauseAfterMs, rows: WorkerMerges.batchRows };
+  // Small batches, so the worker fills its window and waits; a short wait before it gives the bucket back.
+  WorkerMerges.pauseAfterMs = 100;
+  WorkerMerges.batchRows = 50;
+  try {
+    const other = writeParquet(rowsToRecordBatch(parseColumnList("x BIGINT").map((c, i) => ({ id: i, name: c.name, type: c.type })), [{ x: 1n }, { x: 2n }]));
+    const got: unknown[] = [];
+    let decodedAt = Infinity;
+    let resumedAt = 0;
+    for await (const r of readRows(table, { decoderPool: pool, inlineDecodeBelowBytes: 0 })) {
+      if (got.length === 0) {
+        // The reader pauses: the one worker is needed by someone else meanwhile.
+        void pool.decode(other).then((t) => {
+          assert.equal(t.numRows, 2);
+          decodedAt = performance.now();
+        });
+        await sleep(600);
+        resumedAt = performance.now();
+      }
+      got.push(r);
+    }
+    assert.ok(decodedAt < resumedAt, "the other job ran while the reader paused");
+    assert.equal(got.length, all.length);
+    assert.deepEqual(got, all);
+    assert.ok(pool.started["merge-bucket"] >= 1);
+  } finally {
+    WorkerMerges.pauseAfterMs = saved.pause;
+    WorkerMerges.batchRows = saved.rows;
     await pool.close();
   }
 });
