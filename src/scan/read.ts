@@ -490,11 +490,13 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const readRaw = (split: DataSplit): boolean => split.files.every((f) => f.level > 0 && f.deleteRowCount === 0);
   const raw = (split: DataSplit): boolean => rawContext !== null && readRaw(split);
   // Buckets that need a merge are merged in the pool's workers, several at once (src/scan/worker-merges.ts), unless
-  // deletion vectors apply (read here, file by file) or the bucket is too small to be worth the hand-off.
+  // deletion vectors apply (read here, file by file) or the bucket is too small to be worth the hand-off — and only
+  // with two workers or more: with one (a cluster node on two cores), this thread merging while that worker decodes
+  // keeps two threads busy, where the worker alone would decode and merge on one.
   const sortedKeys = new SerializedKeys(keys.map((f) => f.type));
   const minWorkerBytes = spec.inlineDecodeBelowBytes === 0 ? 0 : WORKER_MERGE_MIN_BYTES;
   const inWorker = (split: DataSplit): boolean =>
-    pool !== null && spec.mergeInWorkers !== false && !dvMode && vectors === null && !raw(split) && split.files.reduce((n, f) => n + f.fileSize, 0) >= minWorkerBytes && needsMerge(split.files, sortedKeys);
+    pool !== null && pool.size >= 2 && spec.mergeInWorkers !== false && !dvMode && vectors === null && !raw(split) && split.files.reduce((n, f) => n + f.fileSize, 0) >= minWorkerBytes && needsMerge(split.files, sortedKeys);
   const workerSplits = pool === null ? [] : splits.filter(inWorker);
   // A bucket merged here: each merged batch narrowed to the wanted columns, the first `skipRows` rows left out (the
   // rest of a bucket a worker gave back, src/scan/worker-merges.ts).

@@ -3,8 +3,9 @@
  * src/scan/merge-bucket-job.ts): the rows of a multi-bucket read equal the calling thread's merge for every engine
  * (random data over several commits, keys deleted, a `sequence.field`, a projection, a stream's first read with row
  * kinds), in the same order; a read with a limit merges only the buckets it needs; a reader that takes no batch for a
- * while gets its buckets back (the pool's worker is free for others) and the same rows; a worker that dies mid-read
- * and a file that cannot be decoded fail the read with the cause, without a hang.
+ * while gets its buckets back (the pool's workers are free for others) and the same rows; a worker that dies mid-read
+ * and a file that cannot be decoded fail the read with the cause, without a hang; a pool of one worker merges on the
+ * calling thread.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -139,12 +140,12 @@ test("worker merges - a read with a limit merges only the bucket it needs; an ea
   }
 });
 
-test("worker merges - a worker that dies in the middle of a read fails it with the cause; the pool replaces the worker", async () => {
+test("worker merges - a worker that dies in the middle of a read fails it with the cause", async () => {
   const table = await engineTable({}, 11);
   const all = await readAllRows(table, { decoderPool: null });
-  const pool = new ParquetEncoderPool({ size: 1 });
+  const pool = new ParquetEncoderPool({ size: 2 });
   try {
-    // The worker dies on its second merge: the first bucket comes out, the second fails.
+    // Each worker dies on its second merge: the first bucket comes out whole, the third or the fourth fails.
     const before = process.env["FAILPOINTS"];
     process.env["FAILPOINTS"] = "parquet.worker.merge-bucket:exit@2";
     try {
@@ -166,8 +167,6 @@ test("worker merges - a worker that dies in the middle of a read fails it with t
     );
     assert.ok(got.length > 0 && got.length < all.length, `${got.length} of ${all.length} rows before the failure`);
     assert.deepEqual(got, all.slice(0, got.length));
-    // The replacement starts without the failpoint.
-    assert.deepEqual(await readAllRows(table, { decoderPool: pool, inlineDecodeBelowBytes: 0 }), all);
   } finally {
     await pool.close();
   }
@@ -196,10 +195,10 @@ test("worker merges - a data file the worker cannot decode fails the read naming
   }
 });
 
-test("worker merges - a reader that stops taking batches gets the bucket back: the worker serves other jobs meanwhile, the rows are the same", async () => {
+test("worker merges - a reader that stops taking batches gets the buckets back: the workers serve other jobs meanwhile, the rows are the same", async () => {
   const table = await engineTable({ "merge-engine": "partial-update", "sequence.field": "ts" }, 17);
   const all = await readAllRows(table, { decoderPool: null });
-  const pool = new ParquetEncoderPool({ size: 1 });
+  const pool = new ParquetEncoderPool({ size: 2 });
   const saved = { pause: WorkerMerges.pauseAfterMs, rows: WorkerMerges.batchRows };
   // Small batches, so the worker fills its window and waits; a short wait before it gives the bucket back.
   WorkerMerges.pauseAfterMs = 100;
@@ -211,7 +210,7 @@ test("worker merges - a reader that stops taking batches gets the bucket back: t
     let resumedAt = 0;
     for await (const r of readRows(table, { decoderPool: pool, inlineDecodeBelowBytes: 0 })) {
       if (got.length === 0) {
-        // The reader pauses: the one worker is needed by someone else meanwhile.
+        // The reader pauses, both workers hold a bucket's merge: someone else needs one meanwhile.
         void pool.decode(other).then((t) => {
           assert.equal(t.numRows, 2);
           decodedAt = performance.now();
@@ -228,6 +227,18 @@ test("worker merges - a reader that stops taking batches gets the bucket back: t
   } finally {
     WorkerMerges.pauseAfterMs = saved.pause;
     WorkerMerges.batchRows = saved.rows;
+    await pool.close();
+  }
+});
+
+test("worker merges - a pool of one worker: the calling thread merges while that worker decodes", async () => {
+  const table = await engineTable({}, 19);
+  const pool = new ParquetEncoderPool({ size: 1 });
+  try {
+    assert.deepEqual(await readAllRows(table, { decoderPool: pool, inlineDecodeBelowBytes: 0 }), await readAllRows(table, { decoderPool: null }));
+    assert.equal(pool.started["merge-bucket"], 0);
+    assert.ok(pool.completed.decode > 0);
+  } finally {
     await pool.close();
   }
 });
