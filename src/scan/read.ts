@@ -496,7 +496,7 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const sortedKeys = new SerializedKeys(keys.map((f) => f.type));
   const minWorkerBytes = spec.inlineDecodeBelowBytes === 0 ? 0 : WORKER_MERGE_MIN_BYTES;
   const inWorker = (split: DataSplit): boolean =>
-    pool !== null && pool.size >= 2 && spec.mergeInWorkers !== false && !dvMode && vectors === null && !raw(split) && split.files.reduce((n, f) => n + f.fileSize, 0) >= minWorkerBytes && needsMerge(split.files, sortedKeys);
+    pool !== null && pool.size >= 2 && spec.mergeInWorkers !== false && !dvMode && vectors === null && !raw(split) && fitsWorker(split, minWorkerBytes) && needsMerge(split.files, sortedKeys);
   const workerSplits = pool === null ? [] : splits.filter(inWorker);
   // A bucket merged here: each merged batch narrowed to the wanted columns, the first `skipRows` rows left out (the
   // rest of a bucket a worker gave back, src/scan/worker-merges.ts).
@@ -570,6 +570,16 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
  * bytes to the worker, every output batch back as IPC) costs more than the merge there saves.
  */
 const WORKER_MERGE_MIN_BYTES = 256 * 1024;
+
+/**
+ * Whether a bucket's Parquet is within the worker path's bounds: at least `minBytes`, and at most
+ * `WorkerMerges.maxBucketBytes` — a worker is handed a bucket's files whole, so a larger bucket merges here, where
+ * one decoded file per run is held.
+ */
+function fitsWorker(split: DataSplit, minBytes: number): boolean {
+  const bytes = split.files.reduce((n, f) => n + f.fileSize, 0);
+  return bytes >= minBytes && bytes <= WorkerMerges.maxBucketBytes;
+}
 
 /** Whether a bucket's files need a merge at all: some overlap, or one holds retractions (else each is read as it is). */
 function needsMerge(files: readonly DataFileMeta[], keys: SerializedKeys): boolean {

@@ -10,7 +10,8 @@
  * needs). Jobs are submitted to the pool in plan order, whichever bucket's files were read first, so the pool's FIFO
  * queue merges the bucket needed next first.
  *
- * Memory: per started bucket its files' Parquet bytes until its job takes them, and at most `WINDOW` output batches
+ * Memory: per started bucket its files' Parquet bytes (a bucket of more than `maxBucketBytes` is not merged here)
+ * until its job takes them, and at most `WINDOW` output batches
  * the caller has not taken yet — the worker waits for the caller's acks beyond that — so it stays bounded by the
  * buckets in flight and their runs, not by their rows. A read that stops early cancels its jobs; one that takes no
  * batch for `pauseAfterMs` gets the bucket back and merges the rest itself (see there).
@@ -70,6 +71,11 @@ export class WorkerMerges {
    * rows it had (the merge is deterministic), once: a bucket is never re-merged in a worker.
    */
   static pauseAfterMs = 1000;
+  /**
+   * A bucket of more Parquet than this merges on the calling thread: its files are handed to the worker whole, and
+   * up to pool size + 1 buckets are read ahead, so this bounds what a read holds (3 × 64 MiB with two workers).
+   */
+  static maxBucketBytes = 64 * 1024 * 1024;
   /** Rows per batch the workers send (undefined: the merge's default, 65,536); tests make them small. */
   static batchRows: number | undefined = undefined;
   private readonly merges = new Map<DataSplit, BucketMerge>();

@@ -242,3 +242,21 @@ test("worker merges - a pool of one worker: the calling thread merges while that
     await pool.close();
   }
 });
+
+test("worker merges - a bucket of more Parquet than maxBucketBytes merges on the calling thread", async () => {
+  const table = await engineTable({}, 23);
+  const pool = new ParquetEncoderPool({ size: 2 });
+  const saved = WorkerMerges.maxBucketBytes;
+  try {
+    const plan = await planRead(table);
+    const sizes = plan.splits.map((s) => s.files.reduce((n, f) => n + f.fileSize, 0)).sort((a, b) => a - b);
+    // Between the second and the third smallest bucket: two buckets in workers, two here.
+    WorkerMerges.maxBucketBytes = Math.floor((sizes[1]! + sizes[2]!) / 2);
+    assert.ok(sizes[1]! < sizes[2]!, `bucket sizes ${sizes.join(", ")}`);
+    assert.deepEqual(await readAllRows(table, { decoderPool: pool, inlineDecodeBelowBytes: 0 }), await readAllRows(table, { decoderPool: null }));
+    assert.equal(pool.started["merge-bucket"], 2);
+  } finally {
+    WorkerMerges.maxBucketBytes = saved;
+    await pool.close();
+  }
+});
