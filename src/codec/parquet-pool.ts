@@ -15,9 +15,10 @@
  *   that every full collection there would mark again.
  * - `mergeBucket(spec, transfer, onChunk)`: a primary-key bucket's merge-on-read (src/scan/merge-bucket-job.ts), its
  *   files' bytes handed over; its output batches stream back one chunk (an Arrow IPC stream) at a time, the worker
- *   waiting for the caller's `ack` once `spec.window` chunks are unacknowledged — for `spec.pauseAfterMs` at most:
- *   then the job fails with the error name `Paused` (context `error`), so a caller that stops taking chunks never
- *   holds a worker for long (it merges the rest itself: src/scan/worker-merges.ts).
+ *   waiting for the caller's `ack` once `spec.window` chunks are unacknowledged — once the caller reached the bucket
+ *   (`taken`), for `spec.pauseAfterMs` at most: then the job fails with the error name `Paused` (context `error`),
+ *   so a caller that stops taking chunks does not hold a worker for long (it merges the rest itself:
+ *   src/scan/worker-merges.ts).
  *
  * Workers start lazily (up to `size`, default `os.availableParallelism()`), one job runs per worker at a time and
  * the rest wait in one FIFO queue on the main thread, so a slow job never holds up jobs another worker could take.
@@ -53,7 +54,7 @@ type EncodedKeyedFlush = object;
  * A bucket's merge (src/scan/merge-bucket-job.ts MergeBucketSpec), opaque here for the same reason; `window`: chunks
  * unacknowledged at most; `pauseAfterMs`: how long the worker waits for an ack before it ends the job (`Paused`).
  */
-type MergeBucketSpec = { window: number; pauseAfterMs: number };
+type MergeBucketSpec = { window: number; pauseAfterMs: number; taken?: boolean };
 
 /** A merge-bucket job under way: its end (the rows it sent), and how the caller steers it. */
 export interface MergeBucketJob {
@@ -63,6 +64,8 @@ export interface MergeBucketJob {
   ack(): void;
   /** The caller wants no more chunks: a queued job is dropped, a running one ends at its next chunk. */
   cancel(): void;
+  /** The caller reached this bucket: from now on the worker waits `pauseAfterMs` at most for an ack. */
+  taken(): void;
 }
 
 export interface ParquetPoolOptions {
@@ -288,6 +291,10 @@ export class ParquetEncoderPool {
     return {
       done,
       ack: () => this.workers.find((w) => w.job?.id === id)?.worker.postMessage({ id, ack: true }),
+      taken: () => {
+        spec.taken = true; // read at dispatch by a job still queued
+        this.workers.find((w) => w.job?.id === id)?.worker.postMessage({ id, taken: true });
+      },
       cancel: () => {
         const queued = this.queue.findIndex((j) => j.id === id);
         if (queued >= 0) this.queue.splice(queued, 1)[0]!.reject(new LakeError(ErrorKind.Unexpected, "the bucket's merge was cancelled before it started"));

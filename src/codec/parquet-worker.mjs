@@ -9,6 +9,7 @@
  *        { id, op: "merge-bucket", spec: MergeBucketSpec (the files' bytes inside, transferred) }
  *        { id, ack: true }                                             (merge-bucket: the caller took one batch)
  *        { id, cancel: true }                                          (merge-bucket: the caller wants no more)
+ *        { id, taken: true }                                           (merge-bucket: the caller reached this bucket)
  *   out: { id, ok: true, payload: Uint8Array, wasmBytes }            (payload's buffer is transferred)
  *        { id, ok: true, payload: EncodedKeyedFlush, wasmBytes }      (flush-keyed; the files' bytes are transferred)
  *        { id, chunk: true, payload: Uint8Array }                      (merge-bucket: one output batch, IPC, transferred)
@@ -26,8 +27,9 @@
  * A bucket's merge-on-read (src/scan/merge-bucket-job.ts) is loaded the same way, on its first job. It streams:
  * each output batch is posted as a chunk; once `spec.window` chunks are unacknowledged it waits for the caller's
  * `ack`, so neither thread holds more than that many batches of a bucket however large it is. A `cancel` (the
- * caller stopped reading) ends the job at its next chunk, with a failure reply nobody waits for. A caller that acks
- * nothing for `spec.pauseAfterMs` ends it too (`Paused`): a slow consumer never holds a worker of the pool.
+ * caller stopped reading) ends the job at its next chunk, with a failure reply nobody waits for. A caller that takes
+ * the bucket (`taken`) and acks nothing for `spec.pauseAfterMs` ends it too (`Paused`): a slow consumer does not
+ * hold a worker of the pool.
  *
  * Failpoints (FAILPOINTS, read once at start): `parquet.worker.encode` / `parquet.worker.decode` /
  * `parquet.worker.flush-keyed` / `parquet.worker.merge-bucket` with `exit` (the worker thread ends with code 137, as
@@ -96,7 +98,7 @@ function loadMergeBucket() {
 }
 
 /** The running merge-bucket job's flow control (one job at a time per thread). */
-const stream = { id: 0, credit: 0, cancelled: false, /** @type {(() => void) | null} */ wake: null };
+const stream = { id: 0, credit: 0, cancelled: false, taken: false, /** @type {(() => void) | null} */ wake: null };
 
 class Cancelled extends Error {
   name = "Cancelled";
@@ -107,19 +109,21 @@ class Paused extends Error {
 }
 
 /**
- * Posts one output batch of the running merge, first waiting for credit (the caller's acks) — at most
- * `spec.pauseAfterMs`: a caller that takes no batch for that long (a slow consumer) does not hold this thread, the
- * job ends with `Paused` and the caller merges the rest of the bucket itself.
+ * Posts one output batch of the running merge, first waiting for credit (the caller's acks). Once the caller is
+ * taking this bucket (`taken`), it waits `spec.pauseAfterMs` at most: a caller that takes no batch for that long (a
+ * slow consumer) does not hold this thread, the job ends with `Paused` and the caller merges the rest of the bucket
+ * itself. A bucket merged ahead waits until the caller reaches it: its wait says nothing about the caller's pace.
  */
 async function emitChunk(id, ipc, pauseAfterMs) {
-  const deadline = Date.now() + pauseAfterMs;
+  let deadline = stream.taken ? Date.now() + pauseAfterMs : Infinity;
   while (stream.credit <= 0 && !stream.cancelled) {
+    if (deadline === Infinity && stream.taken) deadline = Date.now() + pauseAfterMs;
     const left = deadline - Date.now();
     if (left <= 0) throw new Paused(`the reader took no batch for ${pauseAfterMs} ms`);
     let timer;
     await new Promise((resolve) => {
       stream.wake = resolve;
-      timer = setTimeout(resolve, left);
+      if (left !== Infinity) timer = setTimeout(resolve, left);
     });
     clearTimeout(timer);
     stream.wake = null;
@@ -131,7 +135,7 @@ async function emitChunk(id, ipc, pauseAfterMs) {
 }
 
 async function runMerge(msg) {
-  Object.assign(stream, { id: msg.id, credit: Math.max(1, msg.spec.window ?? 2), cancelled: false, wake: null });
+  Object.assign(stream, { id: msg.id, credit: Math.max(1, msg.spec.window ?? 2), cancelled: false, taken: msg.spec.taken === true, wake: null });
   const pauseAfterMs = msg.spec.pauseAfterMs ?? 1000;
   try {
     return await (await loadMergeBucket()).mergeBucketJob(msg.spec, (ipc) => emitChunk(msg.id, ipc, pauseAfterMs));
@@ -145,6 +149,7 @@ function steer(msg) {
   if (msg.id !== stream.id) return;
   if (msg.ack === true) stream.credit++;
   if (msg.cancel === true) stream.cancelled = true;
+  if (msg.taken === true) stream.taken = true;
   const wake = stream.wake;
   stream.wake = null;
   wake?.();

@@ -47,6 +47,8 @@ class BucketMerge {
   failure: { error: unknown } | null = null;
   /** The worker gave the bucket back (the caller took no batch for a while): the caller merges the rest itself. */
   paused = false;
+  /** The caller reached this bucket (its job is told, so the worker's wait for acks is bounded from then on). */
+  taken = false;
   /** Wakes a caller waiting for the next chunk or the end. */
   private wake: (() => void) | null = null;
   /** The caller took the bucket and stopped (all read, or early): no chunk is wanted any more. */
@@ -65,10 +67,12 @@ class BucketMerge {
 
 export class WorkerMerges {
   /**
-   * How long a worker waits for the caller to take a batch before it gives the bucket back: a slow consumer (a
-   * consume session paced by its client's credit) must not hold a worker of the process-wide pool — every decode and
-   * encode of the process would queue behind it. The caller then merges the rest on its own thread, skipping the
-   * rows it had (the merge is deterministic), once: a bucket is never re-merged in a worker.
+   * How long a worker waits for the caller to take a batch of the bucket the caller is at before it gives the bucket
+   * back: a slow consumer (a consume session paced by its client's credit) must not hold a worker of the
+   * process-wide pool — every decode and encode of the process would queue behind it. The caller then merges the
+   * rest on its own thread, skipping the rows it had (the merge is deterministic), once: a bucket is never re-merged
+   * in a worker. A bucket merged ahead waits until the caller reaches it (its wait says nothing of the caller's
+   * pace), and once a bucket was given back no more start ahead.
    */
   static pauseAfterMs = 1000;
   /**
@@ -86,6 +90,8 @@ export class WorkerMerges {
   /** The last job's turn to be submitted (jobs go to the pool in plan order). */
   private lastTurn: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** A bucket was given back (the reader is slow): no more buckets start ahead, a worker would only wait for it. */
+  private slowReader = false;
 
   /**
    * `splits`: the buckets this read merges in workers, in plan order. `limited`: a read with a limit (no bucket
@@ -111,6 +117,8 @@ export class WorkerMerges {
   /** The bucket's merged rows, in key order; started now if it was not yet. Taken once per bucket. */
   async *take(split: DataSplit): AsyncGenerator<arrow.RecordBatch> {
     const merge = this.merges.get(split) ?? this.start(split);
+    merge.taken = true;
+    merge.job?.taken();
     let delivered = 0;
     try {
       for (;;) {
@@ -154,7 +162,7 @@ export class WorkerMerges {
 
   /** Starts buckets ahead while this read's jobs leave a worker idle (see the module comment). */
   private startMore(): void {
-    if (this.limited) return;
+    if (this.limited || this.slowReader) return;
     while (!this.stopped && this.next < this.splits.length && this.running < this.pool.size && this.merges.size < this.pool.size + 1) {
       const split = this.splits[this.next]!;
       if (this.merges.has(split)) this.next++;
@@ -177,7 +185,7 @@ export class WorkerMerges {
         bucket = await this.prepare(split);
         await turn;
         if (merge.closed) return;
-        merge.job = this.pool.mergeBucket({ ...bucket.spec, window: WINDOW, pauseAfterMs: WorkerMerges.pauseAfterMs, ...(WorkerMerges.batchRows !== undefined ? { batchRows: WorkerMerges.batchRows } : {}) }, bucket.transfer, (chunk) => {
+        merge.job = this.pool.mergeBucket({ ...bucket.spec, window: WINDOW, pauseAfterMs: WorkerMerges.pauseAfterMs, taken: merge.taken, ...(WorkerMerges.batchRows !== undefined ? { batchRows: WorkerMerges.batchRows } : {}) }, bucket.transfer, (chunk) => {
           if (merge.closed) return;
           merge.chunks.push(chunk);
           merge.notify();
@@ -191,7 +199,10 @@ export class WorkerMerges {
         merge.finished = true;
       } catch (e) {
         if (merge.closed) return;
-        if (isPause(e)) merge.paused = true;
+        if (isPause(e)) {
+          merge.paused = true;
+          this.slowReader = true;
+        }
         else merge.failure = { error: this.failure(e, bucket.spec) };
       }
     };

@@ -260,3 +260,28 @@ test("worker merges - a bucket of more Parquet than maxBucketBytes merges on the
     await pool.close();
   }
 });
+
+test("worker merges - a bucket merged ahead waits for a reader busy with earlier buckets without giving its bucket back", async () => {
+  const table = await engineTable({}, 29);
+  const all = await readAllRows(table, { decoderPool: null });
+  const pool = new ParquetEncoderPool({ size: 2 });
+  const saved = { pause: WorkerMerges.pauseAfterMs, rows: WorkerMerges.batchRows };
+  WorkerMerges.pauseAfterMs = 400;
+  WorkerMerges.batchRows = 100;
+  try {
+    const got: unknown[] = [];
+    let batches = 0;
+    // Far less than 400 ms between two batches, but each bucket (~7 batches) takes longer than that to read.
+    for await (const r of readRows(table, { decoderPool: pool, inlineDecodeBelowBytes: 0 })) {
+      if (got.length % 100 === 0 && batches++ < 24) await sleep(80);
+      got.push(r);
+    }
+    assert.deepEqual(got, all);
+    assert.equal(pool.started["merge-bucket"], 4);
+    assert.equal(pool.completed["merge-bucket"], 4, "no bucket was given back");
+  } finally {
+    WorkerMerges.pauseAfterMs = saved.pause;
+    WorkerMerges.batchRows = saved.rows;
+    await pool.close();
+  }
+});
