@@ -13,6 +13,12 @@
  *   statistics), its buffered batches handed over as an IPC stream like an encode's: the sorting and gathering, and
  *   the garbage they make, stay off the calling thread, whose heap may hold millions of the caller's row objects
  *   that every full collection there would mark again.
+ * - `mergeBucket(spec, transfer, onChunk)`: a primary-key bucket's merge-on-read (src/scan/merge-bucket-job.ts), its
+ *   files' bytes handed over; its output batches stream back one chunk (an Arrow IPC stream) at a time, the worker
+ *   waiting for the caller's `ack` once `spec.window` chunks are unacknowledged — once the caller reached the bucket
+ *   (`taken`), for `spec.pauseAfterMs` at most: then the job fails with the error name `Paused` (context `error`),
+ *   so a caller that stops taking chunks does not hold a worker for long (it merges the rest itself:
+ *   src/scan/worker-merges.ts).
  *
  * Workers start lazily (up to `size`, default `os.availableParallelism()`), one job runs per worker at a time and
  * the rest wait in one FIFO queue on the main thread, so a slow job never holds up jobs another worker could take.
@@ -44,6 +50,23 @@ import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } fr
  */
 type KeyedFlushSpec = object;
 type EncodedKeyedFlush = object;
+/**
+ * A bucket's merge (src/scan/merge-bucket-job.ts MergeBucketSpec), opaque here for the same reason; `window`: chunks
+ * unacknowledged at most; `pauseAfterMs`: how long the worker waits for an ack before it ends the job (`Paused`).
+ */
+type MergeBucketSpec = { window: number; pauseAfterMs: number; taken?: boolean };
+
+/** A merge-bucket job under way: its end (the rows it sent), and how the caller steers it. */
+export interface MergeBucketJob {
+  /** Resolves with the rows sent once every chunk was posted; rejects with the job's failure (or its cancel). */
+  done: Promise<number>;
+  /** The caller took one chunk: the worker may send one more. */
+  ack(): void;
+  /** The caller wants no more chunks: a queued job is dropped, a running one ends at its next chunk. */
+  cancel(): void;
+  /** The caller reached this bucket: from now on the worker waits `pauseAfterMs` at most for an ack. */
+  taken(): void;
+}
 
 export interface ParquetPoolOptions {
   /** Worker threads at most; default `os.availableParallelism()`. */
@@ -71,17 +94,19 @@ export interface ParquetDecodeOptions extends ParquetReadOptions {
   transfer?: boolean;
 }
 
-type Op = "encode" | "decode" | "flush-keyed";
+type Op = "encode" | "decode" | "flush-keyed" | "merge-bucket";
 
 interface Job {
   id: number;
   op: Op;
   /** The input: bytes to post as they are, or IPC pieces to stage in the worker's arena at dispatch. */
   payload: Uint8Array | IpcChunks;
-  spec: ParquetWriterSpec | ParquetDecodeSpec | KeyedFlushSpec;
+  spec: ParquetWriterSpec | ParquetDecodeSpec | KeyedFlushSpec | MergeBucketSpec;
   transfer: ArrayBuffer[];
-  /** Bytes (encode, decode) or the encoded files of a flush (flush-keyed). */
-  resolve: (payload: Uint8Array | EncodedKeyedFlush) => void;
+  /** Bytes (encode, decode), the encoded files of a flush (flush-keyed) or the rows sent (merge-bucket). */
+  resolve: (payload: Uint8Array | EncodedKeyedFlush | number) => void;
+  /** A streaming job's chunks (merge-bucket), as they arrive. */
+  onChunk?: (chunk: Uint8Array) => void;
   reject: (e: Error) => void;
 }
 
@@ -90,11 +115,18 @@ interface Reply {
   /** Set on the message a worker sends when it could not lower its priority (id 0, no job). */
   priorityError?: string;
   ok: boolean;
-  payload?: Uint8Array | EncodedKeyedFlush;
+  /** One chunk of a streaming job's output (the job goes on). */
+  chunk?: boolean;
+  payload?: Uint8Array | EncodedKeyedFlush | number;
   name?: string;
   message?: string;
   fatal?: boolean;
   wasmBytes?: number;
+  /** A failure that was a LakeError in the worker: its kind and context. */
+  kind?: ErrorKind;
+  context?: Record<string, unknown>;
+  /** A merge whose file could not be decoded: that file's index in the spec's files. */
+  fileIndex?: number;
 }
 
 interface PoolWorker {
@@ -170,7 +202,9 @@ export class ParquetEncoderPool {
   private nextId = 1;
   private closed = false;
   /** Jobs the workers completed, by kind (for tests and metrics: what ran off the calling thread). */
-  readonly completed: Record<Op, number> = { encode: 0, decode: 0, "flush-keyed": 0 };
+  readonly completed: Record<Op, number> = { encode: 0, decode: 0, "flush-keyed": 0, "merge-bucket": 0 };
+  /** Jobs handed to a worker, by kind (a job cancelled or failed counts here, not in `completed`). */
+  readonly started: Record<Op, number> = { encode: 0, decode: 0, "flush-keyed": 0, "merge-bucket": 0 };
 
   /** The workers' nice value (0: the process's priority). */
   readonly nice: number;
@@ -241,6 +275,34 @@ export class ParquetEncoderPool {
     return this.submit("flush-keyed", chunks, spec, []) as Promise<R>;
   }
 
+  /**
+   * Merges a primary-key bucket in a worker (see the module comment); `transfer`: the buffers of the files' bytes in
+   * `spec`, handed over. `onChunk` gets each output batch's IPC stream in order; call the job's `ack` for each once
+   * taken.
+   */
+  mergeBucket(spec: MergeBucketSpec, transfer: ArrayBuffer[], onChunk: (chunk: Uint8Array) => void): MergeBucketJob {
+    const id = this.nextId++;
+    const done = this.closed
+      ? Promise.reject(closedError())
+      : new Promise<number>((resolve, reject) => {
+          this.queue.push({ id, op: "merge-bucket", payload: EMPTY, spec, transfer, resolve: resolve as (rows: unknown) => void, reject, onChunk });
+          this.pump();
+        });
+    return {
+      done,
+      ack: () => this.workers.find((w) => w.job?.id === id)?.worker.postMessage({ id, ack: true }),
+      taken: () => {
+        spec.taken = true; // read at dispatch by a job still queued
+        this.workers.find((w) => w.job?.id === id)?.worker.postMessage({ id, taken: true });
+      },
+      cancel: () => {
+        const queued = this.queue.findIndex((j) => j.id === id);
+        if (queued >= 0) this.queue.splice(queued, 1)[0]!.reject(new LakeError(ErrorKind.Unexpected, "the bucket's merge was cancelled before it started"));
+        else this.workers.find((w) => w.job?.id === id)?.worker.postMessage({ id, cancel: true });
+      },
+    };
+  }
+
   /** Decodes a Parquet file in a worker into an apache-arrow Table (see `ParquetDecodeOptions`). */
   async decode(bytes: Uint8Array, opts: ParquetDecodeOptions = {}): Promise<arrow.Table> {
     return arrow.tableFromIPC(await this.decodeIpc(bytes, opts));
@@ -276,7 +338,7 @@ export class ParquetEncoderPool {
 
   private submit(op: Op, payload: Uint8Array | IpcChunks, spec: Job["spec"], transfer: ArrayBuffer[]): Promise<Uint8Array | EncodedKeyedFlush> {
     return new Promise<Uint8Array | EncodedKeyedFlush>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, op, payload, spec, transfer, resolve, reject });
+      this.queue.push({ id: this.nextId++, op, payload, spec, transfer, resolve: resolve as Job["resolve"], reject });
       this.pump();
     });
   }
@@ -302,6 +364,7 @@ export class ParquetEncoderPool {
         const payload = job.payload instanceof Uint8Array ? job.payload : stage(w, job.payload);
         job.payload = EMPTY; // the pieces may pin large buffers: drop them once staged
         w.worker.postMessage({ id: job.id, op: job.op, payload, spec: job.spec }, job.transfer);
+        this.started[job.op]++;
       } catch (e) {
         w.job = null;
         w.worker.unref();
@@ -330,6 +393,10 @@ export class ParquetEncoderPool {
     }
     const job = w.job;
     if (job === null || job.id !== msg.id) return;
+    if (msg.chunk === true) {
+      job.onChunk?.(msg.payload as Uint8Array);
+      return;
+    }
     w.job = null;
     w.worker.unref();
     // An arena grown for an unusually large job is not kept around.
@@ -337,10 +404,13 @@ export class ParquetEncoderPool {
     if (msg.ok) {
       this.completed[job.op]++;
       job.resolve(msg.payload!);
+    } else if (msg.kind !== undefined) {
+      // The worker's own LakeError (a merge's row-count check, a NOT NULL field without a value): as it was thrown.
+      job.reject(new LakeError(msg.kind, msg.message ?? "unknown error", { context: { ...msg.context, op: job.op } }));
     } else {
       job.reject(
         new LakeError(ErrorKind.Unexpected, `Parquet ${job.op} failed in a worker thread: ${msg.message ?? "unknown error"}`, {
-          context: { op: job.op, error: msg.name },
+          context: { op: job.op, error: msg.name, ...(msg.fileIndex !== undefined ? { fileIndex: msg.fileIndex } : {}) },
           retryable: msg.fatal === true,
         }),
       );
@@ -358,7 +428,7 @@ export class ParquetEncoderPool {
     w.job = null;
     if (job !== null) {
       job.reject(
-        new LakeError(ErrorKind.Unexpected, `Parquet worker thread ${what} while ${job.op === "encode" ? "encoding a file" : job.op === "decode" ? "decoding a file" : "flushing a primary-key bucket"}; that job was not completed`, {
+        new LakeError(ErrorKind.Unexpected, `Parquet worker thread ${what} while ${JOB_DOING[job.op]}; that job was not completed`, {
           context: { op: job.op },
           retryable: true,
           cause,
@@ -378,6 +448,9 @@ export class ParquetEncoderPool {
     void w.worker.terminate();
   }
 }
+
+/** What a job of each kind is doing, for the message of a worker that died running it. */
+const JOB_DOING: Record<Op, string> = { encode: "encoding a file", decode: "decoding a file", "flush-keyed": "flushing a primary-key bucket", "merge-bucket": "merging a primary-key bucket" };
 
 const closedError = (): LakeError => new LakeError(ErrorKind.Unexpected, "the Parquet worker pool is closed");
 

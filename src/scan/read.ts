@@ -16,18 +16,16 @@
 import * as arrow from "apache-arrow";
 import { ErrorKind, isLakeError, LakeError } from "../errors.ts";
 import { recordBatchToRows } from "../codec/columns/batch-to-rows.ts";
-import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
-import { columnReader } from "../codec/columns/value-readers.ts";
 import { toArrowField } from "../codec/arrow-schema.ts";
 import { parquetFooterInfo, readParquet, readParquetAsync } from "../codec/parquet.ts";
 import { sharedParquetPool, type ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { schemaMessage, splitIpcStream, type IpcBatchMessage, type IpcStreamParts } from "../codec/ipc-stream.ts";
-import type { DataField, DataType } from "../format/data-types.ts";
+import type { DataField } from "../format/data-types.ts";
 import { serializeBinaryRow } from "../format/binary-row.ts";
 import { partitionPath } from "../format/partition.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import type { TableSchema } from "../format/schema.ts";
-import { toCanonical, type Row, type Value } from "../format/values.ts";
+import type { Row, Value } from "../format/values.ts";
 import type { Table } from "../table/table.ts";
 import { damagedFile, missingFile, reasonOf } from "../table/damaged-file.ts";
 import { fetchColumnsOf, RANGED_READ_MIN_BYTES } from "./ranged-fetch.ts";
@@ -36,13 +34,18 @@ import type { ManifestStore } from "../table/manifest-store.ts";
 import { changesOf, planIncremental, snapshotDeltaSplits, type IncrementalRange } from "./incremental.ts";
 import type { Snapshot } from "../format/snapshot.ts";
 import { checkMergeReadable, ignoreDeleteOf, mergeReadFields } from "../lsm/merge-read.ts";
-import { isSystemField, keyFields, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
+import { keyFields, VALUE_KIND_FIELD } from "../lsm/key-value-fields.ts";
 import { ROW_KIND_FIELD, withRowKind } from "../lsm/row-kind-column.ts";
 import { mergeBucketFiles, project } from "../lsm/merge-reader.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 import type { SnapshotDeletionVectors } from "../table/deletion-vectors.ts";
 import { dropDeletedRows } from "./deleted-rows.ts";
+import { checkRowCount, mapToTarget, schemaMapping, type SchemaMapping } from "./file-mapping.ts";
 import { MergeFilesAhead, READ_AHEAD_BYTES, READ_AHEAD_MAX_FILES } from "./merge-files-ahead.ts";
+import { WorkerMerges, type BucketSpec, type PreparedBucket } from "./worker-merges.ts";
+import { sections } from "../lsm/merge-reader.ts";
+import { SerializedKeys } from "../lsm/key-comparator.ts";
+import { transferableBuffer } from "../codec/parquet-ops.mjs";
 import { changelogProducerOf } from "../lsm/lookup-changelog.ts";
 
 export interface ReadSpec extends ScanSpec {
@@ -76,6 +79,11 @@ export interface ReadSpec extends ScanSpec {
    * batch than take it (encodes and sends it) keeps the workers busy meanwhile with more.
    */
   readAheadFiles?: number;
+  /**
+   * Primary-key tables: buckets that need a merge are merged in the pool's worker threads, several at once (default
+   * true; src/scan/worker-merges.ts). false: merged on the calling thread, their files decoded in the pool.
+   */
+  mergeInWorkers?: boolean;
 }
 
 /** Files smaller than this are decoded on the calling thread by default: a worker round trip would cost more than it saves. */
@@ -99,8 +107,6 @@ function projectedFields(table: Table, projection?: string[], travelledTo?: Snap
 
 /** The snapshot of a plan read in that snapshot's own schema (time travel); else null. */
 const travelledTo = (plan: ScanPlan): Snapshot | null => (plan.timeTravel ? plan.snapshot : null);
-
-const sameType = (a: DataType, b: DataType): boolean => JSON.stringify({ ...a, nullable: true }) === JSON.stringify({ ...b, nullable: true });
 
 /** The file's columns as an Arrow table (only `columns`, or all when undefined). */
 async function decodeFile(bytes: Uint8Array, columns: string[] | undefined, pool: ParquetEncoderPool | null, inlineBelow = POOL_MIN_FILE_BYTES): Promise<arrow.Table> {
@@ -131,20 +137,6 @@ async function decodeFileIpc(bytes: Uint8Array, columns: string[] | undefined, p
     jobs.push(pool.decodeIpc(bytes, { columns, batchSize, rowGroups: Array.from({ length: to - from }, (_, k) => from + k) }));
   }
   return Promise.all(jobs);
-}
-
-type ColumnSource = { kind: "take"; index: number } | { kind: "convert"; index: number; from: DataType } | { kind: "null" };
-
-/** How files written with one schema are read into the target fields (the same for every file of that schema). */
-interface SchemaMapping {
-  /** The file schema's field for each target field (by id), undefined for a column added later. */
-  sources: Array<DataField | undefined>;
-  /** The file columns to decode, by name. */
-  columns: string[];
-  /** Not every column of the file is wanted. */
-  projected: boolean;
-  /** Per target field: the file column has the same logical type (renaming is free). */
-  sameLogicalType: boolean[];
 }
 
 /**
@@ -179,16 +171,7 @@ class FileReadContext {
   private async resolve(schemaId: number): Promise<SchemaMapping> {
     const table = this.table;
     const fileSchema: TableSchema = schemaId === table.schema.id ? table.schema : await table.schemas.schema(schemaId);
-    // Paimon's system columns of primary-key files are in no table schema: read by their own name.
-    const sources = this.fields.map((f) => fileSchema.fields.find((x) => x.id === f.id) ?? (isSystemField(f) ? f : undefined));
-    const columns = [...new Set(sources.filter((s): s is DataField => s !== undefined).map((s) => s.name))];
-    return {
-      sources,
-      columns,
-      // Every column of the file wanted: no projection (the cheaper full decode).
-      projected: columns.length !== fileSchema.fields.length,
-      sameLogicalType: this.fields.map((f, k) => sources[k] !== undefined && sameType(sources[k].type, f.type)),
-    };
+    return schemaMapping(fileSchema, this.fields);
   }
 
   /** Reads one data file (see `readDataFile`). */
@@ -266,7 +249,7 @@ class FileReadContext {
   }
 
   /** The file's bytes (all, or its wanted column chunks on an object store) and how its schema maps to the target. */
-  private async fetch(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta): Promise<{ path: string; bytes: Uint8Array; mapping: SchemaMapping }> {
+  async fetch(split: Pick<DataSplit, "partitionValues" | "bucket">, file: DataFileMeta): Promise<{ path: string; bytes: Uint8Array; mapping: SchemaMapping }> {
     const { table } = this;
     const ppath = partitionPath(table.partitionKeys, table.partitionTypes, split.partitionValues, {
       defaultName: table.options.partitionDefaultName,
@@ -302,28 +285,7 @@ class FileReadContext {
 
   /** The decoded file's batches in the target schema: columns taken, converted or null-filled by the mapping. */
   private toTarget(data: arrow.Table, mapping: SchemaMapping, file: DataFileMeta, path: string, expectedRows = file.rowCount): arrow.RecordBatch[] {
-    const { fields, targetSchema, structType } = this;
-    const { sources, sameLogicalType } = mapping;
-    if (expectedRows === file.rowCount) checkRowCount(data.numRows, file, path);
-    else if (data.numRows !== expectedRows) throw new LakeError(ErrorKind.DataInvalid, `row groups of data file ${path} decoded to ${data.numRows} rows but its footer says ${expectedRows}`, { context: { path } });
-    // How each target column comes out of the file, decided once per file (its batches share one schema).
-    const names = data.schema.fields.map((x) => x.name);
-    const plan: ColumnSource[] = fields.map((f, k) => {
-      const src = sources[k];
-      const index = src ? names.indexOf(src.name) : -1;
-      if (!src || index < 0) return { kind: "null" };
-      // Same physical type: take the column as it is (renaming is free). Otherwise convert value by value.
-      if (sameLogicalType[k] && arrow.util.compareTypes(data.schema.fields[index]!.type, targetSchema.fields[k]!.type)) return { kind: "take", index };
-      return { kind: "convert", index, from: src.type };
-    });
-    return data.batches.map((batch) => {
-      const children = plan.map((p, k) => {
-        if (p.kind === "null") return nullColumn(fields[k]!.type, batch.numRows);
-        const col = batch.data.children[p.index]!;
-        return p.kind === "take" ? col : convertColumn(p.from, fields[k]!, col);
-      });
-      return new arrow.RecordBatch(targetSchema, arrow.makeData({ type: structType, length: batch.numRows, nullCount: 0, children }));
-    });
+    return mapToTarget(data, mapping, { fields: this.fields, schema: this.targetSchema, struct: this.structType }, file, path, expectedRows);
   }
 }
 
@@ -338,12 +300,6 @@ const dataFileRemedy = (table: Table): string =>
 function decodeRefused(e: unknown): boolean {
   if (!isLakeError(e)) return true;
   return e.kind === ErrorKind.Unexpected && e.context["op"] === "decode" && e.context["error"] !== undefined && !e.retryable;
-}
-
-function checkRowCount(rows: number, file: DataFileMeta, path: string): void {
-  if (rows !== file.rowCount) {
-    throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${rows} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
-  }
 }
 
 /**
@@ -392,23 +348,6 @@ export async function readDataFile(
   inlineDecodeBelowBytes?: number,
 ): Promise<arrow.RecordBatch[]> {
   return new FileReadContext(table, fields).read(split, file, pool, inlineDecodeBelowBytes);
-}
-
-function nullColumn(type: DataType, length: number): arrow.Data {
-  const b = makeColumnBuilder({ ...type, nullable: true } as DataType, "null", Math.max(1, length));
-  for (let i = 0; i < length; i++) b.appendNull();
-  return b.finish();
-}
-
-/** Schema evolution with a type change (e.g. INT → BIGINT): read old values, convert them to the new type. */
-function convertColumn(from: DataType, to: DataField, col: arrow.Data): arrow.Data {
-  const read = columnReader(from, col);
-  const b = makeColumnBuilder(to.type, to.name, Math.max(1, col.length));
-  for (let i = 0; i < col.length; i++) {
-    const v = read(i);
-    b.append(v === null ? null : toCanonical({ ...to.type, nullable: true } as DataType, typeof v === "bigint" && to.type.root !== "BIGINT" && to.type.root !== "DECIMAL" ? Number(v) : v, to.name));
-  }
-  return b.finish();
 }
 
 /**
@@ -467,7 +406,7 @@ function partitionFilterOf(table: Table, spec: Pick<ReadSpec, "partition" | "par
   return (values: Value[]) => Buffer.from(serializeBinaryRow(ptypes, values)).toString("hex") === want;
 }
 
-export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles" | "rowKind">;
+export type PlanReadOptions = Pick<ReadSpec, "projection" | "limit" | "decoderPool" | "inlineDecodeBelowBytes" | "readAheadFiles" | "rowKind" | "mergeInWorkers">;
 
 /**
  * Record batches of a plan made by `planRead`, in its schema (`plan.schema`); the projection, limit and decoder pool
@@ -549,11 +488,49 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   const rawContext = dvMode || (engine.name === "first-row" && spec.rowKind !== true) ? new FileReadContext(table, wanted) : null;
   // A bucket whose files are all above level 0 and none with deletes is read as it is in those modes.
   const readRaw = (split: DataSplit): boolean => split.files.every((f) => f.level > 0 && f.deleteRowCount === 0);
+  const raw = (split: DataSplit): boolean => rawContext !== null && readRaw(split);
+  // Buckets that need a merge are merged in the pool's workers, several at once (src/scan/worker-merges.ts), unless
+  // deletion vectors apply (read here, file by file) or the bucket is too small to be worth the hand-off — and only
+  // with two workers or more: with one (a cluster node on two cores), this thread merging while that worker decodes
+  // keeps two threads busy, where the worker alone would decode and merge on one.
+  const sortedKeys = new SerializedKeys(keys.map((f) => f.type));
+  const minWorkerBytes = spec.inlineDecodeBelowBytes === 0 ? 0 : WORKER_MERGE_MIN_BYTES;
+  const inWorker = (split: DataSplit): boolean =>
+    pool !== null && pool.size >= 2 && spec.mergeInWorkers !== false && !dvMode && vectors === null && !raw(split) && fitsWorker(split, minWorkerBytes) && needsMerge(split.files, sortedKeys);
+  const workerSplits = pool === null ? [] : splits.filter(inWorker);
+  // A bucket merged here: each merged batch narrowed to the wanted columns, the first `skipRows` rows left out (the
+  // rest of a bucket a worker gave back, src/scan/worker-merges.ts).
+  async function* mergeHere(split: DataSplit, readFile: (file: DataFileMeta) => Promise<arrow.RecordBatch[]>, skipRows = 0): AsyncGenerator<arrow.RecordBatch> {
+    let skip = skipRows;
+    for await (const merges of mergeBucketFiles(split.files, { keyFields: keys, sequence, ignoreDelete, engine, output: mergeFields, readFile })) {
+      if (skip >= merges.numRows) {
+        skip -= merges.numRows;
+        continue;
+      }
+      const rest = skip > 0 ? merges.slice(skip) : merges;
+      skip = 0;
+      yield mergeFields === wanted ? rest : project(rest, wanted);
+    }
+  }
+  const workers =
+    workerSplits.length === 0
+      ? null
+      : new WorkerMerges(
+          workerSplits,
+          pool!,
+          spec.limit !== undefined,
+          (split) => prepareBucket(context, table, split, { ignoreDelete, output: mergeFields, wanted }),
+          (e, bucket) => workerMergeFailure(table, e, bucket),
+          (split, skipRows) => mergeHere(split, (file) => read(split, file), skipRows),
+        ).begin();
+  const inWorkers = new Set(workerSplits);
   // Later buckets' files decode in the pool while this one merges here (src/scan/merge-files-ahead.ts). Buckets read
   // raw read ahead by themselves.
-  const ahead = MergeFilesAhead.of(rawContext === null ? splits : splits.filter((s) => !readRaw(s)), pool, spec.limit !== undefined, read).begin();
+  const ahead = MergeFilesAhead.of(splits.filter((s) => !raw(s) && !inWorkers.has(s)), pool, spec.limit !== undefined, read).begin();
   try {
     for (const split of splits) {
+      // A limit reached: the next bucket is neither read nor merged.
+      if (remaining <= 0) return;
       if (rawContext !== null && readRaw(split)) {
         const rawRead = (s: DataSplit, f: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(rawContext, s, f, vectors, (s2, f2) => rawContext.read(s2, f2, pool, spec.inlineDecodeBelowBytes));
         for await (const batches of filesAhead({ ...plan, splits: [split] }, pool, spec, rawRead)) {
@@ -566,17 +543,17 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
         }
         continue;
       }
-      const merged = mergeBucketFiles(split.files, {
-        keyFields: keys,
-        sequence,
-        ignoreDelete,
-        engine,
-        output: mergeFields,
-        readFile: (file) => ahead.take(split, file),
-      });
-      for await (const merges of merged) {
+      if (workers !== null && inWorkers.has(split)) {
+        for await (const batch of workers.take(split)) {
+          if (remaining <= 0) return;
+          const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
+          remaining -= taken.numRows;
+          yield taken;
+        }
+        continue;
+      }
+      for await (const batch of mergeHere(split, (file) => ahead.take(split, file))) {
         if (remaining <= 0) return;
-        const batch = mergeFields === wanted ? merges : project(merges, wanted);
         const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);
         remaining -= taken.numRows;
         yield taken;
@@ -584,7 +561,58 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
     }
   } finally {
     ahead.close();
+    workers?.close();
   }
+}
+
+/**
+ * Buckets whose files total less Parquet than this merge on the calling thread even with a pool: the hand-off (the
+ * bytes to the worker, every output batch back as IPC) costs more than the merge there saves.
+ */
+const WORKER_MERGE_MIN_BYTES = 256 * 1024;
+
+/**
+ * Whether a bucket's Parquet is within the worker path's bounds: at least `minBytes`, and at most
+ * `WorkerMerges.maxBucketBytes` — a worker is handed a bucket's files whole, so a larger bucket merges here, where
+ * one decoded file per run is held.
+ */
+function fitsWorker(split: DataSplit, minBytes: number): boolean {
+  const bytes = split.files.reduce((n, f) => n + f.fileSize, 0);
+  return bytes >= minBytes && bytes <= WorkerMerges.maxBucketBytes;
+}
+
+/** Whether a bucket's files need a merge at all: some overlap, or one holds retractions (else each is read as it is). */
+function needsMerge(files: readonly DataFileMeta[], keys: SerializedKeys): boolean {
+  return files.some((f) => f.deleteRowCount !== 0) || sections(files, keys).some((s) => s.length > 1);
+}
+
+/** A bucket's files read (through the table's FileIO, here) for its merge in a worker, their bytes to hand over. */
+async function prepareBucket(context: FileReadContext, table: Table, split: DataSplit, merge: { ignoreDelete: boolean; output: DataField[]; wanted: DataField[] }): Promise<PreparedBucket> {
+  const fetched = await Promise.all(split.files.map((f) => context.fetch(split, f)));
+  const transfer: ArrayBuffer[] = [];
+  const files = fetched.map(({ path, bytes, mapping }, k) => {
+    // Bytes that share their buffer (a slice of Node's pool) are copied once so that what goes over is theirs alone.
+    const owned = transferableBuffer(bytes) === null ? bytes.slice() : bytes;
+    transfer.push(owned.buffer as ArrayBuffer);
+    return { meta: split.files[k]!, path, bytes: owned, mapping };
+  });
+  const spec: BucketSpec = {
+    schema: table.schema,
+    ignoreDelete: merge.ignoreDelete,
+    fields: [...context.fields],
+    output: merge.output,
+    wanted: merge.output === merge.wanted ? null : merge.wanted,
+    files,
+  };
+  return { spec, transfer };
+}
+
+/** A worker merge's failure as the read reports it: a file the worker could not decode is a damaged file, by path. */
+function workerMergeFailure(table: Table, e: unknown, bucket: BucketSpec): unknown {
+  if (!isLakeError(e) || e.retryable || e.kind !== ErrorKind.Unexpected || typeof e.context["fileIndex"] !== "number") return e;
+  const file = bucket.files[e.context["fileIndex"]];
+  if (file === undefined) return e;
+  return damagedFile("data-file", file.path, reasonOf(e), dataFileRemedy(table), { cause: e, uri: table.io.uriOf(file.path) });
 }
 
 /** A data file's batches as `read` gives them, less the rows its deletion vector in `vectors` marks (if it has one). */
