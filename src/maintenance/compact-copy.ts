@@ -96,6 +96,29 @@ export async function writeByCopy(
     else pieces.push({ bytes: input.bytes, rowGroups: [...rowGroups] });
     stats.rowsCopied += rows;
   };
+  /**
+   * Decodes row groups of the inputs (in order) in one call: copied into a file of their own first (stitchParquet), so
+   * the worker gets only their bytes — not every input whole (a large input's tail is a few groups of megabytes) —
+   * and one decode instead of one per input. Inputs whose footers disagree are decoded one by one.
+   */
+  const decodeGroups = async (of: ReadonlyArray<{ input: (typeof inputs)[number]; g: number; rows: number }>, rows: number): Promise<arrow.RecordBatch[]> => {
+    const parts: Array<{ input: (typeof inputs)[number]; rowGroups: number[]; rows: number }> = [];
+    for (const x of of) {
+      const open = parts[parts.length - 1];
+      if (open !== undefined && open.input === x.input) {
+        open.rowGroups.push(x.g);
+        open.rows += x.rows;
+      } else parts.push({ input: x.input, rowGroups: [x.g], rows: x.rows });
+    }
+    const alone = stitchParquet(parts.map((p) => ({ bytes: p.input.bytes, rowGroups: p.rowGroups })));
+    if (alone.kind === "stitched") {
+      const first = parts[0]!.input;
+      return decodeDataFileRowGroups(table, first.file, first.path, alone.bytes, of.map((_, k) => k), rows, pool);
+    }
+    const batches: arrow.RecordBatch[] = [];
+    for (const p of parts) batches.push(...(await decodeDataFileRowGroups(table, p.input.file, p.input.path, p.input.bytes, p.rowGroups, p.rows, pool)));
+    return batches;
+  };
   const flushRun = async (last: boolean): Promise<void> => {
     // The run group by group (a run holds each input's groups as one entry).
     const groups = run.flatMap((r) => r.rowGroups.map((g) => ({ input: r.input, g, rows: r.input.groupRows[g]! })));
@@ -103,21 +126,9 @@ export async function writeByCopy(
     const from = reencodedFrom(groups.map((x) => x.rows), last, copyMinRows);
     for (const x of groups.slice(0, from)) copyPiece(x.input, [x.g], x.rows);
     if (from === groups.length) return;
-    const batches: arrow.RecordBatch[] = [];
-    let rows = 0;
     const encoded = groups.slice(from);
-    for (let k = 0; k < encoded.length; ) {
-      // Consecutive groups of one input decode together.
-      const input = encoded[k]!.input;
-      const rowGroups: number[] = [];
-      let inputRows = 0;
-      for (; k < encoded.length && encoded[k]!.input === input; k++) {
-        rowGroups.push(encoded[k]!.g);
-        inputRows += encoded[k]!.rows;
-      }
-      batches.push(...(await decodeDataFileRowGroups(table, input.file, input.path, input.bytes, rowGroups, inputRows, pool)));
-      rows += inputRows;
-    }
+    const rows = encoded.reduce((n, x) => n + x.rows, 0);
+    const batches = await decodeGroups(encoded, rows);
     const bytes = await writer.encodeBytes(new ArrowTable(batches[0]!.schema, batches));
     pieces.push({ bytes, rowGroups: parquetRowGroupRows(bytes).map((_, k) => k) });
     stats.rowsReencoded += rows;

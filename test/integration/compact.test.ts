@@ -469,15 +469,19 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
     const t = await reopen(wh.path, name);
     return parquetRowGroupRows(new Uint8Array(readFileSync(t.paths.dataFilePath("", 0, (await liveFiles(t))[0]!.files[0]!.fileName))));
   };
+  let decodes = 0;
   const round = async (sizes: number[]): Promise<number> => {
     await feed(sizes);
+    const before = sharedParquetPool()!.completed.decode;
     const copiedRows = (await compactTable(await reopen(wh.path, names[0]))).rowsCopied;
+    decodes = sharedParquetPool()!.completed.decode - before;
     await compactTable(await reopen(wh.path, names[1]));
     return copiedRows;
   };
   assert.equal(await round([50, 60, 10, 10, 5]), 1095, "everything copied: the newest groups below 37.5 make 25");
   assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 50, 60, 10, 10, 5]);
   assert.equal(await round([10, 20, 10, 30]), 1070, "the newest groups below 37.5 make 95: encoded into one");
+  assert.equal(decodes, 1, "the groups of 5 inputs decoded in one call (copied into a file of their own)");
   assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 50, 60, 95]);
   assert.equal(await round([40, 30, 20, 10]), 940, "the last run reached 300 rows: encoded whole");
 
