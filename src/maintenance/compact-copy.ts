@@ -7,8 +7,8 @@
  * (issue 10: node CPU per 1M rows 57 s with maintenance on against 27 s off). A row group that is already large gains
  * nothing from being decoded and encoded again: the same pages come out. So row groups of at least
  * `natslake.compaction.copy-row-group-rows` rows are copied; so are the small ones (flushes' files) at the output's
- * end until they add up to that many rows, when they are decoded and encoded together into large groups — about twice
- * per row rather than once per merge (`reencodedFrom`). Rows keep their order: pieces are laid out in input order, row
+ * end until they add up to that many rows, when they are decoded and encoded together into large groups — in a few
+ * steps per row rather than once per merge (`reencodedFrom`). Rows keep their order: pieces are laid out in input order, row
  * group by row group.
  *
  * Statistics: the output holds exactly the inputs' rows, so its value statistics are the inputs' merged (min of
@@ -157,13 +157,14 @@ export async function writeByCopy(
 }
 
 /**
- * The output's last run is encoded in two steps: its newest small groups (below `copyMinRows` / this) into one group
- * once they add up to that many rows, and the whole run once it holds `copyMinRows` rows. A row is then encoded about
- * twice after its flush rather than once per merge, and a file holds at most ~this many middle-sized groups plus the
- * flush-sized ones of the last ~`copyMinRows` / this rows: each small group costs a reader a decode call of its own
- * (0.38 ms more per group of 417 bench rows than in one group of 32k).
+ * The output's last run is encoded in steps: its newest small groups below `copyMinRows` / d, for each d here from the
+ * first, into one group once they add up to that many rows, and the whole run once it holds `copyMinRows` rows. A row
+ * is then encoded about 2.7 times after its flush rather than once per merge (4.8), while a bucket holds ~8 small
+ * groups on average (4 when every merge encoded its last run; 22 with the one step `copyMinRows` / 8: rows encoded
+ * 1.8 times) — in a model of 10 minutes of 417-row flushes (unit test compact-copy-runs). Each small group costs a
+ * reader a decode of its own: 0.38 ms more per group of 417 bench rows than in one group of 32k.
  */
-export const MIDDLE_GROUP_DIVISOR = 8;
+export const MIDDLE_GROUP_DIVISORS: readonly number[] = [4, 16];
 
 /**
  * Of a run of consecutive small row groups (rows of each, fewer than `copyMinRows`; oldest first), the index of the
@@ -171,18 +172,20 @@ export const MIDDLE_GROUP_DIVISOR = 8;
  * One group alone is copied (encoding it again gives the same group). A run followed by a large group is encoded
  * whole: it can never grow, and merging it bounds the file's groups. The output's last run (`last`) grows with the
  * bucket's next merges, and encoding it at every merge rewrote every row once per level of the writers' size-ratio
- * pick (4.8 times per row in a model of 10 minutes of 417-row flushes; ~5 in 1-minute bench runs) while copying costs
- * no decode and no encode; so it is encoded whole only once it holds `copyMinRows` rows, and before that only its
- * newest groups below the middle size, once they make one (MIDDLE_GROUP_DIVISOR).
+ * pick, while copying costs no decode and no encode; so it is encoded whole only once it holds `copyMinRows` rows,
+ * and before that only its newest groups below a middle size, once they make one (MIDDLE_GROUP_DIVISORS).
  */
 export function reencodedFrom(rows: readonly number[], last: boolean, copyMinRows: number): number {
   if (rows.length <= 1) return rows.length;
   if (!last || rows.reduce((n, r) => n + r, 0) >= copyMinRows) return 0;
-  const middle = copyMinRows / MIDDLE_GROUP_DIVISOR;
-  let from = rows.length;
-  let sum = 0;
-  while (from > 0 && rows[from - 1]! < middle) sum += rows[--from]!;
-  return rows.length - from >= 2 && sum >= middle ? from : rows.length;
+  for (const divisor of MIDDLE_GROUP_DIVISORS) {
+    const middle = copyMinRows / divisor;
+    let from = rows.length;
+    let sum = 0;
+    while (from > 0 && rows[from - 1]! < middle) sum += rows[--from]!;
+    if (rows.length - from >= 2 && sum >= middle) return from;
+  }
+  return rows.length;
 }
 
 /**

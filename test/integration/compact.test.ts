@@ -464,7 +464,8 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
   assert.equal(first.rowsCopied, 920);
   assert.equal((await compactTable(await reopen(wh.path, names[1]))).rowsCopied, 0);
   // The output's last run (the 20-row tail and what the next rounds add) is copied as it is while it is below 300
-  // rows, but for its newest groups below 300 / 8 once they make one such group; at 300 rows it is encoded whole.
+  // rows, but for its newest groups below 300 / 4 or 300 / 16 once they make one such group; at 300 rows it is
+  // encoded whole.
   const rowGroupsOf = async (name: string): Promise<number[]> => {
     const t = await reopen(wh.path, name);
     return parquetRowGroupRows(new Uint8Array(readFileSync(t.paths.dataFilePath("", 0, (await liveFiles(t))[0]!.files[0]!.fileName))));
@@ -478,12 +479,14 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
     await compactTable(await reopen(wh.path, names[1]));
     return copiedRows;
   };
-  assert.equal(await round([50, 60, 10, 10, 5]), 1095, "everything copied: the newest groups below 37.5 make 25");
-  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 50, 60, 10, 10, 5]);
-  assert.equal(await round([10, 20, 10, 30]), 1070, "the newest groups below 37.5 make 95: encoded into one");
+  assert.equal(await round([80, 90, 10, 5, 2]), 1147, "everything copied: the newest groups below 18.75 make 17");
+  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 80, 90, 10, 5, 2]);
+  assert.equal(await round([3, 4, 2, 6]), 1130, "the newest groups below 18.75 make 32: encoded into one");
   assert.equal(decodes, 1, "the groups of 5 inputs decoded in one call (copied into a file of their own)");
-  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 50, 60, 95]);
-  assert.equal(await round([40, 30, 20, 10]), 940, "the last run reached 300 rows: encoded whole");
+  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 80, 90, 32]);
+  assert.equal(await round([30, 20, 5, 8]), 1130, "the newest groups below 75 make 95: encoded into one");
+  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 80, 90, 95]);
+  assert.equal(await round([10, 5, 5, 5]), 940, "the last run reached 300 rows: encoded whole");
 
   const [copied, rewritten] = await Promise.all(names.map(async (name) => (await liveFiles(await reopen(wh.path, name)))[0]!.files));
   assert.equal(copied!.length, 1);
@@ -494,17 +497,17 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
   const bytes = new Uint8Array(readFileSync(path));
   // The large groups (400, 500) kept their size; the small rows between and after them were merged into new groups:
   // 20+20 between, then the first round's 20-row tail with every later round's rows.
-  assert.deepEqual(parquetRowGroupRows(bytes), [400, 40, 500, 325]);
+  assert.deepEqual(parquetRowGroupRows(bytes), [400, 40, 500, 310]);
   assert.equal(out.fileSource, FileSource.COMPACT);
-  assert.equal(out.rowCount, 1265);
-  assert.equal(out.maxSequenceNumber - out.minSequenceNumber + 1n, 1265n);
+  assert.equal(out.rowCount, 1250);
+  assert.equal(out.maxSequenceNumber - out.minSequenceNumber + 1n, 1250n);
   // Same rows in the same order as the table that rewrote everything, and the same statistics (merged from the
   // inputs' on one side, computed from the values on the other; NaN and truncated strings included).
   assert.deepEqual(await readJson(t), await readJson(await reopen(wh.path, names[1])));
   assert.deepEqual(out.valueStats, rewritten![0]!.valueStats);
   assert.deepEqual(out.valueStatsCols, rewritten![0]!.valueStatsCols);
   const rows = await readJson(t);
-  assert.deepEqual(rows.map((r) => r["id"]), Array.from({ length: 1265 }, (_, k) => k), "the bucket reads in write order");
+  assert.deepEqual(rows.map((r) => r["id"]), Array.from({ length: 1250 }, (_, k) => k), "the bucket reads in write order");
   const py = await paimonRead(wh.path, names[0]);
   assert.deepEqual(py.map((r) => r["id"]).sort((a, b) => Number(a) - Number(b)), rows.map((r) => r["id"]), "pypaimon reads every row");
   assert.deepEqual(py.find((r) => r["id"] === 3)?.["note"], rows[3]!["note"]);
@@ -514,7 +517,7 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
   const conn = await inst.connect();
   try {
     const duck = (await conn.runAndReadAll(`select count(*)::INTEGER as n, sum(id)::BIGINT as s, count(note)::INTEGER as notes from read_parquet('${path}')`)).getRowObjectsJS()[0]!;
-    assert.deepEqual(duck, { n: 1265, s: BigInt((1264 * 1265) / 2), notes: rows.filter((r) => r["note"] !== null).length });
+    assert.deepEqual(duck, { n: 1250, s: BigInt((1249 * 1250) / 2), notes: rows.filter((r) => r["note"] !== null).length });
   } finally {
     conn.closeSync();
     inst.closeSync();
