@@ -15,7 +15,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { failpointAsync } from "../src/failpoints.ts";
-import { ManifestStore } from "../src/table/manifest-store.ts";
+import { ManifestStore, sharedManifestCache } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 import { encodeMsg } from "./wire/codec.ts";
 import { payloadLimit } from "./wire/limits.ts";
@@ -42,7 +42,7 @@ const sharedManifests = new WeakMap<Table, ManifestStore>();
 /** The manifest cache of `table` on this node. */
 export function sharedManifestStore(table: Table): ManifestStore {
   let store = sharedManifests.get(table);
-  if (store === undefined) sharedManifests.set(table, (store = new ManifestStore(table)));
+  if (store === undefined) sharedManifests.set(table, (store = new ManifestStore(table, sharedManifestCache(table))));
   return store;
 }
 

@@ -24,7 +24,7 @@ import { ensureError, ErrorKind, isLakeError, LakeError } from "../src/errors.ts
 import { natslakeStateAsOf, StreamCommitter } from "../src/commit/stream-commit.ts";
 import { failpoint, failpointAsync } from "../src/failpoints.ts";
 import type { Table } from "../src/table/table.ts";
-import { ManifestStore } from "../src/table/manifest-store.ts";
+import { ManifestStore, sharedManifestCache } from "../src/table/manifest-store.ts";
 import type { CommitEntry, Committable, CommittableRef, CompactionEntry, SnapshotNotification } from "./wire/messages.ts";
 import { StreamCompactionCommitter, type PendingCompaction } from "../src/commit/compaction-commit.ts";
 import { natslakeState, type Snapshot } from "../src/format/snapshot.ts";
@@ -218,11 +218,16 @@ export class CommitterActor implements Actor<CommitterMsg> {
         if (msg.grant === null || msg.reader === null) return;
         const grant = msg.grant;
         const keeper = this.d.keeper(this.d.lease, grant, (reason) => ctx.self.tell({ type: "lease-lost", reason }));
+        // One store for both: a round's compaction commit builds on the snapshot its appends just wrote (their
+        // manifests in its cache, its live files one step on), and the other services of the table on this node
+        // decode what the committers write from the shared cache.
+        const manifests = new ManifestStore(this.d.table, sharedManifestCache(this.d.table));
         const committer = new StreamCommitter<Committable>(this.d.table, {
           commitUser: `natslake-${this.d.table.name}`,
           epoch: msg.epoch,
           stillLeader: () => keeper.isValid(),
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
+          manifests,
         });
         const compactor = new StreamCompactionCommitter<CompactionEntry>(this.d.table, {
           commitUser: `natslake-${this.d.table.name}`,
@@ -230,6 +235,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
           commitStream: msg.reader.streamId,
           stillLeader: () => keeper.isValid(),
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
+          manifests,
         });
         this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null, backlogDecided: false, beats: new BeatGather(this.d.commitIntervalMs) };
         this.leaderChanges.add(1, { table: this.d.table.name });

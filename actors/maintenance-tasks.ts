@@ -9,7 +9,7 @@ import { expireSnapshots, type ExpireResult } from "../src/maintenance/expire-sn
 import { compactionRules, isSmallFile } from "../src/maintenance/compact.ts";
 import { removeOrphans } from "../src/maintenance/remove-orphans.ts";
 import { consumerLag } from "../src/table/consumers.ts";
-import { ManifestStore } from "../src/table/manifest-store.ts";
+import { ManifestStore, sharedManifestCache } from "../src/table/manifest-store.ts";
 import type { Table } from "../src/table/table.ts";
 
 /** One kind of maintenance the leader's MaintenanceActor runs per table on its schedule (actors/maintenance.ts). */
@@ -110,7 +110,7 @@ export function expireSnapshotsTask(record: (table: string, r: ExpireResult) => 
       const latest = await t.snapshots.latestId();
       if (latest === seenLatest && !moreToGo) return {};
       seenLatest = latest;
-      if (store === null || store.table !== t) store = new ManifestStore(t);
+      if (store === null || store.table !== t) store = new ManifestStore(t, sharedManifestCache(t));
       const r = await expireSnapshots(t, { store });
       record(t.name, r);
       // A full run (the limit reached) may leave more: go on next time without waiting for a commit.
@@ -215,7 +215,7 @@ export function tableStatsTask(meter: Meter, now: () => number = Date.now): Main
     run: async (t) => {
       const latest = await t.snapshots.latest();
       let store = stores.get(t.name);
-      if (store === undefined) stores.set(t.name, (store = new ManifestStore(t)));
+      if (store === undefined || store.table !== t) stores.set(t.name, (store = new ManifestStore(t, sharedManifestCache(t))));
       const live = latest === null ? [] : await store.readLiveEntries(latest);
       const attrs = { table: t.name };
       files.set(attrs, live.length);

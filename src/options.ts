@@ -188,7 +188,7 @@ export const OPTIONS: readonly OptionDef[] = [
     def(
       "natslake.compaction.copy-row-group-rows",
       "int",
-      "Compaction copies row groups of at least this many rows byte for byte instead of decoding and encoding them again (0: never)",
+      "Compaction copies row groups of at least this many rows byte for byte instead of decoding and encoding them again, and the smaller ones at an output's end until they add up to that many (0: never copies)",
       "32768",
     ),
     def(

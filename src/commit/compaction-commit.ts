@@ -90,6 +90,8 @@ export interface CompactionCommitterOptions {
   commitStream: string;
   stillLeader: () => boolean;
   ownerEpochOf: (bucket: number) => number | undefined;
+  /** The manifests to read and write through (e.g. shared with the table's append committer); default its own. */
+  manifests?: ManifestStore;
 }
 
 /** `<commit stream>/<seq>` → its parts (undefined when absent or not of that form). */
@@ -258,7 +260,7 @@ export class StreamCompactionCommitter<C extends CompactionClaim> {
     private readonly table: Table,
     private readonly opts: CompactionCommitterOptions,
   ) {
-    this.manifests = new ManifestStore(table);
+    this.manifests = opts.manifests ?? new ManifestStore(table);
     this.fileCommit = new FileStoreCommit(table, this.manifests);
     this.lsm = table.isPrimaryKeyTable ? { compareKeys: framedKeyComparator(table), numLevels: readLsmCompactionOptions(table.options).numLevels } : null;
   }

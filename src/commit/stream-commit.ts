@@ -15,6 +15,7 @@
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { natslakeProperties, natslakeState, type NatslakeState, type Snapshot } from "../format/snapshot.ts";
+import type { ManifestStore } from "../table/manifest-store.ts";
 import type { Table } from "../table/table.ts";
 import { decideCommittables, type BucketCommitState, type SequenceRange, type Verdict } from "./accept.ts";
 import type { CommitMessage } from "./commit-message.ts";
@@ -50,6 +51,8 @@ export interface StreamCommitterOptions {
   stillLeader: () => boolean;
   /** The coordinator's owner epoch of a bucket (undefined when unknown). */
   ownerEpochOf: (bucket: number) => number | undefined;
+  /** The manifests to read and write through (e.g. shared with the table's compaction committer); default its own. */
+  manifests?: ManifestStore;
 }
 
 /** natslake's state as of `s`: its own, or that of the newest earlier snapshot natslake committed. */
@@ -70,7 +73,7 @@ export class StreamCommitter<C extends StreamCommittable> {
     private readonly table: Table,
     private readonly opts: StreamCommitterOptions,
   ) {
-    this.fileCommit = new FileStoreCommit(table);
+    this.fileCommit = new FileStoreCommit(table, opts.manifests);
   }
 
   get epoch(): number {

@@ -300,9 +300,9 @@ export async function rewrite(table: Table, task: CompactionTask, o: { rules?: P
   let seq = task.files.reduce((min, f) => (f.minSequenceNumber < min ? f.minSequenceNumber : min), task.files[0]!.minSequenceNumber);
   try {
     for (const group of outputGroups(task.files, rules)) {
-      // Large row groups are copied, not decoded and encoded again (src/maintenance/compact-copy.ts): only when an
-      // input is large enough to hold one.
-      if (rules.copyRowGroupRows > 0 && group.some((f) => f.rowCount >= rules.copyRowGroupRows)) {
+      // Row groups are copied, not decoded and encoded again, where src/maintenance/compact-copy.ts allows: large
+      // ones, and the small ones at the output's end until they add up to a large one (reencodedFrom).
+      if (rules.copyRowGroupRows > 0) {
         const copied = await writeByCopy(table, writer, { partitionPath: ppath, bucket: task.bucket }, group, seq, rules.copyRowGroupRows, pool, (p) => result.writtenPaths.push(p));
         if (copied.kind === "written") {
           result.outputs.push(copied.file);

@@ -15,14 +15,46 @@ import { readTableFile } from "./damaged-file.ts";
 /** Manifests at or above this size are "full" and left alone by the small-manifest merge. */
 const DEFAULT_TARGET_SIZE = 8 * 1024 * 1024;
 
-export class ManifestStore {
-  private readonly listCache = new Map<string, ManifestFileMeta[]>();
-  private readonly manifestCache = new Map<string, ManifestEntry[]>();
+/**
+ * Decoded manifests and manifest lists of one table, by file name (they never change once written), bounded: what
+ * ManifestStores given the same cache decode once between them.
+ */
+export class ManifestCache {
+  readonly lists = new Map<string, ManifestFileMeta[]>();
+  readonly manifests = new Map<string, ManifestEntry[]>();
+}
 
-  constructor(readonly table: Table) {}
+const sharedCaches = new WeakMap<Table, ManifestCache>();
+
+/**
+ * The decode cache shared by the ManifestStores of `table` (this table object) that ask for it. A node's services of
+ * a table — its committers, its buckets' compactors, snapshot expiration and the table's gauges — each read every new
+ * snapshot's lists and manifests; with a cache each, the leader's node decoded each file once per reader (with
+ * maintenance on at 10k rows/s, ~1 CPU s a minute: its compactors' share, as much as the other node's all), and
+ * the committers decoded what the other had written.
+ * Their live-file states stay their own (each reads its own chain of snapshots: see `readLiveEntries`).
+ */
+export function sharedManifestCache(table: Table): ManifestCache {
+  let cache = sharedCaches.get(table);
+  if (cache === undefined) sharedCaches.set(table, (cache = new ManifestCache()));
+  return cache;
+}
+
+export class ManifestStore {
+  private readonly listCache: Map<string, ManifestFileMeta[]>;
+  private readonly manifestCache: Map<string, ManifestEntry[]>;
+
+  /** `cache`: decoded files shared with other stores of the table (default: this store's own). */
+  constructor(
+    readonly table: Table,
+    cache: ManifestCache = new ManifestCache(),
+  ) {
+    this.listCache = cache.lists;
+    this.manifestCache = cache.manifests;
+  }
 
   async readManifestList(name: string): Promise<ManifestFileMeta[]> {
-    const hit = this.listCache.get(name);
+    const hit = recall(this.listCache, name);
     if (hit) return hit;
     const metas = await this.readMetadataFile("manifest-list", name, decodeManifestList);
     remember(this.listCache, name, metas);
@@ -30,7 +62,7 @@ export class ManifestStore {
   }
 
   async readManifest(name: string): Promise<ManifestEntry[]> {
-    const hit = this.manifestCache.get(name);
+    const hit = recall(this.manifestCache, name);
     if (hit) return hit;
     const entries = await this.readMetadataFile("manifest", name, decodeManifest);
     remember(this.manifestCache, name, entries);
@@ -323,13 +355,24 @@ export class ManifestStore {
 }
 
 /**
- * Caches a manifest or a list, bounded, the oldest going first: a long-running committer reads many manifests, most
- * only once, and every commit writes two new lists. The manifest cache used to be cleared whole at 256 — every 25 s
- * at 10 commits a second, and the next plan of every process decoded the table's base manifests again.
+ * Caches a manifest or a list, bounded, the least recently used going first: a long-running committer reads many
+ * manifests, most only once, and every commit writes two new lists; a shared cache also sees snapshot expiration's
+ * reads of old snapshots, which must not push out the manifests every new snapshot still names. The manifest cache
+ * used to be cleared whole at 256 — every 25 s at 10 commits a second, and the next plan of every process decoded the
+ * table's base manifests again.
  */
 function remember<T>(cache: Map<string, T>, name: string, value: T): void {
   if (cache.size >= CACHED_FILES) cache.delete(cache.keys().next().value!);
   cache.set(name, value);
+}
+
+/** A cached file, marked as used now (moved to the end of the eviction order). */
+function recall<T>(cache: Map<string, T>, name: string): T | undefined {
+  const hit = cache.get(name);
+  if (hit === undefined) return undefined;
+  cache.delete(name);
+  cache.set(name, hit);
+  return hit;
 }
 
 const CACHED_FILES = 256;

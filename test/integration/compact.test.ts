@@ -248,12 +248,18 @@ test("compact - a dry run writes nothing; abortCompaction removes rewritten outp
   assert.deepEqual(parquetOnDisk(t.root), files);
   // Compaction runs off the calling thread (issue 10): every input is decoded and every output encoded in the Parquet
   // pool, small ones too (these hold 2 rows each, far below the table writer's inline threshold).
+  // Copying row groups off (0): by default these small groups are the output's last run, copied as they are.
   const pool = sharedParquetPool()!;
   const before = { ...pool.completed };
-  const r = await rewrite(t, (await planCompaction(t)).tasks[0]!);
+  const r = await rewrite(t, (await planCompaction(t)).tasks[0]!, { rules: { copyRowGroupRows: 0 } });
   assert.deepEqual([pool.completed.decode - before.decode, pool.completed.encode - before.encode], [6, 1], "6 inputs decoded and 1 output encoded in the pool");
   assert.equal(parquetOnDisk(t.root).length, 7);
   await abortCompaction(t, [r]);
+  assert.deepEqual(parquetOnDisk(t.root), files);
+  const copyBefore = { ...pool.completed };
+  const copied = await rewrite(t, (await planCompaction(t)).tasks[0]!);
+  assert.deepEqual([pool.completed.decode - copyBefore.decode, pool.completed.encode - copyBefore.encode, copied.rowsCopied], [0, 0, 12], "12 rows in small groups copied, nothing decoded or encoded");
+  await abortCompaction(t, [copied]);
   assert.deepEqual(parquetOnDisk(t.root), files);
   // write-only = true does not stop an explicit compaction.
   assert.equal((await compactTable(t)).filesAfter, 1);
@@ -457,11 +463,30 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
   // Copied: the 400 and 500 groups, and the last 20 alone (encoding one group again gives the same group).
   assert.equal(first.rowsCopied, 920);
   assert.equal((await compactTable(await reopen(wh.path, names[1]))).rowsCopied, 0);
-  await feed([30, 30, 30, 30, 30]);
-  const second = await compactTable(await reopen(wh.path, names[0]));
-  // Copied: 400, the 40 between the large groups (alone again), 500; the 20-row tail joined the new rows.
-  assert.equal(second.rowsCopied, 940);
-  await compactTable(await reopen(wh.path, names[1]));
+  // The output's last run (the 20-row tail and what the next rounds add) is copied as it is while it is below 300
+  // rows, but for its newest groups below 300 / 4 or 300 / 16 once they make one such group; at 300 rows it is
+  // encoded whole.
+  const rowGroupsOf = async (name: string): Promise<number[]> => {
+    const t = await reopen(wh.path, name);
+    return parquetRowGroupRows(new Uint8Array(readFileSync(t.paths.dataFilePath("", 0, (await liveFiles(t))[0]!.files[0]!.fileName))));
+  };
+  let decodes = 0;
+  const round = async (sizes: number[]): Promise<number> => {
+    await feed(sizes);
+    const before = sharedParquetPool()!.completed.decode;
+    const copiedRows = (await compactTable(await reopen(wh.path, names[0]))).rowsCopied;
+    decodes = sharedParquetPool()!.completed.decode - before;
+    await compactTable(await reopen(wh.path, names[1]));
+    return copiedRows;
+  };
+  assert.equal(await round([80, 90, 10, 5, 2]), 1147, "everything copied: the newest groups below 18.75 make 17");
+  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 80, 90, 10, 5, 2]);
+  assert.equal(await round([3, 4, 2, 6]), 1130, "the newest groups below 18.75 make 32: encoded into one");
+  assert.equal(decodes, 1, "the groups of 5 inputs decoded in one call (copied into a file of their own)");
+  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 80, 90, 32]);
+  assert.equal(await round([30, 20, 5, 8]), 1130, "the newest groups below 75 make 95: encoded into one");
+  assert.deepEqual(await rowGroupsOf(names[0]), [400, 40, 500, 20, 80, 90, 95]);
+  assert.equal(await round([10, 5, 5, 5]), 940, "the last run reached 300 rows: encoded whole");
 
   const [copied, rewritten] = await Promise.all(names.map(async (name) => (await liveFiles(await reopen(wh.path, name)))[0]!.files));
   assert.equal(copied!.length, 1);
@@ -471,18 +496,18 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
   const path = t.paths.dataFilePath("", 0, out.fileName);
   const bytes = new Uint8Array(readFileSync(path));
   // The large groups (400, 500) kept their size; the small rows between and after them were merged into new groups:
-  // 20+20 between, then the first round's 20-row tail with the second round's 150.
-  assert.deepEqual(parquetRowGroupRows(bytes), [400, 40, 500, 170]);
+  // 20+20 between, then the first round's 20-row tail with every later round's rows.
+  assert.deepEqual(parquetRowGroupRows(bytes), [400, 40, 500, 310]);
   assert.equal(out.fileSource, FileSource.COMPACT);
-  assert.equal(out.rowCount, 1110);
-  assert.equal(out.maxSequenceNumber - out.minSequenceNumber + 1n, 1110n);
+  assert.equal(out.rowCount, 1250);
+  assert.equal(out.maxSequenceNumber - out.minSequenceNumber + 1n, 1250n);
   // Same rows in the same order as the table that rewrote everything, and the same statistics (merged from the
   // inputs' on one side, computed from the values on the other; NaN and truncated strings included).
   assert.deepEqual(await readJson(t), await readJson(await reopen(wh.path, names[1])));
   assert.deepEqual(out.valueStats, rewritten![0]!.valueStats);
   assert.deepEqual(out.valueStatsCols, rewritten![0]!.valueStatsCols);
   const rows = await readJson(t);
-  assert.deepEqual(rows.map((r) => r["id"]), Array.from({ length: 1110 }, (_, k) => k), "the bucket reads in write order");
+  assert.deepEqual(rows.map((r) => r["id"]), Array.from({ length: 1250 }, (_, k) => k), "the bucket reads in write order");
   const py = await paimonRead(wh.path, names[0]);
   assert.deepEqual(py.map((r) => r["id"]).sort((a, b) => Number(a) - Number(b)), rows.map((r) => r["id"]), "pypaimon reads every row");
   assert.deepEqual(py.find((r) => r["id"] === 3)?.["note"], rows[3]!["note"]);
@@ -492,7 +517,7 @@ test("compact - large row groups are copied byte for byte, small ones merged; sa
   const conn = await inst.connect();
   try {
     const duck = (await conn.runAndReadAll(`select count(*)::INTEGER as n, sum(id)::BIGINT as s, count(note)::INTEGER as notes from read_parquet('${path}')`)).getRowObjectsJS()[0]!;
-    assert.deepEqual(duck, { n: 1110, s: BigInt((1109 * 1110) / 2), notes: rows.filter((r) => r["note"] !== null).length });
+    assert.deepEqual(duck, { n: 1250, s: BigInt((1249 * 1250) / 2), notes: rows.filter((r) => r["note"] !== null).length });
   } finally {
     conn.closeSync();
     inst.closeSync();
