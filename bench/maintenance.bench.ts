@@ -30,6 +30,7 @@ import { parseArgs } from "node:util";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { CLUSTER_TABLE_DEFAULTS } from "../cluster/admin.ts";
 import { chooseNatsServer, startNats, startRedis, type ServerHandle } from "../cluster/local/servers.ts";
+import { nodeProcessEnv } from "../cluster/local/node-env.ts";
 import { planScan } from "../src/scan/plan.ts";
 import { readBatches } from "../src/scan/read.ts";
 import { parseColumnList } from "../src/format/data-types.ts";
@@ -595,7 +596,7 @@ async function startCluster(natsBin: string): Promise<Cluster> {
       if (flags["node-logs"] !== undefined) mkdirSync(flags["node-logs"], { recursive: true });
       const fd = openSync(join(flags["node-logs"] ?? p.dir, `n${i}.log`), "a");
       const args = [BIN, "node", "--nats", nats.url, "--redis", redis.url, "--warehouse", warehouse, "--node-id", `n${i}`, "--commit-interval", `${COMMIT_INTERVAL_MS}ms`, "--log-level", flags["log-level"]];
-      p.nodes.push(spawn(process.execPath, [...PROFILING.flags, ...args], { stdio: ["ignore", fd, fd] }));
+      p.nodes.push(spawn(process.execPath, [...PROFILING.flags, ...args], { stdio: ["ignore", fd, fd], env: nodeProcessEnv(process.env) }));
     }
     return { ...p, nats, nc, catalog: new Catalog(warehouse) };
   } catch (e) {
