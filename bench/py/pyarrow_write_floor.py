@@ -16,24 +16,18 @@ wall time and process CPU time (all threads).
 import json
 import os
 import statistics
-import sys
 import time
 
 import pyarrow.parquet as pq
 
-from pypaimon_bench import generate
+from pypaimon_bench import generate, workdir_and_rows
 
 RUNS = 3
 MAX_ROW_GROUP_ROWS = 131_072
 
 
 def main():
-    if len(sys.argv) != 3:
-        raise SystemExit("usage: pyarrow_write_floor.py <workdir> <rows>")
-    workdir, rows = sys.argv[1], int(sys.argv[2])
-    if rows <= 0:
-        raise SystemExit("pyarrow_write_floor: rows must be positive")
-    os.makedirs(workdir, exist_ok=True)
+    workdir, rows = workdir_and_rows("pyarrow_write_floor")
     tbl = generate(rows)
     path = os.path.join(workdir, "floor.parquet")
     wall, cpu = [], []

@@ -112,13 +112,19 @@ def one_run(run_dir, tbl):
     return write_s, scan_s, native_s, write_cpu, scan_cpu, native_cpu
 
 
-def main():
+def workdir_and_rows(script):
+    """The `<workdir> <rows>` arguments every bench script here takes; the workdir is made."""
     if len(sys.argv) != 3:
-        raise SystemExit("usage: pypaimon_bench.py <workdir> <rows>")
+        raise SystemExit("usage: %s.py <workdir> <rows>" % script)
     workdir, rows = sys.argv[1], int(sys.argv[2])
     if rows <= 0:
-        raise SystemExit("pypaimon_bench: rows must be positive")
+        raise SystemExit("%s: rows must be positive" % script)
     os.makedirs(workdir, exist_ok=True)
+    return workdir, rows
+
+
+def main():
+    workdir, rows = workdir_and_rows("pypaimon_bench")
     tbl = generate(rows)
     results = []
     for k in range(RUNS):
