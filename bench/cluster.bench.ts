@@ -100,8 +100,9 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
     // The latency run starts after 2 s of the same load (reported apart): steady state, not the cluster's first seconds.
     const loadFromUs = process.hrtime.bigint() / 1000n;
     const load = await runLoad(nats.url, "bench.events", rows, rate, rate > 0 ? rate * 2 : 0);
-    // With profiles: the run's window on the monotonic clock, for `bench/cpuprofile-summary.mjs FILE FROM TO`.
-    if (PROFILING.flags.length > 0) lines.push(`  profiled; the load ran over monotonic µs ${loadFromUs} ${process.hrtime.bigint() / 1000n}`);
+    // The run's window on the monotonic clock: for `bench/cpuprofile-summary.mjs FILE FROM TO` with profiles, and for
+    // `perf record -k mono` samples of a node (perf's --time takes the same instants in seconds).
+    lines.push(`  ${PROFILING.flags.length > 0 ? "profiled; " : ""}the load ran over monotonic µs ${loadFromUs} ${process.hrtime.bigint() / 1000n}`);
     assertAlive(nodes, dir, "during the run");
     const nodeStats = nodes.map((n, i) => {
       const s = procStats(n.pid!);
