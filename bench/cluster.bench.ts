@@ -30,7 +30,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import { natsServerVersionOf, startNats, startRedis } from "../cluster/local/servers.ts";
+import { chooseNatsServer, startNats, startRedis } from "../cluster/local/servers.ts";
 import { nodeProcessEnv } from "../cluster/local/node-env.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { parseColumnList } from "../src/format/data-types.ts";
@@ -46,6 +46,8 @@ import { runPython } from "../test/helpers/python.ts";
 const ARGS = parseArgs({ allowPositionals: true, strict: true, options: { "node-cpu-prof": { type: "string" } } });
 const ROWS = Number(ARGS.positionals[0] ?? 1_000_000);
 const PROFILING = nodeProfiling(ARGS.values["node-cpu-prof"]);
+/** The nats-server every scenario runs: the current one scripts/setup.sh built, unless NATSLAKE_NATS_SERVER says (chooseNatsServer). */
+const NATS = chooseNatsServer();
 const PYARROW_FLOOR_PY = fileURLToPath(new URL("./py/pyarrow_write_floor.py", import.meta.url));
 const BIN = fileURLToPath(new URL("../bin/natslake.mjs", import.meta.url));
 const COLUMNS = BENCH_COLUMNS;
@@ -75,7 +77,7 @@ async function scenario(writers: number, rows: number, rate: number, commitInter
   const targets: FigureSet["targets"] = [];
   const series: Record<string, Series> = {};
   const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
-  const nats = await startNats();
+  const nats = await startNats({ bin: NATS.bin });
   const redis = await startRedis();
   const nodes: ChildProcess[] = [];
   const lines: string[] = [];
@@ -298,7 +300,7 @@ async function ingestFloor(raw: RawConsume, rows: number): Promise<{ rawCpuSecon
  */
 async function catchUp(rows: number): Promise<{ lines: string[] } & FigureSet> {
   const dir = mkdtempSync(join(tmpdir(), "natslake-cbench-"));
-  const nats = await startNats();
+  const nats = await startNats({ bin: NATS.bin });
   const redis = await startRedis();
   let node: ChildProcess | null = null;
   try {
@@ -370,7 +372,7 @@ const keep = (part: { lines: string[] } & FigureSet): string[] => {
   recorded.series = { ...recorded.series, ...part.series };
   return part.lines;
 };
-const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server + redis-server, 2 cores shared by everything`];
+const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-column shape, 6 buckets, commit interval 250 ms, loopback nats-server ${NATS.version ?? "(version unknown)"} (${NATS.source}) + redis-server, 2 cores shared by everything`];
 // CLUSTER_BENCH_ONLY=1,3,steady,catch-up,latency,s3 runs only those scenarios (for quick comparisons); default: all.
 const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
 for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...keep(await scenario(writers, ROWS, 0, 250)));
@@ -391,5 +393,4 @@ if (!only || only.includes("s3")) {
   Object.assign(recorded.figures, { s3_load_average_1m_start: Math.round(load1m0 * 100) / 100, s3_load_average_1m_end: Math.round(loadavg()[0]! * 100) / 100 });
 }
 process.stdout.write(out.join("\n") + "\n");
-// Every server here is startNats's default: NATSLAKE_NATS_SERVER, else the nats-server on PATH.
-recordFigures("cluster", recorded.figures, recorded.targets, { natsServer: natsServerVersionOf(process.env["NATSLAKE_NATS_SERVER"] || "nats-server"), series: recorded.series ?? {}, commandEnv: ["CLUSTER_BENCH_ONLY"] });
+recordFigures("cluster", recorded.figures, recorded.targets, { natsServer: NATS.version, series: recorded.series ?? {}, commandEnv: ["CLUSTER_BENCH_ONLY"] });

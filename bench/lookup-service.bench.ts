@@ -28,7 +28,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { createProducer } from "../cluster/producer.ts";
 import { createLookupClient, type LookupClient } from "../cluster/lookup-client.ts";
 import { startCluster, waitFor, type TestCluster } from "../test/helpers/cluster.ts";
-import { freePort } from "../cluster/local/servers.ts";
+import { chooseNatsServer, freePort } from "../cluster/local/servers.ts";
 import { seeded } from "../test/helpers/pk-lookup.ts";
 import { nodeProfiling, procStats, runLoad, waitForAssignment } from "./cluster-harness.ts";
 import { timedCalls, type TimedCalls } from "./timed-calls.ts";
@@ -117,7 +117,8 @@ async function eventLoopDelay(port: number): Promise<Record<string, number>> {
   return out;
 }
 
-const c = await startCluster({ nodes: 0, commitInterval: `${COMMIT_INTERVAL_MS}ms` });
+const nats = chooseNatsServer();
+const c = await startCluster({ nodes: 0, commitInterval: `${COMMIT_INTERVAL_MS}ms`, natsBin: nats.bin });
 let client: LookupClient | undefined;
 try {
   say(`lookups over NATS: ${fmt(KEYS)} keys, ${BUCKETS} buckets, ${COMMIT_INTERVAL_MS} ms commits, one reader node, ${fmt(RATE)} upserts/s during the lookups; load average at start ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
@@ -204,7 +205,7 @@ try {
   say(`${CALLERS} callers × 100:  ${fmt(parallel.keysPerSec)} keys/s, reader CPU ${parallel.readerCpu.toFixed(1)} s over ${parallel.seconds.toFixed(1)} s: ${figures.keys_per_reader_cpu_s === null ? "n/a" : fmt(figures.keys_per_reader_cpu_s)} keys per reader CPU-second — ${judged("keys_per_reader_cpu_s")}`);
   say(`  without writes: ${fmt(idle.keysPerSec)} keys/s, reader CPU ${idle.readerCpu.toFixed(1)} s over ${idle.seconds.toFixed(1)} s: ${figures.idle_keys_per_reader_cpu_s === null ? "n/a" : fmt(figures.idle_keys_per_reader_cpu_s)} keys per reader CPU-second (the reader's own cost, no new files to decode)`);
   say(`publish → lookup: p50 ${ms(figures.publish_to_lookup_p50_ms, 0)}, p99 ${ms(figures.publish_to_lookup_p99_ms, 0)} (${visible.lookup.length} upserts, read-your-writes) — ${judged("publish_to_lookup_p99_ms")}; publish → its snapshot's notification p50 ${ms(figures.publish_to_notified_p50_ms, 0)}, p99 ${ms(figures.publish_to_notified_p99_ms, 0)}`);
-  recordFigures("pk_lookup_service", figures, targets);
+  recordFigures("pk_lookup_service", figures, targets, { natsServer: nats.version });
   if (profileDir !== undefined) {
     // A reader that exits on its own writes its profile (a SIGKILL at the cluster's stop would lose it).
     const exited = new Promise((r) => reader.proc.once("exit", r));

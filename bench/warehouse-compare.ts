@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
-import { freePort, startNats, startRedis } from "../cluster/local/servers.ts";
+import { chooseNatsServer, freePort, startNats, startRedis } from "../cluster/local/servers.ts";
 import { seaweedVersion, startSeaweed, type SeaweedHandle } from "../cluster/local/seaweedfs.ts";
 import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import { parseColumnList } from "../src/format/data-types.ts";
@@ -108,7 +108,7 @@ async function histogramTotals(ports: number[], name: string): Promise<{ sum: nu
 
 async function runOn(kind: "local" | "s3", o: CompareOptions): Promise<WarehouseRun> {
   const dir = mkdtempSync(join(tmpdir(), `natslake-whbench-${kind}-`));
-  const nats = await startNats();
+  const nats = await startNats({ bin: chooseNatsServer().bin });
   const redis = await startRedis();
   let s3: SeaweedHandle | null = null;
   const nodes: ChildProcess[] = [];
