@@ -24,6 +24,7 @@ import { connectNats } from "../../cluster/nats/connect.ts";
 import type { NatsAuthSettings } from "../../cluster/nats/connect-options.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
 import { connectLeaseRedis } from "../../cluster/redis/lease.ts";
+import { RedisCommitLock } from "../../cluster/redis/commit-lock.ts";
 import { redisConnectionOptions, type RedisAuthSettings } from "../../cluster/redis/connect-options.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 
@@ -292,4 +293,44 @@ test("auth - Redis refusals name which: no credentials, a wrong password, an unt
   assert.match(await refusal(tls), /^redis at rediss:\/\/127\.0\.0\.1:\d+: cannot connect: Redis requires authentication and none was given/);
   assert.match(await refusal({ ...tls, redisUser: "lake", redisPasswordFile: wrongPasswordFile }), /Redis refused the credentials \(WRONGPASS/);
   assert.match(await refusal({ ...tls, redisTlsCa: certs.otherCa, redisUser: "lake", redisPasswordFile: redisPasswordFile }), /TLS certificate is not trusted .*--redis-tls-ca/);
+});
+
+test("auth - the commit lock's Redis: an ACL user over mutual TLS, from the NATSLAKE_REDIS_* environment, takes and releases a lock; none, a wrong password or an untrusted certificate fails the commit naming which, in seconds", { timeout: 60_000 }, async () => {
+  const env = { NATSLAKE_REDIS_USER: "lake", NATSLAKE_REDIS_PASSWORD_FILE: redisPasswordFile, NATSLAKE_REDIS_TLS_CA: certs.ca, NATSLAKE_REDIS_TLS_CERT: certs.clientCert, NATSLAKE_REDIS_TLS_KEY: certs.clientKey };
+  const lockWith = (lockEnv: NodeJS.ProcessEnv) => new RedisCommitLock(redis.url, { auth: redisConnectionOptions({}, lockEnv), commandTimeoutMs: 2000, waitMs: 2000 });
+  const lock = lockWith(env);
+  try {
+    assert.equal(await lock.withLock("au.t", async (timeLeft) => ((await timeLeft()) > 0 ? "held" : "lost")), "held");
+  } finally {
+    await lock.close();
+  }
+  // Without `auth`, a lock reads the same settings from the process's environment (a CLI command writing the warehouse).
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  const fromEnv = new RedisCommitLock(redis.url, { commandTimeoutMs: 2000 });
+  try {
+    await fromEnv.check();
+  } finally {
+    await fromEnv.close();
+    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+  }
+
+  const tls = { NATSLAKE_REDIS_TLS_CA: certs.ca, NATSLAKE_REDIS_TLS_CERT: certs.clientCert, NATSLAKE_REDIS_TLS_KEY: certs.clientKey };
+  for (const [what, lockEnv, message] of [
+    ["no credentials", tls, /Redis requires authentication and none was given/],
+    ["a wrong password", { ...env, NATSLAKE_REDIS_PASSWORD_FILE: wrongPasswordFile }, /Redis refused the credentials \(WRONGPASS/],
+    ["an untrusted certificate", { ...env, NATSLAKE_REDIS_TLS_CA: certs.otherCa }, /TLS certificate is not trusted .*--redis-tls-ca/],
+  ] as const) {
+    const bad = lockWith(lockEnv);
+    const started = Date.now();
+    try {
+      const err = await bad.withLock("au.t", async () => "held").then(() => assert.fail(`${what}: the lock was taken`), (e: unknown) => e as Error);
+      assert.match(err.message, /^commit lock: redis at rediss:\/\/127\.0\.0\.1:\d+: SET NX failed: /, what);
+      assert.match(err.message, message, what);
+      for (const s of SECRETS) assert.ok(!err.message.includes(s), `${what}: a secret in the message`);
+      assert.ok(Date.now() - started < 10_000, `${what}: refused after ${Date.now() - started} ms`);
+    } finally {
+      await bad.close();
+    }
+  }
 });
