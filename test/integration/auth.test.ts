@@ -20,6 +20,7 @@ import { startNats, startRedis, type ServerHandle } from "../helpers/servers.ts"
 import { makeOperatorSetup, makeTestCerts, type TestCerts } from "../helpers/security.ts";
 import { producerWhenRegistered, spawnNode, waitFor } from "../helpers/cluster.ts";
 import { pythonBin, REPO_ROOT } from "../helpers/python.ts";
+import { startOtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { connectNats } from "../../cluster/nats/connect.ts";
 import type { NatsAuthSettings } from "../../cluster/nats/connect-options.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
@@ -206,12 +207,14 @@ test("auth - CLI refusals: exit 1 with the reason for no, wrong and in-URL crede
   assert.ok(natslake(["node", "--help"]).stdout.includes("--redis-password-file <file>"));
 });
 
-test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL user over mutual TLS: table created by the CLI, rows land, commit and are consumed; no secret in the logs, status or metrics; bad credentials fail a node's start with the reason", { timeout: 240_000 }, async () => {
+test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL user over mutual TLS: table created by the CLI, rows land, commit and are consumed; no secret in the logs, status, metrics or traces; bad credentials fail a node's start with the reason", { timeout: 240_000 }, async () => {
   const warehouse = join(dir, "warehouse");
   const natsFlags = ["--nats-user", "lake", "--nats-tls-ca", certs.ca, "--nats-tls-cert", certs.clientCert, "--nats-tls-key", certs.clientKey];
   const redisFlags = ["--redis-user", "lake", "--redis-password-file", redisPasswordFile, "--redis-tls-ca", certs.ca, "--redis-tls-cert", certs.clientCert, "--redis-tls-key", certs.clientKey];
   const logFile = join(dir, "n1.log");
-  const node = spawnNode({ id: "n1", nats: natsMtls.url, redis: redis.url, warehouse, logFile, extra: [...natsFlags, ...redisFlags, "--metrics-port", "0"], env: { NATSLAKE_NATS_PASSWORD: PASSWORD } });
+  // Traces too are searched for the secrets: the node exports its spans to a collector of the test's.
+  const traces = await startOtlpReceiver();
+  const node = spawnNode({ id: "n1", nats: natsMtls.url, redis: redis.url, warehouse, logFile, extra: [...natsFlags, ...redisFlags, "--metrics-port", "0"], env: { NATSLAKE_NATS_PASSWORD: PASSWORD, OTEL_EXPORTER_OTLP_ENDPOINT: traces.url, OTEL_BSP_SCHEDULE_DELAY: "200" } });
   const logs = (): string => readFileSync(logFile, "utf8");
   try {
     const metricsUrl = await waitFor("the node's metrics endpoint", () => {
@@ -252,7 +255,8 @@ test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL 
     assert.equal(status.status, 0, status.stderr);
     assert.match(status.stdout, /au\.t/);
     const metrics = await (await fetch(metricsUrl)).text();
-    for (const [where, text] of [["the node's log", logs()], ["status", status.stdout + status.stderr], ["metrics", metrics]] as const) {
+    await waitFor("the node's commit spans", () => (traces.spans.some((sp) => sp.name === "natslake.commit") ? true : undefined), 30_000);
+    for (const [where, text] of [["the node's log", logs()], ["status", status.stdout + status.stderr], ["metrics", metrics], ["traces", JSON.stringify(traces.spans)]] as const) {
       for (const s of SECRETS) assert.ok(!text.includes(s), `a secret in ${where}`);
     }
 
@@ -274,6 +278,7 @@ test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL 
     }
   } finally {
     node.kill("SIGKILL");
+    await traces.close();
   }
 });
 
