@@ -6,14 +6,16 @@
  */
 import type { Command } from "commander";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { MemberHeartbeat, TableAssignment } from "../../actors/wire/messages.ts";
 import { parseIdentifier } from "../../src/table/catalog.ts";
 import { consumerLag } from "../../src/table/consumers.ts";
 import { ManifestStore } from "../../src/table/manifest-store.ts";
 import { DEFAULT_PREFIX, Subjects } from "../nats/subjects.ts";
 import { openKv } from "../nats/table-infra.ts";
-import { catalogFrom, connectOrExplain, durationArg, renderTable, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
+import { isJetStreamError, STREAM_NOT_FOUND } from "../nats/jetstream-codes.ts";
+import { redactUrl } from "../nats/connect-errors.ts";
+import { catalogFrom, CliError, connectOrExplain, durationArg, renderTable, type WarehouseOpts, WAREHOUSE_FLAG, WAREHOUSE_HELP } from "./common.ts";
 
 interface StatusOpts extends WarehouseOpts {
   nats: string;
@@ -33,10 +35,20 @@ interface TableStatus {
   consumers?: Array<{ id: string; nextSnapshot: number; snapshotsBehind: number; secondsBehind: number }>;
 }
 
-async function entries<T>(kv: KV): Promise<Array<{ key: string; value: T }>> {
+/**
+ * The entries of one of the cluster's KV buckets. A bucket that does not exist means no node ever ran with this prefix
+ * on this NATS: said in those words (a wrong --nats or --prefix is the usual cause), not as JetStream's error.
+ */
+async function entries<T>(nc: NatsConnection, bucket: string, o: StatusOpts): Promise<Array<{ key: string; value: T }>> {
+  const kv = await openKv(nc, bucket);
   const out: Array<{ key: string; value: T }> = [];
   const keys: string[] = [];
-  for await (const k of await kv.keys()) keys.push(k);
+  try {
+    for await (const k of await kv.keys()) keys.push(k);
+  } catch (e) {
+    if (!isJetStreamError(e, STREAM_NOT_FOUND)) throw e;
+    throw new CliError(`no natslake cluster with prefix '${o.prefix}' at ${redactUrl(o.nats)}: its KV bucket '${bucket}' does not exist (nodes create it when they start; check --nats and --prefix)`, { cause: e });
+  }
   for (const key of keys.sort()) {
     const e = await kv.get(key);
     if (e === null || e.operation !== "PUT") continue;
@@ -64,7 +76,7 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
       const nc = await connectOrExplain({ ...o, nats: o.nats }, { name: "natslake-status" });
       try {
         const now = Date.now();
-        const members = (await entries<MemberHeartbeat>(await openKv(nc, subjects.membersKv))).map(({ value: m }) => ({
+        const members = (await entries<MemberHeartbeat>(nc, subjects.membersKv, o)).map(({ value: m }) => ({
           node: m.nodeId,
           roles: m.roles,
           live: now - m.at <= o.memberTimeout,
@@ -77,7 +89,7 @@ export function registerStatusCommand(program: Command, out: (s: string) => void
         const warehouse = o.warehouse ?? process.env["NATSLAKE_WAREHOUSE"];
         const catalog = warehouse !== undefined ? catalogFrom({ warehouse }, { mustExist: true }) : null;
         const tables: TableStatus[] = [];
-        for (const { value: a } of await entries<TableAssignment>(await openKv(nc, subjects.assignKv))) {
+        for (const { value: a } of await entries<TableAssignment>(nc, subjects.assignKv, o)) {
           // The bucket also holds the `released.<table>.<bucket>` records of hand-offs: not assignments.
           if (typeof a.table !== "string" || typeof a.buckets !== "object" || a.buckets === null) continue;
           const id = parseIdentifier(a.table);

@@ -188,7 +188,7 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
     out(`natslake local cluster: ${o.nodes} nodes, warehouse ${warehouse}`);
     out(`  NATS  ${redactUrl(natsUrl)}    Redis ${redactUrl(redisUrl)}    logs ${logs}/node-*.log`);
     out(`  nodes ${nodes.map((n) => `${n.id} (pid ${n.pid})`).join(", ")}`);
-    const guide: GuideInput = { natsUrl: redactUrl(natsUrl), warehouse, root: REPO_ROOT, ...(o.s3 ? { s3EnvFile: join(runDir, "s3.env") } : {}) };
+    const guide: GuideInput = { natsUrl: redactUrl(natsUrl), warehouse, root: REPO_ROOT, natsAuth, ...(o.s3 ? { s3EnvFile: join(runDir, "s3.env") } : {}) };
     for (const l of tryCommands(guide)) out(l);
     if (o.demo) {
       demoNc = await connectOrExplain({ ...natsAuth, nats: natsUrl });

@@ -10,6 +10,8 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { NATS_AUTH_ENV, type NatsAuthKey, type NatsAuthSettings } from "../nats/connect-options.ts";
+import { connectionArgs } from "./connection-flags.ts";
 
 export interface GuideInput {
   natsUrl: string;
@@ -19,6 +21,8 @@ export interface GuideInput {
   s3EnvFile?: string;
   /** The package's root: where examples/ and .venv are looked for. */
   root: string;
+  /** The NATS credential and TLS flags `up` was given (file names and a user name: no secret), for its commands too. */
+  natsAuth?: NatsAuthSettings;
 }
 
 /** The table the examples default to, which `up --demo` creates (examples/typescript/producer.ts creates it too). */
@@ -36,9 +40,22 @@ function withWarehouse(g: GuideInput, command: string): string {
   return `${g.s3EnvFile !== undefined ? `source ${shellQuote(g.s3EnvFile)} && ` : ""}${command} --warehouse ${shellQuote(g.warehouse)}`;
 }
 
+/** `--nats URL` and the credential flags `up` was given: a pasted command logs in as `up`'s nodes do. */
+function natsFlags(g: GuideInput): string {
+  return [`--nats ${shellQuote(g.natsUrl)}`, ...connectionArgs(g.natsAuth ?? {}).map(shellQuote)].join(" ");
+}
+
+/** The examples take their credentials from the environment only: the same settings as NATSLAKE_NATS_* assignments. */
+function natsEnvPrefix(g: GuideInput): string {
+  return Object.entries(g.natsAuth ?? {})
+    .filter(([, v]) => v !== undefined && v !== false)
+    .map(([k, v]) => `${NATS_AUTH_ENV[k as NatsAuthKey]}=${shellQuote(String(v))} `)
+    .join("");
+}
+
 /** A first table of the user's own: create, publish a sample file, read, watch, status. */
 export function tryCommands(g: GuideInput): string[] {
-  const nats = `--nats ${shellQuote(g.natsUrl)}`;
+  const nats = natsFlags(g);
   const sample = "examples/data/events.jsonl";
   const lines = [
     "try it (paste these in the repository folder while the cluster runs; Ctrl-C here stops it):",
@@ -63,7 +80,8 @@ export function exampleCommands(g: GuideInput): string[] {
   if (!existsSync(join(g.root, "examples", "typescript"))) return [];
   const nats = `--nats ${shellQuote(g.natsUrl)}`;
   const table = `--table ${EXAMPLE_TABLE}`;
-  const tsx = "npx tsx --conditions=development examples/typescript";
+  const env = natsEnvPrefix(g);
+  const tsx = `${env}npx tsx --conditions=development examples/typescript`;
   const lines = [
     `examples (examples/; how each works is at its top), on ${EXAMPLE_TABLE}:`,
     line("producer (TS)", `${tsx}/producer.ts ${nats} ${table}`),
@@ -73,7 +91,7 @@ export function exampleCommands(g: GuideInput): string[] {
     lines.push("  the Python examples (examples/python/) need the packages of examples/python/requirements.txt: scripts/setup.sh makes .venv with them");
     return lines;
   }
-  const py = ".venv/bin/python examples/python";
+  const py = `${env}.venv/bin/python examples/python`;
   lines.push(
     line("publisher (Py)", `${py}/publish.py ${nats} ${table} < examples/data/events.jsonl`),
     line("consumer (Py)", `${py}/consume.py ${nats} ${table} --consumer-id example-py`),

@@ -41,6 +41,8 @@ export class RedisCommitLock implements CommitLock {
   private readonly commandTimeoutMs: number;
   private readonly prefix: string;
   private client: Redis | null = null;
+  /** The connection's last error: a command that fails on a connection that never opened only says it gave up. */
+  private lastConnectionError: Error | undefined;
   private users = 0;
   private readonly auth: RedisOptions | undefined;
 
@@ -107,8 +109,11 @@ export class RedisCommitLock implements CommitLock {
       // Read when first used: a credential file that cannot be read fails the commit that needs the lock, naming it.
       const auth = this.auth ?? redisConnectionOptions({}, process.env);
       this.client = new Redis(this.url, { ...auth, maxRetriesPerRequest: 1, connectTimeout: this.commandTimeoutMs });
-      // Connection errors surface through the commands (bounded below); no unhandled 'error' events.
-      this.client.on("error", () => undefined);
+      // Connection errors surface through the commands (bounded below), explained by the last one (an untrusted
+      // certificate, a refused connection); no unhandled 'error' events.
+      this.lastConnectionError = undefined;
+      this.client.on("error", (e: Error) => (this.lastConnectionError = e));
+      this.client.on("ready", () => (this.lastConnectionError = undefined));
     }
     return this.client;
   }
@@ -128,7 +133,9 @@ export class RedisCommitLock implements CommitLock {
         throw new Error(`no answer within ${this.commandTimeoutMs} ms`);
       });
     } catch (e) {
-      const reason = explainRedisRefusal(e) ?? (e instanceof Error ? e.message : String(e));
+      // "Reached the max retries per request limit" says nothing: the connection's own error says why.
+      const why = explainRedisRefusal(e) === undefined && this.lastConnectionError !== undefined ? this.lastConnectionError : e;
+      const reason = explainRedisRefusal(why) ?? (why instanceof Error ? why.message : String(why));
       throw new LakeError(ErrorKind.Io, `commit lock: redis at ${redactRedisUrl(this.url ?? "")}: ${what} failed: ${reason}`, { retryable: true, cause: e });
     }
   }

@@ -206,7 +206,7 @@ export async function doctorTable(table: Table, o: DoctorOptions = {}): Promise<
       findings.push({
         check: "orphan",
         files: r.files.map((f) => f.path),
-        problem: `${r.files.length} files (${r.totalBytes} bytes) no snapshot, tag or in-flight committable references, older than ${r.olderThanMs / 1000} s`,
+        problem: `${r.files.length} ${r.files.length === 1 ? "file" : "files"} (${r.totalBytes} bytes) no snapshot, tag or in-flight committable references, older than ${r.olderThanMs / 1000} s`,
         action: `run natslake remove-orphans ${name} (add --dry-run to list them first)`,
       });
     }

@@ -117,6 +117,24 @@ test("help - every command and command group shows an example, and every example
   assert.ok(checked >= entries.length);
 });
 
+test("help - no option takes a secret as its value, and no help text shows one", async () => {
+  const entries = commandsOf(await buildProgram(() => undefined));
+  // A flag's value shows in `ps` and in shell history: a password, token or key is named by the FILE holding it.
+  const secretish = /password|token|secret|creds|nkey|tls-key/;
+  let secretFlags = 0;
+  for (const { path, cmd } of entries) {
+    for (const o of cmd.options) {
+      if (o.long === undefined || !secretish.test(o.long)) continue;
+      secretFlags++;
+      assert.ok(o.flags.endsWith(" <file>"), `natslake ${path.join(" ")} ${o.flags}: a secret's flag takes a <file>`);
+    }
+    const help = helpOf(cmd);
+    assert.ok(!/[a-z][a-z0-9+.-]*:\/\/[^\s/@]*:[^\s/@]*@/i.test(help), `natslake ${path.join(" ")} --help shows a URL with a password`);
+    assert.ok(!/(PASSWORD|TOKEN)=(?![\s'"]|$)/.test(help), `natslake ${path.join(" ")} --help shows a password or token by value`);
+  }
+  assert.ok(secretFlags > 50, `the credential flags of every --nats command are checked (${secretFlags})`);
+});
+
 const REPO = new URL("../../", import.meta.url);
 
 /**

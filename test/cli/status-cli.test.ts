@@ -48,6 +48,10 @@ test("status - members, leader, buckets, snapshots, files and consumer lag; a ki
         const again = status(["--nats", c.nats.url]);
         return /\(gone: n2, last heartbeat/.test(again.stdout) && !/^\s*n2\s/m.test(again.stdout) ? true : undefined;
       }, 15_000, 500);
+      // A prefix no node runs with (or a NATS without natslake): said so, not as JetStream's error with a stack.
+      const none = status(["--nats", c.nats.url, "--prefix", "nolake"]);
+      assert.equal(none.status, 1, none.stderr);
+      assert.match(none.stderr, /^error: no natslake cluster with prefix 'nolake' at nats:\/\/127\.0\.0\.1:\d+: its KV bucket 'nolake_members' does not exist .*check --nats and --prefix\)\n$/);
     }, 40);
   } finally {
     await c.stop();

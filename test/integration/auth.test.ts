@@ -20,10 +20,12 @@ import { startNats, startRedis, type ServerHandle } from "../helpers/servers.ts"
 import { makeOperatorSetup, makeTestCerts, type TestCerts } from "../helpers/security.ts";
 import { producerWhenRegistered, spawnNode, waitFor } from "../helpers/cluster.ts";
 import { pythonBin, REPO_ROOT } from "../helpers/python.ts";
+import { startOtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { connectNats } from "../../cluster/nats/connect.ts";
 import type { NatsAuthSettings } from "../../cluster/nats/connect-options.ts";
 import { openConsumer } from "../../cluster/consumer.ts";
 import { connectLeaseRedis } from "../../cluster/redis/lease.ts";
+import { RedisCommitLock } from "../../cluster/redis/commit-lock.ts";
 import { redisConnectionOptions, type RedisAuthSettings } from "../../cluster/redis/connect-options.ts";
 import { Catalog, parseIdentifier } from "../../src/table/catalog.ts";
 
@@ -205,12 +207,14 @@ test("auth - CLI refusals: exit 1 with the reason for no, wrong and in-URL crede
   assert.ok(natslake(["node", "--help"]).stdout.includes("--redis-password-file <file>"));
 });
 
-test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL user over mutual TLS: table created by the CLI, rows land, commit and are consumed; no secret in the logs, status or metrics; bad credentials fail a node's start with the reason", { timeout: 240_000 }, async () => {
+test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL user over mutual TLS: table created by the CLI, rows land, commit and are consumed; no secret in the logs, status, metrics or traces; bad credentials fail a node's start with the reason", { timeout: 240_000 }, async () => {
   const warehouse = join(dir, "warehouse");
   const natsFlags = ["--nats-user", "lake", "--nats-tls-ca", certs.ca, "--nats-tls-cert", certs.clientCert, "--nats-tls-key", certs.clientKey];
   const redisFlags = ["--redis-user", "lake", "--redis-password-file", redisPasswordFile, "--redis-tls-ca", certs.ca, "--redis-tls-cert", certs.clientCert, "--redis-tls-key", certs.clientKey];
   const logFile = join(dir, "n1.log");
-  const node = spawnNode({ id: "n1", nats: natsMtls.url, redis: redis.url, warehouse, logFile, extra: [...natsFlags, ...redisFlags, "--metrics-port", "0"], env: { NATSLAKE_NATS_PASSWORD: PASSWORD } });
+  // Traces too are searched for the secrets: the node exports its spans to a collector of the test's.
+  const traces = await startOtlpReceiver();
+  const node = spawnNode({ id: "n1", nats: natsMtls.url, redis: redis.url, warehouse, logFile, extra: [...natsFlags, ...redisFlags, "--metrics-port", "0"], env: { NATSLAKE_NATS_PASSWORD: PASSWORD, OTEL_EXPORTER_OTLP_ENDPOINT: traces.url, OTEL_BSP_SCHEDULE_DELAY: "200" } });
   const logs = (): string => readFileSync(logFile, "utf8");
   try {
     const metricsUrl = await waitFor("the node's metrics endpoint", () => {
@@ -251,7 +255,8 @@ test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL 
     assert.equal(status.status, 0, status.stderr);
     assert.match(status.stdout, /au\.t/);
     const metrics = await (await fetch(metricsUrl)).text();
-    for (const [where, text] of [["the node's log", logs()], ["status", status.stdout + status.stderr], ["metrics", metrics]] as const) {
+    await waitFor("the node's commit spans", () => (traces.spans.some((sp) => sp.name === "natslake.commit") ? true : undefined), 30_000);
+    for (const [where, text] of [["the node's log", logs()], ["status", status.stdout + status.stderr], ["metrics", metrics], ["traces", JSON.stringify(traces.spans)]] as const) {
       for (const s of SECRETS) assert.ok(!text.includes(s), `a secret in ${where}`);
     }
 
@@ -273,6 +278,7 @@ test("auth - a cluster on NATS with users over mutual TLS and Redis with an ACL 
     }
   } finally {
     node.kill("SIGKILL");
+    await traces.close();
   }
 });
 
@@ -292,4 +298,44 @@ test("auth - Redis refusals name which: no credentials, a wrong password, an unt
   assert.match(await refusal(tls), /^redis at rediss:\/\/127\.0\.0\.1:\d+: cannot connect: Redis requires authentication and none was given/);
   assert.match(await refusal({ ...tls, redisUser: "lake", redisPasswordFile: wrongPasswordFile }), /Redis refused the credentials \(WRONGPASS/);
   assert.match(await refusal({ ...tls, redisTlsCa: certs.otherCa, redisUser: "lake", redisPasswordFile: redisPasswordFile }), /TLS certificate is not trusted .*--redis-tls-ca/);
+});
+
+test("auth - the commit lock's Redis: an ACL user over mutual TLS, from the NATSLAKE_REDIS_* environment, takes and releases a lock; none, a wrong password or an untrusted certificate fails the commit naming which, in seconds", { timeout: 60_000 }, async () => {
+  const env = { NATSLAKE_REDIS_USER: "lake", NATSLAKE_REDIS_PASSWORD_FILE: redisPasswordFile, NATSLAKE_REDIS_TLS_CA: certs.ca, NATSLAKE_REDIS_TLS_CERT: certs.clientCert, NATSLAKE_REDIS_TLS_KEY: certs.clientKey };
+  const lockWith = (lockEnv: NodeJS.ProcessEnv) => new RedisCommitLock(redis.url, { auth: redisConnectionOptions({}, lockEnv), commandTimeoutMs: 2000, waitMs: 2000 });
+  const lock = lockWith(env);
+  try {
+    assert.equal(await lock.withLock("au.t", async (timeLeft) => ((await timeLeft()) > 0 ? "held" : "lost")), "held");
+  } finally {
+    await lock.close();
+  }
+  // Without `auth`, a lock reads the same settings from the process's environment (a CLI command writing the warehouse).
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  const fromEnv = new RedisCommitLock(redis.url, { commandTimeoutMs: 2000 });
+  try {
+    await fromEnv.check();
+  } finally {
+    await fromEnv.close();
+    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+  }
+
+  const tls = { NATSLAKE_REDIS_TLS_CA: certs.ca, NATSLAKE_REDIS_TLS_CERT: certs.clientCert, NATSLAKE_REDIS_TLS_KEY: certs.clientKey };
+  for (const [what, lockEnv, message] of [
+    ["no credentials", tls, /Redis requires authentication and none was given/],
+    ["a wrong password", { ...env, NATSLAKE_REDIS_PASSWORD_FILE: wrongPasswordFile }, /Redis refused the credentials \(WRONGPASS/],
+    ["an untrusted certificate", { ...env, NATSLAKE_REDIS_TLS_CA: certs.otherCa }, /TLS certificate is not trusted .*--redis-tls-ca/],
+  ] as const) {
+    const bad = lockWith(lockEnv);
+    const started = Date.now();
+    try {
+      const err = await bad.withLock("au.t", async () => "held").then(() => assert.fail(`${what}: the lock was taken`), (e: unknown) => e as Error);
+      assert.match(err.message, /^commit lock: redis at rediss:\/\/127\.0\.0\.1:\d+: SET NX failed: /, what);
+      assert.match(err.message, message, what);
+      for (const s of SECRETS) assert.ok(!err.message.includes(s), `${what}: a secret in the message`);
+      assert.ok(Date.now() - started < 10_000, `${what}: refused after ${Date.now() - started} ms`);
+    } finally {
+      await bad.close();
+    }
+  }
 });

@@ -126,6 +126,7 @@ test("doctor - each damage found with the file, the snapshots using it and what 
     r = await doctorTable(foreign, { orphansOlderThanMs: 0 });
     assert.deepEqual(r.findings.map((f) => [f.check, f.path ?? f.files]), [["orphan", ["bucket-0/notes.txt"]], ["foreign-file", `${foreign.root}/snapshot/README.txt`]]);
     assert.equal(only(r, "orphan")[0]!.action, "run natslake remove-orphans d.foreign (add --dry-run to list them first)");
+    assert.match(only(r, "orphan")[0]!.problem, /^1 file \(5 bytes\) no snapshot, tag or in-flight committable references, older than 0 s$/);
     assert.deepEqual((await doctorTable(foreign)).findings.map((f) => f.check), ["foreign-file"], "young unreferenced files are no orphans yet");
 
     // A stale LATEST hint (the directory says 3).

@@ -4,6 +4,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadNodeConfig } from "../../../cluster/config.ts";
 import { nodeConfigOf } from "../../../cluster/cli/cluster-commands.ts";
+import { natsConnectionOptions } from "../../../cluster/nats/connect-options.ts";
+import { redisConnectionOptions } from "../../../cluster/redis/connect-options.ts";
 import { tempDir } from "../../helpers/tables.ts";
 
 test("config - flag over environment over file over default", () => {
@@ -91,6 +93,36 @@ test("config - `natslake node` takes its roles from --roles, else NATSLAKE_ROLES
     assert.deepEqual(nodeConfigOf({ config: file }, { NATSLAKE_ROLES: "writer" }).roles, ["writer"]);
     assert.deepEqual(nodeConfigOf({ config: file, roles: "writer,reader" }, { NATSLAKE_ROLES: "writer" }).roles, ["writer", "reader"]);
     assert.deepEqual(nodeConfigOf({ nats: "nats://x", warehouse: "/w", redis: "redis://r" }, {}).roles, ["writer", "committer", "reader"]);
+  } finally {
+    d.cleanup();
+  }
+});
+
+test("config - the credential and TLS settings from the config file reach the NATS and Redis connections; the environment and flags win over them", () => {
+  const d = tempDir();
+  try {
+    const file = (name: string, text: string): string => {
+      const p = join(d.path, name);
+      writeFileSync(p, text);
+      return p;
+    };
+    const [natsPw, redisPw, ca, cert, key] = [file("nats-pw", "nats-secret\n"), file("redis-pw", "redis-secret\n"), file("ca.pem", "CA"), file("cert.pem", "CERT"), file("key.pem", "KEY")];
+    const config = file("node.json", JSON.stringify({
+      nats: "tls://n:4222", warehouse: "/w", roles: ["writer"], redis: "rediss://r:6380",
+      natsUser: "lake", natsPasswordFile: natsPw, natsTlsCa: ca, natsTlsCert: cert, natsTlsKey: key, natsTlsFirst: true,
+      redisUser: "committer", redisPasswordFile: redisPw, redisTlsCa: ca, redisTlsCert: cert, redisTlsKey: key,
+    }));
+    const fromFile = loadNodeConfig({ flags: {}, env: {}, file: config });
+    const nats = natsConnectionOptions(fromFile, {});
+    assert.deepEqual([nats.user, nats.pass, nats.tls], ["lake", "nats-secret", { ca: "CA", cert: "CERT", key: "KEY", handshakeFirst: true }]);
+    const redis = redisConnectionOptions(fromFile, {});
+    assert.deepEqual([redis.username, redis.password, redis.tls], ["committer", "redis-secret", { ca: "CA", cert: "CERT", key: "KEY" }]);
+
+    // The environment over the file, a flag over both.
+    const other = file("other-pw", "other-secret\n");
+    const cfg = loadNodeConfig({ flags: { natsUser: "flag-user" }, env: { NATSLAKE_NATS_USER: "env-user", NATSLAKE_NATS_PASSWORD_FILE: other, NATSLAKE_NATS_TLS_FIRST: "false", NATSLAKE_REDIS_USER: "env-committer" }, file: config });
+    assert.deepEqual([cfg.natsUser, cfg.natsPasswordFile, cfg.natsTlsFirst, cfg.redisUser, cfg.redisPasswordFile], ["flag-user", other, false, "env-committer", redisPw]);
+    assert.equal(natsConnectionOptions(cfg, {}).pass, "other-secret");
   } finally {
     d.cleanup();
   }

@@ -55,3 +55,27 @@ test("up guide - on an --s3 run the commands that read the warehouse source the 
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("up guide - given NATS credentials, its natslake commands carry the same flags and its examples the same settings as NATSLAKE_NATS_* (file names, never a secret)", () => {
+  const root = mkdtempSync(join(tmpdir(), "natslake-guide-"));
+  try {
+    mkdirSync(join(root, "examples", "typescript"), { recursive: true });
+    mkdirSync(join(root, ".venv", "bin"), { recursive: true });
+    writeFileSync(join(root, ".venv", "bin", "python"), "");
+    const natsAuth = { natsUser: "sre", natsPasswordFile: "/run/secrets/nats pw", natsTlsCa: "/etc/natslake/ca.pem", natsTlsFirst: true };
+    const lines = [...tryCommands({ natsUrl: "tls://nats-1:4222", warehouse: "/wh", root, natsAuth }), ...exampleCommands({ natsUrl: "tls://nats-1:4222", warehouse: "/wh", root, natsAuth })];
+    const flags = "--nats tls://nats-1:4222 --nats-user sre --nats-password-file '/run/secrets/nats pw' --nats-tls-ca /etc/natslake/ca.pem --nats-tls-first";
+    for (const what of ["table create db.events", "subscribe db.events", "status"]) {
+      assert.ok(lines.some((l) => l.includes(`npx natslake ${what} ${flags}`)), `${what}:\n${lines.join("\n")}`);
+    }
+    const env = "NATSLAKE_NATS_USER=sre NATSLAKE_NATS_PASSWORD_FILE='/run/secrets/nats pw' NATSLAKE_NATS_TLS_CA=/etc/natslake/ca.pem NATSLAKE_NATS_TLS_FIRST=true ";
+    for (const example of ["examples/typescript/producer.ts", "examples/typescript/consumer.ts", "examples/python/publish.py", "examples/python/consume.py"]) {
+      assert.ok(lines.some((l) => l.includes(env) && l.includes(example)), `${example} with the settings in its environment:\n${lines.join("\n")}`);
+    }
+    // The assignments are shell words: a path with a space arrives whole.
+    const echoed = spawnSync("bash", ["-c", `${env}printenv NATSLAKE_NATS_PASSWORD_FILE`], { encoding: "utf8" }).stdout;
+    assert.equal(echoed, "/run/secrets/nats pw\n");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
