@@ -44,7 +44,7 @@ import { clearTimeout, setTimeout } from "node:timers";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
 import { lowerThreadPriority } from "./thread-priority.mjs";
-import { decodeToIpcStream, encodeIpcStream, retainedMemoryBytes, transferableBuffer } from "./parquet-ops.mjs";
+import { decodeToTransferableIpcStream, encodeIpcStream, retainedMemoryBytes, transferableBuffer } from "./parquet-ops.mjs";
 
 /**
  * A pool of background work (compaction) asks its workers to run at a lower CPU priority (`workerData.nice`; see
@@ -158,7 +158,7 @@ function steer(msg) {
 async function run(msg) {
   await failpoint(`parquet.worker.${msg.op}`);
   if (msg.op === "encode") return encodeIpcStream(msg.payload, msg.spec);
-  if (msg.op === "decode") return decodeToIpcStream(msg.payload, msg.spec);
+  if (msg.op === "decode") return decodeToTransferableIpcStream(msg.payload, msg.spec);
   if (msg.op === "flush-keyed") return (await loadKeyedFlush()).encodeKeyedFlushIpc(msg.payload, msg.spec);
   if (msg.op === "merge-bucket") return runMerge(msg);
   throw new Error(`unknown Parquet worker operation '${msg.op}'`);
@@ -197,10 +197,10 @@ const transferList = (payload) => {
 };
 
 /**
- * A result the codec left in memory that cannot be transferred (the native addon's decoded streams: see
- * transferableBuffer) would be serialized here and copied again on the receiving thread: it is copied once here into
- * memory V8 owns, which is transferred instead. Measured on a 50 MB result: 64–95 ms of the process's CPU posted as
- * it was, 27–40 ms copied and transferred.
+ * A result the codec left in memory that cannot be transferred (the addon's memory: see transferableBuffer) would be
+ * serialized here and copied again on the receiving thread: it is copied once here into memory V8 owns, which is
+ * transferred instead. Measured on a 50 MB result: 64–95 ms of the process's CPU posted as it was, 27–40 ms copied
+ * and transferred. A decode asks the codec for a transferable stream in the first place (no copy here at all).
  */
 const owned = (payload) => (payload instanceof Uint8Array && payload.byteLength > 0 && transferableBuffer(payload) === null ? new Uint8Array(payload) : payload);
 
