@@ -12,7 +12,7 @@
  *        { id, taken: true }                                           (merge-bucket: the caller reached this bucket)
  *   out: { id, ok: true, payload: Uint8Array, wasmBytes }            (payload's buffer is transferred)
  *        { id, ok: true, payload: EncodedKeyedFlush, wasmBytes }      (flush-keyed; the files' bytes are transferred)
- *        { id, chunk: true, payload: Uint8Array }                      (merge-bucket: one output batch, IPC, transferred)
+ *        { id, chunk: true, payload: PostedBatch }                     (merge-bucket: one output batch, its buffers transferred)
  *        { id, ok: true, payload: rows, wasmBytes }                    (merge-bucket: done)
  *        { id, ok: false, name, message, fatal, wasmBytes, kind?, context?, fileIndex? }
  *        { id: 0, priorityError }                                      (once, at start: see `nice` below)
@@ -89,7 +89,7 @@ function loadKeyedFlush() {
   return keyedFlush;
 }
 
-/** @type {Promise<{ mergeBucketJob: (spec: unknown, emit: (ipc: Uint8Array) => Promise<void>) => Promise<number> }> | null} */
+/** @type {Promise<{ mergeBucketJob: (spec: unknown, emit: (batch: unknown, transfer: ArrayBuffer[]) => Promise<void>) => Promise<number> }> | null} */
 let mergeBucket = null;
 
 function loadMergeBucket() {
@@ -114,7 +114,7 @@ class Paused extends Error {
  * slow consumer) does not hold this thread, the job ends with `Paused` and the caller merges the rest of the bucket
  * itself. A bucket merged ahead waits until the caller reaches it: its wait says nothing about the caller's pace.
  */
-async function emitChunk(id, ipc, pauseAfterMs) {
+async function emitChunk(id, batch, transfer, pauseAfterMs) {
   let deadline = stream.taken ? Date.now() + pauseAfterMs : Infinity;
   while (stream.credit <= 0 && !stream.cancelled) {
     if (deadline === Infinity && stream.taken) deadline = Date.now() + pauseAfterMs;
@@ -130,15 +130,14 @@ async function emitChunk(id, ipc, pauseAfterMs) {
   }
   if (stream.cancelled) throw new Cancelled("the reader stopped reading this bucket");
   stream.credit--;
-  const buffer = transferableBuffer(ipc);
-  parentPort.postMessage({ id, chunk: true, payload: ipc }, buffer !== null ? [buffer] : []);
+  parentPort.postMessage({ id, chunk: true, payload: batch }, transfer);
 }
 
 async function runMerge(msg) {
   Object.assign(stream, { id: msg.id, credit: Math.max(1, msg.spec.window ?? 2), cancelled: false, taken: msg.spec.taken === true, wake: null });
   const pauseAfterMs = msg.spec.pauseAfterMs ?? 1000;
   try {
-    return await (await loadMergeBucket()).mergeBucketJob(msg.spec, (ipc) => emitChunk(msg.id, ipc, pauseAfterMs));
+    return await (await loadMergeBucket()).mergeBucketJob(msg.spec, (batch, transfer) => emitChunk(msg.id, batch, transfer, pauseAfterMs));
   } finally {
     stream.id = 0;
   }
