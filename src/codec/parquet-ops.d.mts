@@ -45,6 +45,8 @@ export interface ParquetOps {
   encodeIpcStream(ipc: Uint8Array, spec: ParquetWriterSpec): Uint8Array;
   /** Parquet file → Arrow IPC stream of the chosen columns and row groups. */
   decodeToIpcStream(bytes: Uint8Array, opts?: ParquetDecodeSpec): Promise<Uint8Array>;
+  /** `decodeToIpcStream`'s stream in memory that a postMessage can transfer (for a worker thread that posts it). */
+  decodeToTransferableIpcStream(bytes: Uint8Array, opts?: ParquetDecodeSpec): Promise<Uint8Array>;
   /** Parquet file → Arrow IPC stream of every column and row group, on this thread before returning. */
   decodeAllToIpcStream(bytes: Uint8Array, batchSize: number): Uint8Array;
   /** The Arrow schema of a Parquet file (from its footer) as an IPC stream without batches. */
@@ -64,6 +66,7 @@ export interface ParquetCodecChoice {
 export declare const parquetCodec: ParquetCodecChoice;
 export declare const encodeIpcStream: ParquetOps["encodeIpcStream"];
 export declare const decodeToIpcStream: ParquetOps["decodeToIpcStream"];
+export declare const decodeToTransferableIpcStream: ParquetOps["decodeToTransferableIpcStream"];
 export declare const decodeAllToIpcStream: ParquetOps["decodeAllToIpcStream"];
 export declare const schemaToIpcStream: ParquetOps["schemaToIpcStream"];
 export declare const retainedMemoryBytes: ParquetOps["retainedMemoryBytes"];

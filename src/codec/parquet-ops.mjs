@@ -47,6 +47,7 @@ const { ops, choice } = await choose();
 export const parquetCodec = Object.freeze(choice);
 export const encodeIpcStream = ops.encodeIpcStream;
 export const decodeToIpcStream = ops.decodeToIpcStream;
+export const decodeToTransferableIpcStream = ops.decodeToTransferableIpcStream;
 export const decodeAllToIpcStream = ops.decodeAllToIpcStream;
 export const schemaToIpcStream = ops.schemaToIpcStream;
 export const retainedMemoryBytes = ops.retainedMemoryBytes;

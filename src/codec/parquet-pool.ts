@@ -14,7 +14,7 @@
  *   the garbage they make, stay off the calling thread, whose heap may hold millions of the caller's row objects
  *   that every full collection there would mark again.
  * - `mergeBucket(spec, transfer, onChunk)`: a primary-key bucket's merge-on-read (src/scan/merge-bucket-job.ts), its
- *   files' bytes handed over; its output batches stream back one chunk (an Arrow IPC stream) at a time, the worker
+ *   files' bytes handed over; its output batches stream back one chunk (a batch's column buffers, transferred) at a time, the worker
  *   waiting for the caller's `ack` once `spec.window` chunks are unacknowledged — once the caller reached the bucket
  *   (`taken`), for `spec.pauseAfterMs` at most: then the job fails with the error name `Paused` (context `error`),
  *   so a caller that stops taking chunks does not hold a worker for long (it merges the rest itself:
@@ -40,6 +40,7 @@ import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import * as arrow from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
+import type { PostedBatch } from "./batch-transfer.ts";
 import { workerCountFromEnv } from "../env.ts";
 import { encodeRequest, toIpcChunks, type IpcChunks, type ParquetReadOptions, type ParquetWriteOptions } from "./parquet.ts";
 import { transferableBuffer, type ParquetDecodeSpec, type ParquetWriterSpec } from "./parquet-ops.mjs";
@@ -106,7 +107,7 @@ interface Job {
   /** Bytes (encode, decode), the encoded files of a flush (flush-keyed) or the rows sent (merge-bucket). */
   resolve: (payload: Uint8Array | EncodedKeyedFlush | number) => void;
   /** A streaming job's chunks (merge-bucket), as they arrive. */
-  onChunk?: (chunk: Uint8Array) => void;
+  onChunk?: (chunk: PostedBatch) => void;
   reject: (e: Error) => void;
 }
 
@@ -117,7 +118,7 @@ interface Reply {
   ok: boolean;
   /** One chunk of a streaming job's output (the job goes on). */
   chunk?: boolean;
-  payload?: Uint8Array | EncodedKeyedFlush | number;
+  payload?: Uint8Array | EncodedKeyedFlush | number | PostedBatch;
   name?: string;
   message?: string;
   fatal?: boolean;
@@ -277,10 +278,10 @@ export class ParquetEncoderPool {
 
   /**
    * Merges a primary-key bucket in a worker (see the module comment); `transfer`: the buffers of the files' bytes in
-   * `spec`, handed over. `onChunk` gets each output batch's IPC stream in order; call the job's `ack` for each once
+   * `spec`, handed over. `onChunk` gets each output batch's buffers (src/codec/batch-transfer.ts) in order; call the job's `ack` for each once
    * taken.
    */
-  mergeBucket(spec: MergeBucketSpec, transfer: ArrayBuffer[], onChunk: (chunk: Uint8Array) => void): MergeBucketJob {
+  mergeBucket(spec: MergeBucketSpec, transfer: ArrayBuffer[], onChunk: (chunk: PostedBatch) => void): MergeBucketJob {
     const id = this.nextId++;
     const done = this.closed
       ? Promise.reject(closedError())
@@ -394,7 +395,7 @@ export class ParquetEncoderPool {
     const job = w.job;
     if (job === null || job.id !== msg.id) return;
     if (msg.chunk === true) {
-      job.onChunk?.(msg.payload as Uint8Array);
+      job.onChunk?.(msg.payload as PostedBatch);
       return;
     }
     w.job = null;

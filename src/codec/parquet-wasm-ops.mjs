@@ -71,6 +71,9 @@ export async function decodeToIpcStream(bytes, opts = {}) {
   }
 }
 
+/** `decodeToIpcStream`: its stream is a copy out of wasm memory already, which a postMessage can transfer. */
+export const decodeToTransferableIpcStream = decodeToIpcStream;
+
 /** The requested top-level columns the file has (the file reader fails on unknown names). */
 function existingColumns(file, columns) {
   const schema = file.schema();

@@ -12,7 +12,7 @@
  *        { id, taken: true }                                           (merge-bucket: the caller reached this bucket)
  *   out: { id, ok: true, payload: Uint8Array, wasmBytes }            (payload's buffer is transferred)
  *        { id, ok: true, payload: EncodedKeyedFlush, wasmBytes }      (flush-keyed; the files' bytes are transferred)
- *        { id, chunk: true, payload: Uint8Array }                      (merge-bucket: one output batch, IPC, transferred)
+ *        { id, chunk: true, payload: PostedBatch }                     (merge-bucket: one output batch, its buffers transferred)
  *        { id, ok: true, payload: rows, wasmBytes }                    (merge-bucket: done)
  *        { id, ok: false, name, message, fatal, wasmBytes, kind?, context?, fileIndex? }
  *        { id: 0, priorityError }                                      (once, at start: see `nice` below)
@@ -44,7 +44,7 @@ import { clearTimeout, setTimeout } from "node:timers";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
 import { lowerThreadPriority } from "./thread-priority.mjs";
-import { decodeToIpcStream, encodeIpcStream, retainedMemoryBytes, transferableBuffer } from "./parquet-ops.mjs";
+import { decodeToTransferableIpcStream, encodeIpcStream, retainedMemoryBytes, transferableBuffer } from "./parquet-ops.mjs";
 
 /**
  * A pool of background work (compaction) asks its workers to run at a lower CPU priority (`workerData.nice`; see
@@ -89,7 +89,7 @@ function loadKeyedFlush() {
   return keyedFlush;
 }
 
-/** @type {Promise<{ mergeBucketJob: (spec: unknown, emit: (ipc: Uint8Array) => Promise<void>) => Promise<number> }> | null} */
+/** @type {Promise<{ mergeBucketJob: (spec: unknown, emit: (batch: unknown, transfer: ArrayBuffer[]) => Promise<void>) => Promise<number> }> | null} */
 let mergeBucket = null;
 
 function loadMergeBucket() {
@@ -114,7 +114,7 @@ class Paused extends Error {
  * slow consumer) does not hold this thread, the job ends with `Paused` and the caller merges the rest of the bucket
  * itself. A bucket merged ahead waits until the caller reaches it: its wait says nothing about the caller's pace.
  */
-async function emitChunk(id, ipc, pauseAfterMs) {
+async function emitChunk(id, batch, transfer, pauseAfterMs) {
   let deadline = stream.taken ? Date.now() + pauseAfterMs : Infinity;
   while (stream.credit <= 0 && !stream.cancelled) {
     if (deadline === Infinity && stream.taken) deadline = Date.now() + pauseAfterMs;
@@ -130,15 +130,14 @@ async function emitChunk(id, ipc, pauseAfterMs) {
   }
   if (stream.cancelled) throw new Cancelled("the reader stopped reading this bucket");
   stream.credit--;
-  const buffer = transferableBuffer(ipc);
-  parentPort.postMessage({ id, chunk: true, payload: ipc }, buffer !== null ? [buffer] : []);
+  parentPort.postMessage({ id, chunk: true, payload: batch }, transfer);
 }
 
 async function runMerge(msg) {
   Object.assign(stream, { id: msg.id, credit: Math.max(1, msg.spec.window ?? 2), cancelled: false, taken: msg.spec.taken === true, wake: null });
   const pauseAfterMs = msg.spec.pauseAfterMs ?? 1000;
   try {
-    return await (await loadMergeBucket()).mergeBucketJob(msg.spec, (ipc) => emitChunk(msg.id, ipc, pauseAfterMs));
+    return await (await loadMergeBucket()).mergeBucketJob(msg.spec, (batch, transfer) => emitChunk(msg.id, batch, transfer, pauseAfterMs));
   } finally {
     stream.id = 0;
   }
@@ -158,7 +157,7 @@ function steer(msg) {
 async function run(msg) {
   await failpoint(`parquet.worker.${msg.op}`);
   if (msg.op === "encode") return encodeIpcStream(msg.payload, msg.spec);
-  if (msg.op === "decode") return decodeToIpcStream(msg.payload, msg.spec);
+  if (msg.op === "decode") return decodeToTransferableIpcStream(msg.payload, msg.spec);
   if (msg.op === "flush-keyed") return (await loadKeyedFlush()).encodeKeyedFlushIpc(msg.payload, msg.spec);
   if (msg.op === "merge-bucket") return runMerge(msg);
   throw new Error(`unknown Parquet worker operation '${msg.op}'`);
@@ -197,10 +196,10 @@ const transferList = (payload) => {
 };
 
 /**
- * A result the codec left in memory that cannot be transferred (the native addon's decoded streams: see
- * transferableBuffer) would be serialized here and copied again on the receiving thread: it is copied once here into
- * memory V8 owns, which is transferred instead. Measured on a 50 MB result: 64–95 ms of the process's CPU posted as
- * it was, 27–40 ms copied and transferred.
+ * A result the codec left in memory that cannot be transferred (the addon's memory: see transferableBuffer) would be
+ * serialized here and copied again on the receiving thread: it is copied once here into memory V8 owns, which is
+ * transferred instead. Measured on a 50 MB result: 64–95 ms of the process's CPU posted as it was, 27–40 ms copied
+ * and transferred. A decode asks the codec for a transferable stream in the first place (no copy here at all).
  */
 const owned = (payload) => (payload instanceof Uint8Array && payload.byteLength > 0 && transferableBuffer(payload) === null ? new Uint8Array(payload) : payload);
 

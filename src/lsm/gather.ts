@@ -72,6 +72,30 @@ function wordsOf(d: arrow.Data, wordBytes: number, stride: number): Int32Array |
   return new View(v.buffer as ArrayBuffer, v.byteOffset, d.length * stride);
 }
 
+/**
+ * Picks that continue a stretch this long — consecutive rows of one batch, the usual shape of a live bucket's merge,
+ * whose compacted run goes out between a few fresh keys — are copied from there on as one block (`TypedArray.set`)
+ * instead of row by row. Rows are copied one by one until a stretch is this long, so picks that alternate between
+ * batches (most keys merged) pay one comparison per row for it.
+ */
+const BLOCK_ROWS = 8;
+
+/** How many picks from `i` on are consecutive rows of the same batch as pick `i` (at least 1). */
+export function stretchAt(picks: RowPicks, i: number): number {
+  const { length: n, batchOf, rowOf } = picks;
+  const r = rowOf[i]! - i;
+  let j = i + 1;
+  if (batchOf === null) while (j < n && rowOf[j] === r + j) j++;
+  else {
+    const b = batchOf[i]!;
+    while (j < n && rowOf[j] === r + j && batchOf[j] === b) j++;
+  }
+  return j - i;
+}
+
+/** Whether pick `i` (> 0) is the row after pick `i - 1`, in the same batch. */
+const continues = (batchOf: Int32Array | null, rowOf: Int32Array, i: number): boolean => rowOf[i] === rowOf[i - 1]! + 1 && (batchOf === null || batchOf[i] === batchOf[i - 1]);
+
 /** The picked rows' fixed-width values (`bytesPerRow` each), copied as 32-bit words or narrower integers. */
 function gatherFixed(sources: readonly arrow.Data[], picks: RowPicks, bytesPerRow: number): ArrayBuffer {
   const n = picks.length;
@@ -80,22 +104,25 @@ function gatherFixed(sources: readonly arrow.Data[], picks: RowPicks, bytesPerRo
   const views = sources.map((d) => wordsOf(d, wordBytes, stride));
   const out = wordBytes === 4 ? new Int32Array(n * stride) : wordBytes === 2 ? new Int16Array(n * stride) : new Int8Array(n * stride);
   const { batchOf, rowOf } = picks;
-  if (batchOf === null) {
-    const src = views[0]!;
-    if (stride === 1) for (let i = 0; i < n; i++) out[i] = src[rowOf[i]!]!;
-    else if (stride === 2) {
-      for (let i = 0; i < n; i++) {
-        const r = rowOf[i]! << 1;
-        out[i << 1] = src[r]!;
-        out[(i << 1) + 1] = src[r + 1]!;
-      }
-    } else for (let i = 0; i < n; i++) for (let k = 0, r = rowOf[i]! * stride; k < stride; k++) out[i * stride + k] = src[r + k]!;
-    return out.buffer as ArrayBuffer;
-  }
-  for (let i = 0; i < n; i++) {
-    const src = views[batchOf[i]!]!;
+  let run = 0;
+  for (let i = 0; i < n; ) {
+    const src = views[batchOf === null ? 0 : batchOf[i]!]!;
     const r = rowOf[i]! * stride;
-    for (let k = 0; k < stride; k++) out[i * stride + k] = src[r + k]!;
+    if (i > 0 && continues(batchOf, rowOf, i)) {
+      if (++run >= BLOCK_ROWS) {
+        const len = stretchAt(picks, i);
+        out.set(src.subarray(r, r + len * stride), i * stride);
+        i += len;
+        run = 0;
+        continue;
+      }
+    } else run = 0;
+    if (stride === 1) out[i] = src[r]!;
+    else if (stride === 2) {
+      out[i << 1] = src[r]!;
+      out[(i << 1) + 1] = src[r + 1]!;
+    } else for (let k = 0; k < stride; k++) out[i * stride + k] = src[r + k]!;
+    i++;
   }
   return out.buffer as ArrayBuffer;
 }
@@ -120,27 +147,54 @@ function gatherVarBytes(sources: readonly arrow.Data[], picks: RowPicks): { offs
   }
   let data = new Uint8Array(Math.max(64, Math.ceil((sourceBytes / Math.max(1, sourceRows)) * n * 1.25)));
   let at = 0;
-  for (let i = 0; i < n; i++) {
+  let run = 0;
+  for (let i = 0; i < n; ) {
     const b = batchOf === null ? 0 : batchOf[i]!;
     const o = offs[b]!;
+    const src = bytes[b]!;
     const r = rowOf[i]!;
+    if (i > 0 && continues(batchOf, rowOf, i)) {
+      if (++run >= BLOCK_ROWS) {
+        // The rest of a stretch of consecutive rows: their bytes are contiguous, copied at once; offsets shifted.
+        const len = stretchAt(picks, i);
+        const from = o[r]!;
+        const to = o[r + len]!;
+        if (at + (to - from) > data.length) {
+          const grown = grownTo(data, at, at + (to - from));
+          if (grown === null) return null;
+          data = grown;
+        }
+        data.set(src.subarray(from, to), at);
+        const shift = at - from;
+        for (let k = 1; k <= len; k++) offsets[i + k] = o[r + k]! + shift;
+        at += to - from;
+        i += len;
+        run = 0;
+        continue;
+      }
+    } else run = 0;
     let from = o[r]!;
     const to = o[r + 1]!;
-    const end = at + (to - from);
-    if (end > data.length) {
-      if (end > 2147483647) return null;
-      const grown = new Uint8Array(Math.min(2147483647, Math.max(end, 2 * data.length)));
-      grown.set(data.subarray(0, at));
+    if (at + (to - from) > data.length) {
+      const grown = grownTo(data, at, at + (to - from));
+      if (grown === null) return null;
       data = grown;
     }
-    const src = bytes[b]!;
     if (to - from > 32) {
       data.set(src.subarray(from, to), at);
-      at = end;
+      at += to - from;
     } else while (from < to) data[at++] = src[from++]!;
-    offsets[i + 1] = at;
+    offsets[++i] = at;
   }
   return { offsets, data: at === data.length ? data : data.slice(0, at) };
+}
+
+/** `data` (its first `used` bytes) in a buffer of at least `end` bytes, doubled; null beyond 2 GiB. */
+function grownTo(data: Uint8Array, used: number, end: number): Uint8Array<ArrayBuffer> | null {
+  if (end > 2147483647) return null;
+  const grown = new Uint8Array(Math.min(2147483647, Math.max(end, 2 * data.length)));
+  grown.set(data.subarray(0, used));
+  return grown;
 }
 
 /** The picked rows' validity bits, or null when no source has a null. */

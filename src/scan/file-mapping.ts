@@ -38,16 +38,21 @@ export interface TargetLayout {
 
 const sameType = (a: DataType, b: DataType): boolean => JSON.stringify({ ...a, nullable: true }) === JSON.stringify({ ...b, nullable: true });
 
-/** How files of `fileSchema` map to `fields`. */
-export function schemaMapping(fileSchema: TableSchema, fields: readonly DataField[]): SchemaMapping {
+/**
+ * How files of `fileSchema` map to `fields`. `keyValueFiles`: the files are a primary-key table's, which hold the
+ * system columns (`_KEY_*`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`) besides the schema's.
+ */
+export function schemaMapping(fileSchema: TableSchema, fields: readonly DataField[], keyValueFiles = false): SchemaMapping {
   // Paimon's system columns of primary-key files are in no table schema: read by their own name.
   const sources = fields.map((f) => fileSchema.fields.find((x) => x.id === f.id) ?? (isSystemField(f) ? f : undefined));
   const columns = [...new Set(sources.filter((s): s is DataField => s !== undefined).map((s) => s.name))];
   return {
     sources,
     columns,
-    // Every column of the file wanted: no projection (the cheaper full decode).
-    projected: columns.length !== fileSchema.fields.length,
+    // Every column of the file wanted: no projection (the cheaper full decode). A primary-key file's system columns
+    // are wanted only by a merge, which names them: a read that does not (a raw read of a first-row table, of a bucket
+    // that needs no merge) decodes without them — a third of a narrow table's decode and IPC bytes.
+    projected: keyValueFiles || columns.length !== fileSchema.fields.length,
     sameLogicalType: fields.map((f, k) => sources[k] !== undefined && sameType(sources[k].type, f.type)),
   };
 }

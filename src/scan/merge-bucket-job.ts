@@ -3,13 +3,14 @@
  * `merge-bucket`): the bucket's files' bytes, read by the calling thread through the table's FileIO, come in with
  * their metadata and schema mappings; here each file is decoded, mapped to the read's columns
  * (src/scan/file-mapping.ts) and merged by `mergeBucketFiles` — the same merge the calling thread runs, every engine,
- * so the rows are the same by construction — and each output batch goes back as an Arrow IPC stream through `emit`,
+ * so the rows are the same by construction — and each output batch goes back as its column buffers through `emit`,
  * which waits while the calling thread holds as many batches as it takes unconsumed (its flow control).
  *
  * Everything in `MergeBucketSpec` is structured-cloneable: no table, no FileIO, no functions.
  */
 import * as arrow from "apache-arrow";
 import { toArrowField } from "../codec/arrow-schema.ts";
+import { postableBatch, type PostedBatch } from "../codec/batch-transfer.ts";
 import { readParquetAsync } from "../codec/parquet.ts";
 import type { DataField } from "../format/data-types.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
@@ -59,8 +60,11 @@ export class MergeFileDecodeError extends Error {
   }
 }
 
-/** Merges the bucket, handing each output batch to `emit` as an IPC stream; resolves to the rows sent. */
-export async function mergeBucketJob(spec: MergeBucketSpec, emit: (ipc: Uint8Array) => Promise<void>): Promise<number> {
+/**
+ * Merges the bucket, handing each output batch to `emit` as its column buffers (src/codec/batch-transfer.ts) with the
+ * buffers to transfer; resolves to the rows sent.
+ */
+export async function mergeBucketJob(spec: MergeBucketSpec, emit: (batch: PostedBatch, transfer: ArrayBuffer[]) => Promise<void>): Promise<number> {
   const target: TargetLayout = (() => {
     const schema = new arrow.Schema(spec.fields.map((f) => toArrowField(f.name, f.type)));
     return { fields: spec.fields, schema, struct: new arrow.Struct(schema.fields) };
@@ -98,7 +102,8 @@ export async function mergeBucketJob(spec: MergeBucketSpec, emit: (ipc: Uint8Arr
     if (batch.numRows === 0) continue;
     const out = wanted === null ? batch : project(batch, wanted);
     rows += out.numRows;
-    await emit(arrow.tableToIPC(new arrow.Table([out]), "stream"));
+    const { posted, transfer } = postableBatch(out);
+    await emit(posted, transfer);
   }
   return rows;
 }

@@ -171,7 +171,7 @@ class FileReadContext {
   private async resolve(schemaId: number): Promise<SchemaMapping> {
     const table = this.table;
     const fileSchema: TableSchema = schemaId === table.schema.id ? table.schema : await table.schemas.schema(schemaId);
-    return schemaMapping(fileSchema, this.fields);
+    return schemaMapping(fileSchema, this.fields, table.isPrimaryKeyTable);
   }
 
   /** Reads one data file (see `readDataFile`). */

@@ -3,8 +3,8 @@
  * for a merged read (src/scan/read.ts) that takes their rows bucket by bucket in plan order.
  *
  * The k-way merge and the merge functions bound a merged read when they run on the calling thread (issue 27, 30):
- * here each worker decodes and merges a whole bucket, and the calling thread only turns the batches it receives (Arrow
- * IPC) into record batches. While the caller takes one bucket's rows, the next ones merge: a bucket's job starts
+ * here each worker decodes and merges a whole bucket, and the calling thread only rebuilds the batches it receives
+ * (their column buffers, transferred: src/codec/batch-transfer.ts) as record batches. While the caller takes one bucket's rows, the next ones merge: a bucket's job starts
  * while fewer of this read's jobs run than the pool has workers and at most one more bucket than that is started
  * and not yet taken. A read with a limit starts a bucket only when it takes it (it must not merge buckets it never
  * needs). Jobs are submitted to the pool in plan order, whichever bucket's files were read first, so the pool's FIFO
@@ -16,7 +16,9 @@
  * buckets in flight and their runs, not by their rows. A read that stops early cancels its jobs; one that takes no
  * batch for `pauseAfterMs` gets the bucket back and merges the rest itself (see there).
  */
-import * as arrow from "apache-arrow";
+import type * as arrow from "apache-arrow";
+import { toArrowSchema } from "../codec/arrow-schema.ts";
+import { batchFromPosted, type PostedBatch } from "../codec/batch-transfer.ts";
 import type { MergeBucketJob, ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { LakeError } from "../errors.ts";
 import type { MergeBucketSpec } from "./merge-bucket-job.ts";
@@ -39,7 +41,9 @@ const isPause = (e: unknown): boolean => e instanceof LakeError && e.context["op
 
 /** One bucket's merge: the chunks that arrived and not taken yet, and how it ended. */
 class BucketMerge {
-  readonly chunks: Uint8Array[] = [];
+  readonly chunks: PostedBatch[] = [];
+  /** The schema of the bucket's batches (its read's columns), which the posted buffers are rebuilt in. */
+  schema: arrow.Schema | null = null;
   job: MergeBucketJob | null = null;
   /** The job sent its last chunk (rows: how many in all). */
   finished = false;
@@ -125,10 +129,9 @@ export class WorkerMerges {
         const chunk = merge.chunks.shift();
         if (chunk !== undefined) {
           merge.job?.ack();
-          for (const batch of arrow.tableFromIPC(chunk).batches) {
-            delivered += batch.numRows;
-            yield batch;
-          }
+          const batch = batchFromPosted(merge.schema!, chunk);
+          delivered += batch.numRows;
+          yield batch;
           continue;
         }
         if (merge.failure !== null) throw merge.failure.error;
@@ -185,6 +188,7 @@ export class WorkerMerges {
         bucket = await this.prepare(split);
         await turn;
         if (merge.closed) return;
+        merge.schema = toArrowSchema(bucket.spec.wanted ?? bucket.spec.output);
         merge.job = this.pool.mergeBucket({ ...bucket.spec, window: WINDOW, pauseAfterMs: WorkerMerges.pauseAfterMs, taken: merge.taken, ...(WorkerMerges.batchRows !== undefined ? { batchRows: WorkerMerges.batchRows } : {}) }, bucket.transfer, (chunk) => {
           if (merge.closed) return;
           merge.chunks.push(chunk);

@@ -15,13 +15,13 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_buffer::Buffer as ArrowBuffer;
 use arrow_ipc::reader::StreamDecoder;
-use arrow_ipc::writer::StreamWriter;
+use arrow_ipc::writer::{StreamEncoder, StreamWriter};
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 use bytes::Bytes;
-use napi::bindgen_prelude::{Buffer, BufferSlice, Uint8ArraySlice};
+use napi::bindgen_prelude::{Buffer, BufferSlice, FromNapiValue, Uint8ArraySlice};
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
@@ -188,27 +188,7 @@ unsafe fn borrowed(bytes: &[u8]) -> ArrowBuffer {
 #[napi]
 pub fn decode_to_ipc_stream(bytes: Uint8ArraySlice, opts: Option<DecodeSpec>) -> Result<Buffer> {
     guarded("Parquet decode", || {
-        let opts = opts.unwrap_or(DecodeSpec { columns: None, row_groups: None, batch_size: None });
-        // One copy of the (compressed) file: the reader wants owned bytes, and the JavaScript buffer is only borrowed.
-        let data = Bytes::copy_from_slice(&bytes);
-        let metadata = ArrowReaderMetadata::load(&data, ArrowReaderOptions::default()).map_err(|e| failed("reading the Parquet footer", e))?;
-        let metadata = without_view_types(metadata)?;
-        let row_group_count = metadata.metadata().num_row_groups();
-        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(data, metadata).with_batch_size(opts.batch_size.unwrap_or(65536).max(1) as usize);
-        if let Some(row_groups) = opts.row_groups {
-            let row_groups: Vec<usize> = row_groups.into_iter().map(|i| i as usize).collect();
-            if let Some(bad) = row_groups.iter().find(|&&i| i >= row_group_count) {
-                return Err(invalid(format!("row group {bad} does not exist (the file has {row_group_count})")));
-            }
-            builder = builder.with_row_groups(row_groups);
-        }
-        if let Some(columns) = &opts.columns {
-            let roots: Vec<usize> =
-                builder.schema().fields().iter().enumerate().filter(|(_, f)| columns.iter().any(|c| c == f.name())).map(|(i, _)| i).collect();
-            let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-            builder = builder.with_projection(mask);
-        }
-        let reader = builder.build().map_err(|e| failed("Parquet decode", e))?;
+        let reader = decode_reader(&bytes, opts)?;
         let schema = reader.schema();
         let mut out = Vec::new();
         let mut writer = StreamWriter::try_new(&mut out, &schema).map_err(|e| failed("writing the Arrow IPC stream", e))?;
@@ -220,6 +200,67 @@ pub fn decode_to_ipc_stream(bytes: Uint8ArraySlice, opts: Option<DecodeSpec>) ->
         drop(writer);
         Ok(out.into())
     })
+}
+
+/// `decode_to_ipc_stream`'s stream (the same bytes) in memory V8 owns, for a worker thread that posts it: Node refuses
+/// to transfer the addon's memory, so the stream would be copied once more in JavaScript. Here the decoded columns
+/// are referenced by the IPC encoder in place and copied once, straight into a Node Buffer of the stream's size.
+#[napi]
+pub fn decode_to_transferable_ipc_stream<'env>(env: &'env Env, bytes: Uint8ArraySlice, opts: Option<DecodeSpec>) -> Result<BufferSlice<'env>> {
+    let parts = guarded("Parquet decode", || {
+        let reader = decode_reader(&bytes, opts)?;
+        let schema = reader.schema();
+        let mut encoder = StreamEncoder::try_new(&schema).map_err(|e| failed("writing the Arrow IPC stream", e))?;
+        let mut parts: Vec<ArrowBuffer> = Vec::new();
+        for batch in reader {
+            let batch: RecordBatch = batch.map_err(|e| failed("Parquet decode", e))?;
+            parts.extend(encoder.encode(&batch).map_err(|e| failed("writing the Arrow IPC stream", e))?);
+        }
+        parts.extend(encoder.finish().map_err(|e| failed("writing the Arrow IPC stream", e))?);
+        Ok(parts)
+    })?;
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut data: *mut std::ffi::c_void = std::ptr::null_mut();
+    let mut value: napi::sys::napi_value = std::ptr::null_mut();
+    // SAFETY: napi_create_buffer returns `total` writable bytes at `data` (uninitialized: every byte is written below).
+    let status = unsafe { napi::sys::napi_create_buffer(env.raw(), total, &mut data, &mut value) };
+    if status != napi::sys::Status::napi_ok {
+        return Err(failed("allocating the decoded Arrow IPC stream", format!("napi_create_buffer of {total} bytes failed (status {status})")));
+    }
+    let mut at = 0usize;
+    for p in &parts {
+        // SAFETY: the parts total `total` bytes, so each copy stays within the buffer; they never overlap it.
+        unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), (data as *mut u8).add(at), p.len()) };
+        at += p.len();
+    }
+    drop(parts);
+    // SAFETY: `value` is the Buffer just created in this call's scope.
+    unsafe { BufferSlice::from_napi_value(env.raw(), value) }
+}
+
+/// The record batch reader of a decode (see `decode_to_ipc_stream`).
+fn decode_reader(bytes: &[u8], opts: Option<DecodeSpec>) -> Result<ParquetRecordBatchReader> {
+    let opts = opts.unwrap_or(DecodeSpec { columns: None, row_groups: None, batch_size: None });
+    // One copy of the (compressed) file: the reader wants owned bytes, and the JavaScript buffer is only borrowed.
+    let data = Bytes::copy_from_slice(&bytes);
+    let metadata = ArrowReaderMetadata::load(&data, ArrowReaderOptions::default()).map_err(|e| failed("reading the Parquet footer", e))?;
+    let metadata = without_view_types(metadata)?;
+    let row_group_count = metadata.metadata().num_row_groups();
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(data, metadata).with_batch_size(opts.batch_size.unwrap_or(65536).max(1) as usize);
+    if let Some(row_groups) = opts.row_groups {
+        let row_groups: Vec<usize> = row_groups.into_iter().map(|i| i as usize).collect();
+        if let Some(bad) = row_groups.iter().find(|&&i| i >= row_group_count) {
+            return Err(invalid(format!("row group {bad} does not exist (the file has {row_group_count})")));
+        }
+        builder = builder.with_row_groups(row_groups);
+    }
+    if let Some(columns) = &opts.columns {
+        let roots: Vec<usize> =
+            builder.schema().fields().iter().enumerate().filter(|(_, f)| columns.iter().any(|c| c == f.name())).map(|(i, _)| i).collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        builder = builder.with_projection(mask);
+    }
+    builder.build().map_err(|e| failed("Parquet decode", e))
 }
 
 /// The file's Arrow schema (the one `decode_to_ipc_stream` yields) as an IPC stream without batches.

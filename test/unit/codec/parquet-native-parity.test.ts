@@ -4,6 +4,7 @@
  * Skipped, with the reason printed, where the addon is not built (no cargo: scripts/setup.sh builds it).
  */
 import { test } from "node:test";
+import { MessageChannel } from "node:worker_threads";
 import assert from "node:assert/strict";
 import * as arrow from "apache-arrow";
 import * as pw from "parquet-wasm";
@@ -90,6 +91,32 @@ test("parquet native parity - projected, row-group and schema reads match parque
     assert.deepEqual(recordBatchToRows(types, tb), recordBatchToRows(types, ta), JSON.stringify(request));
   }
   assert.ok(same(wasm.schemaToIpcStream(file), nativeOps().schemaToIpcStream(file)), "schema streams differ");
+});
+
+test("parquet native parity - the transferable decode is the same stream, in memory a postMessage transfers", { skip }, async () => {
+  const { table, spec } = encodeRequest(BATCH, { maxRowGroupSize: 400 });
+  const file = wasm.encodeIpcStream(toIpcStream(table), spec);
+  const requests = [{}, { columns: ["s", "i32", "not-a-column"] }, { columns: ["r", "m", "ts9"], rowGroups: [2, 0] }, { columns: ["nts", "b"], batchSize: 100 }, { columns: ["not-a-column"] }];
+  for (const request of requests) {
+    const expected = await nativeOps().decodeToIpcStream(file, request);
+    const stream = await nativeOps().decodeToTransferableIpcStream(file, request);
+    assert.ok(same(stream, expected), `streams differ: ${JSON.stringify(request)}`);
+    const buffer = nativeOps().transferableBuffer(stream);
+    assert.ok(buffer !== null, `not transferable: ${JSON.stringify(request)}`);
+    // Posted with its buffer in the transfer list: moved (detached here), not copied.
+    const { port1, port2 } = new MessageChannel();
+    const received = new Promise<Uint8Array>((resolve) => port2.once("message", resolve));
+    port1.postMessage(stream, [buffer]);
+    const got = await received;
+    port1.close();
+    assert.equal(buffer.byteLength, 0, "the buffer was transferred");
+    assert.ok(same(got, expected));
+  }
+  await assert.rejects(nativeOps().decodeToTransferableIpcStream(file, { rowGroups: [5] }), /row group 5 does not exist/);
+  await assert.rejects(nativeOps().decodeToTransferableIpcStream(new Uint8Array([1, 2, 3])), /Parquet/);
+  // The wasm codec's stream is a copy out of its memory: transferable as it is.
+  const w = await wasm.decodeToTransferableIpcStream(file, { columns: ["s"] });
+  assert.ok(wasm.transferableBuffer(w) !== null);
 });
 
 test("parquet native parity - bad input is an error, not a crash", { skip }, async () => {
