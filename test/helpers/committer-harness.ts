@@ -38,6 +38,8 @@ export interface HarnessOptions {
   /** Every snapshot notification waits for this before it is published (a bus that hangs). */
   publishGate?: Promise<void>;
   stallReportMs?: number;
+  /** The committer's COMPACT snapshot spacing (default: the committer's own). */
+  compactCommitSpacingMs?: number;
 }
 
 /** What the fake ports saw, and the commit stream the test feeds. */
@@ -108,6 +110,7 @@ export function startCommitter(system: ActorSystem, table: Table, o: HarnessOpti
         acquireIntervalMs: 10,
         ...(o.onBacklogDecided !== undefined ? { onBacklogDecided: o.onBacklogDecided } : {}),
         ...(o.stallReportMs !== undefined ? { stallReportMs: o.stallReportMs } : {}),
+        ...(o.compactCommitSpacingMs !== undefined ? { compactCommitSpacingMs: o.compactCommitSpacingMs } : {}),
       }),
   );
   return state;
