@@ -50,7 +50,7 @@ export const PURGE_SPACING_MS = 1000;
  * inputs live (and out of its writer's planning) that much longer. Primary-key tables land theirs at once: their
  * writers stop on sorted runs, which a compaction waiting here would keep counting.
  */
-export const COMPACT_COMMIT_SPACING_MS = 1000;
+export const COMPACT_COMMIT_SPACING_MS = 500;
 
 export type CommitterMsg =
   | { type: "tick" }
@@ -348,7 +348,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
     }
     this.roundAt.stage = "read";
     // An idle round waits in the stream, but no longer than until held compactions are due.
-    const idleWaitMs = Math.max(1, Math.min(commitCheckMs(this.d.commitIntervalMs), this.untilCompactionsDue(l)));
+    const idleWaitMs = l.held.length === 0 ? commitCheckMs(this.d.commitIntervalMs) : Math.max(1, Math.min(commitCheckMs(this.d.commitIntervalMs), this.untilCompactionsDue(l)));
     while ((await this.readMore(l, ctx, l.pending.length === 0 ? idleWaitMs : 1)) === READ_MAX);
     const compactNow = this.untilCompactionsDue(l) <= 0;
     if (l.pending.length === 0 && !(compactNow && l.held.length > 0)) return this.backlogDecidedUnlessHeld(l);

@@ -94,3 +94,30 @@ test("committer - a primary-key table's compactions are not held", async () => {
     dir.cleanup();
   }
 });
+
+test("committer - an idle leader waits in the commit stream a commit check at a time, with and without compactions landed before", async () => {
+  const dir = tempDir();
+  const system = new ActorSystem({ log: noopLogger });
+  try {
+    const table = await createTable(dir.path, "t.events", "id BIGINT NOT NULL", { options: { bucket: "1", "bucket-key": "id" } });
+    await writeRows(table, [{ id: 1 }]);
+    const [input] = await new ManifestStore(table).readLiveEntries((await table.snapshots.latest())!);
+    // commitIntervalMs 40: a commit check of 10 ms, so about 100 reads a second while idle (the fake waits ≤ 20 ms).
+    const state = startCommitter(system, table, { commitIntervalMs: 40 });
+    const idleReads = async (): Promise<number> => {
+      const from = state.fetches;
+      await new Promise((r) => setTimeout(r, 500));
+      return state.fetches - from;
+    };
+    await until("leading", () => state.published.length > 0);
+    const before = await idleReads();
+    state.queue.push({ seq: 1, committable: copyCompaction(table, input!, "c1") });
+    await until("the COMPACT snapshot", () => state.published.some((n) => n.kind === CommitKind.COMPACT));
+    await new Promise((r) => setTimeout(r, COMPACT_COMMIT_SPACING_MS));
+    const after = await idleReads();
+    for (const reads of [before, after]) assert.ok(reads <= 75, `${reads} reads of the stream in 500 ms idle (a spinning leader reads hundreds)`);
+  } finally {
+    await system.shutdown();
+    dir.cleanup();
+  }
+});
