@@ -41,6 +41,17 @@ import { BeatGather, gatherWindowMs, type GatherEntry } from "./beat-gather.ts";
 /** Purges of one target (the commit stream, an ingest bucket) start at least this far apart: see SpacedTasks. */
 export const PURGE_SPACING_MS = 1000;
 
+/**
+ * An append table's COMPACT snapshots start at least this far apart: compactions that arrive sooner after the last
+ * one are held (read, not decided, not purged from the commit stream) and land together when it has passed. Each
+ * snapshot costs the leader a commit (manifests, list, snapshot file, syncs) and every node's compactors a decode of
+ * it; at 250 ms commits the writers' compactions made a COMPACT snapshot nearly every round (245 a minute beside 265
+ * APPEND ones in issue 28's run). A compaction changes no rows, so landing it up to a second later only keeps its
+ * inputs live (and out of its writer's planning) that much longer. Primary-key tables land theirs at once: their
+ * writers stop on sorted runs, which a compaction waiting here would keep counting.
+ */
+export const COMPACT_COMMIT_SPACING_MS = 500;
+
 export type CommitterMsg =
   | { type: "tick" }
   | { type: "acquired"; grant: LeaseGrant | null; epoch: number; reader: CommitReader | null }
@@ -87,6 +98,8 @@ export interface CommitterDeps {
   tracer?: Tracer;
   /** The table's commit turn, shared with its maintenance jobs: no round starts while a job's commit holds it. */
   turns?: CommitTurns;
+  /** COMPACT snapshots at least this many ms apart (default: COMPACT_COMMIT_SPACING_MS for append tables, else 0). */
+  compactCommitSpacingMs?: number;
 }
 
 interface Leadership {
@@ -99,6 +112,15 @@ interface Leadership {
   compactor: StreamCompactionCommitter<CompactionEntry>;
   /** Read, not decided yet. A committable sent by reference is replaced by its body once loaded (`ref` kept). */
   pending: Array<{ seq: number; committable: CommitEntry; ref?: CommittableRef }>;
+  /**
+   * Compactions read and held until the spacing since the last COMPACT snapshot has passed (in stream order): not
+   * decided, so the commit stream is purged only below the first of them (a new leader reads them again).
+   */
+  held: PendingCompaction<CompactionEntry>[];
+  /** When (monotonic ms) this leadership's last compaction round ran; -Infinity before the first. */
+  lastCompactAt: number;
+  /** The highest commit-stream seq read so far (all of it decided but `held`). */
+  readThrough: number;
   timer: Cancellable;
   /** The last snapshot id announced; null until this leadership read it (its first round). */
   notified: number | null;
@@ -237,7 +259,7 @@ export class CommitterActor implements Actor<CommitterMsg> {
           ownerEpochOf: (b) => this.d.assignments.ownerEpochOf(this.d.table.name, b),
           manifests,
         });
-        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null, backlogDecided: false, beats: new BeatGather(this.d.commitIntervalMs) };
+        this.leader = { grant, epoch: msg.epoch, keeper, reader: msg.reader, committer, compactor, pending: [], held: [], lastCompactAt: -Infinity, readThrough: 0, timer: ctx.scheduleRepeatedly(commitCheckMs(this.d.commitIntervalMs), { type: "commit" }), notified: null, backlogDecided: false, beats: new BeatGather(this.d.commitIntervalMs) };
         this.leaderChanges.add(1, { table: this.d.table.name });
         ctx.log.info("became leader", { table: this.d.table.name, epoch: msg.epoch, node: this.d.nodeId });
         this.d.onLeadership?.(true, msg.epoch);
@@ -325,35 +347,58 @@ export class CommitterActor implements Actor<CommitterMsg> {
       await this.announceThrough(l, latest);
     }
     this.roundAt.stage = "read";
-    while ((await this.readMore(l, ctx, l.pending.length === 0 ? commitCheckMs(this.d.commitIntervalMs) : 1)) === READ_MAX);
-    if (l.pending.length === 0) return this.backlogDecided(l);
-    this.roundAt.stage = "gather";
-    await this.gatherBeat(l, ctx);
+    // An idle round waits in the stream, but no longer than until held compactions are due.
+    const idleWaitMs = l.held.length === 0 ? commitCheckMs(this.d.commitIntervalMs) : Math.max(1, Math.min(commitCheckMs(this.d.commitIntervalMs), this.untilCompactionsDue(l)));
+    while ((await this.readMore(l, ctx, l.pending.length === 0 ? idleWaitMs : 1)) === READ_MAX);
+    const compactNow = this.untilCompactionsDue(l) <= 0;
+    if (l.pending.length === 0 && !(compactNow && l.held.length > 0)) return this.backlogDecidedUnlessHeld(l);
+    // Compactions alone that are not due yet are held without waiting for more (they would only be held too).
+    if (l.pending.length > 0 && (compactNow || !BeatGather.onlyCompactions(l.pending.map((p) => gatherEntryOf(p.committable))))) {
+      this.roundAt.stage = "gather";
+      await this.gatherBeat(l, ctx);
+    }
     if (!l.keeper.isValid()) throw new LakeError(ErrorKind.Fenced, "lease deadline passed");
     const decided = l.pending;
     l.beats.decided(decided.map((p) => gatherEntryOf(p.committable)));
-    const compactions: PendingCompaction<CompactionEntry>[] = [];
-    for (const p of decided) if (p.committable.type === "compaction") compactions.push({ seq: p.seq, compaction: p.committable });
+    const arrived: PendingCompaction<CompactionEntry>[] = [];
+    for (const p of decided) if (p.committable.type === "compaction") arrived.push({ seq: p.seq, compaction: p.committable });
     this.roundAt.stage = "append";
-    if (compactions.length < decided.length) await this.appendRound(l, ctx);
-    this.roundAt.stage = "compaction";
+    if (arrived.length < decided.length) await this.appendRound(l, ctx);
     // Compactions only after the round's appends are decided and announced, so a failed compaction commit never
-    // holds rows back; until it succeeds they stay pending (and unpurged) for the next round.
-    l.pending = decided.filter((p) => p.committable.type === "compaction");
-    if (compactions.length > 0) await this.compactionRound(l, compactions, ctx);
+    // holds rows back; until it succeeds they stay held (and unpurged) for the next round.
     l.pending = [];
-    this.backlogDecided(l);
-    // Every committable read so far is decided (accepted, duplicate or rejected): drop them from the stream.
+    l.held.push(...arrived);
+    if (l.held.length > 0 && this.untilCompactionsDue(l) <= 0) {
+      this.roundAt.stage = "compaction";
+      l.lastCompactAt = this.d.clock.monotonic();
+      await this.compactionRound(l, l.held, ctx);
+      l.held = [];
+    }
+    this.backlogDecidedUnlessHeld(l);
+    // Every committable read so far is decided (accepted, duplicate or rejected) but the held compactions: drop them
+    // from the stream, up to the first held one.
     const table = this.d.table.name;
-    const maxSeq = decided.reduce((m, p) => Math.max(m, p.seq), 0);
+    const through = l.held.length > 0 ? l.held[0]!.seq - 1 : l.readThrough;
+    if (through <= 0) return;
     this.inBackground(
       "commits",
       async () => {
-        await this.d.commitLog.purge(table, maxSeq);
-        await this.removeBodies(maxSeq);
+        await this.d.commitLog.purge(table, through);
+        await this.removeBodies(through);
       },
       (e) => ctx.log.warn("commit stream purge failed", { table, error: e.message }),
     );
+  }
+
+  /** Ms until held compactions may land (≤ 0: now): COMPACT snapshots are spaced (COMPACT_COMMIT_SPACING_MS). */
+  private untilCompactionsDue(l: Leadership): number {
+    const spacing = this.d.compactCommitSpacingMs ?? (this.d.table.isPrimaryKeyTable ? 0 : COMPACT_COMMIT_SPACING_MS);
+    return l.lastCompactAt + spacing - this.d.clock.monotonic();
+  }
+
+  /** Held compactions are read but not decided: the backlog counts as decided only without them. */
+  private backlogDecidedUnlessHeld(l: Leadership): void {
+    if (l.held.length === 0) this.backlogDecided(l);
   }
 
   /**
@@ -369,11 +414,13 @@ export class CommitterActor implements Actor<CommitterMsg> {
       // read but not decided is read again; what was decided and not purged yet comes back as duplicates.
       await l.reader.close().catch(() => undefined);
       l.pending = [];
+      l.held = [];
       ctx.log.warn("commit stream reader failed; re-opening it", { table: this.d.table.name, error: ensureError(e).message });
       l.reader = await this.d.commitLog.open(this.d.table.name);
       throw e;
     }
     l.pending.push(...got);
+    for (const p of got) l.readThrough = Math.max(l.readThrough, p.seq);
     return got.length;
   }
 

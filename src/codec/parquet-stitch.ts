@@ -21,6 +21,15 @@ import type { ThriftField, ThriftList } from "./parquet-footer.mjs";
 export interface StitchPiece {
   bytes: Uint8Array;
   rowGroups: readonly number[];
+  /** The file's footer as `parquetFooter` parsed it, when the caller has it (else it is parsed again here). */
+  footer?: ParquetFooter;
+}
+
+/** A Parquet file's footer (FileMetaData), parsed once for what the caller reads of it and for stitching. */
+export interface ParquetFooter {
+  readonly fields: ThriftField[];
+  /** Rows of each row group. */
+  readonly groupRows: number[];
 }
 
 export type StitchResult = { kind: "stitched"; bytes: Uint8Array; rows: number } | { kind: "refused"; reason: string };
@@ -31,9 +40,15 @@ const field = (fields: ThriftField[], id: number): ThriftField | undefined => fi
 const items = (f: ThriftField | undefined): unknown[] => ((f?.value as { items?: unknown[] } | undefined)?.items ?? []);
 const num = (f: ThriftField | undefined): number => (f === undefined ? 0 : Number(f.value as bigint | number));
 
+/** A Parquet file's footer, parsed. */
+export function parquetFooter(bytes: Uint8Array): ParquetFooter {
+  const fields = readFileMetaData(bytes);
+  return { fields, groupRows: items(field(fields, 4)).map((rg) => num(field(rg as ThriftField[], 3))) };
+}
+
 /** Rows of each row group of a Parquet file, from its footer. */
 export function parquetRowGroupRows(bytes: Uint8Array): number[] {
-  return items(field(readFileMetaData(bytes), 4)).map((rg) => num(field(rg as ThriftField[], 3)));
+  return parquetFooter(bytes).groupRows;
 }
 
 /** Footer fields every piece must share, encoded, with what they are for the refusal's reason. */
@@ -86,12 +101,15 @@ function setFields(fields: ThriftField[], updates: ThriftField[]): ThriftField[]
  */
 export function stitchParquet(pieces: readonly StitchPiece[]): StitchResult {
   if (pieces.length === 0) return { kind: "refused", reason: "no pieces" };
-  const metas = pieces.map((p) => readFileMetaData(p.bytes));
+  const metas = pieces.map((p) => p.footer?.fields ?? readFileMetaData(p.bytes));
   const first = metas[0]!;
+  const shared = SHARED.map(([id]) => encodedField(first, id));
   for (const [k, meta] of metas.entries()) {
     if (field(meta, 8) !== undefined || field(meta, 9) !== undefined) return { kind: "refused", reason: `piece ${k} is encrypted` };
-    for (const [id, what] of SHARED) {
-      if (encodedField(meta, id) !== encodedField(first, id)) return { kind: "refused", reason: `piece ${k} has another ${what} than piece 0` };
+    // A piece of the first piece's file (its footer parsed once) agrees with it.
+    if (k === 0 || meta === first) continue;
+    for (const [j, [id, what]] of SHARED.entries()) {
+      if (encodedField(meta, id) !== shared[j]) return { kind: "refused", reason: `piece ${k} has another ${what} than piece 0` };
     }
   }
 

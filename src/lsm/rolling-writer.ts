@@ -11,7 +11,7 @@
  *
  * Every path is told to `onPath` before its file is written, so a caller that gives up removes what was written.
  */
-import { parquetRowGroupRows, stitchParquet } from "../codec/parquet-stitch.ts";
+import { parquetFooter, stitchParquet } from "../codec/parquet-stitch.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
 import { KeyValueFileStats, type KeyValueFileWriter, type KeyValueWriteOptions } from "./key-value-file-writer.ts";
@@ -90,7 +90,12 @@ export class RollingKeyValueWriter {
 
 /** One Parquet file of several encoded the same way, every row group of each in order. */
 function stitch(pieces: readonly Uint8Array[]): Uint8Array {
-  const res = stitchParquet(pieces.map((bytes) => ({ bytes, rowGroups: parquetRowGroupRows(bytes).map((_, i) => i) })));
+  const res = stitchParquet(
+    pieces.map((bytes) => {
+      const footer = parquetFooter(bytes);
+      return { bytes, rowGroups: footer.groupRows.map((_, i) => i), footer };
+    }),
+  );
   // Chunks of one writer share schema, metadata and format version: a refusal is a bug here, not bad input.
   if (res.kind === "refused") throw new LakeError(ErrorKind.Unexpected, `stitching a compaction output's chunks failed: ${res.reason}`);
   return res.bytes;

@@ -24,7 +24,7 @@ import type * as arrow from "apache-arrow";
 import { Table as ArrowTable } from "apache-arrow";
 import { ErrorKind, LakeError } from "../errors.ts";
 import { compareValues } from "../codec/stats.ts";
-import { parquetRowGroupRows, stitchParquet, type StitchPiece } from "../codec/parquet-stitch.ts";
+import { parquetFooter, stitchParquet, type StitchPiece } from "../codec/parquet-stitch.ts";
 import type { ParquetEncoderPool } from "../codec/parquet-pool.ts";
 import { decodeDataFileRowGroups } from "../scan/read.ts";
 import { deserializeBinaryRow, serializeBinaryRow } from "../format/binary-row.ts";
@@ -76,10 +76,12 @@ export async function writeByCopy(
     group.map(async (file) => {
       const path = table.paths.dataFilePath(where.partitionPath, where.bucket, file.fileName, file.externalPath);
       const bytes = await table.io.readFile(path);
-      const groupRows = parquetRowGroupRows(bytes);
+      // Parsed once: for the row counts here, and for every stitch of its groups below.
+      const footer = parquetFooter(bytes);
+      const groupRows = footer.groupRows;
       const total = groupRows.reduce((n, r) => n + r, 0);
       if (total !== file.rowCount) throw new LakeError(ErrorKind.DataInvalid, `data file ${path} has ${total} rows but its manifest entry says ${file.rowCount}`, { context: { path } });
-      return { file, path, bytes, groupRows };
+      return { file, path, bytes, footer, groupRows };
     }),
   );
 
@@ -93,7 +95,7 @@ export async function writeByCopy(
     const last = pieces[pieces.length - 1];
     // Consecutive groups of one file stay one piece.
     if (last !== undefined && last.bytes === input.bytes) (last.rowGroups as number[]).push(...rowGroups);
-    else pieces.push({ bytes: input.bytes, rowGroups: [...rowGroups] });
+    else pieces.push({ bytes: input.bytes, rowGroups: [...rowGroups], footer: input.footer });
     stats.rowsCopied += rows;
   };
   /**
@@ -110,7 +112,7 @@ export async function writeByCopy(
         open.rows += x.rows;
       } else parts.push({ input: x.input, rowGroups: [x.g], rows: x.rows });
     }
-    const alone = stitchParquet(parts.map((p) => ({ bytes: p.input.bytes, rowGroups: p.rowGroups })));
+    const alone = stitchParquet(parts.map((p) => ({ bytes: p.input.bytes, rowGroups: p.rowGroups, footer: p.input.footer })));
     if (alone.kind === "stitched") {
       const first = parts[0]!.input;
       return decodeDataFileRowGroups(table, first.file, first.path, alone.bytes, of.map((_, k) => k), rows, pool);
@@ -130,7 +132,8 @@ export async function writeByCopy(
     const rows = encoded.reduce((n, x) => n + x.rows, 0);
     const batches = await decodeGroups(encoded, rows);
     const bytes = await writer.encodeBytes(new ArrowTable(batches[0]!.schema, batches));
-    pieces.push({ bytes, rowGroups: parquetRowGroupRows(bytes).map((_, k) => k) });
+    const footer = parquetFooter(bytes);
+    pieces.push({ bytes, rowGroups: footer.groupRows.map((_, k) => k), footer });
     stats.rowsReencoded += rows;
   };
   for (const input of inputs) {

@@ -38,6 +38,8 @@ export interface HarnessOptions {
   /** Every snapshot notification waits for this before it is published (a bus that hangs). */
   publishGate?: Promise<void>;
   stallReportMs?: number;
+  /** The committer's COMPACT snapshot spacing (default: the committer's own). */
+  compactCommitSpacingMs?: number;
 }
 
 /** What the fake ports saw, and the commit stream the test feeds. */
@@ -48,6 +50,8 @@ export interface HarnessState {
   /** The commit stream's purges: everything through this sequence. */
   purgedThrough: number;
   queue: Array<{ seq: number; committable: CommitEntry }>;
+  /** Reads of the commit stream so far (an idle leader's pace). */
+  fetches: number;
 }
 
 /**
@@ -55,7 +59,7 @@ export interface HarnessState {
  * stream fed through `queue`, a lease it gets at once.
  */
 export function startCommitter(system: ActorSystem, table: Table, o: HarnessOptions = {}): HarnessState {
-  const state: HarnessState = { published: [], rejections: [], compactionRejections: [], purgedThrough: 0, queue: [...(o.backlog ?? [])] };
+  const state: HarnessState = { published: [], rejections: [], compactionRejections: [], purgedThrough: 0, queue: [...(o.backlog ?? [])], fetches: 0 };
   const { published, queue } = state;
   const bus: Bus = {
     publishRejection: (_writer, r) => void (r.type === "rejection" ? state.rejections.push(r) : state.compactionRejections.push(r)),
@@ -69,6 +73,7 @@ export function startCommitter(system: ActorSystem, table: Table, o: HarnessOpti
   const reader: CommitReader = {
     streamId: "COMMITS@1",
     fetch: async (max, waitMs) => {
+      state.fetches++;
       if (queue.length === 0) await new Promise((r) => setTimeout(r, Math.min(waitMs, 20)));
       return queue.splice(0, max);
     },
@@ -108,6 +113,7 @@ export function startCommitter(system: ActorSystem, table: Table, o: HarnessOpti
         acquireIntervalMs: 10,
         ...(o.onBacklogDecided !== undefined ? { onBacklogDecided: o.onBacklogDecided } : {}),
         ...(o.stallReportMs !== undefined ? { stallReportMs: o.stallReportMs } : {}),
+        ...(o.compactCommitSpacingMs !== undefined ? { compactCommitSpacingMs: o.compactCommitSpacingMs } : {}),
       }),
   );
   return state;

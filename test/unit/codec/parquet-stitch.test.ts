@@ -8,7 +8,7 @@ import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
 import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 import { readParquet, readParquetAsync, writeParquet, type ParquetWriteOptions } from "../../../src/codec/parquet.ts";
 import { decodeStruct, readFileMetaData, type ThriftField } from "../../../src/codec/parquet-footer.mjs";
-import { parquetRowGroupRows, stitchParquet } from "../../../src/codec/parquet-stitch.ts";
+import { parquetFooter, parquetRowGroupRows, stitchParquet } from "../../../src/codec/parquet-stitch.ts";
 import { T, type DataField } from "../../../src/format/data-types.ts";
 import type { Row } from "../../../src/format/values.ts";
 import { ALL_ROWS, ALL_TYPES } from "../../helpers/codec-fixtures.ts";
@@ -149,4 +149,25 @@ test("parquet stitch - pieces that disagree on the schema or the Arrow metadata 
   const renamed = writeParquet(rowsToRecordBatch(FIELDS, rowsFrom(0, 10)), { createdBy: "someone else" });
   assert.equal(stitchParquet([{ bytes: a, rowGroups: [0] }, { bytes: renamed, rowGroups: [0] }]).kind, "stitched", "created_by may differ");
   assert.throws(() => stitchParquet([{ bytes: a, rowGroups: [1] }]), /piece 0 has no row group 1/);
+});
+
+test("parquet stitch - pieces given their parsed footers (parquetFooter) stitch the same bytes as pieces parsed here; a disagreeing one is still refused", () => {
+  const a = file(0, 5000, 2000);
+  const b = file(5000, 3000, 1000);
+  const footerA = parquetFooter(a.bytes);
+  assert.deepEqual(footerA.groupRows, [2000, 2000, 1000]);
+  const parsedHere = stitchParquet([
+    { bytes: a.bytes, rowGroups: [0] },
+    { bytes: b.bytes, rowGroups: [1, 2] },
+    { bytes: a.bytes, rowGroups: [2] },
+  ]);
+  const given = stitchParquet([
+    { bytes: a.bytes, rowGroups: [0], footer: footerA },
+    { bytes: b.bytes, rowGroups: [1, 2], footer: parquetFooter(b.bytes) },
+    { bytes: a.bytes, rowGroups: [2], footer: footerA },
+  ]);
+  assert.equal(given.kind, "stitched");
+  assert.deepEqual(given, parsedHere);
+  const other = writeParquet(rowsToRecordBatch([FIELDS[0]!], rowsFrom(0, 10)));
+  assert.deepEqual(stitchParquet([{ bytes: a.bytes, rowGroups: [0], footer: footerA }, { bytes: other, rowGroups: [0], footer: parquetFooter(other) }]), { kind: "refused", reason: "piece 1 has another schema than piece 0" });
 });
