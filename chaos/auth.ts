@@ -67,8 +67,11 @@ export interface ChaosAuth {
   readonly redisArgs: string[];
   /** How redis-server's start-up check authenticates (it asks INFO, which the committers' ACL allows). */
   readonly redisProbe: { user: string; password: string };
-  /** The environment of a natslake process (node or client) that connects as `role`. */
-  envFor(role: Role): Record<string, string>;
+  /**
+   * The environment of a process that connects as `user`: a natslake node or client as its role, or the harness's
+   * own connections (HARNESS_USER) — all through cluster/nats/connect.ts, which reads it.
+   */
+  envFor(user: Role | typeof HARNESS_USER): Record<string, string>;
   /** nats.js options of a connection the harness opens itself as `user` (a role, or HARNESS_USER). */
   connectOptions(user: Role | typeof HARNESS_USER): Pick<ConnectionOptions, "user" | "pass" | "inboxPrefix">;
 }
@@ -86,11 +89,11 @@ export function newChaosAuth(prefix = "lake"): ChaosAuth {
     natsServerEnv: Object.fromEntries([...passwords].map(([u, p]) => [serverPasswordEnv(u), p])),
     redisArgs: ["--user", "default", "off", "--user", REDIS_COMMITTER, "on", `#${redisHash}`, ...committerAclRules(prefix)],
     redisProbe: { user: REDIS_COMMITTER, password: redisPassword },
-    envFor: (role) => ({
-      [NATS_AUTH_ENV.natsUser]: role,
-      [NATS_PASSWORD_ENV]: pw(role),
-      [INBOX_PREFIX_ENV]: clientInboxPrefix(role),
-      ...(role === "committer" ? { [REDIS_AUTH_ENV.redisUser]: REDIS_COMMITTER, [REDIS_PASSWORD_ENV]: redisPassword } : {}),
+    envFor: (user) => ({
+      [NATS_AUTH_ENV.natsUser]: user,
+      [NATS_PASSWORD_ENV]: pw(user),
+      [INBOX_PREFIX_ENV]: clientInboxPrefix(user),
+      ...(user === "committer" ? { [REDIS_AUTH_ENV.redisUser]: REDIS_COMMITTER, [REDIS_PASSWORD_ENV]: redisPassword } : {}),
     }),
     connectOptions: (user) => ({ user, pass: pw(user), inboxPrefix: clientInboxPrefix(user) }),
   };

@@ -348,6 +348,12 @@ export interface ChaosReport {
    * invariants include `permissions`. Absent in older reports.
    */
   auth?: boolean;
+  /**
+   * Whether the servers required mutual TLS (NATS client ports and routes, Redis), every process connecting with the
+   * CA and a client certificate (`chaos run --tls`); with it the invariants include `permissions`, where a TLS
+   * handshake the servers refused counts. Absent in older reports.
+   */
+  tls?: boolean;
   faults: FaultRecord[];
   rows: {
     published: number;
