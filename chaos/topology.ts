@@ -28,7 +28,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import { spawnNode } from "../test/helpers/cluster.ts";
-import { startNatsCluster, type NatsCluster } from "../test/helpers/nats-cluster.ts";
+import { startNatsCluster, type NatsCluster, type NatsClusterOptions } from "../test/helpers/nats-cluster.ts";
 import { startRedis, type RedisOptions, type ServerHandle } from "../cluster/local/servers.ts";
 import { adminRequest } from "../cluster/admin-client.ts";
 import { requestMaintenance } from "../cluster/maintenance-client.ts";
@@ -62,14 +62,14 @@ export interface TopologyConfig {
 }
 
 /** Who a process connects as: a natslake role, or the harness's own user (with `auth`; the operator's without it). */
-type ConnectingUser = "producer" | "consumer" | "operator" | NodeRole | typeof HARNESS_USER;
+export type ConnectingUser = "producer" | "consumer" | "operator" | NodeRole | typeof HARNESS_USER;
 
 /**
  * The connection settings of a process that connects as `user`, as environment variables (cluster/nats/connect-options.ts,
  * cluster/redis/connect-options.ts read them): its TLS files, and its credentials with `auth`. Redis's only for
  * committers, the only processes that talk to it. Nothing when the servers require neither.
  */
-function processEnv(cfg: TopologyConfig, user: ConnectingUser): Record<string, string> {
+export function processEnv(cfg: TopologyConfig, user: ConnectingUser): Record<string, string> {
   const tls = cfg.tls === undefined ? {} : { ...cfg.tls.natsEnv, ...(user === "committer" ? cfg.tls.redisEnv : {}) };
   return { ...tls, ...cfg.auth?.envFor(user) };
 }
@@ -146,16 +146,7 @@ export class Topology implements TopologyHandle {
   static async start(cfg: TopologyConfig): Promise<Topology> {
     const auth = cfg.auth;
     mkdirSync(natsLogDir(cfg.dir), { recursive: true });
-    const nats = await startNatsCluster({
-      bin: cfg.nats.bin,
-      ...(cfg.nats.syncAlways ? { jetstream: { sync_interval: "always" } } : {}),
-      ...(auth !== undefined || cfg.tls !== undefined ? { config: `${auth?.natsConfig ?? ""}${cfg.tls?.natsConfig ?? ""}` } : {}),
-      ...(auth ? { env: { ...process.env, ...auth.natsServerEnv } } : {}),
-      // The readiness probe creates a stream no role may: the harness's user with auth.
-      readyConnect: (servers) => harnessConnect(cfg, servers, auth ? HARNESS_USER : "operator", { timeout: 2000, reconnectTimeWait: 100, maxReconnectAttempts: -1, name: "chaos-ready" }),
-      logDir: natsLogDir(cfg.dir),
-      readyTimeoutMs: 60_000,
-    });
+    const nats = await startNatsCluster(natsClusterOptions(cfg));
     for (const n of nats.nodes) trackPid(n.handle?.pid, `nats-server ${n.name}`);
     let redis: ServerHandle | null = null;
     let nc: NatsConnection | null = null;
@@ -602,10 +593,29 @@ export class Topology implements TopologyHandle {
 }
 
 /**
+ * The run's nats-server cluster: JetStream's fsync setting of the chosen server, with `auth` the users' block and
+ * their passwords in the servers' environment, with `tls` mutual TLS; its logs under logs/nats/. Exported for the
+ * test that the run's servers refuse a process without the client certificate (test/chaos/chaos-tls.test.ts).
+ */
+export function natsClusterOptions(cfg: TopologyConfig): NatsClusterOptions {
+  const auth = cfg.auth;
+  return {
+    bin: cfg.nats.bin,
+    ...(cfg.nats.syncAlways ? { jetstream: { sync_interval: "always" } } : {}),
+    ...(auth !== undefined || cfg.tls !== undefined ? { config: `${auth?.natsConfig ?? ""}${cfg.tls?.natsConfig ?? ""}` } : {}),
+    ...(auth ? { env: { ...process.env, ...auth.natsServerEnv } } : {}),
+    // The readiness probe creates a stream no role may: the harness's user with auth.
+    readyConnect: (servers) => harnessConnect(cfg, servers, auth ? HARNESS_USER : "operator", { timeout: 2000, reconnectTimeWait: 100, maxReconnectAttempts: -1, name: "chaos-ready" }),
+    logDir: natsLogDir(cfg.dir),
+    readyTimeoutMs: 60_000,
+  };
+}
+
+/**
  * redis-server's options: with auth the default user off and the committers' ACL user (checked by it at start-up),
  * with TLS the TLS port only and client certificates required.
  */
-function redisOptions(cfg: TopologyConfig): RedisOptions {
+export function redisOptions(cfg: TopologyConfig): RedisOptions {
   return {
     ...(cfg.auth === undefined ? {} : { extraArgs: cfg.auth.redisArgs, probeAuth: cfg.auth.redisProbe }),
     ...(cfg.tls === undefined ? {} : { tls: cfg.tls.redis }),
