@@ -12,7 +12,8 @@
  * arguments. `--auth`: the servers require users and least-privilege permissions, every process connects as its
  * role, and no nats-server may log a refusal (chaos/auth.ts, chaos/nats-violations.ts). `--tls`: the servers require
  * mutual TLS (NATS client ports and routes, Redis), every process connects with the run's CA and a client certificate,
- * and no nats-server may log a refused TLS handshake (chaos/tls.ts); the natural pairing is `--auth --tls`.
+ * and no nats-server may log a refused TLS handshake (chaos/tls.ts); the natural pairing is `--auth --tls`, where the
+ * NATS users sign in with nkeys instead of passwords.
  */
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { resolve } from "node:path";
@@ -92,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
     .option("--reports <dir>", "where reports go", "chaos-reports")
     .option("--s3", "the warehouse in an S3 bucket on a SeaweedFS of each run's own (built by scripts/setup.sh) instead of a directory")
     .option("--auth", "users and least-privilege permissions on the servers (a NATS user per role, Redis ACL), every process connecting as its role; no nats-server may log a refusal")
-    .option("--tls", "mutual TLS on the servers (NATS client ports and routes, Redis; a CA and certificates made per run), every process connecting with the CA and a client certificate; no nats-server may log a refused handshake")
+    .option("--tls", "mutual TLS on the servers (NATS client ports and routes, Redis; a CA and certificates made per run), every process connecting with the CA and a client certificate; no nats-server may log a refused handshake; with --auth the NATS users sign in with nkeys")
     .action(async (names: string[], o: RunFlags) => {
       const all = await loadScenarios();
       let selected;
@@ -104,7 +105,7 @@ async function main(argv: string[]): Promise<number> {
       if (selected.length === 0) throw new UsageError("no scenario selected");
       installCleanup();
       const nats = chooseNatsServer(o.natsServer);
-      process.stdout.write(`chaos: ${selected.length} scenario(s) × ${o.runs} run(s) against ${nats.label}${o.s3 === true ? ", the warehouse on S3 (SeaweedFS)" : ""}${o.auth === true ? ", auth on (a user per role)" : ""}${o.tls === true ? ", mutual TLS" : ""}\n\n`);
+      process.stdout.write(`chaos: ${selected.length} scenario(s) × ${o.runs} run(s) against ${nats.label}${o.s3 === true ? ", the warehouse on S3 (SeaweedFS)" : ""}${o.auth === true ? `, auth on (${o.tls === true ? "an nkey" : "a user and password"} per role)` : ""}${o.tls === true ? ", mutual TLS" : ""}\n\n`);
       const reports: ChaosReport[] = [];
       const t0 = Date.now();
       for (const s of selected) {

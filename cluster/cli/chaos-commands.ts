@@ -85,7 +85,7 @@ export function registerChaosCommands(program: Command): void {
     .option("--reports <dir>", "where reports go (default chaos-reports)")
     .option("--s3", "the warehouse in S3: a SeaweedFS of each run's own (built by scripts/setup.sh) instead of a directory")
     .option("--auth", "users and least-privilege permissions on the servers (a NATS user per role, Redis ACL), every process connecting as its role; fails a run whose nats-servers logged a permission or authorization violation")
-    .option("--tls", "mutual TLS on the servers (NATS client ports and routes, Redis; a CA and certificates made per run), every process connecting with the CA and a client certificate; fails a run whose nats-servers logged a refused TLS handshake")
+    .option("--tls", "mutual TLS on the servers (NATS client ports and routes, Redis; a CA and certificates made per run), every process connecting with the CA and a client certificate; fails a run whose nats-servers logged a refused TLS handshake; with --auth the NATS users sign in with nkeys instead of passwords")
     .addHelpText("after", examples("natslake chaos run writer-failpoints --runs 5 --seed 42", "natslake chaos run soak --duration 10min --seed 7 --verbose", "natslake chaos run --ci", "natslake chaos run leader-kill --auth", "natslake chaos run leader-kill --auth --tls"))
     .action(async (names: string[], o: ChaosFlags) => {
       const args = ["run", ...names];

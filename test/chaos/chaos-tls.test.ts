@@ -1,20 +1,22 @@
 /**
  * `chaos run --tls` (chaos/tls.ts). First the run's servers on their own, started as the topology starts them
- * (chaos/topology.ts `natsClusterOptions`, `redisOptions`; with `--auth`'s users too): every process's settings
- * (`processEnv`) connect — NATS through connectNats, Redis as a committer's lease does; the routes speak TLS; a
- * process without the run's client certificate, or with one another CA signed, is refused by NATS and Redis, and the
- * `permissions` invariant names the refused handshakes (while the start-up checks' plain hang-ups do not count).
+ * (chaos/topology.ts `natsClusterOptions`, `redisOptions`; with `--auth`'s users too, nkeys as with `--auth --tls`):
+ * every process's settings (`processEnv`: its client certificate, its nkey seed file) connect — NATS through
+ * connectNats, Redis as a committer's lease does; the routes speak TLS; a process without the run's client
+ * certificate, or with one another CA signed, is refused by NATS and Redis, so is an nkey the servers do not know, and
+ * the `permissions` invariant names each refusal (while the start-up checks' plain hang-ups do not count).
  * Then one short chaos run with `--auth --tls`, through the runner as `natslake chaos run` starts it.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats } from "../../cluster/nats/connect.ts";
-import { NATS_AUTH_ENV } from "../../cluster/nats/connect-options.ts";
+import { createUser } from "@nats-io/nkeys";
+import { NATS_AUTH_ENV, NATS_PASSWORD_ENV } from "../../cluster/nats/connect-options.ts";
 import { connectLeaseRedis } from "../../cluster/redis/lease.ts";
 import { REDIS_AUTH_ENV, redisConnectionOptions } from "../../cluster/redis/connect-options.ts";
 import { Subjects } from "../../cluster/nats/subjects.ts";
@@ -39,7 +41,8 @@ const conns: NatsConnection[] = [];
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), "natslake-chaos-tls-"));
   tls = newChaosTls(dir);
-  cfg = { dir, nats: chooseNatsServer(), auth: newChaosAuth(), tls };
+  // As `chaos run --auth --tls` makes them: the users sign in with nkeys.
+  cfg = { dir, nats: chooseNatsServer(), auth: newChaosAuth({ nkeysDir: join(dir, "nkeys") }), tls };
   mkdirSync(join(dir, "logs", "nats"), { recursive: true });
   nats = await startNatsCluster(natsClusterOptions(cfg));
   redis = await startRedis(redisOptions(cfg));
@@ -92,8 +95,12 @@ test("chaos tls - every process's settings connect to the run's servers over mut
     const env = processEnv(cfg, user);
     assert.equal(env[NATS_AUTH_ENV.natsTlsCa], tls.certs.ca, `${user}: the run's CA`);
     assert.equal(env[NATS_AUTH_ENV.natsTlsCert], tls.certs.clientCert, `${user}: the run's client certificate`);
+    const seedFile = env[NATS_AUTH_ENV.natsNkey];
+    assert.ok(seedFile !== undefined && env[NATS_PASSWORD_ENV] === undefined && env[NATS_AUTH_ENV.natsUser] === undefined, `${user}: an nkey seed file, no password`);
+    assert.equal(statSync(seedFile).mode & 0o777, 0o600, `${user}: its seed readable by its owner only`);
     assert.equal(await tryNats(env), "connected", user);
   }
+  assert.doesNotMatch(cfg.auth!.natsConfig, /password:/, "the servers hold public keys, no password");
   const nc = conns[0]!;
   assert.equal(nc.info?.tls_required, true, "the server requires TLS");
   assert.equal(nc.info?.tls_verify, true, "the server verifies client certificates");
@@ -126,16 +133,20 @@ test("chaos tls - a process without the run's client certificate is refused by N
   assert.notEqual(await tryNats(withCert("operator", undefined)), "connected", "NATS: the CA but no client certificate");
   assert.notEqual(await tryNats(withCert("operator", stranger)), "connected", "NATS: a client certificate of another CA");
   assert.match(await tryNats(processEnv({ ...cfg, tls: undefined }, "operator")), /TLS|certificate/i, "NATS: the credentials but no TLS settings at all");
+  const strangerSeed = join(dir, "stranger.nk");
+  writeFileSync(strangerSeed, `${new TextDecoder().decode(createUser().getSeed())}\n`, { mode: 0o600 });
+  assert.match(await tryNats({ ...processEnv(cfg, "operator"), [NATS_AUTH_ENV.natsNkey]: strangerSeed }), /refused the credentials/, "NATS: an nkey the servers do not know");
   assert.notEqual(await tryRedis(withCert("committer", undefined)), "connected", "Redis: the CA but no client certificate");
   assert.notEqual(await tryRedis(withCert("committer", stranger)), "connected", "Redis: a client certificate of another CA");
 
-  const failed = await waitFor("both refused handshakes logged", () => {
+  const failed = await waitFor("both refused handshakes and the unknown nkey logged", () => {
     const r = permissionsInvariant(logs(), { tls: true });
-    return /\b2 refusals\b/.test(r.detail) ? r : undefined;
+    return /\b3 refusals\b/.test(r.detail) ? r : undefined;
   }, 10_000, 100);
   assert.equal(failed.ok, false);
   assert.match(failed.detail, /TLS handshake error: tls: client didn't provide a certificate/);
   assert.match(failed.detail, /TLS handshake error: tls: failed to verify certificate: x509: /);
+  assert.match(failed.detail, /authentication error/);
 });
 
 test("chaos tls - a short chaos run with --auth --tls passes every invariant, its servers requiring mutual TLS", { timeout: 240_000 }, async (t) => {
@@ -149,9 +160,10 @@ test("chaos tls - a short chaos run with --auth --tls passes every invariant, it
   assert.ok(r.ok, `${r.scenario} (seed ${r.seed}) failed: ${r.error ?? failed.map(([k, v]) => `${k}: ${v.detail}`).join("; ")}`);
   assert.equal(r.auth, true);
   assert.equal(r.tls, true);
+  assert.equal(r.natsCredentials, "nkey", "with --auth --tls the users sign in with nkeys");
   assert.ok(r.rows.acknowledged > 0 && r.lost === 0 && r.duplicated === 0);
   assert.match(r.invariants["permissions"]?.detail ?? "", /no permission or authorization violation in the 3 nats-server logs .*, no refused TLS handshake/);
-  assert.match(out, /TLS on \(mutual TLS: NATS client ports and routes, Redis\)/, "the summary says TLS was on");
+  assert.match(out, /auth on \(an nkey per role, least privilege; Redis ACL\); TLS on \(mutual TLS: NATS client ports and routes, Redis\)/, "the summary says nkeys and TLS were on");
   // The kept logs show the servers required TLS (Redis has no plain port at all: its leases worked over TLS).
   const logsDir = join(reports, readdirSync(reports).find((f) => f.endsWith("-logs"))!);
   for (const n of ["n1", "n2", "n3"]) assert.match(readFileSync(join(logsDir, "nats", `${n}.log`), "utf8"), /TLS required for client connections/, n);
