@@ -57,7 +57,9 @@ test("violations - the scan finds each kind of refusal nats-server logs, and not
     `[1] 2026/12/07 04:30:00.000000 [TRC] 127.0.0.1:50000 - cid:9 - <<- [-ERR 'Authorization Violation']`,
     `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:16 - TLS handshake error: tls: client didn't provide a certificate`,
     `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:17 - TLS handshake error: tls: failed to verify certificate: x509: certificate signed by unknown authority (CN=stranger)`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:17 - TLS handshake error: tls: failed to verify client certificate: x509: certificate signed by unknown authority`,
     `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:18 - TLS handshake error: remote error: tls: bad certificate`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:19 - "v3.3.1:nats.js" - authentication error - Nkey "UAWN7IHYHN74BSC5VPT5Z5JCJY6QVT7MR5PAI4TXAA55WHE6O7PMTQ4P"`,
     `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - rid:19 - TLS route handshake error: tls: client didn't provide a certificate`,
   ];
   const ordinary = [
