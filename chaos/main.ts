@@ -2,7 +2,7 @@
  * The chaos runner's command line (started by `natslake chaos run …`, `npm run chaos` and `npm run chaos:ci`):
  *
  *   node --import tsx chaos/main.ts run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] [--keep] [--verbose]
- *                                        [--nats-server PATH] [--reports DIR] [--s3] [--auth]
+ *                                        [--nats-server PATH] [--reports DIR] [--s3] [--auth] [--tls]
  *   node --import tsx chaos/main.ts list
  *
  * No scenario names: the full suite (or the CI subset with --ci). A name may be a prefix (`writer-kill` runs every
@@ -10,7 +10,10 @@
  * the report). `--duration` is the load's duration per run (e.g. 90s, 5min; the soak's length). Exit code: 0 when
  * every run passed or was skipped (its setup says it cannot run on this machine), 1 when one failed, 2 for bad
  * arguments. `--auth`: the servers require users and least-privilege permissions, every process connects as its
- * role, and no nats-server may log a refusal (chaos/auth.ts, chaos/nats-violations.ts).
+ * role, and no nats-server may log a refusal (chaos/auth.ts, chaos/nats-violations.ts). `--tls`: the servers require
+ * mutual TLS (NATS client ports and routes, Redis), every process connects with the run's CA and a client certificate,
+ * and no nats-server may log a refused TLS handshake (chaos/tls.ts); the natural pairing is `--auth --tls`, where the
+ * NATS users sign in with nkeys instead of passwords.
  */
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { resolve } from "node:path";
@@ -23,7 +26,8 @@ import { loadScenarios, selectScenarios } from "./scenarios/index.ts";
 import type { ChaosReport } from "./types.ts";
 
 /** The run flags that make a variant of any scenario (named by `list`). */
-const RUN_VARIANTS = "--s3 (the warehouse on S3) and --auth (a NATS user per role with least-privilege permissions, Redis ACL; no permission violation may be logged)";
+const RUN_VARIANTS =
+  "--s3 (the warehouse on S3), --auth (a NATS user per role with least-privilege permissions, Redis ACL; no permission violation may be logged) and --tls (mutual TLS on NATS and Redis; no refused handshake may be logged)";
 
 /** A wrong command line found after parsing (unknown scenario names): printed, exit code 2. */
 class UsageError extends Error {}
@@ -39,6 +43,7 @@ interface RunFlags {
   reports: string;
   s3?: boolean;
   auth?: boolean;
+  tls?: boolean;
 }
 
 function parseRuns(v: string): number {
@@ -88,6 +93,7 @@ async function main(argv: string[]): Promise<number> {
     .option("--reports <dir>", "where reports go", "chaos-reports")
     .option("--s3", "the warehouse in an S3 bucket on a SeaweedFS of each run's own (built by scripts/setup.sh) instead of a directory")
     .option("--auth", "users and least-privilege permissions on the servers (a NATS user per role, Redis ACL), every process connecting as its role; no nats-server may log a refusal")
+    .option("--tls", "mutual TLS on the servers (NATS client ports and routes, Redis; a CA and certificates made per run), every process connecting with the CA and a client certificate; no nats-server may log a refused handshake; with --auth the NATS users sign in with nkeys")
     .action(async (names: string[], o: RunFlags) => {
       const all = await loadScenarios();
       let selected;
@@ -99,14 +105,14 @@ async function main(argv: string[]): Promise<number> {
       if (selected.length === 0) throw new UsageError("no scenario selected");
       installCleanup();
       const nats = chooseNatsServer(o.natsServer);
-      process.stdout.write(`chaos: ${selected.length} scenario(s) × ${o.runs} run(s) against ${nats.label}${o.s3 === true ? ", the warehouse on S3 (SeaweedFS)" : ""}${o.auth === true ? ", auth on (a user per role)" : ""}\n\n`);
+      process.stdout.write(`chaos: ${selected.length} scenario(s) × ${o.runs} run(s) against ${nats.label}${o.s3 === true ? ", the warehouse on S3 (SeaweedFS)" : ""}${o.auth === true ? `, auth on (${o.tls === true ? "an nkey" : "a user and password"} per role)` : ""}${o.tls === true ? ", mutual TLS" : ""}\n\n`);
       const reports: ChaosReport[] = [];
       const t0 = Date.now();
       for (const s of selected) {
         for (let run = 1; run <= o.runs; run++) {
           const seed = o.seed === undefined ? randomSeed() : (o.seed + run - 1) % 2 ** 32;
           process.stdout.write(`── ${s.name}: run ${run}/${o.runs}, seed ${seed}, load ${((o.duration ?? s.defaultDurationMs) / 1000).toFixed(0)} s — ${s.description}\n`);
-          reports.push(await runScenario({ scenario: s, seed, run, ...(o.duration !== undefined ? { durationMs: o.duration } : {}), nats, reportsDir: resolve(o.reports), keep: o.keep === true, verbose: o.verbose === true, s3: o.s3 === true, auth: o.auth === true }));
+          reports.push(await runScenario({ scenario: s, seed, run, ...(o.duration !== undefined ? { durationMs: o.duration } : {}), nats, reportsDir: resolve(o.reports), keep: o.keep === true, verbose: o.verbose === true, s3: o.s3 === true, auth: o.auth === true, tls: o.tls === true }));
         }
       }
       const failed = reports.filter((r) => !r.ok && r.skipped === undefined);

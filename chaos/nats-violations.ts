@@ -8,12 +8,18 @@
  * `Subscription Violation - Subject "…"` for a permission refused, `authentication error - User "…"` for a refused
  * connection; the client is sent `-ERR 'Permissions Violation for …'` / `'Authorization Violation'`, which the
  * server logs too when it traces. Each of these lines counts.
+ *
+ * With `--tls` (chaos/tls.ts) a refused TLS handshake counts too: nats-server logs `TLS handshake error: tls: client
+ * didn't provide a certificate`, `… tls: failed to verify certificate: x509: …` (`TLS route handshake error: …` on a
+ * route) — the Go TLS stack's `tls:` / `x509:` errors. A handshake cut short is not a refusal and does not count
+ * (`… handshake error: EOF`, `… read tcp …: connection reset by peer`, `… i/o timeout`): a process killed or paused
+ * by a nemesis mid-handshake, or the start-up check that reads the server's plain INFO line and hangs up.
  */
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import type { InvariantResult } from "./types.ts";
 
-const VIOLATION = /Permissions Violation|Authorization Violation|\b(?:Publish|Subscription) Violation\b|authentication error/i;
+const VIOLATION = /Permissions Violation|Authorization Violation|\b(?:Publish|Subscription) Violation\b|authentication error|TLS (?:route )?handshake error: .*\b(?:tls|x509): /i;
 
 /** The lines of a nats-server log that say something was refused. */
 export function violationLines(log: string): string[] {
@@ -25,9 +31,9 @@ const SHOWN = 5;
 
 /**
  * The invariant over the run's nats-server logs (every file given must be readable: a log that cannot be read cannot
- * show there was no violation).
+ * show there was no violation). `tls`: the servers required TLS, and the detail says no handshake was refused.
  */
-export function permissionsInvariant(logFiles: readonly string[]): InvariantResult {
+export function permissionsInvariant(logFiles: readonly string[], opts: { tls?: boolean } = {}): InvariantResult {
   if (logFiles.length === 0) return { ok: false, detail: "no nats-server log to read" };
   const found: string[] = [];
   const unreadable: string[] = [];
@@ -44,6 +50,6 @@ export function permissionsInvariant(logFiles: readonly string[]): InvariantResu
     found.push(...violationLines(text).map((l) => `${basename(f)}: ${l.trim()}`));
   }
   if (unreadable.length > 0) return { ok: false, detail: `cannot read nats-server logs: ${unreadable.join(", ")}` };
-  if (found.length === 0) return { ok: true, detail: `no permission or authorization violation in the ${logFiles.length} nats-server logs (${lines} lines)` };
+  if (found.length === 0) return { ok: true, detail: `no permission or authorization violation in the ${logFiles.length} nats-server logs (${lines} lines)${opts.tls === true ? ", no refused TLS handshake" : ""}` };
   return { ok: false, detail: `${found.length} refusals in the nats-server logs: ${found.slice(0, SHOWN).join(" | ")}${found.length > SHOWN ? ` … (${found.length - SHOWN} more)` : ""}` };
 }

@@ -4,7 +4,10 @@
  * processes stopped, the verifier, the report (JSON under chaos-reports/ and a human summary), everything stopped.
  *
  * With `auth` (`chaos run --auth`, chaos/auth.ts) the servers require users, every process connects as its role, and
- * the invariants include `permissions`: no nats-server of the run refused anything (chaos/nats-violations.ts).
+ * the invariants include `permissions`: no nats-server of the run refused anything (chaos/nats-violations.ts). With
+ * `tls` (`chaos run --tls`, chaos/tls.ts) the servers require mutual TLS and every process connects with the run's CA
+ * and client certificate; `permissions` then also fails on a TLS handshake a nats-server refused. With both, the NATS
+ * users sign in with nkeys (seed files in the run directory) instead of passwords.
  *
  * Bounds: the load runs for the scenario's duration (at most 5 minutes more when the fault script is late), the
  * fault script has the duration plus 3 minutes, quiescence waits at most 2 minutes; every process is stopped by PID
@@ -25,6 +28,7 @@ import { level0Files } from "./table-state.ts";
 import { trackPid, untrackPid } from "./procs.ts";
 import { Topology, TABLE } from "./topology.ts";
 import { newChaosAuth } from "./auth.ts";
+import { newChaosTls } from "./tls.ts";
 import { permissionsInvariant } from "./nats-violations.ts";
 import { verify } from "./verifier.ts";
 import { verifyPk } from "./pk-verifier.ts";
@@ -56,6 +60,8 @@ export interface RunOptions {
   s3?: boolean;
   /** Users and least-privilege permissions on the servers, every process connecting as its role. */
   auth?: boolean;
+  /** Mutual TLS on every server (NATS client ports and routes, Redis), every process given the CA and a client certificate. */
+  tls?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -181,6 +187,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     natsServer: o.nats.label,
     warehouse: o.s3 === true ? "S3" : "local directory",
     auth: o.auth === true,
+    tls: o.tls === true,
     faults,
     rows: { published: 0, acknowledged: 0, unknown: 0, failed: 0, found: 0, deadLettered: 0, poison: 0, poisonInDlq: 0, unexpected: 0, failedButPresent: 0 },
     lost: 0,
@@ -208,7 +215,10 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
     const overrides = mergeOverrides(mergeOverrides(workloadTable(s), s.topology), setup.topology);
     if (o.s3 === true && overrides?.warehouse !== undefined) throw new SkipRun(`${s.name} needs its warehouse in a directory of its own (${overrides.warehouse}); it does not run with --s3`);
     say(`starting the topology in ${dir}`);
-    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose, s3: o.s3 === true, ...(o.auth === true ? { auth: newChaosAuth() } : {}) });
+    // With TLS too, the users are nkeys: the strongest set-up the product documents short of operator JWTs.
+    const auth = o.auth === true ? newChaosAuth(o.tls === true ? { nkeysDir: join(dir, "nkeys") } : {}) : undefined;
+    if (auth !== undefined) report.natsCredentials = auth.natsCredentials;
+    topology = await Topology.start({ dir, nats: o.nats, ...(overrides ? { overrides } : {}), verbose: o.verbose, s3: o.s3 === true, ...(auth !== undefined ? { auth } : {}), ...(o.tls === true ? { tls: newChaosTls(dir) } : {}) });
     const t = topology;
     if (t.s3 !== null) report.warehouse = t.s3.label;
     const budget = t.leaseTtlMs + t.commitIntervalMs + 10_000;
@@ -330,7 +340,7 @@ export async function runScenario(o: RunOptions): Promise<ChaosReport> {
         error ??= `teardown: ${String(e)}`;
       });
       // After the teardown: the servers' logs are complete (the verifier's own requests included).
-      if (topology.auth) report.invariants["permissions"] = permissionsInvariant(topology.natsLogFiles);
+      if (topology.auth || topology.tls) report.invariants["permissions"] = permissionsInvariant(topology.natsLogFiles, { tls: topology.tls });
     }
     if (setup.cleanup) {
       await withDeadline(setup.cleanup(), 60_000, `${s.name}: cleanup`).catch((e: unknown) => {
@@ -370,7 +380,7 @@ export function summary(r: ChaosReport, reportPath: string): string {
   const lines: string[] = [];
   lines.push(`${r.skipped !== undefined ? "SKIP" : r.ok ? "PASS" : "FAIL"}  ${r.scenario}  run ${r.run}  seed ${r.seed}  ${secs(r.durationMs)}`);
   if (r.skipped !== undefined) lines.push(`  skipped: ${r.skipped}`);
-  lines.push(`  against ${r.natsServer}${r.warehouse !== undefined ? `; warehouse: ${r.warehouse}` : ""}${r.auth !== undefined ? `; auth ${r.auth ? "on (a user per role, least privilege; Redis ACL)" : "off"}` : ""}`);
+  lines.push(`  against ${r.natsServer}${r.warehouse !== undefined ? `; warehouse: ${r.warehouse}` : ""}${r.auth !== undefined ? `; auth ${r.auth ? `on (${r.natsCredentials === "nkey" ? "an nkey" : "a user and password"} per role, least privilege; Redis ACL)` : "off"}` : ""}${r.tls !== undefined ? `; TLS ${r.tls ? "on (mutual TLS: NATS client ports and routes, Redis)" : "off"}` : ""}`);
   const w = r.rows;
   lines.push(
     `  ${r.pk ? "changes" : "rows"}: ${w.published} published, ${w.acknowledged} acknowledged, ${w.unknown} unknown, ${w.failed} failed; ${w.found} in the table (pypaimon: ${r.pypaimonRows ?? "n/a"}), ${w.deadLettered} dead letters` +

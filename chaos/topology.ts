@@ -10,20 +10,25 @@
  * (chaos/s3-warehouse.ts), which the verifier reads through a copy (`verifiableWarehouse`).
  *
  * With `auth` (chaos/auth.ts) the servers require users and every process connects as its role; the runner's own
- * connection (`nc`) is the operator's. The nats-servers' output goes to logs/nats/n<i>.log either way.
+ * connection (`nc`) is the operator's. With `tls` (chaos/tls.ts) the servers require mutual TLS and every process
+ * is given the CA and a client certificate. Every connection the harness opens itself (the runner's, the readiness
+ * probe's) goes through cluster/nats/connect.ts `connectNats` with the environment a process of its user gets
+ * (`processEnv`), as the nodes' and the load generators' do. The nats-servers' output goes to logs/nats/n<i>.log
+ * either way.
  *
  * Every process is registered by PID (chaos/procs.ts) and stopped by PID in `teardown()`, also after a failure.
  */
 import { mkdirSync, openSync, readSync, closeSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { ConnectionOptions, NatsConnection } from "@nats-io/transport-node";
+import { connectNats } from "../cluster/nats/connect.ts";
 import { Kvm, type KV } from "@nats-io/kv";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Subjects } from "../cluster/nats/subjects.ts";
 import { parseIdentifier } from "../src/table/catalog.ts";
 import { spawnNode } from "../test/helpers/cluster.ts";
-import { startNatsCluster, type NatsCluster } from "../test/helpers/nats-cluster.ts";
+import { startNatsCluster, type NatsCluster, type NatsClusterOptions } from "../test/helpers/nats-cluster.ts";
 import { startRedis, type RedisOptions, type ServerHandle } from "../cluster/local/servers.ts";
 import { adminRequest } from "../cluster/admin-client.ts";
 import { requestMaintenance } from "../cluster/maintenance-client.ts";
@@ -35,6 +40,7 @@ import { startChaosS3, type ChaosS3 } from "./s3-warehouse.ts";
 import { trackPid, untrackPid } from "./procs.ts";
 import type { NodeExit, NodeRole, TopologyHandle, TopologyOverrides } from "./types.ts";
 import { HARNESS_USER, type ChaosAuth } from "./auth.ts";
+import type { ChaosTls } from "./tls.ts";
 import { ErrorKind, isLakeError } from "../src/errors.ts";
 
 export const TABLE = "chaos.events";
@@ -51,6 +57,29 @@ export interface TopologyConfig {
   s3?: boolean;
   /** Users and permissions on the servers, each process connecting as its role (`chaos run --auth`). */
   auth?: ChaosAuth;
+  /** Mutual TLS on the servers, each process given the CA and a client certificate (`chaos run --tls`). */
+  tls?: ChaosTls;
+}
+
+/** Who a process connects as: a natslake role, or the harness's own user (with `auth`; the operator's without it). */
+export type ConnectingUser = "producer" | "consumer" | "operator" | NodeRole | typeof HARNESS_USER;
+
+/**
+ * The connection settings of a process that connects as `user`, as environment variables (cluster/nats/connect-options.ts,
+ * cluster/redis/connect-options.ts read them): its TLS files, and its credentials with `auth`. Redis's only for
+ * committers, the only processes that talk to it. Nothing when the servers require neither.
+ */
+export function processEnv(cfg: TopologyConfig, user: ConnectingUser): Record<string, string> {
+  const tls = cfg.tls === undefined ? {} : { ...cfg.tls.natsEnv, ...(user === "committer" ? cfg.tls.redisEnv : {}) };
+  return { ...tls, ...cfg.auth?.envFor(user) };
+}
+
+/**
+ * A connection the harness opens itself, through the product's `connectNats` with `user`'s settings only (the
+ * runner's own NATSLAKE_* environment, if any, is not the run's).
+ */
+function harnessConnect(cfg: TopologyConfig, servers: readonly string[], user: "operator" | typeof HARNESS_USER, opts: Omit<ConnectionOptions, "servers">): Promise<NatsConnection> {
+  return connectNats(servers.join(","), {}, opts, processEnv(cfg, user));
 }
 
 /** Where the nats-servers of a run write their output (`logs/nats/<name>.log`: beside the nodes' logs, kept with them). */
@@ -117,13 +146,7 @@ export class Topology implements TopologyHandle {
   static async start(cfg: TopologyConfig): Promise<Topology> {
     const auth = cfg.auth;
     mkdirSync(natsLogDir(cfg.dir), { recursive: true });
-    const nats = await startNatsCluster({
-      bin: cfg.nats.bin,
-      ...(cfg.nats.syncAlways ? { jetstream: { sync_interval: "always" } } : {}),
-      ...(auth ? { config: auth.natsConfig, env: { ...process.env, ...auth.natsServerEnv }, readyAuth: auth.connectOptions(HARNESS_USER) } : {}),
-      logDir: natsLogDir(cfg.dir),
-      readyTimeoutMs: 60_000,
-    });
+    const nats = await startNatsCluster(natsClusterOptions(cfg));
     for (const n of nats.nodes) trackPid(n.handle?.pid, `nats-server ${n.name}`);
     let redis: ServerHandle | null = null;
     let nc: NatsConnection | null = null;
@@ -137,11 +160,11 @@ export class Topology implements TopologyHandle {
         trackPid(s3.server.pid, "weed (SeaweedFS)");
       }
       const connectAs = (user: "operator" | typeof HARNESS_USER, name: string): Promise<NatsConnection> =>
-        connect({ ...(auth ? auth.connectOptions(user) : {}), servers: nats.urls, maxReconnectAttempts: -1, reconnectTimeWait: 100, name });
+        harnessConnect(cfg, nats.urls, user, { maxReconnectAttempts: -1, reconnectTimeWait: 100, name });
       nc = await connectAs("operator", "chaos-runner");
       harnessNc = auth ? await connectAs(HARNESS_USER, "chaos-harness") : nc;
       const t = new Topology(cfg, nats, redis, nc, harnessNc, s3);
-      t.event("servers started", { nats: nats.urls, redis: redis.url, auth: auth !== undefined, ...(s3 ? { s3: s3.server.endpoint } : {}) });
+      t.event("servers started", { nats: nats.urls, redis: redis.url, auth: auth !== undefined, tls: cfg.tls !== undefined, ...(s3 ? { s3: s3.server.endpoint } : {}) });
       try {
         // Committers first: c1 becomes the leader (scenarios that arm a committer rely on knowing who leads).
         const env = (id: string): Record<string, string> => cfg.overrides?.nodeEnv?.[id] ?? {};
@@ -195,12 +218,15 @@ export class Topology implements TopologyHandle {
   get auth(): boolean {
     return this.cfg.auth !== undefined;
   }
-  /** The environment of a process that connects as `role` (nothing without auth). */
+  get tls(): boolean {
+    return this.cfg.tls !== undefined;
+  }
+  /** The environment of a process that connects as `role` (nothing without auth and TLS). */
   envFor(role: "producer" | "consumer" | "operator" | NodeRole): Record<string, string> {
-    return this.cfg.auth?.envFor(role) ?? {};
+    return processEnv(this.cfg, role);
   }
   get redisUrl(): string {
-    return `redis://127.0.0.1:${this.redisPort}`;
+    return `${this.cfg.tls === undefined ? "redis" : "rediss"}://127.0.0.1:${this.redisPort}`;
   }
 
   event(msg: string, fields?: Record<string, unknown>): void {
@@ -267,11 +293,11 @@ export class Topology implements TopologyHandle {
     this.event(`node ${id} started`, { pid: proc.pid, roles: s.roles, ...(opts.env && Object.keys(opts.env).length ? { env: opts.env } : {}) });
   }
 
-  /** A node's user: its role's (the chaos topology gives each node one role). */
+  /** A node's connection settings: its role's (the chaos topology gives each node one role). */
   private nodeAuthEnv(roles: readonly NodeRole[]): Record<string, string> {
-    if (this.cfg.auth === undefined) return {};
-    if (roles.length !== 1) throw new Error(`with --auth every chaos node has one role (its user's), not ${roles.join(", ")}`);
-    return this.cfg.auth.envFor(roles[0]!);
+    if (this.cfg.auth === undefined && this.cfg.tls === undefined) return {};
+    if (roles.length !== 1) throw new Error(`with --auth or --tls every chaos node has one role (its user's), not ${roles.join(", ")}`);
+    return processEnv(this.cfg, roles[0]!);
   }
 
   nodeLog(id: string): string {
@@ -566,7 +592,32 @@ export class Topology implements TopologyHandle {
   }
 }
 
-/** redis-server's options: with auth the default user off and the committers' ACL user (checked by it at start-up). */
-function redisOptions(cfg: TopologyConfig): RedisOptions {
-  return cfg.auth === undefined ? {} : { extraArgs: cfg.auth.redisArgs, probeAuth: cfg.auth.redisProbe };
+/**
+ * The run's nats-server cluster: JetStream's fsync setting of the chosen server, with `auth` the users' block and
+ * their passwords in the servers' environment, with `tls` mutual TLS; its logs under logs/nats/. Exported for the
+ * test that the run's servers refuse a process without the client certificate (test/chaos/chaos-tls.test.ts).
+ */
+export function natsClusterOptions(cfg: TopologyConfig): NatsClusterOptions {
+  const auth = cfg.auth;
+  return {
+    bin: cfg.nats.bin,
+    ...(cfg.nats.syncAlways ? { jetstream: { sync_interval: "always" } } : {}),
+    ...(auth !== undefined || cfg.tls !== undefined ? { config: `${auth?.natsConfig ?? ""}${cfg.tls?.natsConfig ?? ""}` } : {}),
+    ...(auth ? { env: { ...process.env, ...auth.natsServerEnv } } : {}),
+    // The readiness probe creates a stream no role may: the harness's user with auth.
+    readyConnect: (servers) => harnessConnect(cfg, servers, auth ? HARNESS_USER : "operator", { timeout: 2000, reconnectTimeWait: 100, maxReconnectAttempts: -1, name: "chaos-ready" }),
+    logDir: natsLogDir(cfg.dir),
+    readyTimeoutMs: 60_000,
+  };
+}
+
+/**
+ * redis-server's options: with auth the default user off and the committers' ACL user (checked by it at start-up),
+ * with TLS the TLS port only and client certificates required.
+ */
+export function redisOptions(cfg: TopologyConfig): RedisOptions {
+  return {
+    ...(cfg.auth === undefined ? {} : { extraArgs: cfg.auth.redisArgs, probeAuth: cfg.auth.redisProbe }),
+    ...(cfg.tls === undefined ? {} : { tls: cfg.tls.redis }),
+  };
 }

@@ -348,6 +348,14 @@ export interface ChaosReport {
    * invariants include `permissions`. Absent in older reports.
    */
   auth?: boolean;
+  /** With `auth`: how the NATS users signed in — a password each, or an nkey each (`--auth --tls`). Absent in older reports. */
+  natsCredentials?: "password" | "nkey";
+  /**
+   * Whether the servers required mutual TLS (NATS client ports and routes, Redis), every process connecting with the
+   * CA and a client certificate (`chaos run --tls`); with it the invariants include `permissions`, where a TLS
+   * handshake the servers refused counts. Absent in older reports.
+   */
+  tls?: boolean;
   faults: FaultRecord[];
   rows: {
     published: number;

@@ -1,5 +1,5 @@
 /**
- * `natslake chaos run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] [--s3] [--auth] …` and `natslake chaos list`: start the
+ * `natslake chaos run [scenario…] [--runs N] [--seed S] [--duration D] [--ci] [--s3] [--auth] [--tls] …` and `natslake chaos list`: start the
  * chaos suite's runner (chaos/main.ts) as a child process with inherited stdio — the product never imports chaos/.
  * Arguments are checked here first (a wrong one is reported at once, exit 2); the runner checks scenario names.
  * The exit code is the runner's: 0 when every run passed, 1 when one failed.
@@ -26,6 +26,7 @@ interface ChaosFlags {
   reports?: string;
   s3?: boolean;
   auth?: boolean;
+  tls?: boolean;
 }
 
 const check = (ok: (v: string) => boolean, message: string) => (v: string): string => {
@@ -84,7 +85,8 @@ export function registerChaosCommands(program: Command): void {
     .option("--reports <dir>", "where reports go (default chaos-reports)")
     .option("--s3", "the warehouse in S3: a SeaweedFS of each run's own (built by scripts/setup.sh) instead of a directory")
     .option("--auth", "users and least-privilege permissions on the servers (a NATS user per role, Redis ACL), every process connecting as its role; fails a run whose nats-servers logged a permission or authorization violation")
-    .addHelpText("after", examples("natslake chaos run writer-failpoints --runs 5 --seed 42", "natslake chaos run soak --duration 10min --seed 7 --verbose", "natslake chaos run --ci", "natslake chaos run leader-kill --auth"))
+    .option("--tls", "mutual TLS on the servers (NATS client ports and routes, Redis; a CA and certificates made per run), every process connecting with the CA and a client certificate; fails a run whose nats-servers logged a refused TLS handshake; with --auth the NATS users sign in with nkeys instead of passwords")
+    .addHelpText("after", examples("natslake chaos run writer-failpoints --runs 5 --seed 42", "natslake chaos run soak --duration 10min --seed 7 --verbose", "natslake chaos run --ci", "natslake chaos run leader-kill --auth", "natslake chaos run leader-kill --auth --tls"))
     .action(async (names: string[], o: ChaosFlags) => {
       const args = ["run", ...names];
       if (o.runs !== undefined) args.push("--runs", o.runs);
@@ -95,6 +97,7 @@ export function registerChaosCommands(program: Command): void {
       if (o.verbose) args.push("--verbose");
       if (o.s3) args.push("--s3");
       if (o.auth) args.push("--auth");
+      if (o.tls) args.push("--tls");
       // The runner works in the checkout: paths given here are relative to the caller's directory.
       if (o.natsServer !== undefined) args.push("--nats-server", o.natsServer.includes("/") ? resolve(o.natsServer) : o.natsServer);
       if (o.reports !== undefined) args.push("--reports", resolve(o.reports));

@@ -222,12 +222,15 @@ export const ROLE_GRANTS: Readonly<Record<Role, RoleGrants>> = {
 };
 
 export interface UserSpec {
+  /** The user's name: its entry's `user`, and its inbox prefix (`_INBOX.<user>`) either way. */
   user: string;
   /**
-   * The password as nats-server's config reads it: `{ env: "NAME" }` writes a reference to an environment variable
-   * of the server (`$NAME`), `{ literal: "…" }` the text itself (tests).
+   * How the user proves who it is. A password as nats-server's config reads it: `{ env: "NAME" }` writes a reference
+   * to an environment variable of the server (`$NAME`), `{ literal: "…" }` the text itself (tests). Or `{ nkey: "U…" }`:
+   * the public key of the user's nkey — the entry is then `nkey: "U…"` without user or password, and the client signs
+   * the server's challenge with the seed (`--nats-nkey <seed file>`); its name still makes its inbox prefix.
    */
-  password: { env: string } | { literal: string };
+  password: { env: string } | { literal: string } | { nkey: string };
   roles: readonly Role[];
   /** `db.table` names, or `*` for every table. */
   tables: readonly string[] | "*";
@@ -283,12 +286,14 @@ export function authorizationBlock(users: ReadonlyArray<UserSpec | ExplicitUserS
     if (names.has(u.user)) throw dataInvalid(`user '${u.user}' is given twice`);
     names.add(u.user);
     const p = "permissions" in u ? u.permissions : permissionsOf(u, subjects);
-    const password = "env" in u.password ? `$${checkEnvName(u.password.env)}` : JSON.stringify(u.password.literal);
     const what = "permissions" in u ? u.what : `${u.roles.join(", ")} — tables: ${u.tables === "*" ? "every table" : u.tables.join(", ")}`;
-    lines.push(`    # ${what}; inbox prefix ${clientInboxPrefix(u.user)}`);
+    lines.push(`    # ${"nkey" in u.password ? `${u.user} (nkey): ` : ""}${what}; inbox prefix ${clientInboxPrefix(u.user)}`);
     lines.push(`    {`);
-    lines.push(`      user: ${JSON.stringify(u.user)}`);
-    lines.push(`      password: ${password}`);
+    if ("nkey" in u.password) lines.push(`      nkey: ${JSON.stringify(checkUserNkey(u.user, u.password.nkey))}`);
+    else {
+      lines.push(`      user: ${JSON.stringify(u.user)}`);
+      lines.push(`      password: ${"env" in u.password ? `$${checkEnvName(u.password.env)}` : JSON.stringify(u.password.literal)}`);
+    }
     lines.push(`      permissions: {`);
     lines.push(`        publish: ${confRules(p.publish)}`);
     lines.push(`        subscribe: ${confRules(p.subscribe)}`);
@@ -296,6 +301,12 @@ export function authorizationBlock(users: ReadonlyArray<UserSpec | ExplicitUserS
     lines.push(`    }`);
   }
   return `authorization {\n  users: [\n${lines.join("\n")}\n  ]\n}\n`;
+}
+
+/** A user nkey's public key: `U` and 55 base32 characters (a seed, `SU…`, is refused: it is the secret). */
+function checkUserNkey(user: string, key: string): string {
+  if (!/^U[A-Z2-7]{55}$/.test(key)) throw dataInvalid(`user '${user}': '${key.slice(0, 2)}…' is not a user nkey's public key (U followed by 55 base32 characters)`);
+  return key;
 }
 
 function checkEnvName(name: string): string {

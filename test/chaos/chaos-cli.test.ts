@@ -18,9 +18,11 @@ test("chaos cli - list names every scenario; wrong arguments exit 2 and say what
   for (const name of ["writer-failpoints", "committer-failpoints", "poison", "leader-pause", "redis-restart", "redis-outage", "nats-node-kill", "writer-partition", "disk-full", "slow-fsync", "clock-skew", "maintenance", "maintenance-ci", "pk-upserts", "pk-upserts-ci", "soak", "writer-kill@io.write.mid", "leader-kill@committer.after-snapshot"]) {
     assert.match(list.stdout, new RegExp(`^${name.replace(/[.@]/g, "\\$&")}\\s`, "m"));
   }
-  assert.match(list.stdout, /^Every scenario also runs with --s3 .* and --auth \(a NATS user per role/m, "list names the run variants");
+  assert.match(list.stdout, /^Every scenario also runs with --s3 .*, --auth \(a NATS user per role.* and --tls \(mutual TLS on NATS and Redis/m, "list names the run variants");
   const help = nl(["chaos", "run", "--help"]);
   assert.match(help.stdout, /--auth\s+users and least-privilege/);
+  assert.match(help.stdout, /--tls\s+mutual TLS on the servers/);
+  assert.match(help.stdout, /natslake chaos run leader-kill --auth --tls/);
   const cases: Array<[string[], RegExp]> = [
     [["chaos", "run", "--runs", "0"], /--runs must be an integer from 1 to 1000/],
     [["chaos", "run", "--seed", "-3"], /--seed/],
@@ -29,6 +31,7 @@ test("chaos cli - list names every scenario; wrong arguments exit 2 and say what
     [["chaos", "run", "no-such-scenario"], /unknown scenario 'no-such-scenario'; known: writer-failpoints/],
     [["chaos", "run", "--s3", "no-such-scenario"], /unknown scenario 'no-such-scenario'/],
     [["chaos", "run", "--auth", "no-such-scenario"], /unknown scenario 'no-such-scenario'/],
+    [["chaos", "run", "--auth", "--tls", "no-such-scenario"], /unknown scenario 'no-such-scenario'/],
   ];
   for (const [args, message] of cases) {
     const r = nl(args);

@@ -3,7 +3,8 @@
  * the role table's, passwords through the server's environment) logs nothing for what a role may do, and the
  * invariant then holds; a consumer that publishes rows (a subject its role lacks), subscribes to committables and a
  * client with a wrong password are logged, and the invariant fails naming them. The line scan on its own: every kind
- * of refusal nats-server logs, nothing else.
+ * of refusal nats-server logs (refused TLS handshakes included), nothing else (a handshake cut short is none). The
+ * refused handshakes of a real server: test/chaos/chaos-tls.test.ts.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -54,12 +55,24 @@ test("violations - the scan finds each kind of refusal nats-server logs, and not
     `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:9 - authentication error - User "writer"`,
     `[1] 2026/12/07 04:30:00.000000 [TRC] 127.0.0.1:50000 - cid:9 - <<- [-ERR 'Permissions Violation for Publish to "x"']`,
     `[1] 2026/12/07 04:30:00.000000 [TRC] 127.0.0.1:50000 - cid:9 - <<- [-ERR 'Authorization Violation']`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:16 - TLS handshake error: tls: client didn't provide a certificate`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:17 - TLS handshake error: tls: failed to verify certificate: x509: certificate signed by unknown authority (CN=stranger)`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:17 - TLS handshake error: tls: failed to verify client certificate: x509: certificate signed by unknown authority`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:18 - TLS handshake error: remote error: tls: bad certificate`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:19 - "v3.3.1:nats.js" - authentication error - Nkey "UAWN7IHYHN74BSC5VPT5Z5JCJY6QVT7MR5PAI4TXAA55WHE6O7PMTQ4P"`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - rid:19 - TLS route handshake error: tls: client didn't provide a certificate`,
   ];
   const ordinary = [
     `[1] 2026/12/07 04:30:00.000000 [INF] Server is ready`,
     `[1] 2026/12/07 04:30:00.000000 [WRN] 127.0.0.1:50000 - rid:5 - Readloop processing time: 2.1s`,
     `[1] 2026/12/07 04:30:00.000000 [INF] JetStream cluster new stream leader for 'USERS > LAKE_IN_chaos_events'`,
     `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:4 - Error reading from client: connection reset by peer`,
+    // A handshake cut short (a start-up check hanging up after the plain INFO, a process killed or paused) is no refusal.
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:14 - TLS handshake error: EOF`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:15 - TLS handshake error: read tcp 127.0.0.1:4222->127.0.0.1:50000: read: connection reset by peer`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - cid:15 - TLS handshake error: read tcp 127.0.0.1:4222->127.0.0.1:50000: i/o timeout`,
+    `[1] 2026/12/07 04:30:00.000000 [ERR] 127.0.0.1:50000 - rid:14 - TLS route handshake error: EOF`,
+    `[1] 2026/12/07 04:30:00.000000 [INF] TLS required for client connections`,
   ];
   assert.deepEqual(violationLines([...ordinary, ...refusals, ""].join("\n")), refusals);
   assert.deepEqual(violationLines(ordinary.join("\n")), []);

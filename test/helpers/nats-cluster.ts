@@ -19,7 +19,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type ConnectionOptions } from "@nats-io/transport-node";
+import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort, startNats, type ServerHandle } from "./servers.ts";
 
@@ -71,6 +71,11 @@ export interface NatsClusterOptions {
    * that may create and delete a stream.
    */
   readyAuth?: Pick<ConnectionOptions, "user" | "pass" | "inboxPrefix">;
+  /**
+   * How the readiness check connects, instead of `readyAuth` (e.g. through cluster/nats/connect.ts with a client
+   * certificate): `servers` are the running nodes' URLs; the check closes the connection.
+   */
+  readyConnect?: (servers: string[]) => Promise<NatsConnection>;
   /** Each node appends its log to `<logDir>/<name>.log` (kept after `stop`), else only its output's tail is kept. */
   logDir?: string;
   /**
@@ -207,7 +212,7 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
     const replicas = Math.min(3, size);
     const deadline = Date.now() + timeoutMs;
     const urls = nodes.filter((n) => n.handle && !n.paused).map((n) => n.url);
-    const nc = await connect({ ...opts.readyAuth, servers: urls, timeout: 2000, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
+    const nc = opts.readyConnect !== undefined ? await opts.readyConnect(urls) : await connect({ ...opts.readyAuth, servers: urls, timeout: 2000, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
     let lastErr: unknown;
     try {
       while (Date.now() < deadline) {

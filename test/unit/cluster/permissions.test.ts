@@ -1,10 +1,11 @@
 /**
  * The role table's generator: what a table list grants is that table's subjects only, `*` stands for every table with
  * whole-token wildcards, no role gets `$JS.>` and no client role `$JS.API.>`, each user its own inbox; and the
- * nats-server block refuses what it cannot write. (test/integration/least-privilege.test.ts runs a server on it.)
+ * nats-server block refuses what it cannot write; an nkey user is written by its public key. (test/integration/least-privilege.test.ts runs a server on it.)
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { createUser } from "@nats-io/nkeys";
 import { authorizationBlock, NODE_ROLES, permissionsOf, ROLES, type UserSpec } from "../../../cluster/nats/permissions.ts";
 import { isClientInbox } from "../../../cluster/nats/inbox.ts";
 import { Subjects } from "../../../cluster/nats/subjects.ts";
@@ -71,6 +72,24 @@ test("permissions - a user outside the role table gets exactly the permissions g
   assert.match(text, /# a test harness; inbox prefix _INBOX\.harness\n\s+\{\n\s+user: "harness"\n\s+password: \$HARNESS_PW\n\s+permissions: \{\n\s+publish: \{ allow: \["\$JS\.API\.CONSUMER\.LIST\.\*"\] \}\n\s+subscribe: \{ allow: \["_INBOX\.harness\.>"\] \}/);
   assert.match(text, /# producer — tables: shop\.orders; inbox prefix _INBOX\.u\n/, "role users are written as before");
   assert.throws(() => authorizationBlock([spec({ user: "harness" }), harness], s), /given twice/);
+});
+
+test("permissions - an nkey user's entry holds its public key, no user or password; a seed is refused, never printed", () => {
+  const kp = createUser();
+  const text = authorizationBlock([spec({ user: "writer", password: { nkey: kp.getPublicKey() }, roles: ["writer"], tables: "*" })], s);
+  assert.match(text, new RegExp(`# writer \\(nkey\\): writer — tables: every table; inbox prefix _INBOX\\.writer\n\\s+\\{\n\\s+nkey: "${kp.getPublicKey()}"\n\\s+permissions: \\{`));
+  assert.doesNotMatch(text, /\buser:|password:/);
+  const seed = new TextDecoder().decode(kp.getSeed());
+  const refused = (() => {
+    try {
+      authorizationBlock([spec({ password: { nkey: seed } })], s);
+      return "";
+    } catch (e) {
+      return (e as Error).message;
+    }
+  })();
+  assert.match(refused, /user 'u': 'SU…' is not a user nkey's public key/);
+  assert.ok(!refused.includes(seed.slice(2, 12)), "the message does not show the seed");
 });
 
 test("inboxes - nodes answer only subjects under _INBOX", () => {
