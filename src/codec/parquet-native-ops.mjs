@@ -56,10 +56,9 @@ export async function decodeToIpcStream(bytes, opts = {}) {
 /**
  * `decodeToIpcStream`'s stream in memory V8 owns, for a caller that posts it to another thread (a Parquet worker):
  * the addon writes the stream straight into a Node Buffer (one copy of the decoded columns, not two), which a
- * postMessage can transfer. An addon built before this call existed (it has none) decodes as `decodeToIpcStream`.
+ * postMessage can transfer. (The addon is built from these sources, cached by their hash: it always has the call.)
  */
 export async function decodeToTransferableIpcStream(bytes, opts = {}) {
-  if (addon.decodeToTransferableIpcStream === undefined) return decodeToIpcStream(bytes, opts);
   return plain(addon.decodeToTransferableIpcStream(bytes, opts));
 }
 
