@@ -8,7 +8,7 @@
  * parquet-ops.d.mts. Inputs are plain, structured-cloneable values (see `ParquetWriterSpec` there), so the same
  * request can run here or in a worker with identical results.
  */
-import { Blob } from "node:buffer";
+import * as arrow from "apache-arrow";
 import * as pw from "parquet-wasm";
 import { rewriteFooter } from "./parquet-footer.mjs";
 
@@ -52,44 +52,31 @@ function encodeWithArrowRs(ipc, spec) {
 }
 
 /**
- * Decodes a Parquet file into an Arrow IPC stream. Without `columns` and `rowGroups` the synchronous reader decodes
- * everything; otherwise the file reader decodes only the named columns (names the file lacks are skipped) of the
- * chosen row groups.
+ * Decodes a Parquet file into an Arrow IPC stream: the chosen row groups (default all), the named columns (names the
+ * file lacks are skipped; default all).
+ *
+ * Always parquet-wasm's synchronous reader, never its asynchronous file reader: a trap inside the asynchronous reader
+ * (a Rust panic on a damaged page) is thrown from a callback its future runs, outside any promise of ours, so it
+ * escapes as an uncaught exception that ends the thread and the caller never learns which file did it. The synchronous
+ * reader throws where it is called. It decodes every column (it does not take `columns`), so the columns are selected
+ * from its stream afterwards: more decoding than needed, which only this fallback codec pays.
  */
 export async function decodeToIpcStream(bytes, opts = {}) {
   const batchSize = opts.batchSize ?? 65536;
   if (opts.columns === undefined && opts.rowGroups === undefined) return decodeAllToIpcStream(bytes, batchSize);
-  const file = await pw.ParquetFile.fromFile(new Blob([bytes]));
-  try {
-    const options = { batchSize };
-    if (opts.columns !== undefined) options.columns = existingColumns(file, opts.columns);
-    if (opts.rowGroups !== undefined) options.rowGroups = opts.rowGroups;
-    const table = await file.read(options);
-    return table.intoIPCStream();
-  } finally {
-    file.free();
-  }
+  const options = { batchSize };
+  if (opts.rowGroups !== undefined) options.rowGroups = opts.rowGroups;
+  const stream = pw.readParquet(bytes, options).intoIPCStream();
+  if (opts.columns === undefined) return stream;
+  const table = arrow.tableFromIPC(stream);
+  const wanted = new Set(opts.columns);
+  const kept = table.schema.fields.map((f) => f.name).filter((name) => wanted.has(name));
+  if (kept.length === table.schema.fields.length) return stream;
+  return arrow.tableToIPC(table.select(kept), "stream");
 }
 
 /** `decodeToIpcStream`: its stream is a copy out of wasm memory already, which a postMessage can transfer. */
 export const decodeToTransferableIpcStream = decodeToIpcStream;
-
-/** The requested top-level columns the file has (the file reader fails on unknown names). */
-function existingColumns(file, columns) {
-  const schema = file.schema();
-  try {
-    return columns.filter((name) => {
-      try {
-        schema.indexOf(name);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-  } finally {
-    schema.free();
-  }
-}
 
 /** Decodes every column and row group on this thread (parquet-wasm's synchronous reader). */
 export function decodeAllToIpcStream(bytes, batchSize) {
