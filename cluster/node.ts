@@ -50,6 +50,7 @@ import { natsPorts, type NatsPorts } from "./nats/adapters.ts";
 import { Subjects } from "./nats/subjects.ts";
 import { isClientInbox } from "./nats/inbox.ts";
 import { unsupportedNatsServer } from "./nats/server-version.ts";
+import { bindWarehouse } from "./nats/warehouse-binding.ts";
 import { CompactionSlots } from "../actors/compaction-slots.ts";
 import { LsmRewriteWorkers } from "../actors/lsm-rewriter.ts";
 import { defaultCompactionInterval } from "../actors/bucket-compactor.ts";
@@ -238,6 +239,10 @@ export class Node {
         await ensureClusterKv(nc, subjects, cfg.replicas);
         return natsPorts(nc, subjects);
       });
+      // Before it joins: a node given another warehouse than its cluster's would take buckets of tables it cannot
+      // commit (cluster/nats/warehouse-binding.ts).
+      const binding = await retryAtStart(log, "warehouse binding", () => bindWarehouse(nc, subjects, { warehouse: cfg.warehouse, nodeId: cfg.nodeId }));
+      if (binding.boundBy === cfg.nodeId) log.info("cluster bound to its warehouse", { prefix: cfg.prefix, warehouse: binding.warehouse });
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
       // Before the first heartbeat: a member is asked to stop a table being dropped, and must be able to answer.

@@ -52,6 +52,7 @@ export const SUBJECT_CONTRACTS: readonly SubjectContract[] = [
   c("<p>.ctl.consume.s.<session>", "consume-control", "core", "consumers", "consume-control-reply"),
   c("<p>.ctl.lookup.<db>.<table>", "lookup-request", "core", "lookup clients (answered by a reader node; the request must name this table)", "lookup-reply"),
   c("$KV.<p>_tables.<db>.<table>", "table-meta", "kv", "nodes (from the table's schema)"),
+  c("$KV.<p>_tables._natslake.cluster.warehouse", "warehouse-binding", "kv", "the cluster's first node, once"),
   c("$KV.<p>_members.<node>", "member-heartbeat", "kv", "every node, each heartbeat interval"),
   c("$KV.<p>_assign.<db>.<table>", "table-assignment", "kv", "the table's leader (coordinator)"),
   c("$KV.<p>_assign.released.<db>.<table>.<bucket>", "released", "kv", "writers handing a bucket over"),

@@ -295,6 +295,19 @@ export interface TableMeta {
   duplicateWindowMs: number;
 }
 
+/**
+ * KV `<p>_tables` value under key `_natslake.cluster.warehouse`: the warehouse this cluster (its prefix on this NATS)
+ * serves, written once by the first node (cluster/nats/warehouse-binding.ts).
+ */
+export interface WarehouseBinding {
+  v: 1;
+  /** `file:///abs/path` or `s3://bucket/prefix` (no endpoint or region settings). */
+  warehouse: string;
+  /** The node that bound it, and when (epoch ms). */
+  boundBy: string;
+  at: number;
+}
+
 export type NodeRole = "writer" | "committer" | "reader";
 
 /** KV `<p>_members` value, refreshed every heartbeat interval. */

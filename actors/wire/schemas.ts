@@ -320,6 +320,15 @@ export const tableMetaSchema = z
   })
   .meta({ title: "TableMeta", description: "What producers need to validate and route rows (JSON): KV `<p>_tables`, key `<db>.<table>`." });
 
+export const warehouseBindingSchema = z
+  .strictObject({
+    v: z.literal(1),
+    warehouse: z.string().regex(/^(file:\/\/\/|s3:\/\/)/).describe("`file:///abs/path` or `s3://bucket/prefix`, without endpoint or region settings"),
+    boundBy: z.string().min(1).describe("the node that bound the cluster to it"),
+    at: epochMillis,
+  })
+  .meta({ title: "WarehouseBinding", description: "The warehouse this cluster (its prefix on this NATS) serves, written once by its first node (JSON): KV `<p>_tables`, key `_natslake.cluster.warehouse`. A node given another warehouse refuses to start." });
+
 const nodeRole = z.enum(["writer", "committer", "reader"]);
 
 export const memberHeartbeatSchema = z
@@ -553,6 +562,7 @@ export const WIRE_SCHEMAS: readonly WireSchema[] = [
   w("rejection", rejectionSchema, "msgpack"),
   w("snapshot-notification", snapshotNotificationSchema, "json"),
   w("table-meta", tableMetaSchema, "json"),
+  w("warehouse-binding", warehouseBindingSchema, "json"),
   w("member-heartbeat", memberHeartbeatSchema, "json"),
   w("table-assignment", tableAssignmentSchema, "json"),
   w("released", releasedSchema, "json"),

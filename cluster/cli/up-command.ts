@@ -44,6 +44,8 @@ import type { RedisAuthSettings } from "../redis/connect-options.ts";
 import { redactUrl } from "../nats/connect-errors.ts";
 import { demoReadCommand, EXAMPLE_TABLE, exampleCommands, shellQuote, tryCommands, type GuideInput } from "./up-guide.ts";
 import { unsupportedNatsServer } from "../nats/server-version.ts";
+import { DEFAULT_PREFIX, Subjects } from "../nats/subjects.ts";
+import { readWarehouseBinding, warehouseIdentity } from "../nats/warehouse-binding.ts";
 
 /** A node drains within its drain timeout (15 s) and exits by its watchdog 10 s later; past this it is killed. */
 const NODE_STOP_BOUND_MS = 35_000;
@@ -170,6 +172,9 @@ export async function runUp(o: UpFlags, out: (s: string) => void): Promise<void>
       writeFileSync(envFile, Object.entries(seaweed.env).map(([k, v]) => `export ${k}=${v}\n`).join(""), { mode: 0o600 });
       out(`seaweedfs (S3 gateway ${seaweed.endpoint}): pid ${seaweed.pid}, data ${join(runDir, "seaweedfs")}; credentials for your commands: source ${envFile}`);
     }
+    // A NATS of the caller's may already run a cluster on another warehouse: its nodes would refuse to start
+    // (cluster/nats/warehouse-binding.ts), so up says so before starting any.
+    if (o.nats !== undefined) await refuseOtherWarehouse({ ...natsAuth, nats: natsUrl }, warehouse);
     for (let i = 1; i <= o.nodes; i++) {
       const id = `node-${i}`;
       nodes.push(
@@ -257,4 +262,22 @@ async function runDemo(nc: NatsConnection, guide: GuideInput, out: (s: string) =
   out(`demo: ${existed ? "found" : "created"} ${EXAMPLE_TABLE} and published 1000 rows; visible in a snapshot ${Date.now() - started} ms after the last ack`);
   out(demoReadCommand(guide));
   await producer.close();
+}
+
+/** Refuses (UsageError) when the cluster on the NATS at `flags.nats` serves another warehouse than `warehouse`. */
+async function refuseOtherWarehouse(flags: NatsAuthSettings & { nats: string }, warehouse: string): Promise<void> {
+  const subjects = new Subjects(DEFAULT_PREFIX);
+  const nc = await connectOrExplain(flags);
+  try {
+    const bound = await readWarehouseBinding(nc, subjects);
+    const mine = warehouseIdentity(warehouse);
+    if (bound !== null && bound.warehouse !== mine) {
+      throw new UsageError(
+        `the NATS at ${redactUrl(flags.nats)} already runs a natslake cluster (prefix '${subjects.prefix}') on the warehouse ${bound.warehouse}, not ${mine}: ` +
+          `\`natslake up --nats ${redactUrl(flags.nats)} --warehouse ${bound.warehouse.replace(/^file:\/\//, "")}\` joins it; for another warehouse, use a NATS of its own (or up's own: leave out --nats)`,
+      );
+    }
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
 }
