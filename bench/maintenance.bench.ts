@@ -7,8 +7,9 @@
  *   on   maintenance on: each writer compacts its bucket, the leader expires snapshots;
  *   off  `write-only = true`: neither.
  * Every 10 s this process samples the table from the warehouse, read-only: live data files per bucket, snapshot
- * files (and what the retention options allow), manifest files, bytes, and the wall and CPU time to plan a scan (the
- * plan target compares CPU times: the work, which wall time on a saturated machine hides under the load). It times a full
+ * files (and what the retention options allow), manifest files, bytes, and the wall and CPU time to plan a scan; and
+ * between the samples it plans a scan once a second (the plan target compares the CPU times of these plans at minute 1
+ * and at the end: the work, which wall time on a saturated machine hides under the load). It times a full
  * scan at minute 1 and at the end, and compares the end's with the same rows written by one batch write. From the
  * load generator: throughput and publish→visible p50/p99 per phase. Each issue-10 target is printed with ✔/✘, and
  * issue 28's node CPU with maintenance on ≤ 1.3× off. With --node-cpu-prof, each phase's CLOCK_MONOTONIC window is
@@ -50,6 +51,15 @@ const BUCKETS = 6;
 const NODES = 2;
 const COMMIT_INTERVAL_MS = 250;
 const SAMPLE_EVERY_MS = 10_000;
+/**
+ * Between the samples, one plan of the latest snapshot every this many ms (a probe): the planning target compares
+ * the medians of the probes of two windows. What a plan reads swings with the manifest merges (a run's samples read
+ * 32 to 384 entries, at 4–6 µs CPU an entry), so a median of 3 samples 10 s apart drew that cycle's phase rather than
+ * the table's age: the same code measured 0.29× to 2.14× (paired runs of two commits side by side).
+ */
+const PLAN_PROBE_MS = 1_000;
+/** Seconds of probes at each end of the plan comparison: from minute 1 on, and the last ones under load. */
+const PLAN_WINDOW_S = 30;
 /** The nodes' RSS is read every 500 ms (for the peak); the recorded series keeps the largest per 5 s. */
 const RSS_READ_MS = 500;
 const RSS_POINT_MS = 5_000;
@@ -117,6 +127,18 @@ interface Sample {
   underLoad: boolean;
 }
 
+/** One timed plan of the latest snapshot (see PLAN_PROBE_MS). */
+interface PlanProbe {
+  /** Seconds since the phase's load generator started. */
+  t: number;
+  ms: number;
+  /** CPU time of the plan (this process, all threads), ms. */
+  cpuMs: number;
+  /** Manifest entries of the planned snapshot (base and delta lists), ADDs and DELETEs before merging. */
+  entries: number;
+  underLoad: boolean;
+}
+
 interface ScanFigure {
   rows: number;
   seconds: number;
@@ -129,6 +151,7 @@ interface PhaseResult {
   table: string;
   samples: Sample[];
   scanMinute1: ScanFigure | null;
+  planProbes: PlanProbe[];
   scanEnd: ScanFigure;
   endSnapshot: number;
   load: LoadRun;
@@ -219,6 +242,19 @@ async function timePlans(table: Table): Promise<{ ms: number; cpuMs: number; pla
     cpuTimes.push((cpu.user + cpu.system) / 1000);
   }
   return { ms: median(times), cpuMs: median(cpuTimes), plan: plan! };
+}
+
+/** One plan of the latest snapshot, timed, with a fresh manifest cache (as a new reader); its entries counted after. */
+async function probePlan(table: Table, t: number): Promise<PlanProbe> {
+  const store = new ManifestStore(table);
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const plan = await planScan(table, {}, store);
+  const cpu = process.cpuUsage(cpu0);
+  const ms = performance.now() - t0;
+  // From the cache the plan filled: not timed.
+  const entries = plan.snapshot === null ? 0 : (await store.readEntries(await store.allManifests(plan.snapshot))).length;
+  return { t, ms, cpuMs: (cpu.user + cpu.system) / 1000, entries, underLoad: true };
 }
 
 /**
@@ -321,22 +357,30 @@ async function createServedTable(c: Cluster, name: string, options: Record<strin
 }
 
 /**
- * Samples the table every SAMPLE_EVERY_MS until `loadDone` settles; times one full scan at the first sample from
- * minute 1 on (under load, like the samples). Each sample line is printed as it is taken.
+ * Samples the table every SAMPLE_EVERY_MS until `loadDone` settles, and with `probePlans` plans it once every
+ * PLAN_PROBE_MS between the samples; times one full scan at the first sample from minute 1 on (under load, like the
+ * samples). Each sample line is printed as it is taken.
  */
-async function sampleDuringLoad(table: Table, t0: number, loadDone: Promise<unknown>): Promise<{ samples: Sample[]; scanMinute1: ScanFigure | null }> {
+async function sampleDuringLoad(table: Table, t0: number, loadDone: Promise<unknown>, probePlans: boolean): Promise<{ samples: Sample[]; scanMinute1: ScanFigure | null; planProbes: PlanProbe[] }> {
   let done = false;
   void loadDone.then(
     () => (done = true),
     () => (done = true),
   );
   const samples: Sample[] = [];
+  const planProbes: PlanProbe[] = [];
   let scanMinute1: ScanFigure | null = null;
+  const probesPerSample = SAMPLE_EVERY_MS / PLAN_PROBE_MS;
+  // One after the other, never at once: each times its plans by this process's CPU.
   for (let k = 1; ; k++) {
-    const wait = t0 + k * SAMPLE_EVERY_MS - Date.now();
+    const wait = t0 + k * PLAN_PROBE_MS - Date.now();
     if (wait > 0) await Promise.race([sleep(wait), loadDone.catch(() => undefined)]);
     if (done) break;
-    if (wait <= -SAMPLE_EVERY_MS) continue; // the previous sample overran this slot
+    if (wait <= -PLAN_PROBE_MS) continue; // the previous sample or probe overran this slot
+    if (k % probesPerSample !== 0) {
+      if (probePlans) planProbes.push(await probePlan(table, (Date.now() - t0) / 1000));
+      continue;
+    }
     const s = await sample(table, (Date.now() - t0) / 1000, true);
     samples.push(s);
     say(sampleLine(s));
@@ -345,7 +389,7 @@ async function sampleDuringLoad(table: Table, t0: number, loadDone: Promise<unkn
       say(`  full scan at ${s.t.toFixed(0)} s: ${fmt(scanMinute1.rows)} rows in ${scanMinute1.seconds.toFixed(2)} s = ${fmt(scanRate(scanMinute1))} rows/s (one run, under load)`);
     }
   }
-  return { samples, scanMinute1 };
+  return { samples, scanMinute1, planProbes };
 }
 
 async function runPhase(c: Cluster, name: string, options: Record<string, string>, what: string): Promise<PhaseResult> {
@@ -370,7 +414,9 @@ async function runPhase(c: Cluster, name: string, options: Record<string, string
   const loadP = runLoad(c.nats.url, tableName, rows, RATE, RATE * WARMUP_SECONDS, { timeoutMs, signal: c.abort.signal });
   // Observed at once: when sampling fails, the run ends and the generator is killed, and its rejection is expected.
   loadP.catch(() => undefined);
-  const { samples, scanMinute1 } = await sampleDuringLoad(table, t0, loadP);
+  // Plans are probed in the on phase only (the target's): the off table's plans grow to ~100 ms of this process's CPU
+  // a second, which would load the machine in that phase alone and bias the node CPU comparison.
+  const { samples, scanMinute1, planProbes } = await sampleDuringLoad(table, t0, loadP, name === "on");
   const load = await loadP;
   const seconds = (Date.now() - t0) / 1000;
   const { peakMb: nodePeakRssMb, lines: nodeRss } = rss.stop();
@@ -385,7 +431,7 @@ async function runPhase(c: Cluster, name: string, options: Record<string, string
   say(sampleLine(last));
   const scanEnd = await timeScans(table, SCAN_RUNS, endSnapshot);
   say(`  full scan of snapshot ${endSnapshot} (the end): ${fmt(scanEnd.rows)} rows, median of ${SCAN_RUNS} ${scanEnd.seconds.toFixed(2)} s = ${fmt(scanRate(scanEnd))} rows/s (runs ${scanEnd.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
-  return { name, table: tableName, samples, scanMinute1, scanEnd, endSnapshot, load, startedAt: t0, nodeCpu, nodePeakRssMb, nodeRss, natsCpu, seconds, tableHandle: table };
+  return { name, table: tableName, samples, scanMinute1, planProbes, scanEnd, endSnapshot, load, startedAt: t0, nodeCpu, nodePeakRssMb, nodeRss, natsCpu, seconds, tableHandle: table };
 }
 
 /**
@@ -431,32 +477,51 @@ function ingestLines(p: PhaseResult): string[] {
 
 const mark = (ok: boolean | null): string => (ok === null ? "–" : ok ? "✔" : "✘");
 
-/** Samples medianed for each end of the plan comparison: one plan time swings with the machine's load. */
+/** Samples medianed for each end of the samples' plan comparison (printed beside the probes' target figure). */
 const PLAN_WINDOW = 3;
 
 interface PlanPoint {
-  /** Median plan time (ms) of the window's samples. */
+  /** Median plan time (ms) of the window's samples or probes. */
   ms: number;
-  /** Median planning CPU time (ms) of the window's samples. */
+  /** Median planning CPU time (ms) of the window's samples or probes. */
   cpuMs: number;
   entries: number;
   from: number;
   to: number;
+  /** Samples or probes in the window. */
+  n: number;
 }
 
-function planPoint(window: Sample[]): PlanPoint {
-  return { ms: median(window.map((s) => s.planMs)), cpuMs: median(window.map((s) => s.planCpuMs)), entries: median(window.map((s) => s.planEntries)), from: window[0]!.t, to: window[window.length - 1]!.t };
+function planPoint(window: ReadonlyArray<{ t: number; ms: number; cpuMs: number; entries: number }>): PlanPoint {
+  return { ms: median(window.map((s) => s.ms)), cpuMs: median(window.map((s) => s.cpuMs)), entries: median(window.map((s) => s.entries)), from: window[0]!.t, to: window[window.length - 1]!.t, n: window.length };
 }
 
 /**
- * The issue's "minute 1" and "minute 10": the first PLAN_WINDOW samples from minute 1 on, and the last PLAN_WINDOW
- * taken under load (none when the run is too short for two windows that do not overlap).
+ * The issue's "minute 1" and "minute 10" by the samples: the first PLAN_WINDOW from minute 1 on, and the last
+ * PLAN_WINDOW taken under load (none when the run is too short for two windows that do not overlap).
  */
 function planPoints(samples: Sample[]): { first: PlanPoint; last: PlanPoint } | null {
-  const loaded = samples.filter((s) => s.underLoad);
+  const loaded = samples.filter((s) => s.underLoad).map((s) => ({ t: s.t, ms: s.planMs, cpuMs: s.planCpuMs, entries: s.planEntries }));
   const from1 = loaded.findIndex((s) => s.t >= 60);
   if (from1 < 0 || loaded.length - from1 < 2 * PLAN_WINDOW) return null;
   return { first: planPoint(loaded.slice(from1, from1 + PLAN_WINDOW)), last: planPoint(loaded.slice(-PLAN_WINDOW)) };
+}
+
+/** Probes at least in each window for the probes' comparison. */
+const MIN_WINDOW_PROBES = 10;
+
+/**
+ * The same by the probes: those of the PLAN_WINDOW_S seconds from minute 1 on, and of the last PLAN_WINDOW_S seconds
+ * under load (none when the windows would overlap or hold too few probes).
+ */
+function probePoints(probes: PlanProbe[]): { first: PlanPoint; last: PlanPoint } | null {
+  const loaded = probes.filter((p) => p.underLoad);
+  if (loaded.length === 0) return null;
+  const end = loaded[loaded.length - 1]!.t;
+  const first = loaded.filter((p) => p.t >= 60 && p.t < 60 + PLAN_WINDOW_S);
+  const last = loaded.filter((p) => p.t > end - PLAN_WINDOW_S);
+  if (first.length < MIN_WINDOW_PROBES || last.length < MIN_WINDOW_PROBES || last[0]!.t <= first[first.length - 1]!.t) return null;
+  return { first: planPoint(first), last: planPoint(last) };
 }
 
 /** A phase's ingest figures for the results file, named `<phase>_…`. */
@@ -486,12 +551,15 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
   const after1 = on.samples.filter((s) => s.t > 60);
   const filesMax = after1.length === 0 ? null : Math.max(...after1.map((s) => s.filesMax));
   const over = after1.length === 0 ? null : Math.max(...after1.map((s) => s.snapshots - s.bound));
-  const plans = planPoints(on.samples);
+  // The target is on the probes (PLAN_PROBE_MS); the samples' 3-point comparison is printed beside it.
+  const plans = probePoints(on.planProbes);
+  const samplePlans = planPoints(on.samples);
   // The target is on the planning's CPU time — the work, which is what grows with the table's metadata; its wall time
   // on this saturated machine measured the load of the moment (a run read 0.66x the entries at minute 10 and took
   // 1.62x the time). Both are printed.
   const planRatio = plans === null ? null : plans.last.cpuMs / plans.first.cpuMs;
   const planWallRatio = plans === null ? null : plans.last.ms / plans.first.ms;
+  const samplePlanRatio = samplePlans === null ? null : samplePlans.last.cpuMs / samplePlans.first.cpuMs;
   const span = (p: PlanPoint): string => `${p.cpuMs.toFixed(1)} CPU ms (${p.ms.toFixed(1)} ms wall, ${p.entries} entries) at ${p.from.toFixed(0)}–${p.to.toFixed(0)} s`;
   const scanRatio = scanRate(baseline.maintained) / scanRate(baseline.scan);
   const tput = (p: PhaseResult): number => num(p.load, "rows") / num(p.load, "visibleSeconds");
@@ -523,6 +591,8 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
     plan_minute_1_cpu_ms: plans === null ? null : r3(plans.first.cpuMs),
     plan_end_cpu_ms: plans === null ? null : r3(plans.last.cpuMs),
     plan_wall_growth_ratio: planWallRatio === null ? null : r3(planWallRatio),
+    plan_window_probes: plans === null ? null : Math.min(plans.first.n, plans.last.n),
+    plan_growth_ratio_of_3_samples: samplePlanRatio === null ? null : r3(samplePlanRatio),
     baseline_scan_rows_per_sec: Math.round(scanRate(baseline.scan)),
     on_scan_alternated_rows_per_sec: Math.round(scanRate(baseline.maintained)),
     on_scan_right_after_load_vs_batch_ratio: r3(scanRate(on.scanEnd) / scanRate(baseline.scan)),
@@ -533,7 +603,7 @@ function targetLines(on: PhaseResult, off: PhaseResult, baseline: { scan: ScanFi
     `targets (phase on unless said)`,
     `  ${mark(filesMax === null ? null : filesMax <= ON_TARGETS.filesPerBucket)} live data files per bucket ≤ ${ON_TARGETS.filesPerBucket} after minute 1: max ${filesMax ?? na} (phase off: max ${Math.max(...off.samples.map((s) => s.filesMax))})`,
     `  ${mark(over === null ? null : over <= 0)} snapshot files within the retention bound after minute 1: ${over === null ? na : over <= 0 ? `always (at most ${Math.max(...after1.map((s) => s.snapshots))} files)` : `exceeded by up to ${over}`}; ${expired} (phase off, write-only: ${Math.max(...off.samples.map((s) => s.snapshots))} at the end)`,
-    `  ${mark(planRatio === null ? null : planRatio <= ON_TARGETS.planGrowth)} planning's CPU time at the end ≤ ${ON_TARGETS.planGrowth}× minute 1: ${plans === null || planRatio === null || planWallRatio === null ? "n/a (too few samples after minute 1: run longer)" : `median of ${PLAN_WINDOW} samples ${span(plans.last)} / ${span(plans.first)} = ${planRatio.toFixed(2)}× (wall time ${planWallRatio.toFixed(2)}×); entries read ${(plans.last.entries / plans.first.entries).toFixed(2)}×`}`,
+    `  ${mark(planRatio === null ? null : planRatio <= ON_TARGETS.planGrowth)} planning's CPU time at the end ≤ ${ON_TARGETS.planGrowth}× minute 1: ${plans === null || planRatio === null || planWallRatio === null ? "n/a (too few plan probes after minute 1: run longer)" : `median of ${plans.last.n} / ${plans.first.n} plans (one a second) ${span(plans.last)} / ${span(plans.first)} = ${planRatio.toFixed(2)}× (wall time ${planWallRatio.toFixed(2)}×); entries read ${(plans.last.entries / plans.first.entries).toFixed(2)}×${samplePlanRatio === null ? "" : `; by ${PLAN_WINDOW} samples 10 s apart ${samplePlanRatio.toFixed(2)}×`}`}`,
     `  ${mark(scanRatio >= ON_TARGETS.scanVsBatch)} full scan at the end ≥ ${ON_TARGETS.scanVsBatch}× one batch write's, scanned alternately: ${fmt(scanRate(baseline.maintained))} / ${fmt(scanRate(baseline.scan))} rows/s = ${scanRatio.toFixed(2)}× (right after the load, the cluster still compacting: ${(scanRate(on.scanEnd) / scanRate(baseline.scan)).toFixed(2)}×; phase off: ${(scanRate(off.scanEnd) / scanRate(baseline.scan)).toFixed(2)}×)`,
     `  ${mark(tputRatio >= ON_TARGETS.throughputVsOff)} ingest throughput on ≥ ${ON_TARGETS.throughputVsOff}× off (rows / first publish → all visible): ${fmt(tput(on))} / ${fmt(tput(off))} rows/s = ${tputRatio.toFixed(3)}×`,
     `  ${mark(cpuRatio <= ON_TARGETS.nodeCpuVsOff)} node CPU on ≤ ${ON_TARGETS.nodeCpuVsOff}× off (issue 28; both nodes, per 1M rows ingested): ${(cpuPerRow(on) * 1e6).toFixed(2)} / ${(cpuPerRow(off) * 1e6).toFixed(2)} CPU s = ${cpuRatio.toFixed(2)}×`,

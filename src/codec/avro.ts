@@ -241,21 +241,9 @@ export function decodeAvroFile(bytes: Uint8Array): DecodedAvroFile {
   const meta = header.value.meta;
   const schemaBytes = meta["avro.schema"];
   if (schemaBytes === undefined) throw malformed("header has no avro.schema");
-  let schema: AvroSchema;
-  const schemaText = schemaBytes.toString("utf8");
-  try {
-    schema = JSON.parse(schemaText) as AvroSchema;
-  } catch (e) {
-    throw malformed(`avro.schema is not JSON: ${errorText(e)}`);
-  }
+  const { schema, type } = readerOf(schemaBytes.toString("utf8"));
   const codec = meta["avro.codec"]?.toString("utf8") ?? "null";
   const inflate = blockDecompressor(codec);
-  let type: avro.Type;
-  try {
-    type = avroType(schema, schemaText);
-  } catch (e) {
-    throw malformed(`avro.schema is not a valid schema: ${errorText(e)}`);
-  }
 
   const sync = header.value.sync;
   const records: unknown[] = [];
@@ -286,6 +274,35 @@ export function decodeAvroFile(bytes: Uint8Array): DecodedAvroFile {
   }
   return { schema, codec, records };
 }
+
+/**
+ * A file's writer schema, parsed, and its compiled type, by the schema's text: every manifest of a table carries the
+ * same text, and parsing it again for each file (1.9 KB of JSON, ~10 µs) was 7 % of decoding a bench manifest of 11
+ * entries (~140 µs), 12 % of a manifest list (~6 of ~50 µs). Shared between files: callers must not change the schema.
+ */
+function readerOf(schemaText: string): { schema: AvroSchema; type: avro.Type } {
+  const hit = READERS.get(schemaText);
+  if (hit !== undefined) return hit;
+  let schema: AvroSchema;
+  try {
+    schema = JSON.parse(schemaText) as AvroSchema;
+  } catch (e) {
+    throw malformed(`avro.schema is not JSON: ${errorText(e)}`);
+  }
+  let type: avro.Type;
+  try {
+    type = avroType(schema, schemaText);
+  } catch (e) {
+    throw malformed(`avro.schema is not a valid schema: ${errorText(e)}`);
+  }
+  if (READERS.size >= 64) READERS.delete(READERS.keys().next().value!);
+  const reader = { schema, type };
+  READERS.set(schemaText, reader);
+  return reader;
+}
+
+/** Parsed writer schemas and their types by schema text (bounded like TYPES). */
+const READERS = new Map<string, { schema: AvroSchema; type: avro.Type }>();
 
 /**
  * avsc decodes records as instances of classes it generates per parsed schema, so two decodes of the same data are

@@ -219,3 +219,23 @@ function manifestName(table: string): string {
   };
   return expected.manifests[0]!.fileName;
 }
+
+void test("avro - files of different writer schemas under one record name decode each by its own, alternately (parsed schemas are shared by text)", () => {
+  const narrow: AvroSchema = { type: "record", name: "Same", fields: [{ name: "a", type: "long" }] };
+  const wide: AvroSchema = { type: "record", name: "Same", fields: [{ name: "a", type: "long" }, { name: "b", type: "string" }] };
+  const narrowFile = encodeAvroFile(narrow, [{ a: 1n }], { codec: "deflate" });
+  const wideFile = encodeAvroFile(wide, [{ a: 2n, b: "x" }], { codec: "deflate" });
+  for (let i = 0; i < 2; i++) {
+    const n = decodeAvroFile(narrowFile);
+    const w = decodeAvroFile(wideFile);
+    assert.deepEqual(n.schema, narrow);
+    assert.deepEqual(n.records, [{ a: 1n }]);
+    assert.deepEqual(w.schema, wide);
+    assert.deepEqual(w.records, [{ a: 2n, b: "x" }]);
+  }
+});
+
+void test("avro - a header schema that is not JSON, or not a valid schema, is refused on every read (a failure is not remembered as a schema)", () => {
+  const bad = container({ type: "record", name: "R", fields: [{ name: "v", type: "nosuchtype" }] } as unknown as AvroSchema, "null", []);
+  for (let i = 0; i < 2; i++) assert.throws(() => decodeAvroFile(bad), (e: unknown) => isLakeError(e, ErrorKind.DataInvalid) && /not a valid schema/.test((e as Error).message));
+});
