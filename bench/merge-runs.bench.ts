@@ -8,14 +8,15 @@
  *            (level:rows)" line): 4 buckets of 250,000 keys, each one top-level run holding every key plus a few
  *            smaller runs of updates to keys spread over the whole range (per bucket, as measured: L4 22k–103k rows,
  *            L3 12k–34k, and level-2 / level-0 runs of a few hundred to 1.4k rows)
- *   engines  issue 30's table (bench/pk-engines.bench.ts): 4 buckets × 5 sorted runs of 25,000 rows, 450,000 keys
- *            over 500,000 rows (every tenth row updates an earlier key), no run holding a key twice
+ *   engines  issue 30's scan table (bench/pk-engines.bench.ts): 500,000 keys in 4 buckets × 5 level-0 runs, the first
+ *            every key, each later one a fifth of the keys (k ≡ v-1 mod 5) with new values and `event`, `qty` null;
+ *            `--engine` deduplicate (default), partial-update or aggregation (that benchmark's options)
  * The rows are the benchmarks' six columns (bench/shape.ts).
  *
  * A/B: `--src DIR` (repeatable) loads the merge from another checkout's src/ (e.g. /work/main), so two versions run
  * alternately in one process on the same decoded runs: `--reps` rounds of A B, median of each, and B ÷ A.
  *
- *   node --expose-gc --import tsx bench/merge-runs.bench.ts [--shape live|engines] [--reps N] [--src DIR]...
+ *   node --expose-gc --import tsx bench/merge-runs.bench.ts [--shape live|engines] [--engine NAME] [--reps N] [--src DIR]...
  */
 import type * as arrow from "apache-arrow";
 import { execSync } from "node:child_process";
@@ -26,7 +27,10 @@ import { RecordBatchBuilder } from "../src/codec/columns/record-batch-builder.ts
 import { serializeBinaryRow } from "../src/format/binary-row.ts";
 import { parseColumnList, type DataField } from "../src/format/data-types.ts";
 import { EMPTY_STATS, type DataFileMeta } from "../src/format/manifest.ts";
+import { newTableSchema } from "../src/format/schema.ts";
 import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../src/lsm/key-value-fields.ts";
+import type { mergeEngineOf } from "../src/lsm/merge-functions/merge-engine.ts";
+import type { MergeEngine } from "../src/lsm/merge-functions/merge-function.ts";
 import type { MergeReadSpec } from "../src/lsm/merge-reader.ts";
 import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
 
@@ -56,6 +60,8 @@ interface RunRows {
   keys: number[];
   rowOf: number[];
   seqs: number[];
+  /** `event` and `qty` null (a partial update's row). */
+  sparse?: boolean;
 }
 
 let fileNo = 0;
@@ -66,7 +72,8 @@ function decodedFile(run: RunRows): { meta: DataFileMeta; batches: arrow.RecordB
   for (let from = 0; from < run.keys.length; from += DECODED_BATCH_ROWS) {
     const b = new RecordBatchBuilder(all, DECODED_BATCH_ROWS);
     for (let i = from; i < Math.min(run.keys.length, from + DECODED_BATCH_ROWS); i++) {
-      b.appendInput({ ...benchInputRow(run.rowOf[i]!), id: run.keys[i]!, [SEQUENCE_NUMBER_FIELD.name]: run.seqs[i]!, [VALUE_KIND_FIELD.name]: 0 });
+      const values = { ...benchInputRow(run.rowOf[i]!), id: run.keys[i]!, [SEQUENCE_NUMBER_FIELD.name]: run.seqs[i]!, [VALUE_KIND_FIELD.name]: 0 };
+      b.appendInput(run.sparse === true ? { ...values, event: null, qty: null } : values);
     }
     batches.push(b.finish());
   }
@@ -126,54 +133,63 @@ function liveShape(): RunRows[][] {
   });
 }
 
-/** The engines shape: 500,000 upsert rows (every tenth updates an earlier key) in 4 buckets × 5 runs. */
+/** The engines shape: per bucket a run of every key, then four runs of a fifth of the keys each, newer. */
 function enginesShape(): RunRows[][] {
-  const rows = 500_000;
-  const perBucket: Array<Array<{ key: number; row: number }>> = [[], [], [], []];
-  const next = random(30);
-  for (let i = 0; i < rows; i++) {
-    const key = i % 10 === 9 ? Math.floor(next() * i) : i;
-    perBucket[key % 4]!.push({ key, row: i });
-  }
-  return perBucket.map((versions) => {
-    const per = Math.ceil(versions.length / 5);
-    const runs: RunRows[] = [];
-    for (let r = 0; r < 5; r++) {
-      // Each run is a writer's flush: one version per key (the latest of the run's rows).
-      const latest = new Map<number, number>();
-      for (const v of versions.slice(r * per, (r + 1) * per)) latest.set(v.key, v.row);
-      const ks = [...latest.keys()].sort((a, b) => a - b);
-      runs.push({ level: 0, keys: ks, rowOf: ks.map((k) => latest.get(k)!), seqs: ks.map((k) => latest.get(k)!) });
-    }
-    return runs;
+  const keys = 500_000;
+  return [0, 1, 2, 3].map((bucket) => {
+    const all = Array.from({ length: keys / 4 }, (_, i) => 4 * i + bucket);
+    let seq = 0;
+    const run = (ks: number[], v: number): RunRows => {
+      const base = seq;
+      seq += ks.length;
+      return { level: 0, keys: ks, rowOf: ks.map((k) => k + v * keys), seqs: ks.map((_, i) => base + i), sparse: v > 0 };
+    };
+    return [run(all, 0), ...[1, 2, 3, 4].map((v) => run(all.filter((k) => k % 5 === v - 1), v))];
   });
 }
 
+/** The engines of bench/pk-engines.bench.ts, by name. */
+const ENGINE_OPTIONS: Record<string, Record<string, string>> = {
+  deduplicate: {},
+  "partial-update": { "merge-engine": "partial-update" },
+  aggregation: { "merge-engine": "aggregation", "fields.amount.aggregate-function": "sum", "fields.qty.aggregate-function": "max" },
+};
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { shape: { type: "string", default: "live" }, reps: { type: "string", default: "5" }, src: { type: "string", multiple: true, default: [] } } });
+  const { values } = parseArgs({
+    options: { shape: { type: "string", default: "live" }, engine: { type: "string", default: "deduplicate" }, reps: { type: "string", default: "5" }, src: { type: "string", multiple: true, default: [] } },
+  });
+  const options = ENGINE_OPTIONS[values.engine!];
+  if (options === undefined) throw new Error(`--engine: one of ${Object.keys(ENGINE_OPTIONS).join(", ")}`);
+  const schema = newTableSchema({ columns: FIELDS.map((f) => ({ name: f.name, type: f.type })), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "4", ...options } });
   const shape = values.shape === "engines" ? enginesShape() : liveShape();
   const reps = Number(values.reps);
   const srcs = values.src!.length === 0 ? [resolve(import.meta.dirname, "..")] : values.src!.map((s) => resolve(s));
-  const merges: MergeBucketFiles[] = [];
-  for (const dir of srcs) merges.push(((await import(pathToFileURL(`${dir}/src/lsm/merge-reader.ts`).href)) as { mergeBucketFiles: MergeBucketFiles }).mergeBucketFiles);
+  // Each checkout's merge with its own engine: a merge reader knows built rows by its own module's class.
+  const merges: Array<{ merge: MergeBucketFiles; engine: MergeEngine }> = [];
+  for (const dir of srcs) {
+    const { mergeBucketFiles } = (await import(pathToFileURL(`${dir}/src/lsm/merge-reader.ts`).href)) as { mergeBucketFiles: MergeBucketFiles };
+    const engines = (await import(pathToFileURL(`${dir}/src/lsm/merge-functions/merge-engine.ts`).href)) as { mergeEngineOf: typeof mergeEngineOf };
+    merges.push({ merge: mergeBucketFiles, engine: engines.mergeEngineOf(schema) });
+  }
   const buckets = shape.map((runs) => runs.map(decodedFile));
   const totalRows = buckets.reduce((n, files) => n + files.reduce((m, f) => m + f.meta.rowCount, 0), 0);
   const gc = (globalThis as { gc?: () => void }).gc;
   // CPU time of the process (this thread and V8's helpers): on a shared machine less noisy than wall time.
-  const once = async (merge: MergeBucketFiles): Promise<{ ms: number; rows: number }> => {
+  const once = async ({ merge, engine }: { merge: MergeBucketFiles; engine: MergeEngine }): Promise<{ ms: number; rows: number }> => {
     gc?.();
     const t0 = process.cpuUsage();
     let rows = 0;
     for (const files of buckets) {
       const byName = new Map(files.map((f) => [f.meta.fileName, f.batches]));
-      const spec: MergeReadSpec = { keyFields: KEY, sequence: null, ignoreDelete: false, output: FIELDS, readFile: (f) => Promise.resolve(byName.get(f.fileName)!) };
+      const spec: MergeReadSpec = { keyFields: KEY, sequence: null, ignoreDelete: false, engine, output: FIELDS, readFile: (f) => Promise.resolve(byName.get(f.fileName)!) };
       for await (const b of merge(files.map((f) => f.meta), spec)) rows += b.numRows;
     }
     const t = process.cpuUsage(t0);
     return { ms: (t.user + t.system) / 1000, rows };
   };
   const load = (): string => execSync("uptime").toString().trim().replace(/.*load/, "load");
-  console.log(`merge-runs: shape ${values.shape}, ${buckets.length} buckets, ${totalRows} rows in runs of ${buckets.map((b) => b.map((f) => `L${f.meta.level}:${f.meta.rowCount}`).join(" ")).join("; ")}; ${load()}`);
+  console.log(`merge-runs: shape ${values.shape}, engine ${values.engine}, ${buckets.length} buckets, ${totalRows} rows in runs of ${buckets.map((b) => b.map((f) => `L${f.meta.level}:${f.meta.rowCount}`).join(" ")).join("; ")}; ${load()}`);
   // Warm-up: each version once (JIT).
   for (const m of merges) await once(m);
   const times: number[][] = merges.map(() => []);
