@@ -99,11 +99,13 @@ export interface Stretches {
   readonly length: Int32Array;
 }
 
-export function stretchesOf(picks: RowPicks): Stretches {
+/** `reuse`: an earlier result whose arrays are refilled when they are long enough (its reader is done with it). */
+export function stretchesOf(picks: RowPicks, reuse?: Stretches): Stretches {
   const { length: n, batchOf, rowOf } = picks;
-  const batch = new Int32Array(n);
-  const row = new Int32Array(n);
-  const length = new Int32Array(n);
+  const fits = reuse !== undefined && reuse.batch.length >= n;
+  const batch = fits ? reuse.batch : new Int32Array(n);
+  const row = fits ? reuse.row : new Int32Array(n);
+  const length = fits ? reuse.length : new Int32Array(n);
   let count = 0;
   for (let i = 0; i < n; ) {
     const b = batchOf === null ? 0 : batchOf[i]!;

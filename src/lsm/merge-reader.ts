@@ -22,7 +22,7 @@ import { toArrowSchema } from "../codec/arrow-schema.ts";
 import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
 import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
 import type { ColumnBuilder } from "../codec/columns/column-builder.ts";
-import { gatherColumn, stretchesOf, type RowPicks } from "./gather.ts";
+import { gatherColumn, stretchesOf, type RowPicks, type Stretches } from "./gather.ts";
 import { compareValues } from "../codec/stats.ts";
 import type { DataField, DataType } from "../format/data-types.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
@@ -838,6 +838,8 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
   private batchOf: Int32Array;
   private rowOf: Int32Array;
   private rows = 0;
+  /** The last flush's stretches, whose arrays the next one refills. */
+  private stretches: Stretches | undefined = undefined;
   private readonly schema: arrow.Schema;
 
   constructor(
@@ -958,7 +960,7 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
     }
     const rowPicks: RowPicks = { length, batchOf: this.sources.length === 1 ? null : this.batchOf.subarray(0, length), rowOf: this.rowOf.subarray(0, length) };
     // Found once for every column that has no exceptions.
-    const picks: RowPicks = { ...rowPicks, stretches: stretchesOf(rowPicks) };
+    const picks: RowPicks = { ...rowPicks, stretches: (this.stretches = stretchesOf(rowPicks, this.stretches)) };
     const own = this.columnPicks(length);
     const children = this.columns.map((col, k) =>
       gatherColumn(
@@ -972,8 +974,7 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
     this.rows = 0;
     this.sources = [];
     this.epoch = {};
-    this.batchOf = new Int32Array(this.batchOf.length);
-    this.rowOf = new Int32Array(this.rowOf.length);
+    // The picks and stretches are refilled for the next batch: the gather above was their last reader.
     yield new arrow.RecordBatch(this.schema, arrow.makeData({ type: new arrow.Struct(this.schema.fields), length, nullCount: 0, children }));
   }
 
