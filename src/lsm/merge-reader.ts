@@ -470,18 +470,21 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     for (let i = 0; i < batch.numRows; i++) out[i] = read(i);
     return out;
   };
-  const sequence = new BigInt64Array(batch.numRows);
-  const kind = new Int8Array(batch.numRows);
   const seqData = col(SEQUENCE_NUMBER_FIELD);
   const kindData = col(VALUE_KIND_FIELD);
+  // The decoded buffers themselves when they hold the values as they are (decoded batches are never written to);
   // Arrow JS slices a Data's values with it: row r is value r, whatever the Data's offset.
-  if (seqData.nullCount === 0 && seqData.values instanceof BigInt64Array) sequence.set(seqData.values.subarray(0, batch.numRows));
+  let sequence: BigInt64Array;
+  if (seqData.nullCount === 0 && seqData.values instanceof BigInt64Array) sequence = seqData.values.subarray(0, batch.numRows);
   else {
+    sequence = new BigInt64Array(batch.numRows);
     const seqRead = columnReader(SEQUENCE_NUMBER_FIELD.type, seqData);
     for (let i = 0; i < batch.numRows; i++) sequence[i] = BigInt(seqRead(i) as bigint | number);
   }
-  if (kindData.nullCount === 0 && kindData.values instanceof Int8Array) kind.set(kindData.values.subarray(0, batch.numRows));
+  let kind: Int8Array;
+  if (kindData.nullCount === 0 && kindData.values instanceof Int8Array) kind = kindData.values.subarray(0, batch.numRows);
   else {
+    kind = new Int8Array(batch.numRows);
     const kindRead = columnReader(VALUE_KIND_FIELD.type, kindData);
     for (let i = 0; i < batch.numRows; i++) kind[i] = Number(kindRead(i));
   }
