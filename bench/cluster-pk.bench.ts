@@ -402,6 +402,7 @@ async function main(): Promise<void> {
     say(`   node RSS: peak ${nodeHwm.map((mb, i) => `n${i + 1} ${mb} MB`).join(", ")} (whole run)          target ≤ ${TARGETS.rssMb} MB: ${verdict(tRss)}`);
     say(`   node CPU in B: ${b.nodeCpu.map((x, i) => `n${i + 1} ${x.toFixed(1)} s`).join(", ")} (${(bCpu / S.seconds).toFixed(2)} cores); load generator ${loadGenCpu.toFixed(1)} CPU s`);
     say(`C  full scan of the live table (${shapeLine(before)}): ${fmt(liveRate)} rows/s (${fmt(S.keys)} rows, one per key; median of ${SCAN_RUNS} after a warm-up scan: ${live.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
+    say(`   live files (level:rows) per bucket: ${before.map((s) => `b${s.bucket} ${s.fileRows.join(" ")}`).join("; ")}`);
     say(`   compact --full: ${compactSeconds.toFixed(1)} s, ${summary.filesBefore} files → ${summary.filesAfter} (${shapeLine(after)})`);
     say(`   full scan of the compacted table: ${fmt(compactedRate)} rows/s (median of ${SCAN_RUNS} after a warm-up scan: ${compacted.runs.map((x) => x.toFixed(2)).join(" ")} s)`);
     say(`   live ÷ compacted ${scanRatio.toFixed(2)}×          target ≥ ${TARGETS.scanRatio}: ${verdict(tScan)}`);

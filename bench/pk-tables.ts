@@ -52,6 +52,8 @@ export interface BucketShape {
   bucket: number;
   files: number;
   sortedRuns: number;
+  /** Each live file as `L<level>:<rows>`, highest level first (what a merged scan of the bucket merges). */
+  fileRows: string[];
 }
 
 /** Each bucket's live files and sorted runs at the latest snapshot, by bucket number; [] before the first snapshot. */
@@ -61,6 +63,11 @@ export async function bucketShapes(table: Table, store: ManifestStore = new Mani
   const { numLevels } = readLsmCompactionOptions(table.options);
   const compareKeys = framedKeyComparator(table);
   return (await liveBuckets(table, latest, {}, store))
-    .map((b) => ({ bucket: b.bucket, files: b.files.length, sortedRuns: new Levels(b.files, numLevels, compareKeys).numberOfSortedRuns() }))
+    .map((b) => ({
+      bucket: b.bucket,
+      files: b.files.length,
+      sortedRuns: new Levels(b.files, numLevels, compareKeys).numberOfSortedRuns(),
+      fileRows: [...b.files].sort((x, y) => y.level - x.level || y.rowCount - x.rowCount).map((f) => `L${f.level}:${f.rowCount}`),
+    }))
     .sort((a, b) => a.bucket - b.bucket);
 }

@@ -5,9 +5,9 @@
  *
  * Flat columns whose every source has the output's Arrow layout — fixed-width values (integers, floats, dates,
  * timestamps, decimals), UTF-8 and binary — are copied buffer to buffer (values, offsets and validity bits), which is
- * what a flush of builder-made batches always has: 64-bit values as pairs of 32-bit words (never through a
- * BigInt64Array's elements, each of which would be a BigInt), short strings byte by byte (a `subarray` per row would
- * be an object per row for the GC). Anything else (nested types, dictionary pages or other units from another
+ * what a flush of builder-made batches always has, a stretch of consecutive picked rows at a time (`stretchesOf`):
+ * 64-bit values as pairs of 32-bit words (never through a BigInt64Array's elements, each of which would be a BigInt),
+ * short stretches element by element (a `subarray` per stretch would be an object for the GC), long ones as blocks. Anything else (nested types, dictionary pages or other units from another
  * engine's files) passes through the canonical form of the column's type, value by value.
  */
 import * as arrow from "apache-arrow";
@@ -21,13 +21,15 @@ export interface RowPicks {
   readonly length: number;
   readonly batchOf: Int32Array | null;
   readonly rowOf: Int32Array;
+  /** The same picks as stretches (`stretchesOf`), when the caller found them once for several columns. */
+  readonly stretches?: Stretches;
 }
 
 /** One column of the picked rows, from the same column (`sources[b]`: its data in batch b) of every batch. */
 export function gatherColumn(type: DataType, sources: readonly arrow.Data[], picks: RowPicks, name = "?"): arrow.Data {
   const target = toArrowType(type);
   if (sources.every((d) => arrow.util.compareTypes(d.type, target))) {
-    const fast = gatherFlat(target, sources, picks);
+    const fast = gatherFlat(target, sources, picks, picks.stretches ?? stretchesOf(picks));
     if (fast !== null) return fast;
   }
   const readers: ValueReader[] = sources.map((d) => columnReader(type, d));
@@ -38,13 +40,13 @@ export function gatherColumn(type: DataType, sources: readonly arrow.Data[], pic
 }
 
 /** Copies flat columns buffer to buffer; null for layouts it does not take (the caller goes value by value). */
-function gatherFlat(type: arrow.DataType, sources: readonly arrow.Data[], picks: RowPicks): arrow.Data | null {
+function gatherFlat(type: arrow.DataType, sources: readonly arrow.Data[], picks: RowPicks, stretches: Stretches): arrow.Data | null {
   const n = picks.length;
   const validity = gatherValidity(sources, picks);
   const nullCount = validity === null ? 0 : n - popcount(validity, n);
   const nullBitmap = validity ?? undefined;
   if (arrow.DataType.isUtf8(type) || arrow.DataType.isBinary(type)) {
-    const gathered = gatherVarBytes(sources, picks);
+    const gathered = gatherVarBytes(sources, picks, stretches);
     if (gathered === null) return null;
     return arrow.makeData({ type: type as arrow.Utf8, length: n, nullCount, nullBitmap, valueOffsets: gathered.offsets, data: gathered.data } as never);
   }
@@ -56,7 +58,7 @@ function gatherFlat(type: arrow.DataType, sources: readonly arrow.Data[], picks:
     bytesPerRow = v.BYTES_PER_ELEMENT;
   } else return null;
   const first = sources[0]!.values as ArrayBufferView & { BYTES_PER_ELEMENT: number };
-  const bytes = gatherFixed(sources, picks, bytesPerRow);
+  const bytes = gatherFixed(sources, picks, stretches, bytesPerRow);
   const First = first.constructor as new (b: ArrayBuffer, o: number, l: number) => ArrayBufferView;
   const values = new First(bytes, 0, (n * bytesPerRow) / first.BYTES_PER_ELEMENT);
   return arrow.makeData({ type: type as arrow.Int32, length: n, nullCount, nullBitmap, data: values } as never);
@@ -72,14 +74,6 @@ function wordsOf(d: arrow.Data, wordBytes: number, stride: number): Int32Array |
   return new View(v.buffer as ArrayBuffer, v.byteOffset, d.length * stride);
 }
 
-/**
- * Picks that continue a stretch this long — consecutive rows of one batch, the usual shape of a live bucket's merge,
- * whose compacted run goes out between a few fresh keys — are copied from there on as one block (`TypedArray.set`)
- * instead of row by row. Rows are copied one by one until a stretch is this long, so picks that alternate between
- * batches (most keys merged) pay one comparison per row for it.
- */
-const BLOCK_ROWS = 8;
-
 /** How many picks from `i` on are consecutive rows of the same batch as pick `i` (at least 1). */
 export function stretchAt(picks: RowPicks, i: number): number {
   const { length: n, batchOf, rowOf } = picks;
@@ -93,108 +87,103 @@ export function stretchAt(picks: RowPicks, i: number): number {
   return j - i;
 }
 
-/** Whether pick `i` (> 0) is the row after pick `i - 1`, in the same batch. */
-const continues = (batchOf: Int32Array | null, rowOf: Int32Array, i: number): boolean => rowOf[i] === rowOf[i - 1]! + 1 && (batchOf === null || batchOf[i] === batchOf[i - 1]);
+/**
+ * The picks as stretches of consecutive rows of one batch, found once for every column: the k-th stretch is `length[k]`
+ * rows of batch `batch[k]` from row `row[k]` on. A live bucket's merge picks its compacted run's rows a few at a time
+ * between fresh keys: per stretch, not per row, a column then pays its lookups, its checks and its copy loop's start.
+ */
+export interface Stretches {
+  readonly count: number;
+  readonly batch: Int32Array;
+  readonly row: Int32Array;
+  readonly length: Int32Array;
+}
+
+/** `reuse`: an earlier result whose arrays are refilled when they are long enough (its reader is done with it). */
+export function stretchesOf(picks: RowPicks, reuse?: Stretches): Stretches {
+  const { length: n, batchOf, rowOf } = picks;
+  const fits = reuse !== undefined && reuse.batch.length >= n;
+  const batch = fits ? reuse.batch : new Int32Array(n);
+  const row = fits ? reuse.row : new Int32Array(n);
+  const length = fits ? reuse.length : new Int32Array(n);
+  let count = 0;
+  for (let i = 0; i < n; ) {
+    const b = batchOf === null ? 0 : batchOf[i]!;
+    const r = rowOf[i]!;
+    let j = i + 1;
+    if (batchOf === null) while (j < n && rowOf[j] === r + (j - i)) j++;
+    else while (j < n && rowOf[j] === r + (j - i) && batchOf[j] === b) j++;
+    batch[count] = b;
+    row[count] = r;
+    length[count++] = j - i;
+    i = j;
+  }
+  return { count, batch, row, length };
+}
+
+/** Copies shorter than this many elements go element by element: a `subarray` for each would cost more. */
+const SET_MIN = 32;
 
 /** The picked rows' fixed-width values (`bytesPerRow` each), copied as 32-bit words or narrower integers. */
-function gatherFixed(sources: readonly arrow.Data[], picks: RowPicks, bytesPerRow: number): ArrayBuffer {
+function gatherFixed(sources: readonly arrow.Data[], picks: RowPicks, stretches: Stretches, bytesPerRow: number): ArrayBuffer {
   const n = picks.length;
   const wordBytes = Math.min(4, bytesPerRow);
   const stride = bytesPerRow / wordBytes;
-  const views = sources.map((d) => wordsOf(d, wordBytes, stride));
-  const out = wordBytes === 4 ? new Int32Array(n * stride) : wordBytes === 2 ? new Int16Array(n * stride) : new Int8Array(n * stride);
-  const { batchOf, rowOf } = picks;
-  let run = 0;
-  for (let i = 0; i < n; ) {
-    const src = views[batchOf === null ? 0 : batchOf[i]!]!;
-    const r = rowOf[i]! * stride;
-    if (i > 0 && continues(batchOf, rowOf, i)) {
-      if (++run >= BLOCK_ROWS) {
-        const len = stretchAt(picks, i);
-        out.set(src.subarray(r, r + len * stride), i * stride);
-        i += len;
-        run = 0;
-        continue;
-      }
-    } else run = 0;
-    if (stride === 1) out[i] = src[r]!;
-    else if (stride === 2) {
-      out[i << 1] = src[r]!;
-      out[(i << 1) + 1] = src[r + 1]!;
-    } else for (let k = 0; k < stride; k++) out[i * stride + k] = src[r + k]!;
-    i++;
+  if (wordBytes === 4) return copyStretches(sources.map((d) => wordsOf(d, 4, stride) as Int32Array), new Int32Array(n * stride), stretches, stride);
+  if (wordBytes === 2) return copyStretches(sources.map((d) => wordsOf(d, 2, stride) as Int16Array), new Int16Array(n * stride), stretches, stride);
+  return copyStretches(sources.map((d) => wordsOf(d, 1, stride) as Int8Array), new Int8Array(n * stride), stretches, stride);
+}
+
+/** Each stretch's words into `out`, in order (one element type per call, so element access stays monomorphic). */
+function copyStretches<A extends Int32Array | Int16Array | Int8Array>(views: readonly A[], out: A, s: Stretches, stride: number): ArrayBuffer {
+  let at = 0;
+  for (let k = 0; k < s.count; k++) {
+    const src = views[s.batch[k]!]!;
+    const from = s.row[k]! * stride;
+    const len = s.length[k]! * stride;
+    if (len >= SET_MIN) out.set(src.subarray(from, from + len), at);
+    else for (let w = 0; w < len; w++) out[at + w] = src[from + w]!;
+    at += len;
   }
   return out.buffer as ArrayBuffer;
 }
 
 /**
- * The picked rows' variable-width values: offsets and bytes, in one pass over the rows (the bytes grow by doubling
- * from the sources' mean value size, and are cut to size at the end); null beyond 2 GiB (the caller goes value by
- * value).
+ * The picked rows' variable-width values: offsets and bytes, a stretch at a time (its bytes are contiguous in its
+ * source): the bytes' total is summed first, so the output is allocated once at its size; null beyond 2 GiB (the
+ * caller goes value by value).
  */
-function gatherVarBytes(sources: readonly arrow.Data[], picks: RowPicks): { offsets: Int32Array; data: Uint8Array } | null {
-  const n = picks.length;
-  const { batchOf, rowOf } = picks;
+function gatherVarBytes(sources: readonly arrow.Data[], picks: RowPicks, s: Stretches): { offsets: Int32Array; data: Uint8Array } | null {
   const offs = sources.map((d) => d.valueOffsets as Int32Array); // sliced with the Data (see wordsOf)
   const bytes = sources.map((d) => d.values as Uint8Array);
-  const offsets = new Int32Array(n + 1);
-  let sourceBytes = 0;
-  let sourceRows = 0;
-  for (const d of sources) {
-    const o = d.valueOffsets as Int32Array;
-    sourceBytes += o[d.length]! - o[0]!;
-    sourceRows += d.length;
+  let total = 0;
+  for (let k = 0; k < s.count; k++) {
+    const o = offs[s.batch[k]!]!;
+    const r = s.row[k]!;
+    total += o[r + s.length[k]!]! - o[r]!;
   }
-  let data = new Uint8Array(Math.max(64, Math.ceil((sourceBytes / Math.max(1, sourceRows)) * n * 1.25)));
+  if (total > 2147483647) return null;
+  const offsets = new Int32Array(picks.length + 1);
+  const data = new Uint8Array(total);
   let at = 0;
-  let run = 0;
-  for (let i = 0; i < n; ) {
-    const b = batchOf === null ? 0 : batchOf[i]!;
+  let i = 0;
+  for (let k = 0; k < s.count; k++) {
+    const b = s.batch[k]!;
     const o = offs[b]!;
     const src = bytes[b]!;
-    const r = rowOf[i]!;
-    if (i > 0 && continues(batchOf, rowOf, i)) {
-      if (++run >= BLOCK_ROWS) {
-        // The rest of a stretch of consecutive rows: their bytes are contiguous, copied at once; offsets shifted.
-        const len = stretchAt(picks, i);
-        const from = o[r]!;
-        const to = o[r + len]!;
-        if (at + (to - from) > data.length) {
-          const grown = grownTo(data, at, at + (to - from));
-          if (grown === null) return null;
-          data = grown;
-        }
-        data.set(src.subarray(from, to), at);
-        const shift = at - from;
-        for (let k = 1; k <= len; k++) offsets[i + k] = o[r + k]! + shift;
-        at += to - from;
-        i += len;
-        run = 0;
-        continue;
-      }
-    } else run = 0;
+    const r = s.row[k]!;
+    const len = s.length[k]!;
     let from = o[r]!;
-    const to = o[r + 1]!;
-    if (at + (to - from) > data.length) {
-      const grown = grownTo(data, at, at + (to - from));
-      if (grown === null) return null;
-      data = grown;
-    }
-    if (to - from > 32) {
+    const to = o[r + len]!;
+    const shift = at - from;
+    for (let j = 1; j <= len; j++) offsets[i + j] = o[r + j]! + shift;
+    i += len;
+    if (to - from >= SET_MIN) {
       data.set(src.subarray(from, to), at);
       at += to - from;
     } else while (from < to) data[at++] = src[from++]!;
-    offsets[++i] = at;
   }
-  return { offsets, data: at === data.length ? data : data.slice(0, at) };
-}
-
-/** `data` (its first `used` bytes) in a buffer of at least `end` bytes, doubled; null beyond 2 GiB. */
-function grownTo(data: Uint8Array, used: number, end: number): Uint8Array<ArrayBuffer> | null {
-  if (end > 2147483647) return null;
-  const grown = new Uint8Array(Math.min(2147483647, Math.max(end, 2 * data.length)));
-  grown.set(data.subarray(0, used));
-  return grown;
+  return { offsets, data };
 }
 
 /** The picked rows' validity bits, or null when no source has a null. */

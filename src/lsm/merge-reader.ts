@@ -22,7 +22,7 @@ import { toArrowSchema } from "../codec/arrow-schema.ts";
 import { columnReader, type ValueReader } from "../codec/columns/value-readers.ts";
 import { makeColumnBuilder } from "../codec/columns/nested-builders.ts";
 import type { ColumnBuilder } from "../codec/columns/column-builder.ts";
-import { gatherColumn, type RowPicks } from "./gather.ts";
+import { gatherColumn, stretchesOf, type RowPicks, type Stretches } from "./gather.ts";
 import { compareValues } from "../codec/stats.ts";
 import type { DataField, DataType } from "../format/data-types.ts";
 import type { DataFileMeta } from "../format/manifest.ts";
@@ -88,6 +88,8 @@ export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: Me
       const r = merge(group);
       return r === null || isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
     },
+    newest: newestWins(core, spec),
+    lone: { dropRetractions: true },
   };
   for (const section of sections(files, keys)) {
     if (section.length === 1 && section[0]!.deleteRowCount === 0) {
@@ -136,6 +138,8 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
       if (r === null) return null;
       return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
     },
+    newest: newestWins(core, spec),
+    lone: { dropRetractions: spec.dropDelete },
   };
   for (const section of sectionsToMerge) yield* mergeRuns(section, core, choose, out);
   yield* out.flush();
@@ -248,6 +252,14 @@ class LookupWindow implements RowSink<CompactionChunk> {
     throw new Error("a lookup compaction's keys wait in its window");
   }
 
+  addStretch(): number {
+    throw new Error("a lookup compaction's keys wait in its window");
+  }
+
+  full(): boolean {
+    return false;
+  }
+
   due(): boolean {
     return this.pending.length >= LOOKUP_WINDOW;
   }
@@ -356,6 +368,8 @@ interface CursorBatch {
   keyAt(row: number): Value[];
   seqValues: Value[][] | null;
   sequence: BigInt64Array;
+  /** `sequence`'s buffer as 32-bit words (row r: low word 2r, high word 2r + 1), compared without making BigInts. */
+  seqWords: Int32Array;
   kind: Int8Array;
   /** The output columns' data in this batch (`MergeCore.columns`, in order). */
   columns: arrow.Data[];
@@ -456,18 +470,21 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     for (let i = 0; i < batch.numRows; i++) out[i] = read(i);
     return out;
   };
-  const sequence = new BigInt64Array(batch.numRows);
-  const kind = new Int8Array(batch.numRows);
   const seqData = col(SEQUENCE_NUMBER_FIELD);
   const kindData = col(VALUE_KIND_FIELD);
+  // The decoded buffers themselves when they hold the values as they are (decoded batches are never written to);
   // Arrow JS slices a Data's values with it: row r is value r, whatever the Data's offset.
-  if (seqData.nullCount === 0 && seqData.values instanceof BigInt64Array) sequence.set(seqData.values.subarray(0, batch.numRows));
+  let sequence: BigInt64Array;
+  if (seqData.nullCount === 0 && seqData.values instanceof BigInt64Array) sequence = seqData.values.subarray(0, batch.numRows);
   else {
+    sequence = new BigInt64Array(batch.numRows);
     const seqRead = columnReader(SEQUENCE_NUMBER_FIELD.type, seqData);
     for (let i = 0; i < batch.numRows; i++) sequence[i] = BigInt(seqRead(i) as bigint | number);
   }
-  if (kindData.nullCount === 0 && kindData.values instanceof Int8Array) kind.set(kindData.values.subarray(0, batch.numRows));
+  let kind: Int8Array;
+  if (kindData.nullCount === 0 && kindData.values instanceof Int8Array) kind = kindData.values.subarray(0, batch.numRows);
   else {
+    kind = new Int8Array(batch.numRows);
     const kindRead = columnReader(VALUE_KIND_FIELD.type, kindData);
     for (let i = 0; i < batch.numRows; i++) kind[i] = Number(kindRead(i));
   }
@@ -480,6 +497,7 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     keyAt: (row) => (keys !== null ? keys.map((k) => k[row]!) : spec.keyFields.map((f) => columnReader(f.type, col(f))(row))),
     seqValues: spec.sequence === null ? null : spec.sequence.fields.map(valuesOf),
     sequence,
+    seqWords: new Int32Array(sequence.buffer, sequence.byteOffset, 2 * sequence.length),
     kind,
     columns: spec.columns.map((c) => byName(c.from)),
     readers: [],
@@ -639,6 +657,12 @@ function mergeOf(core: MergeCore, spec: { engine?: MergeEngine; ignoreDelete: bo
  */
 interface RowSink<T> {
   add(c: CursorBatch, row: number): boolean;
+  /**
+   * Adds rows `from` … `to - 1` of `c` (retractions left out when `dropRetractions`) until the batch is full; the row
+   * to go on from. `full` then tells whether to flush.
+   */
+  addStretch(c: CursorBatch, from: number, to: number, dropRetractions: boolean): number;
+  full(): boolean;
   addBuilt(row: BuiltRow<Version>): boolean;
   flush(): Iterable<T> | AsyncIterable<T>;
   /** Keys the chooser held back (a lookup compaction's window) are due: flush. Absent: never. */
@@ -653,6 +677,84 @@ interface Chooser {
   /** Whether a key's only version goes out (the row `row` of `c`). */
   single(c: CursorBatch, row: number): boolean;
   group(group: Version[]): MergeResult<Version>;
+  /**
+   * Set when `group` always gives the key's newest version as it is (`newestWins`), and keeps it exactly when `single`
+   * would: the merge then picks that version itself, without version objects or the merge function.
+   */
+  newest?: NewestWins | null;
+  /**
+   * Set when `single` keeps a key's only version by its kind alone: every one but retractions when `dropRetractions`,
+   * every one otherwise. The merge then adds stretches of such versions to the sink at once (`RowSink.addStretch`).
+   */
+  lone?: { dropRetractions: boolean } | null;
+}
+
+/**
+ * The last row of `keys` from `row` on (whose key is below `below`) still below `below`, before `end`: galloping,
+ * then a binary search, so a long stretch of a compacted run costs a few comparisons.
+ */
+function stretchEnd(keys: Float64Array, row: number, end: number, below: number): number {
+  let lo = row;
+  let step = 1;
+  while (lo + step < end && keys[lo + step]! < below) {
+    lo += step;
+    step *= 2;
+  }
+  // keys[lo] < below; keys[hi] ≥ below, or hi is the end.
+  let hi = Math.min(lo + step, end);
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! < below) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A merge whose survivor of several versions is the newest in merge order; with `ignoreDelete`, the newest addition. */
+interface NewestWins {
+  ignoreDelete: boolean;
+}
+
+/**
+ * Whether a key's several versions merge into the newest one as it is: deduplicate (Java's DeduplicateMergeFunction
+ * keeps the last in merge order; with ignore-delete the last addition) ordered by the sequence number alone — no
+ * `sequence.field`, whose values would order the versions, and no lookup levels, which narrow them first.
+ */
+function newestWins(core: MergeCore, spec: { engine?: MergeEngine; ignoreDelete: boolean }): NewestWins | null {
+  if (core.sequence !== null) return null;
+  const engine = spec.engine;
+  if (engine === undefined) return { ignoreDelete: spec.ignoreDelete };
+  return engine.name === "deduplicate" && engine.lookupMerge !== true ? { ignoreDelete: engine.ignoreDelete } : null;
+}
+
+/**
+ * The newest of the cursors' current versions of one key in merge order (sequence number, then an addition after a
+ * retraction), the last of equals in the cursors' order — the version a stable sort into merge order puts last, as
+ * `foldKeyVersions` does; with `ignoreDelete`, of the additions only; null when none.
+ */
+function newestOf(group: readonly RunCursor[], ignoreDelete: boolean): RunCursor | null {
+  let best: RunCursor | null = null;
+  for (const cur of group) {
+    const c = cur.current!;
+    const row = cur.row;
+    if (ignoreDelete && isRetract(c.kind[row]!)) continue;
+    if (best === null || !newerVersion(best.current!, best.row, c, row)) best = cur;
+  }
+  return best;
+}
+
+/**
+ * Whether version (a, ra) comes after (b, rb) in merge order. Sequence numbers compare as their two 32-bit words
+ * (high signed, low unsigned; little-endian, as Arrow's buffers): reading a BigInt64Array element makes a BigInt.
+ */
+function newerVersion(a: CursorBatch, ra: number, b: CursorBatch, rb: number): boolean {
+  const ha = a.seqWords[2 * ra + 1]!;
+  const hb = b.seqWords[2 * rb + 1]!;
+  if (ha !== hb) return ha > hb;
+  const la = a.seqWords[2 * ra]! >>> 0;
+  const lb = b.seqWords[2 * rb]! >>> 0;
+  if (la !== lb) return la > lb;
+  return isRetract(b.kind[rb]!) && !isRetract(a.kind[ra]!);
 }
 
 /**
@@ -667,6 +769,8 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     if (opened[i]) heap.push(c);
   });
   const group: RunCursor[] = [];
+  const newest = choose.newest ?? null;
+  const lone = choose.lone ?? null;
   while (heap.size > 0) {
     const first = heap.peek();
     // Every version of the smallest key: from each run holding it (a run holds a key at most once). Most keys have
@@ -674,31 +778,38 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     const c = first.current!;
     const row = first.row;
     if (!heap.topHasEqual()) {
-      if (choose.single(c, row) ? out.add(c, row) : out.due?.() === true) yield* out.flush();
       // The rows of this batch below every other run's current key have no other version either: taken in one
       // pass, without comparing against the heap per row (a live bucket is mostly its compacted run's rows between
       // a few fresh keys; measured: the heap's upkeep was a third of a merged scan's own time).
       const keys = c.numericKeys;
       const below = keys === null ? null : heap.secondNumericKey();
-      if (below !== null) {
-        const end = c.batch.numRows;
-        let r = row;
-        while (r + 1 < end && keys![r + 1]! < below) {
-          r++;
-          if (choose.single(c, r) ? out.add(c, r) : out.due?.() === true) yield* out.flush();
+      const last = below === null ? row : stretchEnd(keys!, row, c.batch.numRows, below);
+      if (lone !== null) {
+        for (let r = row; r <= last; ) {
+          r = out.addStretch(c, r, last + 1, lone.dropRetractions);
+          if (out.full()) yield* out.flush();
         }
-        first.row = r;
+      } else {
+        for (let r = row; r <= last; r++) if (choose.single(c, r) ? out.add(c, r) : out.due?.() === true) yield* out.flush();
       }
+      first.row = last;
       if (first.step()) heap.siftDown();
       else if (!(await first.nextFile())) heap.pop();
       else heap.siftDown();
       continue;
     }
-    group.length = 0;
-    group.push(heap.pop());
-    while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group.push(heap.pop());
-    const winner = choose.group(group.map((cur) => ({ c: cur.current!, row: cur.row })));
-    if (winner !== null ? (winner instanceof BuiltRow ? out.addBuilt(winner) : out.add(winner.c, winner.row)) : out.due?.() === true) yield* out.flush();
+    // The group array is reused (a `length = 0` per key showed in profiles): `versions` of it are this key's.
+    let versions = 0;
+    group[versions++] = heap.pop();
+    while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group[versions++] = heap.pop();
+    if (group.length !== versions) group.length = versions;
+    if (newest !== null) {
+      const pick = newestOf(group, newest.ignoreDelete);
+      if (pick !== null && choose.single(pick.current!, pick.row) ? out.add(pick.current!, pick.row) : out.due?.() === true) yield* out.flush();
+    } else {
+      const winner = choose.group(group.map((cur) => ({ c: cur.current!, row: cur.row })));
+      if (winner !== null ? (winner instanceof BuiltRow ? out.addBuilt(winner) : out.add(winner.c, winner.row)) : out.due?.() === true) yield* out.flush();
+    }
     for (const cur of group) if (cur.step() || (await cur.nextFile())) heap.push(cur);
   }
 }
@@ -730,6 +841,8 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
   private batchOf: Int32Array;
   private rowOf: Int32Array;
   private rows = 0;
+  /** The last flush's stretches, whose arrays the next one refills. */
+  private stretches: Stretches | undefined = undefined;
   private readonly schema: arrow.Schema;
 
   constructor(
@@ -745,6 +858,17 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
   /** Appends row `row` of a cursor batch; true when a batch is full. */
   add(c: CursorBatch, row: number): boolean {
     return this.pick(this.slotOf(c), row);
+  }
+
+  addStretch(c: CursorBatch, from: number, to: number, dropRetractions: boolean): number {
+    const slot = this.slotOf(c);
+    const kind = c.kind;
+    for (let r = from; r < to; r++) if (!(dropRetractions && isRetract(kind[r]!)) && this.pick(slot, r)) return r + 1;
+    return to;
+  }
+
+  full(): boolean {
+    return this.rows >= this.batchRows;
   }
 
   /** The batch's place among this output batch's sources (`sink` tells whose place it is). */
@@ -837,7 +961,9 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
       this.sources[this.builtSlot] = this.built!.map((b) => b.finish());
       this.builtSlot = -1;
     }
-    const picks: RowPicks = { length, batchOf: this.sources.length === 1 ? null : this.batchOf.subarray(0, length), rowOf: this.rowOf.subarray(0, length) };
+    const rowPicks: RowPicks = { length, batchOf: this.sources.length === 1 ? null : this.batchOf.subarray(0, length), rowOf: this.rowOf.subarray(0, length) };
+    // Found once for every column that has no exceptions.
+    const picks: RowPicks = { ...rowPicks, stretches: (this.stretches = stretchesOf(rowPicks, this.stretches)) };
     const own = this.columnPicks(length);
     const children = this.columns.map((col, k) =>
       gatherColumn(
@@ -851,8 +977,7 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
     this.rows = 0;
     this.sources = [];
     this.epoch = {};
-    this.batchOf = new Int32Array(this.batchOf.length);
-    this.rowOf = new Int32Array(this.rowOf.length);
+    // The picks and stretches are refilled for the next batch: the gather above was their last reader.
     yield new arrow.RecordBatch(this.schema, arrow.makeData({ type: new arrow.Struct(this.schema.fields), length, nullCount: 0, children }));
   }
 
@@ -894,6 +1019,15 @@ class PhysicalRows implements RowSink<SortedRows> {
   add(c: CursorBatch, row: number): boolean {
     this.track(c, row, c.sequence[row]!, c.kind[row]!);
     return this.rows.add(c, row);
+  }
+
+  addStretch(c: CursorBatch, from: number, to: number, dropRetractions: boolean): number {
+    for (let r = from; r < to; r++) if (!(dropRetractions && isRetract(c.kind[r]!)) && this.add(c, r)) return r + 1;
+    return to;
+  }
+
+  full(): boolean {
+    return this.rows.full();
   }
 
   /** A built row: the key of the version it was built from, its own sequence number and kind, its values. */

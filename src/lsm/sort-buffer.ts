@@ -18,7 +18,7 @@ import type { DataField, DataType } from "../format/data-types.ts";
 import type { TableSchema } from "../format/schema.ts";
 import type { Value } from "../format/values.ts";
 import { ErrorKind, LakeError } from "../errors.ts";
-import { gatherColumn, type RowPicks } from "./gather.ts";
+import { gatherColumn, stretchesOf, type RowPicks } from "./gather.ts";
 import { integerKeyColumn, integerKeyOrder } from "./integer-key-order.ts";
 import { compareValues } from "../codec/stats.ts";
 import { BUFFER_KIND_FIELD, keyCopyField, keyFields, keyValueFields, VALUE_KIND_FIELD } from "./key-value-fields.ts";
@@ -390,11 +390,13 @@ function physicalRows(layout: KeyValueLayout, batches: readonly arrow.RecordBatc
       if (maxSeq === null || s > maxSeq) maxSeq = s;
     }
   }
+  // Stretches found once for every column.
+  const columnPicks: RowPicks = { ...picks, stretches: stretchesOf(picks) };
   const valueColumns = layout.schema.fields.map((f) =>
     gatherColumn(
       f.type,
       batches.map((b) => columnOf(b, f.name)),
-      picks,
+      columnPicks,
       f.name,
     ),
   );

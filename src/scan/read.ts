@@ -528,12 +528,20 @@ async function* readMergedBatches(table: Table, plan: ScanPlan, wanted: DataFiel
   // raw read ahead by themselves.
   const ahead = MergeFilesAhead.of(splits.filter((s) => !raw(s) && !inWorkers.has(s)), pool, spec.limit !== undefined, read).begin();
   try {
-    for (const split of splits) {
+    for (let at = 0; at < splits.length; at++) {
+      const split = splits[at]!;
       // A limit reached: the next bucket is neither read nor merged.
       if (remaining <= 0) return;
       if (rawContext !== null && readRaw(split)) {
+        // The buckets read raw from here on are read ahead together: one bucket's last files decode while the next
+        // one's first are read (a first-row table's batch read is all such buckets; per bucket, each bucket's first
+        // files waited for the one before to drain).
+        let end = at + 1;
+        while (end < splits.length && readRaw(splits[end]!)) end++;
+        const rawSplits = splits.slice(at, end);
+        at = end - 1;
         const rawRead = (s: DataSplit, f: DataFileMeta): Promise<arrow.RecordBatch[]> => withoutDeletedRows(rawContext, s, f, vectors, (s2, f2) => rawContext.read(s2, f2, pool, spec.inlineDecodeBelowBytes));
-        for await (const batches of filesAhead({ ...plan, splits: [split] }, pool, spec, rawRead)) {
+        for await (const batches of filesAhead({ ...plan, splits: rawSplits }, pool, spec, rawRead)) {
           for (const batch of batches) {
             if (remaining <= 0) return;
             const taken = batch.numRows <= remaining ? batch : batch.slice(0, remaining);

@@ -203,6 +203,20 @@ test("first-row table - reads skip level 0 as Java's do: a commit shows once a c
   await assert.rejects(w.delete([{ id: 1 }]), /-D refused: By default, First row merge engine can not accept/);
 });
 
+test("first-row table - a batch read of buckets read raw (each file as it is, read ahead across buckets): every key once, bucket by bucket, and a limit takes that order's first rows", async () => {
+  const t = await new Catalog(wh.path).createTable(parseIdentifier("engines.first_row_raw"), { columns: parseColumnList("id INT NOT NULL, v STRING"), primaryKeys: ["id"], partitionKeys: [], options: { bucket: "4", "merge-engine": "first-row" } });
+  for (let c = 0; c < 3; c++) {
+    const w = await BatchWriter.open(t);
+    await w.write(Array.from({ length: 40 }, (_, k) => ({ id: c * 20 + k, v: `c${c}-${c * 20 + k}` })));
+    await w.commit();
+    await compactTable(t);
+  }
+  const full = await readJson(t);
+  // Keys 0..79, each its first commit's value.
+  assert.deepEqual(sortRows(full), sortRows(Array.from({ length: 80 }, (_, id) => ({ id, v: `c${Math.max(0, Math.ceil((id - 39) / 20))}-${id}` }))));
+  for (const limit of [1, 7, 21, 79]) assert.deepEqual(await readJson(t, { limit }), full.slice(0, limit), `limit ${limit}`);
+});
+
 test("lookups by key (KeyLookup) answer what a read gives, for every engine: partial-update with sequence groups, aggregation, first-row (level 0 not read)", async () => {
   const cases: Array<[string, string, Record<string, string>, R[][]]> = [
     ["engines.lk_groups", "id INT NOT NULL, a STRING, g INT, b STRING", { "merge-engine": "partial-update", "fields.g.sequence-group": "a" }, [[{ id: 1, a: "x", g: 5, b: "b1" }, { id: 2, b: "only b" }], [{ id: 1, a: "older", g: 3 }, { id: 1, b: "b2" }], [{ id: 3, a: "z", g: 1 }]]],
