@@ -52,7 +52,10 @@ function jsonRow(fields: readonly DataField[], row: Row): Record<string, unknown
 const holdsNegativeZero = (v: unknown): boolean => {
   if (typeof v === "number") return Object.is(v, -0);
   if (Array.isArray(v)) return v.some(holdsNegativeZero);
-  return v !== null && typeof v === "object" && Object.values(v).some(holdsNegativeZero);
+  if (v === null || typeof v !== "object") return false;
+  // A loop over the fields, not Object.values: no array per row of every reply.
+  for (const k in v) if (Object.hasOwn(v, k) && holdsNegativeZero((v as Record<string, unknown>)[k])) return true;
+  return false;
 };
 
 /**
