@@ -191,17 +191,17 @@ export const METRICS = {
   consumeFeedBytes: gauge("natslake_consume_feed_bytes", "encoded rows the reader's shared feeds hold", [], { unit: "By" }),
 
   // Reader nodes: lookups by key (cluster/lookup-service.ts).
-  lookupRequests: counter(
+  lookupRequests: observedCounter(
     "natslake_lookup_requests_total",
     "lookup requests this reader answered, by outcome: ok, or the refusal's code (bad-request, unknown-table, not-primary-key, bad-key, unknown-column, snapshot-expired, snapshot-not-found, not-visible, unsupported, failed)",
     ["table", "outcome"],
   ),
-  lookupKeys: counter("natslake_lookup_keys_total", "keys looked up in answered lookup requests", ["table"]),
+  lookupKeys: observedCounter("natslake_lookup_keys_total", "keys looked up in answered lookup requests", ["table"]),
   lookupDuration: histogram("natslake_lookup_duration_ms", "a lookup request answered: received → reply ready (any wait for the snapshot it asked for included)", ["table"], {
     unit: "ms",
     buckets: [0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 25, 50, 100, 250, 500, 1000, 5000],
   }),
-  lookupCacheFiles: counter("natslake_lookup_cache_files_total", "data files lookups needed, by result: hit (the reader's cache held them decoded), miss (decoded for the lookup)", ["table", "result"]),
+  lookupCacheFiles: observedCounter("natslake_lookup_cache_files_total", "data files lookups needed, by result: hit (the reader's cache held them decoded), miss (decoded for the lookup)", ["table", "result"]),
   lookupCacheBytes: gauge("natslake_lookup_cache_bytes", "decoded data files the reader keeps for a table's lookups (at most its lookup.cache-max-memory-size)", ["table"], { unit: "By" }),
   lookupDiskCacheBytes: gauge("natslake_lookup_disk_cache_bytes", "files a reader on an object-store warehouse keeps on its disk for lookups (at most its lookupCacheMaxDiskSize)", [], { unit: "By" }),
   lookupDiskCacheReads: observedCounter(

@@ -139,7 +139,8 @@ try {
   const stopLoad = new AbortController();
   const underLoad = runLoad(c.nats.url, TABLE, Math.round(RATE * (SECONDS * 6 + 60)), RATE, 0, { timeoutMs: (SECONDS * 6 + 120) * 1000, signal: stopLoad.signal }, { keys: KEYS, firstRow: KEYS });
   const loadGone = underLoad.catch((e: unknown) => e);
-  client = await createLookupClient({ nc: c.nc, defaults: { timeoutMs: 10_000 } });
+  // Its own connection, as an application's client opens it (cluster/lookup-client.ts), not the cluster helper's.
+  client = await createLookupClient({ servers: c.nats.url, defaults: { timeoutMs: 10_000 } });
   await new Promise((r) => setTimeout(r, 1000));
 
   const cold = await measure(50, () => client!.get(TABLE, [askedKey()]));

@@ -21,6 +21,7 @@ import { isClientInbox } from "./nats/inbox.ts";
 import type { Subjects } from "./nats/subjects.ts";
 import { subscribeSnapshots, type SnapshotSubscription } from "./snapshots-client.ts";
 import { LookupRefusal, TableLookups } from "./lookup-table.ts";
+import { commonLookupRequest } from "./lookup-request.ts";
 
 export interface LookupServiceDeps {
   nc: NatsConnection;
@@ -51,7 +52,10 @@ function jsonRow(fields: readonly DataField[], row: Row): Record<string, unknown
 const holdsNegativeZero = (v: unknown): boolean => {
   if (typeof v === "number") return Object.is(v, -0);
   if (Array.isArray(v)) return v.some(holdsNegativeZero);
-  return v !== null && typeof v === "object" && Object.values(v).some(holdsNegativeZero);
+  if (v === null || typeof v !== "object") return false;
+  // A loop over the fields, not Object.values: no array per row of every reply.
+  for (const k in v) if (Object.hasOwn(v, k) && holdsNegativeZero((v as Record<string, unknown>)[k])) return true;
+  return false;
 };
 
 /**
@@ -60,22 +64,42 @@ const holdsNegativeZero = (v: unknown): boolean => {
  */
 const replyText = (reply: LookupReply): string => (reply.ok && reply.rows.some(holdsNegativeZero) ? toJsonText(reply) : JSON.stringify(reply));
 
+/**
+ * Counts of one table's requests, summed as they are answered and reported when the metrics are read: an OpenTelemetry
+ * counter's `add` per request (it hashes the labels each time) was 4% of a reader's CPU per single-key lookup.
+ */
+interface TableTallies {
+  /** Requests by outcome. */
+  requests: Map<string, number>;
+  keys: number;
+  cacheHits: number;
+  cacheMisses: number;
+}
+
 export class LookupService {
   private sub: Subscription | undefined;
   private readonly tables = new Map<string, Promise<ServedTable>>();
-  private readonly requests;
-  private readonly keysAsked;
   private readonly duration;
-  private readonly cacheFiles;
-  /** Cache counts already reported, per table (the counters take what was added since). */
+  /** Counts since the node started, per table label (never dropped, so the counters they report never go down). */
+  private readonly tallies = new Map<string, TableTallies>();
+  /** Cache counts already tallied, per table (the tallies take what was added since). */
   private readonly reported = new Map<string, { hits: number; misses: number }>();
   private readonly served = new Map<string, TableLookups>();
 
   constructor(private readonly d: LookupServiceDeps) {
-    this.requests = METRICS.lookupRequests.create(d.meter);
-    this.keysAsked = METRICS.lookupKeys.create(d.meter);
     this.duration = METRICS.lookupDuration.create(d.meter);
-    this.cacheFiles = METRICS.lookupCacheFiles.create(d.meter);
+    METRICS.lookupRequests.create(d.meter).addCallback((r) => {
+      for (const [table, t] of this.tallies) for (const [outcome, n] of t.requests) r.observe(n, { table, outcome });
+    });
+    METRICS.lookupKeys.create(d.meter).addCallback((r) => {
+      for (const [table, t] of this.tallies) if (t.keys > 0) r.observe(t.keys, { table });
+    });
+    METRICS.lookupCacheFiles.create(d.meter).addCallback((r) => {
+      for (const [table, t] of this.tallies) {
+        if (t.cacheHits > 0) r.observe(t.cacheHits, { table, result: "hit" });
+        if (t.cacheMisses > 0) r.observe(t.cacheMisses, { table, result: "miss" });
+      }
+    });
     METRICS.lookupCacheBytes.create(d.meter).addCallback((r) => {
       for (const [name, t] of this.served) r.observe(t.cache.bytes, { table: name });
     });
@@ -119,11 +143,13 @@ export class LookupService {
     const text = replyText(reply);
     const ms = performance.now() - started;
     // Subjects of tables that are not served (anyone allowed to ask may name any) are counted under one label.
-    this.requests.add(1, { table: this.served.has(table) ? table : "(not served)", outcome: reply.ok ? "ok" : reply.code });
+    const tally = this.talliesOf(this.served.has(table) ? table : "(not served)");
+    const outcome = reply.ok ? "ok" : reply.code;
+    tally.requests.set(outcome, (tally.requests.get(outcome) ?? 0) + 1);
     // An unexpected failure (the table dropped and made again, a snapshot gone): the next request starts afresh.
     if (!reply.ok && reply.code === "failed") this.forget(table);
     if (reply.ok) {
-      this.keysAsked.add(reply.rows.length, { table });
+      tally.keys += reply.rows.length;
       this.duration.record(ms, { table });
     }
     this.reportCache(table);
@@ -159,6 +185,8 @@ export class LookupService {
     } catch (e) {
       throw new LookupRefusal("bad-request", ErrorKind.DataInvalid, `a lookup request is JSON: ${ensureError(e).message}`);
     }
+    const common = commonLookupRequest(o);
+    if (common !== null) return common;
     const r = lookupRequestSchema.safeParse(o);
     if (!r.success) throw new LookupRefusal("bad-request", ErrorKind.DataInvalid, `bad lookup request: ${r.error.issues.map((i) => `${i.path.join(".") || "(request)"}: ${i.message}`).join("; ")}`);
     return r.data as LookupRequest;
@@ -220,14 +248,24 @@ export class LookupService {
     );
   }
 
+  private talliesOf(table: string): TableTallies {
+    let t = this.tallies.get(table);
+    if (t === undefined) this.tallies.set(table, (t = { requests: new Map(), keys: 0, cacheHits: 0, cacheMisses: 0 }));
+    return t;
+  }
+
   /** Hits and misses of the table's cache since the last report. */
   private reportCache(table: string): void {
     const t = this.served.get(table);
     if (t === undefined) return;
-    const before = this.reported.get(table) ?? { hits: 0, misses: 0 };
-    if (t.cache.hits > before.hits) this.cacheFiles.add(t.cache.hits - before.hits, { table, result: "hit" });
-    if (t.cache.misses > before.misses) this.cacheFiles.add(t.cache.misses - before.misses, { table, result: "miss" });
-    this.reported.set(table, { hits: t.cache.hits, misses: t.cache.misses });
+    let before = this.reported.get(table);
+    if (before === undefined) this.reported.set(table, (before = { hits: 0, misses: 0 }));
+    if (t.cache.hits === before.hits && t.cache.misses === before.misses) return;
+    const tally = this.talliesOf(table);
+    tally.cacheHits += t.cache.hits - before.hits;
+    tally.cacheMisses += t.cache.misses - before.misses;
+    before.hits = t.cache.hits;
+    before.misses = t.cache.misses;
   }
 
   /** The reply that refuses a request for `e`. */

@@ -101,6 +101,8 @@ export class TableLookups {
   private newestFiles: Set<string> | null = null;
   /** KeyLookups by `<snapshot>|<columns>`, least recently used first. */
   private readonly lookups = new Map<string, Promise<KeyLookup>>();
+  /** The key `lookups` last used (its most recent entry). */
+  private lastKey: string | undefined;
   /** Requests waiting for a newer snapshot: woken by every newer one. */
   private readonly waiting = new Set<() => void>();
   private polling: NodeJS.Timeout | undefined;
@@ -233,21 +235,24 @@ export class TableLookups {
 
   /** The KeyLookup of snapshot `id` with `columns` (planned once, then kept among KEPT_LOOKUPS). */
   private lookupAt(id: number | null, columns: readonly string[] | undefined): Promise<KeyLookup> {
-    const spec = { cache: this.cache, store: this.store, ...(columns !== undefined ? { columns: [...columns] } : {}) };
+    const spec = (): { cache: CountingFileCache; store: ManifestStore; columns?: string[] } => ({ cache: this.cache, store: this.store, ...(columns !== undefined ? { columns: [...columns] } : {}) });
     // No snapshot yet: every key is absent; not kept (the next commit makes one).
-    if (id === null) return KeyLookup.open(this.table, spec);
-    const key = `${id}|${columns?.join(",") ?? "*"}`;
+    if (id === null) return KeyLookup.open(this.table, spec());
+    const key = columns === undefined ? `${id}|*` : `${id}|${columns.join(",")}`;
     let kept = this.lookups.get(key);
     if (kept !== undefined) {
+      // Already the most recently used (the common case: every request asks the newest snapshot): left in place.
+      if (this.lastKey === key) return kept;
       this.lookups.delete(key);
     } else {
-      kept = KeyLookup.open(this.table, { ...spec, snapshotId: id });
+      kept = KeyLookup.open(this.table, { ...spec(), snapshotId: id });
       // A failed plan (an unknown column, a snapshot expired meanwhile) is not kept.
       kept.catch(() => {
         if (this.lookups.get(key) === kept) this.lookups.delete(key);
       });
     }
     this.lookups.set(key, kept);
+    this.lastKey = key;
     for (const k of this.lookups.keys()) {
       if (this.lookups.size <= KEPT_LOOKUPS) break;
       this.lookups.delete(k);

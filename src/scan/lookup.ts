@@ -101,6 +101,23 @@ interface WantedKey {
  */
 const WHOLE_FILE_KEYS = 4;
 
+/**
+ * A file of a bucket that lookups read, with its key range decoded and its name in the cache: made once per bucket
+ * of a `KeyLookup` (which answers many lookups), not per lookup.
+ */
+interface FileRange {
+  file: DataFileMeta;
+  lo: Value[];
+  hi: Value[];
+  cacheKey: string;
+}
+
+/**
+ * Files decoded ahead of lookups (`prefetch`) are decoded in the pool however small: a file decoded on this thread
+ * holds up every lookup that arrives meanwhile, and no lookup waits for a prefetch.
+ */
+const PREFETCH_INLINE_BELOW_BYTES = 0;
+
 /** A version of a key: the row of a decoded file that holds it, and the file's level. */
 interface FoundVersion {
   file: DecodedFile;
@@ -181,6 +198,8 @@ export class KeyLookup {
   private readonly bucketFunctions = new Map<number, BucketFunction>();
   /** Decodes under way, so that concurrent lookups needing one file decode it once. */
   private readonly decoding = new Map<string, Promise<DecodedFile>>();
+  /** Per bucket, the files lookups read (`rangesOf`). */
+  private readonly ranges = new Map<DataSplit, FileRange[]>();
   /** What makes this lookup's decoded files differ from another's of the same file: the table, columns and schema. */
   private readonly cacheScope: string;
   private readonly sequence: SequenceFieldSpec | null;
@@ -341,8 +360,8 @@ export class KeyLookup {
    * why.
    */
   async prefetch(wanted: (file: DataFileMeta) => boolean): Promise<void> {
-    const started: Array<Promise<DecodedFile>> = [];
-    for (const split of this.splits()) for (const f of split.files) if (this.readsFile(f) && wanted(f)) started.push(this.decoded(split, f, true));
+    const started: Array<DecodedFile | Promise<DecodedFile>> = [];
+    for (const split of this.splits()) for (const r of this.rangesOf(split)) if (wanted(r.file)) started.push(this.decoded(split, r, true, PREFETCH_INLINE_BELOW_BYTES));
     await Promise.allSettled(started);
   }
 
@@ -391,18 +410,21 @@ export class KeyLookup {
   private async lookUpInSplit(split: DataSplit, ks: readonly WantedKey[], answers: Map<string, Row | null>): Promise<void> {
     const compare = this.keys.compare;
     const sorted = ks.length === 1 ? ks : [...ks].sort(this.wantedOrder);
-    const ranges: Array<{ file: DataFileMeta; lo: Value[]; hi: Value[] }> = [];
-    for (const f of split.files) {
-      // As natslake's and Java's batch reads of first-row tables skip level 0.
-      if (!this.readsFile(f)) continue;
-      const lo = this.keys.decode(f.minKey);
-      const hi = this.keys.decode(f.maxKey);
-      if (sorted.some((k) => compare(lo, k.trimmed) <= 0 && compare(k.trimmed, hi) <= 0)) ranges.push({ file: f, lo, hi });
+    const ranges: FileRange[] = [];
+    for (const r of this.rangesOf(split)) {
+      for (const k of sorted) {
+        if (compare(r.lo, k.trimmed) <= 0 && compare(k.trimmed, r.hi) <= 0) {
+          ranges.push(r);
+          break;
+        }
+      }
     }
     this.stats.filesPruned += split.files.length - ranges.length;
     if (ranges.length === 0) return;
     const whole = sorted.length >= WHOLE_FILE_KEYS;
-    const decoded = await Promise.all(ranges.map((r) => this.decoded(split, r.file, whole)));
+    // A warm bucket's files are all in the cache: no promise to wait for, the keys are looked up in this task.
+    const ready: Array<DecodedFile | Promise<DecodedFile>> = ranges.map((r) => this.decoded(split, r, whole));
+    const decoded = ready.every((d): d is DecodedFile => d instanceof DecodedFile) ? ready : await Promise.all(ready);
     // Per file, where the search of the next (larger) key starts.
     const from = new Array<number>(ranges.length).fill(0);
     // Per key found: its survivor when folded already (or null: nothing survives), else its versions.
@@ -433,7 +455,7 @@ export class KeyLookup {
       const started = await Promise.all(loading.map((f) => f.loadValues()));
       this.stats.valuesDecoded += started.filter((s) => s).length;
       // The cache holds them with their value columns now: counted again at their new size.
-      for (let i = 0; i < ranges.length; i++) if (loading.includes(decoded[i]!)) this.cache?.set(this.cacheKey(ranges[i]!.file), decoded[i]!);
+      for (let i = 0; i < ranges.length; i++) if (loading.includes(decoded[i]!)) this.cache?.set(ranges[i]!.cacheKey, decoded[i]!);
     }
     for (const { key, versions, survivor } of found) {
       const row = this.rowOf(survivor === undefined ? this.fold(versions) : survivor);
@@ -460,30 +482,42 @@ export class KeyLookup {
     return out;
   }
 
-  private cacheKey(file: DataFileMeta): string {
-    return `${this.cacheScope}|${file.fileName}`;
+  /** The files of `split` that lookups read, with their key ranges and cache keys (made on the bucket's first lookup). */
+  private rangesOf(split: DataSplit): FileRange[] {
+    let out = this.ranges.get(split);
+    if (out === undefined) {
+      out = [];
+      for (const file of split.files) {
+        // As natslake's and Java's batch reads of first-row tables skip level 0.
+        if (!this.readsFile(file)) continue;
+        out.push({ file, lo: this.keys.decode(file.minKey), hi: this.keys.decode(file.maxKey), cacheKey: `${this.cacheScope}|${file.fileName}` });
+      }
+      this.ranges.set(split, out);
+    }
+    return out;
   }
 
   /**
-   * A data file decoded for lookups: from the cache, a decode under way, or decoded now — its key columns only (its
-   * value columns when a key's answer needs them), or, `whole`, every column the lookup reads at once.
+   * A data file decoded for lookups: from the cache (itself, not a promise), a decode under way, or decoded now — its
+   * key columns only (its value columns when a key's answer needs them), or, `whole`, every column the lookup reads
+   * at once. `inlineBelowBytes`: files smaller than this decode on this thread (default: the reader's).
    */
-  private decoded(split: DataSplit, file: DataFileMeta, whole: boolean): Promise<DecodedFile> {
-    const key = this.cacheKey(file);
+  private decoded(split: DataSplit, range: FileRange, whole: boolean, inlineBelowBytes?: number): DecodedFile | Promise<DecodedFile> {
+    const { file, cacheKey: key } = range;
     const cached = this.cache?.get(key);
     if (cached !== undefined) {
       this.stats.filesFromCache++;
-      return Promise.resolve(cached);
+      return cached;
     }
     const pending = this.decoding.get(key);
     if (pending !== undefined) return pending;
     this.stats.filesDecoded++;
     const started = whole
-      ? this.wholeReader.read(split, file, this.pool).then((batches) => {
+      ? this.wholeReader.read(split, file, this.pool, inlineBelowBytes).then((batches) => {
           this.stats.valuesDecoded++;
           return new DecodedFile(batches, this.wholeReader.fields, this.keyFields);
         })
-      : this.indexReader.read(split, file, this.pool).then((batches) => DecodedFile.indexed(batches, this.indexReader.fields, this.keyFields, this.outputFields, () => this.valueReader.read(split, file, this.pool)));
+      : this.indexReader.read(split, file, this.pool, inlineBelowBytes).then((batches) => DecodedFile.indexed(batches, this.indexReader.fields, this.keyFields, this.outputFields, () => this.valueReader.read(split, file, this.pool)));
     const kept = started.then((decoded) => {
       this.cache?.set(key, decoded);
       return decoded;
