@@ -81,18 +81,22 @@ test("pk bench - bucketShapes counts live files and sorted runs per bucket; scan
     await w.upsert(Array.from({ length: 40 }, (_, i) => ({ id: i, name: `r${round}-${i}` })));
     await w.commit();
   }
+  // Each bucket's files by level and rows: the same keys split 23 / 17 between the buckets in each commit.
   assert.deepEqual(await bucketShapes(table), [
-    { bucket: 0, files: 3, sortedRuns: 3 },
-    { bucket: 1, files: 3, sortedRuns: 3 },
+    { bucket: 0, files: 3, sortedRuns: 3, fileRows: ["L0:23", "L0:23", "L0:23"] },
+    { bucket: 1, files: 3, sortedRuns: 3, fileRows: ["L0:17", "L0:17", "L0:17"] },
   ]);
   const live = await scanKeys(table, "id");
   assert.deepEqual([live.rows, live.keys], [40, 40]);
   assert.ok(live.seconds > 0);
   await compactPrimaryKeyTable(table, { full: true });
-  assert.deepEqual(await bucketShapes(table), [
+  const full = await bucketShapes(table);
+  assert.deepEqual(full.map(({ bucket, files, sortedRuns }) => ({ bucket, files, sortedRuns })), [
     { bucket: 0, files: 1, sortedRuns: 1 },
     { bucket: 1, files: 1, sortedRuns: 1 },
   ]);
+  // Compacted to the top level (5 of num-levels 6), each bucket's keys once.
+  assert.deepEqual(full.map((s) => s.fileRows), [["L5:23"], ["L5:17"]]);
   const compacted = await scanKeys(table, "id", ["name"]);
   assert.deepEqual([compacted.rows, compacted.keys], [40, 40], "the key column is read even when the projection leaves it out");
   // Updates of ten keys and a new one (both buckets get some): a level-0 file above each bucket's compacted level.
