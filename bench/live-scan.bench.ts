@@ -26,7 +26,7 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
 import { bucketShapes } from "./pk-tables.ts";
-import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { BENCH_COLUMNS, benchInputRow, seededRandom } from "./shape.ts";
 
 const KEYS = 1_000_000;
 const BUCKETS = 4;
@@ -38,19 +38,6 @@ const UPDATES: Array<[number, number]> = [
 ];
 
 type ReadBatches = (table: Table) => AsyncGenerator<arrow.RecordBatch>;
-
-/** A deterministic pseudo-random sequence (xorshift32). */
-function random(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 4294967296;
-  };
-}
 
 /** Commits `rows` with every new file placed at `level`. */
 async function commitAt(table: Table, rows: Array<Record<string, unknown>>, level: number): Promise<void> {
@@ -65,7 +52,7 @@ async function writeLive(catalog: Catalog, name: string): Promise<Table> {
   await catalog.createTable(id, { columns: parseColumnList(BENCH_COLUMNS), primaryKeys: ["id"], options: { bucket: String(BUCKETS) } });
   const all: Array<Record<string, unknown>> = Array.from({ length: KEYS }, (_, k) => benchInputRow(k));
   await commitAt(await catalog.getTable(id), all, 5);
-  const next = random(27);
+  const next = seededRandom(27);
   let row = KEYS;
   for (const [level, count] of UPDATES) {
     const keys = new Set<number>();

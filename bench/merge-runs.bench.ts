@@ -32,7 +32,7 @@ import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../src/lsm/key-value-fi
 import type { mergeEngineOf } from "../src/lsm/merge-functions/merge-engine.ts";
 import type { MergeEngine } from "../src/lsm/merge-functions/merge-function.ts";
 import type { MergeReadSpec } from "../src/lsm/merge-reader.ts";
-import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { BENCH_COLUMNS, benchInputRow, seededRandom } from "./shape.ts";
 
 type MergeBucketFiles = (files: readonly DataFileMeta[], spec: MergeReadSpec) => AsyncGenerator<arrow.RecordBatch>;
 
@@ -40,19 +40,6 @@ const FIELDS: DataField[] = parseColumnList(BENCH_COLUMNS).map((c, i) => ({ id: 
 const KEY = [FIELDS[0]!];
 /** Rows per decoded batch: the native decoder's default (native/parquet/src/lib.rs). */
 const DECODED_BATCH_ROWS = 65_536;
-
-/** A deterministic pseudo-random sequence (xorshift32), so every run and checkout merges the same runs. */
-function random(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 4294967296;
-  };
-}
 
 /** A sorted run's versions: (key, row index for the values, sequence number), in key order, each key once. */
 interface RunRows {
@@ -119,7 +106,7 @@ const LIVE_BUCKETS: Array<Array<[number, number]>> = [
 ];
 
 function liveShape(): RunRows[][] {
-  const next = random(27);
+  const next = seededRandom(27);
   return LIVE_BUCKETS.map((runs, bucket) => {
     const keys = Array.from({ length: 250_000 }, (_, i) => 4 * i + bucket);
     let seq = 0;
