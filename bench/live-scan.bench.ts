@@ -26,7 +26,8 @@ import { Catalog, parseIdentifier } from "../src/table/catalog.ts";
 import type { Table } from "../src/table/table.ts";
 import { TableWrite } from "../src/write/table-write.ts";
 import { bucketShapes } from "./pk-tables.ts";
-import { BENCH_COLUMNS, benchInputRow, seededRandom } from "./shape.ts";
+import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { seeded } from "../test/helpers/pk-lookup.ts";
 
 const KEYS = 1_000_000;
 const BUCKETS = 4;
@@ -52,7 +53,7 @@ async function writeLive(catalog: Catalog, name: string): Promise<Table> {
   await catalog.createTable(id, { columns: parseColumnList(BENCH_COLUMNS), primaryKeys: ["id"], options: { bucket: String(BUCKETS) } });
   const all: Array<Record<string, unknown>> = Array.from({ length: KEYS }, (_, k) => benchInputRow(k));
   await commitAt(await catalog.getTable(id), all, 5);
-  const next = seededRandom(27);
+  const next = seeded(27);
   let row = KEYS;
   for (const [level, count] of UPDATES) {
     const keys = new Set<number>();

@@ -26,13 +26,15 @@ import { parseArgs } from "node:util";
 import { RecordBatchBuilder } from "../src/codec/columns/record-batch-builder.ts";
 import { serializeBinaryRow } from "../src/format/binary-row.ts";
 import { parseColumnList, type DataField } from "../src/format/data-types.ts";
-import { EMPTY_STATS, type DataFileMeta } from "../src/format/manifest.ts";
+import type { DataFileMeta } from "../src/format/manifest.ts";
 import { newTableSchema } from "../src/format/schema.ts";
 import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../src/lsm/key-value-fields.ts";
 import type { mergeEngineOf } from "../src/lsm/merge-functions/merge-engine.ts";
 import type { MergeEngine } from "../src/lsm/merge-functions/merge-function.ts";
 import type { MergeReadSpec } from "../src/lsm/merge-reader.ts";
-import { BENCH_COLUMNS, benchInputRow, seededRandom } from "./shape.ts";
+import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
+import { seeded } from "../test/helpers/pk-lookup.ts";
+import { lsmFile } from "../test/helpers/lsm-files.ts";
 
 type MergeBucketFiles = (files: readonly DataFileMeta[], spec: MergeReadSpec) => AsyncGenerator<arrow.RecordBatch>;
 
@@ -65,27 +67,13 @@ function decodedFile(run: RunRows): { meta: DataFileMeta; batches: arrow.RecordB
     batches.push(b.finish());
   }
   const types = KEY.map((f) => f.type);
+  // The test helpers' file metadata, with this run's BIGINT key range, rows and sequence numbers.
   const meta: DataFileMeta = {
-    fileName: `m${fileNo++}`,
+    ...lsmFile({ name: `m${fileNo++}`, level: run.level, minSeq: run.seqs.reduce((a, b) => Math.min(a, b)), maxSeq: run.seqs.reduce((a, b) => Math.max(a, b)) }),
     fileSize: 1,
     rowCount: run.keys.length,
     minKey: serializeBinaryRow(types, [BigInt(run.keys[0]!)]),
     maxKey: serializeBinaryRow(types, [BigInt(run.keys.at(-1)!)]),
-    keyStats: EMPTY_STATS,
-    valueStats: EMPTY_STATS,
-    minSequenceNumber: BigInt(run.seqs.reduce((a, b) => Math.min(a, b))),
-    maxSequenceNumber: BigInt(run.seqs.reduce((a, b) => Math.max(a, b))),
-    schemaId: 0,
-    level: run.level,
-    extraFiles: [],
-    creationTimeMillis: 0,
-    deleteRowCount: 0,
-    embeddedIndex: null,
-    fileSource: 0,
-    valueStatsCols: null,
-    externalPath: null,
-    firstRowId: null,
-    writeCols: null,
   };
   return { meta, batches };
 }
@@ -106,7 +94,7 @@ const LIVE_BUCKETS: Array<Array<[number, number]>> = [
 ];
 
 function liveShape(): RunRows[][] {
-  const next = seededRandom(27);
+  const next = seeded(27);
   return LIVE_BUCKETS.map((runs, bucket) => {
     const keys = Array.from({ length: 250_000 }, (_, i) => 4 * i + bucket);
     let seq = 0;

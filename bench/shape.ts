@@ -67,16 +67,3 @@ export const benchKeyedRow = (i: number, keys: number): Record<string, unknown> 
  * partial update does not set, and what an aggregate ignores.
  */
 export const benchSparseUpsertRow = (i: number): Record<string, unknown> => (i % 10 === 9 ? { ...benchUpsertRow(i), event: null, qty: null } : benchUpsertRow(i));
-
-/** A deterministic pseudo-random sequence (xorshift32), so every run and checkout makes the same data. */
-export function seededRandom(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 4294967296;
-  };
-}

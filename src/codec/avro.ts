@@ -118,18 +118,33 @@ const BIGINT_LONG = avro.types.LongType.__with({
  * bypass the registry). The logical type itself is not lost — the header carries the caller's schema verbatim.
  */
 function avroType(schema: AvroSchema, text = JSON.stringify(schema)): avro.Type {
-  // avsc generates and compiles code for every type it builds (~1 ms for a manifest's schema): files of one schema
-  // — every manifest of a table — share the compiled type. Types hold no state between reads.
-  const hit = TYPES.get(text);
-  if (hit !== undefined) return hit;
-  const type = compileType(schema);
-  if (TYPES.size >= 64) TYPES.delete(TYPES.keys().next().value!);
-  TYPES.set(text, type);
-  return type;
+  // Kept with a schema of its own (parsed from the text), not the caller's object: decoders hand it out.
+  return typedSchema(text, () => JSON.parse(text) as AvroSchema).type;
 }
 
-/** Compiled avsc types by their schema's JSON text (bounded: a process sees a handful of schemas). */
-const TYPES = new Map<string, avro.Type>();
+/** A schema and its compiled avsc type. */
+interface TypedSchema {
+  schema: AvroSchema;
+  type: avro.Type;
+}
+
+/**
+ * The schema of `text` and its compiled type, made on the text's first use (`schemaOf`) and kept: avsc generates and
+ * compiles code for every type it builds (~1 ms for a manifest's schema), and every manifest of a table carries the
+ * same schema text. Types hold no state between reads; callers must not change the schema.
+ */
+function typedSchema(text: string, schemaOf: () => AvroSchema): TypedSchema {
+  const hit = TYPES.get(text);
+  if (hit !== undefined) return hit;
+  const schema = schemaOf();
+  const typed = { schema, type: compileType(schema) };
+  if (TYPES.size >= 64) TYPES.delete(TYPES.keys().next().value!);
+  TYPES.set(text, typed);
+  return typed;
+}
+
+/** Schemas and their compiled types by the schema's JSON text (bounded: a process sees a handful of schemas). */
+const TYPES = new Map<string, TypedSchema>();
 
 function compileType(schema: AvroSchema): avro.Type {
   return avro.Type.forSchema(schema as avro.Schema, {
@@ -276,12 +291,12 @@ export function decodeAvroFile(bytes: Uint8Array): DecodedAvroFile {
 }
 
 /**
- * A file's writer schema, parsed, and its compiled type, by the schema's text: every manifest of a table carries the
- * same text, and parsing it again for each file (1.9 KB of JSON, ~10 µs) was 7 % of decoding a bench manifest of 11
- * entries (~140 µs), 12 % of a manifest list (~6 of ~50 µs). Shared between files: callers must not change the schema.
+ * A file's writer schema, parsed, and its compiled type: kept by the schema's text (`typedSchema`), since parsing it
+ * again for each file (1.9 KB of JSON, ~10 µs) was 7 % of decoding a bench manifest of 11 entries (~140 µs), 12 % of
+ * a manifest list (~6 of ~50 µs).
  */
-function readerOf(schemaText: string): { schema: AvroSchema; type: avro.Type } {
-  const hit = READERS.get(schemaText);
+function readerOf(schemaText: string): TypedSchema {
+  const hit = TYPES.get(schemaText);
   if (hit !== undefined) return hit;
   let schema: AvroSchema;
   try {
@@ -289,20 +304,12 @@ function readerOf(schemaText: string): { schema: AvroSchema; type: avro.Type } {
   } catch (e) {
     throw malformed(`avro.schema is not JSON: ${errorText(e)}`);
   }
-  let type: avro.Type;
   try {
-    type = avroType(schema, schemaText);
+    return typedSchema(schemaText, () => schema);
   } catch (e) {
     throw malformed(`avro.schema is not a valid schema: ${errorText(e)}`);
   }
-  if (READERS.size >= 64) READERS.delete(READERS.keys().next().value!);
-  const reader = { schema, type };
-  READERS.set(schemaText, reader);
-  return reader;
 }
-
-/** Parsed writer schemas and their types by schema text (bounded like TYPES). */
-const READERS = new Map<string, { schema: AvroSchema; type: avro.Type }>();
 
 /**
  * avsc decodes records as instances of classes it generates per parsed schema, so two decodes of the same data are

@@ -7,8 +7,9 @@
  * timestamps, decimals), UTF-8 and binary — are copied buffer to buffer (values, offsets and validity bits), which is
  * what a flush of builder-made batches always has, a stretch of consecutive picked rows at a time (`stretchesOf`):
  * 64-bit values as pairs of 32-bit words (never through a BigInt64Array's elements, each of which would be a BigInt),
- * short stretches element by element (a `subarray` per stretch would be an object for the GC), long ones as blocks. Anything else (nested types, dictionary pages or other units from another
- * engine's files) passes through the canonical form of the column's type, value by value.
+ * short stretches element by element (a `subarray` per stretch would be an object for the GC), long ones as blocks.
+ * Anything else (nested types, dictionary pages or other units from another engine's files) passes through the
+ * canonical form of the column's type, value by value.
  */
 import * as arrow from "apache-arrow";
 import { toArrowType } from "../codec/arrow-schema.ts";
@@ -72,19 +73,6 @@ function wordsOf(d: arrow.Data, wordBytes: number, stride: number): Int32Array |
   const v = d.values as ArrayBufferView;
   const View = wordBytes === 4 ? Int32Array : wordBytes === 2 ? Int16Array : Int8Array;
   return new View(v.buffer as ArrayBuffer, v.byteOffset, d.length * stride);
-}
-
-/** How many picks from `i` on are consecutive rows of the same batch as pick `i` (at least 1). */
-export function stretchAt(picks: RowPicks, i: number): number {
-  const { length: n, batchOf, rowOf } = picks;
-  const r = rowOf[i]! - i;
-  let j = i + 1;
-  if (batchOf === null) while (j < n && rowOf[j] === r + j) j++;
-  else {
-    const b = batchOf[i]!;
-    while (j < n && rowOf[j] === r + j && batchOf[j] === b) j++;
-  }
-  return j - i;
 }
 
 /**

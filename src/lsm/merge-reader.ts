@@ -83,13 +83,12 @@ export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: Me
   const merge = mergeOf(core, spec);
   // A surviving retraction drops the key.
   const choose: Chooser = {
-    single: (c, row) => !isRetract(c.kind[row]!),
+    ...keptByKind(true),
     group: (group) => {
       const r = merge(group);
       return r === null || isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
     },
     newest: newestWins(core, spec),
-    lone: { dropRetractions: true },
   };
   for (const section of sections(files, keys)) {
     if (section.length === 1 && section[0]!.deleteRowCount === 0) {
@@ -132,14 +131,13 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
   const out = physicalRows(core, spec);
   const merge = mergeOf(core, spec);
   const choose: Chooser = {
-    single: (c, row) => !(spec.dropDelete && isRetract(c.kind[row]!)),
+    ...keptByKind(spec.dropDelete),
     group: (group) => {
       const r = merge(group);
       if (r === null) return null;
       return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
     },
     newest: newestWins(core, spec),
-    lone: { dropRetractions: spec.dropDelete },
   };
   for (const section of sectionsToMerge) yield* mergeRuns(section, core, choose, out);
   yield* out.flush();
@@ -687,6 +685,11 @@ interface Chooser {
    * every one otherwise. The merge then adds stretches of such versions to the sink at once (`RowSink.addStretch`).
    */
   lone?: { dropRetractions: boolean } | null;
+}
+
+/** A chooser's rule for a key's only version when its kind alone decides: `single`, and `lone` that says so. */
+function keptByKind(dropRetractions: boolean): Pick<Chooser, "single" | "lone"> {
+  return { single: dropRetractions ? (c, row) => !isRetract(c.kind[row]!) : () => true, lone: { dropRetractions } };
 }
 
 /**

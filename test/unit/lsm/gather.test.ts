@@ -10,7 +10,7 @@ import { columnReader } from "../../../src/codec/columns/value-readers.ts";
 import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 import { parseColumnList } from "../../../src/format/data-types.ts";
 import { Timestamp, type Row } from "../../../src/format/values.ts";
-import { gatherColumn, stretchAt, type RowPicks } from "../../../src/lsm/gather.ts";
+import { gatherColumn, stretchesOf, type RowPicks, type Stretches } from "../../../src/lsm/gather.ts";
 
 const FIELDS = parseColumnList("t TINYINT, s SMALLINT, i INT, b BIGINT, d DOUBLE, dec DECIMAL(20, 2), ts TIMESTAMP(3), str STRING, bin BYTES");
 
@@ -84,6 +84,12 @@ test("picks of one batch (no batch numbers): a stretch and scattered rows", () =
 
 test("a stretch is consecutive rows of the same batch", () => {
   const p: RowPicks = { length: 7, batchOf: Int32Array.from([0, 0, 0, 1, 1, 1, 1]), rowOf: Int32Array.from([4, 5, 6, 7, 8, 10, 11]) };
-  assert.deepEqual([0, 1, 2, 3, 4, 5, 6].map((i) => stretchAt(p, i)), [3, 2, 1, 2, 1, 2, 1]);
-  assert.equal(stretchAt({ length: 4, batchOf: null, rowOf: Int32Array.from([0, 1, 2, 3]) }, 0), 4);
+  const listed = (s: Stretches): Array<[number, number, number]> => Array.from({ length: s.count }, (_, k) => [s.batch[k]!, s.row[k]!, s.length[k]!]);
+  // [batch, first row, rows]: rows 4–6 of batch 0, then 7–8 and 10–11 of batch 1.
+  assert.deepEqual(listed(stretchesOf(p)), [
+    [0, 4, 3],
+    [1, 7, 2],
+    [1, 10, 2],
+  ]);
+  assert.deepEqual(listed(stretchesOf({ length: 4, batchOf: null, rowOf: Int32Array.from([0, 1, 2, 3]) })), [[0, 0, 4]]);
 });
