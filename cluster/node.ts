@@ -241,8 +241,8 @@ export class Node {
       });
       // Before it joins: a node given another warehouse than its cluster's would take buckets of tables it cannot
       // commit (cluster/nats/warehouse-binding.ts).
-      const binding = await retryAtStart(log, "warehouse binding", () => bindWarehouse(nc, subjects, { warehouse: cfg.warehouse, nodeId: cfg.nodeId }));
-      if (binding.boundBy === cfg.nodeId) log.info("cluster bound to its warehouse", { prefix: cfg.prefix, warehouse: binding.warehouse });
+      const { binding, created } = await retryAtStart(log, "warehouse binding", () => bindWarehouse(nc, subjects, { warehouse: cfg.warehouse, nodeId: cfg.nodeId }));
+      if (created) log.info("cluster bound to its warehouse", { prefix: cfg.prefix, warehouse: binding.warehouse });
       const n = new Node(cfg, nc, redis, ports, log);
       node = n;
       // Before the first heartbeat: a member is asked to stop a table being dropped, and must be able to answer.

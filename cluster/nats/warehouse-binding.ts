@@ -51,9 +51,14 @@ export async function readWarehouseBinding(nc: NatsConnection, subjects: Subject
 /**
  * Binds the cluster to `warehouse` if no node has bound it yet, and refuses (DataInvalid: a wrong setting, not a
  * passing failure) when it is bound to another one. Two nodes starting at once on an unbound cluster race on the
- * create: the loser reads the winner's binding and is judged by it.
+ * create: the loser reads the winner's binding and is judged by it. `created` says whether this call wrote the
+ * binding (a node restarting on its own cluster finds the binding it wrote before: not created).
  */
-export async function bindWarehouse(nc: NatsConnection, subjects: Subjects, o: { warehouse: string; nodeId: string; now?: () => number }): Promise<WarehouseBinding> {
+export async function bindWarehouse(
+  nc: NatsConnection,
+  subjects: Subjects,
+  o: { warehouse: string; nodeId: string; now?: () => number },
+): Promise<{ binding: WarehouseBinding; created: boolean }> {
   const kv = await openKv(nc, subjects.tablesKv);
   const mine = warehouseIdentity(o.warehouse);
   const binding: WarehouseBinding = { v: 1, warehouse: mine, boundBy: o.nodeId, at: (o.now ?? Date.now)() };
@@ -64,13 +69,13 @@ export async function bindWarehouse(nc: NatsConnection, subjects: Subjects, o: {
     const bound = present === null ? null : parseBinding(present.string());
     if (bound !== null) {
       if (bound.warehouse !== mine) throw boundElsewhere(subjects, bound, mine);
-      return bound;
+      return { binding: bound, created: false };
     }
     try {
       // Never bound (or removed): create; a value that is not a binding (written by hand) is replaced.
       if (present === null) await kv.create(WAREHOUSE_BINDING_KEY, JSON.stringify(binding));
       else await kv.update(WAREHOUSE_BINDING_KEY, JSON.stringify(binding), present.revision);
-      return binding;
+      return { binding, created: true };
     } catch (err) {
       // Another node wrote it first (wrong last sequence): read what it bound, and be judged by that.
       lastError = err;

@@ -37,6 +37,8 @@ test("warehouse binding - the first node binds; one race winner among many; anot
     const tries = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => bindWarehouse(nc, lake, { warehouse: `/wh/${i}`, nodeId: `n${i}` })));
     const won = tries.flatMap((t, i) => (t.status === "fulfilled" ? [i] : []));
     assert.equal(won.length, 1, JSON.stringify(tries.map((t) => t.status)));
+    const first = tries[won[0]!]!;
+    assert.equal(first.status === "fulfilled" && first.value.created, true, "the winner wrote the binding");
     const winner = won[0]!;
     const bound = await readWarehouseBinding(nc, lake);
     assert.deepEqual({ warehouse: bound?.warehouse, boundBy: bound?.boundBy }, { warehouse: `file:///wh/${winner}`, boundBy: `n${winner}` });
@@ -48,11 +50,14 @@ test("warehouse binding - the first node binds; one race winner among many; anot
     }
     // The same warehouse, spelled another way, joins; the binding stays the first node's.
     const again = await bindWarehouse(nc, lake, { warehouse: `file:///wh/${winner}/`, nodeId: "late" });
-    assert.equal(again.boundBy, `n${winner}`);
+    assert.deepEqual({ boundBy: again.binding.boundBy, created: again.created }, { boundBy: `n${winner}`, created: false });
+    // The winner restarting finds its own binding: not bound again (its log says "bound" only the first time).
+    const restarted = await bindWarehouse(nc, lake, { warehouse: `/wh/${winner}`, nodeId: `n${winner}` });
+    assert.deepEqual({ boundBy: restarted.binding.boundBy, created: restarted.created }, { boundBy: `n${winner}`, created: false });
     // Another prefix is another cluster.
     const other = new Subjects("other");
     await ensureClusterKv(nc, other, 1);
-    assert.equal((await bindWarehouse(nc, other, { warehouse: "/wh/elsewhere", nodeId: "o1" })).warehouse, "file:///wh/elsewhere");
+    assert.equal((await bindWarehouse(nc, other, { warehouse: "/wh/elsewhere", nodeId: "o1" })).binding.warehouse, "file:///wh/elsewhere");
   } finally {
     await nc.close();
     await nats.stop();
