@@ -72,9 +72,20 @@ export function schemaToIpcStream(bytes) {
   return decoded(addon.schemaToIpcStream(bytes));
 }
 
-/** Nothing is kept between calls. */
+/**
+ * Nothing grows from call to call: the only memory the addon keeps is its pool of idle zstd contexts, process-wide
+ * and bounded (native/parquet/src/zstd_pool.rs), not a worker's to recycle.
+ */
 export function retainedMemoryBytes() {
   return 0;
+}
+
+/**
+ * The addon's zstd context pool counters — contexts zstd created, creations answered from the pool, idle contexts —
+ * or null where the pool is not built in (not Linux).
+ */
+export function zstdContextPool() {
+  return addon.zstdContextPool() ?? null;
 }
 
 /**

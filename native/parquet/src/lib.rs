@@ -8,6 +8,9 @@
 //! Both calls are synchronous: they run on the calling thread (the main thread or a Parquet worker thread) exactly
 //! as the WebAssembly calls do, and napi-rs registers the module per context so every worker thread can load it.
 
+#[cfg(zstd_pool)]
+mod zstd_pool;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -311,4 +314,26 @@ fn without_view(field: &FieldRef) -> FieldRef {
         other => other.clone(),
     };
     Arc::new(Field::clone(field).with_data_type(t))
+}
+
+/// The zstd context pool's counters (src/zstd_pool.rs): contexts zstd created, creations the pool answered with an
+/// idle context, idle contexts now. None where the pool is not built in (not Linux).
+#[napi(object)]
+pub struct ZstdPoolStats {
+    pub created: f64,
+    pub reused: f64,
+    pub idle: u32,
+}
+
+#[napi]
+pub fn zstd_context_pool() -> Option<ZstdPoolStats> {
+    #[cfg(zstd_pool)]
+    {
+        let s = zstd_pool::stats();
+        Some(ZstdPoolStats { created: s.created as f64, reused: s.reused as f64, idle: s.idle as u32 })
+    }
+    #[cfg(not(zstd_pool))]
+    {
+        None
+    }
 }

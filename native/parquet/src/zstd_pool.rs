@@ -1,0 +1,127 @@
+//! A process-wide pool of zstd compression and decompression contexts.
+//!
+//! arrow-rs makes a zstd codec per column chunk it writes or reads (one per column per row group), and each codec
+//! creates a fresh compression context *and* a fresh decompression context. Creating a context runs the `cpuid`
+//! instruction three times (zstd checks for BMI2 at every creation), and under a hypervisor `cpuid` traps: about
+//! 10 µs each on the machines natslake is measured on, so ~65 µs of CPU per column chunk before a byte is
+//! compressed. For the small files and small row groups of a cluster (a 250 ms flush of a bucket, a compaction's
+//! tail of row groups, a level-0 run) that fixed cost was most of the encode and decode time.
+//!
+//! build.rs links this crate with `--wrap` for the four create/free functions, so the zstd crate's calls land here:
+//! a freed context is reset to its defaults (`ZSTD_reset_session_and_parameters`: no history, no dictionary, default
+//! parameters — what a new context is, keeping only its allocated workspace) and kept for the next creation, up to
+//! `POOL_LIMIT` of each kind, so a process keeps at most that many idle contexts (each some hundreds of KB).
+//! Compressed bytes do not depend on a context's past once it is reset, so the files are byte for byte the same
+//! (test/unit/codec/parquet-native-parity.test.ts compares them with parquet-wasm's).
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Idle contexts kept per kind: enough for every column of a wide row group being written while another is read.
+const POOL_LIMIT: usize = 32;
+
+/// `ZSTD_ResetDirective::ZSTD_reset_session_and_parameters` (zstd.h).
+const RESET_SESSION_AND_PARAMETERS: i32 = 3;
+
+extern "C" {
+    fn __real_ZSTD_createCCtx() -> *mut c_void;
+    fn __real_ZSTD_freeCCtx(cctx: *mut c_void) -> usize;
+    fn __real_ZSTD_createDCtx() -> *mut c_void;
+    fn __real_ZSTD_freeDCtx(dctx: *mut c_void) -> usize;
+    fn ZSTD_CCtx_reset(cctx: *mut c_void, reset: i32) -> usize;
+    fn ZSTD_DCtx_reset(dctx: *mut c_void, reset: i32) -> usize;
+    fn ZSTD_isError(code: usize) -> u32;
+}
+
+/// Idle contexts as addresses (a raw pointer is not `Send`; each is owned by the pool alone until handed out).
+struct Pool(Mutex<Vec<usize>>);
+
+impl Pool {
+    const fn new() -> Self {
+        Pool(Mutex::new(Vec::new()))
+    }
+
+    fn take(&self) -> Option<*mut c_void> {
+        self.0.lock().ok()?.pop().map(|address| address as *mut c_void)
+    }
+
+    /// Keeps `context` if there is room; false: the caller frees it.
+    fn keep(&self, context: *mut c_void) -> bool {
+        match self.0.lock() {
+            Ok(mut idle) if idle.len() < POOL_LIMIT => {
+                idle.push(context as usize);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+static COMPRESSION: Pool = Pool::new();
+static DECOMPRESSION: Pool = Pool::new();
+/// Contexts zstd created (either kind), and creations the pool answered instead: what `stats` reports.
+static CREATED: AtomicU64 = AtomicU64::new(0);
+static REUSED: AtomicU64 = AtomicU64::new(0);
+
+/// The pool's counters since the process started (for tests and diagnosis).
+pub struct PoolStats {
+    pub created: u64,
+    pub reused: u64,
+    pub idle: usize,
+}
+
+pub fn stats() -> PoolStats {
+    let idle = |pool: &Pool| pool.0.lock().map(|v| v.len()).unwrap_or(0);
+    PoolStats {
+        created: CREATED.load(Ordering::Relaxed),
+        reused: REUSED.load(Ordering::Relaxed),
+        idle: idle(&COMPRESSION) + idle(&DECOMPRESSION),
+    }
+}
+
+/// A pooled context when there is one, else a new one from zstd; counted either way.
+unsafe fn take_or_create(pool: &Pool, create: unsafe extern "C" fn() -> *mut c_void) -> *mut c_void {
+    match pool.take() {
+        Some(context) => {
+            REUSED.fetch_add(1, Ordering::Relaxed);
+            context
+        }
+        None => {
+            CREATED.fetch_add(1, Ordering::Relaxed);
+            create()
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_ZSTD_createCCtx() -> *mut c_void {
+    take_or_create(&COMPRESSION, __real_ZSTD_createCCtx)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_ZSTD_freeCCtx(cctx: *mut c_void) -> usize {
+    if cctx.is_null() {
+        return 0;
+    }
+    if ZSTD_isError(ZSTD_CCtx_reset(cctx, RESET_SESSION_AND_PARAMETERS)) == 0 && COMPRESSION.keep(cctx) {
+        return 0;
+    }
+    __real_ZSTD_freeCCtx(cctx)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_ZSTD_createDCtx() -> *mut c_void {
+    take_or_create(&DECOMPRESSION, __real_ZSTD_createDCtx)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_ZSTD_freeDCtx(dctx: *mut c_void) -> usize {
+    if dctx.is_null() {
+        return 0;
+    }
+    if ZSTD_isError(ZSTD_DCtx_reset(dctx, RESET_SESSION_AND_PARAMETERS)) == 0 && DECOMPRESSION.keep(dctx) {
+        return 0;
+    }
+    __real_ZSTD_freeDCtx(dctx)
+}
