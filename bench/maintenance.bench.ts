@@ -3,7 +3,7 @@
  *
  * A sustained run through the cluster — real nats-server and redis-server on loopback, 2 node processes, 250 ms
  * commits, a table of 6 buckets created with the cluster's retention defaults — fed 10,000 rows/s by the load
- * generator (bench/cluster-load.ts, its own process). After an unmeasured warm-up phase (30 s into a table of its own,
+ * generator (bench/cluster-load.ts, its own process). After an unmeasured warm-up phase (60 s into a table of its own,
  * maintenance on, so that both measured phases run on nodes whose code is compiled), two phases one after the other
  * on the same cluster:
  *   on   maintenance on: each writer compacts its bucket, the leader expires snapshots;
@@ -71,12 +71,14 @@ const LATENCY_WINDOW_MS = 5_000;
 const WARMUP_SECONDS = 5;
 /**
  * A warm-up phase before the two measured ones, on a table of its own with maintenance on, its CPU not counted: the
- * phases run one after the other on the same nodes, so without it the first (on) phase paid the nodes' whole JIT
- * warm-up — the ingest, commit and compaction paths compiled in every thread (a `--trace-opt` run counted 450
- * optimizations in the first minute of the on phase against 220 in a minute of the off phase) — and the off phase ran
- * on warm nodes. `--warm-seconds 0` measures from cold as before.
+ * phases run one after the other on the same nodes, so without it the first (on) phase paid most of the nodes' JIT
+ * warm-up and the off phase ran on warm nodes. V8 optimizes a function once it has run enough, and code that runs a
+ * few times a second per bucket (a flush's encode, a commit's manifest write, a compaction's stitch) gets there only
+ * after minutes, at 20–90 ms of compilation each (`--trace-opt` of both nodes, 1-minute phases from cold: ~3.2 s of
+ * compilation in the first 20 s, ~6 s in the rest of the on phase, ~2.4 s in the off phase that followed).
+ * `--warm-seconds 0` measures from cold as before.
  */
-const WARM_PHASE_SECONDS_DEFAULT = "30";
+const WARM_PHASE_SECONDS_DEFAULT = "60";
 /** Plans timed per sample; the median is reported. */
 const PLAN_RUNS = 3;
 /** Full scans timed at the end and of the batch-written baseline; the median is reported. */
