@@ -7,7 +7,7 @@
  *    Arrow columns in this process), with the ratio. The nodes' CPU per million rows against the ingest floor
  *    (issue 28): that raw consume's CPU plus pyarrow's `write_table` of the same rows under the table's Parquet
  *    settings (bench/py/pyarrow_write_floor.py), both taken in the same run. `steady`: the same for 1 writer on a
- *    write-only table after a warm-up of as many rows (`steady_…` figures; see `Steady`).
+ *    write-only table, 3× the rows after a warm-up of 10× (`steady_…` figures; see `Steady` and STEADY_WARMUP_ROWS).
  * 2. Publish → visible latency p50/p99 at 50k rows/s with a 100 ms commit interval, and in the same run the
  *    notification latency a snapshot subscriber in its own process sees (snapshot link → receipt; target p99 ≤ 50 ms).
  * 3. The same cluster on a local and on an S3 warehouse (SeaweedFS) at a 250 ms commit interval: rows/s, p50/p99,
@@ -16,7 +16,7 @@
  * percentiles per second and the catch-up's rows committed and node RSS over time go to the results file as time
  * series, drawn on docs/benchmarks.md.
  *
- *   node --import tsx bench/cluster.bench.ts [rows=1000000] [--node-cpu-prof DIR]
+ *   node --import tsx bench/cluster.bench.ts [rows=1000000] [--node-cpu-prof DIR] [--steady-warmup-rows N]
  *   CLUSTER_BENCH_ONLY=1,2,3,steady,catch-up,latency,s3 (a subset)
  * `--node-cpu-prof DIR`: every node runs under the V8 profiler and writes its .cpuprofile into DIR when the scenario
  * ends (bench/cpuprofile-summary.mjs summarises one); profiled CPU figures run high.
@@ -43,8 +43,18 @@ import { recordFigures, targetAtLeast, targetAtMost, type FigureSet, type Series
 import { percentileLines, secondsSince } from "./series.ts";
 import { runPython } from "../test/helpers/python.ts";
 
-const ARGS = parseArgs({ allowPositionals: true, strict: true, options: { "node-cpu-prof": { type: "string" } } });
+const ARGS = parseArgs({ allowPositionals: true, strict: true, options: { "node-cpu-prof": { type: "string" }, "steady-warmup-rows": { type: "string" } } });
 const ROWS = Number(ARGS.positionals[0] ?? 1_000_000);
+/**
+ * The `steady` part: the node ingests STEADY_WARMUP_ROWS (default 10× rows) before its CPU is counted over
+ * STEADY_ROWS (3× rows). V8 optimizes a function once it has run enough, and the code that runs once per flush or
+ * commit (4 times a second) gets there only after tens of seconds, at 20–90 ms of compilation each: after a warm-up of
+ * 1M rows (~2 s) the node was still compiling its flush and commit paths while it was measured (1.96 CPU-s per
+ * million rows, against 1.49 after 8M and 1.35 after 20M, one run each at load 10–14).
+ */
+const STEADY_WARMUP_ROWS = Number(ARGS.values["steady-warmup-rows"] ?? 10 * ROWS);
+const STEADY_ROWS = 3 * ROWS;
+if (!Number.isSafeInteger(STEADY_WARMUP_ROWS) || STEADY_WARMUP_ROWS < 0) throw new Error(`--steady-warmup-rows must be a whole number of rows, got ${ARGS.values["steady-warmup-rows"]}`);
 const PROFILING = nodeProfiling(ARGS.values["node-cpu-prof"]);
 /** The nats-server every scenario runs: the current one scripts/setup.sh built, unless NATSLAKE_NATS_SERVER says (chooseNatsServer). */
 const NATS = chooseNatsServer();
@@ -376,7 +386,7 @@ const out: string[] = [`cluster, ${ROWS.toLocaleString("en-US")} rows of the 6-c
 // CLUSTER_BENCH_ONLY=1,3,steady,catch-up,latency,s3 runs only those scenarios (for quick comparisons); default: all.
 const only = process.env["CLUSTER_BENCH_ONLY"]?.split(",");
 for (const writers of [1, 2, 3]) if (!only || only.includes(String(writers))) out.push(...keep(await scenario(writers, ROWS, 0, 250)));
-if (!only || only.includes("steady")) out.push(...keep(await scenario(1, ROWS, 0, 250, { warmupRows: ROWS })));
+if (!only || only.includes("steady")) out.push(...keep(await scenario(1, STEADY_ROWS, 0, 250, { warmupRows: STEADY_WARMUP_ROWS })));
 if (!only || only.includes("catch-up")) out.push(...keep(await catchUp(ROWS)));
 if (!only || only.includes("latency")) {
   out.push("latency");
