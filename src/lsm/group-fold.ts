@@ -21,16 +21,25 @@ import type { FieldAggregator } from "./merge-functions/field-aggregators.ts";
 import type { FieldRule } from "./merge-functions/merge-function.ts";
 import { isRetract } from "./row-kind.ts";
 
-/** A decoded batch a version is a row of: its sequence numbers as 32-bit word pairs (low, high) and its kinds. */
+/**
+ * A decoded batch a version is a row of: its sequence numbers as 32-bit word pairs (low, high), its kinds, and per
+ * field of the rules its validity bits (null: no nulls) with row 0's place among them.
+ */
 export interface FoldBatch {
   seqWords: Int32Array;
   kind: Int8Array;
+  nullBits: ReadonlyArray<Uint8Array | null>;
+  bitOffset: Int32Array;
 }
 
-/** How the fold reads field `k` (of the rules' fields) at a row of a batch. */
-export interface FoldAccess<B> {
-  isNull(b: B, k: number, row: number): boolean;
-  value(b: B, k: number, row: number): Value;
+/** The value of field `k` (of the rules' fields) at a row of a batch. */
+export type FoldValue<B> = (b: B, k: number, row: number) => Value;
+
+function isNull(b: FoldBatch, k: number, row: number): boolean {
+  const bits = b.nullBits[k]!;
+  if (bits === null) return false;
+  const at = b.bitOffset[k]! + row;
+  return (bits[at >> 3]! & (1 << (at & 7))) === 0;
 }
 
 /** Per field: where the fold's row takes it from. */
@@ -56,7 +65,7 @@ export class GroupFold<B extends FoldBatch> {
 
   constructor(
     rules: readonly FieldRule[],
-    private readonly access: FoldAccess<B>,
+    private readonly value: FoldValue<B>,
   ) {
     this.source = new Int32Array(rules.length);
     this.values = new Array<Value>(rules.length).fill(null);
@@ -90,7 +99,7 @@ export class GroupFold<B extends FoldBatch> {
     if (this.retraction) return false;
     const n = this.count;
     const newest = n - 1;
-    const { batches, rows, access, source } = this;
+    const { batches, rows, source } = this;
     for (let k = 0; k < source.length; k++) {
       switch (this.ruleOf[k]) {
         case LAST:
@@ -98,20 +107,20 @@ export class GroupFold<B extends FoldBatch> {
           break;
         case LAST_NON_NULL: {
           let i = newest;
-          while (i > 0 && access.isNull(batches[i]!, k, rows[i]!)) i--;
+          while (i > 0 && isNull(batches[i]!, k, rows[i]!)) i--;
           // None non-null: the newest version's null.
-          source[k] = i === 0 && access.isNull(batches[0]!, k, rows[0]!) ? newest : i;
+          source[k] = i === 0 && isNull(batches[0]!, k, rows[0]!) ? newest : i;
           break;
         }
         case LAST_NON_NULL_STRICT:
-          for (let i = 0; i < n; i++) if (access.isNull(batches[i]!, k, rows[i]!)) return false;
+          for (let i = 0; i < n; i++) if (isNull(batches[i]!, k, rows[i]!)) return false;
           source[k] = newest;
           break;
         default: {
           const a = this.aggregators[k]!;
           a.reset();
           let acc: Value = null;
-          for (let i = 0; i < n; i++) acc = a.agg(acc, access.value(batches[i]!, k, rows[i]!));
+          for (let i = 0; i < n; i++) acc = a.agg(acc, this.value(batches[i]!, k, rows[i]!));
           this.values[k] = acc;
           source[k] = COMPUTED;
         }

@@ -380,8 +380,10 @@ interface CursorBatch {
   columns: arrow.Data[];
   /** Readers of the merge's value fields (`MergeCore.valueFields`), made when a merge function first reads one. */
   readers: Array<ValueReader | undefined>;
-  /** The value fields' validity bits (null: no nulls), read when a merge function first asks whether one is null. */
-  validity: Array<{ bits: Uint8Array; offset: number } | null | undefined>;
+  /** Per value field (`MergeCore.valueFields`): its validity bits, or null when it has no nulls in this batch. */
+  nullBits: Array<Uint8Array | null>;
+  /** Per value field: where row 0's bit is in `nullBits` (the Data's offset). */
+  bitOffset: Int32Array;
   /** Where this batch is among the sources of the output batch being gathered (valid while `sink` is that one). */
   slot: number;
   sink: object | null;
@@ -494,6 +496,8 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     for (let i = 0; i < batch.numRows; i++) kind[i] = Number(kindRead(i));
   }
   let keys: Value[][] | null = null;
+  const columns = spec.columns.map((c) => byName(c.from));
+  const valueColumns = columns.slice(spec.valueOffset, spec.valueOffset + spec.valueFields.length);
   return {
     batch,
     level,
@@ -504,9 +508,10 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     sequence,
     seqWords: new Int32Array(sequence.buffer, sequence.byteOffset, 2 * sequence.length),
     kind,
-    columns: spec.columns.map((c) => byName(c.from)),
+    columns,
     readers: [],
-    validity: [],
+    nullBits: valueColumns.map((d) => (d.nullCount > 0 ? d.nullBitmap! : null)),
+    bitOffset: Int32Array.from(valueColumns, (d) => d.offset),
     slot: -1,
     sink: null,
   };
@@ -627,16 +632,12 @@ function valueAt(core: MergeCore, c: CursorBatch, k: number, row: number): Value
   return read(row);
 }
 
-/** Whether the merge's value field `k` is null at a row of a cursor batch (its validity bits read on first use). */
-function isNullAt(core: MergeCore, c: CursorBatch, k: number, row: number): boolean {
-  let validity = c.validity[k];
-  if (validity === undefined) {
-    const d = c.columns[core.valueOffset + k]!;
-    validity = c.validity[k] = d.nullCount > 0 ? { bits: d.nullBitmap!, offset: d.offset } : null;
-  }
-  if (validity === null) return false;
-  const at = validity.offset + row;
-  return (validity.bits[at >> 3]! & (1 << (at & 7))) === 0;
+/** Whether the merge's value field `k` is null at a row of a cursor batch. */
+function isNullAt(c: CursorBatch, k: number, row: number): boolean {
+  const bits = c.nullBits[k]!;
+  if (bits === null) return false;
+  const at = c.bitOffset[k]! + row;
+  return (bits[at >> 3]! & (1 << (at & 7))) === 0;
 }
 
 /** How a merge function reads a version held by a cursor. */
@@ -644,7 +645,7 @@ const VERSION_ACCESS = (core: MergeCore): VersionAccess<Version> => ({
   kind: (v) => v.c.kind[v.row]!,
   sequence: (v) => v.c.sequence[v.row]!,
   value: (v, k) => valueAt(core, v.c, k, v.row),
-  isNull: (v, k) => isNullAt(core, v.c, k, v.row),
+  isNull: (v, k) => isNullAt(v.c, k, v.row),
 });
 
 /**
@@ -657,7 +658,7 @@ function groupFoldOf(core: MergeCore, spec: { engine?: MergeEngine }): GroupFold
   if (engine === undefined || core.sequence !== null || engine.lookupMerge === true) return null;
   const rules = engine.fieldRules?.(core.valueFields) ?? null;
   if (rules === null) return null;
-  return new GroupFold<CursorBatch>(rules, { isNull: (c, k, row) => isNullAt(core, c, k, row), value: (c, k, row) => valueAt(core, c, k, row) });
+  return new GroupFold<CursorBatch>(rules, (c, k, row) => valueAt(core, c, k, row));
 }
 
 /** Folds the cursors' current versions of one key; false when the merge function must merge them. */
