@@ -48,7 +48,8 @@ const COMPUTED = -1;
 const LAST = 0;
 const LAST_NON_NULL = 1;
 const LAST_NON_NULL_STRICT = 2;
-const AGG = 3;
+const CHOOSE = 3;
+const AGG = 4;
 
 export class GroupFold<B extends FoldBatch> {
   /** The group's versions in merge order (the newest last): `count` of them. */
@@ -69,8 +70,8 @@ export class GroupFold<B extends FoldBatch> {
   ) {
     this.source = new Int32Array(rules.length);
     this.values = new Array<Value>(rules.length).fill(null);
-    this.ruleOf = Uint8Array.from(rules, (r) => ("agg" in r ? AGG : r.pick === "last" ? LAST : r.notNull ? LAST_NON_NULL_STRICT : LAST_NON_NULL));
-    this.aggregators = rules.map((r) => ("agg" in r ? r.agg : null));
+    this.ruleOf = Uint8Array.from(rules, (r) => ("agg" in r ? AGG : "choose" in r ? CHOOSE : r.pick === "last" ? LAST : r.notNull ? LAST_NON_NULL_STRICT : LAST_NON_NULL));
+    this.aggregators = rules.map((r) => ("agg" in r ? r.agg : "choose" in r ? r.choose : null));
   }
 
   /** A new key begins. */
@@ -116,6 +117,24 @@ export class GroupFold<B extends FoldBatch> {
           for (let i = 0; i < n; i++) if (isNull(batches[i]!, k, rows[i]!)) return false;
           source[k] = newest;
           break;
+        case CHOOSE: {
+          // The version whose value the aggregator kept (none non-null: the newest version's null).
+          const a = this.aggregators[k]!;
+          a.reset();
+          let acc: Value = null;
+          let from = newest;
+          for (let i = 0; i < n; i++) {
+            if (isNull(batches[i]!, k, rows[i]!)) continue;
+            const input = this.value(batches[i]!, k, rows[i]!);
+            const kept: Value = acc === null ? input : a.agg(acc, input);
+            if (!Object.is(kept, acc)) {
+              acc = kept;
+              from = i;
+            }
+          }
+          source[k] = from;
+          break;
+        }
         default: {
           const a = this.aggregators[k]!;
           a.reset();

@@ -36,12 +36,12 @@ export function aggregatorsOf(fields: readonly DataField[], options: TableOption
   });
 }
 
-/** A field's rule for a key's additions (AggregationFunction.add): its aggregator's pick, else its aggregate. */
+/** A field's rule for a key's additions (AggregationFunction.add): its aggregator's pick or chosen input, else its aggregate. */
 export function aggregationRule(a: FieldAggregator): FieldRule {
   if (a.pick === "last") return { pick: "last" };
   // last_non_null_value takes a null in a NOT NULL field as it comes (Java checks no nulls here).
   if (a.pick === "lastNonNull") return { pick: "lastNonNull", notNull: false };
-  return { agg: a };
+  return a.choosesInput === true ? { choose: a } : { agg: a };
 }
 
 export class AggregationFunction<V> implements MergeFunction<V> {

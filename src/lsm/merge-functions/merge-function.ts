@@ -113,9 +113,10 @@ export interface MergeEngine {
 /**
  * How one field of a key's additions (in merge order) merges: the newest version's cell (`last`); the newest non-null
  * cell, else the newest version's null (`lastNonNull`; with `notNull` a null in any version is refused, so the fold
- * leaves the group to the merge function, which refuses it); or a value computed by an aggregator (`agg`).
+ * leaves the group to the merge function, which refuses it); the cell of the input an aggregator that gives back one
+ * of its inputs chose (`choose`: max, min); or a value computed by an aggregator (`agg`).
  */
-export type FieldRule = { pick: "last" } | { pick: "lastNonNull"; notNull: boolean } | { agg: FieldAggregator };
+export type FieldRule = { pick: "last" } | { pick: "lastNonNull"; notNull: boolean } | { choose: FieldAggregator } | { agg: FieldAggregator };
 
 /** A null where a NOT NULL field must have a value (Java's "Field i can not be null", naming the field). */
 export const nullInNotNullField = (f: DataField): Error => dataInvalid(`Field ${f.name} can not be null`, { column: f.name });
