@@ -30,13 +30,14 @@ import type { Value } from "../format/values.ts";
 import { SerializedKeys } from "./key-comparator.ts";
 import { keyCopyField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "./key-value-fields.ts";
 import type { SequenceFieldSpec } from "./merge-order.ts";
-import { isRetract, type RowKind } from "./row-kind.ts";
+import { isRetract, RowKind } from "./row-kind.ts";
 import { DeduplicateFunction } from "./merge-functions/deduplicate.ts";
 import { BuiltRow, type MergeEngine, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-functions/merge-function.ts";
 import type { SortedRows } from "./sort-buffer.ts";
 import { integerKeyColumn } from "./integer-key-order.ts";
 import { firstRowOutcome, highLevelOf, lookupChangelog, type LookupCompaction } from "./lookup-changelog.ts";
 import { foldKeyVersions, versionOrder, type VersionOrderAccess } from "./key-versions.ts";
+import { GroupFold } from "./group-fold.ts";
 
 export interface MergeReadSpec {
   /** The trimmed key fields, in key order. */
@@ -89,6 +90,7 @@ export async function* mergeBucketFiles(files: readonly DataFileMeta[], spec: Me
       return r === null || isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
     },
     newest: newestWins(core, spec),
+    fold: groupFoldOf(core, spec),
   };
   for (const section of sections(files, keys)) {
     if (section.length === 1 && section[0]!.deleteRowCount === 0) {
@@ -138,6 +140,7 @@ export async function* mergeForCompaction(sectionsToMerge: ReadonlyArray<Readonl
       return spec.dropDelete && isRetract(r instanceof BuiltRow ? r.kind : r.c.kind[r.row]!) ? null : r;
     },
     newest: newestWins(core, spec),
+    fold: groupFoldOf(core, spec),
   };
   for (const section of sectionsToMerge) yield* mergeRuns(section, core, choose, out);
   yield* out.flush();
@@ -158,7 +161,7 @@ function compactionCore(spec: CompactionMergeSpec): MergeCore {
 
 function physicalRows(core: MergeCore, spec: CompactionMergeSpec): PhysicalRows {
   const outputFields = [...spec.keyFields.map(keyCopyField), SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, ...spec.valueFields];
-  return new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS);
+  return new PhysicalRows(core.columns, outputFields, spec.batchRows ?? DEFAULT_BATCH_ROWS, core.valueOffset);
 }
 
 /** A row of a file above a compaction's output level that holds a key looked up. */
@@ -251,6 +254,10 @@ class LookupWindow implements RowSink<CompactionChunk> {
   }
 
   addStretch(): number {
+    throw new Error("a lookup compaction's keys wait in its window");
+  }
+
+  addFolded(): boolean {
     throw new Error("a lookup compaction's keys wait in its window");
   }
 
@@ -373,8 +380,10 @@ interface CursorBatch {
   columns: arrow.Data[];
   /** Readers of the merge's value fields (`MergeCore.valueFields`), made when a merge function first reads one. */
   readers: Array<ValueReader | undefined>;
-  /** The value fields' validity bits (null: no nulls), read when a merge function first asks whether one is null. */
-  validity: Array<{ bits: Uint8Array; offset: number } | null | undefined>;
+  /** Per value field (`MergeCore.valueFields`): its validity bits, or null when it has no nulls in this batch. */
+  nullBits: Array<Uint8Array | null>;
+  /** Per value field: where row 0's bit is in `nullBits` (the Data's offset). */
+  bitOffset: Int32Array;
   /** Where this batch is among the sources of the output batch being gathered (valid while `sink` is that one). */
   slot: number;
   sink: object | null;
@@ -487,6 +496,8 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     for (let i = 0; i < batch.numRows; i++) kind[i] = Number(kindRead(i));
   }
   let keys: Value[][] | null = null;
+  const columns = spec.columns.map((c) => byName(c.from));
+  const valueColumns = columns.slice(spec.valueOffset, spec.valueOffset + spec.valueFields.length);
   return {
     batch,
     level,
@@ -497,9 +508,10 @@ function prepare(batch: arrow.RecordBatch, spec: MergeCore, level: number): Curs
     sequence,
     seqWords: new Int32Array(sequence.buffer, sequence.byteOffset, 2 * sequence.length),
     kind,
-    columns: spec.columns.map((c) => byName(c.from)),
+    columns,
     readers: [],
-    validity: [],
+    nullBits: valueColumns.map((d) => (d.nullCount > 0 ? d.nullBitmap! : null)),
+    bitOffset: Int32Array.from(valueColumns, (d) => d.offset),
     slot: -1,
     sink: null,
   };
@@ -595,12 +607,46 @@ class CursorHeap {
     const h = this.items;
     return (h.length > 1 && !this.less(h[0]!, h[1]!)) || (h.length > 2 && !this.less(h[0]!, h[2]!));
   }
-  /** The top cursor moved on to a larger key: restores the order (one sift instead of a pop and a push). */
-  siftDown(): void {
+  at(i: number): RunCursor {
+    return this.items[i]!;
+  }
+
+  /**
+   * The places of every cursor at the top's key, in ascending order (the root first): they form a subtree at the
+   * root, since a cursor's parent is never at a larger key. Returns how many.
+   */
+  topGroup(into: number[]): number {
+    const h = this.items;
+    let count = 0;
+    into[count++] = 0;
+    // Breadth-first over that subtree: `into` is its own queue, and comes out in ascending places.
+    for (let q = 0; q < count; q++) {
+      const l = 2 * into[q]! + 1;
+      if (l < h.length && !this.less(h[0]!, h[l]!)) into[count++] = l;
+      if (l + 1 < h.length && !this.less(h[0]!, h[l + 1]!)) into[count++] = l + 1;
+    }
+    return count;
+  }
+
+  /**
+   * Takes out the cursor at place i, whose ancestors are at the smallest key (the last cursor takes its place and
+   * sinks: it is not smaller than them).
+   */
+  removeAt(i: number): void {
+    const h = this.items;
+    const last = h.pop()!;
+    if (i < h.length) {
+      h[i] = last;
+      this.siftDown(i);
+    }
+  }
+
+  /** The cursor at place `i` (default the top) moved on to a larger key: restores the order below it. */
+  siftDown(from = 0): void {
     const h = this.items;
     const n = h.length;
-    const item = h[0]!;
-    let i = 0;
+    const item = h[from]!;
+    let i = from;
     for (;;) {
       const l = 2 * i + 1;
       if (l >= n) break;
@@ -614,27 +660,47 @@ class CursorHeap {
   }
 }
 
+/** The value of the merge's value field `k` at a row of a cursor batch (its reader made on first use). */
+function valueAt(core: MergeCore, c: CursorBatch, k: number, row: number): Value {
+  const read = (c.readers[k] ??= columnReader(core.valueFields[k]!.type, c.columns[core.valueOffset + k]!));
+  return read(row);
+}
+
+/** Whether the merge's value field `k` is null at a row of a cursor batch. */
+function isNullAt(c: CursorBatch, k: number, row: number): boolean {
+  const bits = c.nullBits[k]!;
+  if (bits === null) return false;
+  const at = c.bitOffset[k]! + row;
+  return (bits[at >> 3]! & (1 << (at & 7))) === 0;
+}
+
 /** How a merge function reads a version held by a cursor. */
 const VERSION_ACCESS = (core: MergeCore): VersionAccess<Version> => ({
   kind: (v) => v.c.kind[v.row]!,
   sequence: (v) => v.c.sequence[v.row]!,
-  value: (v, k) => {
-    const c = v.c;
-    const read = (c.readers[k] ??= columnReader(core.valueFields[k]!.type, c.columns[core.valueOffset + k]!));
-    return read(v.row);
-  },
-  isNull: (v, k) => {
-    const c = v.c;
-    let validity = c.validity[k];
-    if (validity === undefined) {
-      const d = c.columns[core.valueOffset + k]!;
-      validity = c.validity[k] = d.nullCount > 0 ? { bits: d.nullBitmap!, offset: d.offset } : null;
-    }
-    if (validity === null) return false;
-    const at = validity.offset + v.row;
-    return (validity.bits[at >> 3]! & (1 << (at & 7))) === 0;
-  },
+  value: (v, k) => valueAt(core, v.c, k, v.row),
+  isNull: (v, k) => isNullAt(v.c, k, v.row),
 });
+
+/**
+ * The column-wise fold of a merge's groups of additions (src/lsm/group-fold.ts), when the engine merges them field by
+ * field and nothing else orders or narrows the versions: no `sequence.field` (whose values order them) and no lookup
+ * merge (which narrows them by level); null otherwise, and for deduplicate and first-row (which keep a version as it is).
+ */
+function groupFoldOf(core: MergeCore, spec: { engine?: MergeEngine }): GroupFold<CursorBatch> | null {
+  const engine = spec.engine;
+  if (engine === undefined || core.sequence !== null || engine.lookupMerge === true) return null;
+  const rules = engine.fieldRules?.(core.valueFields) ?? null;
+  if (rules === null) return null;
+  return new GroupFold<CursorBatch>(rules, (c, k, row) => valueAt(core, c, k, row));
+}
+
+/** Folds the cursors' current versions of one key; false when the merge function must merge them. */
+function foldGroup(fold: GroupFold<CursorBatch>, group: readonly RunCursor[]): boolean {
+  fold.begin();
+  for (const cur of group) fold.add(cur.current!, cur.row);
+  return fold.fold();
+}
 
 /**
  * The merge of one key's versions (as the heap gives them, in no order): a single version as it is (Java's
@@ -662,6 +728,8 @@ interface RowSink<T> {
   addStretch(c: CursorBatch, from: number, to: number, dropRetractions: boolean): number;
   full(): boolean;
   addBuilt(row: BuiltRow<Version>): boolean;
+  /** A folded group's row (an addition: every chooser keeps it); true when a batch is full. */
+  addFolded(fold: GroupFold<CursorBatch>): boolean;
   flush(): Iterable<T> | AsyncIterable<T>;
   /** Keys the chooser held back (a lookup compaction's window) are due: flush. Absent: never. */
   due?(): boolean;
@@ -685,6 +753,12 @@ interface Chooser {
    * every one otherwise. The merge then adds stretches of such versions to the sink at once (`RowSink.addStretch`).
    */
   lone?: { dropRetractions: boolean } | null;
+  /**
+   * Set when `group` merges a group of additions field by field (`groupFoldOf`): the merge then folds such groups
+   * column by column, without version objects or the merge function; the others still go to `group`. The fold's row
+   * is an addition, which `group` would keep.
+   */
+  fold?: GroupFold<CursorBatch> | null;
 }
 
 /** A chooser's rule for a key's only version when its kind alone decides: `single`, and `lone` that says so. */
@@ -772,7 +846,9 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
     if (opened[i]) heap.push(c);
   });
   const group: RunCursor[] = [];
+  const places: number[] = [];
   const newest = choose.newest ?? null;
+  const fold = choose.fold ?? null;
   const lone = choose.lone ?? null;
   while (heap.size > 0) {
     const first = heap.peek();
@@ -801,19 +877,26 @@ async function* mergeRuns<T>(runs: ReadonlyArray<readonly DataFileMeta[]>, spec:
       else heap.siftDown();
       continue;
     }
-    // The group array is reused (a `length = 0` per key showed in profiles): `versions` of it are this key's.
-    let versions = 0;
-    group[versions++] = heap.pop();
-    while (heap.size > 0 && compareKeys(spec, heap.peek(), first) === 0) group[versions++] = heap.pop();
+    // The key's cursors stay in the heap (at `places`, root first): each steps and sinks where it is afterwards, one
+    // sift each instead of a pop and a push. The group array is reused (a `length = 0` per key showed in profiles).
+    const versions = heap.topGroup(places);
+    for (let v = 0; v < versions; v++) group[v] = heap.at(places[v]!);
     if (group.length !== versions) group.length = versions;
     if (newest !== null) {
       const pick = newestOf(group, newest.ignoreDelete);
       if (pick !== null && choose.single(pick.current!, pick.row) ? out.add(pick.current!, pick.row) : out.due?.() === true) yield* out.flush();
+    } else if (fold !== null && foldGroup(fold, group)) {
+      if (out.addFolded(fold)) yield* out.flush();
     } else {
       const winner = choose.group(group.map((cur) => ({ c: cur.current!, row: cur.row })));
       if (winner !== null ? (winner instanceof BuiltRow ? out.addBuilt(winner) : out.add(winner.c, winner.row)) : out.due?.() === true) yield* out.flush();
     }
-    for (const cur of group) if (cur.step() || (await cur.nextFile())) heap.push(cur);
+    // Deepest first: a cursor sinks into subtrees already in order, below ancestors still at the key.
+    for (let v = versions - 1; v >= 0; v--) {
+      const cur = group[v]!;
+      if (cur.step() || (await cur.nextFile())) heap.siftDown(places[v]!);
+      else heap.removeAt(places[v]!);
+    }
   }
 }
 
@@ -899,6 +982,28 @@ class OutputBatches implements RowSink<arrow.RecordBatch> {
       else if (cell.c !== from.c || cell.row !== from.row) this.except(at, k, this.slotOf(cell.c), cell.row);
     }
     return this.pick(this.slotOf(from.c), from.row);
+  }
+
+  /**
+   * A folded group's row, gathered like a version's row: the newest version picked for every column, each field the
+   * fold takes from another version an exception, each computed one appended; the value fields are the columns from
+   * `valueOffset` on. With `kindColumn` (a physical row's `_VALUE_KIND`), the row's kind +I, where the newest
+   * version's is not.
+   */
+  addFolded(fold: GroupFold<CursorBatch>, valueOffset = 0, kindColumn = -1): boolean {
+    const newest = fold.count - 1;
+    const from = fold.batches[newest]!;
+    const fromRow = fold.rows[newest]!;
+    const at = this.rows;
+    const source = fold.source;
+    for (let k = 0; k < source.length; k++) {
+      const s = source[k]!;
+      if (s === newest) continue;
+      if (s < 0) this.except(at, valueOffset + k, this.builtSlotOf(), this.appendBuilt(valueOffset + k, fold.values[k]!));
+      else if (fold.batches[s] !== from || fold.rows[s] !== fromRow) this.except(at, valueOffset + k, this.slotOf(fold.batches[s]!), fold.rows[s]!);
+    }
+    if (kindColumn >= 0 && from.kind[fromRow] !== RowKind.INSERT) this.except(at, kindColumn, this.builtSlotOf(), this.appendBuilt(kindColumn, RowKind.INSERT));
+    return this.pick(this.slotOf(from), fromRow);
   }
 
   /** Appends a row given by its values (one per output column); true when a batch is full. */
@@ -1015,7 +1120,13 @@ class PhysicalRows implements RowSink<SortedRows> {
   private deletes = 0;
   private count = 0;
 
-  constructor(columns: readonly OutputColumn[], fields: readonly DataField[], batchRows: number) {
+  constructor(
+    columns: readonly OutputColumn[],
+    fields: readonly DataField[],
+    batchRows: number,
+    /** Where the table's columns begin (after the `_KEY_` copies, `_SEQUENCE_NUMBER` and `_VALUE_KIND`). */
+    private readonly valueOffset: number,
+  ) {
     this.rows = new OutputBatches(columns, fields, batchRows);
   }
 
@@ -1038,6 +1149,15 @@ class PhysicalRows implements RowSink<SortedRows> {
     const key = row.from.c.keyAt(row.from.row);
     this.track(row.from.c, row.from.row, row.sequence, row.kind);
     return this.rows.addValues([...key, row.sequence, row.kind, ...row.values]);
+  }
+
+  /** A folded group's row: the newest version's key and sequence number, kind +I, the fold's values. */
+  addFolded(fold: GroupFold<CursorBatch>): boolean {
+    const newest = fold.count - 1;
+    const from = fold.batches[newest]!;
+    const fromRow = fold.rows[newest]!;
+    this.track(from, fromRow, from.sequence[fromRow]!, RowKind.INSERT);
+    return this.rows.addFolded(fold, this.valueOffset, this.valueOffset - 1);
   }
 
   /** Keys are read only for a chunk's first and last row (when it goes out), not for every row. */

@@ -14,7 +14,7 @@ import type { Value } from "../../format/values.ts";
 import type { TableOptions } from "../../options.ts";
 import { isRetract, RowKind } from "../row-kind.ts";
 import { fieldAggregator, PRIMARY_KEY_AGGREGATOR, type FieldAggregator } from "./field-aggregators.ts";
-import { BuiltRow, versionValues, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-function.ts";
+import { BuiltRow, versionValues, type FieldRule, type MergeFunction, type MergeResult, type VersionAccess } from "./merge-function.ts";
 
 /** The aggregate function Java gives a field of this table (its name; "primary-key" for key columns). */
 export function aggregateFunctionOf(field: string, options: TableOptions, primaryKeys: readonly string[], sequenceFields: readonly string[]): string {
@@ -34,6 +34,14 @@ export function aggregatorsOf(fields: readonly DataField[], options: TableOption
       distinct: options.bool(`fields.${f.name}.distinct`),
     });
   });
+}
+
+/** A field's rule for a key's additions (AggregationFunction.add): its aggregator's pick or chosen input, else its aggregate. */
+export function aggregationRule(a: FieldAggregator): FieldRule {
+  if (a.pick === "last") return { pick: "last" };
+  // last_non_null_value takes a null in a NOT NULL field as it comes (Java checks no nulls here).
+  if (a.pick === "lastNonNull") return { pick: "lastNonNull", notNull: false };
+  return a.choosesInput === true ? { choose: a } : { agg: a };
 }
 
 export class AggregationFunction<V> implements MergeFunction<V> {

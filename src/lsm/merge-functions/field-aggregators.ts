@@ -31,6 +31,11 @@ export interface FieldAggregator {
    * the last non-null input (last_non_null_value). Only for additions: a retraction goes through `retract`.
    */
   readonly pick?: "last" | "lastNonNull";
+  /**
+   * `agg` always gives back its accumulator or its input as it is (max, min): a merge can then take the cell of the
+   * input that won instead of a computed value.
+   */
+  readonly choosesInput?: boolean;
 }
 
 /** An older input folded into the accumulator (Java's FieldAggregator.aggReversed). */
@@ -103,7 +108,7 @@ function baseAggregator(name: string, field: string, type: DataType, o: FieldAgg
     case "min": {
       if (isNestedType(type)) throw dataInvalid(`Data type for ${name} column must be comparable but was '${typeText(type)}'.`, { option: `fields.${field}.aggregate-function` });
       const sign = name === "max" ? 1 : -1;
-      return { agg: keepNonNull((a, i) => (sign * compareValues(type, a, i) < 0 ? i : a)), retract: noRetract(name), reset: nothing };
+      return { agg: keepNonNull((a, i) => (sign * compareValues(type, a, i) < 0 ? i : a)), retract: noRetract(name), reset: nothing, choosesInput: true };
     }
     case "last_value":
       return { agg: (_, i) => i, retract: () => null, reset: nothing, pick: "last" };

@@ -21,7 +21,7 @@ import { isRetract, RowKind } from "../row-kind.ts";
 import { DeduplicateFunction } from "./deduplicate.ts";
 import type { MergeEngine, MergeEngineName } from "./merge-function.ts";
 import { PARTIAL_UPDATE_RETRACTION, PartialUpdateFunction } from "./partial-update.ts";
-import { aggregateFunctionOf, AggregationFunction, aggregatorsOf } from "./aggregation.ts";
+import { aggregateFunctionOf, AggregationFunction, aggregationRule, aggregatorsOf } from "./aggregation.ts";
 import { FIRST_ROW_RETRACTION, FirstRowFunction } from "./first-row.ts";
 import { partialUpdateFunctionOf, sequenceGroupsOf } from "./sequence-groups.ts";
 import { needsLookup } from "../lookup-changelog.ts";
@@ -87,6 +87,8 @@ export function mergeEngineOf(schema: TableSchema): MergeEngine {
           if (groups !== null && fields.length !== schema.fields.length) throw new LakeError(ErrorKind.Unexpected, "a partial-update table with sequence groups merges all its fields");
           return new PartialUpdateFunction(access, fields, { ignoreDelete, removeRecordOnDelete, groups });
         },
+        // Without sequence groups each field of the additions is its newest non-null value (PartialUpdateFunction.add).
+        fieldRules: (fields) => (groups !== null ? null : fields.map((f) => ({ pick: "lastNonNull", notNull: !f.type.nullable }))),
       };
     }
     case "aggregation": {
@@ -99,6 +101,7 @@ export function mergeEngineOf(schema: TableSchema): MergeEngine {
         ignoreDelete,
         lookupMerge,
         create: (access, fields) => new AggregationFunction(access, fields, aggregatorsOf(fields, options, schema.primaryKeys, sequenceFields), removeRecordOnDelete),
+        fieldRules: (fields) => aggregatorsOf(fields, options, schema.primaryKeys, sequenceFields).map(aggregationRule),
       };
     }
     case "first-row":

@@ -17,6 +17,7 @@ import type { DataField } from "../../format/data-types.ts";
 import { dataInvalid } from "../../errors.ts";
 import type { Value } from "../../format/values.ts";
 import type { RowKind } from "../row-kind.ts";
+import type { FieldAggregator } from "./field-aggregators.ts";
 
 /** How a merge function reads a version `V` of a key. */
 export interface VersionAccess<V> {
@@ -100,7 +101,22 @@ export interface MergeEngine {
    * alone, the primary-key columns included, which are equal in every version).
    */
   create<V>(access: VersionAccess<V>, fields: readonly DataField[]): MergeFunction<V>;
+  /**
+   * How the merge function merges a key's versions when all of them are additions, as one rule per field of `fields`
+   * that reads that field alone (src/lsm/group-fold.ts folds a group by them, column by column, without the merge
+   * function); absent or null when the engine's fields depend on one another (partial-update's sequence groups) or
+   * it has no such rules (deduplicate and first-row keep a version as it is already).
+   */
+  fieldRules?(fields: readonly DataField[]): FieldRule[] | null;
 }
+
+/**
+ * How one field of a key's additions (in merge order) merges: the newest version's cell (`last`); the newest non-null
+ * cell, else the newest version's null (`lastNonNull`; with `notNull` a null in any version is refused, so the fold
+ * leaves the group to the merge function, which refuses it); the cell of the input an aggregator that gives back one
+ * of its inputs chose (`choose`: max, min); or a value computed by an aggregator (`agg`).
+ */
+export type FieldRule = { pick: "last" } | { pick: "lastNonNull"; notNull: boolean } | { choose: FieldAggregator } | { agg: FieldAggregator };
 
 /** A null where a NOT NULL field must have a value (Java's "Field i can not be null", naming the field). */
 export const nullInNotNullField = (f: DataField): Error => dataInvalid(`Field ${f.name} can not be null`, { column: f.name });
