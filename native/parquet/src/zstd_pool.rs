@@ -94,6 +94,22 @@ unsafe fn take_or_create(pool: &Pool, create: unsafe extern "C" fn() -> *mut c_v
     }
 }
 
+/// Resets `context` to a new context's state and keeps it, or frees it when the reset fails or the pool is full.
+unsafe fn reset_and_keep(
+    pool: &Pool,
+    context: *mut c_void,
+    reset: unsafe extern "C" fn(*mut c_void, i32) -> usize,
+    free: unsafe extern "C" fn(*mut c_void) -> usize,
+) -> usize {
+    if context.is_null() {
+        return 0;
+    }
+    if ZSTD_isError(reset(context, RESET_SESSION_AND_PARAMETERS)) == 0 && pool.keep(context) {
+        return 0;
+    }
+    free(context)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_ZSTD_createCCtx() -> *mut c_void {
     take_or_create(&COMPRESSION, __real_ZSTD_createCCtx)
@@ -101,13 +117,7 @@ pub unsafe extern "C" fn __wrap_ZSTD_createCCtx() -> *mut c_void {
 
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_ZSTD_freeCCtx(cctx: *mut c_void) -> usize {
-    if cctx.is_null() {
-        return 0;
-    }
-    if ZSTD_isError(ZSTD_CCtx_reset(cctx, RESET_SESSION_AND_PARAMETERS)) == 0 && COMPRESSION.keep(cctx) {
-        return 0;
-    }
-    __real_ZSTD_freeCCtx(cctx)
+    reset_and_keep(&COMPRESSION, cctx, ZSTD_CCtx_reset, __real_ZSTD_freeCCtx)
 }
 
 #[no_mangle]
@@ -117,11 +127,5 @@ pub unsafe extern "C" fn __wrap_ZSTD_createDCtx() -> *mut c_void {
 
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_ZSTD_freeDCtx(dctx: *mut c_void) -> usize {
-    if dctx.is_null() {
-        return 0;
-    }
-    if ZSTD_isError(ZSTD_DCtx_reset(dctx, RESET_SESSION_AND_PARAMETERS)) == 0 && DECOMPRESSION.keep(dctx) {
-        return 0;
-    }
-    __real_ZSTD_freeDCtx(dctx)
+    reset_and_keep(&DECOMPRESSION, dctx, ZSTD_DCtx_reset, __real_ZSTD_freeDCtx)
 }
