@@ -72,9 +72,8 @@ struct Field {
 struct Column {
     /// Fixed-width values (little-endian), Boolean value bits, or Utf8 end offsets (i32, without the leading 0).
     values: Vec<u8>,
-    /// Validity bits, LSB first; only copied out when the column holds a null.
-    validity: Vec<u8>,
-    nulls: u32,
+    /// The rows that are null, in order (few, usually: the validity bits are made from them when copied out).
+    null_rows: Vec<u32>,
     /// Utf8 bytes.
     bytes: Vec<u8>,
 }
@@ -82,8 +81,7 @@ struct Column {
 impl Column {
     fn clear(&mut self) {
         self.values.clear();
-        self.validity.clear();
-        self.nulls = 0;
+        self.null_rows.clear();
         self.bytes.clear();
     }
 }
@@ -388,8 +386,13 @@ impl RowBatchDecoder {
             self.named[k] = true;
             self.field_of_col.push(k);
         }
-        for c in &mut self.columns {
+        for (f, c) in self.fields.iter().zip(&mut self.columns) {
             c.clear();
+            c.values.reserve(match f.kind {
+                Kind::Boolean => h.row_count.div_ceil(8),
+                Kind::Utf8 => 4 * h.row_count,
+                k => k.width() * h.row_count,
+            });
         }
         let width = h.cols.len();
         let mut pos = h.rows_pos;
@@ -432,9 +435,9 @@ impl RowBatchDecoder {
                 _ => c.values.len(),
             };
             at += align8(values_len);
-            let validity = if c.nulls > 0 { Some(at) } else { None };
-            if c.nulls > 0 {
-                at += align8(c.validity.len());
+            let validity = if c.null_rows.is_empty() { None } else { Some(at) };
+            if validity.is_some() {
+                at += align8(rows.div_ceil(8));
             }
             let bytes = at;
             at += align8(c.bytes.len());
@@ -453,13 +456,20 @@ impl RowBatchDecoder {
                 out[values..values + c.values.len()].copy_from_slice(&c.values);
             }
             if let Some(v) = validity {
-                out[v..v + c.validity.len()].copy_from_slice(&c.validity);
+                let bits = &mut out[v..v + rows.div_ceil(8)];
+                bits.fill(0xff);
+                if rows & 7 != 0 {
+                    *bits.last_mut().expect("rows > 0: a null is there") = (1u8 << (rows & 7)) - 1;
+                }
+                for &r in &c.null_rows {
+                    bits[r as usize >> 3] &= !(1 << (r & 7));
+                }
             }
             out[bytes..bytes + c.bytes.len()].copy_from_slice(&c.bytes);
             let l = &mut layout[1 + k * LAYOUT_STRIDE..1 + (k + 1) * LAYOUT_STRIDE];
             l[0] = values as i32;
             l[1] = validity.map_or(-1, |v| v as i32);
-            l[2] = c.nulls as i32;
+            l[2] = c.null_rows.len() as i32;
             l[3] = bytes as i32;
             l[4] = c.bytes.len() as i32;
         }
@@ -472,8 +482,7 @@ fn append_null(f: &Field, c: &mut Column, row: usize) -> Option<()> {
     if !f.nullable {
         return None;
     }
-    push_bit(&mut c.validity, row, false);
-    c.nulls += 1;
+    c.null_rows.push(row as u32);
     match f.kind {
         Kind::Boolean => push_bit(&mut c.values, row, false),
         Kind::Utf8 => c.values.extend_from_slice(&(c.bytes.len() as i32).to_le_bytes()),
@@ -528,6 +537,5 @@ fn append_value(f: &Field, c: &mut Column, row: usize, d: &[u8], pos: usize) -> 
             next
         }
     };
-    push_bit(&mut c.validity, row, true);
     Some(next)
 }
