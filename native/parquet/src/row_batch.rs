@@ -96,9 +96,11 @@ enum Number {
     Big(i128),
 }
 
-/// Whether `v` is what `Number.isSafeInteger` accepts.
+/// Whether `v` is what `Number.isSafeInteger` accepts. (Not `fract()`: without SSE4.1 in the baseline target it is a
+/// call into libm per value.)
+#[inline]
 fn safe_integer(v: f64) -> bool {
-    v.fract() == 0.0 && v.abs() < TWO_53
+    v.abs() < TWO_53 && (v as i64) as f64 == v
 }
 
 fn be<const N: usize>(d: &[u8], at: usize) -> Option<[u8; N]> {
@@ -106,6 +108,7 @@ fn be<const N: usize>(d: &[u8], at: usize) -> Option<[u8; N]> {
 }
 
 /// The number at `pos` and the position after it (None for anything else), as `DirectReader.readNumber`.
+#[inline]
 fn read_number(d: &[u8], pos: usize) -> Option<(Number, usize)> {
     let b = *d.get(pos)?;
     if b <= 0x7f {
