@@ -130,24 +130,37 @@ export class NativeRowBatchDecoder {
   }
 }
 
-let addonClass: AddonDecoderClass | null | undefined;
+/** The addon's decoder class, or why there is none (loaded once per thread). */
+let loaded: { cls: AddonDecoderClass | null; why: string } | undefined;
 
 /** The addon's decoder class; null when the addon is not built or predates it (throws under NATSLAKE_DECODE_NATIVE=1). */
 function addonDecoderClass(): AddonDecoderClass | null {
-  if (addonClass !== undefined) return addonClass;
   const asked = process.env["NATSLAKE_DECODE_NATIVE"]?.trim() ?? "";
   if (asked !== "" && asked !== "0" && asked !== "1") throw new LakeError(ErrorKind.DataInvalid, `NATSLAKE_DECODE_NATIVE must be 0 or 1 (or unset: native when the addon is built), not '${asked}'`);
-  let why = "";
-  try {
-    const cls = requireNativeAddon()["RowBatchDecoder"];
-    addonClass = typeof cls === "function" ? (cls as AddonDecoderClass) : null;
-    if (addonClass === null) why = "the addon has no RowBatchDecoder (built from older sources)";
-  } catch (e) {
-    addonClass = null;
-    why = e instanceof Error ? e.message.split("\n")[0]! : String(e);
+  if (loaded === undefined) {
+    try {
+      const cls = requireNativeAddon()["RowBatchDecoder"];
+      loaded = typeof cls === "function" ? { cls: cls as AddonDecoderClass, why: "" } : { cls: null, why: "the addon has no RowBatchDecoder (built from older sources)" };
+    } catch (e) {
+      const notBuilt = e instanceof Error && "code" in e && e.code === "MODULE_NOT_FOUND";
+      loaded = { cls: null, why: notBuilt ? "the addon is not built" : e instanceof Error ? e.message.split("\n")[0]! : String(e) };
+    }
   }
-  if (addonClass === null && asked === "1") throw new LakeError(ErrorKind.Unexpected, `NATSLAKE_DECODE_NATIVE=1, but the native addon's decoder does not load (${why}); scripts/setup.sh builds it where cargo is installed`);
-  return addonClass;
+  if (loaded.cls === null && asked === "1") throw new LakeError(ErrorKind.Unexpected, `NATSLAKE_DECODE_NATIVE=1, but the native addon's decoder does not load (${loaded.why}); scripts/setup.sh builds it where cargo is installed`);
+  return loaded.cls;
+}
+
+/**
+ * Which decode this process's bucket workers run for tables whose columns all have a direct path, and why (a node
+ * logs it when it starts). Throws under NATSLAKE_DECODE_NATIVE=1 when the addon's decoder does not load, so such a
+ * node refuses to start rather than failing every append.
+ */
+export function nativeDecodeChoice(): { path: "native" | "javascript"; reason: string } {
+  if (process.env["NATSLAKE_DECODE_NATIVE"] === "0") return { path: "javascript", reason: "NATSLAKE_DECODE_NATIVE=0" };
+  if (process.env["NATSLAKE_DECODE_DIRECT"] === "0") return { path: "javascript", reason: "NATSLAKE_DECODE_DIRECT=0" };
+  const cls = addonDecoderClass();
+  if (cls !== null) return { path: "native", reason: process.env["NATSLAKE_DECODE_NATIVE"] === "1" ? "NATSLAKE_DECODE_NATIVE=1" : "the native addon is built" };
+  return { path: "javascript", reason: loaded!.why };
 }
 
 const decoders = new WeakMap<readonly DataField[], NativeRowBatchDecoder | null>();

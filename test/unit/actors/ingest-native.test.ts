@@ -12,7 +12,7 @@ import * as arrow from "apache-arrow";
 import { RecordBatchBuilder } from "../../../src/codec/columns/record-batch-builder.ts";
 import { assignFieldIds, parseColumnList, type DataField, type DataType } from "../../../src/format/data-types.ts";
 import { decodeSized, packPayloads } from "../../../actors/ingest/decode.ts";
-import { nativeDecoderFor } from "../../../actors/ingest/native-decode.ts";
+import { nativeDecodeChoice, nativeDecoderFor } from "../../../actors/ingest/native-decode.ts";
 
 const fieldsOf = (sql: string): DataField[] => assignFieldIds(parseColumnList(sql).map((c) => ({ id: -1, ...c }))).fields;
 const WIDE = fieldsOf(
@@ -287,15 +287,31 @@ test("native decoding - a payload larger than the scratch buffer grows it and is
   assert.deepStrictEqual(users.map((u) => u.length), [200_000, 1, 200_000]);
 });
 
-test("native decoding - NATSLAKE_DECODE_NATIVE=0 forces the JavaScript path", () => {
+/** Runs `f` with NATSLAKE_DECODE_NATIVE set to `value`, then puts it back. */
+function withSwitch<T>(value: string, f: () => T): T {
   const before = process.env["NATSLAKE_DECODE_NATIVE"];
-  process.env["NATSLAKE_DECODE_NATIVE"] = "0";
+  process.env["NATSLAKE_DECODE_NATIVE"] = value;
   try {
-    assert.equal(nativeDecoderFor(BENCH), null);
+    return f();
   } finally {
     if (before === undefined) delete process.env["NATSLAKE_DECODE_NATIVE"];
     else process.env["NATSLAKE_DECODE_NATIVE"] = before;
   }
+}
+
+test("native decoding - NATSLAKE_DECODE_NATIVE=0 forces the JavaScript path; the choice a node logs says which and why", () => {
+  withSwitch("0", () => {
+    assert.equal(nativeDecoderFor(BENCH), null);
+    assert.deepStrictEqual(nativeDecodeChoice(), { path: "javascript", reason: "NATSLAKE_DECODE_NATIVE=0" });
+  });
+  assert.throws(() => withSwitch("yes", () => nativeDecodeChoice()), /NATSLAKE_DECODE_NATIVE must be 0 or 1/);
   // A table with a column without a direct path never has a native decoder.
   assert.equal(nativeDecoderFor(fieldsOf("id BIGINT, day DATE")), null);
+  if (skip === false) {
+    assert.deepStrictEqual(nativeDecodeChoice(), { path: "native", reason: "the native addon is built" });
+    assert.deepStrictEqual(withSwitch("1", () => nativeDecodeChoice()), { path: "native", reason: "NATSLAKE_DECODE_NATIVE=1" });
+  } else {
+    assert.equal(nativeDecodeChoice().path, "javascript");
+    assert.throws(() => withSwitch("1", () => nativeDecodeChoice()), /NATSLAKE_DECODE_NATIVE=1, but the native addon's decoder does not load/);
+  }
 });
