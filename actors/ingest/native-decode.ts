@@ -10,7 +10,8 @@
  * (test/unit/actors/ingest-native.test.ts) holds both to the same builder contents.
  *
  * Used when the addon loads and has the decoder, and every column has a direct path; `NATSLAKE_DECODE_NATIVE=0`
- * forces the JavaScript path (A/B runs, tests), `=1` makes a missing addon an error instead of a quiet fallback.
+ * forces the JavaScript path (A/B runs, tests), `=1` makes a missing addon an error instead of a quiet fallback (a
+ * node refuses to start: `nativeDecodeChoice`, which its "node started" line reports).
  */
 import { requireNativeAddon } from "../../src/codec/native-addon.mjs";
 import { toArrowType } from "../../src/codec/arrow-schema.ts";
