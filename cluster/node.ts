@@ -78,6 +78,7 @@ import { maintenanceTasks } from "../actors/maintenance-tasks.ts";
 import { serveMaintenance } from "./maintenance-service.ts";
 import { natslakeStateAsOf } from "../src/commit/stream-commit.ts";
 import { parquetCodec } from "../src/codec/parquet-ops.mjs";
+import { nativeDecodeChoice } from "../actors/ingest/native-decode.ts";
 
 interface TableService {
   table: Table;
@@ -220,6 +221,8 @@ export class Node {
   }
 
   static async start(cfg: NodeConfig, log: Logger): Promise<Node> {
+    // Before anything connects: NATSLAKE_DECODE_NATIVE=1 without the addon's decoder refuses the start, naming why.
+    const decodeChoice = nativeDecodeChoice();
     // Credential files are read (and a bad one named) before anything connects; secrets stay out of the logs.
     const redisAuth = redisConnectionOptions(cfg, process.env);
     // A comma-separated list names several servers of a NATS cluster: the node starts while any of them is up. The
@@ -313,8 +316,9 @@ export class Node {
       await nc.close().catch(() => undefined);
       throw e;
     }
-    // Which Parquet codec this process (and its worker threads) runs, and why: NATSLAKE_PARQUET or whether the addon loaded.
-    log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: redactUrl(cfg.nats), warehouse: cfg.warehouse, parquet: parquetCodec.path, parquetReason: parquetCodec.reason });
+    // Which Parquet codec this process (and its worker threads) runs, and why: NATSLAKE_PARQUET or whether the addon
+    // loaded; the same for the bucket workers' decode (NATSLAKE_DECODE_NATIVE, actors/ingest/native-decode.ts).
+    log.info("node started", { nodeId: cfg.nodeId, roles: cfg.roles, nats: redactUrl(cfg.nats), warehouse: cfg.warehouse, parquet: parquetCodec.path, parquetReason: parquetCodec.reason, decode: decodeChoice.path, decodeReason: decodeChoice.reason });
     return node;
   }
 

@@ -13,6 +13,7 @@ import type { Row } from "../../src/format/values.ts";
 import type { RowBatch } from "../wire/messages.ts";
 import { batchRowConverter, decodeRowBatch, jsonSafe, originalRow, unpackValue } from "../wire/row-batch.ts";
 import { DirectReader, directDecoderFor, readHeader, type DirectDecoder } from "./direct.ts";
+import { nativeDecoderFor } from "./native-decode.ts";
 import type { TableSchema } from "../../src/format/schema.ts";
 import { compileKeyedInput } from "../../src/lsm/keyed-input.ts";
 import { VALUE_KIND_FIELD } from "../../src/lsm/key-value-fields.ts";
@@ -106,10 +107,11 @@ function rowCountOf(data: Uint8Array): number {
  * a batch naming unknown columns, and a row whose values do not fit the schema are rejected with the reason; the
  * rest of the batch still lands. Errors other than bad input (a bug) propagate. Tables whose columns all have a direct path (actors/ingest/direct.ts) are decoded
  * straight from the msgpack bytes, rows it does not take by msgpackr in place; others unpack every payload first,
- * so the builder is made with exactly the rows' capacity. `builder` is null when no payload held a row (and no
- * builder was given).
+ * so the builder is made with exactly the rows' capacity. Where the addon's decoder loads (native-decode.ts) it takes
+ * the payloads the direct path would take whole (`opts.native: false`: never). `builder` is null when no payload held
+ * a row (and no builder was given).
  */
-export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opts: { direct?: boolean; into?: RecordBatchBuilder } = {}): DecodeOutput & { builder: RecordBatchBuilder | null } {
+export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opts: { direct?: boolean; native?: boolean; into?: RecordBatchBuilder } = {}): DecodeOutput & { builder: RecordBatchBuilder | null } {
   const direct = opts.direct === false ? null : directFor(fields);
   if (direct === null) {
     const unpacked = unpackAll(p);
@@ -122,10 +124,17 @@ export function decodeSized(fields: readonly DataField[], p: IngestPayloads, opt
   // ~16 bytes per row at the least on the wire: no column grows more than once or twice.
   const builder = opts.into ?? new RecordBatchBuilder(fields, Math.max(16, Math.min(1 << 20, Math.ceil(p.data.byteLength / 24))));
   const rejected: RejectedRow[] = [];
+  const native = opts.native === false ? null : nativeDecoderFor(fields);
   let rows = 0;
   for (let i = 0; i < p.seqs.length; i++) {
     const seq = p.seqs[i]!;
     const bytes = p.data.subarray(p.offsets[i], p.offsets[i + 1]);
+    // The addon takes a payload only whole and exactly as the direct path below would (native-decode.ts).
+    const taken = native === null ? -1 : native.decodeInto(builder, bytes);
+    if (taken >= 0) {
+      rows += taken;
+      continue;
+    }
     const rejectedBefore = rejected.length;
     let slowRows = 0;
     let cols: readonly string[] = [];

@@ -9,20 +9,12 @@
  * exists): parquet-ops.mjs imports it only to try. napi-rs addons are context-aware, so each worker thread loads its
  * own instance. Plain JavaScript so worker threads need no TypeScript loader; types in parquet-native-ops.d.mts.
  */
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
-import { fileURLToPath, URL } from "node:url";
+import { requireNativeAddon } from "./native-addon.mjs";
 import { rewriteFooter } from "./parquet-footer.mjs";
 
-/**
- * Where scripts/setup.sh puts the built addon: native/parquet/ of the package root, two levels above this file in the
- * sources (src/codec/) and three in the compiled build (dist/src/codec/).
- */
-export const ADDON_PATH = [new URL("../../native/parquet/natslake-parquet.node", import.meta.url), new URL("../../../native/parquet/natslake-parquet.node", import.meta.url)]
-  .map((url) => fileURLToPath(url))
-  .find((path) => existsSync(path)) ?? fileURLToPath(new URL("../../native/parquet/natslake-parquet.node", import.meta.url));
+export { ADDON_PATH } from "./native-addon.mjs";
 
-const addon = createRequire(import.meta.url)(ADDON_PATH);
+const addon = requireNativeAddon();
 
 /**
  * ArrayBuffers over memory arrow-rs allocated (decoded IPC streams, handed over without a copy). Node marks such

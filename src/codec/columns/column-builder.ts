@@ -126,6 +126,32 @@ export abstract class BaseBuilder implements ColumnBuilder {
     this.nullCount++;
   }
 
+  /**
+   * Marks the `count` slots from `length` on, before a bulk append writes their values and advances `length`: null
+   * where `bits` (validity bits, LSB first from bit 0) has a 0 — `nulls` slots — or all valid when `nulls` is 0.
+   */
+  protected markValidityBits(count: number, bits: Uint8Array | null, nulls: number): void {
+    const start = this.length;
+    const end = start + count;
+    if (count === 0) return;
+    let v = this.validity;
+    if (nulls === 0 || bits === null) {
+      if (v === null) return;
+      if ((end - 1) >> 3 >= v.length) v = this.growValidity((end - 1) >> 3);
+      for (let i = start; i < end; i++) v[i >> 3]! |= 1 << (i & 7);
+      return;
+    }
+    if (v === null) {
+      // Every earlier slot was valid (as in markNull).
+      v = new Uint8Array(Math.max(64, ((end + 7) >> 3) * 2));
+      v.fill(0xff, 0, start >> 3);
+      v[start >> 3] = (1 << (start & 7)) - 1;
+      this.validity = v;
+    } else if ((end - 1) >> 3 >= v.length) v = this.growValidity((end - 1) >> 3);
+    copyBits(v, start, bits, count);
+    this.nullCount += nulls;
+  }
+
   private growValidity(byte: number): Uint8Array {
     const old = this.validity!;
     const next = new Uint8Array(Math.max(old.length * 2, byte + 1));
@@ -168,3 +194,24 @@ export function grown<T extends { length: number; set(a: ArrayLike<number>): voi
  * capacity in one step if the builder is used again).
  */
 export const afterFinish = (capacity: number): number => Math.min(capacity, DEFAULT_CAPACITY);
+
+/** Copies bits `0 … count − 1` of `src` to bits `at …` of `dst` (LSB first), setting and clearing. */
+export function copyBits(dst: Uint8Array, at: number, src: Uint8Array, count: number): void {
+  if ((at & 7) === 0) {
+    // Whole bytes, then the bits of the last, partial one (the destination's bits after it are left as they are).
+    const whole = count >> 3;
+    dst.set(src.subarray(0, whole), at >> 3);
+    const rest = count & 7;
+    if (rest > 0) {
+      const mask = (1 << rest) - 1;
+      const i = (at >> 3) + whole;
+      dst[i] = (dst[i]! & ~mask) | (src[whole]! & mask);
+    }
+    return;
+  }
+  for (let i = 0; i < count; i++) {
+    const j = at + i;
+    if ((src[i >> 3]! >> (i & 7)) & 1) dst[j >> 3]! |= 1 << (j & 7);
+    else dst[j >> 3]! &= ~(1 << (j & 7));
+  }
+}

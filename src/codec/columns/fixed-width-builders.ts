@@ -9,7 +9,7 @@ import { dataInvalid, ErrorKind, LakeError } from "../../errors.ts";
 import type { DataType } from "../../format/data-types.ts";
 import { Timestamp, type Value } from "../../format/values.ts";
 import { toArrowType } from "../arrow-schema.ts";
-import { afterFinish, bad, BaseBuilder, DEFAULT_CAPACITY, grown } from "./column-builder.ts";
+import { afterFinish, bad, BaseBuilder, copyBits, DEFAULT_CAPACITY, grown } from "./column-builder.ts";
 import { HEAP_ARRAYS, type ArrayAllocator } from "./buffer-recycler.ts";
 
 const TWO_32 = 4294967296;
@@ -28,6 +28,17 @@ export class BooleanColumnBuilder extends BaseBuilder {
   appendBoolean(b: boolean): void {
     this.markValid();
     this.write(b);
+  }
+  /**
+   * Appends `count` values at once: value bits `values` and validity bits `validity` (both LSB first from bit 0;
+   * `nulls` nulls, whose value bits are 0), as a native decoder lays a column out.
+   */
+  appendBits(count: number, values: Uint8Array, validity: Uint8Array | null, nulls: number): void {
+    const end = this.length + count;
+    if ((end + 7) >> 3 > this.bits.length) this.bits = grown(this.bits, (end + 7) >> 3, (n) => new Uint8Array(n), (this.capacity + 7) >> 3);
+    this.markValidityBits(count, validity, nulls);
+    copyBits(this.bits, this.length, values, count);
+    this.length = end;
   }
   protected pushEmpty(): void {
     this.write(false);
@@ -103,6 +114,17 @@ export class NumberColumnBuilder extends BaseBuilder {
     this.markValid();
     this.values[this.length++] = n;
   }
+  /**
+   * Appends `values.length` values at once (of the column's array type: Int8 … Float64), with validity bits
+   * `validity` (LSB first from bit 0; `nulls` nulls, whose values are 0), as a native decoder lays a column out.
+   */
+  appendValues(values: NumberArray, validity: Uint8Array | null, nulls: number): void {
+    const end = this.length + values.length;
+    if (end > this.values.length) this.values = grown(this.values, end, (k) => new this.ctor(k), this.capacity);
+    this.markValidityBits(values.length, validity, nulls);
+    this.values.set(values, this.length);
+    this.length = end;
+  }
   protected pushEmpty(): void {
     if (this.length === this.values.length) this.values = grown(this.values, this.length + 1, (k) => new this.ctor(k), this.capacity);
     this.values[this.length++] = 0;
@@ -174,6 +196,24 @@ abstract class Int64SlotsBuilder extends BaseBuilder {
     const i = this.length << 1;
     this.words[i] = (low - carry * TWO_32) | 0;
     this.words[i + 1] = hi | 0;
+  }
+  /**
+   * Appends `values.length` 64-bit values at once, already in the column's unit, with validity bits `validity` (LSB
+   * first from bit 0; `nulls` nulls, whose slots are 0), as a native decoder lays a column out.
+   */
+  appendSlots(values: BigInt64Array, validity: Uint8Array | null, nulls: number): void {
+    const end = this.length + values.length;
+    if (end > this.big.length) {
+      let n = Math.max(this.big.length * 2, 16, this.capacity);
+      while (n < end) n *= 2;
+      const big = new BigInt64Array(n);
+      big.set(this.big.subarray(0, this.length));
+      this.big = big;
+      this.words = wordsOf(big);
+    }
+    this.markValidityBits(values.length, validity, nulls);
+    this.big.set(values, this.length);
+    this.length = end;
   }
   protected pushEmpty(): void {
     this.ensureSlot();

@@ -51,6 +51,24 @@ abstract class VarBytesBuilder extends BaseBuilder {
     }
     this.offsets[++this.length] = this.pos;
   }
+  /**
+   * Appends `offsets.length − 1` values at once: value i is `bytes[offsets[i], offsets[i + 1])` (`offsets[0]` is 0),
+   * with validity bits `validity` (LSB first from bit 0; `nulls` nulls, which are empty), as a native decoder lays a
+   * column out. For CHAR/VARCHAR the caller guarantees valid UTF-8.
+   */
+  appendSpans(offsets: Int32Array, bytes: Uint8Array, validity: Uint8Array | null, nulls: number): void {
+    const count = offsets.length - 1;
+    this.ensureBytes(bytes.length);
+    if (this.length + count >= this.offsets.length) this.offsets = grown(this.offsets, this.length + count + 1, (n) => new Int32Array(n), this.capacity + 1);
+    this.markValidityBits(count, validity, nulls);
+    this.bytes.set(bytes, this.pos);
+    const base = this.pos;
+    const out = this.offsets;
+    const at = this.length;
+    for (let i = 1; i <= count; i++) out[at + i] = base + offsets[i]!;
+    this.pos += bytes.length;
+    this.length += count;
+  }
   protected pushEmpty(): void {
     this.ensureOffset();
     this.offsets[++this.length] = this.pos;
