@@ -162,13 +162,12 @@ export async function writeByCopy(
 /**
  * The output's last run is encoded in steps: its newest small groups below `copyMinRows` / d, for each d here from the
  * first, into one group once they add up to that many rows, and the whole run once it holds `copyMinRows` rows. A row
- * is then encoded about 1.85 times after its flush rather than once per merge (4.8), while a bucket holds ~18 small
- * groups on average (4 when every merge encoded its last run; 8 with the two steps 1/4 and 1/16: rows encoded 2.7
- * times) — in a model of 10 minutes of 417-row flushes (unit test compact-copy-runs). Each small group costs a reader
- * a decode of its own: 20–50 µs more per group of 417 bench rows than in one group of 32k, since the native codec
- * pools its zstd contexts (it was 0.38 ms, when two steps paid for themselves).
+ * is then encoded about 2.7 times after its flush rather than once per merge (4.8), while a bucket holds ~8 small
+ * groups on average (4 when every merge encoded its last run; 22 with the one step `copyMinRows` / 8: rows encoded
+ * 1.8 times) — in a model of 10 minutes of 417-row flushes (unit test compact-copy-runs). Each small group costs a
+ * reader a decode of its own: 0.38 ms more per group of 417 bench rows than in one group of 32k.
  */
-export const MIDDLE_GROUP_DIVISORS: readonly number[] = [4];
+export const MIDDLE_GROUP_DIVISORS: readonly number[] = [4, 16];
 
 /**
  * Of a run of consecutive small row groups (rows of each, fewer than `copyMinRows`; oldest first), the index of the
