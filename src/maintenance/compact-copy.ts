@@ -165,7 +165,8 @@ export async function writeByCopy(
  * is then encoded about 2.7 times after its flush rather than once per merge (4.8), while a bucket holds ~8 small
  * groups on average (4 when every merge encoded its last run; 22 with the one step `copyMinRows` / 8: rows encoded
  * 1.8 times) — in a model of 10 minutes of 417-row flushes (unit test compact-copy-runs). Each small group costs a
- * reader a decode of its own: 0.38 ms more per group of 417 bench rows than in one group of 32k.
+ * reader a decode of its own: 0.38 ms more per group of 417 bench rows than in one group of 32k before the zstd context
+ * pool, 20–50 µs since — yet one step (1/4) still measured a maintained scan of 0.66× a batch-written one.
  */
 export const MIDDLE_GROUP_DIVISORS: readonly number[] = [4, 16];
 
