@@ -409,86 +409,90 @@ impl Merger {
 
     /// One step of the k-way merge: a stretch of one run's rows below every other run's key, or one key's versions.
     fn merge_step(&mut self) -> Result<()> {
-        let n = self.cursors.len();
-        let at = |cs: &[RunCursor], c: usize| (cs[c].current.clone().unwrap(), cs[c].row);
-        // The smallest key's cursor, the others at that key, and the next larger key among the rest.
-        let mut min = 0;
-        for c in 1..n {
-            let (a, ra) = at(&self.cursors, c);
-            let (b, rb) = at(&self.cursors, min);
-            if a.compare(ra, &b, rb) == Ordering::Less {
-                min = c;
+        let mut group = std::mem::take(&mut self.group);
+        group.clear();
+        // The smallest key's cursor, the others at that key, and the cursor at the next larger key among the rest
+        // (compared in place: a merge steps once per key).
+        let (min, second) = {
+            let cs = &self.cursors;
+            let at = |c: usize| (cs[c].current.as_deref().unwrap(), cs[c].row);
+            let mut min = 0;
+            for c in 1..cs.len() {
+                let ((a, ra), (b, rb)) = (at(c), at(min));
+                if a.compare(ra, b, rb) == Ordering::Less {
+                    min = c;
+                }
             }
-        }
-        let (m, rm) = at(&self.cursors, min);
-        self.group.clear();
-        self.group.push(min);
-        let mut second: Option<(Arc<Source>, usize)> = None;
-        for c in 0..n {
-            if c == min {
-                continue;
+            let (m, rm) = at(min);
+            group.push(min);
+            let mut second: Option<usize> = None;
+            for c in 0..cs.len() {
+                if c == min {
+                    continue;
+                }
+                let (a, ra) = at(c);
+                if a.compare(ra, m, rm) == Ordering::Equal {
+                    group.push(c);
+                } else if second.is_none_or(|s| {
+                    let (b, rb) = at(s);
+                    a.compare(ra, b, rb) == Ordering::Less
+                }) {
+                    second = Some(c);
+                }
             }
-            let (a, ra) = at(&self.cursors, c);
-            if a.compare(ra, &m, rm) == Ordering::Equal {
-                self.group.push(c);
-            } else if second.as_ref().is_none_or(|(s, rs)| a.compare(ra, s, *rs) == Ordering::Less) {
-                second = Some((a, ra));
-            }
-        }
-        if self.group.len() == 1 {
+            (min, second)
+        };
+        if group.len() == 1 {
+            self.group = group;
             // The rows of this batch below every other run's key have no other version: a stretch at once.
-            let end = match &second {
+            let m = self.cursors[min].current.clone().unwrap();
+            let rm = self.cursors[min].row;
+            let end = match second {
                 None => m.rows,
-                Some((s, rs)) => stretch_end(&m, rm, s, *rs),
+                Some(s) => stretch_end(&m, rm, self.cursors[s].current.as_deref().unwrap(), self.cursors[s].row),
             };
-            let room = self.batch_rows - self.pending.rows;
-            let end = end.min(rm + room.max(1));
+            let end = end.min(rm + (self.batch_rows - self.pending.rows).max(1));
             let slot = self.pending.slot_of(&m);
             for r in rm..end {
                 if !is_retract(m.kind[r]) {
                     self.pending.push(slot, r);
                 }
             }
-            self.step(min, end - rm)?;
-        } else {
-            let mut best: Option<usize> = None;
-            for &c in &self.group {
-                let (s, r) = at(&self.cursors, c);
-                if self.ignore_delete && is_retract(s.kind[r]) {
-                    continue;
-                }
-                let newer = match best {
-                    None => true,
-                    Some(b) => {
-                        let (bs, br) = at(&self.cursors, b);
-                        !newer_version(&bs, br, &s, r)
-                    }
-                };
-                if newer {
-                    best = Some(c);
-                }
+            if !self.step(min, end - rm)? {
+                self.cursors.remove(min);
             }
-            if let Some(b) = best {
-                let (s, r) = at(&self.cursors, b);
-                if !is_retract(s.kind[r]) {
-                    let slot = self.pending.slot_of(&s);
-                    self.pending.push(slot, r);
-                }
-            }
-            // Stepped from the last so that removing exhausted cursors keeps the others' indexes.
-            let mut group = std::mem::take(&mut self.group);
-            group.sort_unstable();
-            for &c in group.iter().rev() {
-                if !self.step(c, 1)? {
-                    self.cursors.remove(c);
-                }
-            }
-            self.group = group;
             return Ok(());
         }
-        if self.cursors[min].current.is_none() {
-            self.cursors.remove(min);
+        // Several versions: the newest (with ignore-delete the newest addition) goes out unless it is a retraction.
+        let mut best: Option<usize> = None;
+        for &c in &group {
+            let cur = &self.cursors[c];
+            let (s, r) = (cur.current.as_deref().unwrap(), cur.row);
+            if self.ignore_delete && is_retract(s.kind[r]) {
+                continue;
+            }
+            if best.is_none_or(|b| {
+                let bc = &self.cursors[b];
+                !newer_version(bc.current.as_deref().unwrap(), bc.row, s, r)
+            }) {
+                best = Some(c);
+            }
         }
+        if let Some(b) = best {
+            let (s, r) = (self.cursors[b].current.clone().unwrap(), self.cursors[b].row);
+            if !is_retract(s.kind[r]) {
+                let slot = self.pending.slot_of(&s);
+                self.pending.push(slot, r);
+            }
+        }
+        // Stepped from the last so that removing exhausted cursors keeps the others' indexes.
+        group.sort_unstable();
+        for &c in group.iter().rev() {
+            if !self.step(c, 1)? {
+                self.cursors.remove(c);
+            }
+        }
+        self.group = group;
         Ok(())
     }
 
