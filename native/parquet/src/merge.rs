@@ -61,7 +61,8 @@ fn unsupported(why: String) -> Error {
 
 /// One key column of a decoded batch, in the form its order compares.
 enum KeyColumn {
-    Int(Vec<i64>, Option<NullBuffer>),
+    /// Integers and dates widened to i64 (an Int64 column's own buffer, shared).
+    Int(ScalarBuffer<i64>, Option<NullBuffer>),
     Utf8(arrow_array::StringArray),
     LargeUtf8(arrow_array::LargeStringArray),
     Binary(arrow_array::BinaryArray),
@@ -81,7 +82,7 @@ where
     T::Native: Into<i64>,
 {
     let p = a.as_primitive::<T>();
-    KeyColumn::Int(p.values().iter().map(|&v| v.into()).collect(), p.nulls().cloned())
+    KeyColumn::Int(p.values().iter().map(|&v| v.into()).collect::<Vec<i64>>().into(), p.nulls().cloned())
 }
 
 impl KeyColumn {
@@ -93,7 +94,7 @@ impl KeyColumn {
             DataType::Date32 => widened::<Date32Type>(a),
             DataType::Int64 => {
                 let p = a.as_primitive::<Int64Type>();
-                KeyColumn::Int(p.values().to_vec(), p.nulls().cloned())
+                KeyColumn::Int(p.values().clone(), p.nulls().cloned())
             }
             DataType::Utf8 => KeyColumn::Utf8(a.as_string::<i32>().clone()),
             DataType::LargeUtf8 => KeyColumn::LargeUtf8(a.as_string::<i64>().clone()),
@@ -150,7 +151,7 @@ struct Source {
     columns: Vec<ArrayRef>,
     keys: Vec<KeyColumn>,
     /// A single non-null integer key: compared without the general path.
-    int_key: Option<Vec<i64>>,
+    int_key: Option<ScalarBuffer<i64>>,
     sequence: ScalarBuffer<i64>,
     kind: ScalarBuffer<i8>,
     rows: usize,
