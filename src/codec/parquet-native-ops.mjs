@@ -69,7 +69,7 @@ export function schemaToIpcStream(bytes) {
  * it: src/scan/native-bucket-merge.ts then merges in JavaScript.
  */
 export function openBucketMerge(files, spec) {
-  return typeof addon.BucketMerge === "function" ? new addon.BucketMerge(files, spec) : null;
+  return typeof addon.BucketMerge?.prototype?.close === "function" ? new addon.BucketMerge(files, spec) : null;
 }
 
 /**

@@ -81,6 +81,8 @@ export interface NativeBucketMerge {
   schema(): Uint8Array;
   /** The next output batch as an Arrow IPC stream (its schema, then the batch); null when the merge is done. */
   next(): Uint8Array | null;
+  /** Lets go of the files' bytes and decoded batches at once (a read stopped early); `next` fails after it. */
+  close(): void;
 }
 
 /** Which codec this process uses and why (`NATSLAKE_PARQUET`, or whether the addon loaded). */

@@ -72,6 +72,7 @@ export function nativeMergeRefusal(req: NativeMergeRequest): string | null {
   if (!nativeMergeEnabled()) return "NATSLAKE_NATIVE_MERGE=off";
   if (parquetCodec.path !== "native") return "the Parquet codec is wasm";
   const engine = mergeEngineOf(req.schema);
+  if (req.output.length === 0) return "no output columns";
   if (engine.name !== "deduplicate") return `merge engine ${engine.name}`;
   if (engine.lookupMerge === true) return "lookup levels";
   if (sequenceFieldSpec(req.schema) !== null) return "sequence.field";
@@ -127,18 +128,23 @@ export function nativeBucketMerge(req: NativeMergeRequest): AsyncGenerator<arrow
 async function* batches(merge: NativeBucketMerge, target: arrow.Schema, files: readonly NativeMergeFile[]): AsyncGenerator<arrow.RecordBatch> {
   const decoder = new IpcStreamDecoder();
   const struct = new arrow.Struct(target.fields);
-  for (;;) {
-    let stream: Uint8Array | null;
-    try {
-      stream = merge.next();
-    } catch (e) {
-      throw fileError(e, files);
+  try {
+    for (;;) {
+      let stream: Uint8Array | null;
+      try {
+        stream = merge.next();
+      } catch (e) {
+        throw fileError(e, files);
+      }
+      if (stream === null) return;
+      for (const b of decoder.decode(stream)) {
+        // The read's schema (its field names and nullability) over the addon's columns, of the same types.
+        yield new arrow.RecordBatch(target, arrow.makeData({ type: struct, length: b.numRows, nullCount: 0, children: b.data.children }));
+      }
     }
-    if (stream === null) return;
-    for (const b of decoder.decode(stream)) {
-      // The read's schema (its field names and nullability) over the addon's columns, of the same types.
-      yield new arrow.RecordBatch(target, arrow.makeData({ type: struct, length: b.numRows, nullCount: 0, children: b.data.children }));
-    }
+  } finally {
+    // A read that stops early lets the bucket's bytes and decoded batches go now, not at the next collection.
+    merge.close();
   }
 }
 

@@ -612,6 +612,19 @@ impl BucketMerge {
         BufferSlice::copy_from(env, bytes)
     }
 
+    /// Lets go of the files' bytes and the decoded batches now (a read stopped early), not when V8 collects this
+    /// object; later calls of `next` fail.
+    #[napi]
+    pub fn close(&mut self) {
+        let m = &mut self.merger;
+        m.files.clear();
+        m.metadata.clear();
+        m.cursors.clear();
+        m.sections = Vec::new().into_iter();
+        m.pending = Pending { sources: Vec::new(), stretches: Vec::new(), rows: 0 };
+        m.broken = true;
+    }
+
     /// The next output batch as an IPC stream (schema and one batch) in memory V8 owns; null at the end.
     #[napi]
     pub fn next<'env>(&mut self, env: &'env Env) -> Result<Option<BufferSlice<'env>>> {
