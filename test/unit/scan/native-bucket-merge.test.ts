@@ -33,6 +33,7 @@ import { BatchWriter, Catalog, parseIdentifier } from "../../../src/index.ts";
 import { planRead, readAllRows } from "../../../src/scan/read.ts";
 import { mergeReadFields } from "../../../src/lsm/merge-read.ts";
 import { tempDir } from "../../helpers/tables.ts";
+import { fetchColumnsOf } from "../../../src/scan/ranged-fetch.ts";
 
 const skip = parquetCodec.path !== "native" ? `the Parquet codec is ${parquetCodec.path} (${parquetCodec.reason})` : openBucketMerge([], probeSpec()) === null ? "the loaded addon has no bucket merge" : false;
 
@@ -350,6 +351,47 @@ test("native bucket merge - a table's own files (every column type of the benchm
     const byId = (a: Row, b: Row): number => (a["id"] as bigint) < (b["id"] as bigint) ? -1 : 1;
     assert.ok(expected.length > 500 && !rows.some((r) => r["id"] === 3n), "the deletes took effect");
     assert.deepStrictEqual(rows.sort(byId), expected.sort(byId));
+  } finally {
+    wh.cleanup();
+  }
+});
+
+test("native bucket merge - files fetched as an object store read does (footer and the merge's column chunks only, the rest zeros) merge to the read's rows", { skip }, async () => {
+  const wh = tempDir();
+  try {
+    const table = await new Catalog(wh.path).createTable(parseIdentifier("nm.ranged"), {
+      columns: parseColumnList("id BIGINT NOT NULL, note STRING, blob STRING"),
+      primaryKeys: ["id"],
+      partitionKeys: [],
+      options: { bucket: "1" },
+    });
+    // `blob` is most of each file and never read: the fetch leaves it out.
+    const noise = (i: number, commit: number): string => Array.from({ length: 24 }, (_, k) => ((i * 2654435761 + k * 40503 + commit) >>> 0).toString(36)).join("");
+    for (let commit = 0; commit < 2; commit++) {
+      const w = await BatchWriter.open(table);
+      await w.upsert(Array.from({ length: 20_000 }, (_, i) => ({ id: BigInt(i * (commit + 1)), note: `n${i}-${commit}`, blob: noise(i, commit) })));
+      await w.commit();
+    }
+    const wanted = table.schema.fields.filter((f) => f.name !== "blob");
+    const fields = mergeReadFields(table, wanted);
+    const mapping = schemaMapping(table.schema, fields, true);
+    const [split] = (await planRead(table)).splits;
+    let skipped = 0;
+    const files: NativeMergeFile[] = [];
+    for (const meta of split!.files) {
+      const path = table.paths.dataFilePath("", split!.bucket, meta.fileName, meta.externalPath);
+      const fetched = await fetchColumnsOf(table.io, path, meta.fileSize, mapping.columns);
+      skipped += meta.fileSize - fetched.fetchedBytes;
+      files.push({ meta, path, bytes: fetched.bytes, mapping });
+    }
+    assert.ok(skipped > 0, "the fetch left column chunks out");
+    const merged = nativeBucketMerge({ schema: table.schema, fields, output: wanted, files });
+    assert.ok(merged !== null);
+    const rows: Row[] = [];
+    for await (const b of merged) rows.push(...recordBatchToRows(wanted, b));
+    const expected = await readAllRows(table, { mergeInWorkers: false, projection: ["id", "note"] });
+    assert.equal(rows.length, expected.length);
+    assert.deepStrictEqual(rows, expected);
   } finally {
     wh.cleanup();
   }
