@@ -9,7 +9,10 @@
  * A/B: `--src DIR` (repeatable) reads with another checkout's src/ (e.g. /work/main), alternately in one process on
  * the same tables: `--rounds` rounds of (live with each src, compacted), wall seconds and process CPU of each scan.
  *
- *   node --expose-gc --import tsx bench/live-scan.bench.ts [--rounds N] [--src DIR]...
+ * `--native-ab`: each checkout twice, its workers merging live buckets in the native addon and then in JavaScript
+ * (src/scan/worker-merges.ts `WorkerMerges.nativeMerge`), alternately.
+ *
+ *   node --expose-gc --import tsx bench/live-scan.bench.ts [--rounds N] [--src DIR]... [--native-ab]
  */
 import type * as arrow from "apache-arrow";
 import { randomUUID } from "node:crypto";
@@ -64,7 +67,7 @@ async function writeLive(catalog: Catalog, name: string): Promise<Table> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, src: { type: "string", multiple: true, default: [] } } });
+  const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, src: { type: "string", multiple: true, default: [] }, "native-ab": { type: "boolean", default: false } } });
   const rounds = Number(values.rounds);
   const srcs = values.src!.length === 0 ? [resolve(import.meta.dirname, "..")] : values.src!.map((s) => resolve(s));
   const dir = mkdtempSync(join(tmpdir(), "natslake-live-scan-"));
@@ -77,14 +80,19 @@ async function main(): Promise<void> {
     const shapes = await bucketShapes(live);
     console.log(`live-scan: ${KEYS} keys, live files ${shapes.map((s) => `b${s.bucket} ${s.fileRows.join(" ")}`).join("; ")}; ${load()}`);
     // Each checkout's own catalog and read (its own Parquet pool and workers).
-    const readers: Array<{ name: string; read: ReadBatches; catalog: { getTable(id: ReturnType<typeof parseIdentifier>): Promise<Table> } }> = [];
+    type NativeSwitch = { nativeMerge?: boolean };
+    const readers: Array<{ name: string; read: ReadBatches; catalog: { getTable(id: ReturnType<typeof parseIdentifier>): Promise<Table> }; native: boolean | null; merges: NativeSwitch }> = [];
     for (const src of srcs) {
       const { readBatches } = (await import(pathToFileURL(`${src}/src/scan/read.ts`).href)) as { readBatches: ReadBatches };
       const cat = (await import(pathToFileURL(`${src}/src/table/catalog.ts`).href)) as { Catalog: new (dir: string) => Catalog };
-      readers.push({ name: src, read: readBatches, catalog: new cat.Catalog(dir) });
+      const { WorkerMerges } = (await import(pathToFileURL(`${src}/src/scan/worker-merges.ts`).href)) as { WorkerMerges: NativeSwitch };
+      const catalog = new cat.Catalog(dir);
+      if (values["native-ab"]) for (const native of [true, false]) readers.push({ name: `${src} (${native ? "native" : "JS"} merge)`, read: readBatches, catalog, native, merges: WorkerMerges });
+      else readers.push({ name: src, read: readBatches, catalog, native: null, merges: WorkerMerges });
     }
     const scan = async (r: (typeof readers)[number], table: string): Promise<{ s: number; cpu: number; rows: number }> => {
       (globalThis as { gc?: () => void }).gc?.();
+      if (r.native !== null) r.merges.nativeMerge = r.native;
       const t = await r.catalog.getTable(parseIdentifier(table));
       const c0 = process.cpuUsage();
       const t0 = performance.now();

@@ -16,7 +16,11 @@
  * A/B: `--src DIR` (repeatable) loads the merge from another checkout's src/ (e.g. /work/main), so two versions run
  * alternately in one process on the same decoded runs: `--reps` rounds of A B, median of each, and B ÷ A.
  *
- *   node --expose-gc --import tsx bench/merge-runs.bench.ts [--shape live|engines] [--engine NAME] [--reps N] [--src DIR]...
+ * `--job`: the whole job of a Parquet worker instead (src/scan/merge-bucket-job.ts: the runs' Parquet files decoded,
+ * merged, each output batch made postable), the native merge (src/scan/native-bucket-merge.ts) against the JS one
+ * (decode, `mergeBucketFiles`) alternately, in this checkout: `--reps` rounds, median of each, and native ÷ JS.
+ *
+ *   node --expose-gc --import tsx bench/merge-runs.bench.ts [--shape live|engines] [--engine NAME] [--reps N] [--src DIR]... [--job]
  */
 import type * as arrow from "apache-arrow";
 import { execSync } from "node:child_process";
@@ -34,6 +38,11 @@ import type { MergeEngine } from "../src/lsm/merge-functions/merge-function.ts";
 import type { MergeReadSpec } from "../src/lsm/merge-reader.ts";
 import { BENCH_COLUMNS, benchInputRow } from "./shape.ts";
 import { seeded } from "../test/helpers/pk-lookup.ts";
+import * as arrowJs from "apache-arrow";
+import { writeParquet } from "../src/codec/parquet.ts";
+import type { TableSchema } from "../src/format/schema.ts";
+import { mergeBucketJob, type MergeBucketSpec } from "../src/scan/merge-bucket-job.ts";
+import { schemaMapping } from "../src/scan/file-mapping.ts";
 import { lsmFile } from "../test/helpers/lsm-files.ts";
 
 type MergeBucketFiles = (files: readonly DataFileMeta[], spec: MergeReadSpec) => AsyncGenerator<arrow.RecordBatch>;
@@ -132,7 +141,7 @@ const ENGINE_OPTIONS: Record<string, Record<string, string>> = {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { shape: { type: "string", default: "live" }, engine: { type: "string", default: "deduplicate" }, reps: { type: "string", default: "5" }, src: { type: "string", multiple: true, default: [] } },
+    options: { shape: { type: "string", default: "live" }, engine: { type: "string", default: "deduplicate" }, reps: { type: "string", default: "5" }, src: { type: "string", multiple: true, default: [] }, job: { type: "boolean", default: false } },
   });
   const options = ENGINE_OPTIONS[values.engine!];
   if (options === undefined) throw new Error(`--engine: one of ${Object.keys(ENGINE_OPTIONS).join(", ")}`);
@@ -148,6 +157,7 @@ async function main(): Promise<void> {
     merges.push({ merge: mergeBucketFiles, engine: engines.mergeEngineOf(schema) });
   }
   const buckets = shape.map((runs) => runs.map(decodedFile));
+  if (values.job) return jobs(schema, buckets, Number(values.reps), String(values.shape), String(values.engine));
   const totalRows = buckets.reduce((n, files) => n + files.reduce((m, f) => m + f.meta.rowCount, 0), 0);
   const gc = (globalThis as { gc?: () => void }).gc;
   // CPU time of the process (this thread and V8's helpers): on a shared machine less noisy than wall time.
@@ -183,6 +193,54 @@ async function main(): Promise<void> {
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   srcs.forEach((dir, k) => console.log(`  ${dir}: median ${median(times[k]!).toFixed(1)} CPU ms (${((outRows / median(times[k]!)) * 1000).toFixed(0)} merged rows per CPU s; runs ${times[k]!.map((t) => t.toFixed(0)).join(" ")})`));
   if (merges.length === 2) console.log(`  second ÷ first time: ${(median(times[1]!) / median(times[0]!)).toFixed(3)}; ${load()}`);
+}
+
+/** `--job`: a worker's whole merge job over Parquet files, native merge and JS merge alternately. */
+async function jobs(schema: TableSchema, buckets: Array<Array<{ meta: DataFileMeta; batches: arrow.RecordBatch[] }>>, reps: number, shape: string, engine: string): Promise<void> {
+  const fields = [...FIELDS, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD];
+  const mapping = schemaMapping(schema, fields, true);
+  const files = buckets.map((b) => b.map((f) => ({ meta: f.meta, bytes: writeParquet(new arrowJs.Table(f.batches)) })));
+  const bytes = files.reduce((n, b) => n + b.reduce((m, f) => m + f.bytes.length, 0), 0);
+  const load = (): string => execSync("uptime").toString().trim().replace(/.*load/, "load");
+  console.log(`merge-runs --job: shape ${shape}, engine ${engine}, ${files.length} buckets, ${(bytes / 1e6).toFixed(1)} MB of Parquet; ${load()}`);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const once = async (nativeMerge: boolean): Promise<{ ms: number; rows: number }> => {
+    gc?.();
+    const t0 = process.cpuUsage();
+    let rows = 0;
+    for (const b of files) {
+      const spec: MergeBucketSpec = {
+        schema,
+        ignoreDelete: false,
+        fields,
+        output: FIELDS,
+        wanted: null,
+        // The job takes each file's bytes: a copy per round.
+        files: b.map((f) => ({ meta: f.meta, path: f.meta.fileName, bytes: f.bytes.slice(), mapping })),
+        window: 4,
+        pauseAfterMs: 1000,
+        nativeMerge,
+      };
+      rows += await mergeBucketJob(spec, () => Promise.resolve());
+    }
+    const t = process.cpuUsage(t0);
+    return { ms: (t.user + t.system) / 1000, rows };
+  };
+  const modes = [true, false];
+  for (const m of modes) await once(m);
+  const times: number[][] = [[], []];
+  let outRows = -1;
+  for (let r = 0; r < reps; r++) {
+    for (let k = 0; k < modes.length; k++) {
+      const t = await once(modes[k]!);
+      if (outRows >= 0 && t.rows !== outRows) throw new Error(`${modes[k] ? "native" : "JS"} merged ${t.rows} rows, the other ${outRows}`);
+      outRows = t.rows;
+      times[k]!.push(t.ms);
+    }
+  }
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  modes.forEach((m, k) => console.log(`  ${m ? "native" : "JS"} merge: median ${median(times[k]!).toFixed(1)} CPU ms (${((outRows / median(times[k]!)) * 1000).toFixed(0)} merged rows per CPU s; runs ${times[k]!.map((t) => t.toFixed(0)).join(" ")})`));
+  console.log(`  native ÷ JS time: ${(median(times[0]!) / median(times[1]!)).toFixed(3)}; ${load()}`);
 }
 
 await main();

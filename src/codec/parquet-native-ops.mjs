@@ -65,6 +65,14 @@ export function schemaToIpcStream(bytes) {
 }
 
 /**
+ * The addon's merge of a deduplicate bucket (native/parquet/src/merge.rs), or null when the loaded addon predates
+ * it: src/scan/native-bucket-merge.ts then merges in JavaScript.
+ */
+export function openBucketMerge(files, spec) {
+  return typeof addon.BucketMerge?.prototype?.close === "function" ? new addon.BucketMerge(files, spec) : null;
+}
+
+/**
  * Nothing grows from call to call: the only memory the addon keeps is its pool of idle zstd contexts, process-wide
  * and bounded (native/parquet/src/zstd_pool.rs), not a worker's to recycle.
  */

@@ -51,10 +51,38 @@ export interface ParquetOps {
   decodeAllToIpcStream(bytes: Uint8Array, batchSize: number): Uint8Array;
   /** The Arrow schema of a Parquet file (from its footer) as an IPC stream without batches. */
   schemaToIpcStream(bytes: Uint8Array): Uint8Array;
+  /**
+   * A deduplicate bucket's merge in the native addon (src/scan/native-bucket-merge.ts), or null when the codec has
+   * none (wasm, or an addon built before it). Throws `[unsupported] …` for a bucket it does not handle, `[file k] …`
+   * for a file that does not decode, `[rows k n] …` for a row count that differs from the manifest.
+   */
+  openBucketMerge(files: Uint8Array[], spec: NativeBucketMergeSpec): NativeBucketMerge | null;
   /** Bytes the codec keeps after its calls return (wasm linear memory never shrinks; the native codec keeps none). */
   retainedMemoryBytes(): number;
   /** The ArrayBuffer behind `bytes` if it covers all of it and may be transferred (not wasm memory, not shared). */
   transferableBuffer(bytes: Uint8Array): ArrayBuffer | null;
+}
+
+/** What the native bucket merge reads and returns (native/parquet/src/merge.rs `BucketMergeSpec`). */
+export interface NativeBucketMergeSpec {
+  keyColumns: string[];
+  outputColumns: string[];
+  /** The bucket's sections in key order, each its sorted runs, each run its files (indexes) in key order. */
+  sections: number[][][];
+  /** The manifest's row count of each file. */
+  rowCounts: number[];
+  ignoreDelete: boolean;
+  batchRows: number;
+}
+
+/** A bucket's merge in the addon: the output schema, then one output batch per `next()` (null at the end). */
+export interface NativeBucketMerge {
+  /** The output columns' schema as an Arrow IPC stream without batches. */
+  schema(): Uint8Array;
+  /** The next output batch as an Arrow IPC stream (its schema, then the batch); null when the merge is done. */
+  next(): Uint8Array | null;
+  /** Lets go of the files' bytes and decoded batches at once (a read stopped early); `next` fails after it. */
+  close(): void;
 }
 
 /** Which codec this process uses and why (`NATSLAKE_PARQUET`, or whether the addon loaded). */
@@ -69,6 +97,7 @@ export declare const decodeToIpcStream: ParquetOps["decodeToIpcStream"];
 export declare const decodeToTransferableIpcStream: ParquetOps["decodeToTransferableIpcStream"];
 export declare const decodeAllToIpcStream: ParquetOps["decodeAllToIpcStream"];
 export declare const schemaToIpcStream: ParquetOps["schemaToIpcStream"];
+export declare const openBucketMerge: ParquetOps["openBucketMerge"];
 export declare const retainedMemoryBytes: ParquetOps["retainedMemoryBytes"];
 export declare const transferableBuffer: ParquetOps["transferableBuffer"];
 /** A codec module itself, for tests and benchmarks that compare the two; rejects for `native` when the addon does not load. */

@@ -50,5 +50,6 @@ export const decodeToIpcStream = ops.decodeToIpcStream;
 export const decodeToTransferableIpcStream = ops.decodeToTransferableIpcStream;
 export const decodeAllToIpcStream = ops.decodeAllToIpcStream;
 export const schemaToIpcStream = ops.schemaToIpcStream;
+export const openBucketMerge = ops.openBucketMerge;
 export const retainedMemoryBytes = ops.retainedMemoryBytes;
 export const transferableBuffer = ops.transferableBuffer;

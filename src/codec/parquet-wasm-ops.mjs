@@ -90,6 +90,11 @@ export function schemaToIpcStream(bytes) {
 }
 
 /** Bytes of wasm linear memory (it grows to the largest job and never shrinks). */
+/** No native bucket merge without the addon: src/scan/native-bucket-merge.ts merges in JavaScript. */
+export function openBucketMerge() {
+  return null;
+}
+
 export function retainedMemoryBytes() {
   return pw.wasmMemory().buffer.byteLength;
 }

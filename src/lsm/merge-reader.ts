@@ -55,7 +55,8 @@ export interface MergeReadSpec {
   batchRows?: number;
 }
 
-const DEFAULT_BATCH_ROWS = 65_536;
+/** Rows per output batch when the spec names none. */
+export const DEFAULT_BATCH_ROWS = 65_536;
 
 /** One output column: its type and the decoded column it is read from (by name). */
 interface OutputColumn {
@@ -345,7 +346,7 @@ export function sections(files: readonly DataFileMeta[], keys: SerializedKeys): 
 }
 
 /** A section's sorted runs: each level-0 file alone, the files of each higher level together in key order. */
-function runsOf(section: readonly DataFileMeta[], keys: SerializedKeys): DataFileMeta[][] {
+export function runsOf(section: readonly DataFileMeta[], keys: SerializedKeys): DataFileMeta[][] {
   const runs: DataFileMeta[][] = [];
   const byLevel = new Map<number, DataFileMeta[]>();
   for (const f of section) {

@@ -6,6 +6,9 @@
  * so the rows are the same by construction — and each output batch goes back as its column buffers through `emit`,
  * which waits while the calling thread holds as many batches as it takes unconsumed (its flow control).
  *
+ * A deduplicate bucket read as written is merged by the native addon instead (src/scan/native-bucket-merge.ts), unless
+ * `nativeMerge` is false; the JS merge takes every other bucket.
+ *
  * Everything in `MergeBucketSpec` is structured-cloneable: no table, no FileIO, no functions.
  */
 import * as arrow from "apache-arrow";
@@ -20,6 +23,7 @@ import { mergeEngineOf } from "../lsm/merge-functions/merge-engine.ts";
 import { sequenceFieldSpec } from "../lsm/merge-order.ts";
 import { mergeBucketFiles, project } from "../lsm/merge-reader.ts";
 import { mapToTarget, type SchemaMapping, type TargetLayout } from "./file-mapping.ts";
+import { nativeBucketMerge, NativeMergeFileError } from "./native-bucket-merge.ts";
 
 export interface MergeBucketFile {
   meta: DataFileMeta;
@@ -47,6 +51,8 @@ export interface MergeBucketSpec {
   window: number;
   /** How long the worker waits for an ack before it gives the bucket back to the caller (`Paused`). */
   pauseAfterMs: number;
+  /** false: merge in JavaScript even when the native merge would take the bucket (A/B runs, tests). Default true. */
+  nativeMerge?: boolean;
 }
 
 /** A file of the job could not be decoded: which one (its index in `files`), for the calling thread's message. */
@@ -65,6 +71,40 @@ export class MergeFileDecodeError extends Error {
  * buffers to transfer; resolves to the rows sent.
  */
 export async function mergeBucketJob(spec: MergeBucketSpec, emit: (batch: PostedBatch, transfer: ArrayBuffer[]) => Promise<void>): Promise<number> {
+  const native = spec.nativeMerge === false ? null : nativeMerged(spec);
+  const merged = native ?? jsMerged(spec);
+  let rows = 0;
+  for await (const out of merged) {
+    if (out.numRows === 0) continue;
+    rows += out.numRows;
+    const { posted, transfer } = postableBatch(out);
+    await emit(posted, transfer);
+  }
+  return rows;
+}
+
+/** The native merge's batches in the columns sent back, or null when it does not take the bucket. */
+function nativeMerged(spec: MergeBucketSpec): AsyncGenerator<arrow.RecordBatch> | null {
+  const asDecodeError = (e: unknown): unknown => (e instanceof NativeMergeFileError ? new MergeFileDecodeError(e.fileIndex, new Error(e.message)) : e);
+  let merged: AsyncGenerator<arrow.RecordBatch> | null;
+  try {
+    merged = nativeBucketMerge({ schema: spec.schema, fields: spec.fields, output: spec.wanted ?? spec.output, files: spec.files, ...(spec.batchRows !== undefined ? { batchRows: spec.batchRows } : {}) });
+  } catch (e) {
+    throw asDecodeError(e);
+  }
+  if (merged === null) return null;
+  const from = merged;
+  return (async function* () {
+    try {
+      yield* from;
+    } catch (e) {
+      throw asDecodeError(e);
+    }
+  })();
+}
+
+/** The JS merge (every engine): each file decoded and mapped to the read's columns, then `mergeBucketFiles`. */
+async function* jsMerged(spec: MergeBucketSpec): AsyncGenerator<arrow.RecordBatch> {
   const target: TargetLayout = (() => {
     const schema = new arrow.Schema(spec.fields.map((f) => toArrowField(f.name, f.type)));
     return { fields: spec.fields, schema, struct: new arrow.Struct(schema.fields) };
@@ -97,13 +137,5 @@ export async function mergeBucketJob(spec: MergeBucketSpec, emit: (batch: Posted
     },
   );
   const wanted = spec.wanted;
-  let rows = 0;
-  for await (const batch of merged) {
-    if (batch.numRows === 0) continue;
-    const out = wanted === null ? batch : project(batch, wanted);
-    rows += out.numRows;
-    const { posted, transfer } = postableBatch(out);
-    await emit(posted, transfer);
-  }
-  return rows;
+  for await (const batch of merged) yield wanted === null ? batch : project(batch, wanted);
 }

@@ -611,6 +611,7 @@ async function prepareBucket(context: FileReadContext, table: Table, split: Data
     output: merge.output,
     wanted: merge.output === merge.wanted ? null : merge.wanted,
     files,
+    ...(WorkerMerges.nativeMerge ? {} : { nativeMerge: false }),
   };
   return { spec, transfer };
 }

@@ -86,6 +86,11 @@ export class WorkerMerges {
   static maxBucketBytes = 64 * 1024 * 1024;
   /** Rows per batch the workers send (undefined: the merge's default, 65,536); tests make them small. */
   static batchRows: number | undefined = undefined;
+  /**
+   * false: the workers merge every bucket in JavaScript, never in the native addon (src/scan/native-bucket-merge.ts);
+   * for A/B runs in one process. NATSLAKE_NATIVE_MERGE=off does the same for a whole process.
+   */
+  static nativeMerge = true;
   private readonly merges = new Map<DataSplit, BucketMerge>();
   /** Buckets not started yet, in plan order. */
   private next = 0;

@@ -8,6 +8,7 @@
 //! Both calls are synchronous: they run on the calling thread (the main thread or a Parquet worker thread) exactly
 //! as the WebAssembly calls do, and napi-rs registers the module per context so every worker thread can load it.
 
+mod merge;
 mod row_batch;
 #[cfg(zstd_pool)]
 mod zstd_pool;
