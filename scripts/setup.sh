@@ -329,8 +329,12 @@ elif command -v cargo >/dev/null 2>&1; then
   native_log="$NATIVE_CACHE/$native_key.build.log"
   log "cargo build --release (native/parquet, $native_key; a cold compile of arrow-rs takes minutes) -> $native_built"
   native_rc=0
+  # The target directory is shared by every checkout (dependencies compile once), and cargo does not tell a path
+  # package's build-script output from another checkout's apart: this crate is cleaned first, so its build script and
+  # code always come from these sources (a checkout whose build.rs differs once linked with another's link flags).
+  (cd "$NATIVE_DIR" && env CARGO_TARGET_DIR="$native_target" cargo clean --release -p natslake-parquet) >"$native_log" 2>&1 || true
   (cd "$NATIVE_DIR" && timeout --kill-after=10 "${NATSLAKE_NATIVE_BUILD_TIMEOUT:-3600}" env CARGO_TARGET_DIR="$native_target" \
-    CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}" nice -n 10 cargo build --release --locked) >"$native_log" 2>&1 || native_rc=$?
+    CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}" nice -n 10 cargo build --release --locked) >>"$native_log" 2>&1 || native_rc=$?
   if [[ $native_rc -eq 0 && -f "$native_target/release/libnatslake_parquet.so" ]]; then
     mkdir -p "$NATIVE_CACHE/$native_key"
     cp "$native_target/release/libnatslake_parquet.so" "$native_built.tmp"
