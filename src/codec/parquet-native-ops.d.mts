@@ -3,4 +3,4 @@ export { decodeAllToIpcStream, decodeToIpcStream, decodeToTransferableIpcStream,
 /** Where the addon is looked for (native/parquet/natslake-parquet.node of the package root). */
 export declare const ADDON_PATH: string;
 /** The addon's zstd context pool counters (native/parquet/src/zstd_pool.rs); null where it is not built in. */
-export declare function zstdContextPool(): { created: number; reused: number; idle: number } | null;
+export declare function zstdContextPool(): { created: number; reused: number; idle: number; idleBytes: number } | null;

@@ -74,14 +74,15 @@ export function openBucketMerge(files, spec) {
 
 /**
  * Nothing grows from call to call: the only memory the addon keeps is its pool of idle zstd contexts, process-wide
- * and bounded (native/parquet/src/zstd_pool.rs), not a worker's to recycle.
+ * and bounded in bytes (native/parquet/src/zstd_pool.rs), not a worker's to recycle.
  */
 export function retainedMemoryBytes() {
   return 0;
 }
 
 /**
- * The addon's zstd context pool counters — contexts zstd created, creations answered from the pool, idle contexts —
+ * The addon's zstd context pool counters — contexts zstd created, creations answered from the pool, idle contexts and
+ * their bytes —
  * or null where the pool is not built in (not Linux).
  */
 export function zstdContextPool() {

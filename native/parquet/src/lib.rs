@@ -319,12 +319,13 @@ fn without_view(field: &FieldRef) -> FieldRef {
 }
 
 /// The zstd context pool's counters (src/zstd_pool.rs): contexts zstd created, creations the pool answered with an
-/// idle context, idle contexts now. None where the pool is not built in (not Linux).
+/// idle context, idle contexts now and their bytes. None where the pool is not built in (not Linux).
 #[napi(object)]
 pub struct ZstdPoolStats {
     pub created: f64,
     pub reused: f64,
     pub idle: u32,
+    pub idle_bytes: f64,
 }
 
 #[napi]
@@ -332,7 +333,7 @@ pub fn zstd_context_pool() -> Option<ZstdPoolStats> {
     #[cfg(zstd_pool)]
     {
         let s = zstd_pool::stats();
-        Some(ZstdPoolStats { created: s.created as f64, reused: s.reused as f64, idle: s.idle as u32 })
+        Some(ZstdPoolStats { created: s.created as f64, reused: s.reused as f64, idle: s.idle as u32, idle_bytes: s.idle_bytes as f64 })
     }
     #[cfg(not(zstd_pool))]
     {

@@ -10,7 +10,7 @@
 //! build.rs links this crate with `--wrap` for the four create/free functions, so the zstd crate's calls land here:
 //! a freed context is reset to its defaults (`ZSTD_reset_session_and_parameters`: no history, no dictionary, default
 //! parameters — what a new context is, keeping only its allocated workspace) and kept for the next creation, up to
-//! `POOL_LIMIT` of each kind, so a process keeps at most that many idle contexts (each some hundreds of KB).
+//! `POOL_LIMIT` contexts and `POOL_BYTES` of each kind, so what a process keeps idle is bounded in bytes.
 //! Compressed bytes do not depend on a context's past once it is reset, so the files are byte for byte the same
 //! (test/unit/codec/parquet-native-parity.test.ts compares them with parquet-wasm's).
 
@@ -20,6 +20,10 @@ use std::sync::Mutex;
 
 /// Idle contexts kept per kind: enough for every column of a wide row group being written while another is read.
 const POOL_LIMIT: usize = 32;
+
+/// Bytes of idle contexts kept per kind (`ZSTD_sizeof_*`): a compression context that worked on 1 MB pages holds
+/// about half a megabyte of workspace, and a node's RSS budget is counted in tens of megabytes.
+const POOL_BYTES: usize = 8 << 20;
 
 /// `ZSTD_ResetDirective::ZSTD_reset_session_and_parameters` (zstd.h).
 const RESET_SESSION_AND_PARAMETERS: i32 = 3;
@@ -32,29 +36,45 @@ extern "C" {
     fn ZSTD_CCtx_reset(cctx: *mut c_void, reset: i32) -> usize;
     fn ZSTD_DCtx_reset(dctx: *mut c_void, reset: i32) -> usize;
     fn ZSTD_isError(code: usize) -> u32;
+    fn ZSTD_sizeof_CCtx(cctx: *const c_void) -> usize;
+    fn ZSTD_sizeof_DCtx(dctx: *const c_void) -> usize;
 }
 
-/// Idle contexts as addresses (a raw pointer is not `Send`; each is owned by the pool alone until handed out).
-struct Pool(Mutex<Vec<usize>>);
+/// Idle contexts as addresses with their sizes (a raw pointer is not `Send`; each is owned by the pool alone until
+/// handed out), and the sum of the sizes.
+struct Idle {
+    contexts: Vec<(usize, usize)>,
+    bytes: usize,
+}
+
+struct Pool(Mutex<Idle>);
 
 impl Pool {
     const fn new() -> Self {
-        Pool(Mutex::new(Vec::new()))
+        Pool(Mutex::new(Idle { contexts: Vec::new(), bytes: 0 }))
     }
 
     fn take(&self) -> Option<*mut c_void> {
-        self.0.lock().ok()?.pop().map(|address| address as *mut c_void)
+        let mut idle = self.0.lock().ok()?;
+        let (address, size) = idle.contexts.pop()?;
+        idle.bytes -= size;
+        Some(address as *mut c_void)
     }
 
-    /// Keeps `context` if there is room; false: the caller frees it.
-    fn keep(&self, context: *mut c_void) -> bool {
+    /// Keeps `context` (of `size` bytes) if there is room; false: the caller frees it.
+    fn keep(&self, context: *mut c_void, size: usize) -> bool {
         match self.0.lock() {
-            Ok(mut idle) if idle.len() < POOL_LIMIT => {
-                idle.push(context as usize);
+            Ok(mut idle) if idle.contexts.len() < POOL_LIMIT && idle.bytes + size <= POOL_BYTES => {
+                idle.contexts.push((context as usize, size));
+                idle.bytes += size;
                 true
             }
             _ => false,
         }
+    }
+
+    fn idle(&self) -> (usize, usize) {
+        self.0.lock().map(|idle| (idle.contexts.len(), idle.bytes)).unwrap_or((0, 0))
     }
 }
 
@@ -69,14 +89,17 @@ pub struct PoolStats {
     pub created: u64,
     pub reused: u64,
     pub idle: usize,
+    pub idle_bytes: usize,
 }
 
 pub fn stats() -> PoolStats {
-    let idle = |pool: &Pool| pool.0.lock().map(|v| v.len()).unwrap_or(0);
+    let (compression, compression_bytes) = COMPRESSION.idle();
+    let (decompression, decompression_bytes) = DECOMPRESSION.idle();
     PoolStats {
         created: CREATED.load(Ordering::Relaxed),
         reused: REUSED.load(Ordering::Relaxed),
-        idle: idle(&COMPRESSION) + idle(&DECOMPRESSION),
+        idle: compression + decompression,
+        idle_bytes: compression_bytes + decompression_bytes,
     }
 }
 
@@ -99,12 +122,13 @@ unsafe fn reset_and_keep(
     pool: &Pool,
     context: *mut c_void,
     reset: unsafe extern "C" fn(*mut c_void, i32) -> usize,
+    size_of: unsafe extern "C" fn(*const c_void) -> usize,
     free: unsafe extern "C" fn(*mut c_void) -> usize,
 ) -> usize {
     if context.is_null() {
         return 0;
     }
-    if ZSTD_isError(reset(context, RESET_SESSION_AND_PARAMETERS)) == 0 && pool.keep(context) {
+    if ZSTD_isError(reset(context, RESET_SESSION_AND_PARAMETERS)) == 0 && pool.keep(context, size_of(context)) {
         return 0;
     }
     free(context)
@@ -117,7 +141,7 @@ pub unsafe extern "C" fn __wrap_ZSTD_createCCtx() -> *mut c_void {
 
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_ZSTD_freeCCtx(cctx: *mut c_void) -> usize {
-    reset_and_keep(&COMPRESSION, cctx, ZSTD_CCtx_reset, __real_ZSTD_freeCCtx)
+    reset_and_keep(&COMPRESSION, cctx, ZSTD_CCtx_reset, ZSTD_sizeof_CCtx, __real_ZSTD_freeCCtx)
 }
 
 #[no_mangle]
@@ -127,5 +151,5 @@ pub unsafe extern "C" fn __wrap_ZSTD_createDCtx() -> *mut c_void {
 
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_ZSTD_freeDCtx(dctx: *mut c_void) -> usize {
-    reset_and_keep(&DECOMPRESSION, dctx, ZSTD_DCtx_reset, __real_ZSTD_freeDCtx)
+    reset_and_keep(&DECOMPRESSION, dctx, ZSTD_DCtx_reset, ZSTD_sizeof_DCtx, __real_ZSTD_freeDCtx)
 }

@@ -15,7 +15,7 @@ import { encodeRequest, toIpcStream } from "../../../src/codec/parquet.ts";
 import { loadParquetOps, type ParquetOps } from "../../../src/codec/parquet-ops.mjs";
 import { parseColumnList } from "../../../src/format/data-types.ts";
 
-type PoolStats = { created: number; reused: number; idle: number };
+type PoolStats = { created: number; reused: number; idle: number; idleBytes: number };
 const loaded = await (async () => {
   try {
     const ops: ParquetOps = await loadParquetOps("native");
@@ -47,6 +47,7 @@ test("zstd context pool - pooled contexts write and read the same bytes and rows
   // 4 columns × 3 row groups, each chunk's codec taking one compression and one decompression context.
   assert.ok(after.reused - before.reused >= 12, `creations answered from the pool: ${after.reused - before.reused} (${JSON.stringify({ before, after })})`);
   assert.ok(after.idle > 0 && after.idle <= 64, `idle contexts are kept, within the bound: ${after.idle}`);
+  assert.ok(after.idleBytes > 0 && after.idleBytes <= 16 << 20, `idle contexts' bytes within the bound (8 MiB of each kind): ${after.idleBytes}`);
   // Reading through reused decompression contexts gives the rows written, for both files.
   for (const [bytes, from] of [[first, 0], [other, 50_000]] as const) {
     const rows = recordBatchToRows(TYPES, arrow.tableFromIPC(await ops.decodeToIpcStream(bytes, {})));
