@@ -6,10 +6,12 @@
  * same synthetic rewriter, so the two can be compared step by step.
  */
 import { serializeBinaryRow } from "../../src/format/binary-row.ts";
-import { parseSqlType } from "../../src/format/data-types.ts";
+import { parseSqlType, type DataType } from "../../src/format/data-types.ts";
 import { EMPTY_STATS, type DataFileMeta } from "../../src/format/manifest.ts";
 import { planCompaction, planCompactTask, shouldWaitForLatestCompaction, shouldWaitForPreparingCheckpoint, type CompactStep, type CompactTaskPlan } from "../../src/lsm/compact-task.ts";
 import { SerializedKeys } from "../../src/lsm/key-comparator.ts";
+import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../src/lsm/key-value-fields.ts";
+import type { Row, Value } from "../../src/format/values.ts";
 import { Levels, type FramedKeyComparator } from "../../src/lsm/levels.ts";
 import type { CompactStrategy, CompactUnit } from "../../src/lsm/universal-compaction.ts";
 
@@ -199,4 +201,34 @@ export function simulateBucket(initial: readonly DataFileMeta[], newFiles: reado
     rounds.push(record);
   }
   return rounds;
+}
+
+/**
+ * The metadata of a primary-key data file holding `rows`, sorted by key, each with its `_SEQUENCE_NUMBER` and
+ * `_VALUE_KIND`: key range, sequence range and retraction count from the rows, no statistics.
+ */
+export function sortedRowsMeta(o: { name: string; rows: readonly Row[]; keyTypes: DataType[]; keyOf: (r: Row) => Value[]; level: number; fileSize: number }): DataFileMeta {
+  const seqs = o.rows.map((r) => r[SEQUENCE_NUMBER_FIELD.name] as bigint);
+  return {
+    fileName: o.name,
+    fileSize: o.fileSize,
+    rowCount: o.rows.length,
+    minKey: serializeBinaryRow(o.keyTypes, o.keyOf(o.rows[0]!)),
+    maxKey: serializeBinaryRow(o.keyTypes, o.keyOf(o.rows[o.rows.length - 1]!)),
+    keyStats: EMPTY_STATS,
+    valueStats: EMPTY_STATS,
+    minSequenceNumber: seqs.reduce((a, b) => (b < a ? b : a)),
+    maxSequenceNumber: seqs.reduce((a, b) => (b > a ? b : a)),
+    schemaId: 0,
+    level: o.level,
+    extraFiles: [],
+    creationTimeMillis: 0,
+    deleteRowCount: o.rows.filter((r) => r[VALUE_KIND_FIELD.name] === 1 || r[VALUE_KIND_FIELD.name] === 3).length,
+    embeddedIndex: null,
+    fileSource: 0,
+    valueStatsCols: null,
+    externalPath: null,
+    firstRowId: null,
+    writeCols: null,
+  };
 }

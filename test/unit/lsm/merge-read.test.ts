@@ -17,12 +17,12 @@ import { keyCopyField, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../../
 import type { SortedRows } from "../../../src/lsm/sort-buffer.ts";
 import { keyComparator, SerializedKeys } from "../../../src/lsm/key-comparator.ts";
 import { parseColumnList, type DataField } from "../../../src/format/data-types.ts";
-import { serializeBinaryRow } from "../../../src/format/binary-row.ts";
-import { EMPTY_STATS, type DataFileMeta } from "../../../src/format/manifest.ts";
+import type { DataFileMeta } from "../../../src/format/manifest.ts";
 import { rowsToRecordBatch } from "../../../src/codec/columns/record-batch-builder.ts";
 import { recordBatchToRows } from "../../../src/codec/columns/batch-to-rows.ts";
 import type { Row } from "../../../src/format/values.ts";
 import { newTableSchema } from "../../../src/format/schema.ts";
+import { sortedRowsMeta } from "../../helpers/lsm-files.ts";
 import { mergeEngineOf } from "../../../src/lsm/merge-functions/merge-engine.ts";
 import type { MergeEngine } from "../../../src/lsm/merge-functions/merge-function.ts";
 
@@ -40,30 +40,7 @@ function file(all: DataField[], keyFields: DataField[], versions: Row[], level: 
   const sorted = [...versions].sort((a, b) => compare(keyOf(a), keyOf(b)));
   const name = `f${fileNo++}`;
   batches.set(name, rowsToRecordBatch([...all, SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD], sorted));
-  const types = keyFields.map((f) => f.type);
-  const seqs = sorted.map((r) => r[SEQ] as bigint);
-  return {
-    fileName: name,
-    fileSize: 1,
-    rowCount: sorted.length,
-    minKey: serializeBinaryRow(types, keyOf(sorted[0]!)),
-    maxKey: serializeBinaryRow(types, keyOf(sorted[sorted.length - 1]!)),
-    keyStats: EMPTY_STATS,
-    valueStats: EMPTY_STATS,
-    minSequenceNumber: seqs.reduce((a, b) => (b < a ? b : a)),
-    maxSequenceNumber: seqs.reduce((a, b) => (b > a ? b : a)),
-    schemaId: 0,
-    level,
-    extraFiles: [],
-    creationTimeMillis: 0,
-    deleteRowCount: sorted.filter((r) => r[KIND] === 1 || r[KIND] === 3).length,
-    embeddedIndex: null,
-    fileSource: 0,
-    valueStatsCols: null,
-    externalPath: null,
-    firstRowId: null,
-    writeCols: null,
-  };
+  return sortedRowsMeta({ name, rows: sorted, keyTypes: keyFields.map((f) => f.type), keyOf, level, fileSize: 1 });
 }
 
 async function merge(all: DataField[], keyFields: DataField[], files: DataFileMeta[], batches: Map<string, arrow.RecordBatch>, opts: Partial<MergeReadSpec> = {}): Promise<Row[]> {

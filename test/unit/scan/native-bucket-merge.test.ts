@@ -20,6 +20,7 @@ import { parseColumnList, type DataField } from "../../../src/format/data-types.
 import { serializeBinaryRow } from "../../../src/format/binary-row.ts";
 import { EMPTY_STATS, type DataFileMeta } from "../../../src/format/manifest.ts";
 import { newTableSchema, type TableSchema } from "../../../src/format/schema.ts";
+import { sortedRowsMeta } from "../../helpers/lsm-files.ts";
 import type { Row, Value } from "../../../src/format/values.ts";
 import { keyComparator } from "../../../src/lsm/key-comparator.ts";
 import { SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD } from "../../../src/lsm/key-value-fields.ts";
@@ -139,32 +140,7 @@ function buildFiles(shape: Shape, bucket: Bucket): Array<{ meta: DataFileMeta; b
     for (let p = 0; p < rows.length; p += per) {
       const part = rows.slice(p, p + per);
       const bytes = writeParquet(rowsToRecordBatch(fields, part));
-      const seqs = part.map((r) => r[SEQ] as bigint);
-      files.push({
-        bytes,
-        meta: {
-          fileName: `f${fileNo++}`,
-          fileSize: bytes.length,
-          rowCount: part.length,
-          minKey: serializeBinaryRow(types, keyOf(part[0]!)),
-          maxKey: serializeBinaryRow(types, keyOf(part[part.length - 1]!)),
-          keyStats: EMPTY_STATS,
-          valueStats: EMPTY_STATS,
-          minSequenceNumber: seqs.reduce((a, b) => (b < a ? b : a)),
-          maxSequenceNumber: seqs.reduce((a, b) => (b > a ? b : a)),
-          schemaId: 0,
-          level: plan.level,
-          extraFiles: [],
-          creationTimeMillis: 0,
-          deleteRowCount: part.filter((r) => r[KIND] === 1 || r[KIND] === 3).length,
-          embeddedIndex: null,
-          fileSource: 0,
-          valueStatsCols: null,
-          externalPath: null,
-          firstRowId: null,
-          writeCols: null,
-        },
-      });
+      files.push({ bytes, meta: sortedRowsMeta({ name: `f${fileNo++}`, rows: part, keyTypes: types, keyOf, level: plan.level, fileSize: bytes.length }) });
     }
   }
   return files;
